@@ -1,0 +1,131 @@
+"""Results: the verdict of a run, and of each checker that judged it.
+
+``results.json`` holds:
+
+    valid      true | false | "unknown", merged over the checkers with priority
+               false > unknown > true (one proven anomaly makes the run invalid; a checker
+               that could not decide makes an otherwise clean run unknown)
+    checkers   {name: {"valid": ..., "anomalies": [...], "stats": {...}}}
+    seed, config, variant   copied from the run so the file stands alone
+
+An anomaly names its ``type``, the ``topic``/``partition`` and ``offsets`` involved, the
+history ``ops`` (indices) that witness it, optional node ``events`` ([node, seq] pairs), and a
+one-sentence ``explanation``. Checkers may add fields (``permitted_by`` for losses the
+configuration allows, ``partial_linearizations`` for the linearizability checker, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Validity = bool | Literal["unknown"]
+
+
+def merge_validity(values: Iterable[Validity]) -> Validity:
+    """Priority false > unknown > true; an empty set of verdicts is true."""
+    merged: Validity = True
+    for v in values:
+        if v is False:
+            return False
+        if v == "unknown":
+            merged = "unknown"
+    return merged
+
+
+def exit_code(valid: Validity) -> int:
+    """The CLI's exit code for a verdict: 0 valid, 1 invalid, 2 unknown."""
+    if valid is True:
+        return 0
+    if valid is False:
+        return 1
+    return 2
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    type: str
+    explanation: str
+    topic: str | None = None
+    partition: int | None = None
+    offsets: tuple[int, ...] = ()
+    ops: tuple[int, ...] = ()
+    events: tuple[tuple[str, int], ...] = ()
+    details: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "type": self.type,
+            "topic": self.topic,
+            "partition": self.partition,
+            "offsets": list(self.offsets),
+            "ops": list(self.ops),
+            "explanation": self.explanation,
+        }
+        if self.events:
+            d["events"] = [list(e) for e in self.events]
+        d.update(self.details)
+        return d
+
+
+@dataclass
+class CheckerResult:
+    """One checker's judgement."""
+
+    valid: Validity
+    anomalies: list[Anomaly] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "valid": self.valid,
+            "anomalies": [a.to_dict() for a in self.anomalies],
+            "anomaly_counts": anomaly_counts(self.anomalies),
+            "stats": self.stats,
+        }
+        d.update(self.extra)
+        return d
+
+
+def anomaly_counts(anomalies: Iterable[Anomaly]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for a in anomalies:
+        counts[a.type] = counts.get(a.type, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def build_results(
+    checkers: dict[str, CheckerResult],
+    *,
+    seed: int | None = None,
+    config: dict[str, Any] | None = None,
+    variant: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "valid": merge_validity(r.valid for r in checkers.values()),
+        "seed": seed,
+        "variant": variant,
+        "config": config or {},
+        "checkers": {name: r.to_dict() for name, r in checkers.items()},
+    }
+
+
+def write_results(path: str | os.PathLike[str], results: dict[str, Any]) -> None:
+    """Write atomically: a reader never sees half a results file."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=1, default=str)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def read_results(path: str | os.PathLike[str]) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    if not isinstance(data, dict) or "valid" not in data:
+        raise ValueError(f"{path}: not a results file (no 'valid' field)")
+    return data

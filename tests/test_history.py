@@ -1,0 +1,80 @@
+import json
+
+import pytest
+
+from floodmark.history import (
+    HistoryError,
+    HistoryWriter,
+    Op,
+    iter_history,
+    op_from_dict,
+    pair_ops,
+    read_history,
+    write_history,
+)
+
+
+def test_writer_appends_dense_flushed_lines(tmp_path):
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path) as w:
+        w.append(10, "invoke", 0, "send", {"topic": "t0", "partition": 1, "value": "0-1"})
+        # Readable before close: every line is flushed as written.
+        assert len(path.read_text().splitlines()) == 1
+        w.append(20, "ok", 0, "send", {"topic": "t0", "partition": 1, "value": "0-1", "offset": 0})
+        w.append(30, "info", "nemesis", "start-partition", {"shape": "halves"})
+    ops = read_history(path)
+    assert [o.index for o in ops] == [0, 1, 2]
+    assert ops[1].value["offset"] == 0
+    assert ops[2].process == "nemesis" and not ops[2].is_client
+
+
+def test_round_trip_keeps_optional_and_extra_fields(tmp_path):
+    op = Op(0, 5, "fail", 3, "send", {"v": 1}, node="n2", error="NOT_LEADER", extra={"x": 1})
+    path = tmp_path / "h.jsonl"
+    write_history(path, [op])
+    (back,) = read_history(path)
+    assert back == op and back.extra == {"x": 1} and back.node == "n2"
+
+
+def test_torn_tail_is_ignored_but_mid_file_garbage_is_an_error(tmp_path):
+    good = Op(0, 1, "invoke", 0, "poll").to_json()
+    path = tmp_path / "h.jsonl"
+    path.write_text(good + "\n" + '{"index": 1, "ti')
+    assert len(list(iter_history(path))) == 1
+    path.write_text(good + "\n" + "{oops\n" + good + "\n")
+    with pytest.raises(HistoryError) as e:
+        list(iter_history(path))
+    assert e.value.line == 2 and "h.jsonl:2" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        ({"time": 0, "type": "ok", "process": 0, "f": "x"}, "missing field 'index'"),
+        ({"index": -1, "time": 0, "type": "ok", "process": 0, "f": "x"}, "index"),
+        ({"index": 0, "time": 0, "type": "done", "process": 0, "f": "x"}, "type must be"),
+        ({"index": 0, "time": 0, "type": "ok", "process": 1.5, "f": "x"}, "process"),
+        ([1, 2], "expected a JSON object"),
+    ],
+)
+def test_malformed_ops_name_the_problem(record, problem):
+    with pytest.raises(HistoryError, match=problem):
+        op_from_dict(record, "f.jsonl", 7)
+
+
+def test_indices_must_be_dense(tmp_path):
+    path = tmp_path / "h.jsonl"
+    path.write_text("\n".join(json.dumps(Op(i, i, "invoke", 0, "x").to_dict()) for i in (0, 2)) + "\n")
+    with pytest.raises(HistoryError, match="out of sequence"):
+        read_history(path)
+
+
+def test_pair_ops_matches_completions_per_process():
+    ops = [
+        Op(0, 0, "invoke", 0, "send"),
+        Op(1, 1, "invoke", 1, "send"),
+        Op(2, 2, "ok", 1, "send"),
+        Op(3, 3, "info", 0, "send"),
+        Op(4, 4, "invoke", 2, "poll"),
+    ]
+    assert pair_ops(ops) == {0: 3, 1: 2}
