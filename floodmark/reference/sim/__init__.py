@@ -1,0 +1,12 @@
+"""The simulated runtime (see floodmark.reference.runtime): a deterministic in-process world.
+
+``SimWorld`` (sim.world) holds the virtual-time loop (sim.loop), the network (sim.network),
+the ZooKeeper server (sim.zookeeper) and its clients (sim.coordination), the nodes
+(sim.node) with their runtimes (sim.runtime) and disks (sim.disk).
+"""
+
+from floodmark.reference.sim.loop import SimulationDeadlock
+from floodmark.reference.sim.runtime import SimRuntime
+from floodmark.reference.sim.world import SimWorld
+
+__all__ = ["SimRuntime", "SimWorld", "SimulationDeadlock"]

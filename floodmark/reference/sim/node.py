@@ -1,0 +1,95 @@
+"""A simulated machine: whether it is up, paused or crashed, and the tasks it runs.
+
+A node lives through *incarnations*: a crash ends one (its tasks are cancelled, its unsynced
+writes are lost), a restart begins the next with the same disk. Each runtime handed out
+belongs to one incarnation, and every await it performs passes the node's *gate*:
+
+* on a crashed incarnation the gate cancels the caller, so a dead node's code stops at its
+  next await, as a killed process would;
+* on a paused node the gate holds the caller until the node resumes, as SIGSTOP or a long
+  garbage-collection pause would: timers keep running (the monotonic clock advances), but
+  nothing the node does, receives or answers makes progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any
+
+
+class SimNode:
+    def __init__(self, name: str, disk: Any) -> None:
+        self.name = name
+        self.disk = disk
+        self.incarnation = 0
+        self.alive = True
+        self.paused = False
+        self.clock_offset = 0.0
+        self._resumed = asyncio.Event()
+        self._resumed.set()
+        # Insertion-ordered, so a crash cancels tasks in a deterministic order.
+        self.tasks: dict[asyncio.Task[Any], None] = {}
+
+    def is_current(self, incarnation: int) -> bool:
+        return self.alive and self.incarnation == incarnation
+
+    def can_act(self, incarnation: int) -> bool:
+        """Up, not paused, and still the given incarnation."""
+        return self.is_current(incarnation) and not self.paused
+
+    async def gate(self, incarnation: int) -> None:
+        """Pass only when the node runs this incarnation and is not paused."""
+        while True:
+            if not self.is_current(incarnation):
+                raise asyncio.CancelledError(f"node {self.name} crashed")
+            if not self.paused:
+                return
+            await self._resumed.wait()
+
+    def pause(self) -> None:
+        self.paused = True
+        self._resumed.clear()
+
+    def resume(self) -> None:
+        self.paused = False
+        self._resumed.set()
+
+    def start_task(
+        self, loop: asyncio.AbstractEventLoop, incarnation: int,
+        coro: Coroutine[Any, Any, Any], name: str,
+    ) -> asyncio.Task[Any]:
+        """Run ``coro`` as one of this incarnation's tasks, once the gate lets it."""
+
+        async def gated() -> Any:
+            await self.gate(incarnation)
+            return await coro
+
+        task = loop.create_task(gated(), name=f"{self.name}:{name}")
+        # If the task ends before it started ``coro`` (a crash, a cancel), close ``coro`` so
+        # Python does not warn that it was never awaited; closing a finished one is harmless.
+        task.add_done_callback(lambda _: coro.close())
+        if not self.is_current(incarnation):
+            task.cancel()
+            return task
+        self.tasks[task] = None
+        task.add_done_callback(self._forget)
+        return task
+
+    def _forget(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.pop(task, None)
+
+    def crash(self) -> None:
+        """End this incarnation: cancel everything it runs."""
+        self.alive = False
+        self.paused = False
+        self._resumed.set()  # paused tasks wake up and meet the crashed gate
+        for task in list(self.tasks):
+            task.cancel()
+
+    def restart(self) -> int:
+        self.incarnation += 1
+        self.alive = True
+        self.paused = False
+        self._resumed.set()
+        return self.incarnation

@@ -1,0 +1,88 @@
+"""The simulated runtime: what one incarnation of a simulated node hands its protocol code.
+
+It implements :class:`floodmark.reference.runtime.Runtime` on the world's virtual-time
+loop. Clocks are virtual: ``monotonic`` is the loop's time and ``wall_time`` is a fixed
+virtual epoch plus the loop's time plus this node's clock offset (where clock faults land).
+Every await passes the node's gate (see ``sim.node``), and every task it spawns belongs to
+the node, so a crash cancels it. Events go to the world, which keeps them per node across
+restarts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+from floodmark.reference.runtime import Coordination, Handler, Network, Storage
+from floodmark.reference.sim.coordination import connect
+
+if TYPE_CHECKING:
+    from floodmark.reference.sim.world import SimWorld
+
+
+class SimNodeNetwork:
+    """One incarnation's view of the simulated network (``runtime.Network``)."""
+
+    def __init__(self, world: SimWorld, node: str, incarnation: int) -> None:
+        self._world = world
+        self._node = node
+        self._incarnation = incarnation
+
+    async def request(self, address: str, message: Any, timeout: float) -> Any:
+        return await self._world.network.request(self._node, self._incarnation, address, message, timeout)
+
+    async def serve(self, handler: Handler) -> None:
+        await self._world.node(self._node).gate(self._incarnation)
+        self._world.network.serve(self._node, self._incarnation, handler)
+
+    async def close(self) -> None:
+        self._world.network.close_node(self._node, self._incarnation)
+
+
+class SimRuntime:
+    """``runtime.Runtime`` for one incarnation of a simulated node."""
+
+    def __init__(self, world: SimWorld, node: str, incarnation: int, storage: Storage, seed: str) -> None:
+        self._world = world
+        self._sim_node = world.node(node)
+        self.node = node
+        self.incarnation = incarnation
+        self.advertised_address = node
+        self.network: Network = SimNodeNetwork(world, node, incarnation)
+        self.storage = storage
+        self.random = random.Random(seed)
+        self.log = logging.getLogger(f"floodmark.sim.{node}")
+
+    def monotonic(self) -> float:
+        return self._world.loop.time()
+
+    def wall_time(self) -> float:
+        return self._world.epoch + self._world.loop.time() + self._sim_node.clock_offset
+
+    async def sleep(self, seconds: float) -> None:
+        await self._sim_node.gate(self.incarnation)
+        await asyncio.sleep(seconds)
+        await self._sim_node.gate(self.incarnation)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        task = self._sim_node.start_task(self._world.loop, self.incarnation, coro, name)
+        task.add_done_callback(self._report_failure)
+        return task
+
+    def _report_failure(self, task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:
+            self.log.error("task %s failed", task.get_name(), exc_info=error)
+            self._world.record_failure(self.node, task.get_name(), error)
+
+    async def coordination(self, session_timeout: float) -> Coordination:
+        return await connect(self._world, self.node, self.incarnation, session_timeout)
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        if self._sim_node.is_current(self.incarnation):
+            self._world.record_event(self.node, self.wall_time(), kind, fields)

@@ -1,0 +1,179 @@
+"""Tests of the simulated network (floodmark.reference.sim.network) through node runtimes."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from floodmark.reference import messages as m
+from floodmark.reference.sim import SimWorld
+from floodmark.reference.sim.network import UNKNOWN_SERVER_ERROR
+
+
+async def echo_offsets(sender: str, message: Any) -> Any:
+    assert isinstance(message, m.ProduceRequest)
+    return m.ProduceResponse(None, base_offset=len(message.values), high_watermark=int(sender[1:]))
+
+
+@pytest.fixture
+def world():
+    world = SimWorld(seed=11)
+    yield world
+    world.close()
+
+
+def start_three(world: SimWorld) -> tuple[Any, Any, Any]:
+    runtimes = tuple(world.add_node(n) for n in ("n1", "n2", "n3"))
+    for rt in runtimes:
+        world.run(rt.network.serve(echo_offsets))
+    return runtimes  # type: ignore[return-value]
+
+
+def ask(world: SimWorld, rt: Any, to: str, timeout: float = 1.0) -> Any:
+    async def go() -> Any:
+        try:
+            return await rt.network.request(to, m.ProduceRequest("t", 0, ("a", "b", "c")), timeout)
+        except (ConnectionError, TimeoutError) as e:
+            return e
+
+    return world.run(go())
+
+
+def test_request_gets_the_handlers_response_with_small_latency(world: SimWorld) -> None:
+    n1, _, _ = start_three(world)
+    start = world.now()
+    response = ask(world, n1, "n2")
+    assert response == m.ProduceResponse(None, base_offset=3, high_watermark=1)
+    assert 0 < world.now() - start < 0.01
+
+
+def test_partition_makes_requests_time_out_both_ways_and_heal_restores(world: SimWorld) -> None:
+    n1, n2, n3 = start_three(world)
+    world.partition({"n1"}, {"n2"})
+    start = world.now()
+    assert isinstance(ask(world, n1, "n2", timeout=2.0), TimeoutError)
+    assert world.now() - start == pytest.approx(2.0)
+    assert isinstance(ask(world, n2, "n1"), TimeoutError)
+    assert isinstance(ask(world, n1, "n3"), m.ProduceResponse)  # other links unaffected
+    world.heal()
+    assert isinstance(ask(world, n1, "n2"), m.ProduceResponse)
+
+
+def test_one_way_cut_loses_the_responses_but_the_request_is_handled(world: SimWorld) -> None:
+    n1, n2, _ = start_three(world)
+    handled: list[str] = []
+
+    async def counting(sender: str, message: Any) -> Any:
+        handled.append(sender)
+        return await echo_offsets(sender, message)
+
+    world.run(n2.network.serve(counting))
+    world.cut("n2", "n1")  # n1 -> n2 still works, the answer is lost
+    assert isinstance(ask(world, n1, "n2"), TimeoutError)
+    assert handled == ["n1"]
+    assert isinstance(ask(world, n2, "n1"), TimeoutError)  # n2's request to n1 is lost
+
+
+def test_crashed_node_refuses_and_breaks_requests_in_flight(world: SimWorld) -> None:
+    n1, n2, _ = start_three(world)
+
+    async def slow(sender: str, message: Any) -> Any:
+        await n2.sleep(5.0)
+        return await echo_offsets(sender, message)
+
+    world.run(n2.network.serve(slow))
+
+    async def crash_during_request() -> Any:
+        pending = asyncio.ensure_future(
+            n1.network.request("n2", m.ProduceRequest("t", 0, ("x",)), 10.0))
+        await asyncio.sleep(1.0)
+        world.crash("n2")
+        try:
+            return await pending
+        except ConnectionError as e:
+            return e
+
+    outcome = world.run(crash_during_request())
+    assert isinstance(outcome, ConnectionResetError)
+    assert world.now() < 1.1  # broken at once, not after the timeout
+    assert isinstance(ask(world, n1, "n2"), ConnectionRefusedError)
+
+
+def test_paused_node_answers_only_after_resume(world: SimWorld) -> None:
+    n1, _, _ = start_three(world)
+    world.pause("n2")
+    assert isinstance(ask(world, n1, "n2", timeout=3.0), TimeoutError)
+
+    async def resume_later() -> Any:
+        world.loop.call_later(2.0, world.resume, "n2")
+        return await n1.network.request("n2", m.ProduceRequest("t", 0, ("x",)), 10.0)
+
+    start = world.now()
+    assert isinstance(world.run(resume_later()), m.ProduceResponse)
+    assert world.now() - start == pytest.approx(2.0, abs=0.01)
+
+
+def test_handler_failure_becomes_an_error_response_and_is_recorded(world: SimWorld) -> None:
+    n1, n2, _ = start_three(world)
+
+    async def broken(sender: str, message: Any) -> Any:
+        raise KeyError("boom")
+
+    world.run(n2.network.serve(broken))
+    response = ask(world, n1, "n2")
+    assert isinstance(response, m.ErrorResponse) and response.error == UNKNOWN_SERVER_ERROR
+    assert [(node, type(e)) for node, _, e in world.failures] == [("n2", KeyError)]
+
+
+def test_messages_are_checked_by_the_wire_codec(world: SimWorld) -> None:
+    n1, _, _ = start_three(world)
+
+    async def send_garbage() -> None:
+        await n1.network.request("n2", {"not": "a message"}, 1.0)
+
+    with pytest.raises(ValueError, match="not a message type"):
+        world.run(send_garbage())
+
+
+def test_delivery_on_a_link_is_fifo(world: SimWorld) -> None:
+    n1, n2, _ = start_three(world)
+    arrived: list[int] = []
+
+    async def record(sender: str, message: Any) -> Any:
+        arrived.append(message.partition)
+        return m.ProduceResponse(None)
+
+    world.run(n2.network.serve(record))
+
+    async def burst() -> None:
+        await asyncio.gather(*(n1.network.request("n2", m.ProduceRequest("t", i, ()), 1.0)
+                               for i in range(50)))
+
+    world.run(burst())
+    assert arrived == list(range(50))
+
+
+def test_closing_the_network_stops_serving_and_breaks_calls_in_progress(world: SimWorld) -> None:
+    n1, n2, _ = start_three(world)
+
+    async def slow(sender: str, message: Any) -> Any:
+        await n2.sleep(5.0)
+        return m.ProduceResponse(None)
+
+    world.run(n2.network.serve(slow))
+
+    async def close_during_request() -> Any:
+        pending = asyncio.ensure_future(n1.network.request("n2", m.ProduceRequest("t", 0, ()), 10.0))
+        await asyncio.sleep(1.0)
+        await n2.network.close()
+        try:
+            return await pending
+        except ConnectionError as e:
+            return e
+
+    assert isinstance(world.run(close_during_request()), ConnectionResetError)
+    assert isinstance(ask(world, n1, "n2"), ConnectionRefusedError)
+    world.run_for(10.0)
+    assert world.failures == []
