@@ -1,0 +1,110 @@
+"""Durability: an acknowledged record stays where it was acknowledged, forever.
+
+Kafka's contract for ``acks=all``: once a send is acknowledged at offset *o*, every later
+read of the partition finds the same value at *o*, and so does the final drain that reads
+every partition from the beginning after all faults are healed. This checker reports
+
+- ``lost-write``: an acknowledged value is missing from the final drain (``how: missing``),
+  or the drain has it at a different offset (``how: moved``);
+- ``inconsistent-offsets``: two different values observed at one offset, by reads or by a
+  read and an acknowledgement.
+
+Sends whose outcome is unknown (``info``) may be present or absent; sends that failed are the
+queue checker's business (a read of one is Jepsen's G1a). Losses the configuration permits
+(see :mod:`floodmark.checkers.permitted`) are still anomalies, marked ``permitted_by``.
+A partition with acknowledged sends but no successful drain cannot be judged: the verdict is
+then "unknown" unless something else is already wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from floodmark.checkers.api import CheckInput
+from floodmark.checkers.permitted import loss_permitted_by
+from floodmark.checkers.queue_index import PartitionIndex, index_for
+from floodmark.results import Anomaly, CheckerResult, Validity
+
+
+class DurabilityChecker:
+    name = "durability"
+
+    def check(self, run: CheckInput) -> CheckerResult:
+        index = index_for(run.history)
+        permitted_by = loss_permitted_by(run.config, run.events)
+        details = {"permitted_by": permitted_by} if permitted_by else {}
+        anomalies: list[Anomaly] = []
+        stats: dict[str, Any] = {"acknowledged": 0, "judged": 0, "unjudged": 0, "lost": 0, "moved": 0,
+                 "inconsistent_offsets": 0, "indeterminate_present": 0, "indeterminate_absent": 0}
+        for key in sorted(index.partitions):
+            part = index.partitions[key]
+            anomalies.extend(inconsistent_offsets(part, details))
+            anomalies.extend(_lost_writes(part, key in index.drained, details, stats))
+        stats["inconsistent_offsets"] = sum(a.type == "inconsistent-offsets" for a in anomalies)
+        violations = [a for a in anomalies if "permitted_by" not in a.details]
+        stats["violations"] = len(violations)
+        stats["permitted"] = len(anomalies) - len(violations)
+        valid: Validity = False if anomalies else ("unknown" if stats["unjudged"] or index.malformed else True)
+        if stats["unjudged"]:
+            stats["unjudged_because"] = "acknowledged sends in partitions no successful drain read"
+        if index.malformed:  # ops the checker could not read: it cannot vouch for the history
+            stats["malformed_ops"] = [{"op": i, "problem": p} for i, p in index.malformed[:20]]
+        return CheckerResult(valid, anomalies, stats)
+
+
+def inconsistent_offsets(part: PartitionIndex, details: dict[str, Any]) -> list[Anomaly]:
+    """Every offset at which two different values were read or acknowledged."""
+    topic, partition = part.partition
+    return [
+        Anomaly(
+            "inconsistent-offsets",
+            f"Offset {offset} of {topic}/{partition} was observed holding {len(values)} different "
+            f"values ({', '.join(map(repr, sorted(values, key=repr)))}).",
+            topic, partition, (offset,), tuple(sorted(set(values.values()))),
+            details={"values": {repr(v): op for v, op in sorted(values.items(), key=repr)}, **details},
+        )
+        for offset, values in sorted(part.observations().conflicts.items())
+    ]
+
+
+def _lost_writes(part: PartitionIndex, drained: bool, details: dict[str, Any], stats: dict[str, Any]) -> list[Anomaly]:
+    topic, partition = part.partition
+    final: dict[int, Any] = {}
+    offset_of: dict[Any, int] = {}
+    drain_ops: list[int] = []
+    for read in part.reads:
+        if read.f == "drain":
+            drain_ops.append(read.op)
+            for offset, value in read.records:
+                final.setdefault(offset, value)
+                offset_of.setdefault(value, offset)
+    anomalies = []
+    for send in part.sends:
+        if send.outcome == "info" and drained:
+            key = "indeterminate_present" if send.value in offset_of else "indeterminate_absent"
+            stats[key] += 1
+        if send.outcome != "ok" or send.offset is None:
+            continue
+        stats["acknowledged"] += 1
+        if not drained:
+            stats["unjudged"] += 1
+            continue
+        stats["judged"] += 1
+        if final.get(send.offset) == send.value:
+            continue
+        witnesses = tuple(sorted({send.invoke, *((send.completion,) if send.completion is not None else ()), *drain_ops[-1:]}))
+        moved_to = offset_of.get(send.value)
+        if moved_to is not None:
+            stats["moved"] += 1
+            explanation = (f"Send of {send.value!r} was acknowledged at offset {send.offset} of {topic}/{partition}, "
+                           f"but the final drain has it at offset {moved_to}.")
+            extra = {"how": "moved", "value": send.value, "moved_to": moved_to}
+        else:
+            stats["lost"] += 1
+            explanation = (f"Send of {send.value!r} was acknowledged at offset {send.offset} of {topic}/{partition}, "
+                           f"but the final drain does not contain it"
+                           + (f" (it has {final[send.offset]!r} there)." if send.offset in final else "."))
+            extra = {"how": "missing", "value": send.value}
+        anomalies.append(Anomaly("lost-write", explanation, topic, partition, (send.offset,), witnesses,
+                                 details={**extra, **details}))
+    return anomalies

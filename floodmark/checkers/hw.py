@@ -1,0 +1,246 @@
+"""High watermarks: they only move forward, and what they commit stays committed.
+
+A partition's high watermark (HW) is the offset below which every record is on every
+in-sync replica: committed. Two rules follow from the V3 replication design, and this
+checker verifies both.
+
+Per broker, partition and leader epoch, from the broker's own ``hw_changed`` and
+``became_leader`` events (in the broker's own order, never compared with other brokers'
+clocks): the HW never decreases, and never exceeds the broker's log end offset
+(``hw-decrease``, ``hw-beyond-log-end``). A restart starts afresh, since a broker recovers
+its HW from a checkpoint that may lag. A new leader's HW may start below its
+predecessor's; the design allows it (the new leader learns the HW from its followers), so
+epochs are never compared with each other here.
+
+The committed offset is the greatest HW ever exposed to a client: an ``acks=all``
+acknowledgement at offset *o* exposes *o*+1, a poll exposes the HW it reports and every
+offset it returns. It must never be un-committed:
+
+- ``uncommitted-offset``: a broker became leader in epoch *E* with a log ending below an
+  offset that was both exposed to a client and below some leader's HW in an epoch before
+  *E* (so the offset was committed before this leader took over, and the leader lacks it);
+- ``committed-truncated``: a replica truncated away a record it held whose offset and value
+  clients saw as committed. Replicas may truncate divergent, uncommitted suffixes; a record
+  clients saw committed is never divergent.
+
+Losses the configuration permits carry ``permitted_by`` (see :mod:`floodmark.checkers.permitted`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+from floodmark.checkers.api import CheckInput
+from floodmark.checkers.permitted import acks_all, loss_permitted_by
+from floodmark.checkers.queue_index import index_for
+from floodmark.node_events import NodeEvent
+from floodmark.results import Anomaly, CheckerResult
+
+Partition = tuple[Any, Any]  # (topic, partition) as the events name them
+
+
+class HighWatermarkChecker:
+    name = "hw"
+
+    def check(self, run: CheckInput) -> CheckerResult:
+        exposed, committed_values = _client_exposure(run)
+        reason = loss_permitted_by(run.config, run.events)
+        details = {"permitted_by": reason} if reason else {}
+        scan = _Scan(committed_values, details)
+        for node in sorted(run.events):
+            scan.node(node, run.events[node])
+        anomalies = scan.anomalies
+        anomalies.extend(_leaders_lacking_committed(scan.leaderships, exposed, scan.leader_hw, details))
+        stats: dict[str, Any] = {
+            "nodes": len(run.events),
+            "events": sum(len(e) for e in run.events.values()),
+            "committed_offsets": {f"{t}/{p}": c for (t, p), c in sorted(exposed.items())},
+        }
+        counts: dict[str, int] = {}
+        for a in anomalies:
+            counts[a.type] = counts.get(a.type, 0) + 1
+        stats["anomalies"] = dict(sorted(counts.items()))
+        stats["permitted"] = sum("permitted_by" in a.details for a in anomalies)
+        stats["violations"] = len(anomalies) - stats["permitted"]
+        return CheckerResult(not anomalies, anomalies, stats)
+
+
+class _Scan:
+    """One pass over each broker's events, in the broker's own order."""
+
+    def __init__(self, committed: dict[Partition, dict[int, Any]], details: dict[str, Any]) -> None:
+        self.committed = committed
+        self.details = details
+        self.anomalies: list[Anomaly] = []
+        self.leader_hw: dict[tuple[Any, Any, Any], int] = {}  # (topic, partition, epoch) -> greatest leader HW
+        self.leaderships: list[tuple[str, int, Partition, Any, Any]] = []  # (node, seq, partition, epoch, log_end)
+
+    def node(self, node: str, events: list[NodeEvent]) -> None:
+        # (topic, partition, leader epoch) -> (HW, seq of the event that set it)
+        last_hw: dict[tuple[Any, Any, Any], tuple[int, int]] = {}
+        leading: dict[Partition, Any] = {}  # partition -> epoch this node leads in
+        # What this replica holds: per partition, segments (first offset, value ids) in offset
+        # order. Only partitions this node ever truncates need tracking.
+        truncated = {(e.fields.get("topic"), e.fields.get("partition")) for e in events if e.kind == "truncated"}
+        held: dict[Partition, list[tuple[int, list[Any]]]] = {}
+        leader_hw = self.leader_hw
+        for event in events:
+            kind = event.kind
+            fields = event.fields
+            if kind == "hw_changed" or kind == "became_leader":  # the most frequent kinds first
+                hw = fields.get("high_watermark")
+                topic, number, epoch = fields.get("topic"), fields.get("partition"), fields.get("leader_epoch")
+                if kind == "became_leader":
+                    leading[(topic, number)] = epoch
+                    self.leaderships.append((node, event.seq, (topic, number), epoch, fields.get("log_end")))
+                if type(hw) is not int:
+                    continue
+                slot = (topic, number, epoch)
+                previous = last_hw.get(slot)
+                log_end = fields.get("log_end")
+                if (previous is not None and hw < previous[0]) or (type(log_end) is int and hw > log_end):
+                    self._monotonic(node, event, (topic, number), hw, previous, log_end)
+                last_hw[slot] = (hw, event.seq)
+                if kind == "hw_changed" and fields.get("role") != "leader":
+                    continue
+                if type(epoch) is int and hw > leader_hw.get(slot, -1):
+                    leader_hw[slot] = hw
+            elif kind == "appended":
+                if not truncated:
+                    continue
+                key = (fields.get("topic"), fields.get("partition"))
+                if key not in truncated:
+                    continue
+                first, values = fields.get("offset"), fields.get("values")
+                if isinstance(first, int) and values:
+                    segments = held.setdefault(key, [])
+                    if segments and segments[-1][0] + len(segments[-1][1]) > first:
+                        self._truncate(node, event, key, segments, first, report=False)
+                    segments.append((first, values))
+            elif kind == "acked":
+                hw = fields.get("high_watermark")
+                topic, number = fields.get("topic"), fields.get("partition")
+                epoch = fields.get("leader_epoch", leading.get((topic, number)))
+                if type(hw) is int and type(epoch) is int:
+                    slot = (topic, number, epoch)
+                    if hw > leader_hw.get(slot, -1):
+                        leader_hw[slot] = hw
+            elif kind == "became_follower":
+                leading.pop((fields.get("topic"), fields.get("partition")), None)
+            elif kind == "truncated":
+                key = (fields.get("topic"), fields.get("partition"))
+                to_offset = fields.get("to_offset")
+                if key in held and isinstance(to_offset, int):
+                    self._truncate(node, event, key, held[key], to_offset, report=True)
+            elif kind == "started":
+                last_hw.clear()  # a restarted broker recovers its HW from a checkpoint that may lag
+                leading.clear()
+
+    def _monotonic(self, node: str, event: NodeEvent, key: Partition, hw: int,
+                   previous: tuple[int, int] | None, log_end: Any) -> None:
+        topic, number = key
+        epoch = event.fields.get("leader_epoch")
+        if isinstance(log_end, int) and hw > log_end:
+            self.anomalies.append(Anomaly(
+                "hw-beyond-log-end",
+                f"Broker {node} set the HW of {topic}/{number} to {hw} in epoch {epoch}, beyond its log end {log_end}.",
+                topic, number, (hw, log_end), events=((node, event.seq),),
+                details={"node": node, "leader_epoch": epoch}))
+        if previous is not None and hw < previous[0]:
+            self.anomalies.append(Anomaly(
+                "hw-decrease",
+                f"Broker {node} lowered the HW of {topic}/{number} from {previous[0]} to {hw} within leader epoch {epoch}.",
+                topic, number, (previous[0], hw), events=((node, previous[1]), (node, event.seq)),
+                details={"node": node, "leader_epoch": epoch}))
+
+    def _truncate(self, node: str, event: NodeEvent, key: Partition, segments: list[tuple[int, list[Any]]],
+                  to_offset: int, *, report: bool) -> None:
+        """Drop what the replica holds from ``to_offset`` on; report records clients saw committed."""
+        seen = self.committed.get(key, {})
+        lost: list[int] = []
+        while segments and segments[-1][0] + len(segments[-1][1]) > to_offset:
+            first, values = segments.pop()
+            keep = max(0, to_offset - first)
+            lost.extend(first + i for i in range(keep, len(values)) if seen.get(first + i, _NOTHING) == values[i])
+            if keep:
+                segments.append((first, values[:keep]))
+                break
+        if report and lost:
+            lost.sort()
+            topic, number = key
+            reason = event.fields.get("reason")
+            self.anomalies.append(Anomaly(
+                "committed-truncated",
+                f"Broker {node} truncated {topic}/{number} to offset {to_offset} ({reason}), removing "
+                f"{len(lost)} record(s) clients saw committed (first at offset {lost[0]}).",
+                topic, number, tuple(lost[:100]), events=((node, event.seq),),
+                details={"node": node, "reason": reason, "leader_epoch": event.fields.get("leader_epoch"),
+                         **self.details}))
+
+
+_NOTHING = object()
+
+
+def _client_exposure(run: CheckInput) -> tuple[dict[Partition, int], dict[Partition, dict[int, Any]]]:
+    """Per partition: the greatest HW exposed to a client, and the (offset, value)s clients saw committed."""
+    index = index_for(run.history)
+    use_acks = acks_all(run.config)
+    exposed: dict[Partition, int] = {}
+    values: dict[Partition, dict[int, Any]] = {}
+    for key, part in index.partitions.items():
+        top = -1
+        if use_acks:  # an acks=all acknowledgement at o exposes o+1; reads expose what they return
+            observed = part.observations()
+            values[key] = observed.value_at
+            if observed.value_at:
+                top = max(observed.value_at) + 1
+        else:
+            committed = values.setdefault(key, {})
+            for read in part.reads:
+                for offset, value in read.records:
+                    committed.setdefault(offset, value)
+            if committed:
+                top = max(committed) + 1
+        for read in part.reads:
+            if isinstance(read.high_watermark, int) and read.high_watermark > top:
+                top = read.high_watermark
+        if top >= 0:
+            exposed[key] = top
+    return exposed, values
+
+
+def _leaders_lacking_committed(leaderships: list[tuple[str, int, Partition, Any, Any]], exposed: dict[Partition, int],
+                               leader_hw: dict[tuple[Any, Any, Any], int], details: dict[str, Any]) -> list[Anomaly]:
+    per_partition: dict[Partition, dict[int, int]] = {}
+    for (topic, number, epoch), hw in leader_hw.items():
+        per_partition.setdefault((topic, number), {})[epoch] = hw
+    # committed_before[p]: epochs ascending with the running max of leader HWs up to each
+    committed_before: dict[Partition, tuple[list[int], list[int]]] = {}
+    for key, by_epoch in per_partition.items():
+        epochs = sorted(by_epoch)
+        running, highs = -1, []
+        for epoch in epochs:
+            running = max(running, by_epoch[epoch])
+            highs.append(running)
+        committed_before[key] = (epochs, highs)
+    anomalies = []
+    for node, seq, key, epoch, log_end in leaderships:
+        if key not in exposed or key not in committed_before or not isinstance(log_end, int):
+            continue
+        if not isinstance(epoch, int):
+            continue
+        epochs, highs = committed_before[key]
+        position = bisect.bisect_left(epochs, epoch) - 1  # last epoch strictly before this one
+        if position < 0:
+            continue
+        committed = min(exposed[key], highs[position])
+        if log_end < committed:
+            topic, number = key
+            anomalies.append(Anomaly(
+                "uncommitted-offset",
+                f"Broker {node} became leader of {topic}/{number} in epoch {epoch} with log end {log_end}, "
+                f"but offsets up to {committed - 1} were committed before that epoch and exposed to clients.",
+                topic, number, tuple(range(log_end, committed))[:100], events=((node, seq),),
+                details={"node": node, "leader_epoch": epoch, "committed_offset": committed, **details}))
+    return anomalies

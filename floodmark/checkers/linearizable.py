@@ -1,0 +1,246 @@
+"""The linearizability checker: is there one order of the operations that explains them all?
+
+The history is first cut into calls (an invocation with its completion), prepared by the
+model and grouped by the independent object they touch: a key, or a log partition. An
+object's operations commute with every other object's, so each object has a linearization
+on its own if and only if the whole history has one (Herlihy and Wing's locality,
+"P-compositionality" in Lowe's terms). Objects are searched one at a time with
+:func:`floodmark.checkers.wgl.search`, smallest first; the first invalid object ends the
+check (fail-fast), and an overall deadline turns what is left into "unknown", never a guess.
+
+Outcomes follow Jepsen: ``ok`` happened, ``fail`` did not (except a failed compare-and-set
+where the model is told it is an observed compare failure), ``info`` or no completion may
+have happened at any point after the invocation, or never.
+
+For an invalid object the anomaly carries the longest partial linearizations the search
+reached (each op with the model state after it) and the ops it could not linearize next.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from floodmark.checkers.api import CheckInput
+from floodmark.checkers.models import _UNSET, INCONSISTENT, Log, Model, Mutex, make_model
+from floodmark.checkers.wgl import DEFAULT_CACHE_LIMIT, Call, SearchResult, search
+from floodmark.history import NEMESIS, Op
+from floodmark.results import Anomaly, CheckerResult, Validity, merge_validity
+
+
+class ModelMismatch(ValueError):
+    """The history has operations the chosen model does not have."""
+
+
+@dataclass(frozen=True)
+class ObjectHistory:
+    key: Hashable
+    calls: list[Call]
+
+
+def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
+    """Pair client invocations with completions and group the model's calls by object."""
+    open_calls: dict[Any, tuple[int, Op]] = {}
+    completed: list[tuple[int, Op, int | None, Op | None]] = []
+    for position, op in enumerate(ops):
+        if op.process == NEMESIS:
+            continue
+        if op.type == "invoke":
+            if op.process in open_calls:  # a process never has two open calls; keep the first
+                position_before, before = open_calls.pop(op.process)
+                completed.append((position_before, before, None, None))
+            open_calls[op.process] = (position, op)
+        elif op.process in open_calls:
+            invoked_at, invocation = open_calls.pop(op.process)
+            completed.append((invoked_at, invocation, position, op))
+    completed.extend((position, op, None, None) for position, op in open_calls.values())
+    completed.sort(key=lambda c: c[0])
+
+    objects: dict[Hashable, list[Call]] = {}
+    for invoked_at, invocation, completed_at, completion in completed:
+        outcome = "info" if completion is None else completion.type
+        try:
+            key, invoked_value = model.split(invocation.value, invocation.extra)
+            completed_value = None
+            if completion is not None and outcome == "ok":
+                try:
+                    completed_value = model.split(completion.value, completion.extra)[1]
+                except ValueError:
+                    completed_value = completion.value
+            call = model.prepare(invocation.f, invoked_value, completed_value, outcome)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise ModelMismatch(f"op {invocation.index} ({invocation.f} {invocation.value!r}): {e}") from None
+        if call is None:
+            continue
+        objects.setdefault(key, []).append(
+            Call(
+                op=invocation.index,
+                completion=None if completion is None else completion.index,
+                call=call,
+                invoked_at=invoked_at,
+                completed_at=completed_at if outcome == "ok" or outcome == "fail" else None,
+            )
+        )
+    return [ObjectHistory(k, calls) for k, calls in objects.items()]
+
+
+def infer_model(ops: list[Op], workload: str | None = None) -> str:
+    """Guess the model from the workload or the operations' functions."""
+    if workload == "log-lin":
+        return "log"
+    fs = {op.f for op in ops if op.process != NEMESIS}
+    if "txn" in fs:
+        return "multi-register"
+    if fs & {"acquire", "release"}:
+        return "mutex"
+    sample = next((op for op in ops if op.process != NEMESIS and op.f in ("append", "read")), None)
+    if sample is not None and isinstance(sample.value, dict) and "topic" in sample.value:
+        return "log"
+    if fs & {"get", "put", "append"}:
+        return "kv"
+    return "cas-register"
+
+
+def format_conventions(history_format: str, model: str) -> dict[str, Any]:
+    """The register conventions of the tools that write each format, so their histories get
+    the verdicts those tools give.
+
+    - Knossos/Jepsen EDN: registers start at 0 in Knossos's own test data, a read of nil
+      tells nothing, a failed op never happened.
+    - Jepsen 2014 text logs (etcd): the register starts absent (nil), ``:ok :read nil`` read
+      the absent value, and a failed cas observed that the register did not hold the
+      expected value.
+    - our JSONL: registers start at nil, failed ops never happened.
+    """
+    if model not in ("cas-register", "register", "multi-register"):
+        return {}
+    if history_format == "edn":
+        return {"initial": 0, "nil_reads_unknown": True}
+    if history_format == "jepsen-text":
+        return {"initial": None, "failed_cas_observed": True}
+    return {}
+
+
+def render_state(model: Model, state: Any) -> Any:
+    """A model state as JSON for the report."""
+    if isinstance(model, Log):
+        return {"length": model.length[state], "last": model.last[state]}
+    if isinstance(model, Mutex):
+        return "held" if state else "free"
+    if model.name == "multi-register":
+        return {str(k): v for k, v in state}
+    return state
+
+
+@dataclass
+class LinearizableChecker:
+    """Wing–Gong–Lowe linearizability over a model, per object, with a deadline."""
+
+    model: str | None = None
+    initial: Any = _UNSET
+    failed_cas_observed: bool = False
+    nil_reads_unknown: bool = False
+    cache_limit: int = DEFAULT_CACHE_LIMIT
+    name: str = field(default="linearizable")
+
+    def check(self, run: CheckInput) -> CheckerResult:
+        started = time.monotonic()
+        deadline = None if run.time_limit is None else started + run.time_limit
+        model_name = self.model or run.config.get("model") or infer_model(run.history, run.config.get("workload"))
+        options = {"failed_cas_observed": self.failed_cas_observed, "nil_reads_unknown": self.nil_reads_unknown}
+        build = lambda: make_model(model_name, self.initial, **options)  # noqa: E731
+        objects = prepare_history(run.history, build())
+        objects.sort(key=lambda o: len(o.calls))
+        verdicts: list[Validity] = []
+        anomalies: list[Anomaly] = []
+        unknown: list[str] = []
+        explored = 0
+        checked = 0
+        for obj in objects:
+            model = build()
+            result = search(model, obj.calls, deadline=deadline, cache_limit=self.cache_limit)
+            explored += result.explored
+            verdicts.append(result.valid)
+            if result.valid is False:
+                anomalies.append(_anomaly(model, obj, result, run.history))
+                break  # fail-fast: one object without a linearization decides the history
+            if result.valid == "unknown":
+                unknown.append(f"{_describe_key(obj.key)}: {result.reason}")
+                if deadline is not None and time.monotonic() > deadline:
+                    verdicts.append("unknown")
+                    break
+            checked += 1
+        valid = merge_validity(verdicts)
+        stats = {
+            "model": model_name,
+            "objects": len(objects),
+            "objects_checked": checked,
+            "calls": sum(len(o.calls) for o in objects),
+            "configurations_explored": explored,
+            "seconds": round(time.monotonic() - started, 6),
+        }
+        if unknown:
+            stats["unknown_because"] = unknown
+        return CheckerResult(valid, anomalies, stats)
+
+
+def _describe_key(key: Hashable) -> str:
+    if key is None:
+        return "the register"
+    if isinstance(key, tuple) and len(key) == 2:
+        return f"partition {key[0]}/{key[1]}"
+    return f"key {key!r}"
+
+
+def _anomaly(model: Model, obj: ObjectHistory, result: SearchResult, history: list[Op]) -> Anomaly:
+    def op_summary(number: int, state: Any = INCONSISTENT) -> dict[str, Any]:
+        call = obj.calls[number]
+        invocation = history[call.op]
+        completion = history[call.completion] if call.completion is not None else None
+        summary: dict[str, Any] = {
+            "op": call.op,
+            "completion": call.completion,
+            "process": invocation.process,
+            "f": invocation.f,
+            "value": completion.value if completion is not None and completion.type == "ok" else invocation.value,
+            "outcome": completion.type if completion is not None else "info",
+        }
+        if state is not INCONSISTENT:
+            summary["state"] = render_state(model, state)  # the model state after this op
+        return summary
+
+    paths = [[op_summary(number, state) for number, state in path] for path in result.longest]
+    stuck = [op_summary(number) for number in result.stuck]
+    first_stuck = stuck[0] if stuck else None
+    depth = len(result.longest[0]) if result.longest else 0
+    last_state = result.longest[0][-1][1] if result.longest and result.longest[0] else model.initial()
+    where = _describe_key(obj.key)
+    if first_stuck is not None:
+        explanation = (
+            f"No linearization exists for {where}: the longest consistent order covers {depth} of "
+            f"{len(obj.calls)} ops, after which op {first_stuck['op']} ({first_stuck['f']} "
+            f"{first_stuck['value']!r}, process {first_stuck['process']}) cannot take effect from state "
+            f"{render_state(model, last_state)!r}."
+        )
+    else:
+        explanation = f"No linearization exists for {where}."
+    topic: str | None = None
+    partition: int | None = None
+    if isinstance(model, Log) and isinstance(obj.key, tuple):
+        topic, partition = obj.key
+    witness = sorted({s["op"] for s in stuck} | {s["completion"] for s in stuck if s["completion"] is not None})
+    return Anomaly(
+        type="nonlinearizable",
+        explanation=explanation,
+        topic=topic,
+        partition=partition,
+        ops=tuple(witness),
+        details={
+            "key": None if obj.key is None or isinstance(model, Log) else repr(obj.key),
+            "partial_linearizations": paths,
+            "unlinearizable_ops": stuck,
+            "stuck": [s["op"] for s in stuck],
+        },
+    )

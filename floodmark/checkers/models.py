@@ -1,0 +1,354 @@
+"""Sequential models: what a single correct copy of an object would do.
+
+Linearizability is judged against a model: a deterministic state machine whose ``step``
+takes a state and one completed operation and answers the next state, or
+:data:`INCONSISTENT` when the operation could not have returned what it returned from
+that state. Knossos and Porcupine use the same idea.
+
+Each model first *prepares* a history operation into a compact call tuple (or drops it:
+a failed op never happened, and a read whose result is unknown constrains nothing), and
+says which independent object (partition) the operation touches, so the search can check
+objects one at a time (P-compositionality).
+
+Indeterminate operations (``info``, or no completion) are prepared with what was attempted;
+the search may linearize them anywhere after their invocation, or not at all.
+
+Models: ``register`` (read/write), ``cas-register`` (plus compare-and-set), ``kv`` (one
+string register per key with get/put/append, Porcupine's key-value model; Jepsen's
+independent ``[key value]`` ops are also accepted), ``multi-register`` (transactions of
+reads and writes over several registers), ``mutex`` (acquire/release) and ``log`` (the
+append-only log of the ``log-lin`` workload: appends return their offset, reads of an
+offset return the record there or nothing past the end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any, Final
+
+INCONSISTENT: Final = object()  # a step's answer when the op cannot happen in that state
+DROP: Final = None  # prepare's answer for an op that neither happened nor constrains anything
+
+Outcome = str  # "ok" | "fail" | "info" (info also covers ops that never completed)
+
+UNOBSERVED: Final = "<a record no read returned>"  # stands for the value of an unobserved unknown append
+
+MODEL_NAMES: tuple[str, ...] = ("cas-register", "register", "kv", "multi-register", "mutex", "log")
+
+
+class Model:
+    """A sequential specification. Subclasses define prepare, step and initial."""
+
+    name = "model"
+
+    def initial(self) -> Hashable:
+        raise NotImplementedError
+
+    def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
+        raise NotImplementedError
+
+    def step(self, state: Any, call: tuple[Any, ...]) -> Any:
+        raise NotImplementedError
+
+    def split(self, value: Any, extra: dict[str, Any]) -> tuple[Hashable, Any]:
+        """(which independent object an op value touches, the value for that object).
+        Ops on different objects commute, so each object is checked on its own."""
+        return None, value
+
+    def read_only(self, call: tuple[Any, ...]) -> bool:
+        """True if the call leaves every state unchanged (it only observes)."""
+        return call[0] == "read"
+
+    def anonymize(self, calls: list[tuple[Any, ...]], indeterminate: list[bool]) -> list[tuple[Any, ...]]:
+        """One object's prepared calls, with details no call can observe made identical, so
+        the search can treat such calls as interchangeable. By default, nothing changes."""
+        return calls
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    return value
+
+
+class CasRegister(Model):
+    """A register with read, write and compare-and-set ``[expected new]``.
+
+    ``failed_cas_observed``: a failed cas is an observed compare failure (the register did
+    not hold the expected value at some point in the op's interval), as Jepsen's 2014 etcd
+    client reported it; otherwise a failed op simply never happened (Knossos).
+    ``nil_reads_unknown``: a read that returned nil tells nothing (Knossos's register
+    model); otherwise nil is a value like any other (the etcd client's absent key).
+    """
+
+    name = "cas-register"
+
+    def __init__(
+        self, initial: Any = None, *, failed_cas_observed: bool = False, nil_reads_unknown: bool = False
+    ) -> None:
+        self._initial = _freeze(initial)
+        self.failed_cas_observed = failed_cas_observed
+        self.nil_reads_unknown = nil_reads_unknown
+
+    def initial(self) -> Hashable:
+        return self._initial  # type: ignore[no-any-return]
+
+    def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
+        if f == "read":
+            if outcome != "ok" or (completed is None and self.nil_reads_unknown):
+                return DROP
+            return ("read", _freeze(completed))
+        if f == "write":
+            return DROP if outcome == "fail" else ("write", _freeze(invoked))
+        if f == "cas":
+            if not isinstance(invoked, list | tuple) or len(invoked) != 2:
+                raise ValueError(f"cas value must be [expected new], got {invoked!r}")
+            expected, new = _freeze(invoked[0]), _freeze(invoked[1])
+            if outcome == "ok":
+                return ("cas", expected, new)
+            if outcome == "info":
+                return ("cas?", expected, new)
+            return ("cas-failed", expected) if self.failed_cas_observed else DROP
+        raise ValueError(f"the {self.name} model has no operation {f!r}")
+
+    def read_only(self, call: tuple[Any, ...]) -> bool:
+        return call[0] in ("read", "cas-failed")
+
+    def step(self, state: Any, call: tuple[Any, ...]) -> Any:
+        kind = call[0]
+        if kind == "read":
+            return state if state == call[1] else INCONSISTENT
+        if kind == "write":
+            return call[1]
+        if kind == "cas":
+            return call[2] if state == call[1] else INCONSISTENT
+        if kind == "cas?":  # unknown outcome: swapped if it compared equal, else no effect
+            return call[2] if state == call[1] else state
+        return state if state != call[1] else INCONSISTENT  # cas-failed
+
+
+class Register(CasRegister):
+    name = "register"
+
+    def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
+        if f == "cas":
+            raise ValueError("the register model has no cas; use --model cas-register")
+        return super().prepare(f, invoked, completed, outcome)
+
+
+def kv_key_and_value(value: Any, key: Any) -> tuple[Any, Any]:
+    """Split a key-value op's value: Porcupine's separate ``key`` field, Jepsen's
+    independent ``[key value]`` tuple, or a ``{"key", "value"}`` map."""
+    if key is not None:
+        return key, value
+    if isinstance(value, dict) and "key" in value:
+        return value["key"], value.get("value")
+    if isinstance(value, list | tuple) and len(value) == 2:
+        return value[0], value[1]
+    raise ValueError(f"cannot find the key of key-value op value {value!r}")
+
+
+class KeyValue(Model):
+    """One register per key: get, put, append (string concatenation), and read/write/cas.
+    A key never written holds ``initial`` (Porcupine's model: the empty string)."""
+
+    name = "kv"
+
+    def __init__(self, initial: Any = "", **register_options: bool) -> None:
+        self.register = CasRegister(initial, **register_options)
+
+    def initial(self) -> Hashable:
+        return self.register.initial()
+
+    def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
+        if f == "get":
+            return ("read", _freeze(completed)) if outcome == "ok" else DROP
+        if f == "put":
+            return DROP if outcome == "fail" else ("write", _freeze(invoked))
+        if f == "append":
+            return DROP if outcome == "fail" else ("append", invoked)
+        return self.register.prepare(f, invoked, completed, outcome)
+
+    def step(self, state: Any, call: tuple[Any, ...]) -> Any:
+        if call[0] == "append":
+            return (state or "") + call[1]
+        return self.register.step(state, call)
+
+    def split(self, value: Any, extra: dict[str, Any]) -> tuple[Hashable, Any]:
+        key, inner = kv_key_and_value(value, extra.get("key"))
+        return _freeze(key), inner
+
+
+class MultiRegister(Model):
+    """Registers named by key, read and written in transactions ``[[f key value] ...]``.
+    A read of ``nil`` in a transaction whose result is unknown constrains nothing."""
+
+    name = "multi-register"
+
+    def __init__(self, initial: Any = 0) -> None:
+        self.defaults: dict[Any, Any] = dict(initial) if isinstance(initial, dict) else {}
+        self.default = None if isinstance(initial, dict) else initial
+
+    def initial(self) -> Hashable:
+        return tuple(sorted(self.defaults.items()))
+
+    def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
+        if f != "txn":
+            raise ValueError(f"the multi-register model has only txn, not {f!r}")
+        if outcome == "fail":
+            return DROP
+        micro_ops = completed if outcome == "ok" else invoked
+        if not isinstance(micro_ops, list):
+            raise ValueError(f"txn value must be a list of [f key value], got {micro_ops!r}")
+        prepared = []
+        for micro in micro_ops:
+            if not isinstance(micro, list | tuple) or len(micro) != 3 or micro[0] not in ("read", "write"):
+                raise ValueError(f"txn micro-op must be [read|write key value], got {micro!r}")
+            if micro[0] == "read" and (outcome != "ok" or micro[2] is None):
+                continue
+            prepared.append((micro[0] == "write", micro[1], _freeze(micro[2])))
+        return ("txn", tuple(prepared)) if prepared else DROP
+
+    def read_only(self, call: tuple[Any, ...]) -> bool:
+        return not any(is_write for is_write, _, _ in call[1])
+
+    def step(self, state: Any, call: tuple[Any, ...]) -> Any:
+        registers = dict(state)
+        for is_write, key, value in call[1]:
+            if is_write:
+                registers[key] = value
+            elif registers.get(key, self.default) != value:
+                return INCONSISTENT
+        return tuple(sorted(registers.items(), key=repr))
+
+
+class Mutex(Model):
+    """A lock: acquire needs it free, release needs it held."""
+
+    name = "mutex"
+
+    def read_only(self, call: tuple[Any, ...]) -> bool:
+        return False
+
+    def initial(self) -> Hashable:
+        return False
+
+    def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
+        if f not in ("acquire", "release"):
+            raise ValueError(f"the mutex model has only acquire/release, not {f!r}")
+        return DROP if outcome == "fail" else (f,)
+
+    def step(self, state: Any, call: tuple[Any, ...]) -> Any:
+        if call[0] == "acquire":
+            return True if not state else INCONSISTENT
+        return False if state else INCONSISTENT
+
+
+class Log(Model):
+    """The append-only log of one partition.
+
+    States are interned log ids (0 is the empty log) so that the search's cache holds small
+    integers, not whole logs: each id remembers its parent, its last record and its length.
+    """
+
+    name = "log"
+
+    def __init__(self) -> None:
+        self.parent: list[int] = [-1]
+        self.last: list[Any] = [None]
+        self.length: list[int] = [0]
+        self.children: dict[tuple[int, Any], int] = {}
+        self._value_at: dict[tuple[int, int], Any] = {}
+        self.known_at: dict[int, Any] = {}  # offset -> the value some read or ack saw there
+
+    def initial(self) -> Hashable:
+        return 0
+
+    def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
+        if f == "append":
+            if outcome == "fail":
+                return DROP
+            offset = completed.get("offset") if outcome == "ok" and isinstance(completed, dict) else None
+            return ("append", invoked["value"], offset)
+        if f == "read":
+            if outcome != "ok":
+                return DROP
+            return ("read", invoked["offset"], _freeze(completed.get("value")))
+        raise ValueError(f"the log model has only append/read, not {f!r}")
+
+    def anonymize(self, calls: list[tuple[Any, ...]], indeterminate: list[bool]) -> list[tuple[Any, ...]]:
+        """An unknown append whose value no read returned is just "some record": its value is
+        replaced by :data:`UNOBSERVED`, so all such appends become interchangeable."""
+        read = {c[2] for c in calls if c[0] == "read"}
+        # What each offset must hold, from reads and acknowledged appends: records never move
+        # in an append-only log, so an append that would put anything else there is doomed.
+        for c in calls:
+            if c[0] == "read" and c[2] is not None:
+                self.known_at.setdefault(c[1], c[2])
+            elif c[0] == "append" and c[2] is not None:
+                self.known_at.setdefault(c[2], c[1])
+        return [("append", UNOBSERVED, None) if unknown and c[0] == "append" and c[2] is None and c[1] not in read
+                else c for c, unknown in zip(calls, indeterminate)]
+
+    def split(self, value: Any, extra: dict[str, Any]) -> tuple[Hashable, Any]:
+        if not isinstance(value, dict) or "topic" not in value or "partition" not in value:
+            raise ValueError(f"log op value must name its topic and partition, got {value!r}")
+        return (value["topic"], value["partition"]), value
+
+    def child(self, state: int, value: Any) -> int:
+        key = (state, value)
+        found = self.children.get(key)
+        if found is None:
+            found = len(self.parent)
+            self.parent.append(state)
+            self.last.append(value)
+            self.length.append(self.length[state] + 1)
+            self.children[key] = found
+        return found
+
+    def value_at(self, state: int, offset: int) -> Any:
+        key = (state, offset)
+        if key not in self._value_at:
+            node = state
+            while self.length[node] > offset + 1:
+                node = self.parent[node]
+            self._value_at[key] = self.last[node]
+        return self._value_at[key]
+
+    def step(self, state: Any, call: tuple[Any, ...]) -> Any:
+        if call[0] == "append":
+            length = self.length[state]
+            if call[2] is not None and length != call[2]:
+                return INCONSISTENT
+            if self.known_at.get(length, call[1]) != call[1]:
+                return INCONSISTENT
+            return self.child(state, call[1])
+        offset, value = call[1], call[2]
+        if value is None:
+            return state if self.length[state] <= offset else INCONSISTENT
+        if self.length[state] <= offset:
+            return INCONSISTENT
+        return state if self.value_at(state, offset) == value else INCONSISTENT
+
+
+_UNSET: Final = object()
+
+
+def make_model(name: str, initial: Any = _UNSET, **register_options: bool) -> Model:
+    """A fresh model instance (models may keep per-search tables, so one per search).
+    ``register_options`` (failed_cas_observed, nil_reads_unknown) apply to register models."""
+    if name == "cas-register":
+        return CasRegister(None if initial is _UNSET else initial, **register_options)
+    if name == "register":
+        return Register(None if initial is _UNSET else initial, **register_options)
+    if name == "kv":
+        return KeyValue("" if initial is _UNSET else initial, **register_options)
+    if name == "multi-register":
+        return MultiRegister(0 if initial is _UNSET else initial)
+    if name == "mutex":
+        return Mutex()
+    if name == "log":
+        return Log()
+    raise ValueError(f"unknown model {name!r}; choose one of: {', '.join(MODEL_NAMES)}")

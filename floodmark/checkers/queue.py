@@ -1,0 +1,250 @@
+"""Queue anomalies: Jepsen's Kafka analysis over the client history.
+
+Names and meanings follow ``jepsen.tests.kafka`` so results can be compared with Jepsen's:
+
+- ``inconsistent-offsets``: two different values observed at one offset of a partition.
+- ``duplicate``: one value at more than one offset of a partition (unless the producer's
+  configuration allows duplicates: retries without idempotence).
+- ``lost-write``: an acknowledged send at an offset no higher than the highest offset any
+  consumer read from that partition, whose value no consumer ever read.
+- ``unseen``: an acknowledged send never read by anyone by the end of the test, above the
+  highest offset read (below it, it is a lost write instead).
+- ``poll-skip``: a consumer's consecutive reads of a partition (within one poll, or across
+  its successive polls without a reassignment) jumped over values known to lie between.
+- ``nonmonotonic-poll``: such consecutive reads went backwards or repeated.
+- ``nonmonotonic-send``: one process's successive acknowledged sends to a partition got
+  decreasing offsets.
+- ``G1a``: a read of a value whose send definitely failed (an aborted read).
+
+Positions are compared in each partition's *version order*: the offsets at which any value
+was observed, ranked; gaps in what was observed never count as skips. A consumer's
+``assign`` resets its positions, and the final drain (which re-reads from offset 0) is only
+checked within itself.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from typing import Any
+
+from floodmark.checkers.api import CheckInput
+from floodmark.checkers.durability import inconsistent_offsets
+from floodmark.checkers.permitted import loss_permitted_by
+from floodmark.checkers.queue_index import PartitionIndex, QueueIndex, Send, index_for
+from floodmark.results import Anomaly, CheckerResult, Validity
+
+
+def duplicates_permitted_by(config: dict[str, Any]) -> str | None:
+    retries = config.get("retries", config.get("producer_retries", 0))
+    if isinstance(retries, int) and retries > 0 and config.get("idempotent") is False:
+        return f"the producer retries ({retries}) without idempotence"
+    return None
+
+
+class QueueChecker:
+    name = "queue"
+
+    def check(self, run: CheckInput) -> CheckerResult:
+        index = index_for(run.history)
+        loss_reason = loss_permitted_by(run.config, run.events)
+        loss_details = {"permitted_by": loss_reason} if loss_reason else {}
+        duplicate_reason = duplicates_permitted_by(run.config)
+        anomalies: list[Anomaly] = []
+        stats: dict[str, Any] = {"sends": {"ok": 0, "fail": 0, "info": 0}, "records_read": 0,
+                                 "partitions": len(index.partitions), "duplicates_allowed": 0}
+        ranks: dict[tuple[str, int], VersionOrder] = {}
+        failed = index.failed_sends
+        for key in sorted(index.partitions):
+            part = index.partitions[key]
+            for outcome, count in Counter(map(_OUTCOME, part.sends)).items():
+                stats["sends"][outcome] = stats["sends"].get(outcome, 0) + count
+            anomalies.extend(inconsistent_offsets(part, loss_details))
+            duplicates = _duplicates(part)
+            if duplicate_reason:
+                stats["duplicates_allowed"] += len(duplicates)
+            else:
+                anomalies.extend(duplicates)
+            anomalies.extend(_lost_and_unseen(part, loss_details, stats))
+            anomalies.extend(_aborted_reads(part, failed))
+            anomalies.extend(_nonmonotonic_sends(part))
+            ranks[key] = _version_order(part)
+        anomalies.extend(_poll_order(index, ranks))
+        counts: dict[str, int] = {}
+        for a in anomalies:
+            counts[a.type] = counts.get(a.type, 0) + 1
+        stats["anomalies"] = dict(sorted(counts.items()))
+        stats["permitted"] = sum("permitted_by" in a.details for a in anomalies)
+        stats["violations"] = len(anomalies) - stats["permitted"]
+        if duplicate_reason:
+            stats["duplicates_allowed_by"] = duplicate_reason
+        valid: Validity = not anomalies
+        if index.malformed:  # ops the checker could not read: it cannot vouch for the history
+            stats["malformed_ops"] = [{"op": i, "problem": p} for i, p in index.malformed[:20]]
+            valid = False if anomalies else "unknown"
+        return CheckerResult(valid, anomalies, stats)
+
+
+_OUTCOME = operator.attrgetter("outcome")
+_RECORDS = operator.attrgetter("records")
+
+VersionOrder = tuple[dict[int, int], list[int]]  # (rank of each observed offset, offsets by rank)
+
+
+def _version_order(part: PartitionIndex) -> VersionOrder:
+    ordered = sorted(part.observations().value_at)
+    return dict(zip(ordered, range(len(ordered)))), ordered
+
+
+def _duplicates(part: PartitionIndex) -> list[Anomaly]:
+    observed = part.observations()
+    topic, partition = part.partition
+    anomalies = []
+    for value, op in observed.duplicate_witness.items():
+        offsets = sorted(observed.more_offsets[value])
+        anomalies.append(Anomaly(
+            "duplicate", f"Value {value!r} appears at {len(offsets)} offsets of {topic}/{partition}: {offsets}.",
+            topic, partition, tuple(offsets), (op,), details={"value": value, "count": len(offsets)}))
+    if not observed.more_offsets:
+        return anomalies
+    for value in observed.offset_of:  # acknowledged at several offsets, read at none (in observation order)
+        found = observed.more_offsets.get(value)
+        if found is not None and value not in observed.duplicate_witness:
+            anomalies.append(Anomaly(
+                "duplicate", f"Value {value!r} appears at {len(found)} offsets of {topic}/{partition}: "
+                f"{sorted(found)}.", topic, partition, tuple(sorted(found)),
+                details={"value": value, "count": len(found)}))
+    return anomalies
+
+
+def _lost_and_unseen(part: PartitionIndex, details: dict[str, Any], stats: dict[str, Any]) -> list[Anomaly]:
+    observed = part.observations()
+    read_values, highest_read = observed.read_values, observed.highest_read
+    stats["records_read"] += sum(map(len, map(_RECORDS, part.reads)))
+    topic, partition = part.partition
+    anomalies = []
+    for send in part.sends:
+        if send.outcome != "ok" or send.offset is None or send.value in read_values:
+            continue
+        witnesses = (send.invoke,) + ((send.completion,) if send.completion is not None else ())
+        if send.offset <= highest_read:
+            anomalies.append(Anomaly(
+                "lost-write",
+                f"Send of {send.value!r} was acknowledged at offset {send.offset} of {topic}/{partition}; "
+                f"consumers read up to offset {highest_read} but never saw it.",
+                topic, partition, (send.offset,), witnesses, details={"value": send.value, **details}))
+        else:
+            anomalies.append(Anomaly(
+                "unseen",
+                f"Send of {send.value!r} was acknowledged at offset {send.offset} of {topic}/{partition} "
+                f"but no consumer ever read it (highest offset read: {highest_read}).",
+                topic, partition, (send.offset,), witnesses, details={"value": send.value, **details}))
+    return anomalies
+
+
+def _aborted_reads(part: PartitionIndex, failed: dict[Any, Send]) -> list[Anomaly]:
+    observed = part.observations()
+    aborted = [v for v in failed if v in observed.read_values]
+    if not aborted:
+        return []
+    topic, partition = part.partition
+    anomalies = []
+    for value in aborted:
+        offset = min(observed.offsets(value))
+        read_op = observed.witness_at.get(offset)
+        send = failed[value]
+        anomalies.append(Anomaly(
+            "G1a",
+            f"Op {read_op} read {value!r} at offset {offset} of {topic}/{partition}, "
+            f"but its send (op {send.invoke}) definitely failed.",
+            topic, partition, (offset,),
+            tuple(sorted({send.invoke, send.completion or send.invoke, *((read_op,) if read_op is not None else ())})),
+            details={"value": value}))
+    return anomalies
+
+
+def _nonmonotonic_sends(part: PartitionIndex) -> list[Anomaly]:
+    last: dict[Any, tuple[int, int]] = {}  # process -> (offset, completion op)
+    anomalies = []
+    topic, partition = part.partition
+    # sends are indexed in completion order, which is invocation order within one process
+    for send in part.sends:
+        if send.outcome != "ok" or send.offset is None:
+            continue
+        process = send.process
+        before = last.get(process)
+        if before is not None and send.offset is not None and send.offset <= before[0]:
+            anomalies.append(Anomaly(
+                "nonmonotonic-send",
+                f"Process {process!r} sent to {topic}/{partition} at offset {before[0]}, then its next "
+                f"acknowledged send got offset {send.offset}.",
+                topic, partition, (before[0], send.offset), (before[1], send.completion or send.invoke)))
+        last[process] = (send.offset, send.completion or send.invoke)  # type: ignore[assignment]
+    return anomalies
+
+
+def _poll_order(index: QueueIndex, ranks: dict[tuple[str, int], VersionOrder]) -> list[Anomaly]:
+    anomalies: list[Anomaly] = []
+    for process, ops in index.consumer_ops.items():
+        last: dict[tuple[str, int], tuple[int, int, int]] = {}  # partition -> (rank, offset, op)
+        for kind, item in ops:
+            if kind == "assign":
+                last.clear()
+                continue
+            read = item
+            records = read.records
+            if read.f == "drain":
+                last.pop(read.partition, None)
+            if not records:
+                continue
+            rank_of, ordered = ranks[read.partition]
+            previous = last.get(read.partition)
+            if previous is not None:
+                first_offset = records[0][0]
+                delta = rank_of[first_offset] - previous[0]
+                if delta != 1:
+                    anomalies.append(_order_anomaly(process, read, previous, first_offset, delta, ordered))
+            # Consecutive offsets are consecutive in the version order too (both were observed);
+            # only a batch that is not consecutive needs its ranks compared one by one.
+            consecutive = True
+            if len(records) > 1:
+                expected = records[0][0]
+                for offset, _ in records:
+                    if offset != expected:
+                        consecutive = False
+                        break
+                    expected += 1
+            if not consecutive:
+                before = (rank_of[records[0][0]], records[0][0], read.op)
+                for offset, _ in records[1:]:
+                    rank = rank_of[offset]
+                    delta = rank - before[0]
+                    if delta != 1:
+                        anomalies.append(_order_anomaly(process, read, before, offset, delta, ordered))
+                    before = (rank, offset, read.op)
+            if read.f == "drain":
+                last.pop(read.partition, None)
+            else:
+                last_offset = records[-1][0]
+                last[read.partition] = (rank_of[last_offset], last_offset, read.op)
+    return anomalies
+
+
+def _order_anomaly(process: Any, read: Any, previous: tuple[int, int, int], offset: int, delta: int,
+                   ordered: list[int]) -> Anomaly:
+    topic, partition = read.partition
+    where = "within one poll" if previous[2] == read.op else "between successive polls"
+    if delta > 1:
+        skipped = ordered[previous[0] + 1 : previous[0] + delta]
+        return Anomaly(
+            "poll-skip",
+            f"Process {process!r} read offset {previous[1]} then offset {offset} of {topic}/{partition} "
+            f"{where}, skipping {len(skipped)} known record(s).",
+            topic, partition, (previous[1], offset), tuple(sorted({previous[2], read.op})),
+            details={"skipped_offsets": skipped[:100], "delta": delta})
+    return Anomaly(
+        "nonmonotonic-poll",
+        f"Process {process!r} read offset {previous[1]} then offset {offset} of {topic}/{partition} {where}: "
+        "the position went backwards or repeated.",
+        topic, partition, (previous[1], offset), tuple(sorted({previous[2], read.op})),
+        details={"delta": delta})

@@ -1,0 +1,285 @@
+"""An index of a queue history: every send and every record read, per partition.
+
+The durability, queue and hw checkers all ask the same questions of a queue workload's
+history: which sends were acknowledged at which offset, which failed for certain, and which
+records each poll and the final drain returned. One linear pass pairs every invocation with
+its completion and answers them; the checkers then work per partition. The index is built
+once per history and shared (:func:`index_for`); it holds history indices rather than ops
+and references the records in the history rather than copying them, so it stays a fraction
+of the history's size.
+
+Op shapes (see DESIGN.md): ``send`` carries ``{"topic", "partition", "value"}`` and its ``ok``
+adds ``"offset"``; ``poll``/``drain`` complete with a list of per-partition batches
+``{"topic", "partition", "offset", "records": [[offset, value], ...], "high_watermark"}``;
+``assign`` resets a consumer's positions. The ``log-lin`` workload's ``append`` and ``read``
+map onto the same index (an append is a send, an ok read of a value is a one-record read).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from floodmark.history import NEMESIS, Op
+
+Partition = tuple[str, int]
+
+
+@dataclass(slots=True)
+class Send:
+    value: Any
+    process: Any
+    outcome: str  # "ok" | "fail" | "info" (info also when it never completed)
+    offset: int | None
+    invoke: int  # history index of the invocation
+    completion: int | None  # history index of the completion (None: it never completed)
+
+
+@dataclass(slots=True)
+class Read:
+    """One partition's batch of one poll (or drain, or log-lin read)."""
+
+    op: int  # history index of the completion
+    f: str
+    partition: Partition
+    records: list[Any]  # [offset, value] pairs, as the history holds them
+    high_watermark: int | None
+
+
+@dataclass
+class Observations:
+    """What reads and acknowledgements say about one partition, gathered in one pass."""
+
+    value_at: dict[int, Any]  # offset -> the first value observed there
+    witness_at: dict[int, int]  # offset -> the op that first observed it
+    conflicts: dict[int, dict[Any, int]]  # offset -> {value: first op observing it}, if several
+    offset_of: dict[Any, int]  # value -> the first offset it was observed at
+    more_offsets: dict[Any, set[int]]  # value -> every offset it was observed at, if several
+    read_values: set[Any]  # values any read returned
+    highest_read: int  # the highest offset any read returned (-1: none)
+    duplicate_witness: dict[Any, int]  # value -> the read that first saw it at a second offset
+
+    def offsets(self, value: Any) -> set[int]:
+        """Every offset ``value`` was observed at (read or acknowledged)."""
+        more = self.more_offsets.get(value)
+        if more is not None:
+            return set(more)
+        first = self.offset_of.get(value)
+        return set() if first is None else {first}
+
+
+@dataclass
+class PartitionIndex:
+    partition: Partition
+    sends: list[Send] = field(default_factory=list)
+    reads: list[Read] = field(default_factory=list)
+    _observed: Observations | None = None
+
+    def observations(self) -> Observations:
+        if self._observed is None:
+            self._observed = _observe(self)
+        return self._observed
+
+
+_NOTHING = object()
+
+
+def _observe(part: PartitionIndex) -> Observations:
+    # Hot loop (every record every read returned): plain dicts keyed by offset and value,
+    # a second offset of a value kept apart since it is rare, and a record read again at an
+    # offset (the common case: the final drain re-reads everything) skipped after one lookup.
+    value_at: dict[int, Any] = {}
+    witness_at: dict[int, int] = {}
+    conflicts: dict[int, dict[Any, int]] = {}
+    offset_of: dict[Any, int] = {}
+    more_offsets: dict[Any, set[int]] = {}
+    duplicate_witness: dict[Any, int] = {}
+    for send in part.sends:
+        offset = send.offset
+        if offset is None or send.outcome != "ok":
+            continue
+        value = send.value
+        op = send.completion if send.completion is not None else send.invoke
+        first = value_at.setdefault(offset, value)
+        if first is value or first == value:
+            if offset not in witness_at:
+                witness_at[offset] = op
+        else:
+            conflicts.setdefault(offset, {first: witness_at[offset]}).setdefault(value, op)
+        first_offset = offset_of.setdefault(value, offset)
+        if first_offset != offset:
+            more_offsets.setdefault(value, {first_offset}).add(offset)
+    read_values: set[Any] = set()
+    add_read_value = read_values.add
+    highest = -1
+    read_at: dict[int, Any] = {}  # offset -> the first value a read returned there
+    seen_again: set[tuple[int, Any]] = set()  # other (offset, value)s reads returned
+    for read in part.reads:
+        op = read.op
+        for offset, value in read.records:
+            earlier = read_at.get(offset, _NOTHING)
+            if earlier is value or earlier == value:
+                continue  # this record was read before: nothing new to learn
+            if earlier is _NOTHING:
+                read_at[offset] = value
+            else:
+                pair = (offset, value)
+                if pair in seen_again:
+                    continue
+                seen_again.add(pair)
+            first = value_at.setdefault(offset, value)
+            if first is value or first == value:
+                if offset not in witness_at:
+                    witness_at[offset] = op
+            else:
+                conflicts.setdefault(offset, {first: witness_at[offset]}).setdefault(value, op)
+            add_read_value(value)
+            first_offset = offset_of.setdefault(value, offset)
+            if first_offset != offset:
+                more = more_offsets.get(value)
+                if more is None:
+                    more_offsets[value] = {first_offset, offset}
+                    duplicate_witness.setdefault(value, op)
+                elif offset not in more:
+                    more.add(offset)
+                    duplicate_witness.setdefault(value, op)
+            if offset > highest:
+                highest = offset
+    return Observations(value_at, witness_at, conflicts, offset_of, more_offsets, read_values, highest,
+                        duplicate_witness)
+
+
+@dataclass
+class QueueIndex:
+    partitions: dict[Partition, PartitionIndex]
+    failed_sends: dict[Any, Send]  # value -> its send, for sends that definitely failed
+    # per process, in history order: ("read", Read) or ("assign", op index)
+    consumer_ops: dict[Any, list[tuple[str, Any]]]
+    drained: set[Partition]
+    malformed: list[tuple[int, str]]
+    client_ops: int
+
+    def partition(self, key: Partition) -> PartitionIndex:
+        found = self.partitions.get(key)
+        if found is None:
+            found = self.partitions[key] = PartitionIndex(key)
+        return found
+
+
+_SENDS = ("send", "append")
+_READS = ("poll", "drain")
+
+
+def build_index(history: list[Op]) -> QueueIndex:
+    index = QueueIndex({}, {}, {}, set(), [], 0)
+    partitions = index.partitions
+    consumer_ops = index.consumer_ops
+    malformed = index.malformed
+    open_ops: dict[Any, Op] = {}
+    pop = open_ops.pop
+    client_ops = 0
+    # The hot loop of every queue checker: ok sends and ok polls, nearly all of a history,
+    # are handled inline; everything else goes through _complete.
+    for op in history:
+        process = op.process
+        if op.type == "invoke":
+            if process == NEMESIS:
+                continue
+            client_ops += 1
+            if process in open_ops:
+                _complete(index, pop(process), None)
+            open_ops[process] = op
+            continue
+        invocation = pop(process, None)  # None for nemesis completions too: they are never opened
+        if invocation is None:
+            continue
+        if op.type == "ok":
+            f = invocation.f
+            if f == "send":
+                value = invocation.value
+                try:
+                    key = (value["topic"], value["partition"])
+                    send = Send(value["value"], process, "ok", op.value["offset"], invocation.index, op.index)
+                except (KeyError, TypeError, AttributeError, IndexError) as e:
+                    malformed.append((invocation.index, f"send op has an unexpected shape ({type(e).__name__}: {e})"))
+                    continue
+                part = partitions.get(key)
+                if part is None:
+                    part = index.partition(key)
+                part.sends.append(send)
+                continue
+            if f == "poll":
+                consumer = consumer_ops.get(process)
+                if consumer is None:
+                    consumer = consumer_ops[process] = []
+                completion = op.index
+                try:
+                    for batch in op.value:
+                        key = (batch["topic"], batch["partition"])
+                        read = Read(completion, "poll", key, batch.get("records") or [], batch.get("high_watermark"))
+                        part = partitions.get(key)
+                        if part is None:
+                            part = index.partition(key)
+                        part.reads.append(read)
+                        consumer.append(("read", read))
+                except (KeyError, TypeError, AttributeError, IndexError) as e:
+                    malformed.append((invocation.index, f"poll op has an unexpected shape ({type(e).__name__}: {e})"))
+                continue
+        _complete(index, invocation, op)
+    for invocation in open_ops.values():
+        _complete(index, invocation, None)
+    index.client_ops = client_ops
+    return index
+
+
+def _partition_of(value: Any) -> Partition:
+    return (value["topic"], value["partition"])
+
+
+def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
+    f = invocation.f
+    outcome = "info" if completion is None else completion.type
+    try:
+        if f in _SENDS:
+            value = invocation.value
+            offset = completion.value.get("offset") if completion is not None and outcome == "ok" else None
+            send = Send(value["value"], invocation.process, outcome, offset, invocation.index,
+                        None if completion is None else completion.index)
+            index.partition(_partition_of(value)).sends.append(send)
+            if outcome == "fail":
+                index.failed_sends.setdefault(send.value, send)
+        elif f in _READS:
+            if completion is None or outcome != "ok":
+                return
+            consumer = index.consumer_ops.setdefault(invocation.process, [])
+            for batch in completion.value:
+                key = _partition_of(batch)
+                read = Read(completion.index, f, key, batch.get("records") or [], batch.get("high_watermark"))
+                index.partition(key).reads.append(read)
+                consumer.append(("read", read))
+                if f == "drain":
+                    index.drained.add(key)
+        elif f == "read":  # log-lin: one offset, one value (None past the end)
+            if completion is None or outcome != "ok":
+                return
+            value = completion.value
+            key = _partition_of(invocation.value)
+            offset = invocation.value["offset"]
+            records = [] if value.get("value") is None else [(offset, value["value"])]
+            index.partition(key).reads.append(Read(completion.index, f, key, records, None))
+        elif f == "assign" and outcome != "fail":
+            index.consumer_ops.setdefault(invocation.process, []).append(("assign", invocation.index))
+    except (KeyError, TypeError, AttributeError, IndexError) as e:
+        index.malformed.append((invocation.index, f"{f} op has an unexpected shape ({type(e).__name__}: {e})"))
+
+
+_cache: list[tuple[list[Op], QueueIndex]] = []
+
+
+def index_for(history: list[Op]) -> QueueIndex:
+    """The index of ``history``, built once when several checkers judge the same history."""
+    if _cache and _cache[0][0] is history:
+        return _cache[0][1]
+    index = build_index(history)
+    _cache[:] = [(history, index)]
+    return index

@@ -1,0 +1,158 @@
+"""The checker registry: which checkers exist, which judge which workload, and how to run them.
+
+The harness runner, the report, ``floodmark check`` and the Spark pipeline all judge runs
+through :func:`check_run` (a run directory) or :func:`check_history` (ops already in
+memory). A checker that crashes on a malformed history does not take the others down: its
+verdict becomes "unknown" with the error recorded, because a checker that could not decide
+must never pass as valid.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from floodmark.checkers.api import Checker, CheckInput
+from floodmark.checkers.durability import DurabilityChecker
+from floodmark.checkers.hw import HighWatermarkChecker
+from floodmark.checkers.leader import LeaderChecker
+from floodmark.checkers.linearizable import LinearizableChecker
+from floodmark.checkers.queue import QueueChecker
+from floodmark.checkers.stats import StatsChecker
+from floodmark.history import Op, read_history
+from floodmark.node_events import NodeEvent, read_events_dir
+from floodmark.results import CheckerResult, build_results, merge_validity, write_results
+from floodmark.rundir import RunDir
+
+CHECKER_NAMES: tuple[str, ...] = ("durability", "hw", "leader", "queue", "linearizable", "stats")
+
+_DEFAULTS = {
+    "queue": ("durability", "queue", "hw", "leader", "stats"),
+    "log-lin": ("linearizable", "hw", "leader", "stats"),
+}
+
+
+def make_checker(name: str, **linearizable_options: Any) -> Checker:
+    """A checker by name; ``linearizable_options`` (model, initial, ...) go to the linearizable one."""
+    if name == "durability":
+        return DurabilityChecker()
+    if name == "hw":
+        return HighWatermarkChecker()
+    if name == "leader":
+        return LeaderChecker()
+    if name == "queue":
+        return QueueChecker()
+    if name == "linearizable":
+        return LinearizableChecker(**linearizable_options)
+    if name == "stats":
+        return StatsChecker()
+    raise ValueError(f"unknown checker {name!r}; choose from: {', '.join(CHECKER_NAMES)}")
+
+
+def default_checker_names(workload: str | None) -> tuple[str, ...]:
+    return _DEFAULTS.get(workload or "", ("linearizable", "stats"))
+
+
+def default_checkers(workload: str) -> list[Checker]:
+    """The checkers that judge a workload's runs: the queue workload gets durability, queue,
+    hw, leader and stats; ``log-lin`` gets linearizable (log model), hw, leader and stats;
+    anything else (e.g. a foreign register history) linearizable and stats."""
+    return [make_checker(n) for n in default_checker_names(workload)]
+
+
+def run_checkers(checkers: Sequence[Checker], run: CheckInput) -> dict[str, CheckerResult]:
+    results: dict[str, CheckerResult] = {}
+    # Checkers allocate millions of small acyclic objects; the cyclic garbage collector would
+    # otherwise rescan the whole history again and again (it tripled checking time).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _run_each(checkers, run, results)
+    finally:
+        if collecting:
+            gc.enable()
+    return results
+
+
+def _run_each(checkers: Sequence[Checker], run: CheckInput, results: dict[str, CheckerResult]) -> None:
+    for checker in checkers:
+        try:
+            results[checker.name] = checker.check(run)
+        except Exception as e:  # noqa: BLE001 - one broken checker must not hide the others' verdicts
+            results[checker.name] = CheckerResult(
+                "unknown", stats={"error": f"{type(e).__name__}: {e}",
+                                  "traceback": traceback.format_exc(limit=5)})
+
+
+def _resolve(checkers: Sequence[str | Checker] | None, workload: str | None, **options: Any) -> list[Checker]:
+    if checkers is None:
+        return [make_checker(n, **options) if n == "linearizable" else make_checker(n)
+                for n in default_checker_names(workload)]
+    return [make_checker(c, **options) if isinstance(c, str) and c == "linearizable"
+            else make_checker(c) if isinstance(c, str) else c for c in checkers]
+
+
+def check_history(
+    ops: list[Op],
+    events: dict[str, list[NodeEvent]] | None = None,
+    config: dict[str, Any] | None = None,
+    *,
+    checkers: Sequence[str | Checker] | None = None,
+    time_limit: float | None = None,
+    **linearizable_options: Any,
+) -> dict[str, Any]:
+    """Judge a history (and node events) in memory; returns the results dict."""
+    config = dict(config or {})
+    run = CheckInput(ops, events or {}, config, time_limit)
+    resolved = _resolve(checkers, config.get("workload"), **linearizable_options)
+    results = run_checkers(resolved, run)
+    return build_results(results, seed=config.get("seed"), config=config, variant=config.get("variant"))
+
+
+def read_config(run_dir: RunDir) -> dict[str, Any]:
+    if not run_dir.config.is_file():
+        return {}
+    with open(run_dir.config, encoding="utf-8") as f:
+        data = yaml.safe_load(f)
+    if not isinstance(data, dict):
+        raise ValueError(f"{run_dir.config}: expected a mapping of configuration keys")
+    return data
+
+
+def check_run(
+    run_dir: Path | str | os.PathLike[str],
+    *,
+    checkers: Sequence[str | Checker] | None = None,
+    time_limit: float | None = None,
+    **linearizable_options: Any,
+) -> dict[str, Any]:
+    """Judge a run directory and write (or update) its ``results.json``.
+
+    With an explicit subset of ``checkers``, the verdicts of other checkers already in
+    ``results.json`` are kept and the overall verdict is merged over all of them.
+    """
+    run = RunDir(Path(run_dir))
+    config = read_config(run)
+    ops = read_history(run.history)
+    events = read_events_dir(run.events)
+    if time_limit is None and isinstance(config.get("check_time_limit"), int | float):
+        time_limit = float(config["check_time_limit"])
+    results = check_history(ops, events, config, checkers=checkers, time_limit=time_limit, **linearizable_options)
+    if checkers is not None and run.results.is_file():
+        try:
+            from floodmark.results import read_results
+
+            previous = read_results(run.results)
+            merged = {**previous.get("checkers", {}), **results["checkers"]}
+            results["checkers"] = merged
+            results["valid"] = merge_validity(c.get("valid", "unknown") for c in merged.values())
+        except (ValueError, OSError):
+            pass  # an unreadable old results file is simply replaced
+    write_results(run.results, results)
+    return results

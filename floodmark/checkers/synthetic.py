@@ -1,0 +1,383 @@
+"""Synthetic runs: histories and node events of a correct replicated log, for tests and benchmarks.
+
+A correct system is simulated directly: each partition is one sequential log, client
+processes invoke operations concurrently, and every operation takes effect at the instant
+it completes (which lies inside its interval, so the history is linearizable by
+construction). Sends sometimes fail (no effect) or end ``info`` (effect or not, at random;
+the process then retires), leaders change with increasing epochs, a new leader may start
+with a lower HW than its predecessor, a deposed leader truncates a divergent uncommitted
+record, and the run ends with a final drain. Node events are what correct brokers and one
+controller would write. Everything follows from the seed.
+
+:func:`inject` then plants exactly one anomaly of a named type, so tests can check that
+the checkers catch each type, and that they find nothing in the unmodified run.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from floodmark.history import Op
+from floodmark.node_events import NodeEvent
+
+Partition = tuple[str, int]
+
+
+@dataclass
+class SyntheticRun:
+    history: list[Op]
+    events: dict[str, list[NodeEvent]]
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+class _Recorder:
+    def __init__(self, nodes: list[str]) -> None:
+        self.ops: list[Op] = []
+        self.time = 0
+        self.events: dict[str, list[NodeEvent]] = {n: [] for n in nodes}
+
+    def op(self, type: str, process: Any, f: str, value: Any) -> Op:
+        self.time += 1_000_000  # 1 ms between history entries
+        op = Op(len(self.ops), self.time, type, process, f, value)  # type: ignore[arg-type]
+        self.ops.append(op)
+        return op
+
+    def event(self, node: str, kind: str, **fields: Any) -> None:
+        log = self.events[node]
+        log.append(NodeEvent(node, len(log), self.time / 1e9, kind, fields))
+
+
+@dataclass
+class _Partition:
+    key: Partition
+    replicas: list[str]
+    leader: str
+    epoch: int = 0
+    log: list[Any] = field(default_factory=list)
+    zk_version: int = 0
+
+
+def queue_run(seed: int, *, ops: int = 400, processes: int = 4, topics: int = 1, partitions: int = 2,
+              nodes: int = 3, fail_rate: float = 0.03, info_rate: float = 0.03,
+              leader_change_rate: float = 0.01, max_poll: int = 5) -> SyntheticRun:
+    """A correct queue-workload run with about ``ops`` client operations."""
+    rng = random.Random(seed)
+    names = [f"n{i + 1}" for i in range(nodes)]
+    rec = _Recorder(names)
+    rec.event(names[0], "controller_elected", controller_epoch=1, broker=names[0])
+    parts: dict[Partition, _Partition] = {}
+    for t in range(topics):
+        for p in range(partitions):
+            key = (f"t{t}", p)
+            leader = names[(t * partitions + p) % nodes]
+            part = parts[key] = _Partition(key, list(names), leader)
+            _elect(rec, part, leader, names[0], rng, hw=0)
+    keys = sorted(parts)
+    # worker state: current process id, in-flight (op, kind, payload), consumer positions
+    next_process = processes
+    process_of = list(range(processes))
+    in_flight: list[tuple[Op, str, Any] | None] = [None] * processes
+    positions: list[dict[Partition, int]] = [{} for _ in range(processes)]
+    sent = 0
+    forced_fail = False
+    rec.op("invoke", "nemesis", "start-partition", {"targets": [names[-1]]})
+    nemesis_open = True
+    while len(rec.ops) < 2 * ops:
+        if nemesis_open and len(rec.ops) > ops:
+            rec.op("info", "nemesis", "stop-partition", {"targets": [names[-1]]})
+            nemesis_open = False
+        w = rng.randrange(processes)
+        pending = in_flight[w]
+        if pending is None:
+            roll = rng.random()
+            if roll < 0.55:
+                key = rng.choice(keys)
+                value = {"topic": key[0], "partition": key[1], "value": f"{w}-{sent}"}
+                sent += 1
+                in_flight[w] = (rec.op("invoke", process_of[w], "send", value), "send", key)
+            elif roll < 0.95 or not positions[w]:
+                if not positions[w]:
+                    chosen = rng.sample(keys, min(len(keys), rng.randint(1, 2)))
+                    positions[w] = {k: 0 for k in chosen}
+                fetch = [{"topic": k[0], "partition": k[1], "offset": o} for k, o in sorted(positions[w].items())]
+                in_flight[w] = (rec.op("invoke", process_of[w], "poll", fetch), "poll", None)
+            else:
+                chosen = rng.sample(keys, min(len(keys), rng.randint(1, 2)))
+                target = {k: rng.randint(0, len(parts[k].log)) for k in sorted(chosen)}
+                assignment = [{"topic": k[0], "partition": k[1], "offset": o} for k, o in target.items()]
+                in_flight[w] = (rec.op("invoke", process_of[w], "assign", assignment), "assign", target)
+            continue
+        invocation, kind, payload = pending
+        in_flight[w] = None
+        if kind == "send":
+            part = parts[payload]
+            roll = rng.random()
+            if not forced_fail or roll < fail_rate:
+                forced_fail = True
+                rec.op("fail", invocation.process, "send", invocation.value)
+            elif roll < fail_rate + info_rate:
+                if rng.random() < 0.5:
+                    _append(rec, part, invocation.value["value"], acked=False)
+                else:  # the leader appended it, then lost leadership before it committed
+                    _diverge_and_change_leader(rec, part, invocation.value["value"], names[0], rng)
+                rec.op("info", invocation.process, "send", invocation.value)
+                process_of[w] = next_process
+                next_process += 1
+            else:
+                offset = _append(rec, part, invocation.value["value"], acked=True)
+                rec.op("ok", invocation.process, "send", {**invocation.value, "offset": offset})
+            if rng.random() < leader_change_rate:
+                _change_leader(rec, part, names[0], rng)
+        elif kind == "poll":
+            batches = []
+            for key, start in sorted(positions[w].items()):
+                log = parts[key].log
+                records = [[o, log[o]] for o in range(start, min(len(log), start + rng.randint(0, max_poll)))]
+                batches.append({"topic": key[0], "partition": key[1], "offset": start, "records": records,
+                                "high_watermark": len(log)})
+                positions[w][key] = start + len(records)
+            rec.op("ok", invocation.process, "poll", batches)
+        else:
+            positions[w] = dict(payload)
+            rec.op("ok", invocation.process, "assign", invocation.value)
+    for pending in in_flight:  # complete what is in flight; sends stay unknown
+        if pending is not None and pending[1] == "send":
+            rec.op("info", pending[0].process, "send", pending[0].value)
+        elif pending is not None:
+            rec.op("fail", pending[0].process, pending[0].f, pending[0].value)
+    rec.op("info", "nemesis", "heal-all", {})
+    drainer = next_process
+    for key in keys:
+        rec.op("invoke", drainer, "drain", [{"topic": key[0], "partition": key[1], "offset": 0}])
+        log = parts[key].log
+        rec.op("ok", drainer, "drain", [{"topic": key[0], "partition": key[1], "offset": 0,
+                                         "records": [[o, v] for o, v in enumerate(log)],
+                                         "high_watermark": len(log)}])
+    config = {"workload": "queue", "acks": "all", "min_insync_replicas": 2, "variant": "default",
+              "topics": topics, "partitions": partitions, "nodes": nodes, "seed": seed}
+    return SyntheticRun(rec.ops, rec.events, config)
+
+
+def _append(rec: _Recorder, part: _Partition, value: Any, *, acked: bool) -> int:
+    offset = len(part.log)
+    part.log.append(value)
+    topic, number = part.key
+    rec.event(part.leader, "appended", topic=topic, partition=number, offset=offset, epoch=part.epoch,
+              values=[value], role="leader")
+    for follower in part.replicas:
+        if follower != part.leader:
+            rec.event(follower, "appended", topic=topic, partition=number, offset=offset, epoch=part.epoch,
+                      values=[value], role="follower")
+            rec.event(follower, "hw_changed", topic=topic, partition=number, leader_epoch=part.epoch,
+                      role="follower", previous=offset, high_watermark=offset + 1, log_end=offset + 1)
+    rec.event(part.leader, "hw_changed", topic=topic, partition=number, leader_epoch=part.epoch, role="leader",
+              previous=offset, high_watermark=offset + 1, log_end=offset + 1)
+    if acked:
+        rec.event(part.leader, "acked", topic=topic, partition=number, offset=offset, high_watermark=offset + 1,
+                  acks="all")
+    return offset
+
+
+def _elect(rec: _Recorder, part: _Partition, leader: str, controller: str, rng: random.Random, hw: int) -> None:
+    part.epoch += 1
+    part.zk_version += 1
+    part.leader = leader
+    topic, number = part.key
+    rec.event(controller, "leader_elected", topic=topic, partition=number, leader=leader, leader_epoch=part.epoch,
+              isr=list(part.replicas), controller_epoch=1, zk_version=part.zk_version, unclean=False)
+    rec.event(leader, "became_leader", topic=topic, partition=number, leader_epoch=part.epoch,
+              isr=list(part.replicas), log_end=len(part.log), high_watermark=hw)
+    if hw < len(part.log):  # the new leader learns the HW from its followers' fetches
+        rec.event(leader, "hw_changed", topic=topic, partition=number, leader_epoch=part.epoch, role="leader",
+                  previous=hw, high_watermark=len(part.log), log_end=len(part.log))
+    for follower in part.replicas:
+        if follower != leader:
+            rec.event(follower, "became_follower", topic=topic, partition=number, leader_epoch=part.epoch,
+                      leader=leader, log_end=len(part.log))
+
+
+def _change_leader(rec: _Recorder, part: _Partition, controller: str, rng: random.Random) -> None:
+    others = [n for n in part.replicas if n != part.leader]
+    # A new leader's HW may start below its predecessor's: the design allows it.
+    _elect(rec, part, rng.choice(others), controller, rng, hw=rng.randint(0, len(part.log)))
+
+
+def _diverge_and_change_leader(rec: _Recorder, part: _Partition, value: Any, controller: str,
+                               rng: random.Random) -> None:
+    old = part.leader
+    topic, number = part.key
+    end = len(part.log)
+    rec.event(old, "appended", topic=topic, partition=number, offset=end, epoch=part.epoch, values=[value],
+              role="leader")
+    _change_leader(rec, part, controller, rng)
+    rec.event(old, "truncated", topic=topic, partition=number, leader_epoch=part.epoch, from_offset=end + 1,
+              to_offset=end, reason="diverging_epoch")
+
+
+# ----------------------------------------------------------------------------------- anomalies
+
+QUEUE_ANOMALIES = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "G1a", "poll-skip",
+                   "nonmonotonic-poll")
+HW_ANOMALIES = ("hw-decrease", "hw-beyond-log-end", "uncommitted-offset", "committed-truncated")
+LEADER_ANOMALIES = ("multiple-leaders", "epoch-regression", "multiple-controllers")
+ANOMALY_CHECKER = {
+    **{a: "queue" for a in QUEUE_ANOMALIES}, **{a: "hw" for a in HW_ANOMALIES},
+    **{a: "leader" for a in LEADER_ANOMALIES},
+}
+
+
+class CannotInject(ValueError):
+    """The run has nothing to plant this anomaly in (too short); draw another."""
+
+
+def inject(run: SyntheticRun, anomaly: str, seed: int = 0) -> SyntheticRun:
+    """A copy of ``run`` with exactly one planted anomaly of type ``anomaly``."""
+    rng = random.Random(seed)
+    history = list(run.history)
+    events = {n: list(e) for n, e in run.events.items()}
+    if anomaly in QUEUE_ANOMALIES:
+        _inject_queue(history, anomaly, rng)
+    elif anomaly in HW_ANOMALIES or anomaly in LEADER_ANOMALIES:
+        _inject_events(events, anomaly, rng)
+    else:
+        raise ValueError(f"unknown anomaly {anomaly!r}")
+    return SyntheticRun(history, events, dict(run.config))
+
+
+def _read_batches(history: list[Op], f: str) -> list[tuple[int, int]]:
+    return [(op.index, i) for op in history if op.type == "ok" and op.f == f for i in range(len(op.value))]
+
+
+def _edit_batch(history: list[Op], where: tuple[int, int], records: list[list[Any]]) -> None:
+    op = history[where[0]]
+    batches = [dict(b) for b in op.value]
+    batches[where[1]]["records"] = records
+    history[where[0]] = replace(op, value=batches)
+
+
+def _remove_value(history: list[Op], value: Any) -> None:
+    for f in ("poll", "drain"):
+        for where in _read_batches(history, f):
+            records = history[where[0]].value[where[1]]["records"]
+            if any(r[1] == value for r in records):
+                _edit_batch(history, where, [r for r in records if r[1] != value])
+
+
+def _inject_queue(history: list[Op], anomaly: str, rng: random.Random) -> None:
+    acked = [op for op in history if op.f == "send" and op.type == "ok"]
+    drains = _read_batches(history, "drain")
+    polls = [w for w in _read_batches(history, "poll") if history[w[0]].value[w[1]]["records"]]
+    if anomaly in ("lost-write", "unseen"):
+        last_of: dict[Partition, Op] = {}
+        for op in acked:
+            key = (op.value["topic"], op.value["partition"])
+            if key not in last_of or op.value["offset"] > last_of[key].value["offset"]:
+                last_of[key] = op
+        tails = {id(op) for op in last_of.values()}
+        drained_ends = {(history[i].value[j]["topic"], history[i].value[j]["partition"]):
+                        len(history[i].value[j]["records"]) for i, j in drains}
+        if anomaly == "unseen":
+            # the partition's acknowledged tail, with nothing after it in the log
+            choices = [op for op in last_of.values()
+                       if drained_ends.get((op.value["topic"], op.value["partition"])) == op.value["offset"] + 1]
+        else:
+            choices = [op for op in acked if id(op) not in tails]
+        if not choices:
+            raise CannotInject(anomaly)
+        _remove_value(history, rng.choice(choices).value["value"])
+    elif anomaly == "duplicate":
+        if not drains:
+            raise CannotInject(anomaly)
+        where = rng.choice(drains)
+        records = history[where[0]].value[where[1]]["records"]
+        if not records:
+            raise CannotInject(anomaly)
+        _edit_batch(history, where, [*records, [len(records), rng.choice(records)[1]]])
+    elif anomaly == "inconsistent-offsets":
+        if not polls:
+            raise CannotInject(anomaly)
+        where = rng.choice(polls)
+        records = [list(r) for r in history[where[0]].value[where[1]]["records"]]
+        records[rng.randrange(len(records))][1] = "phantom-value"
+        _edit_batch(history, where, records)
+    elif anomaly == "G1a":
+        failed = [op for op in history if op.f == "send" and op.type == "fail"]
+        if not failed or not drains:
+            raise CannotInject(anomaly)
+        send = rng.choice(failed)
+        key = (send.value["topic"], send.value["partition"])
+        for where in drains:
+            batch = history[where[0]].value[where[1]]
+            if (batch["topic"], batch["partition"]) == key:
+                _edit_batch(history, where, [*batch["records"], [len(batch["records"]), send.value["value"]]])
+                return
+        raise CannotInject(anomaly)
+    elif anomaly == "poll-skip":
+        wide = [w for w in polls if len(history[w[0]].value[w[1]]["records"]) >= 3]
+        if not wide:
+            raise CannotInject(anomaly)
+        where = rng.choice(wide)
+        records = history[where[0]].value[where[1]]["records"]
+        middle = rng.randrange(1, len(records) - 1)
+        _edit_batch(history, where, records[:middle] + records[middle + 1:])
+    elif anomaly == "nonmonotonic-poll":
+        if not polls:
+            raise CannotInject(anomaly)
+        where = rng.choice(polls)
+        records = history[where[0]].value[where[1]]["records"]
+        _edit_batch(history, where, [records[0], *records])
+
+
+def _insert_event(events: dict[str, list[NodeEvent]], node: str, position: int, kind: str, **fields: Any) -> None:
+    log = events[node]
+    log.insert(position, NodeEvent(node, 0, 0.0, kind, fields))
+    events[node] = [replace(e, seq=i) for i, e in enumerate(log)]
+
+
+def _inject_events(events: dict[str, list[NodeEvent]], anomaly: str, rng: random.Random) -> None:
+    located = [(n, i, e) for n, log in sorted(events.items()) for i, e in enumerate(log)]
+    if anomaly in ("hw-decrease", "hw-beyond-log-end"):
+        hws = [(n, i, e) for n, i, e in located if e.kind == "hw_changed" and e["high_watermark"] >= 1]
+        if not hws:
+            raise CannotInject(anomaly)
+        node, i, e = rng.choice(hws)
+        if anomaly == "hw-decrease":
+            _insert_event(events, node, i + 1, "hw_changed", **{**e.fields, "previous": e["high_watermark"],
+                                                                "high_watermark": e["high_watermark"] - 1})
+        else:
+            events[node][i] = replace(e, fields={**e.fields, "high_watermark": e["log_end"] + 1})
+    elif anomaly == "uncommitted-offset":
+        changes = [(n, i, e) for n, i, e in located if e.kind == "became_leader" and e["leader_epoch"] > 1
+                   and e["log_end"] >= 1]
+        if not changes:
+            raise CannotInject(anomaly)
+        node, i, e = rng.choice(changes)
+        log_end = e["log_end"] - 1
+        events[node][i] = replace(e, fields={**e.fields, "log_end": log_end,
+                                             "high_watermark": min(e["high_watermark"], log_end)})
+    elif anomaly == "committed-truncated":
+        follower_appends = [(n, i, e) for n, i, e in located if e.kind == "appended" and e["role"] == "follower"]
+        if not follower_appends:
+            raise CannotInject(anomaly)
+        node, i, e = rng.choice(follower_appends)
+        _insert_event(events, node, i + 1, "truncated", topic=e["topic"], partition=e["partition"],
+                      leader_epoch=e["epoch"], from_offset=e["offset"] + 1, to_offset=e["offset"],
+                      reason="high_watermark")
+    elif anomaly == "multiple-leaders":
+        elections = [(n, i, e) for n, i, e in located if e.kind == "became_leader"]
+        node, i, e = rng.choice(elections)
+        other = rng.choice([n for n in sorted(events) if n != node])
+        _insert_event(events, other, len(events[other]), "became_leader", **e.fields)
+    elif anomaly == "epoch-regression":
+        views = [(n, i, e) for n, i, e in located if e.kind in ("became_leader", "became_follower")
+                 and e["leader_epoch"] > 1]
+        if not views:
+            raise CannotInject(anomaly)
+        node, i, e = rng.choice(views)
+        _insert_event(events, node, i + 1, "became_follower", topic=e["topic"], partition=e["partition"],
+                      leader_epoch=e["leader_epoch"] - 1, leader="n0", log_end=0)
+    elif anomaly == "multiple-controllers":
+        node = rng.choice([n for n in sorted(events) if n != "n1"])
+        _insert_event(events, node, 0, "controller_elected", controller_epoch=1, broker=node)

@@ -1,0 +1,235 @@
+"""The Wing–Gong–Lowe search for a linearization of one object's history.
+
+A history is linearizable if every operation can be given a single instant between its
+invocation and its completion such that, taken in the order of those instants, the
+operations are a legal run of the sequential model (Herlihy and Wing). Wing and Gong's
+search walks the history's invocations and completions in time order, kept as a doubly
+linked list. At each point it tries to *linearize* one of the calls that are pending (invoked
+and not yet linearized) and whose model step is consistent; a linearized call and its
+completion are lifted out of the list and the search restarts from the front. Reaching a
+completion whose call has not been linearized means the choices so far were wrong: the
+search backtracks, putting the last linearized call back and trying the next candidate.
+
+Lowe's improvement makes it practical: a cache of (set of linearized calls, model state)
+configurations already explored. Reaching a configuration a second time can lead nowhere
+new, so that branch is cut. The set is a bitset (a Python int). Two refinements: a
+configuration that differs from a cached one only by having used up *more* indeterminate
+calls is cut too (it is dominated), and a read-only call that fits is linearized at once
+with no alternatives (it could be moved to the front of any linearization from there).
+
+Indeterminate calls (outcome unknown) have their completion at the end of time, after
+every determinate completion, so they may be linearized anywhere after their invocation;
+and the search succeeds as soon as every determinate call is linearized, because an
+indeterminate call may also never have happened (Knossos's semantics). For the same reason
+an indeterminate call that would leave the state unchanged is never linearized: its never
+happening reaches everything it could. And of several identical indeterminate calls only the
+earliest-invoked unused one is tried, since any of them can stand in for the others.
+
+The search stops with "unknown" at a deadline or when the cache grows past a size that
+would exceed the memory budget. For an invalid history it keeps the longest partial
+linearizations reached and the calls the search could not linearize next.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from floodmark.checkers.models import INCONSISTENT, Model
+from floodmark.results import Validity
+
+
+@dataclass(frozen=True)
+class Call:
+    """One operation of one object, ready for the search."""
+
+    op: int  # history index of the invocation
+    completion: int | None  # history index of the completion (None: never completed)
+    call: tuple[Any, ...]  # the model's prepared call
+    invoked_at: int  # position of the invocation in history order
+    completed_at: int | None  # position of a determinate completion; None: indeterminate
+
+
+@dataclass
+class SearchResult:
+    valid: Validity
+    explored: int = 0
+    reason: str | None = None
+    # For invalid histories: the longest partial linearizations as [(call number, state after)]
+    longest: list[list[tuple[int, Any]]] = field(default_factory=list)
+    stuck: list[int] = field(default_factory=list)  # call numbers that could not be linearized next
+
+
+DEFAULT_CACHE_LIMIT = 4_000_000  # configurations
+MEMORY_BUDGET = 1_200_000_000  # bytes the cache may take (roughly), well under 2 GB in all
+_DEADLINE_CHECK_EVERY = 2048
+_KEEP_PATHS = 3
+
+
+def search(
+    model: Model,
+    calls: list[Call],
+    *,
+    deadline: float | None = None,
+    cache_limit: int = DEFAULT_CACHE_LIMIT,
+) -> SearchResult:
+    """Is there a linearization of ``calls`` (one object's operations) under ``model``?"""
+    n = len(calls)
+    if n == 0:
+        return SearchResult(True)
+    # Each cached configuration holds an n-bit set: keep the cache inside the memory budget.
+    cache_limit = min(cache_limit, MEMORY_BUDGET // (n // 8 + 200))
+    # Entries 0..2n-1: call entry of call i is 2i, its completion entry 2i+1. Indeterminate
+    # completions sort after every determinate one (their time is infinity).
+    end_of_time = max(max(c.invoked_at for c in calls), max(c.completed_at or 0 for c in calls)) + 1
+    order = sorted(
+        range(2 * n),
+        key=lambda e: (
+            calls[e >> 1].invoked_at if not e & 1
+            else (calls[e >> 1].completed_at if calls[e >> 1].completed_at is not None else end_of_time),
+            e & 1 == 0,  # a completion at the same instant as an invocation comes first
+            e,
+        ),
+    )
+    head = 2 * n  # sentinel entry
+    nxt = [-1] * (2 * n + 1)
+    prv = [-1] * (2 * n + 1)
+    previous = head
+    for e in order:
+        nxt[previous] = e
+        prv[e] = previous
+        previous = e
+    nxt[previous] = -1
+
+    step = model.step
+    prepared = model.anonymize([c.call for c in calls], [c.completed_at is None for c in calls])
+    determinate = [c.completed_at is not None for c in calls]
+    read_only = [model.read_only(c.call) for c in calls]
+    # Identical indeterminate calls are interchangeable, and the one invoked first can go
+    # wherever a later one can: only the earliest unused one of each kind is ever tried.
+    twin_before = [-1] * n
+    latest: dict[Any, int] = {}
+    for number in sorted(range(n), key=lambda i: calls[i].invoked_at):
+        if not determinate[number]:
+            twin_before[number] = latest.get(prepared[number], -1)
+            latest[prepared[number]] = number
+    remaining = sum(determinate)
+    state: Any = model.initial()
+    linearized = 0
+    # The cache maps (determinate calls linearized, state) to the sets of indeterminate calls
+    # linearized with them. A configuration that used up a superset of another's
+    # indeterminate calls can do nothing the other cannot (those calls may also never
+    # happen), so it is dominated and cut, like an exact repeat.
+    cache: dict[tuple[int, Any], list[int]] = {}
+    explored = 0
+    determinate_mask = sum(1 << i for i, d in enumerate(determinate) if d)
+    stack: list[tuple[int, Any, bool, bool]] = []  # (entry linearized, state before, first pass, forced)
+    result = SearchResult(False)
+    best_depth = -1
+    snapshots: list[tuple[list[tuple[int, Any, bool, bool]], Any]] = []  # deepest stacks reached
+    iterations = 0
+
+    # Candidates are tried in two passes over the pending calls: determinate calls first,
+    # then indeterminate ones. Either order is complete; this one meets a valid history's
+    # linearization sooner, since an unknown op rarely needs to take effect early.
+    any_indeterminate = not all(determinate)
+    first_pass = True
+    entry = nxt[head]
+    while remaining:
+        iterations += 1
+        if iterations % _DEADLINE_CHECK_EVERY == 0:
+            if deadline is not None and time.monotonic() > deadline:
+                return SearchResult("unknown", explored, "time limit reached")
+            if explored > cache_limit:
+                return SearchResult("unknown", explored, f"more than {cache_limit} configurations")
+        dead = False
+        if not entry & 1:  # a call entry: try to linearize it here
+            number = entry >> 1
+            if determinate[number] != first_pass or (
+                    twin_before[number] >= 0 and not linearized >> twin_before[number] & 1):
+                entry = nxt[entry]
+                continue
+            new_state = step(state, prepared[number])
+            # An indeterminate call that would change nothing is dominated by its never
+            # happening, which is always allowed: skip it instead of caching a new branch.
+            if new_state is not INCONSISTENT and (first_pass or new_state != state):
+                # A determinate read-only call that fits the state can be moved to the front
+                # of any linearization from here (it changes no state, wherever it sits), so
+                # it is linearized now with no alternatives tried: if that fails, this whole
+                # configuration fails.
+                forced = first_pass and read_only[number]
+                new_linearized = linearized | (1 << number)
+                key = (new_linearized & determinate_mask, new_state)
+                used = new_linearized & ~determinate_mask
+                known = cache.get(key)
+                if known is None or all(k & ~used for k in known):
+                    if known is None:
+                        cache[key] = [used]
+                    else:
+                        known.append(used)
+                    explored += 1
+                    stack.append((entry, state, first_pass, forced))
+                    state = new_state
+                    linearized = new_linearized
+                    if first_pass:
+                        remaining -= 1
+                    # lift the call and its completion out of the list
+                    after = nxt[entry]
+                    nxt[prv[entry]] = after
+                    prv[after] = prv[entry]
+                    match = entry | 1
+                    after = nxt[match]
+                    nxt[prv[match]] = after
+                    if after != -1:
+                        prv[after] = prv[match]
+                    entry = nxt[head]
+                    first_pass = True
+                    continue
+                dead = forced  # its successor was explored already and failed
+            if not dead:
+                entry = nxt[entry]
+                continue
+        elif first_pass and any_indeterminate:
+            first_pass = False
+            entry = nxt[head]
+            continue
+        if not dead:
+            # A completion whose call is not linearized: this branch is dead.
+            depth = len(stack)
+            if depth >= best_depth:
+                if depth > best_depth:
+                    best_depth = depth
+                    snapshots.clear()
+                    result.stuck.clear()
+                if len(snapshots) < _KEEP_PATHS:
+                    snapshots.append((stack[:], state))  # a C-level copy; paths are built at the end
+                if (entry >> 1) not in result.stuck and len(result.stuck) < 10:
+                    result.stuck.append(entry >> 1)
+        while True:  # backtrack past every forced step: their configurations are dead too
+            if not stack:
+                result.explored = explored
+                result.longest = [_path(snapshot, last) for snapshot, last in snapshots]
+                return result
+            entry, state, first_pass, forced = stack.pop()
+            number = entry >> 1
+            linearized &= ~(1 << number)
+            if determinate[number]:
+                remaining += 1
+            # put the call and its completion back
+            match = entry | 1
+            nxt[prv[match]] = match
+            if nxt[match] != -1:
+                prv[nxt[match]] = match
+            nxt[prv[entry]] = entry
+            prv[nxt[entry]] = entry
+            if not forced:
+                break
+        entry = nxt[entry]
+    return SearchResult(True, explored)
+
+
+def _path(stack: list[tuple[int, Any, bool, bool]], last_state: Any) -> list[tuple[int, Any]]:
+    """A partial linearization as (call number, state after it), from a saved search stack."""
+    after = [entry[1] for entry in stack[1:]] + [last_state]
+    return [(entry[0] >> 1, state) for entry, state in zip(stack, after)]

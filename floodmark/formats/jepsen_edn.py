@@ -1,0 +1,128 @@
+"""Jepsen histories in EDN, read into our :class:`~floodmark.history.Op` and written back.
+
+Jepsen and Knossos store a history either as one EDN vector of op maps or as a stream of
+op maps (``history.edn``, one map per line; Porcupine's key-value test data is also one map
+per line). An op map has ``:process``, ``:type`` (``:invoke``/``:ok``/``:fail``/``:info``),
+``:f`` and ``:value``, and optionally ``:time``, ``:index``, ``:error``, ``:node`` and
+anything else (Porcupine adds ``:key``).
+
+Reading converts EDN values to the JSON-shaped values our histories use (keywords become
+plain strings, sets sorted lists); ops are re-indexed densely in file order (the order
+Knossos checks them in), keeping a differing original ``:index`` as ``jepsen_index``.
+Writing does the reverse, so our own histories can be fed to Jepsen's tools: op fields
+and map keys become keywords, ``f`` and ``type`` keywords, and the nemesis process ``:nemesis``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from floodmark.formats import edn
+from floodmark.history import NEMESIS, OP_TYPES, HistoryError, Op
+
+_OP_FIELDS = ("index", "time", "type", "process", "f", "value", "node", "error")
+
+
+def plain(value: Any) -> Any:
+    """An EDN value as the JSON-shaped value our histories hold."""
+    if isinstance(value, edn.Keyword | edn.Symbol):
+        return str.__str__(value)
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {(plain(k) if isinstance(k, str) else k): plain(v) for k, v in value.items()}
+    if isinstance(value, frozenset):
+        return sorted((plain(v) for v in value), key=repr)
+    if isinstance(value, edn.Tagged):
+        return plain(value.value)
+    return value
+
+
+def op_from_edn(form: Any, position: int, source: str, line: int) -> Op:
+    """One EDN op map as an Op; ``position`` becomes its index."""
+    if not isinstance(form, dict):
+        raise HistoryError(source, line, f"expected an op map, got {type(form).__name__}")
+    fields = {plain(k) if isinstance(k, str) else k: v for k, v in form.items()}
+    for name in ("process", "type", "f"):
+        if name not in fields:
+            raise HistoryError(source, line, f"op map has no :{name}")
+    op_type = plain(fields["type"])
+    if op_type not in OP_TYPES:
+        raise HistoryError(source, line, f":type must be :invoke/:ok/:fail/:info, got {fields['type']!r}")
+    process = fields["process"]
+    if isinstance(process, bool) or not isinstance(process, int | str):
+        raise HistoryError(source, line, f":process must be an integer or a keyword, got {process!r}")
+    process = plain(process)
+    time = fields.get("time")
+    if time is None:
+        time = position  # no clock recorded: file order is the only order
+    elif not isinstance(time, int) or isinstance(time, bool):
+        raise HistoryError(source, line, f":time must be an integer, got {time!r}")
+    node = fields.get("node")
+    extra = {str(k): plain(v) for k, v in fields.items() if k not in _OP_FIELDS}
+    original_index = fields.get("index")
+    if isinstance(original_index, int) and original_index != position:
+        extra["jepsen_index"] = original_index
+    return Op(
+        index=position,
+        time=time,
+        type=op_type,
+        process=process,
+        f=str(plain(fields["f"])),
+        value=plain(fields.get("value")),
+        node=None if node is None else str(plain(node)),
+        error=plain(fields.get("error")),
+        extra=extra,
+    )
+
+
+def parse_edn_history(text: str, source: str = "<edn>") -> list[Op]:
+    """A history from EDN text: one vector of op maps, or a stream of op maps."""
+    try:
+        forms = list(edn.iter_forms(text, source))
+    except edn.EdnError as e:
+        raise HistoryError(e.source, e.line, e.problem) from None
+    if not forms:
+        return []
+    first, first_line = forms[0]
+    if isinstance(first, list):
+        if len(forms) > 1:
+            raise HistoryError(source, forms[1][1], "unexpected form after the history vector")
+        # A vector's elements do not carry their own lines; name the vector's line.
+        return [op_from_edn(f, i, source, first_line) for i, f in enumerate(first)]
+    return [op_from_edn(f, i, source, line) for i, (f, line) in enumerate(forms)]
+
+
+def read_edn_history(path: str | os.PathLike[str]) -> list[Op]:
+    with open(path, encoding="utf-8") as f:
+        return parse_edn_history(f.read(), str(path))
+
+
+def op_to_edn(op: Op) -> str:
+    """One op as a Jepsen op map on one line."""
+    fields: dict[Any, Any] = {
+        edn.Keyword("index"): op.index,
+        edn.Keyword("time"): op.time,
+        edn.Keyword("type"): edn.Keyword(op.type),
+        edn.Keyword("process"): edn.Keyword(NEMESIS) if op.process == NEMESIS else op.process,
+        edn.Keyword("f"): edn.Keyword(op.f),
+        edn.Keyword("value"): op.value,
+    }
+    if op.node is not None:
+        fields[edn.Keyword("node")] = op.node
+    if op.error is not None:
+        fields[edn.Keyword("error")] = op.error
+    for key, value in op.extra.items():
+        fields[edn.Keyword(key)] = value
+    return edn.dumps(fields)
+
+
+def write_edn_history(path: str | os.PathLike[str], ops: Iterable[Op]) -> None:
+    """Write a history as a Jepsen ``history.edn``: one op map per line."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        for op in ops:
+            f.write(op_to_edn(op) + "\n")
+    os.replace(tmp, path)

@@ -1,0 +1,60 @@
+"""Jepsen's 2014 text logs: the history as it was printed to the console.
+
+Early Jepsen tests (the etcd register test that Porcupine's and ahorn's checkers use as
+test data) logged every op through ``jepsen.util``:
+
+    INFO  jepsen.util - 3	:invoke	:cas	[1 4]
+
+that is, process, type, f and value separated by tabs, the value in EDN. Every other line
+(set-up chatter, stack traces) is not history and is skipped.
+
+Two conventions of that client are made explicit on reading, because the checker must
+know them: a value of ``:timed-out`` on an ``:info`` carries no result (the invocation's
+value is what was attempted), and a ``:fail`` with ``:timed-out`` (the etcd client's
+``:fail :read :timed-out``) is not a definite failure but an unknown outcome, so it becomes
+``info``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from floodmark.formats import edn
+from floodmark.formats.jepsen_edn import plain
+from floodmark.history import OP_TYPES, HistoryError, Op
+
+_LINE = re.compile(r"jepsen\.util - (\S+)\t:(\w+)\t:([\w-]+)\t?(.*)$")
+MARKER = "jepsen.util - "
+
+
+def parse_text_history(text: str, source: str = "<log>") -> list[Op]:
+    ops: list[Op] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if MARKER not in raw:
+            continue
+        m = _LINE.search(raw)
+        if m is None:
+            raise HistoryError(source, number, "a jepsen.util line that is not 'process<TAB>:type<TAB>:f<TAB>value'")
+        process_text, op_type, f, value_text = m.groups()
+        if op_type not in OP_TYPES:
+            raise HistoryError(source, number, f"unknown op type :{op_type}")
+        try:
+            process = plain(edn.loads(process_text, source))
+            value = plain(edn.loads(value_text, source)) if value_text.strip() else None
+        except edn.EdnError as e:
+            raise HistoryError(source, number, e.problem) from None
+        if isinstance(process, bool) or not isinstance(process, int | str):
+            raise HistoryError(source, number, f"process must be an integer or a keyword, got {process_text!r}")
+        error = None
+        if value == "timed-out" and op_type in ("info", "fail"):
+            value, error = None, "timed-out"
+            op_type = "info"  # the client gave up waiting: the outcome is unknown, not a failure
+        index = len(ops)
+        ops.append(Op(index, index, op_type, process, f, value, None, error))  # type: ignore[arg-type]
+    return ops
+
+
+def read_text_history(path: str | os.PathLike[str]) -> list[Op]:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return parse_text_history(f.read(), str(path))
