@@ -1,0 +1,195 @@
+"""The fault schedule: which faults happen when, decided from the seed before the run starts.
+
+A schedule is a list of planned faults. Each names its ``kind`` (partition, clock, pause,
+disk, kill), a ``shape`` (how the nemesis of that kind applies it: "isolate-one",
+"bump-forward", "controller", ...), when it starts (seconds after the workload starts), how
+long it lasts, and a ``seed`` for whatever the nemesis must still choose when it acts (which
+node of several to isolate, by how much to skew a clock). Choices that depend on the
+cluster's state at that moment (who the controller is, who leads a partition) are made by
+the nemesis when it acts, and recorded in the history op it writes.
+
+Faults are separated by quiet periods so the cluster can recover between them; sometimes a
+second fault of another kind overlaps the first, because real failures compose. Every fault
+is healed when its duration ends, and all of them end by the time limit. A final heal-all
+follows regardless.
+
+``schedule.json`` holds the plan and, as the run goes, what was executed: when each fault
+really started and stopped and the nemesis's own account of what it did.
+``floodmark repro`` reads the plan back and executes it again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Chance that a fault is joined by an overlapping fault of another kind.
+OVERLAP_PROBABILITY = 0.25
+
+
+class ScheduleError(ValueError):
+    """A schedule file that cannot be used: names the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One planned fault."""
+
+    number: int  # position in the schedule, from 0
+    kind: str
+    shape: str
+    start: float  # seconds after the workload starts
+    duration: float  # seconds until its heal
+    seed: int  # for the nemesis's own choices when it acts
+
+    @property
+    def end(self) -> float:
+        return self.start + self.duration
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A run's planned faults, ordered by start time."""
+
+    faults: tuple[Fault, ...]
+    time_limit: float
+
+    def actions(self) -> list[tuple[float, str, Fault]]:
+        """Every start and stop in time order: (seconds, "start"|"stop", fault).
+
+        At equal times stops come first, so a heal is never queued behind a new fault.
+        """
+        events = [(f.start, 1, "start", f) for f in self.faults]
+        events += [(f.end, 0, "stop", f) for f in self.faults]
+        events.sort(key=lambda e: (e[0], e[1], e[3].number))
+        return [(t, what, f) for t, _, what, f in events]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"time_limit": self.time_limit, "faults": [f.to_dict() for f in self.faults]}
+
+    @staticmethod
+    def from_dict(data: Any, source: str = "<schedule>") -> Schedule:
+        if not isinstance(data, dict) or not isinstance(data.get("faults"), list):
+            raise ScheduleError(f"{source}: expected an object with a 'faults' list")
+        faults = []
+        for position, raw in enumerate(data["faults"]):
+            try:
+                fault = Fault(
+                    number=int(raw["number"]), kind=str(raw["kind"]), shape=str(raw["shape"]),
+                    start=float(raw["start"]), duration=float(raw["duration"]), seed=int(raw["seed"]),
+                )
+            except (KeyError, TypeError, ValueError) as e:
+                raise ScheduleError(f"{source}: fault {position}: missing or bad field ({e})") from None
+            faults.append(fault)
+        return Schedule(tuple(faults), float(data.get("time_limit", max((f.end for f in faults), default=0.0))))
+
+
+def generate(
+    rng: random.Random,
+    kinds: Sequence[str],
+    shapes: Mapping[str, Sequence[str]],
+    time_limit: float,
+    fault_duration: tuple[float, float],
+    quiet_period: tuple[float, float],
+) -> Schedule:
+    """Plan faults of ``kinds`` over ``time_limit`` seconds, drawing only from ``rng``.
+
+    ``shapes`` lists each kind's shapes (in the nemesis's order; a kind without shapes gets
+    "default"). The same arguments always give the same schedule.
+    """
+    faults: list[Fault] = []
+    if not kinds:
+        return Schedule((), time_limit)
+    t = rng.uniform(*quiet_period)  # let the workload warm up first
+    while t + fault_duration[0] <= time_limit:
+        first = _plan(rng, len(faults), rng.choice(list(kinds)), shapes, t, fault_duration, time_limit)
+        faults.append(first)
+        group_end = first.end
+        others = [k for k in kinds if k != first.kind]
+        if others and rng.random() < OVERLAP_PROBABILITY:
+            start = t + rng.uniform(0, first.duration / 2)
+            if start + fault_duration[0] <= time_limit:
+                second = _plan(rng, len(faults), rng.choice(others), shapes, start, fault_duration, time_limit)
+                faults.append(second)
+                group_end = max(group_end, second.end)
+        t = group_end + rng.uniform(*quiet_period)
+    return Schedule(tuple(faults), time_limit)
+
+
+def _plan(
+    rng: random.Random, number: int, kind: str, shapes: Mapping[str, Sequence[str]],
+    start: float, fault_duration: tuple[float, float], time_limit: float,
+) -> Fault:
+    shape = rng.choice(list(shapes.get(kind) or ("default",)))
+    duration = min(rng.uniform(*fault_duration), time_limit - start)
+    return Fault(number, kind, shape, round(start, 3), round(duration, 3), rng.getrandbits(32))
+
+
+@dataclass
+class ExecutedFault:
+    """What happened to one planned fault: when it really started and stopped, and how."""
+
+    fault: Fault
+    started_at: float | None = None  # seconds after the workload started
+    start: dict[str, Any] | None = None  # the nemesis's account (the history op's value)
+    stopped_at: float | None = None
+    stop: dict[str, Any] | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.fault.to_dict(),
+            "started_at": self.started_at, "start_result": self.start,
+            "stopped_at": self.stopped_at, "stop_result": self.stop, "error": self.error,
+        }
+
+
+@dataclass
+class ScheduleLog:
+    """schedule.json while the run goes: the plan, what was executed, and the final heal-all."""
+
+    path: str | os.PathLike[str]
+    seed: int
+    schedule: Schedule
+    executed: dict[int, ExecutedFault] = field(default_factory=dict)
+    heal_all: dict[str, Any] | None = None
+
+    def record(self, fault: Fault) -> ExecutedFault:
+        return self.executed.setdefault(fault.number, ExecutedFault(fault))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            **self.schedule.to_dict(),
+            "executed": [self.executed[n].to_dict() for n in sorted(self.executed)],
+            "heal_all": self.heal_all,
+        }
+
+    def save(self) -> None:
+        """Rewrite schedule.json atomically (after every action, so a crash keeps it)."""
+        tmp = f"{self.path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, indent=1, default=str)
+            f.write("\n")
+        os.replace(tmp, self.path)
+
+
+def load_schedule(path: str | os.PathLike[str]) -> tuple[int | None, Schedule]:
+    """Read the planned schedule (and the seed) back from a run's schedule.json."""
+    source = str(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise ScheduleError(f"{source}: cannot read ({e.strerror})") from None
+    except json.JSONDecodeError as e:
+        raise ScheduleError(f"{source}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    seed = data.get("seed") if isinstance(data, dict) else None
+    return (int(seed) if isinstance(seed, int) else None), Schedule.from_dict(data, source)

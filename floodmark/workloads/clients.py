@@ -1,0 +1,181 @@
+"""Client sessions: a workload process's view of the cluster, and how outcomes are classified.
+
+A workload worker acts through a *session*: the producer and consumer clients of its current
+process. When the process is retired after an unknown outcome, the session is closed and a
+new one opened, so nothing of the old process (pending requests, cached metadata,
+connections) leaks into the new one.
+
+Sessions turn everything the client library reports into the history's three outcomes:
+
+* ``ok``: the broker acknowledged the request;
+* ``fail``: it certainly did not happen: an error after which the broker wrote nothing
+  (``Errors.DEFINITELY_NOT_WRITTEN``), or a request that was never sent (no leader known,
+  connection refused);
+* ``info``: unknown: a timeout, a connection lost after sending, an ambiguous error such as
+  NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+
+Reads (fetches) never change the log, so a fetch that goes wrong is simply an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, cast
+
+from floodmark.harness.config import TestConfig
+from floodmark.harness.generator import CompletionType
+from floodmark.harness.seeds import Seeds, derive
+from floodmark.reference import zk_layout
+from floodmark.reference.admin import Admin
+from floodmark.reference.client import MetadataCache
+from floodmark.reference.consumer import Consumer
+from floodmark.reference.messages import Errors
+from floodmark.reference.producer import Producer
+from floodmark.reference.real.runtime import RealRuntime, client_runtime
+from floodmark.reference.runtime import Runtime
+
+
+@dataclass(frozen=True)
+class SendOutcome:
+    type: CompletionType
+    offset: int | None = None
+    error: str | None = None
+    node: str | None = None
+
+
+@dataclass(frozen=True)
+class FetchOutcome:
+    error: str | None = None
+    records: tuple[tuple[int, str], ...] = ()  # (offset, value), contiguous from the fetch offset
+    high_watermark: int = -1
+    node: str | None = None
+    out_of_range: bool = False  # the fetch offset is outside the leader's log
+
+
+class ClientSession(Protocol):
+    async def send(self, topic: str, partition: int, value: str, acks: int) -> SendOutcome: ...
+
+    async def fetch(self, topic: str, partition: int, offset: int, max_records: int) -> FetchOutcome: ...
+
+    async def close(self) -> None: ...
+
+
+class ClientFactory(Protocol):
+    async def open(self, name: str) -> ClientSession:
+        """Open the clients of a new process (``name`` names it in logs)."""
+        ...
+
+
+class LibrarySession:
+    """A process's clients from the reference client library, on their own client runtime."""
+
+    def __init__(self, real_runtime: RealRuntime, bootstrap: Sequence[str], op_timeout: float) -> None:
+        self.real_runtime = real_runtime
+        self.runtime = runtime = cast(Runtime, real_runtime)  # RealRuntime is a Runtime
+        self.bootstrap = list(bootstrap)
+        self.op_timeout = op_timeout
+        self.metadata = MetadataCache(runtime, self.bootstrap)
+        self.producers: dict[int, Producer] = {}
+        self.consumer = Consumer(runtime, self.bootstrap, metadata=self.metadata)
+
+    async def send(self, topic: str, partition: int, value: str, acks: int) -> SendOutcome:
+        producer = self.producers.get(acks)
+        if producer is None:
+            producer = self.producers[acks] = Producer(self.runtime, self.bootstrap, acks=acks, metadata=self.metadata)
+        result = await producer.send(topic, partition, value, timeout=self.op_timeout)
+        return SendOutcome(_SEND_TYPES[result.status], offset=result.offset, error=result.error)
+
+    async def fetch(self, topic: str, partition: int, offset: int, max_records: int) -> FetchOutcome:
+        result = await self.consumer.fetch(topic, partition, offset, timeout=self.op_timeout, max_records=max_records)
+        if result.error is not None:
+            return FetchOutcome(error=result.error, high_watermark=result.high_watermark,
+                                out_of_range=result.error == Errors.OFFSET_OUT_OF_RANGE)
+        records = tuple((r.offset, r.value) for r in result.records)
+        return FetchOutcome(records=records, high_watermark=result.high_watermark)
+
+    async def close(self) -> None:
+        await self.real_runtime.close()
+
+
+_SEND_TYPES: dict[str, CompletionType] = {"ok": "ok", "failed": "fail", "unknown": "info"}
+
+
+class LibraryClients:
+    """Opens sessions on the cluster, and the admin work the runner needs (topics, recovery)."""
+
+    def __init__(self, config: TestConfig, bootstrap: Sequence[str], zookeeper: str, seeds: Seeds) -> None:
+        self.config = config
+        self.bootstrap = list(bootstrap)
+        self.zookeeper = zookeeper
+        self.seeds = seeds
+        self.opened = 0
+
+    def _runtime(self, name: str) -> RealRuntime:
+        self.opened += 1
+        # Every session gets its own runtime (connections, random stream): a retired process
+        # shares nothing with its successor. Named by a counter, so seeded deterministically.
+        label = f"client-{name}-{self.opened}"
+        return client_runtime(label, derive(self.seeds.seed, label), zookeeper_hosts=self.zookeeper)
+
+    async def open(self, name: str) -> LibrarySession:
+        return LibrarySession(self._runtime(name), self.bootstrap, self.config.op_timeout)
+
+    async def create_topics(self, timeout: float = 60.0) -> None:
+        """Create t0..tN-1 once every broker has registered, and wait until each partition
+        has a leader and a whole ISR."""
+        runtime = self._runtime("admin")
+        deadline = time.monotonic() + timeout
+        try:
+            admin = await Admin.connect(cast(Runtime, runtime), bootstrap=self.bootstrap)
+            try:
+                while len(await admin.brokers()) < self.config.nodes:
+                    if time.monotonic() >= deadline:
+                        raise TimeoutError(f"fewer than {self.config.nodes} brokers registered after {timeout:.0f} s")
+                    await asyncio.sleep(0.2)
+                existing = set(await admin.list_topics())
+                for topic in self.config.topic_names:
+                    if topic in existing:
+                        continue
+                    await admin.create_topic(
+                        topic, self.config.partitions, self.config.replication_factor,
+                        {zk_layout.MIN_INSYNC_REPLICAS: str(self.config.min_insync_replicas)},
+                    )
+            finally:
+                await admin.close()
+            if not await self._wait_healthy(runtime, max(1.0, deadline - time.monotonic())):
+                raise TimeoutError(f"topics had no leader with a whole ISR after {timeout:.0f} s")
+        finally:
+            await runtime.close()
+
+    async def wait_for_recovery(self, timeout: float) -> bool:
+        """Wait until every partition has a leader and at least min.insync.replicas in its ISR.
+
+        Not a whole ISR: a replica whose log directory failed stays offline until its broker
+        restarts (KIP-112), and the final reads need only a leader that can serve them.
+        """
+        runtime = self._runtime("recovery")
+        try:
+            return await self._wait_healthy(runtime, timeout, self.config.min_insync_replicas)
+        finally:
+            await runtime.close()
+
+    async def _wait_healthy(self, runtime: RealRuntime, timeout: float, min_isr: int | None = None) -> bool:
+        """Until each partition has a leader and an ISR of ``min_isr`` (None: all replicas)."""
+        metadata = MetadataCache(cast(Runtime, runtime), self.bootstrap)
+        deadline = time.monotonic() + timeout
+        wanted = set(self.config.topic_partitions)
+        while True:
+            if await metadata.refresh(list(self.config.topic_names)):
+                healthy = {
+                    (tp.topic, tp.partition) for tp, p in metadata.partitions.items()
+                    if p.error is None and p.leader >= 0
+                    and (set(p.isr) == set(p.replicas) if min_isr is None else len(p.isr) >= min_isr)
+                }
+                if wanted <= healthy:
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.25)

@@ -1,0 +1,93 @@
+"""The log-lin workload: appends and reads at offsets, for the linearizability checker.
+
+Each partition is an append-only log, an object whose operations are *append a value, get
+the offset it landed at* and *read the value at an offset*. The linearizability checker
+searches for an order of these ops consistent with real time in which every read returns the
+value appended at that offset (or nothing, if the offset was not yet written), partition by
+partition (P-compositionality: partitions are independent objects).
+
+Op shapes (history values):
+
+    append  invoke {"topic", "partition", "value"}; ok adds "offset"
+    read    invoke {"topic", "partition", "offset"}; ok adds "value": the value at that
+            offset, or null when the offset is at or beyond the end of the committed log
+
+Reads go to the leader and see only committed records (below the high watermark), so a read
+returning null at an offset that an earlier append was acknowledged at is a violation. Reads
+pick offsets around the end of the log as this worker last saw it, where races happen.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from floodmark.harness.config import TestConfig
+from floodmark.harness.generator import Completion, CompletionType, Invocation
+from floodmark.workloads.clients import ClientFactory, ClientSession
+
+Partition = tuple[str, int]
+
+APPEND_PROBABILITY = 0.5
+READ_WINDOW = 4  # reads land within this many offsets of the known log end
+
+
+class LogLinWorker:
+    def __init__(self, config: TestConfig, clients: ClientFactory, worker: int, rng: random.Random) -> None:
+        self.config = config
+        self.clients = clients
+        self.worker = worker
+        self.rng = rng
+        self.partitions: list[Partition] = list(config.topic_partitions)
+        self.appended = 0
+        self.known_end: dict[Partition, int] = {}  # one past the highest offset this worker saw
+        self.session: ClientSession | None = None
+
+    def next_op(self) -> Invocation:
+        topic, partition = self.rng.choice(self.partitions)
+        if self.rng.random() < APPEND_PROBABILITY:
+            self.appended += 1
+            value = f"{self.worker}-{self.appended}"
+            return Invocation("append", {"topic": topic, "partition": partition, "value": value})
+        end = self.known_end.get((topic, partition), 0)
+        offset = max(0, end - self.rng.randint(0, READ_WINDOW)) if self.rng.random() < 0.8 else self.rng.randint(0, end)
+        return Invocation("read", {"topic": topic, "partition": partition, "offset": offset})
+
+    def timeout_type(self, f: str) -> CompletionType:
+        return "info" if f == "append" else "fail"
+
+    async def invoke(self, op: Invocation) -> Completion:
+        if self.session is None:
+            self.session = await self.clients.open(f"w{self.worker}")
+        value: dict[str, Any] = op.value
+        tp = (value["topic"], value["partition"])
+        if op.f == "append":
+            sent = await self.session.send(value["topic"], value["partition"], value["value"], self.config.acks_code)
+            if sent.type != "ok" or sent.offset is None:
+                return Completion(sent.type if sent.type != "ok" else "info", value, error=sent.error, node=sent.node)
+            self._saw(tp, sent.offset + 1)
+            return Completion("ok", {**value, "offset": sent.offset}, node=sent.node)
+        if op.f == "read":
+            fetched = await self.session.fetch(value["topic"], value["partition"], value["offset"], 1)
+            if fetched.error is not None:
+                return Completion("fail", value, error=fetched.error, node=fetched.node)
+            self._saw(tp, fetched.high_watermark)
+            if fetched.records and fetched.records[0][0] == value["offset"]:
+                return Completion("ok", {**value, "value": fetched.records[0][1]}, node=fetched.node)
+            if value["offset"] >= fetched.high_watermark:
+                return Completion("ok", {**value, "value": None}, node=fetched.node)
+            return Completion("fail", value, node=fetched.node,
+                              error=f"no record at offset {value['offset']} below high watermark {fetched.high_watermark}")
+        raise ValueError(f"log-lin workload has no op {op.f!r}")
+
+    def _saw(self, tp: Partition, end: int) -> None:
+        if end > self.known_end.get(tp, 0):
+            self.known_end[tp] = end
+
+    async def reopen(self) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        session, self.session = self.session, None
+        if session is not None:
+            await session.close()
