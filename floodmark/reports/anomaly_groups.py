@@ -1,0 +1,134 @@
+"""Anomalies as the report lists them: by checker, then by type, every one accounted for.
+
+A broken protocol can produce thousands of anomalies of one type (every send after a lost
+leader is "unseen"). The report shows the first few of each type in full, with context, and
+*all* the others as compact rows paged in the browser; counts are always shown, and if a
+checker says it found more anomalies than it listed (``anomaly_counts`` above the list),
+the difference is shown too, never hidden. Checkers with anomalies come first, invalid
+before unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from floodmark.reports.anomaly_context import AnomalyContext, ContextBuilder
+from floodmark.reports.lin_chart import LinChart, is_lin_failure, lin_charts
+from floodmark.reports.run_data import RunData, partition_label, short_json
+
+DETAILED_PER_TYPE = 8
+_SHOWN_ELSEWHERE = frozenset(("type", "topic", "partition", "offsets", "ops", "events", "explanation",
+                              "partial_linearizations", "stuck", "next", "unlinearizable_ops"))
+
+
+@dataclass
+class AnomalyView:
+    number: int
+    type: str
+    explanation: str
+    partition: str
+    offsets: str
+    ops: list[int]
+    details: list[tuple[str, str]]
+    context: AnomalyContext
+    lin_charts: list[LinChart] = field(default_factory=list)
+
+
+@dataclass
+class AnomalyGroup:
+    group_id: int
+    checker: str
+    type: str
+    count: int
+    reported: int | None  # the checker's own count, when it differs from the list
+    detailed: list[AnomalyView]
+    rest: list[list[Any]]  # compact rows for the paged table: [number, partition, offsets, ops, explanation]
+
+
+@dataclass
+class CheckerView:
+    name: str
+    valid: Any
+    groups: list[AnomalyGroup]
+    stats: list[tuple[str, str]]
+    stats_omitted: int
+    problems: list[str]
+
+    @property
+    def anomaly_total(self) -> int:
+        return sum(g.count for g in self.groups)
+
+
+def checker_views(data: RunData) -> list[CheckerView]:
+    checkers = (data.results or {}).get("checkers")
+    if not isinstance(checkers, dict):
+        return []
+    builder = ContextBuilder(data)
+    views: list[CheckerView] = []
+    group_ids = iter(range(1, 1 << 30))
+    for name, result in checkers.items():
+        if not isinstance(result, dict):
+            views.append(CheckerView(str(name), "unknown", [], [], 0,
+                                     [f"results.json: checker {name!r} is not an object"]))
+            continue
+        problems: list[str] = []
+        anomalies = result.get("anomalies") or []
+        if not isinstance(anomalies, list):
+            problems.append("results.json: 'anomalies' is not a list")
+            anomalies = []
+        by_type: dict[str, list[dict[str, Any]]] = {}
+        for anomaly in anomalies:
+            if not isinstance(anomaly, dict):
+                problems.append(f"results.json: an anomaly is not an object: {short_json(anomaly, 80)}")
+                continue
+            by_type.setdefault(str(anomaly.get("type", "untyped")), []).append(anomaly)
+        counts = result.get("anomaly_counts")
+        reported: dict[str, Any] = counts if isinstance(counts, dict) else {}
+        for kind, count in reported.items():
+            if kind not in by_type and isinstance(count, int) and count > 0:
+                by_type[str(kind)] = []
+        groups = [_group(next(group_ids), str(name), kind, items, reported.get(kind), builder, data)
+                  for kind, items in sorted(by_type.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+        stats, omitted = flatten_stats(result.get("stats"))
+        views.append(CheckerView(str(name), result.get("valid"), groups, stats, omitted, problems))
+    rank = {False: 0, "unknown": 1}
+    views.sort(key=lambda v: (0 if v.groups else 1, rank.get(v.valid, 2)))
+    return views
+
+
+def _group(group_id: int, checker: str, kind: str, items: list[dict[str, Any]], reported: Any,
+           builder: ContextBuilder, data: RunData) -> AnomalyGroup:
+    detailed = []
+    rest = []
+    for number, anomaly in enumerate(items, start=1):
+        label = partition_label(anomaly.get("topic"), anomaly.get("partition"))
+        offsets = short_json(anomaly.get("offsets") or [], 80)
+        ops = [i for i in anomaly.get("ops") or [] if isinstance(i, int)]
+        explanation = str(anomaly.get("explanation") or "(no explanation given)")
+        if number <= DETAILED_PER_TYPE:
+            details = [(str(k), short_json(v, 400)) for k, v in anomaly.items() if k not in _SHOWN_ELSEWHERE]
+            view = AnomalyView(number, kind, explanation, label, offsets, ops, details, builder.build(anomaly))
+            if is_lin_failure(anomaly):
+                view.lin_charts = lin_charts(data, anomaly, builder.partition_ops())
+            detailed.append(view)
+        else:
+            rest.append([number, label, offsets, short_json(ops, 80), explanation])
+    reported_count = reported if isinstance(reported, int) and reported != len(items) else None
+    return AnomalyGroup(group_id, checker, kind, len(items), reported_count, detailed, rest)
+
+
+def flatten_stats(stats: Any, limit: int = 200) -> tuple[list[tuple[str, str]], int]:
+    """Checker stats as (dotted name, value) rows, nested dicts unfolded three levels deep."""
+    rows: list[tuple[str, str]] = []
+
+    def walk(prefix: str, value: Any, depth: int) -> None:
+        if isinstance(value, dict) and depth < 3 and value:
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v, depth + 1)
+        else:
+            rows.append((prefix or "(value)", short_json(value, 200)))
+
+    if isinstance(stats, dict):
+        walk("", stats, 0)
+    return rows[:limit], max(0, len(rows) - limit)

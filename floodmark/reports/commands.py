@@ -1,0 +1,66 @@
+"""``floodmark report`` and ``floodmark serve``: the report and the results browser on the CLI.
+
+``floodmark report RUN_DIR [--out FILE]`` renders (or re-renders) a run's report;
+``floodmark serve [--store DIR] [--port 8080] [--host 127.0.0.1]`` browses a store of runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from floodmark.cli import UsageError
+from floodmark.history import HistoryError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    report = subparsers.add_parser(
+        "report", help="render the HTML report of a run directory",
+        description="Render RUN_DIR's report.html (or --out FILE): one self-contained HTML file.")
+    report.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (store/<test>/<timestamp>-s<seed>)")
+    report.add_argument("--out", metavar="FILE", help="where to write the report (default RUN_DIR/report.html)")
+    report.set_defaults(func=report_command)
+
+    serve = subparsers.add_parser(
+        "serve", help="browse a store of runs in a web browser",
+        description="Serve an index of every run in the store, newest first, with links to reports and files.")
+    serve.add_argument("--store", default="store", metavar="DIR", help="the store directory (default ./store)")
+    serve.add_argument("--port", type=int, default=8080, help="TCP port (default 8080; 0 picks a free one)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to bind (default 127.0.0.1; the store may hold sensitive logs)")
+    serve.set_defaults(func=serve_command)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from floodmark.reports.report import write_report
+
+    run_dir = Path(args.run_dir)
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: no such directory")
+    if args.out is not None and not Path(args.out).parent.resolve().is_dir():
+        raise UsageError(f"--out {args.out}: directory {Path(args.out).parent} does not exist")
+    try:
+        target = write_report(run_dir, args.out)
+    except FileNotFoundError as e:
+        raise UsageError(str(e)) from None
+    except HistoryError as e:
+        raise UsageError(f"cannot read the history: {e}") from None
+    print(target)
+    return 0
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    from floodmark.reports.server import serve
+
+    store = Path(args.store)
+    if not store.is_dir():
+        raise UsageError(f"--store {store}: no such directory")
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: must be between 0 and 65535")
+    try:
+        serve(store, args.host, args.port, announce=lambda url: print(f"serving {store} at {url}", flush=True))
+    except OSError as e:
+        print(f"floodmark serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
+        return 254
+    return 0

@@ -1,0 +1,138 @@
+"""The run report: one self-contained HTML file that says what happened in a run.
+
+It is read by an engineer whose chaos run just failed, so it is ordered by urgency: the
+verdict and how to reproduce the run, then every anomaly (grouped by checker and type, with
+the ops and node events around it), then the timelines that show *when* (latency and
+throughput against the faults, the per-partition lane chart, the per-process op timeline),
+the linearizability failure charts, the checkers' stats, and finally links to the raw
+files of the run directory. Links are relative, so the report keeps working when the run
+directory is copied or served by ``floodmark serve``.
+
+The file embeds its styles, scripts and charts and loads nothing from the network.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from floodmark.reports.anomaly_groups import checker_views
+from floodmark.reports.faults import FAULT_COLOURS, FaultInterval, fault_colour, fault_intervals
+from floodmark.reports.history_columns import paused_gc
+from floodmark.reports.op_table import build_op_table
+from floodmark.reports.partition_lanes import build_partition_lanes, render_partition_lanes
+from floodmark.reports.process_timeline import timeline_payload
+from floodmark.reports.run_data import RunData, load_run
+from floodmark.reports.templating import environment, script_hash, static_text
+from floodmark.reports.time_plots import Plot, latency_plot, throughput_plot
+from floodmark.rundir import CONFIG, HISTORY, RESULTS, SCHEDULE
+
+
+@dataclass(frozen=True)
+class FileLink:
+    label: str
+    href: str
+    size: int
+
+
+def write_report(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
+    """Render the report of a run directory to ``out`` (default: ``<run>/report.html``).
+
+    Written atomically (a temporary file renamed into place), so a reader of the store never
+    sees half a report.
+    """
+    data = load_run(run_dir)
+    target = Path(out) if out is not None else data.run.report
+    with paused_gc():  # the charts build large acyclic structures too
+        html = render_report(data, target.parent)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(html, encoding="utf-8")
+    os.replace(tmp, target)
+    return target
+
+
+def render_report(data: RunData, out_dir: Path) -> str:
+    config = data.config
+    concurrency = config.get("concurrency") if isinstance(config.get("concurrency"), int) else None
+    history = data.history
+    table = build_op_table(history, data.completion_of, concurrency)
+    faults = fault_intervals((history[i] for i in history.nemesis_indices), history.end_time)
+    checkers = checker_views(data)
+    plots: list[Plot] = [latency_plot(table, faults), throughput_plot(table, faults)] if len(table) else []
+    partitions = [(lanes.label, render_partition_lanes(lanes)) for lanes in build_partition_lanes(data.events)]
+    lin_anomalies = [a for c in checkers for g in c.groups for a in g.detailed if a.lin_charts]
+    script = static_text("report.js")
+    context: dict[str, Any] = {
+        "name": config.get("name") or data.run.test_name,
+        "verdict": data.verdict,
+        "seed": data.seed,
+        "variant": config.get("variant") or (data.results or {}).get("variant") or "default",
+        "nemesis": _nemesis_text(config.get("nemesis")),
+        "header_fields": _header_fields(data),
+        "repro": f"floodmark repro {shlex.quote(str(data.run.path.resolve()))}",
+        "warnings": data.warnings,
+        "checkers": checkers,
+        "anomaly_total": sum(c.anomaly_total for c in checkers),
+        "plots": plots,
+        "faults": faults,
+        "fault_kinds": _fault_legend(faults),
+        "partitions": partitions,
+        "timeline": timeline_payload(table, faults, data.history, data.completion_of),
+        "lin_anomalies": lin_anomalies,
+        "files": _file_links(data, out_dir),
+        "generated": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "css": static_text("report.css"),
+        "script": script,
+        "csp_script": script_hash(script),
+        "op_count": len(data.history),
+    }
+    return environment().get_template("report.html.j2").render(context)
+
+
+def _nemesis_text(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value) or "none"
+    return str(value) if value else "none"
+
+
+def _header_fields(data: RunData) -> list[tuple[str, str]]:
+    c = data.config
+    fields = [
+        ("cluster", c.get("cluster")),
+        ("workload", c.get("workload")),
+        ("nodes", c.get("nodes")),
+        ("topics × partitions", f"{c.get('topics')} × {c.get('partitions')}" if c.get("partitions") else None),
+        ("replication", c.get("replication_factor")),
+        ("min ISR", c.get("min_insync_replicas")),
+        ("acks", c.get("acks")),
+        ("concurrency", c.get("concurrency")),
+        ("duration", f"{data.duration_s:.1f} s"),
+        ("ops", f"{len(data.history):,}"),
+    ]
+    return [(k, str(v)) for k, v in fields if v is not None]
+
+
+def _fault_legend(faults: list[FaultInterval]) -> list[tuple[str, str]]:
+    kinds = sorted({f.kind for f in faults}, key=lambda k: (k not in FAULT_COLOURS, k))
+    return [(k, fault_colour(k)) for k in kinds]
+
+
+def _file_links(data: RunData, out_dir: Path) -> list[FileLink]:
+    """The run's raw files, linked relative to where the report is written."""
+    run = data.run.path
+    candidates = [run / HISTORY, run / RESULTS, run / CONFIG, run / SCHEDULE]
+    for sub in ("events", "logs"):
+        base = run / sub
+        if base.is_dir():
+            candidates += sorted(p for p in base.rglob("*") if p.is_file() and not p.is_symlink())
+    links = []
+    for path in candidates:
+        if path.is_file():
+            href = quote(Path(os.path.relpath(path.resolve(), out_dir.resolve())).as_posix())
+            links.append(FileLink(path.relative_to(run).as_posix(), href, path.stat().st_size))
+    return links

@@ -1,0 +1,166 @@
+"""A run as the report sees it: everything in one run directory, loaded once.
+
+A report is drawn from four records that a run leaves behind (``floodmark.rundir``): the
+configuration (``test.yaml``, or the copy inside ``results.json``), the client and nemesis
+history, each node's events and the checkers' results. Runs are reported even when they
+are incomplete: a run that crashed before checking has no results, a killed node leaves a
+torn event file. What could not be read becomes a *warning* shown at the top of the report
+rather than a crash, except the history itself, without which there is nothing to show.
+
+Ops are paired here (each invocation with its completion, per process) because every view
+needs the pairs: latency, the process timeline, the context of witness ops.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from floodmark.history import Op
+from floodmark.node_events import NodeEvent, NodeEventError, iter_events
+from floodmark.reports.history_columns import HistoryColumns, load_history
+from floodmark.results import read_results
+from floodmark.rundir import RunDir
+
+PartitionKey = tuple[str, int]
+
+
+@dataclass
+class RunData:
+    run: RunDir
+    config: dict[str, Any]
+    results: dict[str, Any] | None
+    history: HistoryColumns
+    completion_of: dict[int, int]  # invoke index -> completion index
+    invocation_of: dict[int, int]  # completion index -> invoke index
+    events: dict[str, list[NodeEvent]]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def seed(self) -> Any:
+        if self.config.get("seed") is not None:
+            return self.config["seed"]
+        return (self.results or {}).get("seed")
+
+    @property
+    def verdict(self) -> Any:
+        """True, False, "unknown", or None when the run was never checked."""
+        return None if self.results is None else self.results.get("valid")
+
+    @property
+    def duration_s(self) -> float:
+        if not self.history:
+            return 0.0
+        return (self.history.end_time - min(self.history.time[0], 0)) / 1e9
+
+    def pair(self, index: int) -> tuple[int, int | None]:
+        """The (invoke, completion) indices of the op that ``index`` belongs to."""
+        if index in self.invocation_of:
+            return self.invocation_of[index], index
+        return index, self.completion_of.get(index)
+
+
+def load_run(path: str | os.PathLike[str]) -> RunData:
+    """Load a run directory; raises FileNotFoundError or HistoryError if the history is unusable."""
+    run = RunDir(Path(path))
+    if not run.history.is_file():
+        raise FileNotFoundError(f"{run.path}: not a run directory (no {run.history.name})")
+    warnings: list[str] = []
+    results: dict[str, Any] | None = None
+    if run.results.is_file():
+        try:
+            results = read_results(run.results)
+        except (ValueError, OSError) as e:
+            warnings.append(f"{run.results}: unreadable results ({e}); showing the run unchecked")
+    config = _load_config(run, results, warnings)
+    history = load_history(run.history)
+    completion_of = history.pairs()
+    events = _load_events(run, warnings)
+    return RunData(run, config, results, history, completion_of,
+                   {c: i for i, c in completion_of.items()}, events, warnings)
+
+
+def _load_config(run: RunDir, results: dict[str, Any] | None, warnings: list[str]) -> dict[str, Any]:
+    if run.config.is_file():
+        try:
+            loaded = yaml.safe_load(run.config.read_text(encoding="utf-8"))
+            if isinstance(loaded, dict):
+                return loaded
+            warnings.append(f"{run.config}: expected a mapping, got {type(loaded).__name__}")
+        except (yaml.YAMLError, OSError) as e:
+            warnings.append(f"{run.config}: unreadable ({e.__class__.__name__}: {e})")
+    config = (results or {}).get("config")
+    return dict(config) if isinstance(config, dict) else {}
+
+
+def _load_events(run: RunDir, warnings: list[str]) -> dict[str, list[NodeEvent]]:
+    """Each node's events, in its own seq order; a malformed file is reported, not fatal."""
+    events: dict[str, list[NodeEvent]] = {}
+    if not run.events.is_dir():
+        return events
+    for path in sorted(run.events.glob("*.jsonl")):
+        try:
+            events[path.stem] = sorted(iter_events(path), key=lambda e: e.seq)
+        except (NodeEventError, OSError, UnicodeDecodeError) as e:
+            warnings.append(f"node events not shown: {e}")
+    return events
+
+
+def op_partitions(op: Op) -> list[PartitionKey]:
+    """The partitions an op touches, from the workload value shapes (COMMON.md)."""
+    return value_partitions(op.value)
+
+
+def value_partitions(value: Any) -> list[PartitionKey]:
+    items = value if type(value) is list else [value]
+    keys: list[PartitionKey] = []
+    for item in items:
+        if type(item) is dict:
+            topic, partition = item.get("topic"), item.get("partition")
+            if type(topic) is str and type(partition) is int:
+                key = (topic, partition)
+                if key not in keys:
+                    keys.append(key)
+    return keys
+
+
+def partition_index(history: HistoryColumns) -> dict[PartitionKey, list[int]]:
+    """For each partition, the indices of the client ops that touch it, in history order."""
+    index: dict[PartitionKey, list[int]] = {}
+    nemesis = set(history.nemesis_indices)
+    for position, d in enumerate(history.raw):
+        if position in nemesis:
+            continue
+        value = d.get("value")
+        if type(value) is dict:  # the common case, kept short: one partition
+            key = (value.get("topic"), value.get("partition"))
+            ops = index.get(key)  # type: ignore[arg-type]
+            if ops is None:
+                if type(key[0]) is not str or type(key[1]) is not int:
+                    continue
+                ops = index[key] = []  # type: ignore[index]
+            ops.append(position)
+        elif value is not None:
+            for key in value_partitions(value):
+                index.setdefault(key, []).append(position)
+    return index
+
+
+def short_json(value: Any, limit: int = 240) -> str:
+    """A compact one-line rendering of an op value, cut at ``limit`` characters."""
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def partition_label(topic: Any, partition: Any) -> str:
+    if topic is None and partition is None:
+        return "—"
+    return f"{topic}/{partition}"

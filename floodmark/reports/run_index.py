@@ -1,0 +1,163 @@
+"""The index of a store: one summary line per run, for the results browser.
+
+A store accumulates thousands of runs. The browser lists them newest first with their
+verdict, test name, seed, variant, nemeses and anomaly counts, and filters and pages that
+list. Summaries are read from each run's ``results.json`` (or ``test.yaml`` for runs never
+checked) and cached by file modification time, so a page of the index costs a directory
+scan, not a re-read of every results file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from floodmark.rundir import RunDir, find_run_dirs
+
+_YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader when libyaml is present
+_STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})")
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    relative: str  # path of the run directory inside the store, with "/"
+    test: str
+    name: str  # the run directory's name (<timestamp>-s<seed>)
+    started: str  # human-readable timestamp from the directory name
+    verdict: Any  # True | False | "unknown" | None (not checked)
+    seed: Any
+    variant: str
+    nemesis: tuple[str, ...]
+    workload: str
+    anomaly_counts: tuple[tuple[str, int], ...]
+    has_report: bool
+    problem: str | None = None
+
+    @property
+    def anomaly_total(self) -> int:
+        return sum(count for _, count in self.anomaly_counts)
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    test: str = ""
+    variant: str = ""
+    nemesis: str = ""
+    verdict: str = ""  # valid | invalid | unknown | unchecked
+
+    def matches(self, run: RunSummary) -> bool:
+        if self.test and self.test.lower() not in run.test.lower():
+            return False
+        if self.variant and run.variant != self.variant:
+            return False
+        if self.nemesis and self.nemesis not in run.nemesis:
+            return False
+        return not self.verdict or verdict_name(run.verdict) == self.verdict
+
+
+def verdict_name(verdict: Any) -> str:
+    if verdict is True:
+        return "valid"
+    if verdict is False:
+        return "invalid"
+    if verdict == "unknown":
+        return "unknown"
+    return "unchecked"
+
+
+class RunIndex:
+    """Summaries of a store's runs, cached per run by the mtimes of the files they come from."""
+
+    def __init__(self, store: Path) -> None:
+        self.store = store
+        self._cache: dict[Path, tuple[tuple[float, ...], RunSummary]] = {}
+        self._lock = threading.Lock()
+
+    def runs(self) -> list[RunSummary]:
+        """Every run, newest first."""
+        found = find_run_dirs(self.store)
+        summaries = []
+        with self._lock:
+            live = set()
+            for run in found:
+                live.add(run.path)
+                key = _mtimes(run)
+                cached = self._cache.get(run.path)
+                if cached is None or cached[0] != key:
+                    cached = (key, summarize(run, self.store))
+                    self._cache[run.path] = cached
+                summaries.append(cached[1])
+            for gone in set(self._cache) - live:
+                del self._cache[gone]
+        return summaries
+
+
+def _mtimes(run: RunDir) -> tuple[float, ...]:
+    times = []
+    for path in (run.results, run.config, run.report):
+        try:
+            times.append(path.stat().st_mtime)
+        except OSError:
+            times.append(-1.0)
+    return tuple(times)
+
+
+def summarize(run: RunDir, store: Path) -> RunSummary:
+    """One run's summary; a damaged results or config file is noted, not fatal."""
+    problem = None
+    results: dict[str, Any] = {}
+    if run.results.is_file():
+        try:
+            with open(run.results, encoding="utf-8") as f:
+                loaded = json.load(f)
+            results = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError) as e:
+            problem = f"results.json unreadable: {e}"
+    # results.json carries a copy of the config; test.yaml (slower to parse) only for unchecked runs
+    config: dict[str, Any] = results["config"] if isinstance(results.get("config"), dict) else {}
+    if not config and run.config.is_file():
+        try:
+            loaded = yaml.load(run.config.read_text(encoding="utf-8"), Loader=_YamlLoader)
+            config = loaded if isinstance(loaded, dict) else {}
+        except (OSError, yaml.YAMLError) as e:
+            problem = problem or f"test.yaml unreadable: {e.__class__.__name__}"
+    counts: dict[str, int] = {}
+    checkers = results.get("checkers")
+    if isinstance(checkers, dict):
+        for checker in checkers.values():
+            if not isinstance(checker, dict):
+                continue
+            reported = checker.get("anomaly_counts")
+            if isinstance(reported, dict):
+                for kind, n in reported.items():
+                    if isinstance(n, int):
+                        counts[str(kind)] = counts.get(str(kind), 0) + n
+            elif isinstance(checker.get("anomalies"), list):
+                for anomaly in checker["anomalies"]:
+                    kind = str(anomaly.get("type")) if isinstance(anomaly, dict) else "untyped"
+                    counts[kind] = counts.get(kind, 0) + 1
+    nemesis = config.get("nemesis")
+    nemesis_kinds = tuple(str(n) for n in nemesis) if isinstance(nemesis, list) else ((str(nemesis),) if nemesis else ())
+    stamp = _STAMP.match(run.path.name)
+    started = (f"{stamp[1]}-{stamp[2]}-{stamp[3]} {stamp[4]}:{stamp[5]}:{stamp[6]}" if stamp else run.path.name)
+    return RunSummary(
+        relative=Path(os.path.relpath(run.path, store)).as_posix(),
+        test=run.test_name,
+        name=run.path.name,
+        started=started,
+        verdict=results.get("valid") if results else None,
+        seed=config.get("seed", results.get("seed")),
+        variant=str(config.get("variant") or results.get("variant") or "default"),
+        nemesis=nemesis_kinds,
+        workload=str(config.get("workload") or ""),
+        anomaly_counts=tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        has_report=run.report.is_file(),
+        problem=problem,
+    )

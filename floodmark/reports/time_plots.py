@@ -1,0 +1,145 @@
+"""Latency and throughput over time, with the faults that were in force shaded behind.
+
+These are Jepsen's two performance plots. A million ops do not fit one point each into a
+page, so time is cut into bins (a few hundred across the run): latency shows, per ``f``, the
+median and 99th percentile of ok ops in each bin, plus the failed and indeterminate ops as
+points (evenly thinned past a cap, which the caption says); throughput shows completions
+per second per bin. Shaded bands are the nemesis' fault intervals, one colour per kind.
+
+Plots are drawn with matplotlib's object API on the Agg/SVG canvases (never pyplot, which
+keeps global state) and inlined as SVG, so the report stays one self-contained file.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from floodmark.reports.faults import FaultInterval
+from floodmark.reports.op_table import OUTCOME_CODE, OUTCOME_COLOURS, OpTable
+
+MAX_BINS = 300
+MIN_BINS = 20
+OPS_PER_BIN = 20  # fewer bins for sparse histories, so a bin's median means something
+MAX_POINTS_PER_OUTCOME = 4000
+F_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#7f7f7f", "#bcbd22", "#e377c2")
+
+
+@dataclass(frozen=True)
+class Plot:
+    svg: str
+    caption: str
+
+
+def _bins(table: OpTable) -> tuple[np.ndarray, float, int]:
+    count = int(min(MAX_BINS, max(MIN_BINS, len(table) // OPS_PER_BIN)))
+    horizon = max(table.end_of_history_s, 1e-9)
+    return np.linspace(0.0, horizon, count + 1), horizon / count, count
+
+
+def _shade_faults(ax, faults: list[FaultInterval]) -> list[Patch]:
+    seen: dict[str, Patch] = {}
+    for fault in faults:
+        ax.axvspan(fault.start_s, fault.end_s, color=fault.colour, alpha=0.14, linewidth=0, zorder=0)
+        if fault.kind not in seen:
+            seen[fault.kind] = Patch(color=fault.colour, alpha=0.35, label=f"fault: {fault.kind}")
+    return list(seen.values())
+
+
+def _figure_to_svg(fig: Figure) -> str:
+    buffer = io.StringIO()
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "floodmark"}):
+        fig.savefig(buffer, format="svg", bbox_inches="tight")
+    text = buffer.getvalue()
+    text = text[text.index("<svg"):]
+    # Let the page size the chart: drop the fixed width/height, keep the viewBox.
+    head_end = text.index(">")
+    head = re.sub(r'\s(width|height)="[^"]*"', "", text[:head_end])
+    return '<svg class="plot"' + head[len("<svg"):] + text[head_end:]
+
+
+def _binned_quantile(bin_of: np.ndarray, values: np.ndarray, q: float, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each non-empty bin, the q-quantile (nearest rank) of its values."""
+    order = np.lexsort((values, bin_of))
+    sorted_bins, sorted_values = bin_of[order], values[order]
+    counts = np.bincount(sorted_bins, minlength=bins)
+    firsts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    filled = np.nonzero(counts)[0]
+    picks = firsts[filled] + np.floor(q * (counts[filled] - 1)).astype(np.int64)
+    return filled, sorted_values[picks]
+
+
+def latency_plot(table: OpTable, faults: list[FaultInterval]) -> Plot:
+    edges, width, bins = _bins(table)
+    centres = edges[:-1] + width / 2
+    fig = Figure(figsize=(11, 3.0), dpi=96)
+    ax = fig.subplots()
+    latency_ms = (table.end_s - table.start_s) * 1e3
+    bin_of = np.minimum((table.start_s / width).astype(np.int64), bins - 1) if len(table) else np.zeros(0, np.int64)
+    ok = table.outcome == OUTCOME_CODE["ok"]
+    for code, name in enumerate(table.f_names):
+        mask = ok & (table.f_code == code)
+        if not mask.any():
+            continue
+        colour = F_COLOURS[code % len(F_COLOURS)]
+        for q, style, alpha, label in ((0.5, "-", 1.0, "median"), (0.99, "--", 0.7, "p99")):
+            filled, values = _binned_quantile(bin_of[mask], latency_ms[mask], q, bins)
+            ax.plot(centres[filled], np.maximum(values, 1e-3), style, color=colour, alpha=alpha,
+                    linewidth=1.1, label=f"{name} ok {label}")
+    thinned = []
+    for outcome in ("fail", "info"):
+        idx = np.nonzero(table.outcome == OUTCOME_CODE[outcome])[0]
+        if idx.size == 0:
+            continue
+        if idx.size > MAX_POINTS_PER_OUTCOME:
+            thinned.append(f"{outcome}: {MAX_POINTS_PER_OUTCOME:,} of {idx.size:,}")
+            idx = idx[:: int(np.ceil(idx.size / MAX_POINTS_PER_OUTCOME))]
+        ax.scatter(table.start_s[idx], np.maximum(latency_ms[idx], 1e-3), s=7, marker="x" if outcome == "fail" else "^",
+                   color=OUTCOME_COLOURS[outcome], label=f"{outcome} (any f)", linewidths=0.8, zorder=3)
+    handles = _shade_faults(ax, faults)
+    ax.set_yscale("log")
+    ax.set_xlim(0, edges[-1])
+    ax.set_xlabel("time since test start (s)")
+    ax.set_ylabel("latency (ms)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(handles=ax.get_legend_handles_labels()[0] + handles, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    caption = (f"Latency of {len(table):,} client ops by invocation time; lines are the median and "
+               f"p99 of ok ops per {width:.3g} s bin.")
+    if thinned:
+        caption += " Points evenly thinned (" + "; ".join(thinned) + ")."
+    return Plot(_figure_to_svg(fig), caption)
+
+
+def throughput_plot(table: OpTable, faults: list[FaultInterval]) -> Plot:
+    edges, width, bins = _bins(table)
+    centres = edges[:-1] + width / 2
+    fig = Figure(figsize=(11, 2.6), dpi=96)
+    ax = fig.subplots()
+    bin_of = np.minimum((table.end_s / width).astype(np.int64), bins - 1) if len(table) else np.zeros(0, np.int64)
+    ok = table.outcome == OUTCOME_CODE["ok"]
+    for code, name in enumerate(table.f_names):
+        mask = ok & (table.f_code == code)
+        if mask.any():
+            rate = np.bincount(bin_of[mask], minlength=bins) / width
+            ax.plot(centres, rate, "-", color=F_COLOURS[code % len(F_COLOURS)], linewidth=1.1, label=f"{name} ok")
+    for outcome in ("fail", "info"):
+        mask = table.outcome == OUTCOME_CODE[outcome]
+        if mask.any():
+            rate = np.bincount(bin_of[mask], minlength=bins) / width
+            ax.plot(centres, rate, "-", color=OUTCOME_COLOURS[outcome], linewidth=1.0, label=f"{outcome} (any f)")
+    handles = _shade_faults(ax, faults)
+    ax.set_xlim(0, edges[-1])
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("time since test start (s)")
+    ax.set_ylabel("completions / s")
+    ax.grid(True, alpha=0.3)
+    ax.legend(handles=ax.get_legend_handles_labels()[0] + handles, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    return Plot(_figure_to_svg(fig), f"Completed client ops per second in {width:.3g} s bins, by f and outcome.")
