@@ -1,0 +1,12 @@
+"""The history pipeline: questions across thousands of runs, answered on Spark.
+
+A regression suite that gates protocol changes leaves thousands of run directories behind.
+The pipeline turns them into a Parquet store with explicit schemas (``runs``, ``ops``,
+``node_events``, ``anomalies``), re-runs the checkers at scale with grouped pandas UDFs
+(distributed by run and partition), and aggregates: anomaly rates by nemesis, variant,
+workload and code version; detection rates; latency and unavailability during and outside
+faults; the failing seeds with the commands that reproduce them.
+
+Modules: ``records`` (one run directory -> rows, no Spark), ``schemas``, ``session``,
+``ingest``, ``scale_check``, ``aggregate``, ``summary`` and ``commands`` (``floodmark analyze``).
+"""

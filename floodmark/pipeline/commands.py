@@ -1,0 +1,49 @@
+"""``floodmark analyze``: ingest a store of runs, check them at scale, aggregate."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from floodmark.cli import UsageError
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "analyze",
+        help="analyse a store of runs on Spark (ingest, check at scale, aggregate)",
+        description=(
+            "Ingest every run directory under STORE into a Parquet store (incrementally: runs "
+            "already ingested are skipped), re-check runs with the checkers on Spark, and write "
+            "aggregate tables (Parquet + CSV) and summary.html to --out. Runs on local[*] by "
+            "default; pass --master spark://HOST:7077 or use spark-submit for a cluster."
+        ),
+    )
+    p.add_argument("store", help="the store directory (as written by `floodmark run --store`)")
+    p.add_argument("--master", default=None, help="Spark master URL (default: local[*])")
+    p.add_argument("--out", default=None, help="output directory (default: STORE/_analysis)")
+    p.add_argument("--parquet", default=None, help="Parquet store directory (default: OUT/parquet)")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip re-checking runs on Spark; aggregate the results.json verdicts as recorded")
+    p.add_argument("--quiet", action="store_true", help="hide Spark's progress bar")
+    p.set_defaults(func=run_analyze)
+
+
+def run_analyze(args: argparse.Namespace) -> int:
+    store = Path(args.store)
+    if not store.is_dir():
+        raise UsageError(f"store {store} is not a directory")
+    out = Path(args.out) if args.out else store / "_analysis"
+    parquet = Path(args.parquet) if args.parquet else out / "parquet"
+    from floodmark.pipeline.analysis import analyze
+
+    result = analyze(store, out, parquet, master=args.master, check=not args.no_check,
+                     progress=not args.quiet, log=lambda line: print(line, file=sys.stderr))
+    print(result.ingest.summary())
+    for path, error in result.ingest.rejected:
+        print(f"rejected {path}: {error}", file=sys.stderr)
+    print(f"summary: {result.summary_path}")
+    print(f"tables:  {out / 'tables'}")
+    return 0

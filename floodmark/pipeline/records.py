@@ -1,0 +1,253 @@
+"""Rows from one run directory: the pure-Python half of ingestion.
+
+Reading a run is kept free of Spark so that it can be unit-tested alone and so that Spark
+executors can call it on whichever run directories they are given. A run is read whole and
+validated before any of its rows are emitted: a malformed run yields one rejection naming the
+file, line and problem, and nothing else, so a half-read run never lands in the store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from floodmark.history import HistoryError, Op, iter_history
+from floodmark.node_events import NodeEvent, NodeEventError, read_events_dir
+from floodmark.results import read_results
+from floodmark.rundir import RunDir
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunRows:
+    """Everything one run contributes to the store."""
+
+    run: Row
+    ops: list[Row]
+    node_events: list[Row]
+    anomalies: list[Row]
+
+
+class RunRejected(ValueError):
+    """A run directory that cannot be ingested; the message says where and why."""
+
+
+def run_id_of(run_dir: Path, store: Path) -> str:
+    """A stable identity: the run directory's path relative to the store (``test/ts-sSEED``)."""
+    try:
+        return run_dir.resolve().relative_to(store.resolve()).as_posix()
+    except ValueError:
+        return f"{run_dir.parent.name}/{run_dir.name}"
+
+
+def read_run(run_dir: str | os.PathLike[str], store: str | os.PathLike[str]) -> RunRows:
+    """Read and validate one run directory into lists of rows; raises RunRejected."""
+    tables: dict[str, list[Row]] = {"runs": [], "ops": [], "node_events": [], "anomalies": []}
+    for table, row in iter_run_rows(run_dir, store):
+        tables[table].append(row)
+    return RunRows(tables["runs"][0], tables["ops"], tables["node_events"], tables["anomalies"])
+
+
+def iter_run_rows(run_dir: str | os.PathLike[str], store: str | os.PathLike[str]) -> Iterator[tuple[str, Row]]:
+    """Validate a whole run, then stream its rows as (table, row) pairs.
+
+    Validation reads the history once without keeping it, so a history larger than memory
+    can be ingested; RunRejected is raised before any row is produced.
+    """
+    rd = RunDir(Path(run_dir))
+    run_id = run_id_of(rd.path, Path(store))
+    config = _read_config(rd)
+    results = _read_results_if_any(rd)
+    witnesses = _witness_indices(results)
+    op_count, first_time, last_time, witness_times = _validate_history(rd, witnesses)
+    try:
+        events = read_events_dir(rd.events)
+    except NodeEventError as e:
+        raise RunRejected(str(e)) from None
+    except OSError as e:
+        raise RunRejected(f"{rd.events}: {e.strerror or e}") from None
+    yield "runs", _run_row(run_id, rd, config, results, op_count, first_time, last_time)
+    for op in iter_history(rd.history):
+        yield "ops", _op_row(run_id, op)
+    for node in sorted(events):
+        for event in events[node]:
+            yield "node_events", _event_row(run_id, event)
+    for row in anomaly_rows(run_id, results, witness_times) if results else []:
+        yield "anomalies", row
+
+
+def _witness_indices(results: dict[str, Any] | None) -> set[int]:
+    found: set[int] = set()
+    for result in ((results or {}).get("checkers") or {}).values():
+        for a in (result or {}).get("anomalies") or []:
+            found.update(i for i in a.get("ops") or [] if isinstance(i, int))
+    return found
+
+
+def _validate_history(rd: RunDir, witnesses: set[int]) -> tuple[int, int | None, int | None, dict[int, int]]:
+    """Stream the history once: dense indices, well-formed ops; note the witnesses' times."""
+    count, first, last = 0, None, None
+    times: dict[int, int] = {}
+    try:
+        for op in iter_history(rd.history):
+            if op.index != count:
+                raise RunRejected(f"{rd.history}: op index {op.index} out of sequence (expected {count})")
+            if first is None:
+                first = op.time
+            last = op.time
+            if op.index in witnesses:
+                times[op.index] = op.time
+            count += 1
+    except HistoryError as e:
+        raise RunRejected(str(e)) from None
+    except OSError as e:
+        raise RunRejected(f"{rd.history}: {e.strerror or e}") from None
+    return count, first, last, times
+
+
+def _read_config(rd: RunDir) -> dict[str, Any]:
+    if not rd.config.exists():
+        return {}
+    try:
+        data = yaml.safe_load(rd.config.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise RunRejected(f"{rd.config}{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise RunRejected(f"{rd.config}: expected a mapping of settings, got {type(data).__name__}")
+    return data
+
+
+def _read_results_if_any(rd: RunDir) -> dict[str, Any] | None:
+    if not rd.results.exists():
+        return None
+    try:
+        return read_results(rd.results)
+    except (ValueError, json.JSONDecodeError) as e:
+        raise RunRejected(f"{rd.results}: {e}") from None
+
+
+def _as_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return ",".join(sorted(str(v) for v in value)) or "none"
+    return str(value)
+
+
+def _validity_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return "true" if value is True else "false" if value is False else str(value)
+
+
+def _run_row(
+    run_id: str, rd: RunDir, config: dict[str, Any], results: dict[str, Any] | None,
+    op_count: int, first_time: int | None, last_time: int | None,
+) -> Row:
+    seed = config.get("seed", results.get("seed") if results else None)
+    return {
+        "run_id": run_id,
+        "test": str(config.get("name") or rd.test_name),
+        "started": rd.path.name.split("-s")[0],
+        "seed": int(seed) if isinstance(seed, int) else None,
+        "variant": str(config.get("variant") or (results or {}).get("variant") or "default"),
+        "workload": _as_text(config.get("workload")),
+        "nemesis": _as_text(config.get("nemesis")),
+        "cluster": _as_text(config.get("cluster")),
+        "code_version": _as_text(config.get("code_version")),
+        "valid": _validity_text(results.get("valid")) if results else None,
+        "op_count": op_count,
+        "duration_ns": (last_time - first_time) if first_time is not None and last_time is not None else None,
+        "path": str(rd.path.resolve()),
+        "config_json": json.dumps(config, sort_keys=True, default=str),
+    }
+
+
+def _first_partition(value: Any) -> tuple[str | None, int | None, int | None]:
+    """The topic, partition and offset an op is about, when it is about exactly one."""
+    if isinstance(value, dict):
+        topic, partition, offset = value.get("topic"), value.get("partition"), value.get("offset")
+        return (
+            topic if isinstance(topic, str) else None,
+            partition if isinstance(partition, int) else None,
+            offset if isinstance(offset, int) else None,
+        )
+    return None, None, None
+
+
+def _op_row(run_id: str, op: Op) -> Row:
+    topic, partition, offset = _first_partition(op.value)
+    return {
+        "run_id": run_id,
+        "index": op.index,
+        "time": op.time,
+        "type": op.type,
+        "process": str(op.process),
+        "f": op.f,
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "node": op.node,
+        "error": None if op.error is None else (op.error if isinstance(op.error, str) else json.dumps(op.error)),
+        "value_json": json.dumps(op.value, separators=(",", ":"), default=str),
+    }
+
+
+def _event_row(run_id: str, e: NodeEvent) -> Row:
+    epoch = e.get("leader_epoch", e.get("controller_epoch"))
+    partition = e.get("partition")
+    return {
+        "run_id": run_id,
+        "node": e.node,
+        "seq": e.seq,
+        "wall": e.wall,
+        "kind": e.kind,
+        "topic": e.get("topic") if isinstance(e.get("topic"), str) else None,
+        "partition": partition if isinstance(partition, int) else None,
+        "leader_epoch": epoch if isinstance(epoch, int) else None,
+        "fields_json": json.dumps(e.fields, separators=(",", ":"), default=str),
+    }
+
+
+def anomaly_rows(run_id: str, results: dict[str, Any], times: dict[int, int]) -> list[Row]:
+    """Flatten ``results.json``'s anomalies, with the time of the earliest witnessing op."""
+    rows: list[Row] = []
+    for checker, result in sorted((results.get("checkers") or {}).items()):
+        for a in (result or {}).get("anomalies") or []:
+            witnesses = [int(i) for i in a.get("ops") or [] if isinstance(i, int)]
+            witness_times = [times[i] for i in witnesses if i in times]
+            partition = a.get("partition")
+            rows.append({
+                "run_id": run_id,
+                "checker": checker,
+                "type": str(a.get("type")),
+                "topic": a.get("topic") if isinstance(a.get("topic"), str) else None,
+                "partition": partition if isinstance(partition, int) else None,
+                "offsets": [int(o) for o in a.get("offsets") or [] if isinstance(o, int)],
+                "ops": witnesses,
+                "explanation": a.get("explanation"),
+                "permitted_by": a.get("permitted_by"),
+                "first_op_time": min(witness_times) if witness_times else None,
+            })
+    return rows
+
+
+def find_runs(store: str | os.PathLike[str]) -> Iterator[Path]:
+    """Every directory under the store that holds a history (the ``latest`` link excluded)."""
+    root = Path(store)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        if "history.jsonl" in filenames:
+            dirnames.clear()  # a run directory's subfolders (events, logs) are not runs
+            yield Path(dirpath)

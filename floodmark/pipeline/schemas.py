@@ -1,0 +1,98 @@
+"""Explicit schemas of the Parquet store, so every table reads the same in every job.
+
+Op and event values are nested, free-form JSON in the run directory; the store keeps them as
+JSON strings and lifts out the columns that questions are asked about (topic, partition,
+offset, leader epoch) so that Spark can filter and group on them without parsing JSON.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+RUNS = StructType([
+    StructField("run_id", StringType(), False),
+    StructField("test", StringType(), False),
+    StructField("started", StringType(), True),
+    StructField("seed", LongType(), True),
+    StructField("variant", StringType(), True),
+    StructField("workload", StringType(), True),
+    StructField("nemesis", StringType(), True),
+    StructField("cluster", StringType(), True),
+    StructField("code_version", StringType(), True),
+    StructField("valid", StringType(), True),
+    StructField("op_count", LongType(), False),
+    StructField("duration_ns", LongType(), True),
+    StructField("path", StringType(), False),
+    StructField("config_json", StringType(), True),
+])
+
+OPS = StructType([
+    StructField("run_id", StringType(), False),
+    StructField("index", LongType(), False),
+    StructField("time", LongType(), False),
+    StructField("type", StringType(), False),
+    StructField("process", StringType(), False),
+    StructField("f", StringType(), False),
+    StructField("topic", StringType(), True),
+    StructField("partition", IntegerType(), True),
+    StructField("offset", LongType(), True),
+    StructField("node", StringType(), True),
+    StructField("error", StringType(), True),
+    StructField("value_json", StringType(), True),
+])
+
+NODE_EVENTS = StructType([
+    StructField("run_id", StringType(), False),
+    StructField("node", StringType(), False),
+    StructField("seq", LongType(), False),
+    StructField("wall", DoubleType(), True),
+    StructField("kind", StringType(), False),
+    StructField("topic", StringType(), True),
+    StructField("partition", IntegerType(), True),
+    StructField("leader_epoch", LongType(), True),
+    StructField("fields_json", StringType(), True),
+])
+
+ANOMALIES = StructType([
+    StructField("run_id", StringType(), False),
+    StructField("checker", StringType(), False),
+    StructField("type", StringType(), False),
+    StructField("topic", StringType(), True),
+    StructField("partition", IntegerType(), True),
+    StructField("offsets", ArrayType(LongType()), True),
+    StructField("ops", ArrayType(LongType()), True),
+    StructField("explanation", StringType(), True),
+    StructField("permitted_by", StringType(), True),
+    StructField("first_op_time", LongType(), True),
+])
+
+REJECTED = StructType([
+    StructField("path", StringType(), False),
+    StructField("error", StringType(), False),
+])
+
+CHECKER_VERDICTS = StructType([
+    StructField("run_id", StringType(), False),
+    StructField("checker", StringType(), False),
+    StructField("valid", StringType(), False),
+    StructField("anomaly_count", LongType(), False),
+])
+
+TABLES: dict[str, StructType] = {
+    "runs": RUNS,
+    "ops": OPS,
+    "node_events": NODE_EVENTS,
+    "anomalies": ANOMALIES,
+}
+
+__all__ = ["TABLES", "RUNS", "OPS", "NODE_EVENTS", "ANOMALIES", "REJECTED", "CHECKER_VERDICTS",
+           "BooleanType"]
