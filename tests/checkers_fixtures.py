@@ -1,0 +1,76 @@
+"""Helpers for the checkers' tests: build small hand-written histories and node events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from floodmark.checkers.synthetic import inject, queue_run
+from floodmark.history import Op, write_history
+from floodmark.node_events import NodeEvent, NodeEventWriter
+
+
+class History:
+    """Appends ops with dense indices and 1 ms steps: ``h.invoke(0, "send", v)``, ``h.ok(0, "send", v)``."""
+
+    def __init__(self) -> None:
+        self.ops: list[Op] = []
+
+    def add(self, type: str, process: Any, f: str, value: Any = None) -> int:
+        index = len(self.ops)
+        self.ops.append(Op(index, index * 1_000_000, type, process, f, value))  # type: ignore[arg-type]
+        return index
+
+    def invoke(self, process: Any, f: str, value: Any = None) -> int:
+        return self.add("invoke", process, f, value)
+
+    def ok(self, process: Any, f: str, value: Any = None) -> int:
+        return self.add("ok", process, f, value)
+
+    def fail(self, process: Any, f: str, value: Any = None) -> int:
+        return self.add("fail", process, f, value)
+
+    def info(self, process: Any, f: str, value: Any = None) -> int:
+        return self.add("info", process, f, value)
+
+    def call(self, process: Any, f: str, invoked: Any, completed: Any = None, outcome: str = "ok") -> None:
+        self.invoke(process, f, invoked)
+        self.add(outcome, process, f, invoked if completed is None else completed)
+
+    def send(self, process: Any, partition: int, value: str, offset: int | None, outcome: str = "ok",
+             topic: str = "t0") -> None:
+        invoked = {"topic": topic, "partition": partition, "value": value}
+        self.call(process, "send", invoked, {**invoked, "offset": offset} if outcome == "ok" else invoked, outcome)
+
+    def poll(self, process: Any, partition: int, start: int, records: list[tuple[int, str]],
+             high_watermark: int | None = None, f: str = "poll", topic: str = "t0") -> None:
+        fetch = [{"topic": topic, "partition": partition, "offset": start}]
+        batch = {"topic": topic, "partition": partition, "offset": start, "records": [list(r) for r in records],
+                 "high_watermark": high_watermark if high_watermark is not None else start + len(records)}
+        self.call(process, f, fetch, [batch])
+
+
+def events(node: str, *kinds_and_fields: tuple[str, dict[str, Any]]) -> list[NodeEvent]:
+    return [NodeEvent(node, seq, float(seq), kind, fields) for seq, (kind, fields) in enumerate(kinds_and_fields)]
+
+
+def tp(partition: int = 0, topic: str = "t0", **fields: Any) -> dict[str, Any]:
+    return {"topic": topic, "partition": partition, **fields}
+
+
+def make_run_dir(tmp_path: Path, anomaly: str | None = None) -> Path:
+    run = queue_run(11, ops=300)
+    if anomaly:
+        run = inject(run, anomaly, 1)
+    path = tmp_path / "store" / "test" / "20260101T000000-s11"
+    (path / "events").mkdir(parents=True)
+    write_history(path / "history.jsonl", run.history)
+    for node, node_events in run.events.items():
+        writer = NodeEventWriter(path / "events" / f"{node}.jsonl", node)
+        for e in node_events:
+            writer.write(e.wall, e.kind, e.fields)
+        writer.close()
+    (path / "test.yaml").write_text(yaml.safe_dump(run.config))
+    return path

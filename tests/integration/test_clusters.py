@@ -1,0 +1,205 @@
+"""Real clusters of the reference broker, on both backends, under each nemesis.
+
+These prove the faults reach the system under test, not just the machine: a disk fault makes
+the broker take its log directory offline (its own ``log_dir_offline`` event); a kill of the
+controller moves the controller and the restarted broker rejoins with its data; a long pause
+and an isolating partition cost the controller its ZooKeeper session and its office; a clock
+bump shows in the wall time the broker stamps on its own events.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import sys
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cluster_fixtures import BACKENDS, require_docker, require_local  # noqa: E402
+
+from floodmark.harness.cluster import BROKER_USER, Cluster, ClusterSpec, Node  # noqa: E402
+from floodmark.harness.readiness import wait_for_registration  # noqa: E402
+from floodmark.nemesis.base import NemesisContext  # noqa: E402
+from floodmark.nemesis.clock import ClockNemesis  # noqa: E402
+from floodmark.nemesis.disk import DiskNemesis  # noqa: E402
+from floodmark.nemesis.kill import KillNemesis  # noqa: E402
+from floodmark.nemesis.partition import PartitionNemesis  # noqa: E402
+from floodmark.nemesis.pause import PauseNemesis  # noqa: E402
+from floodmark.nemesis.view import ZooKeeperView  # noqa: E402
+from floodmark.reference import zk_layout  # noqa: E402
+
+SESSION_TIMEOUT = 6.0  # the broker default; shorter ones make start-up flaky on a loaded machine
+
+
+def wait_for(what: str, predicate: Callable[[], Any], timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def events(node: Node) -> list[dict[str, Any]]:
+    assert node.events_path is not None
+    text = node.exec(["cat", node.events_path], user=BROKER_USER).stdout
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def events_about(node: Node, topic: str) -> list[dict[str, Any]]:
+    return [e for e in events(node) if e.get("topic") == topic]
+
+
+def hosts_in_every_dir(broker: Node, topic: str) -> bool:
+    return all(topic in broker.exec(["ls", d], user=BROKER_USER).stdout for d in broker.log_dirs)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def cluster(request) -> Iterator[Cluster]:  # type: ignore[no-untyped-def]
+    if importlib.util.find_spec("floodmark.reference.process") is None:
+        pytest.skip("the reference broker (floodmark.reference.process) is not in this tree")
+    spec = ClusterSpec(brokers=3, broker_args=("--zk-session-timeout", str(SESSION_TIMEOUT)))
+    if request.param == "local":
+        require_local()
+        from floodmark.harness.local_cluster import LocalCluster
+
+        running: Cluster = LocalCluster(spec)
+    else:
+        require_docker()
+        from floodmark.harness.docker_cluster import DockerCluster
+
+        running = DockerCluster(spec)
+    running.setup()
+    try:
+        yield running
+    finally:
+        running.teardown()
+
+
+@pytest.fixture
+def view(cluster: Cluster) -> Iterator[ZooKeeperView]:
+    zookeeper = ZooKeeperView(cluster.zookeeper_address)
+    try:
+        yield zookeeper
+    finally:
+        zookeeper.close()
+
+
+def context(view: ZooKeeperView) -> NemesisContext:
+    return NemesisContext(view=view, zk_session_timeout=SESSION_TIMEOUT)
+
+
+def all_registered(cluster: Cluster) -> None:
+    wait_for_registration(cluster.zookeeper_address, {b.broker_id for b in cluster.brokers
+                                                      if b.broker_id is not None}, 60)
+
+
+def test_a_controller_is_elected_among_the_brokers(cluster: Cluster, view: ZooKeeperView) -> None:
+    controller = wait_for("a controller", view.controller)
+    assert controller in {b.broker_id for b in cluster.brokers}
+
+
+def test_killing_the_controller_moves_it_and_the_restart_keeps_its_data(
+        cluster: Cluster, view: ZooKeeperView) -> None:
+    old = wait_for("a controller", view.controller)
+    node = cluster.broker(old)
+    listing = node.exec(["sh", "-c", f"ls -a {' '.join(node.log_dirs)}"], user=BROKER_USER).stdout
+    nemesis = KillNemesis()
+    action = nemesis.start(random.Random(1), cluster, context(view), "controller")
+    assert action["broker_id"] == old and not node.is_running()
+    wait_for("a new controller", lambda: view.controller() not in (None, old),
+             timeout=SESSION_TIMEOUT * 5)
+    restarted = nemesis.stop(cluster, context(view))
+    assert restarted["restarted"][node.name] != action["pid"]
+    all_registered(cluster)
+    after = node.exec(["sh", "-c", f"ls -a {' '.join(node.log_dirs)}"], user=BROKER_USER).stdout
+    assert set(listing.split()) <= set(after.split())
+
+
+def test_a_long_pause_costs_the_controller_its_office(cluster: Cluster, view: ZooKeeperView) -> None:
+    old = wait_for("a controller", view.controller)
+    nemesis = PauseNemesis()
+    action = nemesis.start(random.Random(2), cluster, context(view), "controller-long")
+    try:
+        assert action["broker_id"] == old and action["duration"] > SESSION_TIMEOUT
+        wait_for("a new controller while the old one is paused",
+                 lambda: view.controller() not in (None, old), timeout=action["duration"] + 10)
+    finally:
+        nemesis.stop(cluster, context(view))
+    all_registered(cluster)
+
+
+def test_isolating_the_controller_moves_it_and_heal_brings_the_broker_back(
+        cluster: Cluster, view: ZooKeeperView) -> None:
+    old = wait_for("a controller", view.controller)
+    nemesis = PartitionNemesis()
+    action = nemesis.start(random.Random(3), cluster, context(view), "isolate-controller")
+    try:
+        assert action["broker_id"] == old
+        wait_for("a new controller", lambda: view.controller() not in (None, old),
+                 timeout=SESSION_TIMEOUT * 6)
+    finally:
+        nemesis.stop(cluster, context(view))
+    all_registered(cluster)
+
+
+def create_topic(cluster: Cluster, prefix: str, partitions: int) -> str:
+    """A new topic with every partition on every broker, written straight to ZooKeeper."""
+    from kazoo.client import KazooClient
+
+    topic = f"{prefix}{random.Random().randrange(10**6)}"
+    ids = tuple(sorted(b.broker_id for b in cluster.brokers if b.broker_id is not None))
+    assignment = zk_layout.TopicAssignment(topic, {p: ids for p in range(partitions)}, {})
+    client = KazooClient(hosts=cluster.zookeeper_address)
+    client.start()
+    try:
+        client.create(zk_layout.topic_path(topic), zk_layout.encode_topic(assignment), makepath=True)
+    finally:
+        client.stop()
+        client.close()
+    return topic
+
+
+def test_a_clock_bump_shows_in_the_wall_time_of_the_brokers_events(
+        cluster: Cluster, view: ZooKeeperView) -> None:
+    nemesis = ClockNemesis()
+    action = nemesis.start(random.Random(4), cluster, context(view), "bump-forward")
+    try:
+        topic = create_topic(cluster, "clock", 1)
+        for name, clock in action["clocks"].items():
+            node = cluster.node(name)
+            about_topic = wait_for(f"{name} to act on {topic}", partial(events_about, node, topic))
+            skew = about_topic[0]["wall"] - time.time()
+            assert clock["offset"] - 15 <= skew <= clock["offset"] + 1, (name, skew, clock)
+    finally:
+        nemesis.stop(cluster, context(view))
+
+
+def test_a_disk_fault_takes_the_log_dir_offline(cluster: Cluster, view: ZooKeeperView) -> None:
+    # The broker finds out when it next writes there: give every log dir some partitions.
+    topic = create_topic(cluster, "disk", 4)
+    for broker in cluster.brokers:
+        wait_for(f"{broker.name} to host {topic} in every log dir",
+                 partial(hosts_in_every_dir, broker, topic))
+    nemesis = DiskNemesis()
+    action = nemesis.start(random.Random(5), cluster, context(view), "chmod")
+    node = cluster.node(action["node"])
+    try:
+        offline = wait_for(f"{node.name} to report {action['dir']} offline", lambda: [
+            e for e in events(node) if e["kind"] == "log_dir_offline"], timeout=30)
+        assert offline[0]["dir"] == action["dir"]
+        assert node.is_running(), "a log dir failure must not crash the broker"
+    finally:
+        nemesis.stop(cluster, context(view))
+    node.stop()  # a directory comes back online only with a restart (KIP-112)
+    node.start()
+    all_registered(cluster)

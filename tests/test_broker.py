@@ -1,0 +1,273 @@
+"""Broker behaviour on the simulated runtime: replication, leader changes, ISR, fencing.
+
+Each test starts three brokers (ids 1..3 on nodes n1..n3, every one a controller
+candidate) in a deterministic SimWorld, creates a topic through the admin client, and
+drives crashes, partitions and raw requests, asserting on logs, ZooKeeper state and node
+events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from broker_fixtures import SimCluster
+
+from floodmark.reference import zk_layout as zk
+from floodmark.reference.messages import (
+    Errors,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsrRequest,
+    MetadataRequest,
+    MetadataResponse,
+    PartitionState,
+    ProduceRequest,
+    ProduceResponse,
+)
+
+
+@pytest.fixture
+def cluster() -> Iterator[SimCluster]:
+    # Followers leave the ISR after 3 s, well before the controller fences a silent broker (10 s).
+    c = SimCluster(seed=7, replica_lag_time_max=3.0)
+    yield c
+    assert c.world.failures == [], c.world.failures
+    c.close()
+
+
+def request(cluster: SimCluster, node: str, message: object, timeout: float = 10.0) -> object:
+    return cluster.run(cluster.client.network.request(node, message, timeout))
+
+
+def assert_hw_never_backwards(cluster: SimCluster) -> None:
+    for name in cluster.names:
+        seen: dict[tuple[str, int, int], int] = {}
+        for e in cluster.events(name, "hw_changed"):
+            key = (e["topic"], e["partition"], e["leader_epoch"])
+            assert e["high_watermark"] >= seen.get(key, -1), f"{name}: HW went back: {e}"
+            assert e["high_watermark"] <= e["log_end"], e
+            seen[key] = e["high_watermark"]
+
+
+def test_produce_acks_all_replicates_to_every_isr_member_before_acking(cluster: SimCluster) -> None:
+    cluster.create_topic("t", 1, 3, min_isr=2)
+    result = cluster.send("t", 0, ["a", "b", "c"])
+    assert result.status == "ok" and result.offset == 0
+    leader = cluster.leader_name("t", 0)
+    # Acknowledged means every ISR member has the records and the HW covers them.
+    for name in cluster.names:
+        assert cluster.values(name, "t", 0)[:3] == ["a", "b", "c"]
+    assert cluster.replica(leader, "t", 0).high_watermark == 3  # type: ignore[union-attr]
+    acked = cluster.events(leader, "acked")
+    assert acked[-1]["offset"] == 2 and acked[-1]["high_watermark"] >= 3
+    appended = [e for e in cluster.events(leader, "appended") if e["role"] == "leader"]
+    assert appended[-1]["values"] == ["a", "b", "c"]  # one event per batch
+    assert cluster.consume_all("t", 0) == ["a", "b", "c"]
+    assert_hw_never_backwards(cluster)
+
+
+def test_metadata_names_the_leader(cluster: SimCluster) -> None:
+    cluster.create_topic("t", 2, 3)
+    cluster.world.run_for(1.0)
+    response = request(cluster, "n2", MetadataRequest(("t",)))
+    assert isinstance(response, MetadataResponse)
+    leaders = {(p.topic, p.partition): p.leader for p in response.partitions}
+    for p in (0, 1):
+        assert leaders[("t", p)] == cluster.state("t", p).leader  # type: ignore[union-attr]
+
+
+def test_produce_to_a_follower_is_refused_and_nothing_is_written(cluster: SimCluster) -> None:
+    cluster.create_topic("t", 1, 3)
+    follower = next(n for n in cluster.names if n != cluster.leader_name("t", 0))
+    response = request(cluster, follower, ProduceRequest("t", 0, ("x",)))
+    assert isinstance(response, ProduceResponse) and response.error == Errors.NOT_LEADER
+    assert cluster.values(follower, "t", 0) == []
+
+
+def test_leader_crash_elects_an_isr_member_that_has_every_acked_record(cluster: SimCluster) -> None:
+    cluster.create_topic("t", 1, 3)
+    acked = []
+    for i in range(5):
+        result = cluster.send("t", 0, [f"v{i}"])
+        assert result.status == "ok"
+        acked.append(f"v{i}")
+    old = cluster.leader_name("t", 0)
+    old_epoch = cluster.state("t", 0).leader_epoch  # type: ignore[union-attr]
+    cluster.crash(old)
+    assert cluster.world.run_until(
+        lambda: (s := cluster.state("t", 0)) is not None and s.leader_epoch > old_epoch
+        and s.leader != cluster.broker_id(old), 30.0)
+    new = cluster.leader_name("t", 0)
+    assert cluster.world.run_until(lambda: cluster.replica(new, "t", 0).is_leader, 10.0)  # type: ignore[union-attr]
+    assert cluster.send("t", 0, ["after"]).status == "ok"
+    assert cluster.consume_all("t", 0) == [*acked, "after"]
+    # The old leader comes back as a follower and converges on the new leader's log.
+    cluster.restart(old)
+    assert cluster.world.run_until(lambda: cluster.values(old, "t", 0) == [*acked, "after"], 30.0)
+    assert cluster.replica(old, "t", 0).role == "follower"  # type: ignore[union-attr]
+    became = cluster.events(new, "became_leader")
+    assert became[-1]["leader_epoch"] == cluster.state("t", 0).leader_epoch  # type: ignore[union-attr]
+    assert_hw_never_backwards(cluster)
+
+
+def test_isr_shrinks_for_a_cut_off_follower_and_expands_when_it_catches_up(cluster: SimCluster) -> None:
+    cluster.create_topic("t", 1, 3)
+    leader = cluster.leader_name("t", 0)
+    follower = next(n for n in cluster.names if n != leader and
+                    cluster.brokers[n].controller is not None and not cluster.brokers[n].controller.is_active)
+    cluster.world.partition({follower}, {n for n in cluster.names if n != follower})
+    response = request(cluster, leader, ProduceRequest("t", 0, ("x",), timeout=20.0), 30.0)
+    assert isinstance(response, ProduceResponse) and response.error is None  # acked once the ISR shrank
+    shrinks = [e for e in cluster.events(leader, "isr_changed") if e["change"] == "shrink"]
+    assert shrinks and cluster.broker_id(follower) not in shrinks[-1]["isr"]
+    state = cluster.state("t", 0)
+    assert state is not None and cluster.broker_id(follower) not in state.isr
+    assert state.zk_version == shrinks[-1]["zk_version"]
+    cluster.world.heal()
+    assert cluster.world.run_until(
+        lambda: cluster.broker_id(follower) in cluster.state("t", 0).isr, 30.0)  # type: ignore[union-attr]
+    expands = [e for e in cluster.events(leader, "isr_changed") if e["change"] == "expand"]
+    assert expands and cluster.values(follower, "t", 0) == ["x"]
+
+
+def test_acks_all_refused_before_append_when_isr_is_below_min_insync(cluster: SimCluster) -> None:
+    cluster.create_topic("t", 1, 3, min_isr=3)
+    leader = cluster.leader_name("t", 0)
+    others = {n for n in cluster.names if n != leader}
+    cluster.world.partition({leader}, others)
+    # Waits out the lag window (ambiguous: appended, never covered by the HW), then refused.
+    first = request(cluster, leader, ProduceRequest("t", 0, ("maybe",), timeout=2.0))
+    assert isinstance(first, ProduceResponse) and first.error == Errors.REQUEST_TIMED_OUT
+    replica = cluster.replica(leader, "t", 0)
+    assert replica is not None
+    assert cluster.world.run_until(lambda: len(replica.isr) < 3, 30.0)
+    assert replica.is_leader  # the ISR shrank (3 s lag) long before any fencing (9-10 s)
+    end = replica.log_end
+    second = request(cluster, leader, ProduceRequest("t", 0, ("never",), timeout=2.0))
+    assert isinstance(second, ProduceResponse) and second.error == Errors.NOT_ENOUGH_REPLICAS
+    assert replica.log_end == end
+    assert "never" not in cluster.values(leader, "t", 0)
+
+
+def test_follower_fetch_with_another_leader_epoch_is_fenced(cluster: SimCluster) -> None:
+    cluster.create_topic("t", 1, 3)
+    cluster.crash(cluster.leader_name("t", 0))  # so that there is an older epoch
+    assert cluster.world.run_until(lambda: cluster.state("t", 0).leader_epoch >= 1, 30.0)  # type: ignore[union-attr]
+    leader = cluster.leader_name("t", 0)
+    assert cluster.world.run_until(lambda: cluster.replica(leader, "t", 0).is_leader, 10.0)  # type: ignore[union-attr]
+    follower_id = next(cluster.broker_id(n) for n in cluster.names if n != leader)
+    epoch = cluster.state("t", 0).leader_epoch  # type: ignore[union-attr]
+    stale = request(cluster, leader, FetchRequest("t", 0, 0, replica_id=follower_id,
+                                                  current_leader_epoch=epoch - 1))
+    assert isinstance(stale, FetchResponse) and stale.error == Errors.FENCED_LEADER_EPOCH
+    future = request(cluster, leader, FetchRequest("t", 0, 0, replica_id=follower_id,
+                                                   current_leader_epoch=epoch + 1))
+    assert isinstance(future, FetchResponse) and future.error == Errors.UNKNOWN_LEADER_EPOCH
+    rejected = cluster.events(leader, "rejected")
+    assert {e["why"] for e in rejected if e["request"] == "Fetch"} >= {
+        Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH}
+
+
+def test_leader_that_loses_its_conditional_isr_write_fences_itself(cluster: SimCluster) -> None:
+    cluster.create_topic("t", 1, 3)
+    leader = cluster.leader_name("t", 0)
+    replica = cluster.replica(leader, "t", 0)
+    assert replica is not None
+    others = {n for n in cluster.names if n != leader}
+    # The leader is cut off from its followers (not from ZooKeeper). Meanwhile "the
+    # controller" writes a newer leader into the state node, which the leader never hears.
+    cluster.world.partition({leader}, others)
+    state = cluster.state("t", 0)
+    assert state is not None
+    new_leader = min(cluster.broker_id(n) for n in others)
+    newer = zk.LeaderIsr(new_leader, state.leader_epoch + 1, tuple(sorted(cluster.broker_id(n) for n in others)),
+                         state.controller_epoch)
+    cluster.run(cluster.admin.zk.set(zk.partition_state_path("t", 0), zk.encode_leader_isr(newer),
+                                     state.zk_version))
+    assert cluster.world.run_until(lambda: not replica.is_leader, 40.0)
+    fenced = [e for e in cluster.events(leader, "fenced") if e.get("topic") == "t"]
+    assert fenced, cluster.events(leader, "isr_changed")
+    after = cluster.state("t", 0)
+    assert after is not None and after.leader == new_leader and after.leader_epoch == newer.leader_epoch
+
+
+def test_leader_and_isr_from_a_stale_controller_or_with_an_old_epoch_is_ignored(cluster: SimCluster) -> None:
+    cluster.create_topic("t", 1, 3)
+    leader = cluster.leader_name("t", 0)
+    broker = cluster.brokers[leader]
+    state = cluster.state("t", 0)
+    assert state is not None
+    controller_epoch = broker.replicas.controller_epoch
+    demote = PartitionState("t", 0, 99, state.leader_epoch + 5, (99,), 9, (1, 2, 3), controller_epoch - 1)
+    response = request(cluster, leader, LeaderAndIsrRequest(99, controller_epoch - 1, broker.incarnation,
+                                                            (demote,), ()))
+    assert response.error == Errors.STALE_CONTROLLER_EPOCH  # type: ignore[attr-defined]
+    old = PartitionState("t", 0, 2, state.leader_epoch, (2,), 9, (1, 2, 3), controller_epoch)
+    response = request(cluster, leader, LeaderAndIsrRequest(99, controller_epoch, broker.incarnation, (old,), ()))
+    assert response.partition_errors[0].error == Errors.FENCED_LEADER_EPOCH  # type: ignore[attr-defined]
+    response = request(cluster, leader, LeaderAndIsrRequest(99, controller_epoch, broker.incarnation - 1,
+                                                            (demote,), ()))
+    assert response.error == Errors.STALE_BROKER_EPOCH  # type: ignore[attr-defined]
+    assert cluster.replica(leader, "t", 0).is_leader  # type: ignore[union-attr]
+
+
+def test_consumer_fetch_is_bounded_by_the_hw_and_reports_out_of_range(cluster: SimCluster) -> None:
+    cluster.create_topic("t", 1, 3)
+    assert cluster.send("t", 0, ["a", "b"]).status == "ok"
+    leader = cluster.leader_name("t", 0)
+    ok = request(cluster, leader, FetchRequest("t", 0, 1))
+    assert isinstance(ok, FetchResponse) and [r.value for r in ok.records] == ["b"]
+    beyond = request(cluster, leader, FetchRequest("t", 0, 5))
+    assert isinstance(beyond, FetchResponse) and beyond.error == Errors.OFFSET_OUT_OF_RANGE
+    # A record appended but not yet replicated lies between HW and log end.
+    others = {n for n in cluster.names if n != leader}
+    cluster.world.partition({leader}, others)
+    request(cluster, leader, ProduceRequest("t", 0, ("c",), acks=1))
+    pending = request(cluster, leader, FetchRequest("t", 0, 3))
+    assert isinstance(pending, FetchResponse) and pending.error == Errors.OFFSET_NOT_AVAILABLE
+    at_hw = request(cluster, leader, FetchRequest("t", 0, 2))
+    assert isinstance(at_hw, FetchResponse) and at_hw.error is None and at_hw.records == ()
+
+
+def test_restarted_broker_recovers_its_log_and_hw_checkpoint(cluster: SimCluster) -> None:
+    cluster.create_topic("t", 1, 3)
+    assert cluster.send("t", 0, ["a", "b"]).status == "ok"
+    follower = next(n for n in cluster.names if n != cluster.leader_name("t", 0))
+    cluster.world.run_for(3.0)  # a checkpoint interval passes and followers learn the HW
+    cluster.run(cluster.brokers[follower].stop())
+    assert cluster.events(follower, "stopped")
+    cluster.crash(follower)
+    broker = cluster.restart(follower)
+    assert broker.replicas.checkpointed_high_watermarks.get(("t", 0)) == 2
+    assert cluster.world.run_until(lambda: cluster.replica(follower, "t", 0) is not None
+                                   and cluster.values(follower, "t", 0) == ["a", "b"], 30.0)
+
+
+def test_isr_shrinking_below_min_insync_while_waiting_is_reported_as_ambiguous(cluster: SimCluster) -> None:
+    cluster.create_topic("t", 1, 3, min_isr=2)
+    leader = cluster.leader_name("t", 0)
+    cluster.world.partition({leader}, {n for n in cluster.names if n != leader})
+    # Appended with ISR {1,2,3}; the followers never fetch it; after 3 s the ISR is the
+    # leader alone, the HW covers the record, but fewer than 2 replicas have it.
+    response = request(cluster, leader, ProduceRequest("t", 0, ("x",), timeout=20.0), 30.0)
+    assert isinstance(response, ProduceResponse)
+    assert response.error == Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    assert response.error not in Errors.DEFINITELY_NOT_WRITTEN
+    assert "x" in cluster.values(leader, "t", 0)
+    assert not any(e["offset"] == 0 for e in cluster.events(leader, "acked"))
+
+
+def test_start_up_deletes_replicas_no_longer_assigned(cluster: SimCluster) -> None:
+    from floodmark.reference.log import PartitionLog
+
+    cluster.create_topic("t", 1, 3)
+    cluster.crash("n3")
+    disk = cluster.world.disk("n3")
+    stray = PartitionLog.open(disk, "/data/b/gone-0")  # a replica of a topic deleted meanwhile
+    stray.append_as_leader(["old"], 0)
+    stray.flush()
+    stray.close()
+    cluster.restart("n3")
+    assert not disk.exists("/data/b/gone-0")
+    assert cluster.world.run_until(lambda: cluster.replica("n3", "t", 0) is not None, 30.0)

@@ -1,0 +1,75 @@
+"""``floodmark check`` end to end through the CLI entry point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from checkers_fixtures import make_run_dir
+
+from floodmark.cli import main
+
+ETCD_LIKE = "INFO  jepsen.util - 0\t:invoke\t:write\t1\nINFO  jepsen.util - 0\t:ok\t:write\t1\n" \
+            "INFO  jepsen.util - 1\t:invoke\t:read\tnil\nINFO  jepsen.util - 1\t:ok\t:read\t{}\n"
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_valid_invalid_and_overall(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = write(tmp_path, "good.log", ETCD_LIKE.format(1))
+    bad = write(tmp_path, "bad.log", ETCD_LIKE.format(2))
+    assert main(["check", str(good)]) == 0
+    assert main(["check", str(good), str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "VALID    " + str(good) in out and "INVALID  " + str(bad) in out
+    assert out.rstrip().endswith("overall: INVALID (2 paths)")
+
+
+def test_run_directory_gets_results(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = make_run_dir(tmp_path, "lost-write")
+    assert main(["check", str(path), "--checker", "durability,queue"]) == 1
+    assert (path / "results.json").is_file()
+    assert "lost-write" in capsys.readouterr().out
+
+
+def test_unknown_on_time_limit(tmp_path: Path) -> None:
+    from floodmark.checkers.synthetic_lin import register_run
+    from floodmark.history import write_history
+
+    run = register_run(3, ops=3000, processes=60)
+    path = tmp_path / "h.jsonl"
+    write_history(path, run.history)
+    assert main(["check", str(path), "--time-limit", "0.01", "--checker", "linearizable"]) == 2
+
+
+def test_bad_input_exits_254_naming_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = write(tmp_path, "broken.edn", "[{:process 0 :type :invoke :f :read}\n {:process 0 :type :nope :f :read}]")
+    assert main(["check", str(broken)]) == 254
+    err = capsys.readouterr().err
+    assert f"{broken}:1: :type must be" in err
+    assert main(["check", str(tmp_path / "missing.edn")]) == 254
+    assert main(["check", str(broken), "--checker", "nonsense"]) == 254
+    assert main(["check", str(tmp_path)]) == 254  # a directory that is not a run directory
+    good = write(tmp_path, "good.log", ETCD_LIKE.format(1))
+    assert main(["check", str(good), "--model", "mutex"]) == 254
+    assert main(["check", str(good), "--initial", "[1"]) == 254
+
+
+def test_model_and_initial_options(tmp_path: Path) -> None:
+    reads_zero = write(tmp_path, "z.edn", "[{:process 0 :type :invoke :f :read :value nil}\n"
+                                          " {:process 0 :type :ok :f :read :value 0}]")
+    assert main(["check", str(reads_zero)]) == 0  # Knossos's registers start at 0
+    assert main(["check", str(reads_zero), "--initial", "nil"]) == 1
+    assert main(["check", str(reads_zero), "--model", "register", "--initial", "0"]) == 0
+
+
+def test_to_edn_export_reads_back(tmp_path: Path) -> None:
+    path = make_run_dir(tmp_path)
+    out = tmp_path / "history.edn"
+    assert main(["check", str(path), "--to-edn", str(out)]) == 0
+    assert out.read_text().startswith("{:index 0, :time ")
+    assert main(["check", str(out), "--checker", "queue,durability"]) == 0

@@ -1,0 +1,85 @@
+"""High watermarks: monotonic per broker and epoch, and committed offsets never un-committed."""
+
+from __future__ import annotations
+
+from checkers_fixtures import History, events, tp
+
+from floodmark.checkers.api import CheckInput
+from floodmark.checkers.hw import HighWatermarkChecker
+
+CONFIG = {"acks": "all", "min_insync_replicas": 2}
+
+
+def check(node_events: dict, h: History | None = None, config: dict | None = None):  # type: ignore[no-untyped-def]
+    return HighWatermarkChecker().check(CheckInput((h or History()).ops, node_events, config or CONFIG))
+
+
+def hw(previous: int, new: int, epoch: int = 1, log_end: int = 10, role: str = "leader") -> tuple[str, dict]:
+    return ("hw_changed", tp(0, leader_epoch=epoch, role=role, previous=previous, high_watermark=new, log_end=log_end))
+
+
+def test_monotonic_hw_is_valid_and_a_new_leader_may_start_lower() -> None:
+    n1 = events("n1", ("became_leader", tp(0, leader_epoch=1, isr=[1, 2], log_end=0, high_watermark=0)),
+                hw(0, 5), hw(5, 8))
+    # n2 takes over in epoch 2 with a HW (3) below n1's (8): the design allows it
+    n2 = events("n2", ("became_leader", tp(0, leader_epoch=2, isr=[2], log_end=8, high_watermark=3)),
+                hw(3, 8, epoch=2))
+    h = History()
+    h.send(0, 0, "x", 7)
+    result = check({"n1": n1, "n2": n2}, h)
+    assert result.valid is True, result.anomalies
+    assert result.stats["committed_offsets"] == {"t0/0": 8}
+
+
+def test_decrease_within_an_epoch() -> None:
+    n1 = events("n1", hw(0, 5), hw(5, 4))
+    [anomaly] = check({"n1": n1}).anomalies
+    assert anomaly.type == "hw-decrease" and anomaly.offsets == (5, 4)
+    assert anomaly.events == (("n1", 0), ("n1", 1))
+
+
+def test_restart_starts_afresh() -> None:
+    n1 = events("n1", hw(0, 5), ("started", {}), hw(0, 3))
+    assert check({"n1": n1}).valid is True
+
+
+def test_hw_beyond_log_end() -> None:
+    n1 = events("n1", hw(0, 11, log_end=10))
+    assert check({"n1": n1}).anomalies[0].type == "hw-beyond-log-end"
+
+
+def test_new_leader_lacking_committed_offsets() -> None:
+    n1 = events("n1", ("became_leader", tp(0, leader_epoch=1, isr=[1, 2], log_end=0, high_watermark=0)), hw(0, 6))
+    n2 = events("n2", ("became_leader", tp(0, leader_epoch=2, isr=[2], log_end=4, high_watermark=4)))
+    h = History()
+    h.send(0, 0, "x", 5)  # exposes committed offset 6
+    [anomaly] = check({"n1": n1, "n2": n2}, h).anomalies
+    assert anomaly.type == "uncommitted-offset"
+    assert anomaly.offsets == (4, 5)
+    assert anomaly.details["committed_offset"] == 6
+    # The same loss under acks=1 is permitted, but still reported
+    h1 = History()
+    h1.poll(1, 0, 0, [(o, f"v{o}") for o in range(6)])
+    permitted = check({"n1": n1, "n2": n2}, h1, {"acks": 1}).anomalies
+    assert permitted[0].details["permitted_by"].startswith("acks=1")
+
+
+def test_offsets_not_exposed_to_clients_are_not_judged() -> None:
+    n1 = events("n1", hw(0, 6))
+    n2 = events("n2", ("became_leader", tp(0, leader_epoch=2, isr=[2], log_end=4, high_watermark=4)))
+    h = History()
+    h.poll(1, 0, 0, [(0, "a"), (1, "b")], high_watermark=2)  # clients only ever saw HW 2
+    assert check({"n1": n1, "n2": n2}, h).valid is True
+
+
+def test_truncating_committed_records_but_not_divergent_ones() -> None:
+    appended = ("appended", tp(0, offset=0, epoch=1, values=["a", "b", "c"], role="follower"))
+    h = History()
+    h.poll(1, 0, 0, [(0, "a"), (1, "b")])
+    divergent = events("n3", ("appended", tp(0, offset=0, epoch=1, values=["a", "b", "zombie"], role="follower")),
+                       ("truncated", tp(0, leader_epoch=2, from_offset=3, to_offset=2, reason="diverging_epoch")))
+    assert check({"n3": divergent}, h).valid is True
+    below = events("n3", appended, ("truncated", tp(0, leader_epoch=2, from_offset=3, to_offset=1, reason="high_watermark")))
+    [anomaly] = check({"n3": below}, h).anomalies
+    assert anomaly.type == "committed-truncated" and anomaly.offsets == (1,)
+    assert anomaly.details["reason"] == "high_watermark"

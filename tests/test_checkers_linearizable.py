@@ -1,0 +1,116 @@
+"""The linearizability checker: history preparation, per-object search, verdicts and reports."""
+
+from __future__ import annotations
+
+import pytest
+from checkers_fixtures import History
+
+from floodmark.checkers.api import CheckInput
+from floodmark.checkers.linearizable import (
+    LinearizableChecker,
+    ModelMismatch,
+    format_conventions,
+    infer_model,
+    prepare_history,
+)
+from floodmark.checkers.models import make_model
+from floodmark.checkers.synthetic_lin import log_lin_run
+
+
+def register_history() -> History:
+    h = History()
+    h.call(0, "write", 1)
+    h.invoke(1, "write", 2)  # never completes: indeterminate
+    h.call(2, "read", None, 2)
+    h.add("invoke", "nemesis", "kill")
+    return h
+
+
+def test_prepare_pairs_calls_and_drops_what_cannot_matter() -> None:
+    h = register_history()
+    h.call(3, "cas", [5, 6], outcome="fail")  # did not happen
+    h.invoke(4, "read")
+    h.info(4, "read")  # unknown read: constrains nothing
+    objects = prepare_history(h.ops, make_model("cas-register"))
+    assert len(objects) == 1
+    calls = objects[0].calls
+    assert [(c.op, c.call) for c in calls] == [(0, ("write", 1)), (2, ("write", 2)), (3, ("read", 2))]
+    assert calls[1].completed_at is None and calls[0].completed_at == 1
+
+
+def test_indeterminate_write_explains_a_later_read() -> None:
+    result = LinearizableChecker(model="cas-register").check(CheckInput(register_history().ops))
+    assert result.valid is True
+    assert result.stats["calls"] == 3
+
+
+def test_stale_read_is_reported_with_partial_linearization_and_stuck_op() -> None:
+    h = History()
+    h.call(0, "write", 1)
+    h.call(1, "write", 2)
+    h.call(0, "read", None, 1)
+    result = LinearizableChecker(model="cas-register").check(CheckInput(h.ops))
+    assert result.valid is False
+    anomaly = result.anomalies[0]
+    assert anomaly.type == "nonlinearizable"
+    assert anomaly.details["stuck"] == [4]
+    path = anomaly.details["partial_linearizations"][0]
+    assert [step["op"] for step in path] == [0, 2]
+    assert path[-1]["state"] == 2
+    assert "op 4 (read 1" in anomaly.explanation
+    assert anomaly.ops == (4, 5)
+
+
+def test_kv_is_checked_per_key_and_fails_fast() -> None:
+    h = History()
+    for key in ("a", "b", "c"):
+        h.call(0, "put", [key, "x"])
+        h.call(0, "get", [key, None], [key, "x"])
+    h.call(1, "get", ["b", None], ["b", "stale"])
+    result = LinearizableChecker(model="kv").check(CheckInput(h.ops))
+    assert result.valid is False
+    assert result.stats["objects"] == 3
+    assert result.anomalies[0].details["key"] == "'b'"
+
+
+def test_log_model_on_log_lin_ops_is_per_partition() -> None:
+    h = History()
+    h.call(0, "append", {"topic": "t0", "partition": 0, "value": "a"}, {"topic": "t0", "partition": 0, "value": "a", "offset": 0})
+    h.call(1, "append", {"topic": "t0", "partition": 1, "value": "b"}, {"topic": "t0", "partition": 1, "value": "b", "offset": 0})
+    h.call(2, "read", {"topic": "t0", "partition": 0, "offset": 0}, {"topic": "t0", "partition": 0, "offset": 0, "value": "a"})
+    h.call(2, "read", {"topic": "t0", "partition": 1, "offset": 1}, {"topic": "t0", "partition": 1, "offset": 1, "value": None})
+    assert infer_model(h.ops) == "log"
+    ok = LinearizableChecker().check(CheckInput(h.ops, config={"workload": "log-lin"}))
+    assert ok.valid is True and ok.stats["objects"] == 2
+    h.call(3, "read", {"topic": "t0", "partition": 1, "offset": 0}, {"topic": "t0", "partition": 1, "offset": 0, "value": None})
+    bad = LinearizableChecker().check(CheckInput(h.ops, config={"workload": "log-lin"}))
+    assert bad.valid is False
+    assert (bad.anomalies[0].topic, bad.anomalies[0].partition) == ("t0", 1)
+
+
+def test_time_limit_gives_unknown_not_a_guess() -> None:
+    run = log_lin_run(1, ops=3000, processes=40, partitions=1)
+    result = LinearizableChecker().check(CheckInput(run.history, config=run.config, time_limit=0.0))
+    assert result.valid == "unknown"
+    assert "time limit" in result.stats["unknown_because"][0]
+
+
+def test_model_mismatch_is_an_error_naming_the_op() -> None:
+    h = History()
+    h.call(0, "acquire", None)
+    with pytest.raises(ModelMismatch, match="op 0"):
+        LinearizableChecker(model="cas-register").check(CheckInput(h.ops))
+
+
+def test_model_inference() -> None:
+    h = History()
+    h.call(0, "txn", [["read", "x", None]], [["read", "x", 0]])
+    assert infer_model(h.ops) == "multi-register"
+    assert infer_model(History().ops, "log-lin") == "log"
+    assert infer_model(register_history().ops) == "cas-register"
+
+
+def test_format_conventions() -> None:
+    assert format_conventions("edn", "cas-register") == {"initial": 0, "nil_reads_unknown": True}
+    assert format_conventions("jepsen-text", "cas-register")["failed_cas_observed"] is True
+    assert format_conventions("edn", "kv") == {}

@@ -1,0 +1,94 @@
+"""The sequential models."""
+
+from __future__ import annotations
+
+import pytest
+
+from floodmark.checkers.models import INCONSISTENT, Log, make_model
+
+
+def run(model_name: str, steps: list[tuple[str, object, object, str]], **options: object) -> object:
+    model = make_model(model_name, **options)  # type: ignore[arg-type]
+    state = model.initial()
+    for f, invoked, completed, outcome in steps:
+        _, inner = model.split(invoked, {})
+        _, done = model.split(completed, {}) if completed is not None and model_name in ("kv",) else (None, completed)
+        call = model.prepare(f, inner, done, outcome)
+        if call is None:
+            continue
+        state = model.step(state, call)
+        if state is INCONSISTENT:
+            return INCONSISTENT
+    return state
+
+
+def test_cas_register_reads_writes_and_swaps() -> None:
+    assert run("cas-register", [("write", 1, None, "ok"), ("cas", [1, 2], None, "ok"), ("read", None, 2, "ok")]) == 2
+    assert run("cas-register", [("write", 1, None, "ok"), ("cas", [3, 2], None, "ok")]) is INCONSISTENT
+    assert run("cas-register", [("read", None, 5, "ok")]) is INCONSISTENT
+
+
+def test_failed_ops_never_happened_unless_compare_failure_is_observed() -> None:
+    assert run("cas-register", [("write", 1, None, "fail"), ("read", None, None, "ok")]) is None
+    assert run("cas-register", [("cas", [None, 1], None, "fail")]) is None
+    assert run("cas-register", [("cas", [None, 1], None, "fail")], failed_cas_observed=True) is INCONSISTENT
+    assert run("cas-register", [("cas", [2, 1], None, "fail")], failed_cas_observed=True) is None
+
+
+def test_unknown_cas_swaps_only_when_it_compares_equal() -> None:
+    assert run("cas-register", [("cas", [None, 3], None, "info")]) == 3
+    assert run("cas-register", [("cas", [7, 3], None, "info")]) is None
+
+
+def test_knossos_nil_reads_tell_nothing() -> None:
+    assert run("cas-register", [("write", 1, None, "ok"), ("read", None, None, "ok")]) is INCONSISTENT
+    assert run("cas-register", [("write", 1, None, "ok"), ("read", None, None, "ok")], nil_reads_unknown=True) == 1
+
+
+def test_register_rejects_cas() -> None:
+    with pytest.raises(ValueError, match="no cas"):
+        run("register", [("cas", [1, 2], None, "ok")])
+
+
+def test_kv_appends_concatenate_and_missing_keys_read_empty() -> None:
+    model = make_model("kv")
+    assert model.split(["k", "v"], {}) == ("k", "v")
+    assert model.split("v", {"key": "k"}) == ("k", "v")
+    assert run("kv", [("get", ["k", None], ["k", ""], "ok")]) == ""
+    assert run("kv", [("append", ["k", "x"], None, "ok"), ("append", ["k", "y"], None, "ok"),
+                      ("get", ["k", None], ["k", "xy"], "ok")]) == "xy"
+    assert run("kv", [("put", ["k", "a"], None, "ok"), ("get", ["k", None], ["k", "b"], "ok")]) is INCONSISTENT
+
+
+def test_multi_register_transactions() -> None:
+    txn = [["write", "x", 1], ["read", "y", 0]]
+    assert run("multi-register", [("txn", txn, txn, "ok")]) == (("x", 1),)
+    assert run("multi-register", [("txn", txn, [["write", "x", 1], ["read", "y", 2]], "ok")]) is INCONSISTENT
+    assert run("multi-register", [("txn", [["read", "x", 5]], [["read", "x", 5]], "ok")], initial={"x": 5}) is not INCONSISTENT
+
+
+def test_mutex() -> None:
+    assert run("mutex", [("acquire", None, None, "ok"), ("release", None, None, "ok")]) is False
+    assert run("mutex", [("acquire", None, None, "ok"), ("acquire", None, None, "ok")]) is INCONSISTENT
+    assert run("mutex", [("release", None, None, "ok")]) is INCONSISTENT
+
+
+def test_log_appends_at_offsets_and_reads() -> None:
+    model = Log()
+    state = model.initial()
+    state = model.step(state, ("append", "a", 0))
+    state = model.step(state, ("append", "b", None))  # unknown offset: appends at the end
+    assert model.length[state] == 2
+    assert model.step(state, ("read", 1, "b")) == state
+    assert model.step(state, ("read", 0, "b")) is INCONSISTENT
+    assert model.step(state, ("read", 2, None)) == state
+    assert model.step(state, ("read", 1, None)) is INCONSISTENT
+    assert model.step(state, ("append", "c", 5)) is INCONSISTENT
+    # interning: the same log reached twice is the same state
+    again = model.step(model.step(model.initial(), ("append", "a", 0)), ("append", "b", 1))
+    assert again == state
+
+
+def test_unknown_model_is_named() -> None:
+    with pytest.raises(ValueError, match="choose one of"):
+        make_model("queue")

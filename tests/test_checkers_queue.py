@@ -1,0 +1,131 @@
+"""Jepsen's Kafka anomalies over the client history."""
+
+from __future__ import annotations
+
+from checkers_fixtures import History
+
+from floodmark.checkers.api import CheckInput
+from floodmark.checkers.queue import QueueChecker, duplicates_permitted_by
+
+
+def check(h: History, config: dict | None = None):  # type: ignore[no-untyped-def]
+    return QueueChecker().check(CheckInput(h.ops, {}, config or {"acks": "all"}))
+
+
+def types(h: History, config: dict | None = None) -> dict[str, int]:
+    return check(h, config).stats["anomalies"]
+
+
+def sent(n: int = 4) -> History:
+    h = History()
+    for i in range(n):
+        h.send(0, 0, f"v{i}", i)
+    return h
+
+
+def test_clean_history_is_valid() -> None:
+    h = sent()
+    h.send(1, 0, "lost-maybe", None, outcome="info")
+    h.poll(2, 0, 0, [(0, "v0"), (1, "v1")])
+    h.poll(2, 0, 2, [(2, "v2")])
+    h.call(2, "assign", [{"topic": "t0", "partition": 0, "offset": 0}])
+    h.poll(2, 0, 0, [(0, "v0")])  # re-reading after an assign is not nonmonotonic
+    h.poll(3, 0, 0, [(o, f"v{o}") for o in range(4)], f="drain")
+    result = check(h)
+    assert result.valid is True, result.anomalies
+    assert result.stats["sends"] == {"ok": 4, "fail": 0, "info": 1}
+
+
+def test_lost_write_below_highest_read() -> None:
+    h = sent()
+    h.poll(3, 0, 0, [(0, "v0"), (2, "v2"), (3, "v3")], f="drain")
+    result = check(h)
+    lost = [a for a in result.anomalies if a.type == "lost-write"]
+    assert [a.offsets for a in lost] == [(1,)]
+    assert "poll-skip" in result.stats["anomalies"]  # the drain also jumped over offset 1
+
+
+def test_unseen_above_highest_read() -> None:
+    h = sent()
+    h.poll(3, 0, 0, [(0, "v0"), (1, "v1"), (2, "v2")], f="drain")
+    assert types(h) == {"unseen": 1}
+
+
+def test_duplicate_unless_configuration_allows_it() -> None:
+    h = sent(2)
+    h.poll(3, 0, 0, [(0, "v0"), (1, "v1"), (2, "v1")], f="drain")
+    assert types(h) == {"duplicate": 1}
+    allowed = {"acks": "all", "retries": 3, "idempotent": False}
+    assert duplicates_permitted_by(allowed)
+    result = check(h, allowed)
+    assert result.valid is True and result.stats["duplicates_allowed"] == 1
+
+
+def test_inconsistent_offsets() -> None:
+    h = sent(2)
+    h.poll(2, 0, 0, [(0, "v0"), (1, "other")])
+    h.poll(3, 0, 0, [(0, "v0"), (1, "v1")], f="drain")
+    result = check(h)
+    assert result.stats["anomalies"] == {"inconsistent-offsets": 1}
+    assert result.anomalies[0].offsets == (1,)
+
+
+def test_read_of_a_failed_send_is_g1a() -> None:
+    h = sent(1)
+    h.send(1, 0, "aborted", None, outcome="fail")
+    h.poll(3, 0, 0, [(0, "v0"), (1, "aborted")], f="drain")
+    result = check(h)
+    assert result.stats["anomalies"] == {"G1a": 1}
+    assert "definitely failed" in result.anomalies[0].explanation
+
+
+def test_poll_skip_between_polls_of_one_process() -> None:
+    h = sent()
+    h.poll(2, 0, 0, [(0, "v0")])
+    h.poll(2, 0, 2, [(2, "v2")])
+    h.poll(3, 0, 0, [(o, f"v{o}") for o in range(4)], f="drain")
+    result = check(h)
+    assert result.stats["anomalies"] == {"poll-skip": 1}
+    assert result.anomalies[0].details["skipped_offsets"] == [1]
+
+
+def test_nonmonotonic_poll() -> None:
+    h = sent()
+    h.poll(2, 0, 0, [(0, "v0"), (1, "v1")])
+    h.poll(2, 0, 1, [(1, "v1"), (2, "v2")])
+    h.poll(3, 0, 0, [(o, f"v{o}") for o in range(4)], f="drain")
+    assert types(h) == {"nonmonotonic-poll": 1}
+
+
+def test_gaps_no_one_observed_are_not_skips() -> None:
+    h = History()
+    h.send(0, 0, "a", 0)
+    h.send(0, 0, "c", 5)  # offsets 1..4 were never observed by anyone
+    h.poll(2, 0, 0, [(0, "a"), (5, "c")])
+    h.poll(3, 0, 0, [(0, "a"), (5, "c")], f="drain")
+    assert check(h).valid is True
+
+
+def test_nonmonotonic_send() -> None:
+    h = History()
+    h.send(0, 0, "a", 3)
+    h.send(0, 0, "b", 2)
+    h.poll(3, 0, 2, [(2, "b"), (3, "a")], f="drain")
+    assert types(h) == {"nonmonotonic-send": 1}
+
+
+def test_loss_anomalies_carry_permission() -> None:
+    h = sent()
+    h.poll(3, 0, 0, [(0, "v0"), (1, "v1"), (2, "v2")], f="drain")
+    result = check(h, {"acks": 1})
+    assert result.anomalies[0].details["permitted_by"].startswith("acks=1")
+    assert result.stats["permitted"] == 1 and result.stats["violations"] == 0
+
+
+def test_malformed_op_is_reported_not_crashed_on() -> None:
+    h = History()
+    h.call(0, "send", {"partition": 0, "value": "x"}, {"offset": 1})
+    result = check(h)
+    assert result.valid == "unknown" and not result.anomalies
+    assert result.stats["malformed_ops"][0]["op"] == 0
+    assert "unexpected shape" in result.stats["malformed_ops"][0]["problem"]

@@ -1,0 +1,58 @@
+"""Nothing outlives a run: Ctrl-C tears down; a SIGKILLed harness is cleaned at the next start."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+from cluster_fixtures import BACKENDS, leftovers, standin_cluster, start_child_harness
+
+from floodmark.harness import cleanup
+
+
+def test_owner_token_identifies_this_process_and_detects_dead_ones() -> None:
+    token = cleanup.owner_token()
+    assert cleanup.owner_alive(token)
+    host, pid, ticks = token.split(":")
+    assert not cleanup.owner_alive(f"{host}:{pid}:{int(ticks) + 1}")  # same pid, other process
+    assert not cleanup.owner_alive(f"{host}:999999999:1")
+
+
+def test_state_files_of_dead_owners_are_forgotten(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("FLOODMARK_STATE_DIR", str(tmp_path))
+    cleanup.register_run("abc123", "local")
+    assert cleanup.live_runs() == {"abc123"}
+    import socket
+
+    (tmp_path / "dead01.json").write_text(
+        f'{{"run_id": "dead01", "owner": "{socket.gethostname()}:999999999:1"}}')
+    assert cleanup.live_runs() == {"abc123"}
+    assert not (tmp_path / "dead01.json").exists()
+    cleanup.unregister_run("abc123")
+    assert cleanup.live_runs() == set()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sigint_tears_the_cluster_down(backend: str) -> None:
+    with standin_cluster(backend, brokers=1):
+        pass  # the fixture checks the backend is usable
+    child, run_id = start_child_harness(backend)
+    assert leftovers(backend, run_id)
+    child.send_signal(signal.SIGINT)
+    child.wait(timeout=60)
+    assert leftovers(backend, run_id) == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_killed_harness_leaves_nothing_after_the_next_start(backend: str) -> None:
+    with standin_cluster(backend, brokers=1) as live:
+        child, run_id = start_child_harness(backend)
+        child.kill()
+        child.wait()
+        assert leftovers(backend, run_id), "SIGKILL should have left the cluster behind"
+        removed = cleanup.remove_stale_runs()
+        assert removed
+        assert leftovers(backend, run_id) == []
+        # A run whose harness is alive (this one) is not touched.
+        assert leftovers(backend, live.run_id)
+        assert all(node.is_running() for node in live.nodes)

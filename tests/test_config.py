@@ -1,0 +1,120 @@
+"""Tests for floodmark.harness.config: defaults, validation with named keys, YAML round trip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from floodmark.harness.config import (
+    NEMESIS_KINDS,
+    ConfigError,
+    TestConfig,
+    dump_config,
+    load_config,
+    make_config,
+    parse_nemesis,
+)
+
+
+def test_defaults_make_a_meaningful_sixty_second_test() -> None:
+    config = TestConfig()
+    assert config.time_limit == 60
+    assert config.nemesis == NEMESIS_KINDS
+    assert config.acks == "all" and config.acks_code == -1
+    assert config.replication_factor == 3 and config.min_insync_replicas == 2
+    assert config.topic_names == ("t0", "t1")
+    assert len(config.topic_partitions) == config.topics * config.partitions
+    assert config.name == "queue-all-default"
+
+
+@pytest.mark.parametrize(
+    ("values", "key", "fragment"),
+    [
+        ({"cluster": "kubernetes"}, "cluster", "docker, local"),
+        ({"nodes": 10}, "nodes", "at most 9"),
+        ({"nodes": "three"}, "nodes", "expected a number"),
+        ({"workload": "bank"}, "workload", "queue, log-lin"),
+        ({"nemesis": "partition,flood"}, "nemesis", "'flood'"),
+        ({"variant": "nope"}, "variant", "truncate-to-hw"),
+        ({"acks": 2}, "acks", "all"),
+        ({"time_limit": -1}, "time_limit", "at least"),
+        ({"replication_factor": 4}, "replication_factor", "3 nodes"),
+        ({"min_insync_replicas": 3, "replication_factor": 2}, "min_insync_replicas", "replication factor 2"),
+        ({"fault_duration": [5, 1]}, "fault_duration", "greater than max"),
+        ({"concurrency": 1}, "concurrency", "at least 2 workers"),
+        ({"partitions": 1.5}, "partitions", "whole number"),
+        ({"colour": "red"}, "colour", "unknown key"),
+    ],
+)
+def test_bad_values_name_the_key(values: dict, key: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        make_config(values, "my.yaml")
+    assert raised.value.key == key
+    assert fragment in str(raised.value)
+    assert str(raised.value).startswith("my.yaml: ")
+
+
+def test_nemesis_spellings() -> None:
+    assert parse_nemesis("all") == NEMESIS_KINDS
+    assert parse_nemesis("none") == ()
+    assert parse_nemesis("kill,partition") == ("partition", "kill")
+    assert parse_nemesis(["clock"]) == ("clock",)
+
+
+def test_dashed_keys_and_acks_spellings() -> None:
+    config = make_config({"replication-factor": 2, "min-insync-replicas": 1, "acks": "1"})
+    assert config.replication_factor == 2 and config.acks == 1 and config.acks_code == 1
+    assert make_config({"acks": -1}).acks == "all"
+
+
+def test_yaml_round_trip_and_overrides(tmp_path: Path) -> None:
+    config = make_config({"seed": 42, "nodes": 5, "nemesis": "pause", "variant": "unclean-election", "name": "mine"})
+    path = tmp_path / "test.yaml"
+    dump_config(config, path)
+    assert load_config(path) == config
+    overridden = load_config(path, {"time_limit": 10, "seed": 7})
+    assert overridden.time_limit == 10 and overridden.seed == 7 and overridden.nodes == 5
+    assert overridden.name == "mine"
+
+
+def test_derived_name_follows_overrides(tmp_path: Path) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text("nemesis: kill\n")
+    assert load_config(path, {"variant": "truncate-to-hw"}).name == "queue-kill-truncate-to-hw"
+
+
+def test_yaml_errors_name_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("nodes: 3\nnemesis: [partition\n")
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    assert str(path) in str(raised.value) and "line" in str(raised.value)
+    path.write_text("- a list\n")
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_yaml_value_errors_name_file_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("nodes: 3\nrate: fast\n")
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    assert raised.value.key == "rate" and raised.value.source == str(path)
+
+
+def test_config_is_frozen() -> None:
+    with pytest.raises(AttributeError):
+        TestConfig().nodes = 5  # type: ignore[misc]
+
+
+def test_replace_keeps_custom_names_and_rederives_derived_ones() -> None:
+    assert TestConfig().replace(variant="truncate-to-hw").name == "queue-all-truncate-to-hw"
+    assert TestConfig(name="mine").replace(variant="truncate-to-hw").name == "mine"
+
+
+def test_nemesis_kinds_have_one_order() -> None:
+    assert TestConfig(nemesis=("kill", "partition")) == TestConfig(nemesis=("partition", "kill"))
+    assert TestConfig(nemesis=("kill", "partition")).name == "queue-partition+kill-default"

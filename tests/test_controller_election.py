@@ -1,0 +1,65 @@
+"""Leader selection rules (pure functions): offline, unclean, reassignment, preferred."""
+
+from __future__ import annotations
+
+from floodmark.reference.controller_election import (
+    elect_leader,
+    initial_state,
+    preferred_leader,
+    reassignment_leader,
+    remove_from_isr,
+)
+from floodmark.reference.zk_layout import NO_LEADER, LeaderIsr
+
+
+def alive(*ids: int):  # type: ignore[no-untyped-def]
+    return lambda r: r in ids
+
+
+def test_initial_state_leads_with_first_live_replica() -> None:
+    assert initial_state((1, 2, 3), alive(2, 3), 4) == LeaderIsr(2, 0, (2, 3), 4)
+    assert initial_state((1, 2), alive(), 4).leader == NO_LEADER
+
+
+def test_live_leader_keeps_leading_and_dead_followers_leave_the_isr() -> None:
+    s = LeaderIsr(1, 3, (1, 2, 3), 1, zk_version=7)
+    assert elect_leader((1, 2, 3), s, alive(1, 2, 3), 2) is None
+    d = elect_leader((1, 2, 3), s, alive(1, 3), 2)
+    assert d is not None and d.state == LeaderIsr(1, 4, (1, 3), 2, zk_version=7)
+
+
+def test_offline_election_prefers_assignment_order_within_the_live_isr() -> None:
+    s = LeaderIsr(1, 3, (1, 3, 2), 1)
+    d = elect_leader((1, 2, 3), s, alive(2, 3), 2)
+    assert d is not None and (d.state.leader, d.state.isr, d.unclean) == (2, (3, 2), False)
+
+
+def test_no_live_isr_goes_offline_keeping_the_isr_or_elects_unclean() -> None:
+    s = LeaderIsr(1, 3, (1,), 1)
+    d = elect_leader((1, 2), s, alive(2), 2)
+    assert d is not None and d.state == LeaderIsr(NO_LEADER, 4, (1,), 2)
+    assert elect_leader((1, 2), d.state, alive(2), 2) is None  # already offline: no churn
+    u = elect_leader((1, 2), s, alive(2), 2, allow_unclean=True)
+    assert u is not None and u.unclean and (u.state.leader, u.state.isr) == (2, (2,))
+
+
+def test_remove_from_isr_moves_a_leader_away() -> None:
+    s = LeaderIsr(1, 0, (1, 2), 1)
+    d = remove_from_isr(s, {1}, alive(1, 2), 1, (1, 2))
+    assert d is not None and (d.state.leader, d.state.isr) == (2, (2,))
+
+
+def test_reassignment_leader_comes_from_target_and_isr() -> None:
+    s = LeaderIsr(1, 5, (1, 2, 3, 4), 1)
+    d = reassignment_leader((3, 4), s, alive(1, 2, 3, 4), 2)
+    assert (d.state.leader, d.state.isr, d.state.leader_epoch) == (3, (3, 4), 6)
+    keep = reassignment_leader((1, 4), s, alive(1, 2, 3, 4), 2)
+    assert (keep.state.leader, keep.state.isr) == (1, (1, 4))
+
+
+def test_preferred_leader_only_when_in_sync_and_eligible() -> None:
+    s = LeaderIsr(2, 5, (2, 1), 1)
+    d = preferred_leader((1, 2), s, alive(1, 2), 2)
+    assert d is not None and d.state.leader == 1 and d.state.leader_epoch == 6
+    assert preferred_leader((1, 2), LeaderIsr(2, 5, (2,), 1), alive(1, 2), 2) is None
+    assert preferred_leader((1, 2), s, alive(2), 2) is None

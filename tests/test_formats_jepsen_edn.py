@@ -1,0 +1,62 @@
+"""Jepsen EDN histories to ops and back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from floodmark.formats.jepsen_edn import parse_edn_history, read_edn_history, write_edn_history
+from floodmark.history import HistoryError, Op
+
+
+def test_vector_history_becomes_dense_ops() -> None:
+    ops = parse_edn_history("""[{:process 0, :type :invoke, :f :write, :value 1}
+      {:process 0, :type :ok, :f :write, :value 1, :time 55}
+      {:process :nemesis, :type :info, :f :kill, :value nil}]""")
+    assert [op.index for op in ops] == [0, 1, 2]
+    assert ops[0].type == "invoke" and ops[0].f == "write" and ops[0].value == 1
+    assert ops[1].time == 55 and ops[0].time == 0
+    assert ops[2].process == "nemesis" and not ops[2].is_client
+
+
+def test_stream_of_maps_keeps_extra_fields_and_original_index() -> None:
+    ops = parse_edn_history('{:process 1, :type :invoke, :f :put, :key "k", :value "v", :index 7}\n'
+                            '{:process 1, :type :ok, :f :put, :key "k", :value "v", :error :x}\n')
+    assert ops[0].extra == {"key": "k", "jepsen_index": 7}
+    assert ops[1].error == "x"
+
+
+def test_values_become_plain_json_shapes() -> None:
+    ops = parse_edn_history("[{:process 0 :type :ok :f :txn :value [[:read :x 1] #{:a}]}]")
+    assert ops[0].value == [["read", "x", 1], ["a"]]
+    assert type(ops[0].value[0][0]) is str
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "problem"),
+    [
+        ("{:process 0 :type :invoke :f :read}\n{:type :ok :f :read}", 2, "no :process"),
+        ("{:process 0 :type :done :f :read}", 1, ":type must be"),
+        ("[{:process 0 :type :ok :f :r}] {:x 1}", 1, "unexpected form after"),
+        ("{:process 0 :type :ok :f :r :time 1.5}", 1, ":time must be an integer"),
+        ("[1 2", 1, "never closed"),
+    ],
+)
+def test_malformed_histories_name_line_and_problem(text: str, line: int, problem: str) -> None:
+    with pytest.raises(HistoryError) as caught:
+        parse_edn_history(text, "x.edn")
+    assert caught.value.line == line and problem in caught.value.problem
+
+
+def test_written_edn_reads_back_identically(tmp_path: Path) -> None:
+    ops = [
+        Op(0, 10, "invoke", 3, "send", {"topic": "t0", "partition": 1, "value": "3-1"}),
+        Op(1, 20, "ok", 3, "send", {"topic": "t0", "partition": 1, "value": "3-1", "offset": 4}, node="n1"),
+        Op(2, 30, "info", "nemesis", "start-partition", {"targets": ["n1"]}, error="boom"),
+    ]
+    path = tmp_path / "history.edn"
+    write_edn_history(path, ops)
+    text = path.read_text()
+    assert ":process :nemesis" in text and ":f :send" in text and ":topic \"t0\"" in text
+    assert read_edn_history(path) == ops

@@ -1,0 +1,169 @@
+"""Tests for floodmark.harness.generator: rate, concurrency and the process rules."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from floodmark.harness.generator import (
+    Completion,
+    Generator,
+    Invocation,
+    ProcessNumbers,
+    RateLimiter,
+)
+from floodmark.harness.recorder import Recorder
+from floodmark.history import pair_ops, read_history
+
+
+class FakeWorker:
+    """A worker whose ops end as a script says (test double for a workload's worker)."""
+
+    def __init__(self, outcomes: list[str], delay: float = 0.0) -> None:
+        self.outcomes = outcomes
+        self.delay = delay
+        self.count = 0
+        self.reopened = 0
+        self.closed = False
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def next_op(self) -> Invocation:
+        self.count += 1
+        return Invocation("write" if self.count % 2 else "read", self.count)
+
+    async def invoke(self, op: Invocation) -> Completion:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            outcome = self.outcomes[(op.value - 1) % len(self.outcomes)]
+            if outcome == "hang":
+                await asyncio.sleep(3600)
+            if outcome == "raise":
+                raise RuntimeError("boom")
+            await asyncio.sleep(self.delay)
+            return Completion(outcome, {"v": op.value}, error=None if outcome == "ok" else "x")  # type: ignore[arg-type]
+        finally:
+            self.in_flight -= 1
+
+    def timeout_type(self, f: str):
+        return "fail" if f == "read" else "info"
+
+    async def reopen(self) -> None:
+        self.reopened += 1
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def run(tmp_path: Path, workers, rate=1000.0, duration=0.3, op_timeout=1.0):
+    recorder = Recorder(tmp_path / "history.jsonl")
+    generator = Generator(recorder, workers, rate=rate, op_timeout=op_timeout)
+    asyncio.run(generator.run(duration))
+    recorder.close()
+    return generator, read_history(tmp_path / "history.jsonl")
+
+
+def test_every_invoke_completes_and_processes_alternate(tmp_path: Path) -> None:
+    workers = [FakeWorker(["ok"], delay=0.001) for _ in range(3)]
+    generator, ops = run(tmp_path, workers)
+    pairs = pair_ops(ops)
+    invokes = [op for op in ops if op.type == "invoke"]
+    assert invokes and len(pairs) == len(invokes)  # nothing left open
+    for invoke in invokes:
+        completion = ops[pairs[invoke.index]]
+        assert completion.process == invoke.process and completion.f == invoke.f
+        assert completion.time >= invoke.time
+    # One op at a time per process; times nondecreasing.
+    open_: set = set()
+    for op in ops:
+        if op.type == "invoke":
+            assert op.process not in open_
+            open_.add(op.process)
+        else:
+            open_.remove(op.process)
+    assert [op.time for op in ops] == sorted(op.time for op in ops)
+    assert all(w.closed and w.max_in_flight == 1 for w in workers)
+    assert {op.process for op in ops} == {0, 1, 2}
+
+
+def test_info_retires_the_process_and_worker_continues(tmp_path: Path) -> None:
+    workers = [FakeWorker(["ok", "info", "fail"]), FakeWorker(["ok"])]
+    generator, ops = run(tmp_path, workers, rate=200, duration=0.3)
+    by_process: dict = {}
+    for op in ops:
+        by_process.setdefault(op.process, []).append(op)
+    # Worker 0 is processes 0, 2, 4, ...: each ends with its info op, never acts after it.
+    worker0 = sorted(p for p in by_process if p % 2 == 0)
+    assert len(worker0) >= 2 and worker0[:3] == [0, 2, 4][: len(worker0[:3])]
+    for process in worker0[:-1]:
+        completions = [op for op in by_process[process] if op.type != "invoke"]
+        assert completions[-1].type == "info"
+        assert all(op.type != "info" for op in completions[:-1])
+    assert workers[0].reopened == len(worker0) - 1 == generator.numbers.retired
+    assert set(by_process) - set(worker0) == {1}
+
+
+def test_timeouts_are_info_for_writes_fail_for_reads(tmp_path: Path) -> None:
+    workers = [FakeWorker(["hang"]), FakeWorker(["raise"])]
+    _, ops = run(tmp_path, workers, rate=50, duration=0.05, op_timeout=0.1)
+    completions = [op for op in ops if op.type != "invoke"]
+    hung = [op for op in completions if op.process % 2 == 0]
+    assert hung[0].f == "write" and hung[0].type == "info" and hung[0].error == "timeout"
+    raised = [op for op in completions if op.process % 2 == 1]
+    assert raised[0].type == "info" and "boom" in raised[0].error
+
+
+def test_read_timeout_is_fail_and_keeps_the_process(tmp_path: Path) -> None:
+    worker = FakeWorker(["ok", "hang"])  # op 1 write ok, op 2 read hangs
+    _, ops = run(tmp_path, [worker, FakeWorker(["ok"])], rate=100, duration=0.25, op_timeout=0.05)
+    reads = [op for op in ops if op.f == "read" and op.type != "invoke" and op.process % 2 == 0]
+    assert reads and all(op.type == "fail" for op in reads)
+    assert worker.reopened == 0
+
+
+def test_rate_limit_bounds_throughput(tmp_path: Path) -> None:
+    workers = [FakeWorker(["ok"]) for _ in range(4)]
+    _, ops = run(tmp_path, workers, rate=100, duration=0.5)
+    invokes = sum(1 for op in ops if op.type == "invoke")
+    assert 35 <= invokes <= 60  # ~50 at 100/s over 0.5 s, never a burst of hundreds
+
+
+def test_rate_limiter_spaces_slots_without_banking() -> None:
+    clock = [0.0]
+    limiter = RateLimiter(10, clock=lambda: clock[0])
+
+    async def go() -> float:
+        start = time.monotonic()
+        for _ in range(3):
+            await limiter.acquire()
+        return time.monotonic() - start
+
+    assert 0.15 <= asyncio.run(go()) < 0.5  # slots at 0, 0.1, 0.2 (fake clock frozen)
+    clock[0] = 100.0  # idle for a long time: the next acquire is immediate, but no burst after it
+    assert 0.15 <= asyncio.run(go()) < 0.5
+    with pytest.raises(ValueError):
+        RateLimiter(0)
+
+
+def test_process_numbers() -> None:
+    numbers = ProcessNumbers(4)
+    assert numbers.first(3) == 3
+    assert numbers.next(3) == 7 and numbers.next(7) == 11 and numbers.retired == 2
+
+
+class InstantWorker(FakeWorker):
+    """Completes without ever awaiting: must not starve the loop (the stop timer included)."""
+
+    async def invoke(self, op: Invocation) -> Completion:
+        return Completion("ok", op.value)
+
+
+def test_ops_that_never_wait_do_not_starve_the_loop(tmp_path: Path) -> None:
+    started = time.monotonic()
+    _, ops = run(tmp_path, [InstantWorker(["ok"]) for _ in range(2)], rate=1e6, duration=0.3)
+    assert time.monotonic() - started < 5
+    assert len(ops) > 100

@@ -1,0 +1,40 @@
+"""The broker's metadata cache (floodmark.reference.metadata_cache)."""
+
+from __future__ import annotations
+
+from floodmark.reference.messages import (
+    BrokerInfo,
+    Errors,
+    MetadataRequest,
+    PartitionState,
+    UpdateMetadataRequest,
+)
+from floodmark.reference.metadata_cache import MetadataCache
+
+
+def update(epoch: int, leader: int, brokers: tuple[int, ...] = (1, 2, 3)) -> UpdateMetadataRequest:
+    return UpdateMetadataRequest(
+        controller_id=1, controller_epoch=epoch,
+        brokers=tuple(BrokerInfo(b, f"n{b}", 100 + b) for b in brokers),
+        partitions=(PartitionState("t", 0, leader, 4, (leader,), 7, (1, 2, 3), epoch),),
+        offline_replicas=(("t", 0, 3),),
+    )
+
+
+def test_describe_answers_from_the_latest_controller_and_ignores_stale_ones() -> None:
+    cache = MetadataCache()
+    assert cache.update(update(2, leader=2)) is None
+    assert cache.update(update(1, leader=1)) == Errors.STALE_CONTROLLER_EPOCH
+    response = cache.describe(MetadataRequest(("t", "missing")))
+    found = {p.topic: p for p in response.partitions}
+    assert found["t"].leader == 2 and found["t"].offline_replicas == (3,)
+    assert found["missing"].error == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert [b.broker_id for b in response.brokers] == [1, 2, 3] and response.controller_id == 1
+    assert cache.address_of(2) == "n2"
+
+
+def test_a_leader_that_is_not_a_live_broker_is_reported_unavailable() -> None:
+    cache = MetadataCache()
+    cache.update(update(1, leader=3, brokers=(1, 2)))
+    (partition,) = cache.describe(MetadataRequest()).partitions
+    assert partition.leader == -1 and partition.error == Errors.LEADER_NOT_AVAILABLE

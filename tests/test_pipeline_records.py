@@ -1,0 +1,42 @@
+"""Reading run directories into rows, without Spark."""
+
+import pytest
+
+from floodmark.pipeline.records import RunRejected, find_runs, read_run
+from tests.pipeline_fixtures import make_run
+
+
+def test_a_run_becomes_rows_with_lifted_columns(tmp_path):
+    run = make_run(tmp_path, seed=3, lost_offsets=(1,))
+    rows = read_run(run.path, tmp_path)
+    assert rows.run["run_id"] == f"queue/{run.path.name}"
+    assert rows.run["seed"] == 3 and rows.run["valid"] == "false" and rows.run["nemesis"] == "partition"
+    assert rows.run["op_count"] == len(run.ops) == len(rows.ops)
+    send = next(r for r in rows.ops if r["f"] == "send" and r["type"] == "ok")
+    assert send["topic"] == "t0" and send["partition"] in (0, 1) and send["offset"] is not None
+    assert {e["node"] for e in rows.node_events} == {"n1", "n2"}
+    (anomaly,) = rows.anomalies
+    assert anomaly["type"] == "lost-write" and anomaly["offsets"] == [1]
+    assert anomaly["first_op_time"] == run.ops[anomaly["ops"][0]].time
+
+
+def test_malformed_history_is_rejected_with_file_and_line(tmp_path):
+    run = make_run(tmp_path, seed=4)
+    lines = run.path.joinpath("history.jsonl").read_text().splitlines()
+    lines[5] = '{"index": 5, "time": "soon"}'
+    run.path.joinpath("history.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(RunRejected, match=r"history.jsonl:6: "):
+        read_run(run.path, tmp_path)
+
+
+def test_malformed_config_is_rejected(tmp_path):
+    run = make_run(tmp_path, seed=5)
+    run.path.joinpath("test.yaml").write_text("seed: [unclosed\n")
+    with pytest.raises(RunRejected, match="test.yaml"):
+        read_run(run.path, tmp_path)
+
+
+def test_find_runs_skips_run_subfolders(tmp_path):
+    a = make_run(tmp_path, seed=1)
+    b = make_run(tmp_path, test="other", seed=2)
+    assert sorted(find_runs(tmp_path)) == sorted([a.path, b.path])

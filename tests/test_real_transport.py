@@ -1,0 +1,164 @@
+"""Tests of the TCP transport (floodmark.reference.real.transport) over loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import pytest
+
+from floodmark.harness.zookeeper import free_port
+from floodmark.reference import messages as m
+from floodmark.reference.real.transport import UNKNOWN_SERVER_ERROR, TcpNetwork, split_address
+
+log = logging.getLogger("test")
+
+
+def run(coro_fn: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+    return asyncio.run(asyncio.wait_for(coro_fn(), 30))
+
+
+async def serving(handler: Any) -> tuple[TcpNetwork, str]:
+    address = f"127.0.0.1:{free_port()}"
+    server = TcpNetwork(address, log)
+    await server.serve(handler)
+    return server, address
+
+
+async def offsets(sender: str, message: Any) -> Any:
+    if isinstance(message, m.ProduceRequest):
+        await asyncio.sleep(0.001 * (message.partition % 5))
+        return m.ProduceResponse(None, base_offset=message.partition)
+    return m.ErrorResponse("INVALID_REQUEST", type(message).__name__)
+
+
+def test_pipelined_requests_on_one_reused_connection() -> None:
+    connections: list[str] = []
+
+    async def scenario() -> None:
+        async def handler(sender: str, message: Any) -> Any:
+            connections.append(sender)
+            return await offsets(sender, message)
+
+        server, address = await serving(handler)
+        client = TcpNetwork(None, log)
+        try:
+            replies = await asyncio.gather(*(
+                client.request(address, m.ProduceRequest("t", i, ("v",)), 5.0) for i in range(300)))
+            # Slow and fast handlers interleave, yet every reply reaches its own request.
+            assert [r.base_offset for r in replies] == list(range(300))
+            assert len(set(connections)) == 1
+        finally:
+            await client.close()
+            await server.close()
+
+    run(scenario)
+
+
+def test_handler_failure_is_answered_and_the_server_keeps_serving() -> None:
+    async def scenario() -> None:
+        async def handler(sender: str, message: Any) -> Any:
+            if isinstance(message, m.MetadataRequest):
+                raise RuntimeError("bug")
+            return await offsets(sender, message)
+
+        server, address = await serving(handler)
+        client = TcpNetwork(None, log)
+        try:
+            failed = await client.request(address, m.MetadataRequest(), 5.0)
+            assert isinstance(failed, m.ErrorResponse) and failed.error == UNKNOWN_SERVER_ERROR
+            assert "RuntimeError: bug" in failed.message
+            assert (await client.request(address, m.ProduceRequest("t", 1, ()), 5.0)).base_offset == 1
+        finally:
+            await client.close()
+            await server.close()
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("garbage, logged", [
+    (b"\x00\x00\x00\x05hello", "not valid JSON"),
+    (b"\xff\xff\xff\xff", "over the limit"),
+    (b"\x00\x00\x00\x02\xc3\x28", "not UTF-8"),
+    (b'\x00\x00\x00\x1a{"id":1,"body":{"type":1}}', "unknown message type"),
+])
+def test_malformed_frames_close_only_that_connection(garbage: bytes, logged: str,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        server, address = await serving(offsets)
+        client = TcpNetwork(None, log)
+        try:
+            host, port = split_address(address)
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(garbage)
+            await writer.drain()
+            assert await asyncio.wait_for(reader.read(), 5) == b""  # closed on us
+            writer.close()
+            assert (await client.request(address, m.ProduceRequest("t", 3, ()), 5.0)).base_offset == 3
+        finally:
+            await client.close()
+            await server.close()
+
+    with caplog.at_level(logging.WARNING, logger="test"):
+        run(scenario)
+    assert any(logged in r.getMessage() for r in caplog.records)
+
+
+def test_unreachable_peer_is_a_connection_error() -> None:
+    async def scenario() -> None:
+        client = TcpNetwork(None, log)
+        with pytest.raises(ConnectionError):
+            await client.request(f"127.0.0.1:{free_port()}", m.MetadataRequest(), 2.0)
+        with pytest.raises(ValueError, match="not a host:port"):
+            await client.request("nonsense", m.MetadataRequest(), 2.0)
+
+    run(scenario)
+
+
+def test_timeout_then_the_connection_still_works() -> None:
+    async def scenario() -> None:
+        async def handler(sender: str, message: Any) -> Any:
+            if isinstance(message, m.MetadataRequest):
+                await asyncio.sleep(0.5)
+            return await offsets(sender, message)
+
+        server, address = await serving(handler)
+        client = TcpNetwork(None, log)
+        try:
+            with pytest.raises(TimeoutError):
+                await client.request(address, m.MetadataRequest(), 0.1)
+            await asyncio.sleep(0.6)  # the late answer arrives and is dropped
+            assert (await client.request(address, m.ProduceRequest("t", 4, ()), 5.0)).base_offset == 4
+        finally:
+            await client.close()
+            await server.close()
+
+    run(scenario)
+
+
+def test_server_going_away_breaks_requests_in_flight() -> None:
+    async def scenario() -> None:
+        started = asyncio.Event()
+
+        async def handler(sender: str, message: Any) -> Any:
+            started.set()
+            await asyncio.sleep(30)
+            return m.ProduceResponse(None)
+
+        server, address = await serving(handler)
+        client = TcpNetwork(None, log)
+        try:
+            pending = asyncio.ensure_future(client.request(address, m.ProduceRequest("t", 0, ()), 20.0))
+            await started.wait()
+            await server.close()
+            with pytest.raises(ConnectionError):
+                await pending
+            with pytest.raises(ConnectionError):  # and a new connection is refused
+                await client.request(address, m.MetadataRequest(), 2.0)
+        finally:
+            await client.close()
+
+    run(scenario)
+

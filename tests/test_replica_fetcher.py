@@ -1,0 +1,220 @@
+"""The replica fetcher (floodmark.reference.replica_fetcher): truncation and the fetch loop.
+
+A follower broker's replica manager and fetchers run on one simulated node; the "leader"
+is a scripted node in the same SimWorld that answers OffsetForLeaderEpoch and Fetch from a
+fixed log, so each test controls exactly what the follower is told and checks what the
+follower asked and what its log became.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from floodmark.reference.broker_config import BrokerConfig
+from floodmark.reference.log_dirs import LogDirs
+from floodmark.reference.messages import (
+    NO_EPOCH,
+    BrokerInfo,
+    Errors,
+    FetchPartition,
+    FetchResponse,
+    LeaderAndIsrRequest,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    PartitionFetchResult,
+    PartitionState,
+    Record,
+    ReplicaFetchRequest,
+    ReplicaFetchResponse,
+)
+from floodmark.reference.metadata_cache import MetadataCache
+from floodmark.reference.partition import Partition
+from floodmark.reference.replica_fetcher import ReplicaFetchers
+from floodmark.reference.replica_manager import ReplicaManager
+from floodmark.reference.sim.world import SimWorld
+from floodmark.reference.variants import VARIANTS
+
+
+class ScriptedLeader:
+    """Answers like a leader whose log is ``records`` (epochs from the records)."""
+
+    def __init__(self, records: list[Record], epoch: int, high_watermark: int) -> None:
+        self.records = records
+        self.epoch = epoch
+        self.high_watermark = high_watermark
+        self.requests: list[Any] = []
+        self.fetches: list[FetchPartition] = []
+
+    def end_for(self, epoch: int) -> tuple[int, int]:
+        starts: dict[int, int] = {}
+        for r in self.records:
+            starts.setdefault(r.leader_epoch, r.offset)
+        starts.setdefault(self.epoch, len(self.records))
+        epochs = sorted(starts)
+        older = [e for e in epochs if e <= epoch]
+        if not older:
+            return NO_EPOCH, -1
+        later = [starts[e] for e in epochs if e > older[-1]]
+        return older[-1], later[0] if later else len(self.records)
+
+    async def handle(self, sender: str, message: Any) -> Any:
+        self.requests.append(message)
+        if isinstance(message, OffsetForLeaderEpochRequest):
+            epoch, end = self.end_for(message.leader_epoch)
+            return OffsetForLeaderEpochResponse(None, epoch, end)
+        if isinstance(message, ReplicaFetchRequest):
+            assert message.replica_id == 2
+            return ReplicaFetchResponse(None, tuple(
+                PartitionFetchResult(w.topic, w.partition, self.fetch(w)) for w in message.partitions))
+        raise AssertionError(f"unexpected {message}")
+
+    def fetch(self, wanted: FetchPartition) -> FetchResponse:
+        self.fetches.append(wanted)
+        if wanted.current_leader_epoch != self.epoch:
+            return FetchResponse(Errors.FENCED_LEADER_EPOCH)
+        if wanted.last_fetched_epoch != NO_EPOCH and wanted.offset > 0:
+            epoch, end = self.end_for(wanted.last_fetched_epoch)
+            if epoch != wanted.last_fetched_epoch or end < wanted.offset:
+                return FetchResponse(None, (), self.high_watermark, len(self.records),
+                                     diverging_epoch=epoch, diverging_end_offset=end)
+        if wanted.offset > len(self.records):
+            return FetchResponse(Errors.OFFSET_OUT_OF_RANGE, log_end=len(self.records))
+        return FetchResponse(None, tuple(self.records[wanted.offset:]), self.high_watermark,
+                             len(self.records), 0, self.epoch)
+
+
+class Setup:
+    def __init__(self, variant: str = "default") -> None:
+        self.world = SimWorld(seed=3)
+        self.runtime = self.world.add_node("f")
+        self.leader_runtime = self.world.add_node("l")
+        config = BrokerConfig(broker_id=2, log_dirs=("/d",), variant=VARIANTS[variant])
+        self.replicas = ReplicaManager(self.runtime, config, LogDirs(self.runtime.storage, ["/d"]),
+                                       MetadataCache())
+        self.fetchers = ReplicaFetchers(self.runtime, self.replicas)
+
+    def follower(self, records: list[Record], high_watermark: int, leader_epoch: int) -> Partition:
+        # Build the follower's history as it would have been replicated, then follow.
+        self.state(leader=3, epoch=0, start=False)
+        p = self.replicas.get("t", 0)
+        assert p is not None
+        p.log.append_as_follower(records)
+        p.high_watermark = high_watermark
+        self.state(leader=1, epoch=leader_epoch, start=False)
+        return p
+
+    def state(self, leader: int, epoch: int, start: bool = True) -> None:
+        state = PartitionState("t", 0, leader, epoch, (1, 2), 0, (1, 2), 1)
+        fetchers, self.replicas.fetchers = self.replicas.fetchers, (self.fetchers if start else None)
+        self.replicas.handle_leader_and_isr(LeaderAndIsrRequest(
+            0, 1, 0, (state,), (BrokerInfo(1, "l"), BrokerInfo(3, "nowhere"))))
+        self.replicas.fetchers = fetchers
+
+    def serve(self, leader: ScriptedLeader) -> None:
+        self.world.run(self.leader_runtime.network.serve(leader.handle))
+
+    def values(self) -> list[str]:
+        p = self.replicas.get("t", 0)
+        assert p is not None
+        return [r.value for r in p.read(0, 100)]
+
+
+def recs(*items: tuple[int, str]) -> list[Record]:
+    return [Record(i, epoch, value) for i, (epoch, value) in enumerate(items)]
+
+
+@pytest.fixture
+def setup() -> Iterator[Setup]:
+    s = Setup()
+    yield s
+    s.world.close()
+
+
+def test_follower_truncates_by_epoch_then_fetches(setup: Setup) -> None:
+    # Follower: a0 a1 (epoch 0) b2 (epoch 1, never replicated). Leader: a0 a1 c2 c3 (epoch 2).
+    p = setup.follower(recs((0, "a0"), (0, "a1"), (1, "b2")), high_watermark=2, leader_epoch=2)
+    leader = ScriptedLeader(recs((0, "a0"), (0, "a1"), (2, "c2"), (2, "c3")), epoch=2, high_watermark=4)
+    setup.serve(leader)
+    setup.fetchers.add(p)
+    assert setup.world.run_until(lambda: setup.values() == ["a0", "a1", "c2", "c3"], 5.0)
+    asked = [m for m in leader.requests if isinstance(m, OffsetForLeaderEpochRequest)]
+    assert asked[0].leader_epoch == 1 and asked[0].current_leader_epoch == 2
+    fetches = leader.fetches
+    assert fetches[0].offset == 2 and fetches[0].last_fetched_epoch == 0
+    assert fetches[0].current_leader_epoch == 2
+    assert p.high_watermark == 4
+    truncated = [e for e in setup.world.events("f") if e.kind == "truncated"]
+    assert truncated[0]["to_offset"] == 2 and truncated[0]["reason"] == "leader_epoch"
+
+
+def test_follower_asks_again_when_it_lacks_the_leaders_epoch(setup: Setup) -> None:
+    # Follower epochs 0 (a0) and 3 (d1, d2); leader has epochs 0 (a0, a1) and 2 (c2).
+    # Asked about 3, the leader says "epoch 2 ends at 3"; the follower has no epoch 2, so it
+    # drops its epoch 3 (from offset 1) and asks about epoch 0: "ends at 2"; it keeps a0.
+    p = setup.follower(recs((0, "a0"), (3, "d1"), (3, "d2")), high_watermark=1, leader_epoch=4)
+    leader = ScriptedLeader(recs((0, "a0"), (0, "a1"), (2, "c2")), epoch=4, high_watermark=3)
+    setup.serve(leader)
+    setup.fetchers.add(p)
+    assert setup.world.run_until(lambda: setup.values() == ["a0", "a1", "c2"], 5.0)
+    asked = [m.leader_epoch for m in leader.requests if isinstance(m, OffsetForLeaderEpochRequest)]
+    assert asked == [3, 0]
+
+
+def test_fetch_divergence_makes_the_follower_truncate() -> None:
+    # Under truncate-to-hw the epoch lookup is skipped; the leader's divergence answer
+    # on the fetch still brings the follower back in line.
+    s = Setup("truncate-to-hw")
+    try:
+        p = s.follower(recs((0, "a0"), (1, "b1"), (1, "b2")), high_watermark=2, leader_epoch=2)
+        leader = ScriptedLeader(recs((0, "a0"), (2, "c1")), epoch=2, high_watermark=2)
+        s.serve(leader)
+        s.fetchers.add(p)
+        assert s.world.run_until(lambda: s.values() == ["a0", "c1"], 5.0)
+        reasons = [e["reason"] for e in s.world.events("f") if e.kind == "truncated"]
+        assert reasons == ["high_watermark", "diverging_epoch"]
+        assert not any(isinstance(m, OffsetForLeaderEpochRequest) for m in leader.requests)
+    finally:
+        s.world.close()
+
+
+def test_follower_ahead_of_the_leaders_log_end_truncates_to_it() -> None:
+    s = Setup("truncate-to-hw")
+    try:
+        p = s.follower(recs((0, "a0"), (0, "a1"), (0, "a2")), high_watermark=3, leader_epoch=1)
+        leader = ScriptedLeader(recs((0, "a0")), epoch=1, high_watermark=1)
+        s.serve(leader)
+        s.fetchers.add(p)
+        assert s.world.run_until(lambda: s.values() == ["a0"], 5.0)
+    finally:
+        s.world.close()
+
+
+def test_fenced_fetches_are_retried_and_a_new_epoch_stops_the_old_fetcher(setup: Setup) -> None:
+    p = setup.follower(recs((0, "a0")), high_watermark=1, leader_epoch=1)
+    leader = ScriptedLeader(recs((0, "a0"), (5, "z")), epoch=5, high_watermark=2)
+    setup.serve(leader)
+    setup.fetchers.add(p)
+    setup.world.run_for(1.0)
+    assert setup.values() == ["a0"]  # every fetch of epoch 1 is fenced by the epoch-5 leader
+    fenced = leader.fetches
+    assert len(fenced) >= 3 and all(m.current_leader_epoch == 1 for m in fenced)
+    setup.state(leader=1, epoch=5)  # the controller's word arrives
+    assert setup.world.run_until(lambda: setup.values() == ["a0", "z"], 5.0)
+
+
+def test_partitions_followed_from_one_leader_share_one_fetch(setup: Setup) -> None:
+    states = tuple(PartitionState("t", n, 1, 1, (1, 2), 0, (1, 2), 1) for n in (0, 1, 2))
+    setup.replicas.handle_leader_and_isr(LeaderAndIsrRequest(0, 1, 0, states, (BrokerInfo(1, "l"),)))
+    leader = ScriptedLeader(recs((1, "a0"), (1, "a1")), epoch=1, high_watermark=2)
+    setup.serve(leader)
+    assert setup.world.run_until(lambda: all(
+        [r.value for r in setup.replicas.get("t", n).read(0, 10)] == ["a0", "a1"]  # type: ignore[union-attr]
+        for n in (0, 1, 2)), 5.0)
+    fetches = [m for m in leader.requests if isinstance(m, ReplicaFetchRequest)]
+    assert fetches and max(len(m.partitions) for m in fetches) == 3
+    setup.world.run_for(2.0)  # idle: about one request per long poll, not one per partition
+    idle = [m for m in leader.requests if isinstance(m, ReplicaFetchRequest)]
+    assert all(len(m.partitions) == 3 for m in idle[-3:])

@@ -1,0 +1,180 @@
+"""The run report: generated from synthetic run directories, checked as HTML text."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from report_fixtures import HOSTILE_IMG, HOSTILE_SCRIPT, make_run
+
+from floodmark.cli import main
+from floodmark.reports.report import write_report
+
+
+class _Collector(HTMLParser):
+    """Collects the tags, attributes and scripts of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.ids: set[str] = set()
+        self.scripts: list[tuple[dict[str, str | None], str]] = []
+        self._in_script: dict[str, str | None] | None = None
+        self._script_text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        self.tags.append((tag, a))
+        if a.get("id"):
+            self.ids.add(str(a["id"]))
+        if tag == "script":
+            self._in_script = a
+            self._script_text = []
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script is not None:
+            self._script_text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script" and self._in_script is not None:
+            self.scripts.append((self._in_script, "".join(self._script_text)))
+            self._in_script = None
+
+
+def _parse(html: str) -> _Collector:
+    c = _Collector()
+    c.feed(html)
+    return c
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+def test_report_with_anomalies_lists_every_anomaly_with_context(store: Path) -> None:
+    run = make_run(store, anomalies=True, ops=1200, unseen=250)
+    html = write_report(run.path).read_text()
+    page = _parse(html)
+    assert {"verdict", "repro", "anomalies", "timelines", "partitions", "processes", "files"} <= page.ids
+    assert ">INVALID<" in html
+    assert f"floodmark repro {run.path.resolve()}" in html
+    # grouped by checker and type with counts; the 250 unseen anomalies all reach the page
+    assert "unseen × 250" in html and "lost-write × 1" in html and "hw-decrease × 1" in html
+    rest = [json.loads(text) for attrs, text in page.scripts if str(attrs.get("id", "")).startswith("rest-")]
+    detailed = len(re.findall(r'<article class="anomaly" id="anomaly-', html))
+    assert sum(len(r) for r in rest) + detailed == 252
+    assert sorted(row[0] for r in rest for row in r) == list(range(9, 251))
+    # the lost write's witness op is shown, highlighted, with its partition neighbours
+    lost = run.lost_send_index
+    assert re.search(rf'<tr class="witness"><td class="num">{lost}</td>', html)
+    # node events of the anomaly's partition, per node, with the named event highlighted
+    assert '<div class="node-col"><h4>n1' in html and '<tr class="named"><td class="num">20</td>' in html
+
+
+def test_report_without_anomalies_says_so_and_still_draws_timelines(store: Path) -> None:
+    run = make_run(store, name="clean", seed=7, ops=300)
+    html = write_report(run.path).read_text()
+    page = _parse(html)
+    assert ">valid<" in html and "no-anomalies" in page.ids
+    assert html.count('<svg class="plot"') == 2  # latency and throughput
+    assert html.count('<svg class="lanes"') == 2  # one lane chart per partition
+    timeline = next(json.loads(t) for a, t in page.scripts if a.get("id") == "timeline-data")
+    assert timeline["count"] == sum(1 for line in run.path.joinpath("history.jsonl").read_text().splitlines()
+                                    if '"invoke"' in line and '"nemesis"' not in line)
+    assert [f["kind"] for f in timeline["faults"]] == ["partition", "kill"]
+
+
+def test_linearizability_failure_chart_marks_linearized_and_stuck_ops(store: Path) -> None:
+    run = make_run(store, name="lin", lin_failure=True)
+    html = write_report(run.path).read_text()
+    assert 'id="linearizability"' in html
+    anomaly = run.results["checkers"]["linearizable"]["anomalies"][0]  # type: ignore[index]
+    first = anomaly["partial_linearizations"][0]
+    charts = re.findall(r'<svg class="lin-chart".*?</svg>', html, re.S)
+    assert len(charts) == 2
+    for stuck in first["next"]:
+        assert f'<g class="op stuck" data-op="{stuck}">' in charts[0]
+    for op in first["ops"]:
+        assert f'<g class="op linearized" data-op="{op}">' in charts[0]
+    assert charts[0].count('class="lin-point"') == len(first["ops"])
+
+
+def test_report_is_self_contained(store: Path) -> None:
+    run = make_run(store, anomalies=True, lin_failure=False)
+    html = write_report(run.path).read_text()
+    page = _parse(html)
+    for tag, attrs in page.tags:
+        for name in ("src", "href", "action"):
+            value = attrs.get(name) or ""
+            assert not re.match(r"^(https?:)?//", value), f"<{tag} {name}={value!r}> reaches the network"
+    assert not any(attrs.get("src") for attrs, _ in page.scripts)
+    assert "@import" not in html and "url(http" not in html
+    # links to the run's files are relative and point at files that exist
+    hrefs = [a["href"] for t, a in page.tags if t == "a" and a.get("href") and not a["href"].startswith("#")]
+    assert "history.jsonl" in hrefs and "results.json" in hrefs and "events/n1.jsonl" in hrefs
+    assert "logs/n1/broker.log" in hrefs
+    for href in hrefs:
+        assert (run.path / href).is_file()
+
+
+def test_hostile_payloads_are_escaped_everywhere(store: Path) -> None:
+    run = make_run(store, anomalies=True, hostile=True)
+    html = write_report(run.path).read_text()
+    assert HOSTILE_SCRIPT not in html and HOSTILE_IMG not in html
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html  # shown, as text
+    page = _parse(html)
+    executable = [(a, t) for a, t in page.scripts if a.get("type") != "application/json"]
+    assert len(executable) == 1 and "__pwned" not in executable[0][1]
+    for tag, attrs in page.tags:
+        assert not any(name.startswith("on") for name in attrs), f"event handler attribute on <{tag}>"
+    # JSON data blocks cannot be closed early by a payload
+    for attrs, text in page.scripts:
+        if attrs.get("type") == "application/json":
+            assert "</" not in text and "<" not in text
+            json.loads(text)
+
+
+def test_report_to_another_directory_links_back_to_the_run(store: Path, tmp_path: Path) -> None:
+    run = make_run(store, ops=100)
+    out = tmp_path / "elsewhere" / "r.html"
+    out.parent.mkdir()
+    assert main(["report", str(run.path), "--out", str(out)]) == 0
+    html = out.read_text()
+    assert 'href="../store/queue-partition/20260101T000000-s1/history.jsonl"' in html
+    assert not (run.path / "report.html").exists()
+
+
+def test_unchecked_run_and_torn_event_file_are_reported_not_fatal(store: Path) -> None:
+    run = make_run(store, with_results=False, ops=80)
+    (run.path / "events" / "n3.jsonl").write_text('{"node":"n3","seq":0,"kind":"started"}\nnot json\n{"x":1}\n')
+    html = write_report(run.path).read_text()
+    assert "not checked" in html
+    assert 'id="warnings"' in html and "n3.jsonl:2" in html
+
+
+def test_report_command_rejects_bad_input_clearly(store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(tmp_path / "nope")]) == 254
+    assert "no such directory" in capsys.readouterr().err
+    run = make_run(store, ops=40)
+    with open(run.path / "history.jsonl", "a") as f:
+        f.write("{broken\n{\"index\": 99}\n")
+    assert main(["report", str(run.path)]) == 254
+    err = capsys.readouterr().err
+    assert "history.jsonl:41" in err and "not valid JSON" in err
+    assert not (run.path / "report.html").exists()
+
+
+def test_empty_and_nemesis_only_histories_render(tmp_path: Path) -> None:
+    run = tmp_path / "store" / "t" / "20260101T000000-s1"
+    run.mkdir(parents=True)
+    (run / "history.jsonl").write_text("")
+    html = write_report(run).read_text()
+    assert "No client ops in this history." in html and "not checked" in html
+    (run / "history.jsonl").write_text(
+        '{"index":0,"time":5,"type":"invoke","process":"nemesis","f":"start-partition","value":null}\n')
+    html = write_report(run).read_text()
+    assert "fault: partition" in html

@@ -1,0 +1,37 @@
+"""Latency and throughput plots: inline SVG, fault shading, honest captions."""
+
+from __future__ import annotations
+
+from report_fixtures import run_data_from
+
+from floodmark.history import Op
+from floodmark.reports import time_plots
+from floodmark.reports.faults import FaultInterval
+from floodmark.reports.op_table import build_op_table
+
+
+def _table(n: int, outcome: str = "ok") -> object:
+    ops: list[Op] = []
+    for k in range(n):
+        ops.append(Op(len(ops), k * 10_000_000, "invoke", k % 4, "send", {"value": f"<{k}>"}))
+        ops.append(Op(len(ops), k * 10_000_000 + 5_000_000, outcome, k % 4, "send", None))  # type: ignore[arg-type]
+    data = run_data_from(ops)
+    return build_op_table(data.history, data.completion_of, 4)
+
+
+def test_plots_are_inline_svg_with_fault_legend() -> None:
+    table = _table(400)
+    faults = [FaultInterval("partition", 1.0, 2.0, 0, False)]
+    for plot in (time_plots.latency_plot(table, faults), time_plots.throughput_plot(table, faults)):  # type: ignore[arg-type]
+        assert plot.svg.startswith('<svg class="plot"') and plot.svg.rstrip().endswith("</svg>")
+        assert "<?xml" not in plot.svg and 'width="' not in plot.svg.split(">", 1)[0]
+        assert "fault: partition" in plot.svg
+    caption = time_plots.latency_plot(table, []).caption  # type: ignore[arg-type]
+    assert "400 client ops" in caption and "thinned" not in caption
+    assert "0.2 s bin" in caption  # 400 ops -> 20 bins over 4 s
+
+
+def test_many_failures_are_thinned_and_the_caption_says_so(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(time_plots, "MAX_POINTS_PER_OUTCOME", 50)
+    caption = time_plots.latency_plot(_table(200, "fail"), []).caption  # type: ignore[arg-type]
+    assert "fail: 50 of 200" in caption

@@ -1,0 +1,114 @@
+"""Tests for floodmark.harness.schedule: seeded generation, rules, JSON round trip."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from floodmark.harness.schedule import (
+    Schedule,
+    ScheduleError,
+    ScheduleLog,
+    generate,
+    load_schedule,
+)
+from floodmark.harness.seeds import Seeds
+
+KINDS = ("partition", "clock", "pause", "disk", "kill")
+SHAPES = {
+    "partition": ("isolate-one", "halves", "ring"),
+    "clock": ("bump", "strobe"),
+    "pause": ("random", "controller"),
+    "disk": ("chmod",),
+    "kill": ("controller", "leader", "random"),
+}
+
+
+def make(seed: int, kinds=KINDS, time_limit: float = 120.0) -> Schedule:
+    return generate(Seeds(seed).schedule(), kinds, SHAPES, time_limit, (3.0, 12.0), (2.0, 6.0))
+
+
+def test_same_seed_same_schedule() -> None:
+    assert make(42) == make(42)
+    assert make(42) != make(43)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_schedule_rules(seed: int) -> None:
+    schedule = make(seed)
+    assert schedule.faults, "a 120 s test with faults has some"
+    for fault in schedule.faults:
+        assert fault.kind in KINDS and fault.shape in SHAPES[fault.kind]
+        assert fault.start >= 2.0  # a warm-up quiet period first
+        assert 0 < fault.duration <= 12.0
+        assert fault.end <= 120.0 + 1e-9  # every fault is healed within the time limit
+    # Faults of the same kind never overlap, and every start has its stop, after it.
+    actions = schedule.actions()
+    assert sum(1 for _, what, _ in actions if what == "start") == len(schedule.faults)
+    assert sum(1 for _, what, _ in actions if what == "stop") == len(schedule.faults)
+    assert [t for t, _, _ in actions] == sorted(t for t, _, _ in actions)
+    active: set[str] = set()
+    for _, what, fault in actions:
+        if what == "start":
+            assert fault.kind not in active
+            active.add(fault.kind)
+        else:
+            active.remove(fault.kind)
+    assert not active
+
+
+def test_quiet_periods_separate_groups_of_faults() -> None:
+    for seed in range(20):
+        faults = make(seed).faults
+        group_end = 0.0
+        for fault in faults:
+            if fault.start >= group_end:  # a new group: a quiet period of at least 2 s first
+                assert fault.start - group_end >= 2.0 - 1e-6
+            group_end = max(group_end, fault.end)
+
+
+def test_faults_compose_sometimes() -> None:
+    overlaps = 0
+    for seed in range(40):
+        faults = make(seed).faults
+        overlaps += sum(1 for a, b in zip(faults, faults[1:]) if b.start < a.end)
+    assert overlaps > 0
+
+
+def test_no_kinds_no_faults_and_single_kind() -> None:
+    assert make(1, kinds=()).faults == ()
+    assert {f.kind for f in make(1, kinds=("kill",)).faults} == {"kill"}
+
+
+def test_kind_without_shapes_gets_default() -> None:
+    schedule = generate(random.Random(1), ("disk",), {}, 60, (3, 5), (1, 2))
+    assert {f.shape for f in schedule.faults} == {"default"}
+
+
+def test_schedule_json_round_trip(tmp_path: Path) -> None:
+    schedule = make(9)
+    log = ScheduleLog(tmp_path / "schedule.json", 9, schedule)
+    executed = log.record(schedule.faults[0])
+    executed.started_at, executed.start = 3.1, {"isolated": ["n2"]}
+    log.heal_all = {"partition": {"removed": 4}}
+    log.save()
+    seed, loaded = load_schedule(tmp_path / "schedule.json")
+    assert seed == 9 and loaded == schedule
+    data = json.loads((tmp_path / "schedule.json").read_text())
+    assert data["executed"][0]["start_result"] == {"isolated": ["n2"]}
+    assert data["heal_all"] == {"partition": {"removed": 4}}
+
+
+def test_bad_schedule_files(tmp_path: Path) -> None:
+    path = tmp_path / "schedule.json"
+    path.write_text("{not json")
+    with pytest.raises(ScheduleError, match="not valid JSON"):
+        load_schedule(path)
+    path.write_text(json.dumps({"faults": [{"kind": "kill"}]}))
+    with pytest.raises(ScheduleError, match="fault 0"):
+        load_schedule(path)
+    with pytest.raises(ScheduleError, match="cannot read"):
+        load_schedule(tmp_path / "missing.json")
