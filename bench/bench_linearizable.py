@@ -1,0 +1,118 @@
+"""Linearizability checking time: the reference histories, and generated ones by concurrency.
+
+    python bench/bench_linearizable.py [--histories DIR] [--repeat 5] [--ops 2000] [--time-limit 30]
+
+Prints, for every history in ``EXPECTED.tsv``, the verdict, whether it matches, and the median
+checking time (CPU seconds of this process, so other load on the machine does not inflate
+it) over ``--repeat`` runs; then, for generated ``log-lin`` and CAS-register histories with
+10, 50 and 100 concurrent processes, the median time for the correct history and for the
+same history with one corrupted read; finally the peak memory (tracemalloc peak of one
+check of the largest etcd history, and the process's peak RSS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import resource
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+from calibration import machine_speed
+
+from floodmark.checkers.api import CheckInput
+from floodmark.checkers.linearizable import LinearizableChecker, format_conventions, infer_model
+from floodmark.checkers.synthetic_lin import corrupt_read, log_lin_run, register_run
+from floodmark.formats.detect import load_history
+
+REPO = Path(__file__).resolve().parents[1]
+CANDIDATES = [REPO / "data/histories", REPO.parent / "shared/data/histories", Path("/work/shared/data/histories")]
+
+
+def timed(checker: LinearizableChecker, run: CheckInput, repeat: int) -> tuple[Any, float, dict[str, Any]]:
+    times = []
+    result = None
+    for _ in range(repeat):
+        started = time.process_time()
+        result = checker.check(run)
+        times.append(time.process_time() - started)
+    assert result is not None
+    return result.valid, statistics.median(times), result.stats
+
+
+def reference(directory: Path, repeat: int, time_limit: float) -> None:
+    with open(directory / "EXPECTED.tsv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    print(f"== reference histories ({len(rows)}, median of {repeat} runs, CPU ms) ==")
+    matched = 0
+    by_folder: dict[str, list[float]] = {}
+    for row in rows:
+        loaded = load_history(directory / row["path"])
+        model = infer_model(loaded.ops)
+        checker = LinearizableChecker(model=model, **format_conventions(loaded.format, model))
+        valid, median, stats = timed(checker, CheckInput(loaded.ops, time_limit=time_limit), repeat)
+        expected = row["expected"].split()[0] == "linearizable"
+        matched += valid is expected
+        folder = "/".join(row["path"].split("/")[:2])
+        by_folder.setdefault(folder, []).append(median)
+        print(f"{row['path']:60} {model:15} {str(valid):8} {'ok' if valid is expected else 'MISMATCH':8} "
+              f"{median * 1e3:9.2f} ms  {stats['calls']:5} calls {stats['configurations_explored']:7} configs")
+    print(f"verdicts matching EXPECTED.tsv: {matched}/{len(rows)}")
+    for folder, times in sorted(by_folder.items()):
+        print(f"  {folder:30} {len(times):4} histories  median {statistics.median(times) * 1e3:8.2f} ms"
+              f"  max {max(times) * 1e3:8.2f} ms")
+    etcd = sorted((directory / "porcupine/jepsen-etcd").glob("*.log"), key=lambda p: p.stat().st_size)
+    if etcd:
+        loaded = load_history(etcd[-1])
+        checker = LinearizableChecker(model="cas-register", **format_conventions(loaded.format, "cas-register"))
+        tracemalloc.start()
+        checker.check(CheckInput(loaded.ops))
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        print(f"tracemalloc peak while checking {etcd[-1].name}: {peak / 2**20:.2f} MiB")
+
+
+def generated(ops: int, repeat: int, time_limit: float) -> None:
+    print(f"== generated histories ({ops} ops, median of {repeat} runs, CPU s, time limit {time_limit} s) ==")
+    print(f"{'model':13} {'processes':>9} {'correct':>8} {'time':>9} {'configs':>9} {'corrupted':>10} {'time':>9}")
+    for name, generate in (("log", log_lin_run), ("cas-register", register_run)):
+        for processes in (10, 50, 100):
+            run = generate(1, ops=ops, processes=processes)
+            checker = LinearizableChecker(model=name)
+            good = timed(checker, CheckInput(run.history, config=run.config, time_limit=time_limit), repeat)
+            bad_run = corrupt_read(run, 1)
+            bad = timed(checker, CheckInput(bad_run.history, config=bad_run.config, time_limit=time_limit), repeat)
+            print(f"{name:13} {processes:9} {str(good[0]):>8} {good[1]:9.3f} {good[2]['configurations_explored']:9}"
+                  f" {str(bad[0]):>10} {bad[1]:9.3f}")
+
+
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--histories", type=Path,
+                        default=next((p for p in CANDIDATES if (p / "EXPECTED.tsv").is_file()), CANDIDATES[0]))
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--ops", type=int, default=2000)
+    parser.add_argument("--time-limit", type=float, default=30.0)
+    parser.add_argument("--skip-generated", action="store_true")
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
+          f"reference loop {machine_speed():.2f} CPU s (about 0.3 s when idle)")
+    if (args.histories / "EXPECTED.tsv").is_file():
+        reference(args.histories, args.repeat, args.time_limit)
+    else:
+        print(f"(no reference histories at {args.histories})")
+    if not args.skip_generated:
+        generated(args.ops, max(1, args.repeat // 2), args.time_limit)
+    print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
