@@ -1,0 +1,44 @@
+# floodmark: the front door. `make chaos` and `make test` do all set-up on a fresh machine.
+PYTHON ?= python3
+STAMP  := build/.deps-stamp
+PYTEST := $(PYTHON) -m pytest
+
+.PHONY: deps chaos test test-chaos lint typecheck unit images bench clean
+
+$(STAMP): pyproject.toml scripts/install-deps.sh
+	PYTHON=$(PYTHON) bash scripts/install-deps.sh
+	@mkdir -p build && touch $(STAMP)
+
+deps: $(STAMP)
+
+images: deps
+	floodmark images
+
+## Run the default chaos test on a Docker cluster; prints the verdict and the report path.
+chaos: images
+	floodmark run --cluster docker
+
+## The test suite: lint, types, unit + integration tests (chaos suite excluded).
+test: deps lint typecheck
+	$(PYTEST) -q -m "not chaos"
+
+lint: deps
+	$(PYTHON) -m ruff check floodmark tests bench
+
+typecheck: deps
+	$(PYTHON) -m mypy
+
+## Unit tests only (fast, no ZooKeeper/Docker/root/Spark/browser).
+unit: deps
+	$(PYTEST) -q -m "not chaos and not integration and not docker and not root and not spark and not browser"
+
+## The chaos regression matrix used in CI (Docker).
+test-chaos: images
+	$(PYTEST) -q -m chaos tests/chaos
+
+bench: deps
+	@for b in bench/bench_*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done
+
+clean:
+	floodmark cleanup || true
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache test-artifacts
