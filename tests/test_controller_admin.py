@@ -91,6 +91,10 @@ def test_delete_topic_stops_replicas_and_removes_its_nodes(world: SimWorld, clus
     for b in cluster.brokers.values():
         stops = [r for r in b.requests(m.StopReplicaRequest) if r.delete]
         assert stops and set(stops[-1].partitions) == {m.TopicPartition("t", 0), m.TopicPartition("t", 1)}
+        # Every broker is told to drop the partitions from its metadata, replica or not.
+        deleting = {(s.topic, s.partition) for r in b.requests(m.UpdateMetadataRequest) for s in r.partitions
+                    if s.leader == m.LEADER_DURING_DELETE}
+        assert deleting == {("t", 0), ("t", 1)}
     with pytest.raises(AdminError, match="does not exist"):
         world.run(admin.delete_topic("t"))
     # The name can be used again.

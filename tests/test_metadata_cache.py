@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from floodmark.reference.messages import (
+    LEADER_DURING_DELETE,
     BrokerInfo,
     Errors,
     MetadataRequest,
@@ -38,3 +39,12 @@ def test_a_leader_that_is_not_a_live_broker_is_reported_unavailable() -> None:
     cache.update(update(1, leader=3, brokers=(1, 2)))
     (partition,) = cache.describe(MetadataRequest()).partitions
     assert partition.leader == -1 and partition.error == Errors.LEADER_NOT_AVAILABLE
+
+
+def test_a_partition_sent_as_being_deleted_leaves_the_cache() -> None:
+    cache = MetadataCache()
+    cache.update(update(1, leader=2))
+    cache.update(update(1, leader=LEADER_DURING_DELETE))
+    (partition,) = cache.describe(MetadataRequest(("t",))).partitions
+    assert partition.error == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert cache.describe(MetadataRequest()).partitions == ()

@@ -21,6 +21,7 @@ Each step is idempotent, so a successor controller simply runs it again after fa
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from floodmark.reference import zk_layout as zk
@@ -31,7 +32,7 @@ from floodmark.reference.controller_partitions import (
     send_stop_replica,
     send_update_metadata,
 )
-from floodmark.reference.messages import TopicPartition
+from floodmark.reference.messages import LEADER_DURING_DELETE, TopicPartition
 from floodmark.reference.runtime import CreateOp, DeleteOp, NodeExistsError, NoNodeError, TxnOp
 
 if TYPE_CHECKING:
@@ -191,6 +192,9 @@ async def _delete_partitions(
             per_broker.setdefault(r, []).append(tp)
     for broker in sorted(per_broker):
         send_stop_replica(ctl, broker, per_broker[broker], delete=True)
+    # Every broker, replica or not, must stop advertising the partitions to clients.
+    deleting = {tp: replace(ctx.partition_state(tp), leader=LEADER_DURING_DELETE) for tp in tps if tp in ctx.states}
+    send_update_metadata(ctl, deleting, known=deleting)
     ops: list[TxnOp] = []
     for tp in tps:
         if tp in ctx.states:

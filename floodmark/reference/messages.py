@@ -16,6 +16,9 @@ from dataclasses import dataclass, is_dataclass
 ACKS_ALL = -1
 CONSUMER_REPLICA_ID = -1  # a fetch from a client, bounded by the HW
 NO_EPOCH = -1  # "I do not know the current leader epoch" (clients before their first metadata)
+# UpdateMetadata's leader for a partition being deleted: every broker drops it from its
+# metadata cache, replica or not (Kafka's LeaderAndIsr.LeaderDuringDelete).
+LEADER_DURING_DELETE = -2
 
 
 class Errors:

@@ -1,7 +1,8 @@
 """The metadata cache: every broker's copy of the cluster map, as the controller last sent it.
 
 Clients ask any broker where partitions are led (MetadataRequest); brokers answer from this
-cache, which only the controller updates (UpdateMetadata). It may lag behind ZooKeeper: a
+cache, which only the controller updates (UpdateMetadata; a partition sent with leader
+``LEADER_DURING_DELETE`` is being deleted and is dropped). It may lag behind ZooKeeper: a
 client that reaches a broker that is no longer leader gets NOT_LEADER_OR_FOLLOWER and asks
 again. Requests from a controller older than the newest one seen are ignored, so a deposed
 controller cannot roll the map back.
@@ -10,6 +11,7 @@ controller cannot roll the map back.
 from __future__ import annotations
 
 from floodmark.reference.messages import (
+    LEADER_DURING_DELETE,
     BrokerInfo,
     Errors,
     MetadataRequest,
@@ -39,6 +41,10 @@ class MetadataCache:
             offline.setdefault((topic, partition), []).append(broker)
         for state in request.partitions:
             key = (state.topic, state.partition)
+            if state.leader == LEADER_DURING_DELETE:  # the partition is being deleted
+                self.partitions.pop(key, None)
+                self.offline.pop(key, None)
+                continue
             self.partitions[key] = state
             self.offline[key] = tuple(sorted(offline.get(key, [])))
         return None
@@ -47,11 +53,6 @@ class MetadataCache:
         """Addresses learnt from LeaderAndIsr (live leaders), for followers to fetch from."""
         for b in brokers:
             self.brokers[b.broker_id] = b
-
-    def forget_topic(self, topic: str) -> None:
-        for key in [k for k in self.partitions if k[0] == topic]:
-            del self.partitions[key]
-            self.offline.pop(key, None)
 
     def address_of(self, broker_id: int) -> str | None:
         info = self.brokers.get(broker_id)
