@@ -1,15 +1,24 @@
-"""Throughput of the log checkers (durability, queue, hw, leader, stats) by history length.
+"""Throughput and memory of the log checkers (durability, queue, hw, leader, stats) by history length.
 
     python bench/bench_checkers.py [--sizes 10000,100000,1000000] [--repeat 3]
+    python bench/bench_checkers.py --sizes 10000000 --repeat 1     # about 14 GB of RAM
 
 For each size (history entries: invocations plus completions) a correct queue run is
-generated (:mod:`floodmark.checkers.synthetic`: 10 processes, 6 partitions, 3 brokers, their
-node events), then each checker is timed from scratch (the shared history index rebuilt
-each time) with the garbage collector paused, as :func:`floodmark.checkers.registry.run_checkers`
-runs them. Caches the checkers keep between calls on the same run (the index, the scan for
-unclean elections) are dropped before every timed run. Prints the median process CPU time
-of the checker alone (generation excluded) and history entries per second of that CPU time,
-and the peak memory the checkers allocated (tracemalloc) on top of the loaded history.
+generated (:mod:`floodmark.checkers.synthetic`: 10 processes, 6 partitions, 3 brokers, and
+their node events, about 1.9 per entry), then each checker is timed from scratch (the shared
+history index rebuilt each time) with the garbage collector paused, as
+:func:`floodmark.checkers.registry.run_checkers` runs them; the five are also timed together,
+sharing the index as they do in a real check. Caches the checkers keep between calls on the
+same run (the index, the scan for unclean elections) are dropped before every timed run.
+
+Printed per size: the median process CPU time of each checker alone (generation excluded),
+history entries per second of it, and that time as a multiple of the calibration anchor
+(:func:`calibration.machine_speed`, measured beside it), a load-independent figure: the
+``idle entries/s`` column scales entries/s to an idle machine's anchor of 0.3 s. Memory: the
+resident set the generated run added (RSS, from /proc); the peak resident set the checkers
+added on top of the loaded run (sizes run in ascending order, so the process's peak RSS only
+rises for the current size); and, up to ``--tracemalloc-up-to`` entries, the peak the checkers
+allocated as tracemalloc counts it (its own bookkeeping costs gigabytes at 10^7 entries).
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ from floodmark.checkers.registry import make_checker
 from floodmark.checkers.synthetic import queue_run
 
 CHECKERS = ("durability", "queue", "hw", "leader", "stats")
+IDLE_ANCHOR = 0.3  # CPU s of machine_speed() on an idle 3 GHz core with CPython 3.11
+MIB = 2**20
 
 
 def forget_cached_scans() -> None:
@@ -41,65 +52,100 @@ def forget_cached_scans() -> None:
 
 
 def run_all(run: CheckInput, names: tuple[str, ...]) -> None:
-    forget_cached_scans()
     for name in names:
         verdict = make_checker(name).check(run)
         assert verdict.valid is True, (name, verdict.anomalies[:1])
 
 
-def measure(run: CheckInput, names: tuple[str, ...], repeat: int) -> float:
-    times = []
+def measure(run: CheckInput, names: tuple[str, ...], repeat: int) -> tuple[float, float]:
+    """Median CPU seconds of checking ``run`` with ``names``, and the median anchor measured
+    right after each run (so both see the same load)."""
+    times, anchors = [], []
     gc.disable()
     try:
         for _ in range(repeat):
+            forget_cached_scans()  # outside the timed part: freeing the last index is not checking
             started = time.process_time()
             run_all(run, names)
             times.append(time.process_time() - started)
+            anchors.append(machine_speed())
+        forget_cached_scans()
     finally:
         gc.enable()
-    return statistics.median(times)
+    return statistics.median(times), statistics.median(anchors)
 
 
+def resident() -> int:
+    """This process's resident set now, in bytes."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_resident() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def bench_size(size: int, names: tuple[str, ...], repeat: int, trace: bool) -> None:
+    before = resident()
+    gc.disable()  # the run is acyclic: collecting while building it only costs time
+    generated = time.process_time()
+    synthetic = queue_run(7, ops=size // 2, processes=10, topics=2, partitions=3, leader_change_rate=0.0005)
+    generated = time.process_time() - generated
+    gc.enable()
+    gc.freeze()  # nor need later collections walk it
+    run = CheckInput(synthetic.history, synthetic.events, synthetic.config)
+    entries = len(synthetic.history)
+    events = sum(len(e) for e in synthetic.events.values())
+    run_bytes = resident() - before
+    print(f"{entries:,} entries, {events:,} node events: generated in {generated:.1f} CPU s, "
+          f"RSS +{run_bytes / MIB:,.0f} MiB ({run_bytes / entries:,.0f} bytes per entry)")
+    loaded = resident()
+    for name, group in [*((n, (n,)) for n in names), ("all five", CHECKERS)]:
+        median, anchor = measure(run, group, repeat)
+        print(f"{entries:12,} {name:>12} {median:12.3f} {entries / median:12,.0f} {median / anchor:9.2f} "
+              f"{entries / median * anchor / IDLE_ANCHOR:14,.0f} {anchor:7.2f}")
+    added = max(0, peak_resident() - loaded)
+    print(f"{'':12} peak memory: checkers added {added / MIB:,.0f} MiB RSS at most to the loaded run; "
+          f"process peak RSS {peak_resident() / MIB:,.0f} MiB")
+    if trace:
+        gc.disable()
+        tracemalloc.start()
+        run_all(run, CHECKERS)
+        peak = tracemalloc.get_traced_memory()[1]
+        forget_cached_scans()
+        tracemalloc.stop()
+        gc.enable()
+        print(f"{'':12} peak memory: checkers allocated {peak / MIB:,.0f} MiB at most (tracemalloc, all five)")
+    del run, synthetic
+    gc.unfreeze()
+    gc.collect()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000,1000000",
-                        help="history lengths (entries), comma-separated; add 10000000 if memory allows")
+                        help="history lengths (entries), comma-separated; 10000000 needs about 14 GB of RAM")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tracemalloc-up-to", type=int, default=1_000_000, metavar="ENTRIES",
+                        help="also trace the checkers' allocations for sizes up to this many entries")
     parser.add_argument("--checkers", default=",".join(CHECKERS),
                         help="checkers to time one by one, comma-separated (all five are also timed together)")
     args = parser.parse_args()
+    names = tuple(args.checkers.split(","))
+    unknown = sorted(set(names) - set(CHECKERS))
+    if unknown:
+        parser.error(f"unknown checker(s) {', '.join(unknown)}; choose from {', '.join(CHECKERS)}")
+    try:
+        sizes = sorted(int(s) for s in args.sizes.split(","))
+    except ValueError:
+        parser.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
-          f"reference loop {machine_speed():.2f} CPU s (about 0.3 s when idle)")
-    print(f"{'entries':>10} {'events':>10} {'checker':>12} {'median CPU s':>13} {'entries/s':>12} "
-          f"{'(entries+events)/s':>19}")
-    for size in (int(s) for s in args.sizes.split(",")):
-        generated = time.process_time()
-        synthetic = queue_run(7, ops=size // 2, processes=10, topics=2, partitions=3, leader_change_rate=0.0005)
-        generated = time.process_time() - generated
-        run = CheckInput(synthetic.history, synthetic.events, synthetic.config)
-        entries = len(synthetic.history)
-        events = sum(len(e) for e in synthetic.events.values())
-        for name in args.checkers.split(","):
-            median = measure(run, (name,), args.repeat)
-            print(f"{entries:10} {events:10} {name:>12} {median:13.3f} {entries / median:12,.0f} "
-                  f"{(entries + events) / median:19,.0f}")
-        median = measure(run, CHECKERS, args.repeat)
-        print(f"{entries:10} {events:10} {'all five':>12} {median:13.3f} {entries / median:12,.0f} "
-              f"{(entries + events) / median:19,.0f}")
-        gc.disable()
-        tracemalloc.start()
-        run_all(run, CHECKERS)
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        gc.enable()
-        print(f"{'':10} {'':10} {'peak alloc':>12} {peak / 2**20:12.1f} MiB (checkers only; generation took {generated:.1f} s)")
-        del run, synthetic
-        gc.collect()
+          f"reference loop {machine_speed():.2f} CPU s (about {IDLE_ANCHOR} s when idle), repeat {args.repeat}")
+    print(f"{'entries':>12} {'checker':>12} {'median CPU s':>12} {'entries/s':>12} {'× anchor':>9} "
+          f"{'idle entries/s':>14} {'anchor':>7}")
+    for size in sizes:
+        bench_size(size, names, args.repeat, trace=size <= args.tracemalloc_up_to)
     print(f"load average at the end {os.getloadavg()[0]:.1f}, reference loop {machine_speed():.2f} CPU s")
-    print(f"peak RSS of this process (history and events included): "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MiB")
     return 0
 
 

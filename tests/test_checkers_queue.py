@@ -129,3 +129,19 @@ def test_malformed_op_is_reported_not_crashed_on() -> None:
     assert result.valid == "unknown" and not result.anomalies
     assert result.stats["malformed_ops"][0]["op"] == 0
     assert "unexpected shape" in result.stats["malformed_ops"][0]["problem"]
+
+
+def test_batches_of_every_length_are_checked_record_by_record() -> None:
+    # One record (only its place after the last poll counts), two records (compared directly),
+    # and three or more (compared as a run of offsets): each out of order in its own way.
+    h = sent(6)
+    h.poll(2, 0, 0, [(0, "v0")])
+    h.poll(2, 0, 1, [(1, "v1"), (3, "v3")])  # skips 2 within the poll
+    h.poll(4, 0, 0, [(0, "v0"), (1, "v1"), (2, "v2"), (2, "v2"), (3, "v3")])  # repeats 2
+    h.poll(5, 0, 0, [(0, "v0"), (1, "v1"), (2, "v2"), (4, "v4"), (5, "v5")])  # skips 3
+    h.poll(6, 0, 0, [(o, f"v{o}") for o in range(6)])  # in order: nothing to report
+    h.poll(7, 0, 0, [(o, f"v{o}") for o in range(6)], f="drain")
+    result = check(h)
+    assert result.stats["anomalies"] == {"nonmonotonic-poll": 1, "poll-skip": 2}
+    assert sorted((a.type, a.offsets) for a in result.anomalies) == [
+        ("nonmonotonic-poll", (2, 2)), ("poll-skip", (1, 3)), ("poll-skip", (2, 4))]

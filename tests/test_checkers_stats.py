@@ -56,3 +56,22 @@ def test_heal_all_ends_every_fault_and_open_faults_last_to_the_end() -> None:
            op(2, 3, "info", "nemesis", "heal-all"), op(3, 4, "invoke", "nemesis", "start-kill")]
     intervals = fault_intervals(ops, 10 * S)
     assert intervals == [("clock", S, 3 * S), ("pause", 2 * S, 3 * S), ("kill", 4 * S, 10 * S)]
+
+
+def test_unavailability_at_the_edges_of_the_history_and_none_within_steady_traffic() -> None:
+    v0 = {"topic": "t0", "partition": 0, "value": "x"}
+    v1 = {"topic": "t0", "partition": 1, "value": "y"}
+    ops = [op(0, 0.0, "invoke", "nemesis", "start-kill")]
+    for i in range(20):  # partition 1 answers every 0.1 s throughout; partition 0 only from 3 s on
+        t = 0.1 * i
+        ops.append(op(len(ops), t, "invoke", 0, "send", v1))
+        ops.append(op(len(ops), t + 0.01, "ok", 0, "send", {**v1, "offset": i}))
+    for i in range(5):
+        t = 3.0 + 0.1 * i
+        ops.append(op(len(ops), t, "invoke", 1, "send", v0))
+        ops.append(op(len(ops), t + 0.01, "ok", 1, "send", {**v0, "offset": i}))
+    ops.append(op(len(ops), 6.0, "info", "nemesis", "stop-kill"))
+    windows = StatsChecker().check(CheckInput(ops)).stats["unavailability"]
+    assert windows["t0/0"] == [{"start_s": 0.0, "end_s": 3.01, "duration_s": 3.01, "faults": ["kill"]},
+                               {"start_s": 3.41, "end_s": 6.0, "duration_s": 2.59, "faults": ["kill"]}]
+    assert windows["t0/1"] == [{"start_s": 1.91, "end_s": 6.0, "duration_s": 4.09, "faults": ["kill"]}]

@@ -85,3 +85,19 @@ def test_correct_register_histories_are_linearizable_and_a_corrupt_read_is_not(
     assert checker.check(CheckInput(run.history, time_limit=30)).valid is True
     broken = corrupt_read(run, seed)
     assert checker.check(CheckInput(broken.history, time_limit=30)).valid is False
+
+
+def test_planting_anomalies_leaves_the_run_it_copies_unchanged() -> None:
+    # The generator shares equal objects between ops and events to save memory (the empty
+    # extra fields, one values list per appended record): copies must never write through them.
+    run = queue_run(5, ops=300, leader_change_rate=0.05, info_rate=0.1)
+    before = ([op.to_json() for op in run.history], {n: [e.to_dict() for e in es] for n, es in run.events.items()})
+    for anomaly in sorted(ANOMALY_CHECKER):
+        try:
+            inject(run, anomaly, 3)
+        except CannotInject:
+            continue
+    after = ([op.to_json() for op in run.history], {n: [e.to_dict() for e in es] for n, es in run.events.items()})
+    assert after == before
+    assert all(op.extra == {} for op in run.history)
+    assert [e.seq for e in run.events["n1"]] == list(range(len(run.events["n1"])))

@@ -26,7 +26,7 @@ from floodmark.checkers.api import CheckInput
 from floodmark.node_events import NodeEvent
 from floodmark.results import Anomaly, CheckerResult
 
-Partition = tuple[str, int]
+Partition = tuple[Any, Any]  # (topic, partition) as the events name them
 _LEADER_ACTS = ("became_leader", "appended", "hw_changed", "acked")
 
 
@@ -87,40 +87,49 @@ def _scan_node(node: str, events: list[NodeEvent],
     role: dict[Partition, str] = {}
     decided: dict[Partition, tuple[int, int]] = {}  # this node's latest leader_elected epoch, as controller
     controller_view: tuple[int, int] | None = None
+    # Hot loop (every event of every node): fields read straight from the event's dict.
     for event in events:
         kind = event.kind
-        if kind in ("became_leader", "became_follower"):
-            key, epoch = _key(event), event.get("leader_epoch")
+        fields = event.fields
+        if kind in _LEADER_ACTS:
+            key = (fields.get("topic"), fields.get("partition"))
+            if kind == "became_leader":
+                epoch = fields.get("leader_epoch")
+                if isinstance(epoch, int):
+                    before = view.get(key)
+                    if before is not None and epoch < before[0]:
+                        anomalies.append(_regression(node, key, before, epoch, event, "its view of the leader epoch"))
+                    view[key] = (epoch, event.seq)
+                    role[key] = "leader"
+            elif kind == "appended":
+                epoch = fields.get("epoch") if fields.get("role") == "leader" else None
+            elif kind == "hw_changed":
+                epoch = fields.get("leader_epoch") if fields.get("role") == "leader" else None
+            else:  # acked: the broker acknowledged a produce in its current epoch
+                epoch = fields.get("leader_epoch", view.get(key, (None,))[0])
+            if isinstance(epoch, int):
+                acting.setdefault((key, epoch), {}).setdefault(node, (node, event.seq))
+        elif kind == "became_follower":
+            key, epoch = (fields.get("topic"), fields.get("partition")), fields.get("leader_epoch")
             if isinstance(epoch, int):
                 before = view.get(key)
                 if before is not None and epoch < before[0]:
                     anomalies.append(_regression(node, key, before, epoch, event, "its view of the leader epoch"))
                 view[key] = (epoch, event.seq)
-                role[key] = "leader" if kind == "became_leader" else "follower"
-        if kind in _LEADER_ACTS:
-            key = _key(event)
-            if kind == "became_leader":
-                epoch = event.get("leader_epoch")
-            elif kind == "appended":
-                epoch = event.get("epoch") if event.get("role") == "leader" else None
-            elif kind == "hw_changed":
-                epoch = event.get("leader_epoch") if event.get("role") == "leader" else None
-            else:  # acked: the broker acknowledged a produce in its current epoch
-                epoch = event.get("leader_epoch", view.get(key, (None,))[0])
-            if isinstance(epoch, int):
-                acting.setdefault((key, epoch), {}).setdefault(node, (node, event.seq))
+                role[key] = "follower"
         elif kind == "leader_elected":
-            key, epoch = _key(event), event.get("leader_epoch")
+            key, epoch = (fields.get("topic"), fields.get("partition")), fields.get("leader_epoch")
             if isinstance(epoch, int):
-                elected.setdefault((key, epoch), {}).setdefault(event.get("leader"), (node, event.seq))
+                elected.setdefault((key, epoch), {}).setdefault(fields.get("leader"), (node, event.seq))
                 before = decided.get(key)
                 if before is not None and epoch < before[0]:
                     anomalies.append(_regression(node, key, before, epoch, event, "the leader epochs it elected"))
                 decided[key] = (epoch, event.seq)
+            _zookeeper_state(zk_states, node, event)
         elif kind == "controller_elected":
-            epoch = event.get("controller_epoch")
+            epoch = fields.get("controller_epoch")
             if isinstance(epoch, int):
-                controllers.setdefault(epoch, {}).setdefault(event.get("broker", node), (node, event.seq))
+                controllers.setdefault(epoch, {}).setdefault(fields.get("broker", node), (node, event.seq))
                 if controller_view is not None and epoch < controller_view[0]:
                     anomalies.append(Anomaly(
                         "controller-epoch-regression",
@@ -128,11 +137,15 @@ def _scan_node(node: str, events: list[NodeEvent],
                         events=((node, controller_view[1]), (node, event.seq)),
                         details={"node": node, "controller_epoch": epoch}))
                 controller_view = (epoch, event.seq)
-        if kind in ("leader_elected", "isr_changed"):
-            version, epoch = event.get("zk_version"), event.get("leader_epoch")
-            if isinstance(version, int) and isinstance(epoch, int):
-                zk_states.setdefault(_key(event), []).append((version, epoch, node, event.seq))
+        elif kind == "isr_changed":
+            _zookeeper_state(zk_states, node, event)
     return anomalies
+
+
+def _zookeeper_state(zk_states: dict[Partition, list[tuple[int, int, str, int]]], node: str, event: NodeEvent) -> None:
+    version, epoch = event.get("zk_version"), event.get("leader_epoch")
+    if isinstance(version, int) and isinstance(epoch, int):
+        zk_states.setdefault(_key(event), []).append((version, epoch, node, event.seq))
 
 
 def _regression(node: str, key: Partition, before: tuple[int, int], epoch: int, event: NodeEvent, what: str) -> Anomaly:

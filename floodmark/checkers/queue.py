@@ -187,47 +187,56 @@ def _poll_order(index: QueueIndex, ranks: dict[tuple[str, int], VersionOrder]) -
     anomalies: list[Anomaly] = []
     for process, ops in index.consumer_ops.items():
         last: dict[tuple[str, int], tuple[int, int, int]] = {}  # partition -> (rank, offset, op)
-        for kind, item in ops:
+        for kind, read in ops:
             if kind == "assign":
                 last.clear()
                 continue
-            read = item
             records = read.records
-            if read.f == "drain":
-                last.pop(read.partition, None)
+            key = read.partition
+            drain = read.f == "drain"
+            if drain:
+                last.pop(key, None)
             if not records:
                 continue
-            rank_of, ordered = ranks[read.partition]
-            previous = last.get(read.partition)
+            rank_of, ordered = ranks[key]
+            first_offset = records[0][0]
+            previous = last.get(key)
             if previous is not None:
-                first_offset = records[0][0]
                 delta = rank_of[first_offset] - previous[0]
                 if delta != 1:
                     anomalies.append(_order_anomaly(process, read, previous, first_offset, delta, ordered))
             # Consecutive offsets are consecutive in the version order too (both were observed);
             # only a batch that is not consecutive needs its ranks compared one by one.
-            consecutive = True
-            if len(records) > 1:
-                expected = records[0][0]
-                for offset, _ in records:
-                    if offset != expected:
-                        consecutive = False
-                        break
-                    expected += 1
-            if not consecutive:
-                before = (rank_of[records[0][0]], records[0][0], read.op)
+            if not _consecutive(records, first_offset):
+                before = (rank_of[first_offset], first_offset, read.op)
                 for offset, _ in records[1:]:
                     rank = rank_of[offset]
                     delta = rank - before[0]
                     if delta != 1:
                         anomalies.append(_order_anomaly(process, read, before, offset, delta, ordered))
                     before = (rank, offset, read.op)
-            if read.f == "drain":
-                last.pop(read.partition, None)
-            else:
+            if not drain:
                 last_offset = records[-1][0]
-                last[read.partition] = (rank_of[last_offset], last_offset, read.op)
+                last[key] = (rank_of[last_offset], last_offset, read.op)
     return anomalies
+
+
+def _consecutive(records: list[Any], first: Any) -> bool:
+    """Whether the batch's offsets go up one by one from ``first``, its first offset."""
+    count = len(records)
+    if count < 3:
+        return count == 1 or records[1][0] == first + 1
+    if type(first) is int:
+        return list(map(_OFFSET, records)) == list(range(first, first + count))
+    expected = first
+    for offset, _ in records:
+        if offset != expected:
+            return False
+        expected += 1
+    return True
+
+
+_OFFSET = operator.itemgetter(0)
 
 
 def _order_anomaly(process: Any, read: Any, previous: tuple[int, int, int], offset: int, delta: int,

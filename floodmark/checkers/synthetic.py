@@ -33,20 +33,41 @@ class SyntheticRun:
 
 
 class _Recorder:
+    """Appends ops and node events. Runs of 10^7 ops must fit in memory, so objects that are
+    equal wherever they appear are made once and shared: the (empty) extra fields of every op,
+    one int object per number for op indices and event sequence numbers alike, one wall-clock
+    float per step of the clock, and the fields of the events every follower writes alike.
+    Ops and events are never mutated, so the sharing cannot be observed."""
+
     def __init__(self, nodes: list[str]) -> None:
         self.ops: list[Op] = []
         self.time = 0
+        self.wall = 0.0
         self.events: dict[str, list[NodeEvent]] = {n: [] for n in nodes}
+        self._numbers: list[int] = []
+        self._no_extra: dict[str, Any] = {}
+
+    def _number(self, n: int) -> int:
+        numbers = self._numbers
+        while len(numbers) <= n:
+            numbers.extend(range(len(numbers), len(numbers) + 4096))
+        return numbers[n]
 
     def op(self, type: str, process: Any, f: str, value: Any) -> Op:
         self.time += 1_000_000  # 1 ms between history entries
-        op = Op(len(self.ops), self.time, type, process, f, value)  # type: ignore[arg-type]
+        self.wall = self.time / 1e9
+        op = Op(self._number(len(self.ops)), self.time, type, process, f, value,  # type: ignore[arg-type]
+                None, None, self._no_extra)
         self.ops.append(op)
         return op
 
     def event(self, node: str, kind: str, **fields: Any) -> None:
+        self.shared_event(node, kind, fields)
+
+    def shared_event(self, node: str, kind: str, fields: dict[str, Any]) -> None:
+        """An event whose ``fields`` other nodes' events may share (what every follower writes)."""
         log = self.events[node]
-        log.append(NodeEvent(node, len(log), self.time / 1e9, kind, fields))
+        log.append(NodeEvent(node, self._number(len(log)), self.wall, kind, fields))
 
 
 @dataclass
@@ -162,20 +183,23 @@ def queue_run(seed: int, *, ops: int = 400, processes: int = 4, topics: int = 1,
 
 def _append(rec: _Recorder, part: _Partition, value: Any, *, acked: bool) -> int:
     offset = len(part.log)
+    end = offset + 1
+    values = [value]  # one list for every replica's event: events are never mutated
     part.log.append(value)
     topic, number = part.key
     rec.event(part.leader, "appended", topic=topic, partition=number, offset=offset, epoch=part.epoch,
-              values=[value], role="leader")
+              values=values, role="leader")
+    appended = dict(topic=topic, partition=number, offset=offset, epoch=part.epoch, values=values, role="follower")
+    advanced = dict(topic=topic, partition=number, leader_epoch=part.epoch, role="follower", previous=offset,
+                    high_watermark=end, log_end=end)
     for follower in part.replicas:
         if follower != part.leader:
-            rec.event(follower, "appended", topic=topic, partition=number, offset=offset, epoch=part.epoch,
-                      values=[value], role="follower")
-            rec.event(follower, "hw_changed", topic=topic, partition=number, leader_epoch=part.epoch,
-                      role="follower", previous=offset, high_watermark=offset + 1, log_end=offset + 1)
+            rec.shared_event(follower, "appended", appended)
+            rec.shared_event(follower, "hw_changed", advanced)
     rec.event(part.leader, "hw_changed", topic=topic, partition=number, leader_epoch=part.epoch, role="leader",
-              previous=offset, high_watermark=offset + 1, log_end=offset + 1)
+              previous=offset, high_watermark=end, log_end=end)
     if acked:
-        rec.event(part.leader, "acked", topic=topic, partition=number, offset=offset, high_watermark=offset + 1,
+        rec.event(part.leader, "acked", topic=topic, partition=number, offset=offset, high_watermark=end,
                   acks="all")
     return offset
 
