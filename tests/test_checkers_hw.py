@@ -83,3 +83,17 @@ def test_truncating_committed_records_but_not_divergent_ones() -> None:
     [anomaly] = check({"n3": below}, h).anomalies
     assert anomaly.type == "committed-truncated" and anomaly.offsets == (1,)
     assert anomaly.details["reason"] == "high_watermark"
+
+
+def test_a_replica_losing_committed_records_in_crash_recovery_is_not_a_truncation_anomaly() -> None:
+    # Durability comes from replication, not fsync: a broker that lost unflushed records in a
+    # crash (even below its HW) re-fetches them. Only a leader lacking them (uncommitted-offset)
+    # or a client-visible loss (the durability checker) is an anomaly.
+    h = History()
+    h.poll(1, 0, 0, [(0, "a"), (1, "b")])
+    recovered = events("n3", ("appended", tp(0, offset=0, epoch=1, values=["a", "b", "c"], role="follower")),
+                       ("started", {}),
+                       ("truncated", tp(0, leader_epoch=-1, from_offset=3, to_offset=1, reason="recovery")),
+                       ("appended", tp(0, offset=1, epoch=1, values=["b", "c"], role="follower")),
+                       ("truncated", tp(0, leader_epoch=2, from_offset=3, to_offset=2, reason="diverging_epoch")))
+    assert check({"n3": recovered}, h).valid is True

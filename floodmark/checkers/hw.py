@@ -21,7 +21,9 @@ offset it returns. It must never be un-committed:
   *E* (so the offset was committed before this leader took over, and the leader lacks it);
 - ``committed-truncated``: a replica truncated away a record it held whose offset and value
   clients saw as committed. Replicas may truncate divergent, uncommitted suffixes; a record
-  clients saw committed is never divergent.
+  clients saw committed is never divergent. Records a crash took from a replica's disk
+  (``reason: recovery``) are not counted: Kafka gets durability from replication, not fsync,
+  so the replica fetches them again, and a leader elected without them is reported above.
 
 Losses the configuration permits carry ``permitted_by`` (see :mod:`floodmark.checkers.permitted`).
 """
@@ -132,7 +134,10 @@ class _Scan:
                 key = (fields.get("topic"), fields.get("partition"))
                 to_offset = fields.get("to_offset")
                 if key in held and isinstance(to_offset, int):
-                    self._truncate(node, event, key, held[key], to_offset, report=True)
+                    # Crash recovery losing unflushed records is this replica's loss only:
+                    # it re-fetches them, and a leader lacking them is uncommitted-offset.
+                    report = fields.get("reason") != "recovery"
+                    self._truncate(node, event, key, held[key], to_offset, report=report)
             elif kind == "started":
                 last_hw.clear()  # a restarted broker recovers its HW from a checkpoint that may lag
                 leading.clear()
