@@ -174,7 +174,8 @@ class SimCluster:
                     await self.client.sleep(0.1)
                     continue
                 if isinstance(response, FetchResponse) and response.error is None:
-                    values.extend(r.value for r in response.records)
+                    values.extend(response.batch.values if response.batch is not None
+                                  else [r.value for r in response.records])
                     if len(values) >= response.high_watermark:
                         return
                 else:

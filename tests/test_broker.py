@@ -217,7 +217,8 @@ def test_consumer_fetch_is_bounded_by_the_hw_and_reports_out_of_range(cluster: S
     assert cluster.send("t", 0, ["a", "b"]).status == "ok"
     leader = cluster.leader_name("t", 0)
     ok = request(cluster, leader, FetchRequest("t", 0, 1))
-    assert isinstance(ok, FetchResponse) and [r.value for r in ok.records] == ["b"]
+    assert isinstance(ok, FetchResponse) and ok.batch is not None
+    assert [(r.offset, r.value) for r in ok.batch.records()] == [(1, "b")]
     beyond = request(cluster, leader, FetchRequest("t", 0, 5))
     assert isinstance(beyond, FetchResponse) and beyond.error == Errors.OFFSET_OUT_OF_RANGE
     # A record appended but not yet replicated lies between HW and log end.
@@ -227,7 +228,8 @@ def test_consumer_fetch_is_bounded_by_the_hw_and_reports_out_of_range(cluster: S
     pending = request(cluster, leader, FetchRequest("t", 0, 3))
     assert isinstance(pending, FetchResponse) and pending.error == Errors.OFFSET_NOT_AVAILABLE
     at_hw = request(cluster, leader, FetchRequest("t", 0, 2))
-    assert isinstance(at_hw, FetchResponse) and at_hw.error is None and at_hw.records == ()
+    assert isinstance(at_hw, FetchResponse) and at_hw.error is None
+    assert at_hw.records == () and at_hw.batch is None
 
 
 def test_restarted_broker_recovers_its_log_and_hw_checkpoint(cluster: SimCluster) -> None:

@@ -115,3 +115,38 @@ def test_frame_is_length_prefixed_json() -> None:
     length = int.from_bytes(frame[:4], "big")
     assert length == len(frame) - 4
     assert json.loads(frame[4:]) == {"id": 5, "body": {"type": "MetadataRequest", "topics": ["a"]}}
+
+
+def test_frames_round_trip_values_beyond_64_bits_and_every_unicode_value() -> None:
+    # orjson refuses integers beyond 64 bits; the codec falls back to the standard library.
+    big = m.ProduceResponse(None, 2 ** 70, 3, 1)
+    text = m.ProduceRequest("t", 0, ("ünï ✓", "\u0000", "a\"b\\c"))
+    for message in (big, text):
+        frame = wire.encode_frame(9, message)
+        assert wire.decode_payload(frame[4:]) == (9, message)
+
+
+def test_an_optional_field_takes_null_or_a_value_that_fits() -> None:
+    batch = m.RecordBatch(4, ("x", "y"), (1,), (2,))
+    assert wire.round_trip(m.FetchResponse(None, batch=batch)).batch == batch
+    assert wire.round_trip(m.FetchResponse(None)).batch is None
+    with pytest.raises(wire.WireError, match=r"message.batch: 5 does not fit"):
+        wire.decode_message({"type": "FetchResponse", "error": None, "batch": 5})
+
+
+@pytest.mark.parametrize("number", [2 ** 63 - 1, -(2 ** 63) - 1, 2 ** 64, -(10 ** 30)])
+def test_integers_of_any_size_decode_as_integers(number: int) -> None:
+    payload = b'{"id":1,"body":{"type":"ProduceResponse","error":null,"base_offset":%d}}' % number
+    assert wire.decode_payload(payload) == (1, m.ProduceResponse(None, number))
+
+
+def test_a_huge_integer_in_an_untyped_field_stays_an_integer() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Untyped:
+        payload: Any
+
+    wire.register_message_type(Untyped)
+    for value in (2 ** 64, -(2 ** 63) - 1, 0.5, (1, 2.5, "x"), ("deep", (2 ** 70, 0.25))):
+        frame = wire.encode_frame(4, Untyped(value))
+        (_, decoded) = wire.decode_payload(frame[4:])
+        assert json.dumps(decoded.payload) == json.dumps(value)  # integers stay integers

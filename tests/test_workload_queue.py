@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from floodmark.harness.config import TestConfig
-from floodmark.harness.generator import Generator
+from floodmark.harness.generator import Completion, Generator
 from floodmark.harness.recorder import Recorder
 from floodmark.harness.seeds import Seeds
 from floodmark.history import read_history
@@ -118,6 +118,30 @@ def test_drain_reads_to_the_high_watermark_and_fails_when_it_cannot() -> None:
     logs.fetch_errors = [FetchOutcome(error="NOT_LEADER_OR_FOLLOWER")] * 1000
     failed = asyncio.run(drain_partition(session, "t0", 0, time.monotonic() + 0.6, time.monotonic))
     assert failed.type == "fail" and "NOT_LEADER" in failed.error
+
+
+def test_drain_waits_for_a_lagging_high_watermark_to_cover_the_log() -> None:
+    # A new leader's HW can sit below records the old leader acknowledged until its ISR
+    # fetches; the drain must not stop there and report them lost.
+    logs = FakeLogs(logs={("t0", 0): [f"v{i}" for i in range(10)]})
+    logs.hidden_tail = 3
+    session = asyncio.run(logs.open("d"))
+
+    async def drain_while_the_high_watermark_catches_up() -> Completion:
+        async def catch_up() -> None:
+            await asyncio.sleep(0.5)
+            logs.hidden_tail = 0
+        catching_up = asyncio.create_task(catch_up())
+        done = await drain_partition(session, "t0", 0, time.monotonic() + 5, time.monotonic)
+        await catching_up
+        return done
+
+    done = asyncio.run(drain_while_the_high_watermark_catches_up())
+    assert done.type == "ok"
+    assert [v for _, v in done.value[0]["records"]] == [f"v{i}" for i in range(10)]
+    logs.hidden_tail = 3  # never catches up: the drain cannot vouch for the partition
+    stuck = asyncio.run(drain_partition(session, "t0", 0, time.monotonic() + 0.6, time.monotonic))
+    assert stuck.type == "fail" and "below the leader's log end 10" in (stuck.error or "")
 
 
 def test_a_whole_run_against_the_fake_log(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ class FakeSession:
         if offset > len(log):
             return FetchOutcome(error="OFFSET_OUT_OF_RANGE", out_of_range=True)
         records = tuple((o, log[o]) for o in range(offset, min(high_watermark, offset + max_records)))
-        return FetchOutcome(records=records, high_watermark=high_watermark, node="n1")
+        return FetchOutcome(records=records, high_watermark=high_watermark, node="n1", log_end=len(log))
 
     async def close(self) -> None:
         self.cluster.closed += 1

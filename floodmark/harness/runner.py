@@ -143,6 +143,13 @@ class Runner:
     async def _phases(self, cluster: Cluster, recorder: Recorder, driver: FaultDriver) -> bool:
         config = self.config
         clients = LibraryClients(config, cluster.bootstrap_addresses, cluster.zookeeper_address, self.seeds)
+        try:
+            return await self._workload(clients, recorder, driver)
+        finally:
+            await clients.close()
+
+    async def _workload(self, clients: LibraryClients, recorder: Recorder, driver: FaultDriver) -> bool:
+        config = self.config
         await clients.create_topics()
         self.mark("topics_ready")
         # The clients give up on their own at op_timeout; this hard deadline catches a hung one.

@@ -51,6 +51,7 @@ class MetadataCache:
         self.brokers: dict[int, BrokerInfo] = {}
         self.partitions: dict[TopicPartition, PartitionMetadata] = {}
         self.controller_id = -1
+        self._leaders: dict[TopicPartition, LeaderInfo] = {}  # what leader() last answered
         self._next = 0  # which address to ask next: spreads load and skips dead brokers
 
     def _addresses(self) -> list[str]:
@@ -75,6 +76,7 @@ class MetadataCache:
         return False
 
     def _apply(self, response: MetadataResponse, topics: Sequence[str] | None) -> None:
+        self._leaders = {}
         if response.brokers:
             self.brokers = {b.broker_id: b for b in response.brokers}
         self.controller_id = response.controller_id
@@ -91,13 +93,17 @@ class MetadataCache:
                 self.partitions[tp] = p
 
     def leader(self, tp: TopicPartition) -> LeaderInfo | None:
+        known = self._leaders.get(tp)  # every request asks: answer from what was worked out
+        if known is not None:
+            return known
         p = self.partitions.get(tp)
         if p is None or p.error is not None or p.leader < 0:
             return None
         broker = self.brokers.get(p.leader)
         if broker is None:
             return None
-        return LeaderInfo(p.leader, broker.address, p.leader_epoch)
+        known = self._leaders[tp] = LeaderInfo(p.leader, broker.address, p.leader_epoch)
+        return known
 
     def leader_epoch(self, tp: TopicPartition) -> int:
         p = self.partitions.get(tp)
@@ -111,3 +117,4 @@ class MetadataCache:
     def invalidate(self, tp: TopicPartition) -> None:
         """Forget what we knew of ``tp`` (its broker said it is not the leader)."""
         self.partitions.pop(tp, None)
+        self._leaders.pop(tp, None)

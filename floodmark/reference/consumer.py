@@ -43,6 +43,7 @@ class FetchResult:
     records: tuple[Record, ...] = ()
     high_watermark: int = -1
     error: str | None = None  # None: the records are what the leader had committed
+    log_end: int = -1  # the leader's log end offset when it answered (-1: not known)
 
     @property
     def ok(self) -> bool:
@@ -118,7 +119,9 @@ class Consumer:
             if isinstance(response, ErrorResponse) or not isinstance(response, FetchResponse):
                 return FetchResult(topic, partition, offset, error=str(getattr(response, "error", "unexpected response")))
             if response.error is None:
-                return FetchResult(topic, partition, offset, response.records, response.high_watermark)
+                records = tuple(response.batch.records()) if response.batch is not None else response.records
+                return FetchResult(topic, partition, offset, records, response.high_watermark,
+                                   log_end=response.log_end)
             error = response.error
             if error not in _RETRIABLE:
                 return FetchResult(topic, partition, offset, high_watermark=response.high_watermark, error=error)

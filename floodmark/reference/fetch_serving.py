@@ -12,7 +12,9 @@ latency is a round trip, not a polling interval, and idle partitions cost nothin
 
 A **consumer's** fetch reads only below the HW: committed records. An offset between the HW
 and the log end exists only on a leader whose HW has not caught up since it was elected:
-OFFSET_NOT_AVAILABLE, retriable. Beyond the log end: OFFSET_OUT_OF_RANGE.
+OFFSET_NOT_AVAILABLE, retriable. Beyond the log end: OFFSET_OUT_OF_RANGE. Consumers get
+their records in the compact :class:`RecordBatch` too: a poll carries dozens of records,
+and a tagged object per record was most of the cost of encoding and decoding it.
 
 OffsetForLeaderEpoch (KIP-101/279) answers a follower's "where does my latest epoch end in
 your log?", fenced by the requester's leader epoch in the same way.
@@ -136,7 +138,8 @@ async def _consumer_fetch(replicas: ReplicaManager, p: Partition, request: Fetch
         records = replicas.guarded(p, lambda: p.read(request.offset, limit, p.high_watermark))
     except ReplicaOffline:
         return FetchResponse(Errors.KAFKA_STORAGE_ERROR)
-    return _response(p, tuple(records))
+    return FetchResponse(None, (), p.high_watermark, p.log_end, p.log.log_start, p.leader_epoch,
+                         batch=RecordBatch.of(records) if records else None)
 
 
 def _response(p: Partition, records: tuple[Record, ...], *, diverging_epoch: int = NO_EPOCH,

@@ -11,6 +11,12 @@ On a connection every message travels in a *frame*: a 4-byte big-endian length f
 that many bytes of JSON ``{"id": correlation id, "body": message}``. The correlation id
 pairs a response with its request, so many requests can be in flight on one connection.
 Frames longer than :data:`MAX_FRAME_BYTES` are refused before they are read.
+
+JSON is written and parsed with orjson when it is installed (the harness has it; a broker
+image may not), else with the standard library; both produce and accept the same JSON.
+Whatever orjson refuses or may read differently (an integer beyond 64 bits, which it reads
+as a float) goes through the standard library, whose verdict and error messages are the
+codec's.
 """
 
 from __future__ import annotations
@@ -20,12 +26,18 @@ import dataclasses
 import json
 import operator
 import struct
+import threading
 import types
 import typing
 from collections.abc import Callable
 from typing import Any
 
 from floodmark.reference import messages
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - a node without orjson uses the standard library
+    orjson = None  # type: ignore[assignment]
 
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 LENGTH_PREFIX = struct.Struct(">I")
@@ -218,13 +230,17 @@ def _encoding_kind(hint: Any) -> int:
 def _decoder_for(hint: Any) -> Decoder:
     """A function checking (and converting) one JSON value against a type hint."""
     if hint is Any:
-        return lambda v: v
+        return _decode_any
     plain = _plain_types(hint)
     if plain is not None:
         return _plain_decoder(hint, plain)
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
-        options = [_decoder_for(h) for h in typing.get_args(hint)]
+        args = typing.get_args(hint)
+        if len(args) == 2 and type(None) in args:  # X | None: no need to try X on a null
+            inner = _decoder_for(args[0] if args[1] is type(None) else args[1])
+            return lambda v: None if v is None else _or_describe(inner, v, hint)
+        options = [_decoder_for(h) for h in args]
         return lambda v: _first_that_fits(options, v, hint)
     if origin is tuple:
         args = typing.get_args(hint)
@@ -235,6 +251,22 @@ def _decoder_for(hint: Any) -> Decoder:
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return lambda v: _expect_message(hint, v)
     raise TypeError(f"wire codec cannot handle type hint {hint!r}")
+
+
+def _decode_any(v: Any) -> Any:
+    if _fast_pass.active and _has_float(v):
+        raise _Mismatch("a number the fast parser may have read wrong")  # see _FastPass
+    return v
+
+
+def _has_float(v: Any) -> bool:
+    if type(v) is float:
+        return True
+    if type(v) is list:
+        return any(_has_float(x) for x in v)
+    if type(v) is dict:
+        return any(_has_float(x) for x in v.values())
+    return False
 
 
 def _plain_decoder(hint: Any, accepted: tuple[type, ...]) -> Decoder:
@@ -299,6 +331,13 @@ def _first_that_fits(options: list[Decoder], v: Any, hint: Any) -> Any:
     raise _Mismatch(f"{_describe(v)} does not fit {hint}")
 
 
+def _or_describe(decode: Decoder, v: Any, hint: Any) -> Any:
+    try:
+        return decode(v)
+    except _Mismatch:
+        raise _Mismatch(f"{_describe(v)} does not fit {hint}") from None
+
+
 def _describe(v: Any) -> str:
     text = json.dumps(v) if isinstance(v, str | int | float | bool | type(None)) else type(v).__name__
     return text if len(text) <= 40 else text[:37] + "..."
@@ -326,7 +365,7 @@ def _encoded_body(message: Any) -> bytes:
     for known, body in _recent_bodies:
         if known is message:
             return body
-    body = json.dumps(encode_message(message), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    body = _dumps(encode_message(message))
     if len(body) >= _SHARED_BODY_MIN_BYTES:
         _recent_bodies.append((message, body))
     return body
@@ -340,14 +379,54 @@ def frame_length(prefix: bytes) -> int:
     return int(length)
 
 
-def decode_payload(payload: bytes) -> tuple[int, Any]:
-    """The (correlation id, message) of one frame's payload."""
+def _dumps(data: Any) -> bytes:
+    if orjson is not None:
+        try:
+            return orjson.dumps(data)
+        except TypeError:  # orjson.JSONEncodeError: let the standard library decide
+            pass
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _standard_loads(payload: bytes) -> Any:
     try:
-        data = json.loads(payload.decode("utf-8"))
+        return json.loads(payload.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise WireError(f"frame is not UTF-8 (byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise WireError(f"frame is not valid JSON ({e.msg} at character {e.pos})") from None
+
+
+class _FastPass(threading.local):
+    """Set while decoding what orjson parsed. orjson reads an integer beyond 64 bits as a
+    float, the standard library as an integer: where that could go unnoticed (a float in an
+    ``Any`` field) the fast pass gives up, and the frame is parsed the standard way."""
+
+    active = False
+
+
+_fast_pass = _FastPass()
+
+
+def decode_payload(payload: bytes) -> tuple[int, Any]:
+    """The (correlation id, message) of one frame's payload."""
+    if orjson is not None:
+        try:
+            data = orjson.loads(payload)
+        except ValueError:  # orjson.JSONDecodeError: the standard library names the problem
+            pass
+        else:
+            _fast_pass.active = True
+            try:
+                return _frame(data)
+            except WireError:  # maybe a huge integer read as a float: decide the standard way
+                pass
+            finally:
+                _fast_pass.active = False
+    return _frame(_standard_loads(payload))
+
+
+def _frame(data: Any) -> tuple[int, Any]:
     if not isinstance(data, dict) or set(data) != {"id", "body"}:
         raise WireError("frame must be a JSON object with exactly the keys 'id' and 'body'")
     correlation_id = data["id"]

@@ -1,9 +1,18 @@
 """Client sessions: a workload process's view of the cluster, and how outcomes are classified.
 
-A workload worker acts through a *session*: the producer and consumer clients of its current
-process. When the process is retired after an unknown outcome, the session is closed and a
-new one opened, so nothing of the old process (pending requests, cached metadata,
-connections) leaks into the new one.
+A workload worker acts through a *session*: the clients of its current process. When the
+process is retired after an unknown outcome, the session is closed and a new one opened, so
+the new process starts with its own consumer and metadata. Its ops are still independent of
+the old process's: that one's unknown send stays unknown whatever the new one does.
+
+What the sessions of a run share is what a Kafka producer shared by the threads of one JVM
+shares. One TCP connection per broker: the requests that many workers issue in the same
+turn of the event loop leave in one write and their responses arrive in one read (see
+:mod:`floodmark.reference.real.transport`), a system call per turn, not per request. And one
+producer per acks setting: the sends to a partition made in the same turn travel as one
+batch (:mod:`floodmark.reference.accumulator`). Every op is still invoked and completed on
+its own, with its own outcome: a send's is its batch's (ok at its own offset, failed, or
+unknown), and a connection that breaks fails every request in flight on it.
 
 Sessions turn everything the client library reports into the history's three outcomes:
 
@@ -21,21 +30,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from floodmark.harness.config import TestConfig
 from floodmark.harness.generator import CompletionType
 from floodmark.harness.seeds import Seeds, derive
 from floodmark.reference import zk_layout
+from floodmark.reference.accumulator import SendAccumulator
 from floodmark.reference.admin import Admin
 from floodmark.reference.client import MetadataCache
 from floodmark.reference.consumer import Consumer
 from floodmark.reference.messages import Errors
 from floodmark.reference.producer import Producer
 from floodmark.reference.real.runtime import RealRuntime, client_runtime
-from floodmark.reference.runtime import Runtime
+from floodmark.reference.runtime import Handler, Network, Runtime
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,7 @@ class FetchOutcome:
     high_watermark: int = -1
     node: str | None = None
     out_of_range: bool = False  # the fetch offset is outside the leader's log
+    log_end: int = -1  # the leader's log end offset (-1: not known)
 
 
 class ClientSession(Protocol):
@@ -69,23 +80,38 @@ class ClientFactory(Protocol):
         ...
 
 
+class SharedNetwork:
+    """The run's client connections, lent to a session: closing the session leaves them open."""
+
+    def __init__(self, network: Network) -> None:
+        self._network = network
+
+    def request(self, address: str, message: Any, timeout: float) -> Coroutine[Any, Any, Any]:
+        # The shared network's own coroutine, not one wrapping it: one frame less per request.
+        return self._network.request(address, message, timeout)
+
+    async def serve(self, handler: Handler) -> None:
+        raise RuntimeError("client sessions do not serve requests")
+
+    async def close(self) -> None:
+        """Nothing to do: the connections belong to :class:`LibraryClients`."""
+
+
 class LibrarySession:
     """A process's clients from the reference client library, on their own client runtime."""
 
-    def __init__(self, real_runtime: RealRuntime, bootstrap: Sequence[str], op_timeout: float) -> None:
+    def __init__(self, real_runtime: RealRuntime, bootstrap: Sequence[str], op_timeout: float,
+                 senders: Callable[[int], SendAccumulator]) -> None:
         self.real_runtime = real_runtime
         self.runtime = runtime = cast(Runtime, real_runtime)  # RealRuntime is a Runtime
         self.bootstrap = list(bootstrap)
         self.op_timeout = op_timeout
         self.metadata = MetadataCache(runtime, self.bootstrap)
-        self.producers: dict[int, Producer] = {}
+        self.senders = senders  # the run's producer (batching) for an acks setting
         self.consumer = Consumer(runtime, self.bootstrap, metadata=self.metadata)
 
     async def send(self, topic: str, partition: int, value: str, acks: int) -> SendOutcome:
-        producer = self.producers.get(acks)
-        if producer is None:
-            producer = self.producers[acks] = Producer(self.runtime, self.bootstrap, acks=acks, metadata=self.metadata)
-        result = await producer.send(topic, partition, value, timeout=self.op_timeout)
+        result = await self.senders(acks).send(topic, partition, value, timeout=self.op_timeout)
         return SendOutcome(_SEND_TYPES[result.status], offset=result.offset, error=result.error)
 
     async def fetch(self, topic: str, partition: int, offset: int, max_records: int) -> FetchOutcome:
@@ -94,7 +120,7 @@ class LibrarySession:
             return FetchOutcome(error=result.error, high_watermark=result.high_watermark,
                                 out_of_range=result.error == Errors.OFFSET_OUT_OF_RANGE)
         records = tuple((r.offset, r.value) for r in result.records)
-        return FetchOutcome(records=records, high_watermark=result.high_watermark)
+        return FetchOutcome(records=records, high_watermark=result.high_watermark, log_end=result.log_end)
 
     async def close(self) -> None:
         await self.real_runtime.close()
@@ -112,16 +138,34 @@ class LibraryClients:
         self.zookeeper = zookeeper
         self.seeds = seeds
         self.opened = 0
+        # The connections every session shares (opened on first use, closed by close()), and
+        # the producers that batch every session's sends, one per acks setting.
+        self._connections = client_runtime("clients", derive(seeds.seed, "clients"))
+        self._senders: dict[int, SendAccumulator] = {}
+
+    def senders(self, acks: int) -> SendAccumulator:
+        sender = self._senders.get(acks)
+        if sender is None:
+            runtime = cast(Runtime, self._connections)
+            sender = self._senders[acks] = SendAccumulator(Producer(runtime, self.bootstrap, acks=acks))
+        return sender
 
     def _runtime(self, name: str) -> RealRuntime:
         self.opened += 1
-        # Every session gets its own runtime (connections, random stream): a retired process
-        # shares nothing with its successor. Named by a counter, so seeded deterministically.
+        # Every session gets its own runtime (tasks, random stream); only the connections are
+        # shared. Named by a counter, so seeded deterministically.
         label = f"client-{name}-{self.opened}"
         return client_runtime(label, derive(self.seeds.seed, label), zookeeper_hosts=self.zookeeper)
 
     async def open(self, name: str) -> LibrarySession:
-        return LibrarySession(self._runtime(name), self.bootstrap, self.config.op_timeout)
+        runtime = self._runtime(name)
+        runtime.network = SharedNetwork(self._connections.network)
+        return LibrarySession(runtime, self.bootstrap, self.config.op_timeout, self.senders)
+
+    async def close(self) -> None:
+        """Close the shared connections and producers (sessions still open lose theirs)."""
+        await self._connections.close()
+        self._senders.clear()
 
     async def create_topics(self, timeout: float = 60.0) -> None:
         """Create t0..tN-1 once every broker has registered, and wait until each partition

@@ -187,7 +187,14 @@ async def drain_partition(
         if fetched.records:
             offset = fetched.records[-1][0] + 1
         high_watermark = fetched.high_watermark
-        if offset >= fetched.high_watermark and not fetched.records:
+        if offset >= high_watermark and not fetched.records and high_watermark < fetched.log_end:
+            # A new leader's HW lags the old one's until every ISR member fetches from it:
+            # records that were acknowledged may sit above it for a moment. Stopping here
+            # would report them lost, so wait until the HW covers the leader's whole log.
+            last_error = f"high watermark {high_watermark} below the leader's log end {fetched.log_end}"
+            await asyncio.sleep(0.25)
+            continue
+        if offset >= high_watermark and not fetched.records:
             entry = {"topic": topic, "partition": partition, "offset": 0,
                      "records": records, "high_watermark": high_watermark}
             return Completion("ok", [entry], node=fetched.node)

@@ -63,6 +63,7 @@ def test_queue_workload_against_real_brokers(tmp_path: Path) -> None:
                 assert await clients.wait_for_recovery(10)
                 failures = await final_reads(config, clients, recorder, generator.highest_process + 1)
                 recorder.close()
+                await clients.close()
                 return failures
             finally:
                 for broker in brokers:
