@@ -5,6 +5,7 @@ from __future__ import annotations
 from checkers_fixtures import History
 
 from floodmark.checkers.queue_index import build_index, index_for
+from floodmark.checkers.synthetic import inject, queue_run
 
 
 def test_sends_reads_and_consumers_are_indexed() -> None:
@@ -61,3 +62,17 @@ def test_records_read_again_teach_nothing_new_but_other_values_do() -> None:
     assert seen.offsets("a") == {0} and seen.offsets("b") == {1, 2} and seen.offsets("never") == set()
     assert seen.duplicate_witness == {"b": 5}
     assert seen.highest_read == 2
+
+
+def test_first_values_equal_the_observations_value_at() -> None:
+    # The hw checker's shortcut must see exactly what the full observations see, on correct
+    # runs and on runs with conflicting values, lost and duplicated records.
+    for seed, anomaly in enumerate((None, "inconsistent-offsets", "lost-write", "duplicate", "poll-skip")):
+        run = queue_run(seed, ops=600, leader_change_rate=0.05)
+        if anomaly is not None:
+            run = inject(run, anomaly, seed)
+        for part in build_index(run.history).partitions.values():
+            shortcut = part.first_values()
+            assert part._observed is None  # computed without the full observations
+            assert shortcut == part.observations().value_at
+            assert part.first_values() is part.observations().value_at  # cached ones reused

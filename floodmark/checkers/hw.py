@@ -196,10 +196,10 @@ def _client_exposure(run: CheckInput) -> tuple[dict[Partition, int], dict[Partit
     for key, part in index.partitions.items():
         top = -1
         if use_acks:  # an acks=all acknowledgement at o exposes o+1; reads expose what they return
-            observed = part.observations()
-            values[key] = observed.value_at
-            if observed.value_at:
-                top = max(observed.value_at) + 1
+            value_at = part.first_values()
+            values[key] = value_at
+            if value_at:
+                top = max(value_at) + 1
         else:
             committed = values.setdefault(key, {})
             for read in part.reads:

@@ -80,6 +80,25 @@ class PartitionIndex:
             self._observed = _observe(self)
         return self._observed
 
+    def first_values(self) -> dict[int, Any]:
+        """Offset -> the first value clients saw there (acknowledged sends, then reads in
+        order): ``observations().value_at``, without the rest of the observations when no
+        other checker has asked for them yet."""
+        if self._observed is not None:
+            return self._observed.value_at
+        try:
+            # First wins: later reads are applied first and overwritten by earlier ones, and
+            # acknowledgements last of all. dict.update does the per-record work in C.
+            value_at: dict[int, Any] = {}
+            for read in reversed(self.reads):
+                value_at.update(read.records)
+            for send in reversed(self.sends):
+                if send.offset is not None and send.outcome == "ok":
+                    value_at[send.offset] = send.value
+            return value_at
+        except (TypeError, ValueError):  # a malformed record: the full pass reports it
+            return self.observations().value_at
+
 
 _NOTHING = object()
 
