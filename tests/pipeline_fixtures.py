@@ -118,3 +118,164 @@ def write_synthetic_run(store: Path, name: str, run: Any, seed: int) -> Path:
               "acks": "all", "min_insync_replicas": 2, "replication_factor": 3, **run.config}
     (run_dir / "test.yaml").write_text(yaml.safe_dump(config))
     return run_dir
+
+
+def write_large_queue_run(store: Path, name: str, seed: int, *, entries: int, partitions: int = 8,
+                          processes: int = 16, replicate_every: int = 32) -> Path:
+    """Stream a correct queue-workload run of about ``entries`` history entries to disk.
+
+    The same shapes as floodmark.checkers.synthetic.queue_run (sends, polls, assigns, a
+    nemesis interval, leader changes, a final drain per partition), but written as it is
+    simulated, so 10^7 entries need memory only for the partitions' logs. Followers replicate
+    in batches of ``replicate_every`` records, as fetches do, which keeps node events to
+    about one per client op.
+    """
+    import orjson
+
+    rng = random.Random(seed)
+    run_dir = store / name / f"20261121T120000-s{seed}"
+    (run_dir / "events").mkdir(parents=True)
+    (run_dir / "logs").mkdir()
+    nodes = ["n1", "n2", "n3"]
+    keys = [("t0", p) for p in range(partitions)]
+    logs: dict[tuple[str, int], list[str]] = {k: [] for k in keys}
+    leader = {k: nodes[i % len(nodes)] for i, k in enumerate(keys)}
+    epoch = dict.fromkeys(keys, 0)
+    replicated = dict.fromkeys(keys, 0)
+    event_files = {n: open(run_dir / "events" / f"{n}.jsonl", "wb") for n in nodes}  # noqa: SIM115
+    seqs = dict.fromkeys(nodes, 0)
+    clock = {"time": 0, "index": 0}
+    history = open(run_dir / "history.jsonl", "wb")  # noqa: SIM115
+
+    def op(type_: str, process: Any, f: str, value: Any) -> None:
+        clock["time"] += 1_000_000
+        history.write(orjson.dumps({"index": clock["index"], "time": clock["time"], "type": type_,
+                                    "process": process, "f": f, "value": value}) + b"\n")
+        clock["index"] += 1
+
+    def event(node: str, kind: str, **fields: Any) -> None:
+        event_files[node].write(orjson.dumps({"node": node, "seq": seqs[node], "wall": clock["time"] / 1e9,
+                                              "kind": kind, **fields}) + b"\n")
+        seqs[node] += 1
+
+    def replicate(key: tuple[str, int]) -> None:
+        start, end = replicated[key], len(logs[key])
+        if start == end:
+            return
+        for node in nodes:
+            if node != leader[key]:
+                event(node, "appended", topic=key[0], partition=key[1], offset=start, epoch=epoch[key],
+                      values=logs[key][start:end], role="follower")
+                event(node, "hw_changed", topic=key[0], partition=key[1], leader_epoch=epoch[key],
+                      role="follower", previous=start, high_watermark=end, log_end=end)
+        event(leader[key], "hw_changed", topic=key[0], partition=key[1], leader_epoch=epoch[key], role="leader",
+              previous=start, high_watermark=end, log_end=end)
+        replicated[key] = end
+
+    def elect(key: tuple[str, int], node: str) -> None:
+        replicate(key)
+        epoch[key] += 1
+        leader[key] = node
+        event("n1", "leader_elected", topic=key[0], partition=key[1], leader=node, leader_epoch=epoch[key],
+              isr=list(nodes), controller_epoch=1, zk_version=epoch[key], unclean=False)
+        end = len(logs[key])
+        event(node, "became_leader", topic=key[0], partition=key[1], leader_epoch=epoch[key], isr=list(nodes),
+              log_end=end, high_watermark=end)
+        for other in nodes:
+            if other != node:
+                event(other, "became_follower", topic=key[0], partition=key[1], leader_epoch=epoch[key],
+                      leader=node, log_end=end)
+
+    event("n1", "controller_elected", controller_epoch=1, broker="n1")
+    for key in keys:
+        elect(key, leader[key])
+    process_of = list(range(processes))
+    next_process = processes
+    in_flight: list[tuple[str, Any, Any] | None] = [None] * processes
+    positions: list[dict[tuple[str, int], int]] = [{} for _ in range(processes)]
+    sent = 0
+    drain_entries = 2 * partitions + 2
+    op("invoke", "nemesis", "start-partition", {"targets": [nodes[-1]]})
+    nemesis_open = True
+    while clock["index"] < entries - drain_entries - processes:
+        if nemesis_open and clock["index"] > entries // 2:
+            op("info", "nemesis", "stop-partition", {"targets": [nodes[-1]]})
+            nemesis_open = False
+        w = rng.randrange(processes)
+        pending = in_flight[w]
+        if pending is None:
+            roll = rng.random()
+            if roll < 0.55:
+                key = rng.choice(keys)
+                value = {"topic": key[0], "partition": key[1], "value": f"{w}-{sent}"}
+                sent += 1
+                op("invoke", process_of[w], "send", value)
+                in_flight[w] = ("send", value, key)
+            elif roll < 0.95 or not positions[w]:
+                if not positions[w]:
+                    positions[w] = dict.fromkeys(rng.sample(keys, rng.randint(1, 2)), 0)
+                fetch = [{"topic": k[0], "partition": k[1], "offset": o} for k, o in sorted(positions[w].items())]
+                op("invoke", process_of[w], "poll", fetch)
+                in_flight[w] = ("poll", fetch, None)
+            else:
+                target = {k: rng.randint(0, replicated[k]) for k in sorted(rng.sample(keys, rng.randint(1, 2)))}
+                assignment = [{"topic": k[0], "partition": k[1], "offset": o} for k, o in target.items()]
+                op("invoke", process_of[w], "assign", assignment)
+                in_flight[w] = ("assign", assignment, target)
+            continue
+        kind, value, payload = pending
+        in_flight[w] = None
+        if kind == "send":
+            roll = rng.random()
+            if roll < 0.03:
+                op("fail", process_of[w], "send", value)
+            elif roll < 0.06:  # appended, outcome unknown to the client; the process retires
+                logs[payload].append(value["value"])
+                event(leader[payload], "appended", topic=payload[0], partition=payload[1],
+                      offset=len(logs[payload]) - 1, epoch=epoch[payload], values=[value["value"]], role="leader")
+                op("info", process_of[w], "send", value)
+                process_of[w] = next_process
+                next_process += 1
+            else:
+                offset = len(logs[payload])
+                logs[payload].append(value["value"])
+                event(leader[payload], "appended", topic=payload[0], partition=payload[1], offset=offset,
+                      epoch=epoch[payload], values=[value["value"]], role="leader")
+                if offset + 1 - replicated[payload] >= replicate_every:
+                    replicate(payload)
+                event(leader[payload], "acked", topic=payload[0], partition=payload[1], offset=offset,
+                      high_watermark=max(replicated[payload], offset + 1), acks="all")
+                op("ok", process_of[w], "send", {**value, "offset": offset})
+            if rng.random() < 0.002:
+                elect(payload, rng.choice([n for n in nodes if n != leader[payload]]))
+        elif kind == "poll":
+            batches = []
+            for key, start in sorted(positions[w].items()):
+                visible = replicated[key]  # consumers read only below the HW
+                records = [[o, logs[key][o]] for o in range(start, min(visible, start + rng.randint(0, 5)))]
+                batches.append({"topic": key[0], "partition": key[1], "offset": start, "records": records,
+                                "high_watermark": visible})
+                positions[w][key] = start + len(records)
+            op("ok", process_of[w], "poll", batches)
+        else:
+            positions[w] = dict(payload)
+            op("ok", process_of[w], "assign", value)
+    for w, pending in enumerate(in_flight):
+        if pending is not None:
+            op("info" if pending[0] == "send" else "fail", process_of[w], pending[0], pending[1])
+    for key in keys:
+        replicate(key)
+    op("info", "nemesis", "heal-all", {})
+    for key in keys:
+        op("invoke", next_process, "drain", [{"topic": key[0], "partition": key[1], "offset": 0}])
+        op("ok", next_process, "drain", [{"topic": key[0], "partition": key[1], "offset": 0,
+                                          "records": [[o, v] for o, v in enumerate(logs[key])],
+                                          "high_watermark": len(logs[key])}])
+    history.close()
+    for f in event_files.values():
+        f.close()
+    config = {"name": name, "seed": seed, "workload": "queue", "variant": "default", "acks": "all",
+              "min_insync_replicas": 2, "replication_factor": 3, "topics": 1, "partitions": partitions,
+              "nodes": len(nodes)}
+    (run_dir / "test.yaml").write_text(yaml.safe_dump(config))
+    return run_dir

@@ -7,6 +7,8 @@ The pipeline turns them into a Parquet store with explicit schemas (``runs``, ``
 workload and code version; detection rates; latency and unavailability during and outside
 faults; the failing seeds with the commands that reproduce them.
 
-Modules: ``records`` (one run directory -> rows, no Spark), ``schemas``, ``session``,
-``ingest``, ``scale_check``, ``aggregate``, ``summary`` and ``commands`` (``floodmark analyze``).
+Modules: ``records`` (one run directory -> rows, no Spark), ``chunks`` (a large JSONL file
+cut into byte ranges parsed by many tasks), ``schemas``, ``session``, ``ingest`` (small runs
+one task each), ``ingest_large`` (a large run in chunks), ``scale_check``, ``aggregate``,
+``summary`` and ``commands`` (``floodmark analyze``).
 """

@@ -6,8 +6,10 @@ record: a batch whose runs rows never landed (a crash mid-ingest) is invisible t
 and deleted by the next ingest, so a run is either wholly in the store or not at all.
 A run already in ``runs`` is skipped, which makes ingesting twice a no-op.
 
-Run directories are read on the executors (``records.read_run``), so a large store is read
-in parallel; on a cluster the store must be on storage every executor can read.
+Run directories are read on the executors, so a large store is read in parallel; on a
+cluster the store must be on storage every executor can read. A small run is read whole by
+one task (``records``); a run larger than ``LARGE_RUN_BYTES`` is cut into chunks that many
+tasks parse at once, in a batch of its own (``ingest_large``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from floodmark.pipeline import schemas
+from floodmark.pipeline.chunks import CHUNK_BYTES
+from floodmark.pipeline.ingest_large import LARGE_RUN_BYTES, ingest_large_run, run_bytes
 from floodmark.pipeline.records import RunRejected, find_runs, iter_run_rows, run_id_of
 
 Tagged = tuple[str, dict[str, Any]]
@@ -87,9 +91,14 @@ def _drop_uncommitted_batches(spark: SparkSession, parquet_dir: Path) -> None:
 
 
 def ingest(
-    spark: SparkSession, store: str | Path, parquet_dir: str | Path, *, slices: int | None = None
+    spark: SparkSession, store: str | Path, parquet_dir: str | Path, *, slices: int | None = None,
+    large_run_bytes: int = LARGE_RUN_BYTES, chunk_bytes: int = CHUNK_BYTES,
 ) -> IngestReport:
-    """Ingest every run under ``store`` not yet in the Parquet store at ``parquet_dir``."""
+    """Ingest every run under ``store`` not yet in the Parquet store at ``parquet_dir``.
+
+    Runs whose history and event files exceed ``large_run_bytes`` are read in chunks of
+    ``chunk_bytes`` by many tasks; the others one task per run.
+    """
     store_path, parquet = Path(store), Path(parquet_dir)
     parquet.mkdir(parents=True, exist_ok=True)
     _drop_uncommitted_batches(spark, parquet)
@@ -102,29 +111,50 @@ def ingest(
 
     batch = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
     report.batch = batch
+    sizes = {p: run_bytes(Path(p)) for p in new}
+    large = [p for p in new if sizes[p] > large_run_bytes]
+    small = [p for p in new if sizes[p] <= large_run_bytes]
+    if small:
+        _ingest_small(spark, small, store_path, parquet, batch, slices, report)
+    for number, path in enumerate(large):
+        try:
+            run_id = ingest_large_run(spark, Path(path), store_path, parquet, f"{batch}-{number}",
+                                      chunk_bytes=chunk_bytes)
+        except RunRejected as e:
+            report.rejected.append((path, str(e)))
+        else:
+            report.ingested.append(run_id)
+    report.ingested.sort()
+    report.rejected.sort()
+    return report
+
+
+def _ingest_small(spark: SparkSession, new: list[str], store_path: Path, parquet: Path, batch: str,
+                  slices: int | None, report: IngestReport) -> None:
     store_text = str(store_path)
     paths = spark.sparkContext.parallelize(new, slices or min(len(new), spark.sparkContext.defaultParallelism * 4))
     # Spilled to disk, not memory: one run's history may be larger than an executor's heap.
     tagged = paths.flatMap(lambda path: _tag_rows(path, store_text)).persist(StorageLevel.DISK_ONLY)
     try:
-        report.rejected = sorted((r["path"], r["error"]) for _, r in tagged.filter(lambda t: t[0] == "rejected").collect())
+        report.rejected += [(r["path"], r["error"]) for _, r in tagged.filter(lambda t: t[0] == "rejected").collect()]
         # Runs last: their rows commit the batch.
         for table in ("ops", "node_events", "anomalies", "runs"):
             frame = _frame(spark, tagged, table)
             frame.withColumn("batch", F.lit(batch)).write.mode("append").partitionBy("batch").parquet(
                 table_path(parquet, table)
             )
-        report.ingested = sorted(r.run_id for r in _frame(spark, tagged, "runs").select("run_id").collect())
+        report.ingested += [r.run_id for r in _frame(spark, tagged, "runs").select("run_id").collect()]
     finally:
         tagged.unpersist()
-    return report
 
 
 def _frame(spark: SparkSession, tagged: Any, table: str) -> DataFrame:
     schema = schemas.TABLES[table]
     names = schema.fieldNames()
     rows = tagged.filter(lambda t, table=table: t[0] == table).map(lambda t: tuple(t[1].get(n) for n in names))
-    return spark.createDataFrame(rows, schema)
+    # The rows come from records.py, which builds them to the schema; verifying each row again
+    # in Python cost more than reading the runs.
+    return spark.createDataFrame(rows, schema, verifySchema=False)
 
 
 def _inside(path: Path, parent: Path) -> bool:

@@ -63,9 +63,9 @@ def iter_run_rows(run_dir: str | os.PathLike[str], store: str | os.PathLike[str]
     """
     rd = RunDir(Path(run_dir))
     run_id = run_id_of(rd.path, Path(store))
-    config = _read_config(rd)
-    results = _read_results_if_any(rd)
-    witnesses = _witness_indices(results)
+    config = read_config(rd)
+    results = read_results_if_any(rd)
+    witnesses = witness_indices(results)
     op_count, first_time, last_time, witness_times = _validate_history(rd, witnesses)
     try:
         events = read_events_dir(rd.events)
@@ -73,7 +73,7 @@ def iter_run_rows(run_dir: str | os.PathLike[str], store: str | os.PathLike[str]
         raise RunRejected(str(e)) from None
     except OSError as e:
         raise RunRejected(f"{rd.events}: {e.strerror or e}") from None
-    yield "runs", _run_row(run_id, rd, config, results, op_count, first_time, last_time)
+    yield "runs", run_row(run_id, rd, config, results, op_count, first_time, last_time)
     for op in iter_history(rd.history):
         yield "ops", _op_row(run_id, op)
     for node in sorted(events):
@@ -83,7 +83,7 @@ def iter_run_rows(run_dir: str | os.PathLike[str], store: str | os.PathLike[str]
         yield "anomalies", row
 
 
-def _witness_indices(results: dict[str, Any] | None) -> set[int]:
+def witness_indices(results: dict[str, Any] | None) -> set[int]:
     found: set[int] = set()
     for result in ((results or {}).get("checkers") or {}).values():
         for a in (result or {}).get("anomalies") or []:
@@ -112,7 +112,7 @@ def _validate_history(rd: RunDir, witnesses: set[int]) -> tuple[int, int | None,
     return count, first, last, times
 
 
-def _read_config(rd: RunDir) -> dict[str, Any]:
+def read_config(rd: RunDir) -> dict[str, Any]:
     if not rd.config.exists():
         return {}
     try:
@@ -128,7 +128,7 @@ def _read_config(rd: RunDir) -> dict[str, Any]:
     return data
 
 
-def _read_results_if_any(rd: RunDir) -> dict[str, Any] | None:
+def read_results_if_any(rd: RunDir) -> dict[str, Any] | None:
     if not rd.results.exists():
         return None
     try:
@@ -151,7 +151,7 @@ def _validity_text(value: Any) -> str | None:
     return "true" if value is True else "false" if value is False else str(value)
 
 
-def _run_row(
+def run_row(
     run_id: str, rd: RunDir, config: dict[str, Any], results: dict[str, Any] | None,
     op_count: int, first_time: int | None, last_time: int | None,
 ) -> Row:
@@ -180,8 +180,8 @@ def _first_partition(value: Any) -> tuple[str | None, int | None, int | None]:
         topic, partition, offset = value.get("topic"), value.get("partition"), value.get("offset")
         return (
             topic if isinstance(topic, str) else None,
-            partition if isinstance(partition, int) else None,
-            offset if isinstance(offset, int) else None,
+            partition if type(partition) is int else None,  # not bool, though bool is an int
+            offset if type(offset) is int else None,
         )
     return None, None, None
 
@@ -199,9 +199,14 @@ def _op_row(run_id: str, op: Op) -> Row:
         "partition": partition,
         "offset": offset,
         "node": op.node,
-        "error": None if op.error is None else (op.error if isinstance(op.error, str) else json.dumps(op.error)),
-        "value_json": json.dumps(op.value, separators=(",", ":"), default=str),
+        "error": None if op.error is None else (op.error if isinstance(op.error, str) else json_text(op.error)),
+        "value_json": json_text(op.value),
     }
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON as stored in the ``*_json`` columns (UTF-8 kept, as orjson writes it)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _event_row(run_id: str, e: NodeEvent) -> Row:
@@ -214,9 +219,9 @@ def _event_row(run_id: str, e: NodeEvent) -> Row:
         "wall": e.wall,
         "kind": e.kind,
         "topic": e.get("topic") if isinstance(e.get("topic"), str) else None,
-        "partition": partition if isinstance(partition, int) else None,
-        "leader_epoch": epoch if isinstance(epoch, int) else None,
-        "fields_json": json.dumps(e.fields, separators=(",", ":"), default=str),
+        "partition": partition if type(partition) is int else None,
+        "leader_epoch": epoch if type(epoch) is int else None,
+        "fields_json": json_text(e.fields),
     }
 
 

@@ -7,12 +7,16 @@ Two ways to cut the work:
 * **by partition**: one group per (run, topic, partition), so a single history too large
   for one process is checked in parallel. Every op about a partition goes to its group (a
   poll or drain that read several partitions is split into one op per partition, keeping its
-  index, process and times); nemesis ops and node events that name no partition go to every
-  group of their run. This is sound because every guarantee checked here is stated per
+  index, process and times); nemesis ops and node events that name no partition (few) are
+  broadcast and added to every group of their run. This is sound because every guarantee checked here is stated per
   partition (linearizability is P-compositional, and durability, HW, leader and queue
   properties are per partition); run-wide statistics are left to the by-run mode, and
   anomalies that do not belong to one partition (a second controller in one controller
-  epoch) are found in every group and deduplicated.
+  epoch) are found in every group and deduplicated. Without an explicit list, a run is
+  checked by its workload's default checkers that are partition-local.
+
+Splitting ops by partition is Spark SQL (``from_json`` on the value), not Python, so a history
+of 10^7 ops is cut up in the JVM; Python sees each group once, in its pandas UDF.
 
 The verdicts are exactly the in-process checkers' verdicts on the same histories; the
 differential test in tests/test_pipeline_check.py holds the two to that.
@@ -22,10 +26,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
@@ -54,14 +58,21 @@ def _process(text: str) -> int | str:
     return int(text) if text.lstrip("-").isdigit() else text
 
 
-def ops_from_frame(frame: pd.DataFrame) -> list[Op]:
+def ops_from_frame(frame: pd.DataFrame, partition: tuple[str, str] | None = None) -> list[Op]:
+    """Ops from rows of the ``ops`` table; with ``partition`` (topic, partition as text), the
+    entries of multi-partition values (polls, drains) are restricted to that partition."""
     frame = frame.sort_values("index")
+    values = [json.loads(v) if isinstance(v, str) else None for v in frame["value_json"]]
+    if partition is not None:
+        topic, number = partition
+        values = [[v for v in value if isinstance(v, dict) and v.get("topic") == topic
+                   and str(v.get("partition")) == number] if isinstance(value, list) else value
+                  for value in values]
     return [
-        Op(int(i), int(t), ty, _process(p), f, json.loads(v) if isinstance(v, str) else None,
-           n if isinstance(n, str) else None, _error(e))
+        Op(int(i), int(t), ty, _process(p), f, v, n if isinstance(n, str) else None, _error(e))
         for i, t, ty, p, f, v, n, e in zip(
             frame["index"], frame["time"], frame["type"], frame["process"], frame["f"],
-            frame["value_json"], frame["node"], frame["error"], strict=True)
+            values, frame["node"], frame["error"], strict=True)
     ]
 
 
@@ -101,7 +112,13 @@ def _text(valid: Any) -> str:
     return "true" if valid is True else "false" if valid is False else str(valid)
 
 
-def _checker(configs: dict[str, str], checkers: tuple[str, ...] | None, time_limit: float | None):  # type: ignore[no-untyped-def]
+Shared = dict[str, tuple[list[Op], dict[str, list[NodeEvent]]]]
+
+
+def _checker(configs: dict[str, str], checkers: tuple[str, ...] | None, time_limit: float | None,
+             shared: Any = None):  # type: ignore[no-untyped-def]
+    """The grouped UDF. ``shared`` (by-partition mode) broadcasts each run's ops and events
+    that name no partition, which join every group of that run."""
     from floodmark.checkers.registry import check_history, default_checker_names
 
     def check(ops_frame: pd.DataFrame, events_frame: pd.DataFrame) -> pd.DataFrame:
@@ -110,8 +127,17 @@ def _checker(configs: dict[str, str], checkers: tuple[str, ...] | None, time_lim
         run_id = str(ops_frame["run_id"].iloc[0])
         config = json.loads(configs.get(run_id) or "{}")
         names = checkers or default_checker_names(config.get("workload"))
-        results = check_history(ops_from_frame(ops_frame), events_from_frame(events_frame), config,
-                                checkers=list(names), time_limit=time_limit)
+        events = events_from_frame(events_frame)
+        if shared is None:
+            ops = ops_from_frame(ops_frame)
+        else:
+            names = tuple(n for n in names if n in PARTITION_LOCAL_CHECKERS)
+            topic, number = str(ops_frame["pkey"].iloc[0]).split("\u0000", 1)
+            run_ops, run_events = shared.value.get(run_id, ([], {}))
+            ops = sorted(ops_from_frame(ops_frame, (topic, number)) + run_ops, key=lambda op: op.index)
+            for node, node_events in run_events.items():
+                events[node] = sorted(events.get(node, []) + node_events, key=lambda e: e.seq)
+        results = check_history(ops, events, config, checkers=list(names), time_limit=time_limit)
         columns = OUTPUT.fieldNames()
         # Every cell filled (None, not NaN) so Arrow sees lists or nulls in the list columns.
         rows = [[row.get(c) for c in columns] for row in _output_rows(run_id, results, checkers)]
@@ -120,38 +146,31 @@ def _checker(configs: dict[str, str], checkers: tuple[str, ...] | None, time_lim
     return check
 
 
-def _split_by_partition(ops: DataFrame) -> DataFrame:
-    """Each op once per partition it is about; multi-partition values filtered to that partition."""
+def partition_keys() -> Column:
+    """The partitions an op is about, as ``topic\\0partition`` keys, in Spark SQL.
 
-    def keys(f: str, value_json: str, topic: str | None, partition: int | None) -> list[str]:
-        if topic is not None and partition is not None:
-            return [f"{topic}\u0000{partition}"]
-        try:
-            value = json.loads(value_json)
-        except (TypeError, ValueError):
-            return []
-        if isinstance(value, list):
-            return sorted({f"{v['topic']}\u0000{v['partition']}" for v in value
-                           if isinstance(v, dict) and "topic" in v and "partition" in v})
-        return []
+    An op with a lifted topic and partition (a send) is about that one; an op whose value is
+    a list of per-partition entries (poll, drain, assign) is about each entry's partition.
+    """
+    lifted = F.when(F.col("topic").isNotNull() & F.col("partition").isNotNull(),
+                    F.array(F.concat_ws("\u0000", "topic", F.col("partition").cast("string"))))
+    entries = F.from_json("value_json", "array<struct<topic:string,partition:string>>")
+    listed = F.when(F.col("value_json").startswith("["), F.array_sort(F.array_distinct(F.transform(
+        F.filter(entries, lambda e: e["topic"].isNotNull() & e["partition"].isNotNull()),
+        lambda e: F.concat_ws("\u0000", e["topic"], e["partition"])))))
+    return F.coalesce(lifted, listed, F.array().cast("array<string>"))
 
-    keys_udf = F.udf(keys, ArrayType(StringType()))
 
-    def restrict(value_json: str, key: str) -> str:
-        value = json.loads(value_json)
-        if isinstance(value, list):
-            topic, partition = key.split("\u0000")
-            value = [v for v in value if isinstance(v, dict) and v.get("topic") == topic
-                     and str(v.get("partition")) == partition]
-        return json.dumps(value, separators=(",", ":"))
-
-    restrict_udf = F.udf(restrict, StringType())
-    client = ops.where(F.col("process") != "nemesis").withColumn(
-        "pkey", F.explode(keys_udf("f", "value_json", "topic", "partition")))
-    client = client.withColumn("value_json", restrict_udf("value_json", "pkey"))
-    pkeys = client.select("run_id", "pkey").distinct()
-    nemesis = ops.where(F.col("process") == "nemesis").join(pkeys, "run_id")
-    return client.unionByName(nemesis)
+def _shared_rows(ops: DataFrame, events: DataFrame) -> Shared:
+    """Per run, the nemesis ops and the node events that name no partition."""
+    shared: Shared = {}
+    nemesis = cast(pd.DataFrame, ops.where(F.col("process") == "nemesis").toPandas())
+    for run_id, frame in nemesis.groupby("run_id"):
+        shared[str(run_id)] = (ops_from_frame(frame), {})
+    unlocated = cast(pd.DataFrame, events.where(F.col("topic").isNull()).toPandas())
+    for run_id, frame in unlocated.groupby("run_id"):
+        shared.setdefault(str(run_id), ([], {}))[1].update(events_from_frame(frame))
+    return shared
 
 
 def check_runs(
@@ -167,20 +186,17 @@ def check_runs(
     configs = {r.run_id: r.config_json for r in runs.select("run_id", "config_json").collect()}
     ops = ops.drop("batch")
     events = events.drop("batch")
+    shared = None
     if mode == "run":
         groups = ["run_id"]
         grouped_ops, grouped_events = ops, events
     else:
-        if checkers is None:
-            checkers = PARTITION_LOCAL_CHECKERS
-        grouped_ops = _split_by_partition(ops)
-        pkeys = grouped_ops.select("run_id", "pkey").distinct()
-        located = events.where(F.col("topic").isNotNull()).withColumn(
+        grouped_ops = ops.where(F.col("process") != "nemesis").withColumn("pkey", F.explode(partition_keys()))
+        grouped_events = events.where(F.col("topic").isNotNull()).withColumn(
             "pkey", F.concat_ws("\u0000", "topic", F.col("partition").cast("string")))
-        shared = events.where(F.col("topic").isNull()).join(pkeys, "run_id")
-        grouped_events = located.unionByName(shared)
+        shared = spark.sparkContext.broadcast(_shared_rows(ops, events))
         groups = ["run_id", "pkey"]
-    checker = _checker(configs, checkers, time_limit)
+    checker = _checker(configs, checkers, time_limit, shared)
     out = (
         grouped_ops.groupBy(*groups).cogroup(grouped_events.groupBy(*groups))
         .applyInPandas(checker, OUTPUT)

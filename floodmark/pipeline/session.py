@@ -10,7 +10,10 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 
-def get_session(master: str | None = None, *, app_name: str = "floodmark", progress: bool = True) -> SparkSession:
+def get_session(master: str | None = None, *, app_name: str = "floodmark", progress: bool = True,
+                driver_memory: str = "2g") -> SparkSession:
+    """The active session, or a new one. ``driver_memory`` only applies when this call starts
+    the JVM (in local mode the executors share the driver's heap)."""
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
@@ -21,7 +24,7 @@ def get_session(master: str | None = None, *, app_name: str = "floodmark", progr
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.driver.memory", "2g")
+        .config("spark.driver.memory", driver_memory)
     )
     if master is not None:
         builder = builder.master(master)

@@ -1,0 +1,81 @@
+"""Large files cut into chunks: every cut gives the sequential reader's rows and errors."""
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from floodmark.checkers import synthetic
+from floodmark.history import HistoryError, read_history, write_history
+from floodmark.pipeline.chunks import first_problem, history_rows, plan_chunks
+from floodmark.pipeline.records import _op_row
+
+
+def _read_chunked(path, chunk_bytes, witnesses=frozenset()):
+    summaries, batches = [], []
+    for chunk in plan_chunks(str(path), chunk_bytes):
+        batches += list(history_rows(chunk, "r", frozenset(witnesses), summaries.append))
+    rows = pa.Table.from_batches(batches).to_pylist() if batches else []
+    return rows, summaries
+
+
+def _history(tmp_path, ops=150):
+    path = tmp_path / "history.jsonl"
+    write_history(path, synthetic.queue_run(3, ops=ops, partitions=3).history)
+    return path
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 97, 1000, 4096, 10**9])
+def test_any_cut_gives_the_sequential_rows(tmp_path, chunk_bytes):
+    path = _history(tmp_path)
+    expected = [_op_row("r", op) for op in read_history(path)]
+    rows, summaries = _read_chunked(path, chunk_bytes, witnesses={5, 17})
+    assert rows == expected
+    assert first_problem(summaries, dense_from_zero=True) is None
+    assert sum(s.lines for s in summaries) == len(path.read_text().splitlines())
+    times = {i: t for s in summaries for i, t in s.witness_times.items()}
+    assert times == {5: expected[5]["time"], 17: expected[17]["time"]}
+
+
+@pytest.mark.parametrize("chunk_bytes", [50, 700, 10**9])
+def test_the_first_problem_is_named_by_its_global_line(tmp_path, chunk_bytes):
+    path = _history(tmp_path)
+    lines = path.read_text().splitlines()
+    lines.insert(40, "")  # a blank line is skipped but still counts as a line
+    lines[120] = lines[120].replace('"type":"ok"', '"type":"maybe"').replace('"type":"invoke"', '"type":"maybe"')
+    lines[200] = "{not json"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(HistoryError) as sequential:
+        read_history(path)
+    _, summaries = _read_chunked(path, chunk_bytes)
+    line, problem = first_problem(summaries, dense_from_zero=True)
+    assert f"{path}:{line}: {problem}" == str(sequential.value)
+    assert line == 121 and "type must be" in problem
+
+
+@pytest.mark.parametrize("chunk_bytes", [64, 10**9])
+def test_a_gap_in_indices_is_found_across_chunks(tmp_path, chunk_bytes):
+    path = _history(tmp_path)
+    lines = path.read_text().splitlines()
+    del lines[77]
+    path.write_text("\n".join(lines) + "\n")
+    _, summaries = _read_chunked(path, chunk_bytes)
+    assert first_problem(summaries, dense_from_zero=True) == (78, "op index 78 out of sequence (expected 77)")
+
+
+def test_a_torn_last_line_is_ignored_like_the_reader_does(tmp_path):
+    path = _history(tmp_path)
+    with open(path, "a") as f:
+        f.write('{"index": 99999, "ti')
+    rows, summaries = _read_chunked(path, 333)
+    assert len(rows) == len(read_history(path))
+    assert first_problem(summaries, dense_from_zero=True) is None
+
+
+def test_non_ascii_and_nan_values_round_trip(tmp_path):
+    path = tmp_path / "history.jsonl"
+    path.write_text('{"index":0,"time":0,"type":"invoke","process":0,"f":"send","value":{"v":"caf\\u00e9"}}\n'
+                    '{"index":1,"time":1,"type":"ok","process":0,"f":"send","value":NaN}\n')
+    rows, summaries = _read_chunked(path, 10**9)
+    assert json.loads(rows[0]["value_json"]) == {"v": "café"}
+    assert rows[1]["value_json"] == "NaN" and first_problem(summaries, dense_from_zero=True) is None
