@@ -40,3 +40,12 @@ def test_find_runs_skips_run_subfolders(tmp_path):
     a = make_run(tmp_path, seed=1)
     b = make_run(tmp_path, test="other", seed=2)
     assert sorted(find_runs(tmp_path)) == sorted([a.path, b.path])
+
+
+def test_an_op_index_out_of_sequence_is_rejected_with_file_and_line(tmp_path):
+    run = make_run(tmp_path, seed=6)
+    lines = run.path.joinpath("history.jsonl").read_text().splitlines()
+    del lines[3]  # the op at index 3 is gone: the next line holds index 4
+    run.path.joinpath("history.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(RunRejected, match=r"history.jsonl:4: op index 4 out of sequence \(expected 3\)"):
+        read_run(run.path, tmp_path)

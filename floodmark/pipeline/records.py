@@ -98,7 +98,8 @@ def _validate_history(rd: RunDir, witnesses: set[int]) -> tuple[int, int | None,
     try:
         for op in iter_history(rd.history):
             if op.index != count:
-                raise RunRejected(f"{rd.history}: op index {op.index} out of sequence (expected {count})")
+                # Like read_history: one op per line, so the op's line is its position + 1.
+                raise HistoryError(str(rd.history), count + 1, f"op index {op.index} out of sequence (expected {count})")
             if first is None:
                 first = op.time
             last = op.time

@@ -170,7 +170,7 @@ class FetchResponse:
     # leader's log: truncate to at most ``diverging_end_offset`` (then fetch again).
     diverging_epoch: int = NO_EPOCH
     diverging_end_offset: int = -1
-    # Followers get their records here (compact) instead of in ``records``.
+    # Followers and consumers get their records here (compact) instead of in ``records``.
     batch: RecordBatch | None = None
 
 
