@@ -17,7 +17,7 @@ import pytest
 from floodmark import rundir
 from floodmark.harness import cleanup
 from floodmark.harness.code_version import code_version
-from floodmark.harness.config import TestConfig, load_config
+from floodmark.harness.config import NEMESIS_KINDS, TestConfig, load_config
 from floodmark.harness.runner import EXIT_INTERRUPTED, Runner, RunOutcome
 from floodmark.harness.schedule import load_schedule
 from floodmark.history import read_history
@@ -82,6 +82,21 @@ def test_a_short_run_on_the_local_cluster_is_valid_and_reproducible(tmp_path: Pa
     for worker, choices in first.items():
         length = min(len(choices), len(second[worker]))
         assert length > 5 and choices[:length] == second[worker][:length]
+
+
+@pytest.mark.integration
+@pytest.mark.root
+@needs_local_cluster()
+def test_the_default_variant_survives_every_nemesis_on_the_local_cluster(tmp_path: Path) -> None:
+    # The Docker backend's counterpart is the chaos suite's every-fault-together run.
+    config = TestConfig(cluster="local", nemesis=NEMESIS_KINDS, time_limit=30, seed=8, rate=150,
+                        fault_duration=(3.0, 8.0), quiet_period=(2.0, 4.0), recovery_time=30)
+    outcome = Runner(config, tmp_path).run()
+    assert outcome.error is None, outcome.error
+    assert outcome.valid is True, json.loads(outcome.run_dir.results.read_text())["checkers"]
+    started = {op.f.removeprefix("start-") for op in read_history(outcome.run_dir.history)
+               if op.process == "nemesis" and op.f.startswith("start-") and op.type == "ok"}
+    assert len(started) >= 3, started  # several kinds of fault really ran
 
 
 def producer_choices(ops: list) -> dict[str, list[tuple[str, str, int]]]:
