@@ -8,7 +8,7 @@ import pytest
 from floodmark.checkers import synthetic
 from floodmark.history import HistoryError, read_history, write_history
 from floodmark.pipeline.chunks import first_problem, history_rows, plan_chunks
-from floodmark.pipeline.records import _op_row
+from floodmark.pipeline.records import _op_row, loads
 
 
 def _read_chunked(path, chunk_bytes, witnesses=frozenset()):
@@ -79,3 +79,23 @@ def test_non_ascii_and_nan_values_round_trip(tmp_path):
     rows, summaries = _read_chunked(path, 10**9)
     assert json.loads(rows[0]["value_json"]) == {"v": "café"}
     assert rows[1]["value_json"] == "NaN" and first_problem(summaries, dense_from_zero=True) is None
+
+
+def test_huge_integers_stay_exact(tmp_path):
+    # orjson alone would read an integer beyond 64 bits as a float, silently.
+    path = _history(tmp_path, ops=20)
+    lines = path.read_text().splitlines()
+    op = json.loads(lines[3])
+    op["value"] = {"topic": "t0", "partition": 0, "value": 123456789012345678901234567890}
+    lines[3] = json.dumps(op)
+    path.write_text("\n".join(lines) + "\n")
+    expected = [_op_row("r", o) for o in read_history(path)]
+    rows, _ = _read_chunked(path, 10**9)
+    assert rows == expected
+    assert '"value":123456789012345678901234567890' in rows[3]["value_json"]
+
+
+@pytest.mark.parametrize("text", ['{"a": 123456789012345678901234567890}', '[1.5, -7, "x"]', '{"n": NaN}'])
+def test_loads_parses_exactly_as_the_standard_library(text):
+    parsed, expected = loads(text), json.loads(text)
+    assert repr(parsed) == repr(expected)

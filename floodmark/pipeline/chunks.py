@@ -31,7 +31,7 @@ import pyarrow as pa
 from floodmark.errors import SourceError
 from floodmark.history import OP_TYPES, op_from_dict
 from floodmark.node_events import event_from_dict
-from floodmark.pipeline.records import json_text
+from floodmark.pipeline.records import LONG_DIGITS, json_text
 
 CHUNK_BYTES = 32 * 1024 * 1024
 _READ_BYTES = 4 * 1024 * 1024  # rows go out in Arrow batches of about this much input
@@ -116,11 +116,14 @@ def iter_lines(chunk: Chunk) -> Iterator[tuple[int, bytes, bool]]:
 
 def _loads(raw: bytes) -> tuple[Any, bool]:
     """(value, parsed by orjson); raises json.JSONDecodeError with the standard message, or
-    UnicodeDecodeError for bytes that are not UTF-8 (which the sequential reader refuses too)."""
-    try:
-        return orjson.loads(raw), True
-    except orjson.JSONDecodeError:
-        return json.loads(raw.decode("utf-8")), False
+    UnicodeDecodeError for bytes that are not UTF-8 (which the sequential reader refuses too).
+    A line with a long run of digits skips orjson, which would read a huge integer as a float."""
+    if LONG_DIGITS.search(raw) is None:
+        try:
+            return orjson.loads(raw), True
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(raw.decode("utf-8")), False
 
 
 def _dumps(value: Any, fast: bool) -> str:

@@ -35,6 +35,7 @@ from pyspark.sql.types import ArrayType, LongType, StringType, StructField, Stru
 
 from floodmark.history import Op
 from floodmark.node_events import NodeEvent
+from floodmark.pipeline.records import loads
 
 Mode = Literal["run", "partition"]
 PARTITION_LOCAL_CHECKERS = ("durability", "queue", "hw", "leader", "linearizable")
@@ -62,7 +63,7 @@ def ops_from_frame(frame: pd.DataFrame, partition: tuple[str, str] | None = None
     """Ops from rows of the ``ops`` table; with ``partition`` (topic, partition as text), the
     entries of multi-partition values (polls, drains) are restricted to that partition."""
     frame = frame.sort_values("index")
-    values = [json.loads(v) if isinstance(v, str) else None for v in frame["value_json"]]
+    values = [loads(v) if isinstance(v, str) else None for v in frame["value_json"]]
     if partition is not None:
         topic, number = partition
         values = [[v for v in value if isinstance(v, dict) and v.get("topic") == topic
@@ -90,7 +91,7 @@ def events_from_frame(frame: pd.DataFrame) -> dict[str, list[NodeEvent]]:
     for node, seq, wall, kind, fields in zip(
         frame["node"], frame["seq"], frame["wall"], frame["kind"], frame["fields_json"], strict=True
     ):
-        events.setdefault(node, []).append(NodeEvent(node, int(seq), float(wall), kind, json.loads(fields)))
+        events.setdefault(node, []).append(NodeEvent(node, int(seq), float(wall), kind, loads(fields)))
     for node_events in events.values():
         node_events.sort(key=lambda e: e.seq)
     return events
