@@ -45,7 +45,12 @@ def verdict(config: TestConfig, tmp_path: Path, schedule: Schedule | None = None
     assert outcome.error is None, f"the run itself failed: {outcome.error} ({outcome.run_dir.path})"
     results = json.loads(outcome.run_dir.results.read_text())
     summary = {name: (c["valid"], c.get("anomaly_counts")) for name, c in results["checkers"].items()}
-    return outcome.valid, f"{outcome.run_dir.path}: {summary}"
+    # CI keeps only its log, not the run directory: say what was found there.
+    found = [f"{name}: {a.get('type')}: {a.get('explanation')}"
+             for name, c in results["checkers"].items() for a in (c.get("anomalies") or [])[:3]]
+    unjudged = [f"{name}: {c['stats'].get('unjudged_because')}" for name, c in results["checkers"].items()
+                if c["valid"] == "unknown" and isinstance(c.get("stats"), dict)]
+    return outcome.valid, "\n".join([f"{outcome.run_dir.path}: {summary}", *found, *unjudged])
 
 
 @pytest.mark.parametrize("kind", NEMESIS_KINDS)
