@@ -13,8 +13,8 @@ numbers. The driver adds up the line counts of earlier chunks, so the error it r
 the file and the global line exactly as :func:`floodmark.history.iter_history` would, and
 checks that each chunk's first index continues the previous chunk (dense indices from 0).
 
-Parsing uses orjson; a line orjson refuses is re-read with the standard ``json`` module,
-which gives the familiar message or accepts what orjson does not (NaN, huge integers).
+Parsing goes through :mod:`floodmark.fast_json`: orjson, or the standard ``json`` module for
+what orjson would refuse or read differently (NaN, huge integers), with its familiar messages.
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from floodmark import fast_json
 from floodmark.errors import SourceError
 from floodmark.history import OP_TYPES, op_from_dict
 from floodmark.node_events import event_from_dict
-from floodmark.pipeline.records import LONG_DIGITS, json_text
+from floodmark.pipeline.records import json_text
 
 CHUNK_BYTES = 32 * 1024 * 1024
 _READ_BYTES = 4 * 1024 * 1024  # rows go out in Arrow batches of about this much input
@@ -114,18 +115,6 @@ def iter_lines(chunk: Chunk) -> Iterator[tuple[int, bytes, bool]]:
             yield number, carry, False
 
 
-def _loads(raw: bytes) -> tuple[Any, bool]:
-    """(value, parsed by orjson); raises json.JSONDecodeError with the standard message, or
-    UnicodeDecodeError for bytes that are not UTF-8 (which the sequential reader refuses too).
-    A line with a long run of digits skips orjson, which would read a huge integer as a float."""
-    if LONG_DIGITS.search(raw) is None:
-        try:
-            return orjson.loads(raw), True
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(raw.decode("utf-8")), False
-
-
 def _dumps(value: Any, fast: bool) -> str:
     if fast:  # orjson parsed it, so orjson can write it back exactly
         return orjson.dumps(value).decode()
@@ -166,7 +155,7 @@ def history_rows(chunk: Chunk, run_id: str, witnesses: frozenset[int],
         if not raw.strip():
             continue
         try:
-            d, fast = _loads(raw)
+            d, fast = fast_json.parse(raw)
             if not _valid_op(d):
                 op_from_dict(d, chunk.path, number)  # raises with the reader's own message
         except json.JSONDecodeError as e:
@@ -232,7 +221,7 @@ def event_rows(chunk: Chunk, run_id: str, report: Callable[[ChunkSummary], None]
         if not raw.strip():
             continue
         try:
-            d, fast = _loads(raw)
+            d, fast = fast_json.parse(raw)
             event = event_from_dict(d, chunk.path, number)
         except json.JSONDecodeError as e:
             if not whole:

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
 import yaml
 
 from floodmark.history import HistoryError, Op, iter_history
@@ -205,24 +203,6 @@ def _op_row(run_id: str, op: Op) -> Row:
         "error": None if op.error is None else (op.error if isinstance(op.error, str) else json_text(op.error)),
         "value_json": json_text(op.value),
     }
-
-
-# orjson reads an integer literal beyond 64 bits as a float, silently; a line with a run of 19
-# or more digits goes to the standard library instead, which keeps it exact.
-LONG_DIGITS = re.compile(rb"[0-9]{19}")
-
-
-def loads(raw: bytes | str) -> Any:
-    """Parse JSON fast (orjson) and exactly as :mod:`json` would: anything orjson refuses or
-    could read differently (huge integers, NaN) is parsed by the standard library, which
-    also gives the familiar error message."""
-    data = raw.encode() if isinstance(raw, str) else raw
-    if LONG_DIGITS.search(data) is None:
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(data.decode("utf-8"))
 
 
 def json_text(value: Any) -> str:

@@ -33,9 +33,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
+from floodmark.fast_json import loads
 from floodmark.history import Op
 from floodmark.node_events import NodeEvent
-from floodmark.pipeline.records import loads
 
 Mode = Literal["run", "partition"]
 PARTITION_LOCAL_CHECKERS = ("durability", "queue", "hw", "leader", "linearizable")

@@ -74,11 +74,11 @@ class SendAccumulator:
         outcome: SendResult | BaseException
         try:
             outcome = await self.producer.send_batch(batch.topic, batch.partition, batch.values, timeout=batch.timeout)
-        except BaseException as e:  # cancelled (the clients closed) or a bug: nobody may hang
+        except Exception as e:  # a bug: nobody may hang
             outcome = e
-            if not isinstance(e, Exception):
-                _settle(batch, outcome)
-                raise
+        except BaseException as e:  # cancelled (the clients closed): settle, then stop
+            _settle(batch, e)
+            raise
         _settle(batch, outcome)
 
 

@@ -12,11 +12,9 @@ that many bytes of JSON ``{"id": correlation id, "body": message}``. The correla
 pairs a response with its request, so many requests can be in flight on one connection.
 Frames longer than :data:`MAX_FRAME_BYTES` are refused before they are read.
 
-JSON is written and parsed with orjson when it is installed (the harness has it; a broker
-image may not), else with the standard library; both produce and accept the same JSON.
-Whatever orjson refuses or may read differently (an integer beyond 64 bits, which it reads
-as a float) goes through the standard library, whose verdict and error messages are the
-codec's.
+JSON is written with orjson when it is installed (the harness has it; a broker image may
+not), else with the standard library, and parsed by :mod:`floodmark.fast_json`: both ways
+produce and accept the same JSON, huge integers included.
 """
 
 from __future__ import annotations
@@ -26,12 +24,12 @@ import dataclasses
 import json
 import operator
 import struct
-import threading
 import types
 import typing
 from collections.abc import Callable
 from typing import Any
 
+from floodmark import fast_json
 from floodmark.reference import messages
 
 try:
@@ -230,7 +228,7 @@ def _encoding_kind(hint: Any) -> int:
 def _decoder_for(hint: Any) -> Decoder:
     """A function checking (and converting) one JSON value against a type hint."""
     if hint is Any:
-        return _decode_any
+        return lambda v: v
     plain = _plain_types(hint)
     if plain is not None:
         return _plain_decoder(hint, plain)
@@ -251,22 +249,6 @@ def _decoder_for(hint: Any) -> Decoder:
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return lambda v: _expect_message(hint, v)
     raise TypeError(f"wire codec cannot handle type hint {hint!r}")
-
-
-def _decode_any(v: Any) -> Any:
-    if _fast_pass.active and _has_float(v):
-        raise _Mismatch("a number the fast parser may have read wrong")  # see _FastPass
-    return v
-
-
-def _has_float(v: Any) -> bool:
-    if type(v) is float:
-        return True
-    if type(v) is list:
-        return any(_has_float(x) for x in v)
-    if type(v) is dict:
-        return any(_has_float(x) for x in v.values())
-    return False
 
 
 def _plain_decoder(hint: Any, accepted: tuple[type, ...]) -> Decoder:
@@ -388,42 +370,18 @@ def _dumps(data: Any) -> bytes:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def _standard_loads(payload: bytes) -> Any:
+def _loads(payload: bytes) -> Any:
     try:
-        return json.loads(payload.decode("utf-8"))
+        return fast_json.loads(payload)
     except UnicodeDecodeError as e:
         raise WireError(f"frame is not UTF-8 (byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise WireError(f"frame is not valid JSON ({e.msg} at character {e.pos})") from None
 
 
-class _FastPass(threading.local):
-    """Set while decoding what orjson parsed. orjson reads an integer beyond 64 bits as a
-    float, the standard library as an integer: where that could go unnoticed (a float in an
-    ``Any`` field) the fast pass gives up, and the frame is parsed the standard way."""
-
-    active = False
-
-
-_fast_pass = _FastPass()
-
-
 def decode_payload(payload: bytes) -> tuple[int, Any]:
     """The (correlation id, message) of one frame's payload."""
-    if orjson is not None:
-        try:
-            data = orjson.loads(payload)
-        except ValueError:  # orjson.JSONDecodeError: the standard library names the problem
-            pass
-        else:
-            _fast_pass.active = True
-            try:
-                return _frame(data)
-            except WireError:  # maybe a huge integer read as a float: decide the standard way
-                pass
-            finally:
-                _fast_pass.active = False
-    return _frame(_standard_loads(payload))
+    return _frame(_loads(payload))
 
 
 def _frame(data: Any) -> tuple[int, Any]:

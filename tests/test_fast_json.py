@@ -1,0 +1,31 @@
+"""floodmark.fast_json: orjson's speed, the standard library's results."""
+
+import json
+
+import pytest
+
+from floodmark import fast_json
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": 123456789012345678901234567890}', '[-9223372036854775809, 18446744073709551616]',
+    '[1.5, -7, "x", null, true]', '{"n": NaN}', '{"s": "ünïcode"}',
+])
+def test_parses_exactly_as_the_standard_library(text: str) -> None:
+    for raw in (text, text.encode()):
+        assert repr(fast_json.loads(raw)) == repr(json.loads(text))
+
+
+def test_says_which_parser_read_it() -> None:
+    assert fast_json.parse(b'{"a": 1}') == ({"a": 1}, True)
+    assert fast_json.parse(b"[123456789012345678901234567890]") == ([123456789012345678901234567890], False)
+
+
+def test_malformed_json_gets_the_standard_message() -> None:
+    with pytest.raises(json.JSONDecodeError) as fast:
+        fast_json.loads(b'{"a": }')
+    with pytest.raises(json.JSONDecodeError) as standard:
+        json.loads('{"a": }')
+    assert str(fast.value) == str(standard.value)
+    with pytest.raises(UnicodeDecodeError):
+        fast_json.loads(b'"\xff\xfe"'.decode("unicode_escape").encode("latin-1"))
