@@ -125,7 +125,13 @@ def write_results(path: str | os.PathLike[str], results: dict[str, Any]) -> None
 
 def read_results(path: str | os.PathLike[str]) -> dict[str, Any]:
     with open(path, encoding="utf-8") as f:
-        data = json.load(f)
+        try:
+            data = json.load(f)
+        except RecursionError:
+            raise ValueError(f"{path}: not a results file (nested too deeply)") from None
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not valid JSON at line {error.lineno}, column {error.colno}:"
+                             f" {error.msg}") from None
     if not isinstance(data, dict) or "valid" not in data:
         raise ValueError(f"{path}: not a results file (no 'valid' field)")
     return data

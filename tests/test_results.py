@@ -37,3 +37,11 @@ def test_results_file_round_trip(tmp_path):
     durability = back["checkers"]["durability"]
     assert durability["anomaly_counts"] == {"lost-write": 2}
     assert durability["anomalies"][0]["ops"] == [10, 11]
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", "{\"valid\": " + "[" * 100_000 + "]" * 100_000 + "}", "{\"valid\""])
+def test_a_malformed_results_file_is_a_clear_value_error(tmp_path, content):
+    path = tmp_path / "results.json"
+    path.write_text(content)
+    with pytest.raises(ValueError, match="results.json"):
+        read_results(path)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import html
 import http.client
 import os
 import re
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -182,3 +186,97 @@ def test_serve_command_rejects_a_missing_store(tmp_path: Path, capsys: pytest.Ca
     assert main(["serve", "--store", str(tmp_path / "missing")]) == 254
     assert "no such directory" in capsys.readouterr().err
     assert main(["serve", "--store", str(tmp_path), "--port", "70000"]) == 254
+
+
+# --- a store with damaged runs: each one noted, none breaks the index or the server -----------
+
+DAMAGED = {  # test name -> (what to write, over which file, words its problem note must carry)
+    "deep-results": ("results.json", "[" * 100_000 + "]" * 100_000, "results.json unreadable: nested too deeply"),
+    "deep-results-object": ("results.json", '{"valid": true, "variant": ' + "[" * 500 + "]" * 500 + "}", None),
+    "list-results": ("results.json", "[1, 2]", "results.json unreadable: expected a JSON object, got a list"),
+    "truncated-results": ("results.json", '{"valid": false, "seed": 3, "checkers": {"durability": {"va', "results.json unreadable: "),
+    "garbage-results": ("results.json", bytes(range(256)) * 8, "results.json unreadable: "),
+    "deep-yaml-flow": ("test.yaml", "nemesis: " + "[" * 100_000 + "]" * 100_000, "test.yaml unreadable: line 1, column "),
+    "deep-yaml-block": ("test.yaml", "- " * 100_000 + "x\n", "test.yaml unreadable: line 1, column "),
+    "garbage-yaml": ("test.yaml", bytes(range(255, -1, -1)) * 8, "test.yaml unreadable: "),
+    "control-yaml": ("test.yaml", "seed: \x00\x07\n", "test.yaml unreadable: "),
+    "list-yaml": ("test.yaml", "- partition\n- kill\n", "test.yaml unreadable: expected a mapping, got a list"),
+}
+
+
+@pytest.fixture(scope="module")
+def damaged_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("damaged") / "store"
+    for k in range(3):
+        make_minimal_run(root, name="good", seed=k, stamp=f"2026010{k + 1}T000000", verdict=(True, False, None)[k])
+    for k, (name, (file, content, _)) in enumerate(DAMAGED.items()):
+        unchecked = file == "test.yaml"  # test.yaml is read only when there is no results.json
+        run = make_minimal_run(root, name=name, seed=100 + k, stamp=f"202602{k + 1:02d}T000000",
+                               verdict=None if unchecked else True)
+        target = run / file
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content)
+    return root
+
+
+@pytest.fixture(scope="module")
+def damaged_server(damaged_store: Path) -> Iterator[tuple[subprocess.Popen[str], str, int]]:
+    """`floodmark serve` in its own process: a crash there must show as a dead process, not kill pytest."""
+    script = ("import sys; from pathlib import Path; from floodmark.reports.server import serve; "
+              "serve(Path(sys.argv[1]), '127.0.0.1', 0, announce=lambda url: print(url, flush=True))")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(damaged_store)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        match = re.fullmatch(r"http://([\d.]+):(\d+)/", url)
+        assert match, (url, proc.poll())
+        yield proc, match[1], int(match[2])
+    finally:
+        proc.send_signal(signal.SIGINT)  # serve() stops cleanly on an interrupt
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def get_from(host: str, port: int, path: str) -> tuple[int, str]:
+    conn = http.client.HTTPConnection(host, port, timeout=120)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        return response.status, response.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
+def test_damaged_runs_are_noted_and_the_index_still_answers(
+        damaged_server: tuple[subprocess.Popen[str], str, int]) -> None:
+    proc, host, port = damaged_server
+    for _ in range(2):  # the second request is answered from the index's cache: still no failure
+        status, body = get_from(host, port, "/?per=500")
+        assert status == 200, body[:500]
+        assert f"{3 + len(DAMAGED)} runs" in body
+        by_test = {re.search(r'href="/store/([^/"]+)/', row)[1]: row for row in rows(body)}  # type: ignore[index]
+        assert set(by_test) == {"good", *DAMAGED}
+        good = [row for row in rows(body) if 'href="/store/good/' in row]
+        assert len(good) == 3 and not any('class="problem"' in row for row in good)
+        for name, (_, _, note) in DAMAGED.items():
+            row = by_test[name]
+            if note is None:  # readable, only odd: listed without a problem and without its nested value
+                assert 'class="problem"' not in row and "[[[" not in row
+                continue
+            shown = re.search(r'<span class="problem">(.*?)</span>', row, re.S)
+            assert shown and html.unescape(shown[1]).startswith(note), (name, row)
+            if name.startswith("deep-yaml"):
+                assert "nested more than 100 levels deep" in shown[1]
+        assert proc.poll() is None  # the server process is alive
+    status, body = get_from(host, port, "/?verdict=unchecked&per=500")
+    # one good run never checked, the five with a damaged test.yaml, and the four whose results.json is no results
+    assert status == 200 and len(rows(body)) == 10
+    status, body = get_from(host, port, "/store/deep-results/20260201T000000-s100/")  # its files are still browsable
+    assert status == 200 and 'href="results.json"' in body
+    assert proc.poll() is None

@@ -29,6 +29,7 @@ from floodmark.history import Op, read_history
 from floodmark.node_events import NodeEvent, read_events_dir
 from floodmark.results import CheckerResult, build_results, merge_validity, write_results
 from floodmark.rundir import RunDir
+from floodmark.safe_yaml import describe_error, load_yaml
 
 CHECKER_NAMES: tuple[str, ...] = ("durability", "hw", "leader", "queue", "linearizable", "stats")
 
@@ -118,8 +119,10 @@ def check_history(
 def read_config(run_dir: RunDir) -> dict[str, Any]:
     if not run_dir.config.is_file():
         return {}
-    with open(run_dir.config, encoding="utf-8") as f:
-        data = yaml.safe_load(f)
+    try:
+        data = load_yaml(run_dir.config.read_text(encoding="utf-8"), str(run_dir.config))
+    except yaml.YAMLError as e:  # ValueError is what callers (floodmark check) report as file: problem
+        raise ValueError(f"{run_dir.config}: not valid YAML ({describe_error(e)})") from None
     if not isinstance(data, dict):
         raise ValueError(f"{run_dir.config}: expected a mapping of configuration keys")
     return data

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from floodmark.reference.variants import VARIANTS
+from floodmark.safe_yaml import load_yaml
 
 CLUSTERS = ("docker", "local")
 WORKLOADS = ("queue", "log-lin")
@@ -263,7 +264,7 @@ def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) ->
     except OSError as e:
         raise ConfigError(source, "-", f"cannot read the file ({e.strerror})") from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text, source)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "somewhere"

@@ -21,6 +21,7 @@ from floodmark.history import HistoryError, Op, iter_history
 from floodmark.node_events import NodeEvent, NodeEventError, read_events_dir
 from floodmark.results import read_results
 from floodmark.rundir import RunDir
+from floodmark.safe_yaml import load_yaml
 
 Row = dict[str, Any]
 
@@ -117,7 +118,7 @@ def read_config(rd: RunDir) -> dict[str, Any]:
     if not rd.config.exists():
         return {}
     try:
-        data = yaml.safe_load(rd.config.read_text(encoding="utf-8"))
+        data = load_yaml(rd.config.read_text(encoding="utf-8"), str(rd.config))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""

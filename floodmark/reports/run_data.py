@@ -26,6 +26,7 @@ from floodmark.node_events import NodeEvent, NodeEventError, iter_events
 from floodmark.reports.history_columns import HistoryColumns, load_history
 from floodmark.results import read_results
 from floodmark.rundir import RunDir
+from floodmark.safe_yaml import load_yaml
 
 PartitionKey = tuple[str, int]
 
@@ -88,7 +89,7 @@ def load_run(path: str | os.PathLike[str]) -> RunData:
 def _load_config(run: RunDir, results: dict[str, Any] | None, warnings: list[str]) -> dict[str, Any]:
     if run.config.is_file():
         try:
-            loaded = yaml.safe_load(run.config.read_text(encoding="utf-8"))
+            loaded = load_yaml(run.config.read_text(encoding="utf-8"), str(run.config))
             if isinstance(loaded, dict):
                 return loaded
             warnings.append(f"{run.config}: expected a mapping, got {type(loaded).__name__}")

@@ -20,8 +20,8 @@ from typing import Any
 import yaml
 
 from floodmark.rundir import RunDir, find_run_dirs
+from floodmark.safe_yaml import describe_error, load_yaml
 
-_YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader when libyaml is present
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})")
 
 
@@ -91,7 +91,7 @@ class RunIndex:
                 key = _mtimes(run)
                 cached = self._cache.get(run.path)
                 if cached is None or cached[0] != key:
-                    cached = (key, summarize(run, self.store))
+                    cached = (key, _summarize_or_note(run, self.store))
                     self._cache[run.path] = cached
                 summaries.append(cached[1])
             for gone in set(self._cache) - live:
@@ -109,6 +109,20 @@ def _mtimes(run: RunDir) -> tuple[float, ...]:
     return tuple(times)
 
 
+def _summarize_or_note(run: RunDir, store: Path) -> RunSummary:
+    """:func:`summarize`, or, should it fail on a file no one foresaw, a bare line saying why.
+
+    One malformed run must never take the whole index (and so every page) down with it.
+    """
+    try:
+        return summarize(run, store)
+    except Exception as e:  # the run is listed with its problem; the index goes on
+        return RunSummary(relative=Path(os.path.relpath(run.path, store)).as_posix(), test=run.test_name,
+                          name=run.path.name, started=_started(run.path.name), verdict=None, seed=None,
+                          variant="default", nemesis=(), workload="", anomaly_counts=(),
+                          has_report=run.report.is_file(), problem=f"cannot summarize this run: {type(e).__name__}: {e}")
+
+
 def summarize(run: RunDir, store: Path) -> RunSummary:
     """One run's summary; a damaged results or config file is noted, not fatal."""
     problem = None
@@ -117,17 +131,27 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
         try:
             with open(run.results, encoding="utf-8") as f:
                 loaded = json.load(f)
-            results = loaded if isinstance(loaded, dict) else {}
-        except (OSError, ValueError) as e:
+            if isinstance(loaded, dict):
+                results = loaded
+            else:
+                problem = f"results.json unreadable: expected a JSON object, got {_json_kind(loaded)}"
+        except RecursionError:
+            problem = "results.json unreadable: nested too deeply"
+        except (OSError, ValueError) as e:  # ValueError: bad JSON, and bytes that are not UTF-8
             problem = f"results.json unreadable: {e}"
     # results.json carries a copy of the config; test.yaml (slower to parse) only for unchecked runs
     config: dict[str, Any] = results["config"] if isinstance(results.get("config"), dict) else {}
     if not config and run.config.is_file():
         try:
-            loaded = yaml.load(run.config.read_text(encoding="utf-8"), Loader=_YamlLoader)
-            config = loaded if isinstance(loaded, dict) else {}
-        except (OSError, yaml.YAMLError) as e:
-            problem = problem or f"test.yaml unreadable: {e.__class__.__name__}"
+            loaded = load_yaml(run.config.read_text(encoding="utf-8"), str(run.config))
+            if isinstance(loaded, dict):
+                config = loaded
+            elif loaded is not None:
+                problem = problem or f"test.yaml unreadable: expected a mapping, got {_json_kind(loaded)}"
+        except yaml.YAMLError as e:
+            problem = problem or f"test.yaml unreadable: {describe_error(e)}"
+        except (OSError, ValueError) as e:  # ValueError: bytes that are not UTF-8
+            problem = problem or f"test.yaml unreadable: {e}"
     counts: dict[str, int] = {}
     checkers = results.get("checkers")
     if isinstance(checkers, dict):
@@ -141,23 +165,50 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
                         counts[str(kind)] = counts.get(str(kind), 0) + n
             elif isinstance(checker.get("anomalies"), list):
                 for anomaly in checker["anomalies"]:
-                    kind = str(anomaly.get("type")) if isinstance(anomaly, dict) else "untyped"
+                    kind = _text(anomaly.get("type")) if isinstance(anomaly, dict) else "untyped"
                     counts[kind] = counts.get(kind, 0) + 1
     nemesis = config.get("nemesis")
-    nemesis_kinds = tuple(str(n) for n in nemesis) if isinstance(nemesis, list) else ((str(nemesis),) if nemesis else ())
-    stamp = _STAMP.match(run.path.name)
-    started = (f"{stamp[1]}-{stamp[2]}-{stamp[3]} {stamp[4]}:{stamp[5]}:{stamp[6]}" if stamp else run.path.name)
+    nemesis_kinds = tuple(_text(n) for n in nemesis) if isinstance(nemesis, list) else ((_text(nemesis),) if nemesis else ())
+    seed = config.get("seed", results.get("seed"))
     return RunSummary(
         relative=Path(os.path.relpath(run.path, store)).as_posix(),
         test=run.test_name,
         name=run.path.name,
-        started=started,
+        started=_started(run.path.name),
         verdict=results.get("valid") if results else None,
-        seed=config.get("seed", results.get("seed")),
-        variant=str(config.get("variant") or results.get("variant") or "default"),
+        seed=seed if _is_scalar(seed) else _text(seed),
+        variant=_text(config.get("variant") or results.get("variant") or "default"),
         nemesis=nemesis_kinds,
-        workload=str(config.get("workload") or ""),
+        workload=_text(config.get("workload") or ""),
         anomaly_counts=tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
         has_report=run.report.is_file(),
         problem=problem,
     )
+
+
+def _started(name: str) -> str:
+    """The human-readable start time in a run directory's name, or the name itself."""
+    stamp = _STAMP.match(name)
+    return f"{stamp[1]}-{stamp[2]}-{stamp[3]} {stamp[4]}:{stamp[5]}:{stamp[6]}" if stamp else name
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float))
+
+
+def _text(value: Any) -> str:
+    """A scalar as text; a list or mapping where a scalar belongs (a damaged file) as its kind only.
+
+    ``str()`` of a deeply nested value recurses, and a summary is no place for one anyway.
+    """
+    return str(value) if _is_scalar(value) else f"<{_json_kind(value)}>"
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    return "a string" if isinstance(value, str) else "a boolean" if isinstance(value, bool) else "a number"
