@@ -267,7 +267,9 @@ def make_run(store: Path, *, name: str = "queue-partition", seed: int = 1, stamp
         if anomalies and ok_sends:
             lost = ok_sends[len(ok_sends) // 2]
             p, offset = offsets[lost]
-            witnesses = [lost] + ([ok_sends[2]] if hostile else [])
+            # with hostile payloads, a second witness on the other partition (its context is there)
+            other = next((i for i in ok_sends if offsets[i][0] != p), None)
+            witnesses = [lost] + ([other] if hostile and other is not None else [])
             checker_anoms["durability"].append({
                 "type": "lost-write", "topic": "t0", "partition": p, "offsets": [offset],
                 "ops": witnesses, "events": [["n1", 20], ["n1", 50]],

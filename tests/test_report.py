@@ -11,6 +11,7 @@ import pytest
 from report_fixtures import HOSTILE_IMG, HOSTILE_SCRIPT, make_run
 
 from floodmark.cli import main
+from floodmark.reports import anomaly_groups
 from floodmark.reports.report import write_report
 
 
@@ -73,6 +74,64 @@ def test_report_with_anomalies_lists_every_anomaly_with_context(store: Path) -> 
     assert re.search(rf'<tr class="witness"><td class="num">{lost}</td>', html)
     # node events of the anomaly's partition, per node, with the named event highlighted
     assert '<div class="node-col"><h4>n1' in html and '<tr class="named"><td class="num">20</td>' in html
+    # every compact row carries its context, resolvable in the page's shared op and event tables
+    tables = next(json.loads(t) for a, t in page.scripts if a.get("id") == "context-data")
+    unseen = run.results["checkers"]["queue"]["anomalies"]  # type: ignore[index]
+    for r in rest:
+        for number, partition, _offsets, _ops, _explanation, context in r:
+            witness = unseen[number - 1]["ops"][0]
+            [block] = context["witnesses"]
+            assert block["witness"] == witness and witness in block["highlight"]
+            assert block["partition"] == partition and block["elsewhere"] is False
+            assert all(isinstance(i, list) or str(i) in tables["ops"] for i in block["rows"])
+            assert {n["node"] for n in context["nodes"]} == {"n1", "n2", "n3"}
+            for n in context["nodes"]:
+                assert all(isinstance(s, list) or str(s) in tables["events"][n["node"]] for s in n["rows"])
+    assert "without inline context" not in html
+
+
+def test_header_shows_test_seed_variant_nemeses_cluster_and_duration(store: Path) -> None:
+    run = make_run(store, name="clean-header", seed=7, ops=300, variant="no-fencing", nemesis=("partition", "pause"))
+    html = write_report(run.path).read_text()
+    header = html[html.index('<header class="run'): html.index("</header>")]
+    last_time = json.loads(run.path.joinpath("history.jsonl").read_text().splitlines()[-1])["time"]
+    assert '<h1 id="test-name">clean-header</h1>' in header
+    assert '<dd id="seed">7</dd>' in header
+    assert '<dd id="variant">no-fencing</dd>' in header
+    assert '<dd id="nemesis">partition, pause</dd>' in header
+    assert "<div><dt>cluster</dt><dd>local</dd></div>" in header
+    assert f"<div><dt>duration</dt><dd>{last_time / 1e9:.1f} s</dd></div>" in header
+    assert "<div><dt>ops</dt><dd>300</dd></div>" in header
+    assert "<title>valid · clean-header · floodmark</title>" in html
+
+
+def test_witnesses_on_other_partitions_are_shown_highlighted(store: Path) -> None:
+    run = make_run(store, anomalies=True, hostile=True, ops=600, unseen=3)
+    html = write_report(run.path).read_text()
+    [lost] = run.results["checkers"]["durability"]["anomalies"]  # type: ignore[index]
+    history = [json.loads(line) for line in run.path.joinpath("history.jsonl").read_text().splitlines()]
+    elsewhere = [w for w in lost["ops"] if history[w]["value"]["partition"] != lost["partition"]]
+    assert elsewhere, "the fixture's second witness is on the other partition"
+    for witness in lost["ops"]:
+        assert re.search(rf'<tr class="witness"><td class="num">{witness}</td>', html), witness
+    other = history[elsewhere[0]]["value"]["partition"]
+    assert (f"Ops around witness op {elsewhere[0]} (on its own partition t0/{other}, "
+            f"not the anomaly's t0/{lost['partition']}") in html
+
+
+def test_anomalies_past_the_context_bound_are_counted_on_the_page(store: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(anomaly_groups, "CONTEXT_PER_TYPE", 20)
+    run = make_run(store, anomalies=True, ops=1200, unseen=250)
+    html = write_report(run.path).read_text()
+    page = _parse(html)
+    [rest] = [json.loads(t) for a, t in page.scripts if str(a.get("id", "")).startswith("rest-")]
+    assert [row[0] for row in rest if row[5] is not None] == list(range(9, 21))
+    assert [row[0] for row in rest if row[5] is None] == list(range(21, 251))
+    assert "230 without inline context" in html
+    assert ("Anomalies #21–#250 of this type (230 of 250) have no inline context: this page carries "
+            "the context of the first 20 anomalies of each type.") in html
+    assert 'data-context-limit="20"' in html
 
 
 def test_report_without_anomalies_says_so_and_still_draws_timelines(store: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from report_fixtures import node_event, run_data_from
 
 from floodmark.history import Op
-from floodmark.reports.anomaly_context import ContextBuilder, EventRow, Gap, OpRow
+from floodmark.reports.anomaly_context import ContextBuilder, ContextTables, EventRow, Gap, OpRow
 
 
 def _history(n_sends: int) -> list[Op]:
@@ -69,3 +69,66 @@ def test_out_of_range_witnesses_are_ignored_not_fatal() -> None:
     data = run_data_from(_history(2))
     context = ContextBuilder(data).build({"ops": [99, -1, "x"], "topic": None, "partition": None})
     assert context.witnesses == [] and context.nodes == []
+
+
+def test_witness_on_another_partition_is_shown_highlighted_among_its_own_partition() -> None:
+    data = run_data_from(_history(20))
+    # the anomaly is on t0/0; op 23 (ok of send k=11) is on t0/1 and witnesses it too
+    context = ContextBuilder(data).build({"topic": "t0", "partition": 0, "offsets": [5], "ops": [21, 23]})
+    same, other = context.witnesses
+    assert (same.partition, same.elsewhere) == ("t0/0", False)
+    assert (other.witness, other.partition, other.elsewhere) == (23, "t0/1", True)
+    rows = [r for r in other.rows if isinstance(r, OpRow)]
+    assert all(data.history[r.index].value["partition"] == 1 for r in rows)
+    assert [r.index for r in rows] == [15, 18, 19, 22, 23, 26, 27, 30]
+    assert [r.index for r in rows if r.witness] == [22, 23]
+
+
+def test_witness_whose_value_names_no_partition_still_appears_highlighted() -> None:
+    ops = _history(6)
+    ops.append(Op(len(ops), len(ops) * 1000, "invoke", 5, "drain", None))
+    ops.append(Op(len(ops), len(ops) * 1000, "ok", 5, "drain", None))
+    ops += [Op(len(ops) + i, (len(ops) + i) * 1000, op.type, op.process, op.f, op.value)
+            for i, op in enumerate(_history(4))]
+    data = run_data_from(ops)
+    [block] = ContextBuilder(data).build({"topic": "t0", "partition": 0, "ops": [13]}).witnesses
+    rows = [r for r in block.rows if isinstance(r, OpRow)]
+    assert (block.partition, block.elsewhere) == ("t0/0", False)
+    assert [r.index for r in rows if r.witness] == [12, 13]
+    assert [r.index for r in rows] == [5, 8, 9, 12, 13, 14, 15, 18]
+
+
+def test_context_tables_hold_every_op_and_event_a_payload_refers_to() -> None:
+    tp = {"topic": "t0", "partition": 0}
+    events = {"n1": [node_event("n1", 0, "became_leader", **tp, leader_epoch=1, isr=[1]),
+                     node_event("n1", 1, "appended", **tp, offset=5, epoch=1, values=["<b>x</b>"], role="leader"),
+                     node_event("n1", 2, "started")]}
+    data = run_data_from(_history(20), events)
+    tables = ContextTables()
+    payload = tables.payload(ContextBuilder(data).build(
+        {"topic": "t0", "partition": 0, "offsets": [5], "ops": [21, 23], "events": [["n1", 1]]}))
+    data_tables = tables.tables()
+    [same, other] = payload["witnesses"]
+    assert other["partition"] == "t0/1" and other["elsewhere"] is True and other["highlight"] == [22, 23]
+    for block in payload["witnesses"]:
+        for item in block["rows"]:
+            assert isinstance(item, list) or item in data_tables["ops"]
+    assert data_tables["ops"][23][:4] == [0.000023, 0, "ok", "send"]
+    [n1] = payload["nodes"]
+    assert n1["rows"] == [0, 1] and n1["named"] == [1]  # the other partition's "started" is left out
+    assert data_tables["events"]["n1"][1][0] == "appended" and '"<b>x</b>"' in data_tables["events"]["n1"][1][1]
+
+
+def test_offsets_pick_the_events_about_them_in_a_long_event_stream() -> None:
+    tp = {"topic": "t0", "partition": 0}
+    stream = [node_event("n1", 0, "became_leader", **tp, leader_epoch=1, isr=[1])]
+    for k in range(1, 400):
+        stream.append(node_event("n1", k, "appended", **tp, offset=(k - 1) * 5, epoch=1,
+                                 values=["v"] * 5, role="leader"))
+    stream.append(node_event("n1", 400, "hw_changed", **tp, previous=0, high_watermark=1995, leader_epoch=1))
+    data = run_data_from(_history(2), {"n1": stream})
+    [n1] = ContextBuilder(data).build({"topic": "t0", "partition": 0, "offsets": [1000], "ops": []}).nodes
+    seqs = [r.seq for r in n1.rows if isinstance(r, EventRow)]
+    assert 201 in seqs  # appended at offsets 1000-1004
+    assert 0 in seqs and 400 in seqs  # the leadership change; the HW move over offset 1000 (a long span)
+    assert [r.seq for r in n1.rows if isinstance(r, EventRow) and 199 <= r.seq <= 203] == [199, 200, 201, 202, 203]

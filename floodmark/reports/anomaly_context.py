@@ -11,11 +11,19 @@ their wall times are skewed under clock faults, so events of different nodes are
 separate columns and never interleaved. Within a node the events chosen are those the
 anomaly names, those touching its offsets, and the partition's leadership changes
 (elections, epoch changes, ISR changes, truncations), each with a few neighbours.
+
+A witness op is shown on the anomaly's partition when it touches it; a witness on another
+partition (a poll of a neighbour, a send the checker links to the anomaly) is shown among
+the ops of its *own* partition, said so in the block's title, so every witness appears.
+
+The first few anomalies of a type are rendered as HTML; the others are rendered by the
+page's script from ``ContextTables``: each op and node event referenced by any of their
+contexts is stored once, and each anomaly carries only indices into those tables.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +33,7 @@ from floodmark.reports.run_data import (
     RunData,
     op_partitions,
     partition_index,
+    partition_label,
     short_json,
 )
 
@@ -35,6 +44,7 @@ EVENTS_AROUND = 2
 MAX_EVENTS_PER_NODE = 40
 LEADERSHIP_KINDS = frozenset(("became_leader", "became_follower", "leader_elected", "truncated",
                               "isr_changed", "log_dir_offline", "fenced"))
+_SHORT_SPAN = 64  # offset spans up to this long are found by bisection, longer ones by a scan
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,8 @@ class Gap:
 class WitnessContext:
     witness: int
     rows: list[OpRow | Gap]
+    partition: str = "—"  # the partition whose ops are shown ("—": plain history neighbours)
+    elsewhere: bool = False  # the witness is not on the anomaly's partition; its own is shown
 
 
 @dataclass(frozen=True)
@@ -89,11 +101,12 @@ class AnomalyContext:
 
 
 class ContextBuilder:
-    """Builds contexts for many anomalies of one run, indexing the history once."""
+    """Builds contexts for many anomalies of one run, indexing the history and events once."""
 
     def __init__(self, data: RunData) -> None:
         self.data = data
         self._by_partition: dict[PartitionKey, list[int]] | None = None
+        self._lanes: dict[tuple[str, PartitionKey | None], _EventLane] = {}
 
     def partition_ops(self) -> dict[PartitionKey, list[int]]:
         if self._by_partition is None:
@@ -113,24 +126,38 @@ class ContextBuilder:
             if len(context.witnesses) >= MAX_WITNESS_BLOCKS:
                 context.witnesses_not_shown.append(witness)
                 continue
-            context.witnesses.append(WitnessContext(witness, self._op_rows(witness, key, set(witnesses))))
+            context.witnesses.append(self._witness_block(witness, key, set(witnesses)))
         if key is not None or anomaly.get("events"):
             context.nodes = self._event_context(anomaly, key)
         return context
 
-    def _op_rows(self, witness: int, key: PartitionKey | None, witnesses: set[int]) -> list[OpRow | Gap]:
+    def _witness_block(self, witness: int, key: PartitionKey | None, witnesses: set[int]) -> WitnessContext:
+        """The witness's op pair among the ops of the partition it was on, the anomaly's if it touches it."""
         history = self.data.history
         invoke, completion = self.data.pair(witness)
         last = completion if completion is not None else invoke
-        op = history[witness]
-        keys = op_partitions(op) if key is None else [key]
-        if keys and keys[0] in self.partition_ops():
-            lane = self.partition_ops()[keys[0]]
+        own: list[PartitionKey] = []
+        for i in (invoke, last):
+            own += [k for k in op_partitions(history[i]) if k not in own]
+        if key is not None and (key in own or not own):
+            lane_key: PartitionKey | None = key
         else:
-            lane = list(range(len(history)))  # no partition: plain history neighbours
+            lane_key = own[0] if own else None
+        lane: list[int] | range = range(len(history))  # no partition: plain history neighbours
+        if lane_key is not None and lane_key in self.partition_ops():
+            lane = self.partition_ops()[lane_key]
+        for i in (invoke, last):  # the witness is always shown, even if its value names no partition
+            at = bisect_left(lane, i)
+            if at == len(lane) or lane[at] != i:
+                lane = list(lane)
+                insort(lane, i)
+        rows = self._op_rows(lane, invoke, last, witnesses | {invoke, last})
+        label = "—" if lane_key is None else partition_label(*lane_key)
+        return WitnessContext(witness, rows, label, key is not None and lane_key != key)
+
+    def _op_rows(self, lane: list[int] | range, invoke: int, last: int, highlighted: set[int]) -> list[OpRow | Gap]:
         lo = bisect_left(lane, invoke)
         hi = bisect_left(lane, last)
-        highlighted = witnesses | {invoke, last}
         picked: list[int | Gap] = list(lane[max(0, lo - OPS_AROUND): lo])
         inside = lane[lo: hi + 1]
         if len(inside) > MAX_OPS_INSIDE:
@@ -150,6 +177,14 @@ class ContextBuilder:
         return OpRow(op.index, op.time / 1e9, op.process, op.type, op.f, short_json(op.value, 300),
                      op.node, None if op.error is None else short_json(op.error, 160), witness)
 
+    def _lane(self, node: str, key: PartitionKey | None) -> _EventLane:
+        lane = self._lanes.get((node, key))
+        if lane is None:
+            events = self.data.events.get(node, [])
+            lane = _EventLane([e for e in events if key is None or _event_partition(e) == key])
+            self._lanes[(node, key)] = lane
+        return lane
+
     def _event_context(self, anomaly: dict[str, Any], key: PartitionKey | None) -> list[NodeContext]:
         named: dict[str, set[int]] = {}
         for ref in anomaly.get("events") or []:
@@ -158,31 +193,93 @@ class ContextBuilder:
         offsets = set(_int_list(anomaly.get("offsets")))
         nodes: list[NodeContext] = []
         for node, events in sorted(self.data.events.items()):
-            relevant = [e for e in events if key is None or _event_partition(e) == key or e.seq in named.get(node, ())]
-            chosen: set[int] = set()
-            for position, event in enumerate(relevant):
-                if event.seq in named.get(node, ()) or event.kind in LEADERSHIP_KINDS or _touches(event, offsets):
-                    chosen.update(range(max(0, position - EVENTS_AROUND), position + EVENTS_AROUND + 1))
+            named_here = named.get(node, set())
+            lane = self._lane(node, key)
+            if named_here - lane.seq_set:  # named events of another partition join this one's
+                lane = _EventLane(sorted([*lane.events, *(e for e in events if e.seq in named_here - lane.seq_set)],
+                                         key=lambda e: e.seq))
+            relevant = lane.events
+            named_positions = [p for p, e in enumerate(relevant) if e.seq in named_here] if named_here else []
+            touching = lane.touching(offsets)
+            chosen = set(lane.around_leadership)
+            for position in (*named_positions, *touching):
+                chosen.update(range(max(0, position - EVENTS_AROUND), position + EVENTS_AROUND + 1))
             positions = sorted(p for p in chosen if p < len(relevant))
             if not positions:
                 continue
             omitted = max(0, len(positions) - MAX_EVENTS_PER_NODE)
-            if omitted:  # keep the named events and those nearest them
-                positions = _keep_nearest(positions, relevant, named.get(node, set()), MAX_EVENTS_PER_NODE)
+            if omitted:  # keep the named events, those about the offsets and those nearest them
+                positions = _keep_nearest(positions, named_positions or sorted(touching), MAX_EVENTS_PER_NODE)
             rows: list[EventRow | Gap] = []
             previous = None
             for p in positions:
                 if previous is not None and p > previous + 1:
                     rows.append(Gap(p - previous - 1, relevant[previous + 1].seq, relevant[p - 1].seq))
                 e = relevant[p]
-                rows.append(EventRow(e.seq, e.wall, e.kind, event_summary(e), e.seq in named.get(node, ())))
+                rows.append(EventRow(e.seq, e.wall, e.kind, event_summary(e), e.seq in named_here))
                 previous = p
             nodes.append(NodeContext(node, rows, omitted))
         return nodes
 
 
-def _keep_nearest(positions: list[int], relevant: list[NodeEvent], named: set[int], limit: int) -> list[int]:
-    anchors = [p for p in positions if relevant[p].seq in named] or [positions[-1]]
+class _EventLane:
+    """One node's events about one partition, indexed for the questions a context asks."""
+
+    def __init__(self, events: list[NodeEvent]) -> None:
+        self.events = events
+        self.seq_set = {e.seq for e in events}
+        around: set[int] = set()
+        spans: list[tuple[int, int, int]] = []
+        self.long_spans: list[tuple[int, int, int]] = []
+        for position, event in enumerate(events):
+            if event.kind in LEADERSHIP_KINDS:
+                around.update(range(max(0, position - EVENTS_AROUND), position + EVENTS_AROUND + 1))
+            span = _offset_span(event)
+            if span is not None and span[1] > span[0]:
+                (spans if span[1] - span[0] <= _SHORT_SPAN else self.long_spans).append((*span, position))
+        self.around_leadership = frozenset(around)
+        spans.sort()
+        self.spans = spans
+        self.span_starts = [lo for lo, _, _ in spans]
+
+    def touching(self, offsets: set[int]) -> set[int]:
+        """Positions of the events whose offset span holds one of ``offsets``."""
+        found: set[int] = set()
+        for o in offsets:
+            j = bisect_right(self.span_starts, o) - 1
+            while j >= 0 and self.spans[j][0] > o - _SHORT_SPAN:
+                if self.spans[j][1] > o:
+                    found.add(self.spans[j][2])
+                j -= 1
+            found.update(p for lo, hi, p in self.long_spans if lo <= o < hi)
+        return found
+
+
+def _offset_span(event: NodeEvent) -> tuple[int, int] | None:
+    """The offsets ``[lo, hi)`` an event is about: appended, truncated, HW moved over, acked."""
+    kind = event.kind
+    if kind == "appended":
+        first = event.get("offset")
+        values = event.get("values")
+        if isinstance(first, int):
+            return first, first + max(1, len(values) if isinstance(values, list) else 0)
+    elif kind == "truncated":
+        lo, hi = event.get("to_offset"), event.get("from_offset")
+        if isinstance(lo, int) and isinstance(hi, int):
+            return lo, hi
+    elif kind == "hw_changed":
+        a, b = event.get("previous"), event.get("high_watermark")
+        if isinstance(a, int) and isinstance(b, int):
+            return min(a, b), max(a, b)
+    elif kind == "acked":
+        offset = event.get("offset")
+        if isinstance(offset, int):
+            return offset, offset + 1
+    return None
+
+
+def _keep_nearest(positions: list[int], anchors: list[int], limit: int) -> list[int]:
+    anchors = anchors or [positions[-1]]
     ranked = sorted(positions, key=lambda p: (min(abs(p - a) for a in anchors), p))
     return sorted(ranked[:limit])
 
@@ -207,28 +304,6 @@ def _event_partition(event: NodeEvent) -> PartitionKey | None:
     return None
 
 
-def _touches(event: NodeEvent, offsets: set[int]) -> bool:
-    """Whether an event is about one of the anomaly's offsets."""
-    if not offsets:
-        return False
-    kind = event.kind
-    if kind == "appended":
-        first = event.get("offset")
-        values = event.get("values") or []
-        return isinstance(first, int) and any(first <= o < first + max(1, len(values)) for o in offsets)
-    if kind == "truncated":
-        lo, hi = event.get("to_offset"), event.get("from_offset")
-        return isinstance(lo, int) and isinstance(hi, int) and any(lo <= o < hi for o in offsets)
-    if kind == "hw_changed":
-        a, b = event.get("previous"), event.get("high_watermark")
-        if isinstance(a, int) and isinstance(b, int):
-            lo, hi = min(a, b), max(a, b)
-            return any(lo <= o < hi for o in offsets)
-    if kind == "acked":
-        return event.get("offset") in offsets
-    return False
-
-
 _SUMMARY_SKIP = frozenset(("topic", "partition"))
 
 
@@ -243,3 +318,47 @@ def event_summary(event: NodeEvent) -> str:
         else:
             parts.append(f"{name}={short_json(value, 80)}")
     return " ".join(parts)
+
+
+class ContextTables:
+    """The ops and node events that the script-rendered contexts refer to, each stored once.
+
+    ``payload`` turns a context into plain JSON data that names ops by history index and
+    events by (node, seq); ``tables`` is what those names resolve to. Neighbouring anomalies
+    share most of their ops and events, so this keeps a page of a thousand contexts small.
+    """
+
+    def __init__(self) -> None:
+        self.ops: dict[int, list[Any]] = {}
+        self.events: dict[str, dict[int, list[Any]]] = {}
+
+    def payload(self, context: AnomalyContext) -> dict[str, Any]:
+        witnesses = []
+        for block in context.witnesses:
+            rows: list[Any] = []
+            for row in block.rows:
+                if isinstance(row, Gap):
+                    rows.append([row.count, row.first_index, row.last_index])
+                else:
+                    rows.append(row.index)
+                    self.ops.setdefault(row.index, [round(row.time_s, 6), row.process, row.type, row.f,
+                                                    row.value, row.node, row.error])
+            witnesses.append({"witness": block.witness, "partition": block.partition, "elsewhere": block.elsewhere,
+                              "rows": rows, "highlight": [r.index for r in block.rows
+                                                          if isinstance(r, OpRow) and r.witness]})
+        nodes = []
+        for node in context.nodes:
+            table = self.events.setdefault(node.node, {})
+            events: list[Any] = []
+            for event in node.rows:
+                if isinstance(event, Gap):
+                    events.append([event.count, event.first_index, event.last_index])
+                else:
+                    events.append(event.seq)
+                    table.setdefault(event.seq, [event.kind, event.summary])
+            nodes.append({"node": node.node, "rows": events, "omitted": node.omitted,
+                          "named": [e.seq for e in node.rows if isinstance(e, EventRow) and e.named]})
+        return {"witnesses": witnesses, "not_shown": context.witnesses_not_shown, "nodes": nodes}
+
+    def tables(self) -> dict[str, Any]:
+        return {"ops": self.ops, "events": self.events}

@@ -2,10 +2,12 @@
 
 A broken protocol can produce thousands of anomalies of one type (every send after a lost
 leader is "unseen"). The report shows the first few of each type in full, with context, and
-*all* the others as compact rows paged in the browser; counts are always shown, and if a
-checker says it found more anomalies than it listed (``anomaly_counts`` above the list),
-the difference is shown too, never hidden. Checkers with anomalies come first, invalid
-before unknown.
+*all* the others as compact rows paged in the browser. Each of the first ``CONTEXT_PER_TYPE``
+anomalies of a type carries its context (ops around the witnesses, the nodes' events) as
+JSON data, which the page renders when its row is clicked; past that bound the rows have no
+inline context and the page says how many. Counts are always shown, and if a checker says
+it found more anomalies than it listed (``anomaly_counts`` above the list), the difference
+is shown too, never hidden. Checkers with anomalies come first, invalid before unknown.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from floodmark.reports.anomaly_context import AnomalyContext, ContextBuilder
+from floodmark.reports.anomaly_context import AnomalyContext, ContextBuilder, ContextTables
 from floodmark.reports.lin_chart import LinChart, is_lin_failure, lin_charts
 from floodmark.reports.run_data import RunData, partition_label, short_json
 
-DETAILED_PER_TYPE = 8
+DETAILED_PER_TYPE = 8  # anomalies of a type rendered in full as HTML
+CONTEXT_PER_TYPE = 1000  # anomalies of a type whose context the page carries (the detailed ones included)
 _SHOWN_ELSEWHERE = frozenset(("type", "topic", "partition", "offsets", "ops", "events", "explanation",
                               "partial_linearizations", "stuck", "next", "unlinearizable_ops"))
 
@@ -43,7 +46,11 @@ class AnomalyGroup:
     count: int
     reported: int | None  # the checker's own count, when it differs from the list
     detailed: list[AnomalyView]
-    rest: list[list[Any]]  # compact rows for the paged table: [number, partition, offsets, ops, explanation]
+    # compact rows for the paged table: [number, partition, offsets, ops, explanation, context],
+    # the context a ContextTables payload, or None past CONTEXT_PER_TYPE
+    rest: list[list[Any]]
+    without_context: int = 0  # listed anomalies of this group with no context on the page
+    context_limit: int = CONTEXT_PER_TYPE  # the bound that left them out
 
 
 @dataclass
@@ -60,11 +67,13 @@ class CheckerView:
         return sum(g.count for g in self.groups)
 
 
-def checker_views(data: RunData) -> list[CheckerView]:
+def checker_views(data: RunData, tables: ContextTables | None = None) -> list[CheckerView]:
+    """The checkers' anomalies, grouped; compact rows' contexts refer into ``tables``."""
     checkers = (data.results or {}).get("checkers")
     if not isinstance(checkers, dict):
         return []
     builder = ContextBuilder(data)
+    tables = tables if tables is not None else ContextTables()
     views: list[CheckerView] = []
     group_ids = iter(range(1, 1 << 30))
     for name, result in checkers.items():
@@ -88,7 +97,7 @@ def checker_views(data: RunData) -> list[CheckerView]:
         for kind, count in reported.items():
             if kind not in by_type and isinstance(count, int) and count > 0:
                 by_type[str(kind)] = []
-        groups = [_group(next(group_ids), str(name), kind, items, reported.get(kind), builder, data)
+        groups = [_group(next(group_ids), str(name), kind, items, reported.get(kind), builder, tables, data)
                   for kind, items in sorted(by_type.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
         stats, omitted = flatten_stats(result.get("stats"))
         views.append(CheckerView(str(name), result.get("valid"), groups, stats, omitted, problems))
@@ -98,7 +107,7 @@ def checker_views(data: RunData) -> list[CheckerView]:
 
 
 def _group(group_id: int, checker: str, kind: str, items: list[dict[str, Any]], reported: Any,
-           builder: ContextBuilder, data: RunData) -> AnomalyGroup:
+           builder: ContextBuilder, tables: ContextTables, data: RunData) -> AnomalyGroup:
     detailed = []
     rest = []
     for number, anomaly in enumerate(items, start=1):
@@ -113,9 +122,11 @@ def _group(group_id: int, checker: str, kind: str, items: list[dict[str, Any]], 
                 view.lin_charts = lin_charts(data, anomaly, builder.partition_ops())
             detailed.append(view)
         else:
-            rest.append([number, label, offsets, short_json(ops, 80), explanation])
+            context = tables.payload(builder.build(anomaly)) if number <= CONTEXT_PER_TYPE else None
+            rest.append([number, label, offsets, short_json(ops, 80), explanation, context])
     reported_count = reported if isinstance(reported, int) and reported != len(items) else None
-    return AnomalyGroup(group_id, checker, kind, len(items), reported_count, detailed, rest)
+    return AnomalyGroup(group_id, checker, kind, len(items), reported_count, detailed, rest,
+                        max(0, len(items) - CONTEXT_PER_TYPE), CONTEXT_PER_TYPE)
 
 
 def flatten_stats(stats: Any, limit: int = 200) -> tuple[list[tuple[str, str]], int]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from floodmark.reports.anomaly_context import ContextTables
 from floodmark.reports.anomaly_groups import checker_views
 from floodmark.reports.faults import FAULT_COLOURS, FaultInterval, fault_colour, fault_intervals
 from floodmark.reports.history_columns import paused_gc
@@ -62,7 +63,8 @@ def render_report(data: RunData, out_dir: Path) -> str:
     history = data.history
     table = build_op_table(history, data.completion_of, concurrency)
     faults = fault_intervals((history[i] for i in history.nemesis_indices), history.end_time)
-    checkers = checker_views(data)
+    tables = ContextTables()
+    checkers = checker_views(data, tables)
     plots: list[Plot] = [latency_plot(table, faults), throughput_plot(table, faults)] if len(table) else []
     partitions = [(lanes.label, render_partition_lanes(lanes)) for lanes in build_partition_lanes(data.events)]
     lin_anomalies = [a for c in checkers for g in c.groups for a in g.detailed if a.lin_charts]
@@ -78,6 +80,7 @@ def render_report(data: RunData, out_dir: Path) -> str:
         "warnings": data.warnings,
         "checkers": checkers,
         "anomaly_total": sum(c.anomaly_total for c in checkers),
+        "context_tables": tables.tables(),
         "plots": plots,
         "faults": faults,
         "fault_kinds": _fault_legend(faults),

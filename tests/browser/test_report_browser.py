@@ -7,6 +7,7 @@ Screenshots are kept in test-artifacts/ for a human to look at.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import threading
@@ -106,6 +107,40 @@ def test_report_with_anomalies(browser: Any, store: Path) -> None:
         assert pager.locator("tbody tr").count() == 100
         p.shot("report-anomalies.png")
         p.page.locator("#partitions").screenshot(path=str(ARTIFACTS / "report-partitions.png"))
+        p.not_pwned()
+        assert p.errors == []
+
+
+def test_compact_anomaly_row_expands_into_its_context(browser: Any, store: Path) -> None:
+    run_dir = next((store / "queue-partition").iterdir())
+    results = json.loads(run_dir.joinpath("results.json").read_text())
+    unseen = results["checkers"]["queue"]["anomalies"]
+    with Page(browser) as p:
+        p.page.goto(_report(store, "queue-partition"))
+        pager = p.page.locator(".paged").first
+        row = pager.locator("tbody tr.expandable").first
+        assert row.locator("td").first.inner_text().endswith("9")
+        row.click()
+        context = pager.locator("tr.ctx-row")
+        assert context.count() == 1 and context.is_visible()
+        witness = unseen[8]["ops"][0]
+        assert f"Ops around witness op {witness} (partition t0/{unseen[8]['partition']}" in context.inner_text()
+        highlighted = context.locator("table.ops tr.witness td.num")
+        assert str(witness) in [highlighted.nth(i).inner_text() for i in range(highlighted.count())]
+        assert context.locator("table.ops tr").count() >= 5  # header, ops before, the pair, ops after
+        assert context.locator(".node-col").count() == 3 and context.locator(".node-col").first.is_visible()
+        assert context.locator(".node-col td.ev-kind", has_text="became_leader").count() > 0
+        p.page.locator("#anomalies").screenshot(path=str(ARTIFACTS / "report-compact-context.png"))
+        row.click()  # collapses again
+        assert pager.locator("tr.ctx-row").count() == 0
+        # a row on the next page (anomaly #150) expands too, from the keyboard
+        pager.get_by_role("button", name="next ▶").click()
+        later = pager.locator("tbody tr.expandable[data-number='150']")
+        later.focus()
+        p.page.keyboard.press("Enter")
+        witness = unseen[149]["ops"][0]
+        assert f"Ops around witness op {witness}" in pager.locator("tr.ctx-row").inner_text()
+        assert pager.locator("tr.ctx-row table.ops tr.witness").count() >= 1
         p.not_pwned()
         assert p.errors == []
 

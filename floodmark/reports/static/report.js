@@ -26,28 +26,139 @@
     var sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(range);
   }
 
-  /* ---- paged anomaly tables ---- */
+  /* ---- paged anomaly tables; a click on a row shows its context ---- */
   var PAGE = 100;
+  var contextTables = readJson("context-data") || { ops: {}, events: {} };
+
+  function el(tag, className, text) {
+    var e = document.createElement(tag);
+    if (className) e.className = className;
+    if (text !== undefined) e.textContent = String(text);
+    return e;
+  }
+  function show(v) { return v === null || v === undefined ? "" : String(v); }
+
+  function opTable(block) {
+    var table = el("table", "ops"), head = el("tr");
+    ["index", "time (s)", "process", "type", "f", "value", "node", "error"].forEach(function (h) { head.appendChild(el("th", "", h)); });
+    table.appendChild(head);
+    var highlight = {};
+    block.highlight.forEach(function (i) { highlight[i] = true; });
+    block.rows.forEach(function (item) {
+      var tr = el("tr");
+      if (Array.isArray(item)) {
+        tr.className = "gap";
+        var td = el("td", "", "… " + item[0] + " more op" + (item[0] !== 1 ? "s" : "") +
+          (block.partition === "—" ? " in the history" : " on this partition") + " in between (indices " + item[1] + "–" + item[2] + ") …");
+        td.colSpan = 8; tr.appendChild(td);
+      } else {
+        var op = contextTables.ops[item] || [null, "?", "?", "?", "(op not in this page's data)", null, null];
+        if (highlight[item]) tr.className = "witness";
+        tr.appendChild(el("td", "num", item));
+        tr.appendChild(el("td", "num", typeof op[0] === "number" ? op[0].toFixed(6) : "—"));
+        tr.appendChild(el("td", "", show(op[1])));
+        tr.appendChild(el("td", /^[a-z]+$/.test(op[2]) ? "t-" + op[2] : "", show(op[2])));
+        tr.appendChild(el("td", "", show(op[3])));
+        tr.appendChild(el("td", "value", show(op[4])));
+        tr.appendChild(el("td", "", show(op[5])));
+        tr.appendChild(el("td", "value", show(op[6])));
+      }
+      table.appendChild(tr);
+    });
+    return table;
+  }
+
+  function nodeColumn(node) {
+    var col = el("div", "node-col"), h = el("h4", "", node.node), events = contextTables.events[node.node] || {};
+    if (node.omitted) h.appendChild(el("span", "note", " (" + node.omitted + " more relevant events in events/" + node.node + ".jsonl)"));
+    col.appendChild(h);
+    var table = el("table"), named = {};
+    node.named.forEach(function (s) { named[s] = true; });
+    node.rows.forEach(function (item) {
+      var tr = el("tr");
+      if (Array.isArray(item)) {
+        tr.className = "gap";
+        var td = el("td", "", item[0] === 1 ? "… 1 event (seq " + item[1] + ") …" : "… " + item[0] + " events (seq " + item[1] + "–" + item[2] + ") …");
+        td.colSpan = 3; tr.appendChild(td);
+      } else {
+        var e = events[item] || ["?", "(event not in this page's data)"];
+        if (named[item]) tr.className = "named";
+        tr.appendChild(el("td", "num", item));
+        tr.appendChild(el("td", /^[a-z_]+$/.test(e[0]) ? "ev-kind " + e[0] : "ev-kind", show(e[0])));
+        tr.appendChild(el("td", "value", show(e[1])));
+      }
+      table.appendChild(tr);
+    });
+    col.appendChild(table);
+    return col;
+  }
+
+  function renderContext(row, limit) {
+    var box = el("div", "ctx"), ctx = row[5], partition = row[1];
+    if (!ctx) {
+      box.appendChild(el("p", "warnings no-context", "No inline context for #" + row[0] + ": this page carries the context of the first " +
+        limit + " anomalies of each type. Its witness ops (" + row[3] + ") are in history.jsonl by index."));
+      return box;
+    }
+    ctx.witnesses.forEach(function (block) {
+      var where = block.elsewhere ? "on its own partition " + block.partition + ", not the anomaly's " + partition
+        : block.partition === "—" ? "all ops" : "partition " + block.partition;
+      box.appendChild(el("div", "ctx-title", "Ops around witness op " + block.witness + " (" + where + ", history order; witness highlighted)"));
+      box.appendChild(opTable(block));
+    });
+    if (ctx.not_shown.length) box.appendChild(el("p", "note", "Further witness ops (not expanded): " + ctx.not_shown.join(", ")));
+    if (ctx.nodes.length) {
+      box.appendChild(el("div", "ctx-title", "What the nodes recorded about partition " + partition +
+        " (each node in its own seq order; node clocks are not comparable)"));
+      var columns = el("div", "node-columns");
+      ctx.nodes.forEach(function (node) { columns.appendChild(nodeColumn(node)); });
+      box.appendChild(columns);
+    }
+    if (!ctx.witnesses.length && !ctx.nodes.length) {
+      box.appendChild(el("p", "note", "The checker named no ops of this history and the nodes recorded nothing about this partition."));
+    }
+    return box;
+  }
+
   Array.prototype.forEach.call(document.querySelectorAll(".paged"), function (box) {
     var rows = readJson(box.getAttribute("data-source")) || [];
+    var limit = Number(box.getAttribute("data-context-limit")) || 0;
     var body = box.querySelector("tbody");
     var pager = box.querySelector(".pager");
-    var page = 0, pages = Math.max(1, Math.ceil(rows.length / PAGE));
+    var page = 0, pages = Math.max(1, Math.ceil(rows.length / PAGE)), open = {};
     var prev = document.createElement("button"); prev.type = "button"; prev.textContent = "◀ previous";
     var next = document.createElement("button"); next.type = "button"; next.textContent = "next ▶";
     var label = document.createElement("span");
     pager.appendChild(prev); pager.appendChild(label); pager.appendChild(next);
+    function toggle(tr, row) {
+      var number = row[0];
+      if (open[number]) {
+        open[number].parentNode.removeChild(open[number]);
+        delete open[number];
+        tr.classList.remove("open"); tr.setAttribute("aria-expanded", "false");
+        return;
+      }
+      var ctxRow = el("tr", "ctx-row"), td = el("td");
+      td.colSpan = 5; td.appendChild(renderContext(row, limit)); ctxRow.appendChild(td);
+      tr.parentNode.insertBefore(ctxRow, tr.nextSibling);
+      open[number] = ctxRow;
+      tr.classList.add("open"); tr.setAttribute("aria-expanded", "true");
+    }
     function render() {
       body.textContent = "";
+      open = {};
       var end = Math.min(rows.length, (page + 1) * PAGE);
       for (var i = page * PAGE; i < end; i++) {
-        var tr = document.createElement("tr");
-        rows[i].forEach(function (cell, k) {
-          var td = document.createElement("td");
-          td.textContent = String(cell);
-          if (k === 2 || k === 3) td.className = "num";
-          tr.appendChild(td);
-        });
+        var tr = el("tr", "expandable" + (rows[i][5] ? "" : " no-context"));
+        tr.tabIndex = 0; tr.setAttribute("aria-expanded", "false");
+        tr.setAttribute("data-number", String(rows[i][0]));
+        for (var k = 0; k < 5; k++) tr.appendChild(el("td", k === 2 || k === 3 ? "num" : "", rows[i][k]));
+        (function (tr, row) {
+          tr.addEventListener("click", function () { toggle(tr, row); });
+          tr.addEventListener("keydown", function (e) {
+            if (e.key === "Enter" || e.key === " ") { e.preventDefault(); toggle(tr, row); }
+          });
+        })(tr, rows[i]);
         body.appendChild(tr);
       }
       label.textContent = "rows " + (page * PAGE + 1) + "–" + end + " of " + rows.length + " (page " + (page + 1) + " of " + pages + ")";
