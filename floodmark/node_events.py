@@ -33,7 +33,9 @@ and controller epochs are integers. The kinds, with their fields:
     leader_elected    topic, partition, leader, leader_epoch, isr, controller_epoch,
                       zk_version, unclean (bool): the controller chose a leader
     log_dir_offline   dir, error, partitions (list of [topic, partition])
-    broker_state      state ("Inactive"|"Active"|"Stopping"|"Fenced"), incarnation
+    broker_state      broker, state ("Inactive"|"Active"|"Stopping"|"Fenced"|"Offline"),
+                      incarnation, why: the controller's view of a broker ("Offline": its
+                      registration went, so the controller now handles its failure)
     started / stopped  (no fields): the process started or shut down cleanly
 
 Writers may add fields; readers ignore fields they do not know.

@@ -68,6 +68,43 @@ def test_write_atomic_replaces_whole_and_leaves_no_temp_file(fs: FileStorage, tm
     assert os.listdir(tmp_path) == ["cp"]
 
 
+def test_a_group_commit_renames_only_when_complete(fs: FileStorage, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    fs.write_atomic(str(tmp_path / "a" / "cp"), b"old")
+    fs.defer_syncs()
+    for name in ("a", "b"):
+        fs.write_atomic(str(tmp_path / name / "cp"), f"new {name}".encode())
+    assert fs.read(str(tmp_path / "a" / "cp")) == b"old"  # not yet
+    assert sorted(os.listdir(tmp_path / "b")) == ["cp.tmp"]
+    assert fs.complete_syncs() == []
+    for name in ("a", "b"):
+        assert fs.read(str(tmp_path / name / "cp")) == f"new {name}".encode()
+        assert os.listdir(tmp_path / name) == ["cp"]
+    fs.write_atomic(str(tmp_path / "a" / "cp"), b"after")  # back to one write at a time
+    assert fs.read(str(tmp_path / "a" / "cp")) == b"after"
+
+
+def test_a_group_commit_names_the_path_whose_rename_failed(fs: FileStorage, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    fs.defer_syncs()
+    fs.write_atomic(str(tmp_path / "a" / "cp"), b"a")
+    fs.write_atomic(str(tmp_path / "b" / "cp"), b"b")
+    (tmp_path / "b" / "cp").mkdir()  # a rename of a file over a directory fails (EISDIR)
+    failures = fs.complete_syncs()
+    assert [(f.errno, f.filename) for f in failures] == [(errno.EISDIR, str(tmp_path / "b" / "cp"))]
+    assert fs.read(str(tmp_path / "a" / "cp")) == b"a"
+    assert os.listdir(tmp_path / "b") == ["cp"]  # the temporary file is cleaned up
+
+
+def test_a_write_that_fails_in_a_group_commit_fails_at_once(fs: FileStorage, tmp_path: Path) -> None:
+    fs.defer_syncs()
+    with pytest.raises(FileNotFoundError):
+        fs.write_atomic(str(tmp_path / "gone" / "cp"), b"b")  # no such directory
+    assert fs.complete_syncs() == []
+
+
 def test_errors_are_the_os_errors(fs: FileStorage, tmp_path: Path) -> None:
     root = str(tmp_path)
     fs.make_dirs(f"{root}/dir")

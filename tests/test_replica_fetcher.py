@@ -109,8 +109,8 @@ class Setup:
     def state(self, leader: int, epoch: int, start: bool = True) -> None:
         state = PartitionState("t", 0, leader, epoch, (1, 2), 0, (1, 2), 1)
         fetchers, self.replicas.fetchers = self.replicas.fetchers, (self.fetchers if start else None)
-        self.replicas.handle_leader_and_isr(LeaderAndIsrRequest(
-            0, 1, 0, (state,), (BrokerInfo(1, "l"), BrokerInfo(3, "nowhere"))))
+        self.world.run(self.replicas.handle_leader_and_isr(LeaderAndIsrRequest(
+            0, 1, 0, (state,), (BrokerInfo(1, "l"), BrokerInfo(3, "nowhere")))))
         self.replicas.fetchers = fetchers
 
     def serve(self, leader: ScriptedLeader) -> None:
@@ -207,7 +207,7 @@ def test_fenced_fetches_are_retried_and_a_new_epoch_stops_the_old_fetcher(setup:
 
 def test_partitions_followed_from_one_leader_share_one_fetch(setup: Setup) -> None:
     states = tuple(PartitionState("t", n, 1, 1, (1, 2), 0, (1, 2), 1) for n in (0, 1, 2))
-    setup.replicas.handle_leader_and_isr(LeaderAndIsrRequest(0, 1, 0, states, (BrokerInfo(1, "l"),)))
+    setup.world.run(setup.replicas.handle_leader_and_isr(LeaderAndIsrRequest(0, 1, 0, states, (BrokerInfo(1, "l"),))))
     leader = ScriptedLeader(recs((1, "a0"), (1, "a1")), epoch=1, high_watermark=2)
     setup.serve(leader)
     assert setup.world.run_until(lambda: all(

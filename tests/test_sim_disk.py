@@ -156,6 +156,38 @@ def test_write_atomic_is_durable_and_replaces_whole(disk: SimDisk) -> None:
     assert disk.read("/data/a/cp") == b"v2"
 
 
+def test_a_group_commit_shows_its_writes_only_once_complete(disk: SimDisk) -> None:
+    disk.write_atomic("/data/a/cp", b"old")
+    disk.defer_syncs()
+    disk.write_atomic("/data/a/cp", b"new")
+    disk.write_atomic("/data/a/other", b"x")
+    assert disk.read("/data/a/cp") == b"old" and not disk.exists("/data/a/other")
+    assert disk.complete_syncs() == []
+    disk.crash()
+    assert disk.read("/data/a/cp") == b"new" and disk.read("/data/a/other") == b"x"
+
+
+def test_a_crash_before_the_group_commit_completes_loses_its_writes(disk: SimDisk) -> None:
+    disk.write_atomic("/data/a/cp", b"old")
+    disk.defer_syncs()
+    disk.write_atomic("/data/a/cp", b"new")
+    disk.crash()
+    assert disk.complete_syncs() == []  # nothing left to commit
+    assert disk.read("/data/a/cp") == b"old"
+
+
+def test_a_group_commit_reports_the_paths_that_failed(disk: SimDisk) -> None:
+    disk.make_dirs("/data/b")
+    disk.defer_syncs()
+    disk.write_atomic("/data/a/cp", b"a")
+    disk.write_atomic("/data/b/cp", b"b")
+    disk.fail_io("/data/b")
+    failures = disk.complete_syncs()
+    assert [f.filename for f in failures] == ["/data/b/cp"]
+    disk.heal()
+    assert disk.read("/data/a/cp") == b"a" and not disk.exists("/data/b/cp")
+
+
 def test_truncation_is_undone_by_a_crash_unless_committed(disk: SimDisk) -> None:
     f = disk.open_append("/data/a/seg")
     f.write(b"0123456789")

@@ -285,7 +285,7 @@ class Broker:
         if isinstance(message, MetadataRequest):
             return self.metadata.describe(message)
         if isinstance(message, LeaderAndIsrRequest):
-            return replicas.handle_leader_and_isr(message)
+            return await replicas.handle_leader_and_isr(message)
         if isinstance(message, UpdateMetadataRequest):
             error = self.metadata.update(message)
             if error is not None:

@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING
 
 from floodmark.reference import controller_reassignment as reassignment
 from floodmark.reference import zk_layout as zk
-from floodmark.reference.controller_context import ACTIVE, INACTIVE, STOPPING, BrokerLiveness
+from floodmark.reference.controller_context import (
+    ACTIVE,
+    INACTIVE,
+    OFFLINE,
+    STOPPING,
+    BrokerLiveness,
+)
 from floodmark.reference.controller_election import Decision, elect_leader, remove_from_isr
 from floodmark.reference.controller_partitions import (
     change_partitions,
@@ -84,6 +90,8 @@ async def on_brokers_changed(ctl: Controller) -> None:
     new = sorted(b for b in current if b not in known or current[b].incarnation != known[b].registration.incarnation)
     if gone:
         for b in gone:
+            ctl.runtime.emit("broker_state", broker=b, state=OFFLINE, incarnation=known[b].registration.incarnation,
+                             why="registration gone")  # the failure is detected here
             known.pop(b, None)
             ctl.channel.remove_broker(b)
             ctl.ctx.offline_replicas.pop(b, None)

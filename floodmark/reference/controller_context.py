@@ -30,6 +30,7 @@ _NONE: frozenset[TopicPartition] = frozenset()
 INACTIVE = "Inactive"
 ACTIVE = "Active"
 STOPPING = "Stopping"
+OFFLINE = "Offline"  # only in node events: the registration went (the failure is detected)
 
 
 @dataclass

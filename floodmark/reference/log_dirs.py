@@ -21,6 +21,7 @@ out of a log it holds.
 from __future__ import annotations
 
 import posixpath
+from collections import Counter
 from dataclasses import dataclass
 
 from floodmark.reference.checkpoint import HIGH_WATERMARK_FILE, OffsetCheckpoint
@@ -73,6 +74,7 @@ class LogDirs:
         self.segment_bytes = segment_bytes
         self._offline: dict[str, OfflineDir] = {}
         self._location: dict[TopicPartitionKey, str] = {}
+        self._replica_counts: Counter[str] = Counter()  # replicas per directory, for choose_dir
         self._open: dict[TopicPartitionKey, PartitionLog] = {}
         for directory in self.dirs:
             try:
@@ -89,7 +91,7 @@ class LogDirs:
             if key in self._location:
                 raise ValueError(
                     f"replica {name} exists in two log directories: {self._location[key]} and {directory}")
-            self._location[key] = directory
+            self._place(key, directory)
 
     # ------------------------------------------------------------------ queries
 
@@ -114,6 +116,13 @@ class LogDirs:
     def dir_of(self, topic: str, partition: int) -> str | None:
         return self._location.get((topic, partition))
 
+    def dir_containing(self, path: str) -> str | None:
+        """The log directory ``path`` lies in, if any."""
+        for directory in self.dirs:
+            if path.startswith(directory.rstrip("/") + "/"):
+                return directory
+        return None
+
     def is_offline(self, topic: str, partition: int) -> bool:
         """True if the replica lives in an offline directory."""
         directory = self.dir_of(topic, partition)
@@ -131,11 +140,15 @@ class LogDirs:
         online = self.online_dirs
         if not online:
             raise LogDirOfflineError(None, "every log directory is offline", [])
-        counts = {d: 0 for d in online}
-        for directory in self._location.values():
-            if directory in counts:
-                counts[directory] += 1
-        return min(online, key=lambda d: (counts[d], self.dirs.index(d)))
+        return min(online, key=lambda d: (self._replica_counts[d], self.dirs.index(d)))
+
+    def _place(self, key: TopicPartitionKey, directory: str) -> None:
+        if self._location.get(key) != directory:
+            previous = self._location.get(key)
+            if previous is not None:
+                self._replica_counts[previous] -= 1
+            self._location[key] = directory
+            self._replica_counts[directory] += 1
 
     # ------------------------------------------------------------------ changes
 
@@ -151,9 +164,9 @@ class LogDirs:
             log = PartitionLog.open(self.storage, posixpath.join(directory, partition_dir_name(topic, partition)),
                                     segment_records=self.segment_records, segment_bytes=self.segment_bytes)
         except OSError as error:
-            self._location[key] = directory  # the replica is now known to live there
+            self._place(key, directory)  # the replica is now known to live there
             raise self._failed(directory, error) from error
-        self._location[key] = directory
+        self._place(key, directory)
         self._open[key] = log
         return log
 
@@ -175,6 +188,7 @@ class LogDirs:
         except OSError as error:
             raise self._failed(directory, error) from error
         del self._location[key]
+        self._replica_counts[directory] -= 1
 
     def close_log(self, topic: str, partition: int) -> None:
         """Close the replica's log but keep its data (StopReplica without delete)."""

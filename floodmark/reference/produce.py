@@ -2,8 +2,11 @@
 
 ``acks`` decides what the acknowledgement means:
 
-* ``0`` and ``1``: answered as soon as the leader appended (acks=0 clients ignore the
-  answer). The records may still be lost if the leader fails before followers copy them.
+* ``0`` and ``1``: answered as soon as the leader appended. The records may still be lost
+  if the leader fails before followers copy them. Unlike Kafka, whose broker sends no
+  answer to acks=0 (its producer reports offset -1), this broker answers acks=0 too and our
+  producer records the offset: a history is more useful with it, and the checkers treat
+  any acks=0 loss as permitted by the configuration anyway.
 * ``all`` (-1): first, the ISR must have at least ``min.insync.replicas`` members, else
   NOT_ENOUGH_REPLICAS and nothing is written. After the append the request waits (without
   polling: the HW advance wakes it) until the HW covers the whole batch, i.e. every ISR

@@ -19,6 +19,7 @@ broker answers KAFKA_STORAGE_ERROR for them and tells the controller through a s
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
 Key = tuple[str, int]
 T = TypeVar("T")
 
+LEADER_AND_ISR_CHUNK = 1000  # partitions applied between yields to the event loop
+
 
 class ReplicaOffline(Exception):
     """The replica's log directory is offline (answer KAFKA_STORAGE_ERROR)."""
@@ -77,6 +80,7 @@ class ReplicaManager:
         self.self_fenced = False  # KIP-343: no controller heartbeat for too long
         self.topic_min_isr: dict[str, int] = {}
         self.closed = False  # the broker shut down and closed its logs
+        self.state_change_lock = asyncio.Lock()
 
     # ------------------------------------------------------------------ lookups
 
@@ -125,10 +129,14 @@ class ReplicaManager:
             raise ReplicaOffline(str(error)) from error
 
     def storage_failed(self, topic: str, partition: int, error: BaseException) -> None:
-        if self.closed:
-            return
-        directory = self.log_dirs.dir_of(topic, partition)
-        if directory is None or not self.log_dirs.is_online(directory):
+        self._dir_failed(self.log_dirs.dir_of(topic, partition), error)
+
+    def _path_failed(self, error: OSError) -> None:
+        """A deferred write failed: its path (``filename``) says which directory."""
+        self._dir_failed(self.log_dirs.dir_containing(str(error.filename)), error)
+
+    def _dir_failed(self, directory: str | None, error: BaseException) -> None:
+        if self.closed or directory is None or not self.log_dirs.is_online(directory):
             return
         self._take_offline(directory, self.log_dirs.mark_offline(directory, error), error)
 
@@ -170,24 +178,46 @@ class ReplicaManager:
         registration this broker is completing right now.)"""
         return 0 < incarnation < self.incarnation
 
-    def handle_leader_and_isr(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
-        if self.stale_incarnation(request.broker_incarnation):
-            self.runtime.emit("rejected", request="LeaderAndIsr", why="stale broker incarnation",
-                              incarnation=request.broker_incarnation)
-            return LeaderAndIsrResponse(Errors.STALE_BROKER_EPOCH)
-        if request.controller_epoch < self.controller_epoch:
-            self.runtime.emit("rejected", request="LeaderAndIsr", why="stale controller epoch",
-                              controller_epoch=request.controller_epoch)
-            return LeaderAndIsrResponse(Errors.STALE_CONTROLLER_EPOCH)
-        self.controller_epoch = request.controller_epoch
-        self.metadata.remember_brokers(request.live_leaders)
-        errors = []
-        for state in request.partitions:
-            if self.config.broker_id not in state.replicas:
-                continue
-            errors.append(PartitionError(state.topic, state.partition,
-                                         self._apply_state(state, request.is_init)))
-        return LeaderAndIsrResponse(None, tuple(errors))
+    async def handle_leader_and_isr(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+        async with self.state_change_lock:  # one at a time, as Kafka's replicaStateChangeLock
+            if self.stale_incarnation(request.broker_incarnation):
+                self.runtime.emit("rejected", request="LeaderAndIsr", why="stale broker incarnation",
+                                  incarnation=request.broker_incarnation)
+                return LeaderAndIsrResponse(Errors.STALE_BROKER_EPOCH)
+            if request.controller_epoch < self.controller_epoch:
+                self.runtime.emit("rejected", request="LeaderAndIsr", why="stale controller epoch",
+                                  controller_epoch=request.controller_epoch)
+                return LeaderAndIsrResponse(Errors.STALE_CONTROLLER_EPOCH)
+            self.controller_epoch = request.controller_epoch
+            self.metadata.remember_brokers(request.live_leaders)
+            mine = [s for s in request.partitions if self.config.broker_id in s.replicas]
+            errors: list[PartitionError] = []
+            for start in range(0, len(mine), LEADER_AND_ISR_CHUNK):
+                if start:
+                    # A controller failover sends thousands of partitions at once: let
+                    # heartbeats and client requests through between chunks.
+                    await self.runtime.sleep(0)
+                    if self.closed or self.controller_epoch > request.controller_epoch:
+                        errors.extend(PartitionError(s.topic, s.partition, Errors.STALE_CONTROLLER_EPOCH)
+                                      for s in mine[start:])  # a newer controller spoke meanwhile
+                        break
+                errors.extend(self._apply_states(mine[start:start + LEADER_AND_ISR_CHUNK], request.is_init))
+            return LeaderAndIsrResponse(None, tuple(errors))
+
+    def _apply_states(self, states: list[PartitionState], is_init: bool) -> list[PartitionError]:
+        # Becoming leader writes a leader epoch checkpoint per partition: they are
+        # group-committed, and the answer (what the controller counts as done) waits until
+        # they are durable.
+        storage = self.log_dirs.storage
+        storage.defer_syncs()
+        try:
+            errors = [PartitionError(s.topic, s.partition, self._apply_state(s, is_init)) for s in states]
+        finally:
+            for failure in storage.complete_syncs():
+                self._path_failed(failure)
+        return [PartitionError(e.topic, e.partition, Errors.KAFKA_STORAGE_ERROR)
+                if e.error is None and self.log_dirs.is_offline(e.topic, e.partition) else e
+                for e in errors]
 
     def _apply_state(self, state: PartitionState, is_init: bool) -> str | None:
         key = (state.topic, state.partition)
@@ -261,6 +291,8 @@ class ReplicaManager:
 
     def handle_stop_replica(self, request: StopReplicaRequest) -> StopReplicaResponse:
         if self.stale_incarnation(request.broker_incarnation):
+            self.runtime.emit("rejected", request="StopReplica", why="stale broker incarnation",
+                              incarnation=request.broker_incarnation)
             return StopReplicaResponse(Errors.STALE_BROKER_EPOCH)
         if request.controller_epoch < self.controller_epoch:
             self.runtime.emit("rejected", request="StopReplica", why="stale controller epoch",

@@ -230,6 +230,18 @@ class Storage(Protocol):
         """Write a small file whole (temp file, fsync, rename): for checkpoints."""
         ...
 
+    def defer_syncs(self) -> None:
+        """Start a group commit: until ``complete_syncs``, ``write_atomic`` writes its
+        temporary file (errors still raise at once) but leaves the fsync and the rename to
+        ``complete_syncs``. Reads do not see a deferred write before then."""
+        ...
+
+    def complete_syncs(self) -> list[OSError]:
+        """Finish the group commit: every deferred ``write_atomic`` becomes durable with one
+        sync per file system instead of two fsyncs per file. Returns the failures, each
+        naming the target path in ``filename``; an empty list means all are durable."""
+        ...
+
     def rename(self, src: str, dst: str) -> None: ...
 
     def remove(self, path: str) -> None: ...

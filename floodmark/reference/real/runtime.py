@@ -123,6 +123,12 @@ class NoStorage:
     def write_atomic(self, path: str, data: bytes) -> None:
         raise self._refuse(path)
 
+    def defer_syncs(self) -> None:
+        pass
+
+    def complete_syncs(self) -> list[OSError]:
+        return []
+
     def rename(self, src: str, dst: str) -> None:
         raise self._refuse(src)
 

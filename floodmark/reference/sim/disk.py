@@ -10,7 +10,10 @@ system (ext4, ``data=ordered``) decides it:
   that is committed, in order, by the next ``fsync`` of any file or by ``write_atomic``.
   A crash before that commit undoes the change: a new file vanishes, a rename is undone, a
   truncated tail comes back;
-* ``write_atomic`` (write temp, fsync, rename, fsync the directory) is durable on return.
+* ``write_atomic`` (write temp, fsync, rename, fsync the directory) is durable on return;
+  between ``defer_syncs`` and ``complete_syncs`` (a group commit) its permission and fault
+  checks happen at once, but the new contents appear, durably, only at ``complete_syncs``,
+  and a crash before then loses them.
 
 Faults, injected by the nemesis or by tests, behave as Linux does for an *unprivileged*
 process (the broker runs without DAC override):
@@ -193,12 +196,14 @@ class SimDisk:
         self._faults: dict[str, int] = {}
         self.generation = 0  # bumped by crash(); invalidates open files
         self.crashes = 0
+        self._deferred: dict[str, bytes] | None = None  # write_atomic's group commit, if open
 
     # ------------------------------------------------------------------ fault hooks
 
     def crash(self) -> None:
         """Lose everything not durable: unsynced file suffixes and uncommitted metadata."""
         self._journal.clear()
+        self._deferred = None
         self._live = _Tree(self._durable.root.copy())
         for inode in self._inodes(self._live.root):
             inode.revert_to_durable()
@@ -311,9 +316,26 @@ class SimDisk:
         if isinstance(self._stat(path), _Dir):
             raise _error(errno_codes.EISDIR, path)
         self._need_entry_change(path)
+        if self._deferred is not None:
+            self._deferred[path] = data
+            return
         inode = _Inode(data, durable=True)
         self._apply(lambda tree: tree.link(path, inode))
         self._commit_journal()
+
+    def defer_syncs(self) -> None:
+        if self._deferred is None:
+            self._deferred = {}
+
+    def complete_syncs(self) -> list[OSError]:
+        deferred, self._deferred = self._deferred or {}, None
+        failures: list[OSError] = []
+        for path, data in deferred.items():
+            try:
+                self.write_atomic(path, data)
+            except OSError as error:  # a fault injected since the temporary file was written
+                failures.append(error)
+        return failures
 
     def rename(self, src: str, dst: str) -> None:
         src, dst = self._norm(src), self._norm(dst)

@@ -1,0 +1,78 @@
+"""A LeaderAndIsr for thousands of partitions (a controller failover) on one broker.
+
+The broker applies it in chunks, group-committing each chunk's leader epoch checkpoints
+before going on, and yields to the event loop between chunks so that heartbeats and client
+requests are not starved. A newer controller heard from meanwhile makes the rest stale.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from floodmark.reference import replica_manager
+from floodmark.reference.broker_config import BrokerConfig
+from floodmark.reference.epoch_cache import EPOCH_CHECKPOINT_FILE
+from floodmark.reference.log_dirs import LogDirs, partition_dir_name
+from floodmark.reference.messages import (
+    Errors,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    PartitionState,
+    StopReplicaRequest,
+)
+from floodmark.reference.metadata_cache import MetadataCache
+from floodmark.reference.replica_manager import ReplicaManager
+from floodmark.reference.sim import SimWorld
+
+CONTROLLER_EPOCH = 3
+
+
+@pytest.fixture
+def world() -> Iterator[SimWorld]:
+    w = SimWorld(seed=5)
+    yield w
+    w.close()
+
+
+def manager(world: SimWorld) -> ReplicaManager:
+    runtime = world.add_node("b")
+    return ReplicaManager(runtime, BrokerConfig(broker_id=1, log_dirs=("/d",)),
+                          LogDirs(runtime.storage, ["/d"]), MetadataCache())
+
+
+def lead(partitions: int, epoch: int) -> LeaderAndIsrRequest:
+    states = tuple(PartitionState("t", p, 1, epoch, (1,), 0, (1, 2), CONTROLLER_EPOCH) for p in range(partitions))
+    return LeaderAndIsrRequest(9, CONTROLLER_EPOCH, 0, states, ())
+
+
+def checkpoint(world: SimWorld, partition: int) -> bytes | None:
+    return world.disk("b").durable_contents(f"/d/{partition_dir_name('t', partition)}/{EPOCH_CHECKPOINT_FILE}")
+
+
+def test_every_chunk_is_durable_before_the_answer(world: SimWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(replica_manager, "LEADER_AND_ISR_CHUNK", 4)
+    replicas = manager(world)
+    response = world.run(replicas.handle_leader_and_isr(lead(10, 7)))
+    assert [e.error for e in response.partition_errors] == [None] * 10
+    for p in range(10):
+        assert replicas.partitions[("t", p)].is_leader
+        assert (checkpoint(world, p) or b"").splitlines()[-1] == b"7 0"  # epoch 7 from offset 0, durable
+
+
+def test_other_work_runs_between_chunks_and_a_newer_controller_stops_the_rest(
+        world: SimWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(replica_manager, "LEADER_AND_ISR_CHUNK", 2)
+    replicas = manager(world)
+    newer = StopReplicaRequest(9, CONTROLLER_EPOCH + 1, 0, (), delete=False)
+
+    async def both() -> LeaderAndIsrResponse:
+        handling = asyncio.ensure_future(replicas.handle_leader_and_isr(lead(6, 7)))
+        await asyncio.sleep(0)  # the first chunk is applied, then the handler yields
+        assert replicas.handle_stop_replica(newer).error is None  # served between two chunks
+        return await handling
+    response = world.run(both())
+    assert [e.error for e in response.partition_errors] == [None, None] + [Errors.STALE_CONTROLLER_EPOCH] * 4
+    assert sorted(replicas.partitions) == [("t", 0), ("t", 1)]
