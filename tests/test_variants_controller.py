@@ -4,6 +4,15 @@
   event (a GC pause) is deposed; when it wakes it finishes its decision. With the epoch
   check its write is refused and it resigns; without it, the deposed controller's decision
   lands in ZooKeeper, where it contradicts what the brokers were told by the new controller.
+  That alone loses nothing: every controller write is also conditional on the partition state
+  node's version, so the zombie decides on the freshest state, only shrinks the ISR and picks
+  its leader from it (and a leader that then loses a conditional ISR write fences itself).
+  Node versions restart at 0 when a node is recreated, though: if the topic is deleted and
+  created again while the zombie stalls, its write, conditional on version 0, lands on the
+  new topic's state and names a replica of the old topic, which holds none of the new
+  topic's records, as leader with an ISR of itself. The next controller reads that state
+  and elects it when it returns; the real in-sync replicas truncate to its empty log and
+  every acknowledged record is lost. With the check the same sequence loses nothing.
 * ``unclean-election``: the only in-sync replica dies; with the variant an out-of-sync
   replica becomes leader and acknowledged records are lost; with the fix the partition waits
   offline for the in-sync replica and nothing acknowledged is lost.
@@ -13,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -88,6 +98,114 @@ def test_with_the_epoch_check_the_zombie_is_refused_and_resigns(world: SimWorld)
     resigned = [e for broker in cluster.brokers.values() for e in cluster.world.events(broker.node)
                 if e.kind == "controller_resigned" and e["controller_epoch"] == 1]
     assert resigned
+
+
+def controller_id(world: SimWorld) -> int:
+    if world.zk.exists(zk.CONTROLLER) is None:
+        return -1
+    return zk.decode_controller(world.zk.get(zk.CONTROLLER)[0])
+
+
+@dataclass(frozen=True)
+class RecreatedTopicOutcome:
+    zombie: int  # the deposed controller
+    b: int  # the old topic's replica the zombie chose; no copy of the new topic's records
+    c: int  # the new topic's first leader
+    d: int  # its other in-sync replica
+    after_zombie: zk.LeaderIsr  # t-0's state once the zombie has woken up
+    final: zk.LeaderIsr
+    acked: dict[int, str]
+    read: dict[int, str]
+
+
+def recreated_topic_sequence(world: SimWorld, variant: str) -> RecreatedTopicOutcome:
+    """A zombie's stale decision on a deleted topic, written on the recreated topic's state."""
+    cluster = SimBrokerCluster(world, 5, variant=VARIANTS[variant], log_flush_interval=0.2,
+                               high_watermark_checkpoint_interval=0.2)
+    cluster.start()
+    zombie_id = controller_id(world)
+    a, b, c, d = [x for x in sorted(cluster.brokers) if x != zombie_id]
+    admin = cluster.admin()
+    world.run(admin.create_topic("t", 1, 2, {zk.MIN_INSYNC_REPLICAS: "1"}, assignment={0: (a, b)}))
+    assert world.run_until(lambda: world.zk.exists(zk.partition_state_path("t", 0)) is not None, 20.0)
+    world.run_for(2.0)
+    assert cluster.state("t", 0) == zk.LeaderIsr(a, 0, (a, b), 1, 0)
+    # The controller will stall (a GC pause) right before its next ZooKeeper write.
+    zombie = cluster.brokers[zombie_id].controller
+    release = asyncio.Event()
+    decided: list[dict[m.TopicPartition, zk.LeaderIsr]] = []
+    original = zombie.zkw.write_states
+
+    async def stalled(updates: Any, **kw: Any) -> Any:
+        decided.append(dict(updates))
+        await release.wait()
+        return await original(updates, **kw)
+    zombie.zkw.write_states = stalled
+    # 1. a fails; the controller decides that b leads the old t-0 alone, conditionally on
+    #    version 0 of its state node, then stalls.
+    cluster.crash(a)
+    assert world.run_until(lambda: world.zk.exists(zk.broker_path(a)) is None, 30.0)
+    world.run_for(0.5)
+    assert decided == [{m.TopicPartition("t", 0): zk.LeaderIsr(b, 1, (b,), 1, 0)}]
+    # 2. A new controller is elected; t is deleted (b, alive, deletes its copy) and b fails.
+    world.run(admin.zk.delete(zk.CONTROLLER))
+    assert world.run_until(lambda: controller_id(world) not in (-1, zombie_id), 10.0)
+    world.run(admin.delete_topic("t"))
+    assert world.run_until(lambda: world.zk.exists(zk.topic_path("t")) is None
+                           and world.zk.exists(zk.delete_topic_path("t")) is None, 20.0)
+    world.run_for(1.0)
+    cluster.crash(b)
+    assert world.run_until(lambda: world.zk.exists(zk.broker_path(b)) is None, 30.0)
+    # 3. t is created again on c, d and (down) b: its state node starts again at version 0.
+    world.run(admin.create_topic("t", 1, 3, {zk.MIN_INSYNC_REPLICAS: "2"}, assignment={0: (c, d, b)}))
+    assert world.run_until(lambda: world.zk.exists(zk.partition_state_path("t", 0)) is not None, 20.0)
+    world.run_for(2.0)
+    assert cluster.state("t", 0) == zk.LeaderIsr(c, 0, (c, d), 2, 0)
+    producer = Producer(cluster.client, cluster.bootstrap)
+    acked: dict[int, str] = {}
+    for i in range(5):
+        r = world.run(producer.send("t", 0, f"v{i}"))
+        assert r.status == "ok"  # acks=all, committed by the ISR {c, d}
+        acked[r.offset] = f"v{i}"  # type: ignore[index]
+    # 4. The zombie wakes up and finishes its decision about the old topic.
+    release.set()
+    world.run_for(2.0)
+    after_zombie = cluster.state("t", 0)
+    # 5. The next controller failover reads ZooKeeper; then b returns.
+    epoch = zk.decode_controller_epoch(world.zk.get(zk.CONTROLLER_EPOCH)[0])
+    world.run(admin.zk.delete(zk.CONTROLLER))
+    assert world.run_until(lambda: controller_id(world) != -1
+                           and zk.decode_controller_epoch(world.zk.get(zk.CONTROLLER_EPOCH)[0]) > epoch, 10.0)
+    world.run_for(2.0)
+    cluster.restart(b)
+    world.run_for(5.0)
+    consumer = Consumer(cluster.client, cluster.bootstrap)
+    result = world.run(consumer.fetch("t", 0, 0, timeout=10.0))
+    assert result.ok, result
+    world.run(admin.close())
+    return RecreatedTopicOutcome(zombie_id, b, c, d, after_zombie, cluster.state("t", 0), acked,
+                                 {r.offset: r.value for r in result.records})
+
+
+def test_without_the_epoch_check_a_zombie_write_on_a_recreated_topic_loses_acknowledged_records(
+        world: SimWorld) -> None:
+    out = recreated_topic_sequence(world, "no-controller-epoch-check")
+    # The deposed controller's decisions landed on the new topic: only b, which is down, in sync.
+    assert (out.after_zombie.controller_epoch, out.after_zombie.isr) == (1, (out.b,))
+    assert out.final.leader == out.b  # elected from that ISR when it came back
+    lost = {o: v for o, v in out.acked.items() if out.read.get(o) != v}
+    assert lost == out.acked and len(lost) == 5  # every acknowledged record is gone
+
+
+def test_with_the_epoch_check_the_recreated_topic_keeps_every_acknowledged_record(world: SimWorld) -> None:
+    out = recreated_topic_sequence(world, "default")
+    assert out.after_zombie == zk.LeaderIsr(out.c, 0, (out.c, out.d), 2, 0)  # untouched by the zombie
+    assert (out.final.leader, out.final.leader_epoch) == (out.c, 0)
+    assert out.read == out.acked
+    refused = [e for e in world.events(f"n{out.zombie}")
+               if e.kind == "controller_resigned" and e["controller_epoch"] == 1
+               and zk.CONTROLLER_EPOCH in e["why"]]
+    assert refused
 
 
 def unclean_sequence(world: SimWorld, variant: str) -> tuple[SimBrokerCluster, dict[int, str], list[m.Record]]:
