@@ -84,8 +84,12 @@ class ReplicaFetchers:
         self.remove(p.key)
         followed = Followed(p, p.leader_id, p.leader_epoch)
         self._followed[p.key] = followed
-        followed.truncation = self.runtime.spawn(self._prepare(followed),
-                                                 name=f"truncate-{p.topic}-{p.partition}")
+        if p.log.epoch_cache.latest_epoch == NO_EPOCH and not self.config.variant.truncate_to_high_watermark:
+            followed.ready = True  # an empty history cannot diverge: no truncation round trip
+            self._wake(followed.leader)
+        else:
+            followed.truncation = self.runtime.spawn(self._prepare(followed),
+                                                     name=f"truncate-{p.topic}-{p.partition}")
         self._ensure_session(followed.leader)
 
     def remove(self, key: Key) -> None:
