@@ -260,6 +260,31 @@ def test_isr_shrinking_below_min_insync_while_waiting_is_reported_as_ambiguous(c
     assert not any(e["offset"] == 0 for e in cluster.events(leader, "acked"))
 
 
+def test_start_up_recovers_assigned_replicas_before_registering(cluster: SimCluster) -> None:
+    from floodmark.reference.log_dirs import partition_dir_name
+
+    cluster.create_topic("t", 1, 3)
+    cluster.send("t", 0, ["a", "b"])
+    cluster.kill("n3")  # its page cache survives: both records are on disk
+    disk = cluster.world.disk("n3")
+    directory = next(f"/data/{d}/{partition_dir_name('t', 0)}" for d in ("a", "b")
+                     if disk.exists(f"/data/{d}/{partition_dir_name('t', 0)}"))
+    segment = next(name for name in disk.list_dir(directory) if name.endswith(".log"))
+    torn = disk.open_append(f"{directory}/{segment}")
+    torn.write(b"\x00\x00\x00\x2a half a record")  # a write cut short by the crash
+    torn.fsync()
+    torn.close()
+    broker = cluster.restart("n3")
+    # Start-up itself opened the replica and cut the torn tail, before registering.
+    replica = cluster.replica("n3", "t", 0)
+    assert replica is not None and replica.log_end == 2
+    since_restart = [e for e in cluster.world.events("n3") if e.kind in ("truncated", "broker_state")
+                     and (e.kind == "truncated" or e.fields.get("incarnation") == broker.incarnation)]
+    kinds = [(e.kind, e.fields.get("reason", e.fields.get("state"))) for e in since_restart]
+    assert kinds[:2] == [("truncated", "recovery"), ("broker_state", "Inactive")], kinds
+    assert cluster.world.run_until(lambda: replica.role == "follower", 30.0)
+
+
 def test_start_up_deletes_replicas_no_longer_assigned(cluster: SimCluster) -> None:
     from floodmark.reference.log import PartitionLog
 

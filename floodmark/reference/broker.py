@@ -2,12 +2,14 @@
 
 A broker's life, after the V3 design and KIP-343:
 
-* **Start-up.** Open the log directories (recovering every log; a directory that fails goes
-  offline at once), read the HW checkpoints, open a ZooKeeper session, start serving, and
-  register as the ephemeral ``/brokers/ids/<id>``. The node's czxid is this *incarnation*'s
-  id: requests meant for an older incarnation are refused. Replicas that the assignment in
-  ZooKeeper no longer gives this broker are deleted; the others wait for the controller's
-  LeaderAndIsr, which the controller sends every newly registered broker.
+* **Start-up.** Open the log directories (a directory that fails goes offline at once), read
+  the HW checkpoints, open a ZooKeeper session and start serving. Read the assignment and
+  state of every local replica: replicas the assignment no longer gives this broker are
+  deleted; the others are opened, which recovers their logs (a torn tail is cut here, before
+  anything is served), and wait without a role for the controller's LeaderAndIsr, which the
+  controller sends every newly registered broker. Then register as the ephemeral
+  ``/brokers/ids/<id>``. The node's czxid is this *incarnation*'s id: requests meant for an
+  older incarnation are refused.
 * **Serving.** Produce, Fetch, OffsetForLeaderEpoch and Metadata from clients and peers;
   LeaderAndIsr, StopReplica and UpdateMetadata from the controller; DescribeLogDirs from
   admins. BrokerHeartbeat and ControlledShutdown go to the controller this broker hosts
@@ -106,7 +108,7 @@ class Broker:
         if self.log_dirs.offline_dirs and not failures:
             self.runtime.spawn(self.replicas._notify_log_dir_failure(), name="log-dir-event")
         await self.runtime.network.serve(self.handle)
-        await self._retry_startup_step(self._delete_unassigned_replicas, deadline)
+        await self._retry_startup_step(self._start_replicas, deadline)
         await self._retry_startup_step(self._register, deadline)
         self._tasks = [
             self.runtime.spawn(self.replicas.isr_maintenance(), name="isr-maintenance"),
@@ -243,10 +245,13 @@ class Broker:
         finally:
             self._registering = False
 
-    async def _delete_unassigned_replicas(self) -> None:
-        """V3 start-up: drop local replicas the assignment no longer gives this broker."""
+    async def _start_replicas(self) -> None:
+        """V3 start-up: read the assignment and state of every local replica; drop those no
+        longer assigned here; open (and so recover) the others, which then wait, without a
+        role, for the controller's LeaderAndIsr."""
         assert self.zk is not None
         assignments: dict[str, zk.TopicAssignment | None] = {}
+        kept: list[tuple[str, int]] = []
         for topic, partition in self.log_dirs.replicas():
             if self.log_dirs.is_offline(topic, partition):
                 continue
@@ -263,6 +268,12 @@ class Broker:
             if replicas is None or self.config.broker_id not in replicas:
                 self.runtime.log.info("deleting replica %s-%s: no longer assigned here", topic, partition)
                 self.replicas.stop_replica(topic, partition, delete=True)
+            else:
+                kept.append((topic, partition))
+        states = await self.zk.get_many([zk.partition_state_path(t, p) for t, p in kept])
+        for (topic, partition), state in zip(kept, states):
+            if state is not None:  # a partition still being created gets its state from the controller
+                self.replicas.start_replica(topic, partition)
 
     # ------------------------------------------------------------------ requests
 

@@ -254,6 +254,15 @@ class ReplicaManager:
             self._abort_waiters(key)  # waiting requests re-check the new role
         return None
 
+    def start_replica(self, topic: str, partition: int) -> None:
+        """Open (and recover) a local replica at start-up; it has no role until LeaderAndIsr."""
+        if (topic, partition) in self.partitions or self.log_dirs.is_offline(topic, partition):
+            return
+        try:
+            self._open(topic, partition)
+        except LogDirOfflineError as error:
+            self.handle_offline_error(error)
+
     def _open(self, topic: str, partition: int) -> Partition:
         log = self.log_dirs.open_log(topic, partition)
         key = (topic, partition)
