@@ -5,7 +5,9 @@ switches one fix off, in the code path that fix changed, so that the harness can
 catches the flaw the fix removed. ``default`` has every fix on and must pass every checker
 under every nemesis.
 
-Each switch is read at exactly one place in the protocol code, named after the switch.
+Each switch changes one decision in the protocol code and is named after it; the
+decision is made in one function (``unclean_leader_election``, for instance, is handed to
+``controller_election.elect_leader`` by each controller path that elects a leader).
 """
 
 from __future__ import annotations
