@@ -48,7 +48,9 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+import orjson
 
 from floodmark.errors import SourceError
 
@@ -133,18 +135,27 @@ class NodeEventWriter:
         self.node = node
         self.seq = _next_seq(self.path)
         _drop_torn_tail(self.path)  # a crash may have left half a line; it was never an event
-        self._file: IO[str] = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
-    def write(self, wall: float, kind: str, fields: dict[str, Any]) -> NodeEvent:
-        event = NodeEvent(self.node, self.seq, wall, kind, dict(fields))
+    def write(self, wall: float, kind: str, fields: dict[str, Any]) -> None:
+        """One event, one ``write``: it reaches the OS at once and survives a kill -9. A
+        failover writes tens of thousands, so it is encoded with orjson, not json."""
+        if self._fd is None:
+            raise ValueError(f"{self.path}: the event writer is closed")
+        record = {"node": self.node, "seq": self.seq, "wall": wall, "kind": kind, **fields}
         self.seq += 1
-        self._file.write(json.dumps(event.to_dict(), separators=(",", ":")) + "\n")
-        self._file.flush()
-        return event
+        try:
+            line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError:  # what orjson refuses (an integer beyond 64 bits), json writes
+            line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        view = memoryview(line)
+        while view:
+            view = view[os.write(self._fd, view):]
 
     def close(self) -> None:
-        if not self._file.closed:
-            self._file.close()
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
 
 def _next_seq(path: Path) -> int:
