@@ -54,7 +54,8 @@ if TYPE_CHECKING:
 Key = tuple[str, int]
 T = TypeVar("T")
 
-LEADER_AND_ISR_CHUNK = 1000  # partitions applied between yields to the event loop
+LEADER_AND_ISR_CHUNK = 1000  # partitions applied between yields to the event loop ...
+LEADER_AND_ISR_CHUNK_SECONDS = 0.05  # ... or fewer, once this long has passed (real time only)
 
 
 class ReplicaOffline(Exception):
@@ -192,26 +193,32 @@ class ReplicaManager:
             self.metadata.remember_brokers(request.live_leaders)
             mine = [s for s in request.partitions if self.config.broker_id in s.replicas]
             errors: list[PartitionError] = []
-            for start in range(0, len(mine), LEADER_AND_ISR_CHUNK):
-                if start:
-                    # A controller failover sends thousands of partitions at once: let
-                    # heartbeats and client requests through between chunks.
+            while len(errors) < len(mine):
+                if errors:
+                    # A controller failover or a large topic sends thousands of partitions at
+                    # once: let heartbeats and client requests through between chunks.
                     await self.runtime.sleep(0)
                     if self.closed or self.controller_epoch > request.controller_epoch:
                         errors.extend(PartitionError(s.topic, s.partition, Errors.STALE_CONTROLLER_EPOCH)
-                                      for s in mine[start:])  # a newer controller spoke meanwhile
+                                      for s in mine[len(errors):])  # a newer controller spoke meanwhile
                         break
-                errors.extend(self._apply_states(mine[start:start + LEADER_AND_ISR_CHUNK], request.is_init))
+                errors.extend(self._apply_chunk(mine, len(errors), request.is_init))
             return LeaderAndIsrResponse(None, tuple(errors))
 
-    def _apply_states(self, states: list[PartitionState], is_init: bool) -> list[PartitionError]:
+    def _apply_chunk(self, states: list[PartitionState], start: int, is_init: bool) -> list[PartitionError]:
+        """Apply ``states[start:]`` until LEADER_AND_ISR_CHUNK of them or LEADER_AND_ISR_CHUNK_SECONDS."""
         # Becoming leader writes a leader epoch checkpoint per partition: they are
         # group-committed, and the answer (what the controller counts as done) waits until
         # they are durable.
         storage = self.log_dirs.storage
+        began = self.runtime.monotonic()
+        errors: list[PartitionError] = []
         storage.defer_syncs()
         try:
-            errors = [PartitionError(s.topic, s.partition, self._apply_state(s, is_init)) for s in states]
+            for s in states[start:start + LEADER_AND_ISR_CHUNK]:
+                errors.append(PartitionError(s.topic, s.partition, self._apply_state(s, is_init)))
+                if self.runtime.monotonic() - began > LEADER_AND_ISR_CHUNK_SECONDS:
+                    break  # creating logs is slow on some disks: never hold the loop long
         finally:
             for failure in storage.complete_syncs():
                 self._path_failed(failure)
