@@ -50,9 +50,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from floodmark.errors import SourceError
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - a broker image without orjson uses the standard library
+    orjson = None  # type: ignore[assignment]
 
 KINDS: frozenset[str] = frozenset(
     (
@@ -139,12 +142,14 @@ class NodeEventWriter:
 
     def write(self, wall: float, kind: str, fields: dict[str, Any]) -> None:
         """One event, one ``write``: it reaches the OS at once and survives a kill -9. A
-        failover writes tens of thousands, so it is encoded with orjson, not json."""
+        failover writes tens of thousands, so it is encoded with orjson where installed."""
         if self._fd is None:
             raise ValueError(f"{self.path}: the event writer is closed")
         record = {"node": self.node, "seq": self.seq, "wall": wall, "kind": kind, **fields}
         self.seq += 1
         try:
+            if orjson is None:
+                raise TypeError("orjson is not installed")
             line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
         except TypeError:  # what orjson refuses (an integer beyond 64 bits), json writes
             line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
