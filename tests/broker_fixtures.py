@@ -9,7 +9,7 @@ with two log directories, every broker a controller candidate (the real controll
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 from floodmark.reference import zk_layout as zk
@@ -186,3 +186,16 @@ class SimCluster:
 
     def events(self, name: str, kind: str) -> list[dict[str, Any]]:
         return [dict(e.fields) for e in self.world.events(name) if e.kind == kind]
+
+
+def running_cluster(**options: Any) -> Iterator[SimCluster]:
+    """A fixture body: a SimCluster, closed afterwards, that must not have failed inside."""
+    cluster = SimCluster(**options)
+    yield cluster
+    assert cluster.world.failures == [], cluster.world.failures
+    cluster.close()
+
+
+def request(cluster: SimCluster, node: str, message: object, timeout: float = 10.0) -> object:
+    """Send a raw request to ``node`` from the cluster's client and wait for the answer."""
+    return cluster.run(cluster.client.network.request(node, message, timeout))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from broker_fixtures import SimCluster
+from broker_fixtures import SimCluster, request, running_cluster
 
 from floodmark.reference import zk_layout as zk
 from floodmark.reference.messages import (
@@ -30,14 +30,7 @@ from floodmark.reference.messages import (
 @pytest.fixture
 def cluster() -> Iterator[SimCluster]:
     # Followers leave the ISR after 3 s, well before the controller fences a silent broker (10 s).
-    c = SimCluster(seed=7, replica_lag_time_max=3.0)
-    yield c
-    assert c.world.failures == [], c.world.failures
-    c.close()
-
-
-def request(cluster: SimCluster, node: str, message: object, timeout: float = 10.0) -> object:
-    return cluster.run(cluster.client.network.request(node, message, timeout))
+    yield from running_cluster(seed=7, replica_lag_time_max=3.0)
 
 
 def assert_hw_never_backwards(cluster: SimCluster) -> None:

@@ -20,7 +20,7 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-from broker_fixtures import SimCluster
+from broker_fixtures import SimCluster, request, running_cluster
 
 from floodmark.reference import zk_layout as zk
 from floodmark.reference.messages import (
@@ -42,23 +42,13 @@ T0 = TopicPartition("t", 0)
 @pytest.fixture
 def cluster() -> Iterator[SimCluster]:
     # Followers leave the ISR after 3 s, well before the controller fences a silent broker (9 s).
-    c = SimCluster(seed=7, replica_lag_time_max=3.0)
-    yield c
-    assert c.world.failures == [], c.world.failures
-    c.close()
+    yield from running_cluster(seed=7, replica_lag_time_max=3.0)
 
 
 @pytest.fixture
 def patient_cluster() -> Iterator[SimCluster]:
     # Followers stay in the ISR for 30 s: the HW moves only as they copy the records.
-    c = SimCluster(seed=7, replica_lag_time_max=30.0)
-    yield c
-    assert c.world.failures == [], c.world.failures
-    c.close()
-
-
-def request(cluster: SimCluster, node: str, message: object, timeout: float = 10.0) -> object:
-    return cluster.run(cluster.client.network.request(node, message, timeout))
+    yield from running_cluster(seed=7, replica_lag_time_max=30.0)
 
 
 def stop_replica(cluster: SimCluster, node: str, *, delete: bool, controller_epoch: int | None = None,

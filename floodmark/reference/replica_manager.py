@@ -179,17 +179,26 @@ class ReplicaManager:
         registration this broker is completing right now.)"""
         return 0 < incarnation < self.incarnation
 
+    def _fence_controller_request(self, name: str, request: LeaderAndIsrRequest | StopReplicaRequest) -> str | None:
+        """The error refusing a request meant for an older incarnation of this broker or sent
+        by a deposed controller (recorded as a rejected event); None, having adopted its
+        controller epoch, if it may be acted on."""
+        if self.stale_incarnation(request.broker_incarnation):
+            self.runtime.emit("rejected", request=name, why="stale broker incarnation",
+                              incarnation=request.broker_incarnation)
+            return Errors.STALE_BROKER_EPOCH
+        if request.controller_epoch < self.controller_epoch:
+            self.runtime.emit("rejected", request=name, why="stale controller epoch",
+                              controller_epoch=request.controller_epoch)
+            return Errors.STALE_CONTROLLER_EPOCH
+        self.controller_epoch = request.controller_epoch
+        return None
+
     async def handle_leader_and_isr(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
         async with self.state_change_lock:  # one at a time, as Kafka's replicaStateChangeLock
-            if self.stale_incarnation(request.broker_incarnation):
-                self.runtime.emit("rejected", request="LeaderAndIsr", why="stale broker incarnation",
-                                  incarnation=request.broker_incarnation)
-                return LeaderAndIsrResponse(Errors.STALE_BROKER_EPOCH)
-            if request.controller_epoch < self.controller_epoch:
-                self.runtime.emit("rejected", request="LeaderAndIsr", why="stale controller epoch",
-                                  controller_epoch=request.controller_epoch)
-                return LeaderAndIsrResponse(Errors.STALE_CONTROLLER_EPOCH)
-            self.controller_epoch = request.controller_epoch
+            refused = self._fence_controller_request("LeaderAndIsr", request)
+            if refused is not None:
+                return LeaderAndIsrResponse(refused)
             self.metadata.remember_brokers(request.live_leaders)
             mine = [s for s in request.partitions if self.config.broker_id in s.replicas]
             errors: list[PartitionError] = []
@@ -306,15 +315,9 @@ class ReplicaManager:
     # ------------------------------------------------------------------ StopReplica
 
     def handle_stop_replica(self, request: StopReplicaRequest) -> StopReplicaResponse:
-        if self.stale_incarnation(request.broker_incarnation):
-            self.runtime.emit("rejected", request="StopReplica", why="stale broker incarnation",
-                              incarnation=request.broker_incarnation)
-            return StopReplicaResponse(Errors.STALE_BROKER_EPOCH)
-        if request.controller_epoch < self.controller_epoch:
-            self.runtime.emit("rejected", request="StopReplica", why="stale controller epoch",
-                              controller_epoch=request.controller_epoch)
-            return StopReplicaResponse(Errors.STALE_CONTROLLER_EPOCH)
-        self.controller_epoch = request.controller_epoch
+        refused = self._fence_controller_request("StopReplica", request)
+        if refused is not None:
+            return StopReplicaResponse(refused)
         errors = []
         for tp in request.partitions:
             errors.append(PartitionError(tp.topic, tp.partition,
