@@ -270,6 +270,8 @@ class Broker:
                 self.replicas.stop_replica(topic, partition, delete=True)
             else:
                 kept.append((topic, partition))
+        if not kept:
+            return
         states = await self.zk.get_many([zk.partition_state_path(t, p) for t, p in kept])
         for (topic, partition), state in zip(kept, states):
             if state is not None:  # a partition still being created gets its state from the controller
