@@ -87,6 +87,15 @@ def _scan_node(node: str, events: list[NodeEvent],
     role: dict[Partition, str] = {}
     decided: dict[Partition, tuple[int, int]] = {}  # this node's latest leader_elected epoch, as controller
     controller_view: tuple[int, int] | None = None
+
+    def adopt(key: Partition, epoch: int, event: NodeEvent, new_role: str) -> None:
+        """The broker took a role in ``epoch``: its view of the leader epoch must not go back."""
+        before = view.get(key)
+        if before is not None and epoch < before[0]:
+            anomalies.append(_regression(node, key, before, epoch, event, "its view of the leader epoch"))
+        view[key] = (epoch, event.seq)
+        role[key] = new_role
+
     # Hot loop (every event of every node): fields read straight from the event's dict.
     for event in events:
         kind = event.kind
@@ -96,11 +105,7 @@ def _scan_node(node: str, events: list[NodeEvent],
             if kind == "became_leader":
                 epoch = fields.get("leader_epoch")
                 if isinstance(epoch, int):
-                    before = view.get(key)
-                    if before is not None and epoch < before[0]:
-                        anomalies.append(_regression(node, key, before, epoch, event, "its view of the leader epoch"))
-                    view[key] = (epoch, event.seq)
-                    role[key] = "leader"
+                    adopt(key, epoch, event, "leader")
             elif kind == "appended":
                 epoch = fields.get("epoch") if fields.get("role") == "leader" else None
             elif kind == "hw_changed":
@@ -112,11 +117,7 @@ def _scan_node(node: str, events: list[NodeEvent],
         elif kind == "became_follower":
             key, epoch = (fields.get("topic"), fields.get("partition")), fields.get("leader_epoch")
             if isinstance(epoch, int):
-                before = view.get(key)
-                if before is not None and epoch < before[0]:
-                    anomalies.append(_regression(node, key, before, epoch, event, "its view of the leader epoch"))
-                view[key] = (epoch, event.seq)
-                role[key] = "follower"
+                adopt(key, epoch, event, "follower")
         elif kind == "leader_elected":
             key, epoch = (fields.get("topic"), fields.get("partition")), fields.get("leader_epoch")
             if isinstance(epoch, int):

@@ -143,12 +143,13 @@ class LogDirs:
         return min(online, key=lambda d: (self._replica_counts[d], self.dirs.index(d)))
 
     def _place(self, key: TopicPartitionKey, directory: str) -> None:
-        if self._location.get(key) != directory:
-            previous = self._location.get(key)
-            if previous is not None:
-                self._replica_counts[previous] -= 1
-            self._location[key] = directory
-            self._replica_counts[directory] += 1
+        previous = self._location.get(key)
+        if previous == directory:
+            return
+        if previous is not None:
+            self._replica_counts[previous] -= 1
+        self._location[key] = directory
+        self._replica_counts[directory] += 1
 
     # ------------------------------------------------------------------ changes
 
