@@ -37,11 +37,11 @@ def measure(backend: str, brokers: int, standin: bool) -> tuple[float, float | N
         command = [sys.executable if backend == "local" else "python3", "-c", STANDIN, "{port}"]
     cluster: Cluster
     if backend == "local":
-        from floodmark.harness.local_cluster import LocalCluster
+        from floodmark.backends.local import LocalCluster
 
         cluster = LocalCluster(ClusterSpec(brokers=brokers), broker_command=command)
     else:
-        from floodmark.harness.docker_cluster import DockerCluster
+        from floodmark.backends.docker import DockerCluster
 
         cluster = DockerCluster(ClusterSpec(brokers=brokers), broker_command=command)
     started = time.monotonic()
@@ -59,7 +59,7 @@ def main() -> int:
     parser.add_argument("--backend", choices=("local", "docker", "both"), default="both")
     parser.add_argument("--standin", action="store_true", help="stand-in brokers (no ZK registration)")
     args = parser.parse_args()
-    standin = args.standin or importlib.util.find_spec("floodmark.reference.process") is None
+    standin = args.standin or importlib.util.find_spec("floodmark.reference.real.process") is None
     what = "stand-in brokers, ports open" if standin else "real brokers registered in ZooKeeper"
     backends = ("local", "docker") if args.backend == "both" else (args.backend,)
     for backend in backends:

@@ -46,11 +46,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from floodmark.reference import controller_brokers  # noqa: E402
-from floodmark.reference import messages as m  # noqa: E402
-from floodmark.reference import zk_layout as zk  # noqa: E402
-from floodmark.reference.controller import Controller, ControllerConfig  # noqa: E402
-from floodmark.reference.controller_channel import ControllerChannel  # noqa: E402
+from floodmark.reference.controller import brokers as controller_brokers  # noqa: E402
+from floodmark.reference.controller.channel import ControllerChannel  # noqa: E402
+from floodmark.reference.controller.controller import Controller, ControllerConfig  # noqa: E402
+from floodmark.reference.protocol import messages as m  # noqa: E402
+from floodmark.reference.protocol import zk_layout as zk  # noqa: E402
 
 TARGET_SECONDS = 2.0
 V3_ESTIMATE_SECONDS = 40.0  # the V3 design's estimate for 10,000 partitions written one by one
@@ -259,7 +259,8 @@ async def _delete_topic(admin: Any, partitions: int) -> None:
 
 
 async def run_real_async(zk_address: str, partitions: int, batched: bool, kill: str) -> Result:
-    from floodmark.harness.zookeeper import free_port
+    from zookeeper_server import free_port
+
     from floodmark.reference.real.runtime import NoStorage, RealRuntime
 
     config = ControllerConfig(heartbeat_timeout=None, batched_writes=batched)
@@ -395,7 +396,7 @@ def main() -> int:
         measure("simulated ZooKeeper: judged on CPU seconds of this process (virtual time costs nothing)",
                 run_sim, sizes, args.runs, judge_by_cpu=True, kills=kills)
     if args.zookeeper in ("real", "both"):
-        from floodmark.harness.zookeeper import ZooKeeperServer, missing_requirements
+        from zookeeper_server import ZooKeeperServer, missing_requirements
         why = missing_requirements()
         if why:
             print(f"\nreal ZooKeeper skipped: {why}")

@@ -129,7 +129,7 @@ def process_cpu(root: int) -> dict[str, float]:
 
 
 def run_once(store: Path, cluster: str, time_limit: float, rate: float, concurrency: int) -> RunFigures:
-    argv = [sys.executable, "-m", "floodmark.cli", "run", "--cluster", cluster, "--nemesis", "none",
+    argv = [sys.executable, "-m", "floodmark", "run", "--cluster", cluster, "--nemesis", "none",
             "--time-limit", str(time_limit), "--rate", str(rate), "--concurrency", str(concurrency),
             "--store", str(store), "--seed", "1"]
     started = time.monotonic()
@@ -194,7 +194,7 @@ def main() -> int:
     backends = [b for b in args.backends.split(",") if b]
     if "docker" in backends:
         import docker
-        from floodmark.harness.images import ensure_images
+        from floodmark.backends.images import ensure_images
 
         ensure_images(docker.from_env())  # build outside the timed runs
     anchor = machine_speed()

@@ -18,7 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from floodmark.reference.log import PartitionLog
+from floodmark.reference.log.partition_log import PartitionLog
 from floodmark.reference.real.files import FileStorage
 from floodmark.reference.runtime import Storage
 from floodmark.reference.sim.disk import SimDisk

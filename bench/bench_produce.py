@@ -26,11 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from floodmark.harness.zookeeper import ZooKeeperServer, free_port, missing_requirements
-from floodmark.reference import zk_layout as zk
-from floodmark.reference.admin import Admin
-from floodmark.reference.messages import ACKS_ALL
-from floodmark.reference.producer import Producer
+from zookeeper_server import ZooKeeperServer, free_port, missing_requirements
+
+from floodmark.reference.client.admin import Admin
+from floodmark.reference.client.producer import Producer
+from floodmark.reference.protocol import zk_layout as zk
+from floodmark.reference.protocol.messages import ACKS_ALL
 from floodmark.reference.real.runtime import client_runtime
 
 
@@ -42,7 +43,7 @@ def start_brokers(zookeeper: str, work: Path, count: int) -> tuple[list[subproce
         dirs = ",".join(str(work / f"b{broker_id}" / d) for d in ("a", "b"))
         log = open(work / f"broker{broker_id}.log", "wb")  # noqa: SIM115 (closed with the process)
         processes.append(subprocess.Popen(
-            [sys.executable, "-m", "floodmark.cli", "broker", "--id", str(broker_id),
+            [sys.executable, "-m", "floodmark", "broker", "--id", str(broker_id),
              "--zookeeper", zookeeper, "--log-dirs", dirs, "--listen", address,
              "--events", str(work / "events" / f"n{broker_id}.jsonl")],
             stdout=log, stderr=subprocess.STDOUT))

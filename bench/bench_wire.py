@@ -24,8 +24,9 @@ import statistics
 import time
 from typing import Any
 
-from floodmark.harness.zookeeper import free_port
-from floodmark.reference import messages as m
+from zookeeper_server import free_port
+
+from floodmark.reference.protocol import messages as m
 from floodmark.reference.real.transport import TcpNetwork
 
 log = logging.getLogger("bench")

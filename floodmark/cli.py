@@ -1,8 +1,9 @@
-"""The ``floodmark`` command line.
+"""The ``floodmark`` command line: the top of the house, imported by nobody.
 
-Each package that offers commands has a ``commands`` module with a
-``register(subparsers)`` function that adds its subcommands; every subcommand sets
-``func(args) -> int``. Exit codes are shared by all of them:
+Each part that offers commands has a ``commands`` module with a ``register(subparsers)``
+function that adds its subcommands; every subcommand sets ``func(args) -> int``. This module
+names those modules, so dependencies point down from here and never back up. Exit codes
+(``floodmark.errors``) are shared by all of them:
 
     0 valid (or success), 1 invalid, 2 unknown, 254 bad arguments or unusable input.
 """
@@ -10,23 +11,19 @@ Each package that offers commands has a ``commands`` module with a
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-EXIT_VALID = 0
-EXIT_INVALID = 1
-EXIT_UNKNOWN = 2
-EXIT_BAD_ARGUMENTS = 254
+from floodmark.checkers import commands as checker_commands
+from floodmark.errors import EXIT_BAD_ARGUMENTS, UsageError
+from floodmark.pipeline import commands as pipeline_commands
+from floodmark.reference.real import commands as reference_commands
+from floodmark.reports import commands as report_commands
+from floodmark.run import commands as run_commands
 
-# Packages whose ``commands`` module contributes subcommands, in --help order.
-COMMAND_PACKAGES = ("harness", "checkers", "reports", "pipeline", "reference")
-
-
-class UsageError(Exception):
-    """Bad arguments or unusable input discovered after parsing: exits 254 with a message."""
+# The modules that contribute subcommands, in --help order.
+COMMAND_MODULES = (run_commands, checker_commands, report_commands, pipeline_commands, reference_commands)
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -48,10 +45,8 @@ def build_parser() -> ArgumentParser:
         epilog="Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for package in COMMAND_PACKAGES:
-        name = f"floodmark.{package}.commands"
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name).register(subparsers)
+    for module in COMMAND_MODULES:
+        module.register(subparsers)
     return parser
 
 

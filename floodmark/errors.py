@@ -1,11 +1,24 @@
-"""Input errors that point at the problem: which file, which line, what is wrong.
+"""Errors and exit codes shared by every part of floodmark, below everything else.
+
+Every ``floodmark`` command ends with one of four exit codes: 0 valid (or success), 1 invalid,
+2 unknown, 254 bad arguments or unusable input. A command that finds its input unusable
+after parsing raises :class:`UsageError`; the CLI prints its one-line message and exits 254.
 
 Every reader of user-supplied files (histories, node events, configurations, foreign
-formats) raises a subclass, so the CLI can print ``file:line: problem`` and exit 254 the same
-way whatever was being read.
+formats) raises a :class:`SourceError`, so the CLI can print ``file:line: problem`` and exit
+254 the same way whatever was being read.
 """
 
 from __future__ import annotations
+
+EXIT_VALID = 0
+EXIT_INVALID = 1
+EXIT_UNKNOWN = 2
+EXIT_BAD_ARGUMENTS = 254
+
+
+class UsageError(Exception):
+    """Bad arguments or unusable input discovered after parsing: exits 254 with a message."""
 
 
 class SourceError(ValueError):
@@ -16,3 +29,12 @@ class SourceError(ValueError):
         self.source = source
         self.line = line
         self.problem = problem
+
+
+def exit_code(valid: object) -> int:
+    """The exit code for a verdict: 0 for ``True``, 1 for ``False``, 2 for anything else."""
+    if valid is True:
+        return EXIT_VALID
+    if valid is False:
+        return EXIT_INVALID
+    return EXIT_UNKNOWN

@@ -36,15 +36,6 @@ def merge_validity(values: Iterable[Validity]) -> Validity:
     return merged
 
 
-def exit_code(valid: Validity) -> int:
-    """The CLI's exit code for a verdict: 0 valid, 1 invalid, 2 unknown."""
-    if valid is True:
-        return 0
-    if valid is False:
-        return 1
-    return 2
-
-
 @dataclass(frozen=True)
 class Anomaly:
     type: str

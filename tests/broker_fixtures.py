@@ -12,16 +12,16 @@ import dataclasses
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
-from floodmark.reference import zk_layout as zk
-from floodmark.reference.admin import Admin
-from floodmark.reference.broker import Broker
-from floodmark.reference.broker_config import BrokerConfig
-from floodmark.reference.consumer import Consumer
-from floodmark.reference.messages import ACKS_ALL, FetchRequest, FetchResponse, Record
-from floodmark.reference.partition import Partition
-from floodmark.reference.producer import Producer, SendResult
+from floodmark.reference.broker.broker import Broker
+from floodmark.reference.broker.config import BrokerConfig
+from floodmark.reference.broker.partition import Partition
+from floodmark.reference.client.admin import Admin
+from floodmark.reference.client.consumer import Consumer
+from floodmark.reference.client.producer import Producer, SendResult
+from floodmark.reference.protocol import zk_layout as zk
+from floodmark.reference.protocol.messages import ACKS_ALL, FetchRequest, FetchResponse, Record
+from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.reference.sim.world import SimWorld
-from floodmark.reference.variants import VARIANTS
 
 T = TypeVar("T")
 LOG_DIRS = ("/data/a", "/data/b")

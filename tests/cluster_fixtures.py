@@ -119,13 +119,13 @@ def standin_cluster(backend: str, brokers: int = 3) -> Iterator[Cluster]:
 
     if backend == "local":
         require_local()
-        from floodmark.harness.local_cluster import LocalCluster
+        from floodmark.backends.local import LocalCluster
 
         cluster: Cluster = LocalCluster(ClusterSpec(brokers=brokers),
                                         broker_command=standin_command(sys.executable))
     else:
         require_docker()
-        from floodmark.harness.docker_cluster import DockerCluster
+        from floodmark.backends.docker import DockerCluster
 
         cluster = DockerCluster(ClusterSpec(brokers=brokers),
                                 broker_command=standin_command("python3"))
@@ -233,14 +233,14 @@ HARNESS_SCRIPT = r"""
 import sys, time
 sys.path.insert(0, sys.argv[2])
 from cluster_fixtures import standin_command
-from floodmark.harness import cleanup
+from floodmark.backends import cleanup
 from floodmark.harness.cluster import ClusterSpec
 backend = sys.argv[1]
 if backend == "local":
-    from floodmark.harness.local_cluster import LocalCluster as Backend
+    from floodmark.backends.local import LocalCluster as Backend
     command = standin_command(sys.executable)
 else:
-    from floodmark.harness.docker_cluster import DockerCluster as Backend
+    from floodmark.backends.docker import DockerCluster as Backend
     command = standin_command("python3")
 with cleanup.interruptible():
     cluster = Backend(ClusterSpec(brokers=2), broker_command=command)

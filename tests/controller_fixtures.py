@@ -1,7 +1,7 @@
 """Test doubles for controller unit tests: brokers that only talk to the controller.
 
 A :class:`StubBroker` registers in the simulated ZooKeeper, runs a real
-:class:`~floodmark.reference.controller.Controller` as every broker does, heartbeats to the
+:class:`~floodmark.reference.controller.controller.Controller` as every broker does, heartbeats to the
 active controller and records every request the controller sends it. It keeps no log; it
 answers LeaderAndIsr like a broker (fencing stale controller epochs, reporting
 KAFKA_STORAGE_ERROR for replicas it was told are on an offline log directory), which is all
@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from floodmark.reference import messages as m
-from floodmark.reference import zk_layout as zk
-from floodmark.reference.controller import Controller, ControllerConfig
+from floodmark.reference.controller.controller import Controller, ControllerConfig
+from floodmark.reference.protocol import messages as m
+from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.runtime import Coordination, NoNodeError
 from floodmark.reference.sim import SimRuntime, SimWorld
 
@@ -193,8 +193,8 @@ class SimBrokerCluster:
     """Real brokers ("n1".."nN", ids 1..N, two log dirs each) and a "client" node on a sim world."""
 
     def __init__(self, world: SimWorld, n: int = 3, **config: Any) -> None:
-        from floodmark.reference.broker import Broker
-        from floodmark.reference.broker_config import BrokerConfig
+        from floodmark.reference.broker.broker import Broker
+        from floodmark.reference.broker.config import BrokerConfig
 
         self.world = world
         self.config = config
@@ -215,7 +215,7 @@ class SimBrokerCluster:
         assert self.world.run_until(lambda: self.world.zk.exists(zk.CONTROLLER) is not None, 10.0)
 
     def admin(self) -> Any:
-        from floodmark.reference.admin import Admin
+        from floodmark.reference.client.admin import Admin
         return self.world.run(Admin.connect(self.client, bootstrap=self.bootstrap))
 
     def state(self, topic: str, partition: int) -> zk.LeaderIsr:

@@ -32,7 +32,7 @@ def needs_docker() -> pytest.MarkDecorator:
         import docker
 
         client = docker.from_env()
-        client.ping()  # the images are built on first use (floodmark.harness.images)
+        client.ping()  # the images are built on first use (floodmark.backends.images)
         client.close()
     except Exception as e:  # no engine, no permission
         reason = f"no usable Docker engine ({type(e).__name__})"
@@ -57,6 +57,6 @@ def leftovers(run_id: str) -> list[str]:
 
 def floodmark_run(*args: str, store: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "floodmark.cli", "run", *args, "--store", str(store)],
+        [sys.executable, "-m", "floodmark", "run", *args, "--store", str(store)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )

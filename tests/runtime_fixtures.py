@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Iterator
 from typing import TypeVar
 
 import pytest
+from zookeeper_server import ZooKeeperServer, missing_requirements
 
-from floodmark.harness.zookeeper import ZooKeeperServer, missing_requirements
 from floodmark.reference.real.kazoo_coordination import KazooCoordination
 from floodmark.reference.runtime import Coordination
 

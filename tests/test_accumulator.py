@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 from controller_fixtures import SimBrokerCluster
 
-from floodmark.reference.accumulator import SendAccumulator
-from floodmark.reference.consumer import Consumer
-from floodmark.reference.producer import Producer, SendResult
+from floodmark.reference.client.accumulator import SendAccumulator
+from floodmark.reference.client.consumer import Consumer
+from floodmark.reference.client.producer import Producer, SendResult
 from floodmark.reference.sim import SimWorld
 
 

@@ -1,13 +1,13 @@
-"""Tests for floodmark.harness.assemble: which parts a configuration asks for."""
+"""Tests for floodmark.run.assemble: which parts a configuration asks for."""
 
 from __future__ import annotations
 
 import pytest
 
-from floodmark.harness.assemble import broker_args, make_cluster, make_nemeses
+from floodmark.backends.local import LocalCluster
 from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import TestConfig
-from floodmark.harness.local_cluster import LocalCluster
+from floodmark.run.assemble import broker_args, make_cluster, make_nemeses
 
 
 def test_broker_args_carry_the_durability_and_session_settings() -> None:

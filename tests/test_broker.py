@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 from broker_fixtures import SimCluster, request, running_cluster
 
-from floodmark.reference import zk_layout as zk
-from floodmark.reference.messages import (
+from floodmark.reference.protocol import zk_layout as zk
+from floodmark.reference.protocol.messages import (
     Errors,
     FetchRequest,
     FetchResponse,
@@ -254,7 +254,7 @@ def test_isr_shrinking_below_min_insync_while_waiting_is_reported_as_ambiguous(c
 
 
 def test_start_up_recovers_assigned_replicas_before_registering(cluster: SimCluster) -> None:
-    from floodmark.reference.log_dirs import partition_dir_name
+    from floodmark.reference.log.log_dirs import partition_dir_name
 
     cluster.create_topic("t", 1, 3)
     cluster.send("t", 0, ["a", "b"])
@@ -279,7 +279,7 @@ def test_start_up_recovers_assigned_replicas_before_registering(cluster: SimClus
 
 
 def test_start_up_deletes_replicas_no_longer_assigned(cluster: SimCluster) -> None:
-    from floodmark.reference.log import PartitionLog
+    from floodmark.reference.log.partition_log import PartitionLog
 
     cluster.create_topic("t", 1, 3)
     cluster.crash("n3")

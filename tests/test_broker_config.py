@@ -1,11 +1,11 @@
-"""Broker configuration (floodmark.reference.broker_config): defaults and validation."""
+"""Broker configuration (floodmark.reference.broker.config): defaults and validation."""
 
 from __future__ import annotations
 
 import pytest
 
-from floodmark.reference.broker_config import BrokerConfig
-from floodmark.reference.variants import VARIANTS
+from floodmark.reference.broker.config import BrokerConfig
+from floodmark.reference.protocol.variants import VARIANTS
 
 
 def test_defaults_have_every_fix_on_and_fence_before_the_controller_gives_up() -> None:

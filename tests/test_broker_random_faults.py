@@ -17,7 +17,7 @@ import random
 import pytest
 from broker_fixtures import SimCluster
 
-from floodmark.reference.messages import ProduceRequest, ProduceResponse
+from floodmark.reference.protocol.messages import ProduceRequest, ProduceResponse
 
 
 def run(seed: int) -> None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from floodmark.reference import zk_layout as zk
-from floodmark.reference.broker import Broker
-from floodmark.reference.broker_config import BrokerConfig
+from floodmark.reference.broker.broker import Broker
+from floodmark.reference.broker.config import BrokerConfig
+from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.runtime import ConnectionLossError
 from floodmark.reference.sim import SimWorld
 

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 import pytest
 from broker_fixtures import SimCluster, request, running_cluster
 
-from floodmark.reference import zk_layout as zk
-from floodmark.reference.messages import (
+from floodmark.reference.protocol import zk_layout as zk
+from floodmark.reference.protocol.messages import (
     Errors,
     FetchRequest,
     FetchResponse,

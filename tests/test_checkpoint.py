@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from floodmark.reference.checkpoint import (
+from floodmark.reference.log.checkpoint import (
     HIGH_WATERMARK_FILE,
     MalformedFileError,
     OffsetCheckpoint,

@@ -1,7 +1,8 @@
 import subprocess
 import sys
 
-from floodmark.cli import EXIT_BAD_ARGUMENTS, main
+from floodmark.cli import main
+from floodmark.errors import EXIT_BAD_ARGUMENTS
 
 
 def test_bad_arguments_exit_254(capsys):
@@ -14,6 +15,6 @@ def test_bad_arguments_exit_254(capsys):
 
 
 def test_help_lists_exit_codes():
-    out = subprocess.run([sys.executable, "-m", "floodmark.cli", "--help"],
+    out = subprocess.run([sys.executable, "-m", "floodmark", "--help"],
                          capture_output=True, text=True, check=True).stdout
     assert "Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments" in out

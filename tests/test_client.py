@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import pytest
 from controller_fixtures import SimBrokerCluster
 
-from floodmark.reference import messages as m
-from floodmark.reference.client import ClientError, MetadataCache
-from floodmark.reference.consumer import Consumer
-from floodmark.reference.producer import Producer
+from floodmark.reference.client.consumer import Consumer
+from floodmark.reference.client.metadata import ClientError, ClientMetadata
+from floodmark.reference.client.producer import Producer
+from floodmark.reference.protocol import messages as m
 from floodmark.reference.sim import SimWorld
 
 
@@ -92,15 +92,15 @@ def test_send_whose_answer_is_lost_is_unknown(world: SimWorld, cluster: SimBroke
 
 def test_metadata_skips_dead_bootstrap_brokers(world: SimWorld, cluster: SimBrokerCluster) -> None:
     cluster.crash(1)
-    metadata = MetadataCache(cluster.client, ["n1", "n2"])
+    metadata = ClientMetadata(cluster.client, ["n1", "n2"])
     assert world.run(metadata.refresh(["t"]))
     assert metadata.leader(m.TopicPartition("t", 0)) is not None
     with pytest.raises(ClientError, match="no bootstrap"):
-        MetadataCache(cluster.client, [])
+        ClientMetadata(cluster.client, [])
 
 
 def test_admin_describes_log_dirs_through_zookeeper_or_bootstrap(world: SimWorld, cluster: SimBrokerCluster) -> None:
-    from floodmark.reference.admin import describe_log_dirs_at
+    from floodmark.reference.client.admin import describe_log_dirs_at
     admin = cluster.admin()
     answers = world.run(admin.describe_log_dirs())
     assert sorted(answers) == [1, 2, 3]

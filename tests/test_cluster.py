@@ -32,7 +32,7 @@ def test_broker_command_line_carries_identity_variant_and_seed() -> None:
     assert "--id 2 --zookeeper 10.0.0.10:2181 --log-dirs /d/0,/d/1" in joined
     assert "--listen 10.0.0.12:9092 --advertise 10.0.0.12:9092 --events /e.jsonl" in joined
     assert "--variant truncate-to-hw --seed 42 --x 1" in joined
-    assert "floodmark.reference.process" in argv[2]
+    assert "floodmark.reference.real.process" in argv[2]
 
 
 def test_standin_substitution_leaves_other_braces_alone() -> None:

@@ -7,7 +7,7 @@ import signal
 import pytest
 from cluster_fixtures import BACKENDS, leftovers, standin_cluster, start_child_harness
 
-from floodmark.harness import cleanup
+from floodmark.backends import cleanup
 
 
 def test_owner_token_identifies_this_process_and_detects_dead_ones() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from cluster_fixtures import require_docker
 
-from floodmark.harness import images
+from floodmark.backends import images
 
 
 def test_content_tag_is_stable_and_follows_the_base() -> None:
@@ -16,7 +16,7 @@ def test_content_tag_is_stable_and_follows_the_base() -> None:
 
 def test_broker_image_carries_the_reference_and_not_the_harness() -> None:
     names = {str(p.relative_to(images.PACKAGE_DIR)) for p in images._sources()}
-    assert "reference/process.py" in names or "reference/broker.py" in names
+    assert "reference/real/process.py" in names and "reference/broker/broker.py" in names
     assert "node_events.py" in names
     assert not any(name.startswith(("harness/", "checkers/", "reports/")) for name in names)
 

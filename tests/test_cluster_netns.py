@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from floodmark.harness import cleanup, netns
+from floodmark.backends import cleanup, netns
 
 
 def test_names_fit_in_an_interface_name() -> None:

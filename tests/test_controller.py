@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 from controller_fixtures import StubBroker, StubCluster
 
-from floodmark.reference import messages as m
-from floodmark.reference import zk_layout as zk
-from floodmark.reference.controller_zk import ControllerMoved
+from floodmark.reference.controller.zk_writes import ControllerMoved
+from floodmark.reference.protocol import messages as m
+from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.runtime import SetDataOp
 from floodmark.reference.sim import SimWorld
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 from controller_fixtures import StubCluster
 
-from floodmark.reference import messages as m
-from floodmark.reference import zk_layout as zk
-from floodmark.reference.admin import Admin, AdminError, place_replicas
+from floodmark.reference.client.admin import Admin, AdminError, place_replicas
+from floodmark.reference.protocol import messages as m
+from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.sim import SimWorld
 
 

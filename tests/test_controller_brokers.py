@@ -7,11 +7,11 @@ from collections.abc import Iterator
 import pytest
 from controller_fixtures import StubCluster
 
-from floodmark.reference import messages as m
-from floodmark.reference import zk_layout as zk
-from floodmark.reference.controller import ControllerConfig
+from floodmark.reference.controller.controller import ControllerConfig
+from floodmark.reference.protocol import messages as m
+from floodmark.reference.protocol import zk_layout as zk
+from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.reference.sim import SimWorld
-from floodmark.reference.variants import VARIANTS
 
 
 @pytest.fixture

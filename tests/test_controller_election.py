@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from floodmark.reference.controller_election import (
+from floodmark.reference.controller.election import (
     elect_leader,
     initial_state,
     preferred_leader,
     reassignment_leader,
     remove_from_isr,
 )
-from floodmark.reference.zk_layout import NO_LEADER, LeaderIsr
+from floodmark.reference.protocol.zk_layout import NO_LEADER, LeaderIsr
 
 
 def alive(*ids: int):  # type: ignore[no-untyped-def]

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 from controller_fixtures import StubCluster
 
-from floodmark.reference import messages as m
-from floodmark.reference import zk_layout as zk
+from floodmark.reference.protocol import messages as m
+from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.sim import SimWorld
 
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 from controller_fixtures import StubCluster
 
-from floodmark.reference import messages as m
-from floodmark.reference import zk_layout as zk
-from floodmark.reference.admin import Admin
+from floodmark.reference.client.admin import Admin
+from floodmark.reference.protocol import messages as m
+from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.sim import SimWorld
 
 TP = m.TopicPartition("t", 0)
@@ -100,7 +100,7 @@ def test_new_controller_finishes_a_pending_reassignment(world: SimWorld) -> None
 
 
 def test_admin_refuses_a_second_reassignment_and_unknown_brokers(world: SimWorld) -> None:
-    from floodmark.reference.admin import AdminError
+    from floodmark.reference.client.admin import AdminError
     cluster, admin, (a, b, c, d) = setup(world)
     with pytest.raises(AdminError, match=r"brokers \[99\] are not registered"):
         world.run(admin.reassign_execute([zk.Reassignment("t", 0, (c, 99), ())]))

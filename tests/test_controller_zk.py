@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 from controller_fixtures import StubCluster
 
-from floodmark.reference import zk_layout as zk
-from floodmark.reference.controller import ControllerConfig
-from floodmark.reference.controller_zk import ControllerMoved
+from floodmark.reference.controller.controller import ControllerConfig
+from floodmark.reference.controller.zk_writes import ControllerMoved
+from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.runtime import SetDataOp
 from floodmark.reference.sim import SimWorld
 
@@ -77,7 +77,7 @@ def test_writes_carry_the_epoch_check_unless_the_variant_drops_it(world: SimWorl
 
 def test_a_batch_is_split_to_stay_under_the_request_size_limit(
         world: SimWorld, monkeypatch: pytest.MonkeyPatch) -> None:
-    from floodmark.reference import controller_zk
+    from floodmark.reference.controller import zk_writes as controller_zk
 
     # Each state write is ~100 bytes of path and data: 20 of them fill a 2,000-byte multi.
     monkeypatch.setattr(controller_zk, "MAX_MULTI_BYTES", 2000)

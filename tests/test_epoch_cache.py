@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from floodmark.reference.checkpoint import MalformedFileError
-from floodmark.reference.epoch_cache import EPOCH_CHECKPOINT_FILE, EpochEntry, LeaderEpochCache
+from floodmark.reference.log.checkpoint import MalformedFileError
+from floodmark.reference.log.epoch_cache import EPOCH_CHECKPOINT_FILE, EpochEntry, LeaderEpochCache
 from floodmark.reference.sim.disk import SimDisk
 
 DIR = "/data/t-0"

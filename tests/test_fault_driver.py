@@ -1,4 +1,4 @@
-"""Tests for floodmark.harness.fault_driver: schedule execution, recording, heal-all."""
+"""Tests for floodmark.run.fault_driver: schedule execution, recording, heal-all."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import random
 from pathlib import Path
 from typing import Any
 
-from floodmark.harness.fault_driver import FaultDriver
 from floodmark.harness.recorder import Recorder
 from floodmark.harness.schedule import Fault, Schedule, ScheduleLog
 from floodmark.history import read_history
 from floodmark.nemesis.base import NemesisContext
+from floodmark.run.fault_driver import FaultDriver
 
 
 class NoView:

@@ -125,7 +125,7 @@ def test_errors_are_the_os_errors(fs: FileStorage, tmp_path: Path) -> None:
 
 _UNPRIVILEGED_SCRIPT = r"""
 import json, os, sys
-from floodmark.reference.log_dirs import LogDirs
+from floodmark.reference.log.log_dirs import LogDirs
 from floodmark.reference.real.files import FileStorage
 
 root = sys.argv[1]

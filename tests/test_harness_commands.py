@@ -1,4 +1,4 @@
-"""Tests for floodmark.harness.commands: options -> configuration, bad arguments, repro checks."""
+"""Tests for floodmark.run.commands: options -> configuration, bad arguments, repro checks."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from floodmark import cli
-from floodmark.harness import commands
+from floodmark import cli, errors
 from floodmark.harness.config import NEMESIS_KINDS, TestConfig, dump_config
+from floodmark.run import commands
 
 
 def parser() -> argparse.ArgumentParser:
@@ -54,17 +54,17 @@ def test_file_with_overrides(tmp_path: Path) -> None:
      ("run", "--replication-factor", "5")],
 )
 def test_bad_values_are_usage_errors(argv: tuple[str, ...]) -> None:
-    with pytest.raises(cli.UsageError):
+    with pytest.raises(errors.UsageError):
         commands.config_from_args(parse(*argv))
 
 
 def test_unparseable_options_exit_254(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as raised:
         parse("run", "--nodes", "three")
-    assert raised.value.code == cli.EXIT_BAD_ARGUMENTS
+    assert raised.value.code == errors.EXIT_BAD_ARGUMENTS
     with pytest.raises(SystemExit) as raised:
         parse("run", "--cluster", "k8s")
-    assert raised.value.code == cli.EXIT_BAD_ARGUMENTS
+    assert raised.value.code == errors.EXIT_BAD_ARGUMENTS
 
 
 def test_help_explains_the_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -76,15 +76,15 @@ def test_help_explains_the_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_repro_rejects_what_is_not_a_run(tmp_path: Path) -> None:
-    with pytest.raises(cli.UsageError, match="not a run directory"):
+    with pytest.raises(errors.UsageError, match="not a run directory"):
         commands.repro_command(parse("repro", str(tmp_path)))
     dump_config(TestConfig(), tmp_path / "test.yaml")
-    with pytest.raises(cli.UsageError, match="no seed"):
+    with pytest.raises(errors.UsageError, match="no seed"):
         commands.repro_command(parse("repro", str(tmp_path)))
     dump_config(TestConfig(seed=4), tmp_path / "test.yaml")
     (tmp_path / "schedule.json").write_text('{"seed": 5, "faults": []}')
-    with pytest.raises(cli.UsageError, match="differs"):
+    with pytest.raises(errors.UsageError, match="differs"):
         commands.repro_command(parse("repro", str(tmp_path)))
     (tmp_path / "test.yaml").write_text("nodes: 99\n")
-    with pytest.raises(cli.UsageError, match="nodes"):
+    with pytest.raises(errors.UsageError, match="nodes"):
         commands.repro_command(parse("repro", str(tmp_path)))

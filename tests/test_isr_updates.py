@@ -1,10 +1,10 @@
-"""ISR writes (floodmark.reference.isr_updates) racing other writers of the state node."""
+"""ISR writes (floodmark.reference.broker.isr_updates) racing other writers of the state node."""
 
 from __future__ import annotations
 
 from broker_fixtures import SimCluster
 
-from floodmark.reference import zk_layout as zk
+from floodmark.reference.protocol import zk_layout as zk
 
 
 def test_a_lost_write_under_the_same_leader_and_epoch_adopts_the_newer_isr_and_retries() -> None:

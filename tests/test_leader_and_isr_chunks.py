@@ -12,19 +12,19 @@ from collections.abc import Iterator
 
 import pytest
 
-from floodmark.reference import replica_manager
-from floodmark.reference.broker_config import BrokerConfig
-from floodmark.reference.epoch_cache import EPOCH_CHECKPOINT_FILE
-from floodmark.reference.log_dirs import LogDirs, partition_dir_name
-from floodmark.reference.messages import (
+from floodmark.reference.broker import replica_manager
+from floodmark.reference.broker.config import BrokerConfig
+from floodmark.reference.broker.metadata_cache import MetadataCache
+from floodmark.reference.broker.replica_manager import ReplicaManager
+from floodmark.reference.log.epoch_cache import EPOCH_CHECKPOINT_FILE
+from floodmark.reference.log.log_dirs import LogDirs, partition_dir_name
+from floodmark.reference.protocol.messages import (
     Errors,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
     PartitionState,
     StopReplicaRequest,
 )
-from floodmark.reference.metadata_cache import MetadataCache
-from floodmark.reference.replica_manager import ReplicaManager
 from floodmark.reference.sim import SimWorld
 
 CONTROLLER_EPOCH = 3

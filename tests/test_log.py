@@ -10,11 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from floodmark.reference.epoch_cache import EPOCH_CHECKPOINT_FILE, EpochEntry
-from floodmark.reference.log import LogAppendError, OffsetOutOfRangeError, PartitionLog
-from floodmark.reference.messages import Record
+from floodmark.reference.log.epoch_cache import EPOCH_CHECKPOINT_FILE, EpochEntry
+from floodmark.reference.log.partition_log import (
+    LogAppendError,
+    OffsetOutOfRangeError,
+    PartitionLog,
+)
+from floodmark.reference.log.segment import encode_record, segment_name
+from floodmark.reference.protocol.messages import Record
 from floodmark.reference.runtime import Storage
-from floodmark.reference.segment import encode_record, segment_name
 from floodmark.reference.sim.disk import SimDisk
 from tests.storage_fixtures import STORAGE_KINDS, CountingStorage, StorageRoot, make_storage_root
 

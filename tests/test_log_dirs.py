@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from floodmark.reference.checkpoint import HIGH_WATERMARK_FILE
-from floodmark.reference.log_dirs import LogDirOfflineError, LogDirs, parse_partition_dir_name
+from floodmark.reference.log.checkpoint import HIGH_WATERMARK_FILE
+from floodmark.reference.log.log_dirs import LogDirOfflineError, LogDirs, parse_partition_dir_name
 from floodmark.reference.sim.disk import SimDisk
 from tests.storage_fixtures import STORAGE_KINDS, StorageRoot, make_storage_root
 

@@ -1,8 +1,9 @@
-"""The broker's metadata cache (floodmark.reference.metadata_cache)."""
+"""The broker's metadata cache (floodmark.reference.broker.metadata_cache)."""
 
 from __future__ import annotations
 
-from floodmark.reference.messages import (
+from floodmark.reference.broker.metadata_cache import MetadataCache
+from floodmark.reference.protocol.messages import (
     LEADER_DURING_DELETE,
     BrokerInfo,
     Errors,
@@ -10,7 +11,6 @@ from floodmark.reference.messages import (
     PartitionState,
     UpdateMetadataRequest,
 )
-from floodmark.reference.metadata_cache import MetadataCache
 
 
 def update(epoch: int, leader: int, brokers: tuple[int, ...] = (1, 2, 3)) -> UpdateMetadataRequest:

@@ -11,15 +11,9 @@ from pathlib import Path
 import pytest
 from cluster_fixtures import BACKENDS, FakeCluster, FakeView, ask, standin_cluster
 
+from floodmark.backends.faketime import NO_SKEW, broker_environment, clock_spec, libfaketime_library
 from floodmark.nemesis.base import NemesisContext
-from floodmark.nemesis.clock import (
-    MAX_BUMP,
-    NO_SKEW,
-    ClockNemesis,
-    broker_environment,
-    clock_spec,
-    libfaketime_library,
-)
+from floodmark.nemesis.clock import MAX_BUMP, ClockNemesis
 
 CTX = NemesisContext(view=FakeView())
 

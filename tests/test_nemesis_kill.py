@@ -50,7 +50,7 @@ def test_kill_ends_the_process_and_restart_keeps_its_data(cluster, shape: str) -
     restarted = nemesis.stop(cluster, ctx)
     new_pid = restarted["restarted"][node.name]
     assert new_pid is not None and new_pid != action["pid"] and node.pid() == new_pid
-    from floodmark.harness.readiness import wait_for_port
+    from floodmark.backends.readiness import wait_for_port
 
     wait_for_port(node.address, 10)
     assert ask(node.address)[1] == new_pid  # type: ignore[index]

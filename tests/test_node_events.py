@@ -35,7 +35,7 @@ def test_a_broker_without_orjson_still_writes_its_events(tmp_path):
 
     script = (
         "import sys; sys.modules['orjson'] = None\n"
-        "import floodmark.reference.process\n"
+        "import floodmark.reference.real.process\n"
         "from floodmark.node_events import NodeEventWriter, iter_events\n"
         f"w = NodeEventWriter({str(tmp_path / 'n1.jsonl')!r}, 'n1')\n"
         "w.write(1.5, 'became_leader', {'topic': 't0', 'partition': 0, 'leader_epoch': 2, 'isr': (1, 2)})\n"

@@ -1,10 +1,10 @@
-"""Offset waiters (floodmark.reference.offset_waiters): wake exactly the reached offsets."""
+"""Offset waiters (floodmark.reference.broker.offset_waiters): wake exactly the reached offsets."""
 
 from __future__ import annotations
 
 import asyncio
 
-from floodmark.reference.offset_waiters import OffsetWaiters
+from floodmark.reference.broker.offset_waiters import OffsetWaiters
 from floodmark.reference.sim.world import SimWorld
 
 
@@ -40,7 +40,7 @@ def test_abort_wakes_everyone_with_false() -> None:
 
 
 def test_change_signal_wakes_every_waiter_once_and_times_out_otherwise() -> None:
-    from floodmark.reference.offset_waiters import ChangeSignal
+    from floodmark.reference.broker.offset_waiters import ChangeSignal
 
     with SimWorld(seed=1) as world:
         signal = ChangeSignal()

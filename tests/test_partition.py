@@ -1,4 +1,4 @@
-"""Unit tests of the partition replica state machine (floodmark.reference.partition).
+"""Unit tests of the partition replica state machine (floodmark.reference.broker.partition).
 
 The replica is driven directly, without a broker or a network. Its log is a small in-memory
 list of records with the real leader epoch cache (on the simulated disk), so the epoch rules
@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from floodmark.reference.epoch_cache import LeaderEpochCache
-from floodmark.reference.messages import NO_EPOCH, Errors, PartitionState, Record
-from floodmark.reference.partition import Divergence, Partition
+from floodmark.reference.broker.partition import Divergence, Partition
+from floodmark.reference.log.epoch_cache import LeaderEpochCache
+from floodmark.reference.protocol.messages import NO_EPOCH, Errors, PartitionState, Record
+from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.reference.sim.disk import SimDisk
-from floodmark.reference.variants import VARIANTS
 
 
 class ListLog:

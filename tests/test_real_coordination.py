@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 import pytest
+from zookeeper_server import ZooKeeperServer
 
-from floodmark.harness.zookeeper import ZooKeeperServer
 from floodmark.reference.real.kazoo_coordination import KazooCoordination, translate
 from floodmark.reference.runtime import (
     ConnectionLossError,
@@ -117,7 +117,7 @@ def test_stopped_zookeeper_suspends_sessions_which_survive_its_restart(tmp_path:
     it past the session timeout does not expire anyone: clients suspend, their requests fail
     fast, and after the restart they reconnect to the same session with their ephemerals.
     (Sessions are lost when the *client* stays away: see the partition test above.)"""
-    from floodmark.harness.zookeeper import missing_requirements
+    from zookeeper_server import missing_requirements
 
     if missing_requirements():
         pytest.skip(f"needs a real ZooKeeper: {missing_requirements()}")
@@ -153,7 +153,7 @@ def test_paused_zookeeper_suspends_clients_and_the_outcome_is_consistent(tmp_pat
     session timeout, its expiry thread and the client's reconnection race (both outcomes were
     observed on ZooKeeper 3.8); whichever wins, what the client is told must match the server:
     LOST with the ephemeral gone, or CONNECTED to the same session with the ephemeral kept."""
-    from floodmark.harness.zookeeper import missing_requirements
+    from zookeeper_server import missing_requirements
 
     if missing_requirements():
         pytest.skip(f"needs a real ZooKeeper: {missing_requirements()}")
@@ -191,7 +191,7 @@ def test_paused_zookeeper_suspends_clients_and_the_outcome_is_consistent(tmp_pat
 
 
 def test_unreachable_zookeeper_fails_to_connect_in_time() -> None:
-    from floodmark.harness.zookeeper import free_port
+    from zookeeper_server import free_port
 
     async def scenario() -> None:
         with pytest.raises(ConnectionLossError, match="could not connect"):

@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Iterator
 from typing import Any, TypeVar
 
 import pytest
+from zookeeper_server import free_port
 
-from floodmark.harness.zookeeper import free_port
-from floodmark.reference import messages as m
+from floodmark.reference.protocol import messages as m
 from floodmark.reference.real.transport import UNKNOWN_SERVER_ERROR as REAL_UNKNOWN
 from floodmark.reference.real.transport import TcpNetwork
 from floodmark.reference.runtime import Handler, Network

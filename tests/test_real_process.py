@@ -1,4 +1,4 @@
-"""The broker process (floodmark.reference.process) as a real process against a real ZooKeeper."""
+"""The broker process (floodmark.reference.real.process) as a real process against a real ZooKeeper."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from zookeeper_server import ZooKeeperServer, free_port
 
-from floodmark.harness.zookeeper import ZooKeeperServer, free_port
-from floodmark.reference import messages as m
-from floodmark.reference import process
+from floodmark.reference.protocol import messages as m
+from floodmark.reference.real import process
 from floodmark.reference.real.transport import TcpNetwork, split_address
 from tests.runtime_fixtures import zookeeper_server_fixture  # noqa: F401
 
@@ -58,7 +58,7 @@ def test_broker_process_serves_survives_garbage_and_stops_cleanly_on_sigterm(
     listen = f"127.0.0.1:{free_port()}"
     events = tmp_path / "events" / "n7.jsonl"
     log = tmp_path / "n7.log"
-    command = [sys.executable, "-m", "floodmark.reference.process", "--id", "7",
+    command = [sys.executable, "-m", "floodmark.reference.real.process", "--id", "7",
                "--zookeeper", zookeeper_server.address, "--log-dirs", f"{tmp_path / 'a'},{tmp_path / 'b'}",
                "--listen", listen, "--events", str(events), "--zk-session-timeout", "4"]
     with open(log, "wb") as out:
@@ -100,7 +100,7 @@ def test_broker_process_serves_survives_garbage_and_stops_cleanly_on_sigterm(
 
 def start_without_zookeeper(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
     log = tmp_path / "broker.log"
-    command = [sys.executable, "-m", "floodmark.reference.process", "--id", "1",
+    command = [sys.executable, "-m", "floodmark.reference.real.process", "--id", "1",
                "--zookeeper", f"127.0.0.1:{free_port()}", "--log-dirs", str(tmp_path / "a"),
                "--listen", f"127.0.0.1:{free_port()}", "--zk-session-timeout", "2"]
     with open(log, "wb") as out:

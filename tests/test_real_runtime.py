@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from zookeeper_server import ZooKeeperServer, free_port
 
-from floodmark.harness.zookeeper import ZooKeeperServer, free_port
 from floodmark.node_events import iter_events
-from floodmark.reference import messages as m
+from floodmark.reference.protocol import messages as m
 from floodmark.reference.real.files import FileStorage
 from floodmark.reference.real.runtime import RealRuntime, client_runtime
 from tests.runtime_fixtures import zookeeper_server_fixture  # noqa: F401

@@ -8,9 +8,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
+from zookeeper_server import free_port
 
-from floodmark.harness.zookeeper import free_port
-from floodmark.reference import messages as m
+from floodmark.reference.protocol import messages as m
 from floodmark.reference.real.transport import UNKNOWN_SERVER_ERROR, TcpNetwork, split_address
 
 log = logging.getLogger("test")

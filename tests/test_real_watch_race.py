@@ -13,8 +13,8 @@ import time
 import uuid
 
 from kazoo.client import KazooClient
+from zookeeper_server import ZooKeeperServer
 
-from floodmark.harness.zookeeper import ZooKeeperServer
 from floodmark.reference.real.kazoo_coordination import KazooCoordination
 from floodmark.reference.runtime import WatchEvent
 from tests.runtime_fixtures import zookeeper_server_fixture  # noqa: F401

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from zookeeper_server import ZooKeeperServer, missing_requirements
 
-from floodmark import cli
-from floodmark.harness.zookeeper import ZooKeeperServer, missing_requirements
-from floodmark.reference import zk_layout as zk
+from floodmark import cli, errors
+from floodmark.reference.protocol import zk_layout as zk
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -24,7 +24,7 @@ from floodmark.reference import zk_layout as zk
 ])
 def test_bad_arguments_exit_254_with_a_clear_message(argv: list[str], message: str,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(argv) == cli.EXIT_BAD_ARGUMENTS
+    assert cli.main(argv) == errors.EXIT_BAD_ARGUMENTS
     assert message in capsys.readouterr().err
 
 
@@ -33,15 +33,15 @@ def test_malformed_reassignment_file_names_the_file_and_problem(tmp_path: Path,
     plan = tmp_path / "plan.json"
     plan.write_text('{"partitions": [{"topic": "t", "partition": 0, "replicas": []}]}')
     argv = ["reassign-partitions", "--zookeeper", "h:1", "--execute", "--reassignment-json-file", str(plan)]
-    assert cli.main(argv) == cli.EXIT_BAD_ARGUMENTS
+    assert cli.main(argv) == errors.EXIT_BAD_ARGUMENTS
     err = capsys.readouterr().err
     assert str(plan) in err and "must not be empty" in err
 
 
 def test_unreachable_bootstrap_is_unknown(capsys: pytest.CaptureFixture[str]) -> None:
-    from floodmark.harness.zookeeper import free_port
+    from zookeeper_server import free_port
     argv = ["log-dirs", "--bootstrap", f"127.0.0.1:{free_port()}", "--describe"]
-    assert cli.main(argv) == cli.EXIT_UNKNOWN
+    assert cli.main(argv) == errors.EXIT_UNKNOWN
     assert "no broker answered" in capsys.readouterr().err
 
 
@@ -55,7 +55,7 @@ def test_topic_commands_write_zookeeper(tmp_path: Path, capsys: pytest.CaptureFi
         argv = ["topics", "--zookeeper", zookeeper, "--create", "--topic", "t", "--replica-assignment", "1:2,2:3",
                 "--config", "min.insync.replicas=2"]
         assert cli.main(argv) == 0
-        assert cli.main(argv) == cli.EXIT_INVALID  # exists
+        assert cli.main(argv) == errors.EXIT_INVALID  # exists
         assert "already exists" in capsys.readouterr().err
         assert cli.main(["topics", "--zookeeper", zookeeper, "--list"]) == 0
         assert capsys.readouterr().out.split() == ["t"]

@@ -1,4 +1,4 @@
-"""The replica fetcher (floodmark.reference.replica_fetcher): truncation and the fetch loop.
+"""The replica fetcher (floodmark.reference.broker.replica_fetcher): truncation and the fetch loop.
 
 A follower broker's replica manager and fetchers run on one simulated node; the "leader"
 is a scripted node in the same SimWorld that answers OffsetForLeaderEpoch and Fetch from a
@@ -13,9 +13,13 @@ from typing import Any
 
 import pytest
 
-from floodmark.reference.broker_config import BrokerConfig
-from floodmark.reference.log_dirs import LogDirs
-from floodmark.reference.messages import (
+from floodmark.reference.broker.config import BrokerConfig
+from floodmark.reference.broker.metadata_cache import MetadataCache
+from floodmark.reference.broker.partition import Partition
+from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
+from floodmark.reference.broker.replica_manager import ReplicaManager
+from floodmark.reference.log.log_dirs import LogDirs
+from floodmark.reference.protocol.messages import (
     NO_EPOCH,
     BrokerInfo,
     Errors,
@@ -30,12 +34,8 @@ from floodmark.reference.messages import (
     ReplicaFetchRequest,
     ReplicaFetchResponse,
 )
-from floodmark.reference.metadata_cache import MetadataCache
-from floodmark.reference.partition import Partition
-from floodmark.reference.replica_fetcher import ReplicaFetchers
-from floodmark.reference.replica_manager import ReplicaManager
+from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.reference.sim.world import SimWorld
-from floodmark.reference.variants import VARIANTS
 
 
 class ScriptedLeader:

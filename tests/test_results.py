@@ -1,10 +1,10 @@
 import pytest
 
+from floodmark.errors import exit_code
 from floodmark.results import (
     Anomaly,
     CheckerResult,
     build_results,
-    exit_code,
     merge_validity,
     read_results,
     write_results,

@@ -1,4 +1,4 @@
-"""Tests for floodmark.harness.runner: verdict codes, and whole runs on the local cluster.
+"""Tests for floodmark.run.runner: verdict codes, and whole runs on the local cluster.
 
 The whole-run tests need root, iptables and ZooKeeper (the local backend); they are marked
 integration/root and skip with a reason elsewhere.
@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from floodmark import rundir
-from floodmark.harness import cleanup
+from floodmark.backends import cleanup
 from floodmark.harness.code_version import code_version
 from floodmark.harness.config import NEMESIS_KINDS, TestConfig, load_config
-from floodmark.harness.runner import EXIT_INTERRUPTED, Runner, RunOutcome
 from floodmark.harness.schedule import load_schedule
 from floodmark.history import read_history
+from floodmark.run.runner import EXIT_INTERRUPTED, Runner, RunOutcome
 from tests.runner_fixtures import RUN_ID, floodmark_run, leftovers, needs_local_cluster
 
 

@@ -6,8 +6,7 @@ import struct
 
 import pytest
 
-from floodmark.reference.messages import Record
-from floodmark.reference.segment import (
+from floodmark.reference.log.segment import (
     CorruptRecordError,
     decode_records,
     encode_record,
@@ -15,6 +14,7 @@ from floodmark.reference.segment import (
     scan,
     segment_name,
 )
+from floodmark.reference.protocol.messages import Record
 
 
 def frames(*records: tuple[int, int, str]) -> bytes:

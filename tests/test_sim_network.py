@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from floodmark.reference import messages as m
+from floodmark.reference.protocol import messages as m
 from floodmark.reference.sim import SimWorld
 from floodmark.reference.sim.network import UNKNOWN_SERVER_ERROR
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from floodmark.reference import messages as m
+from floodmark.reference.protocol import messages as m
 from floodmark.reference.sim import SimRuntime, SimWorld
 from floodmark.reference.sim.world import VIRTUAL_EPOCH
 

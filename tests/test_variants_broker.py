@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from broker_fixtures import SimCluster
 
-from floodmark.reference.messages import (
+from floodmark.reference.protocol.messages import (
     ACKS_ALL,
     Errors,
     FetchRequest,

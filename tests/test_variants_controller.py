@@ -28,13 +28,13 @@ from typing import Any
 import pytest
 from controller_fixtures import SimBrokerCluster, StubCluster
 
-from floodmark.reference import messages as m
-from floodmark.reference import zk_layout as zk
-from floodmark.reference.consumer import Consumer
-from floodmark.reference.controller import ControllerConfig
-from floodmark.reference.producer import Producer
+from floodmark.reference.client.consumer import Consumer
+from floodmark.reference.client.producer import Producer
+from floodmark.reference.controller.controller import ControllerConfig
+from floodmark.reference.protocol import messages as m
+from floodmark.reference.protocol import zk_layout as zk
+from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.reference.sim import SimWorld
-from floodmark.reference.variants import VARIANTS
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Tests of the wire codec (floodmark.reference.wire)."""
+"""Tests of the wire codec (floodmark.reference.protocol.wire)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from floodmark.reference import messages as m
-from floodmark.reference import wire
+from floodmark.reference.protocol import messages as m
+from floodmark.reference.protocol import wire
 
 
 def sample_value(hint: Any, name: str) -> Any:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from floodmark.reference import zk_layout as zk
-from floodmark.reference.messages import TopicPartition
+from floodmark.reference.protocol import zk_layout as zk
+from floodmark.reference.protocol.messages import TopicPartition
 
 
 def test_paths_follow_the_v3_layout() -> None:

@@ -1,4 +1,4 @@
-"""Tests of the real ZooKeeper server harness (floodmark.harness.zookeeper)."""
+"""Tests of the real ZooKeeper server harness (zookeeper_server)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
+import zookeeper_server as zookeeper
 from kazoo.client import KazooClient
-
-from floodmark.harness import zookeeper
-from floodmark.harness.zookeeper import ZooKeeperServer, ZooKeeperUnavailable, missing_requirements
+from zookeeper_server import ZooKeeperServer, ZooKeeperUnavailable, missing_requirements
 
 needs_zookeeper = pytest.mark.skipif(missing_requirements() is not None,
                                      reason=f"needs a real ZooKeeper: {missing_requirements()}")
@@ -148,11 +147,12 @@ def test_the_server_dies_with_the_process_that_started_it(tmp_path: Path) -> Non
     import time
 
     script = (
-        "import os; from floodmark.harness.zookeeper import ZooKeeperServer; "
+        "import os; from zookeeper_server import ZooKeeperServer; "
         f"s = ZooKeeperServer({str(tmp_path / 'zk')!r}); s.start(); print(s.process.pid, flush=True); "
         "os.kill(os.getpid(), 9)"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
     pgid = int(result.stdout.split()[0])
     deadline = time.monotonic() + 10
     while process_group_alive(pgid) and time.monotonic() < deadline:

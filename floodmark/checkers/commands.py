@@ -25,13 +25,13 @@ from floodmark.checkers.registry import (
     check_run,
     default_checker_names,
 )
-from floodmark.cli import UsageError
+from floodmark.errors import UsageError, exit_code
 from floodmark.formats import edn
 from floodmark.formats.detect import load_history
 from floodmark.formats.jepsen_edn import write_edn_history
 from floodmark.history import HistoryError, read_history
 from floodmark.node_events import NodeEventError
-from floodmark.results import Validity, exit_code, merge_validity
+from floodmark.results import Validity, merge_validity
 from floodmark.rundir import RunDir, is_run_dir
 
 _WORD = {True: "VALID", False: "INVALID"}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from floodmark.node_events import NodeEvent
-from floodmark.reference.variants import LOSS_PERMITTING_VARIANTS
+from floodmark.reference.protocol.variants import LOSS_PERMITTING_VARIANTS
 
 
 def loss_permitted_by(config: dict[str, Any], events: dict[str, list[NodeEvent]] | None = None) -> str | None:

@@ -1,1 +1,8 @@
-"""harness"""
+"""The harness core: the types every other part of a run is built from.
+
+``config`` (the test, validated), ``seeds`` (one seed, named streams), ``schedule`` (the
+faults planned and executed), ``generator`` (workers, rate, Jepsen's process rules),
+``recorder`` (the history, as it happens), ``cluster`` (the node-control and cluster
+interfaces every backend offers), ``progress`` (the live line) and ``code_version``.
+Nothing here knows a backend, a nemesis or a workload.
+"""

@@ -254,12 +254,12 @@ def broker_argv(
 ) -> list[str]:
     """The command line of one broker process.
 
-    It goes through ``floodmark.reference.process`` directly rather than the ``floodmark``
+    It goes through ``floodmark.reference.real.process`` directly rather than the ``floodmark``
     command, so a node needs only the reference's dependencies (kazoo), not the harness's.
     """
     return [
         python, "-c",
-        "import sys; from floodmark.reference.process import main; sys.exit(main(sys.argv[1:]))",
+        "import sys; from floodmark.reference.real.process import main; sys.exit(main(sys.argv[1:]))",
         "--id", str(broker_id), "--zookeeper", zookeeper, "--log-dirs", ",".join(log_dirs),
         "--listen", listen, "--advertise", listen, "--events", events,
         "--variant", spec.variant, "--seed", str(spec.seed + broker_id),

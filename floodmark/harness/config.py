@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from floodmark.reference.variants import VARIANTS
+from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.safe_yaml import load_yaml
 
 CLUSTERS = ("docker", "local")

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from floodmark.cli import UsageError
+from floodmark.errors import UsageError
 
 
 def register(subparsers: Any) -> None:

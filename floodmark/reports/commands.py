@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from floodmark.cli import UsageError
+from floodmark.errors import UsageError
 from floodmark.history import HistoryError
 
 

@@ -10,7 +10,7 @@ shares. One TCP connection per broker: the requests that many workers issue in t
 turn of the event loop leave in one write and their responses arrive in one read (see
 :mod:`floodmark.reference.real.transport`), a system call per turn, not per request. And one
 producer per acks setting: the sends to a partition made in the same turn travel as one
-batch (:mod:`floodmark.reference.accumulator`). Every op is still invoked and completed on
+batch (:mod:`floodmark.reference.client.accumulator`). Every op is still invoked and completed on
 its own, with its own outcome: a send's is its batch's (ok at its own offset, failed, or
 unknown), and a connection that breaks fails every request in flight on it.
 
@@ -37,13 +37,13 @@ from typing import Any, Protocol, cast
 from floodmark.harness.config import TestConfig
 from floodmark.harness.generator import CompletionType
 from floodmark.harness.seeds import Seeds, derive
-from floodmark.reference import zk_layout
-from floodmark.reference.accumulator import SendAccumulator
-from floodmark.reference.admin import Admin
-from floodmark.reference.client import MetadataCache
-from floodmark.reference.consumer import Consumer
-from floodmark.reference.messages import Errors
-from floodmark.reference.producer import Producer
+from floodmark.reference.client.accumulator import SendAccumulator
+from floodmark.reference.client.admin import Admin
+from floodmark.reference.client.consumer import Consumer
+from floodmark.reference.client.metadata import ClientMetadata
+from floodmark.reference.client.producer import Producer
+from floodmark.reference.protocol import zk_layout
+from floodmark.reference.protocol.messages import Errors
 from floodmark.reference.real.runtime import RealRuntime, client_runtime
 from floodmark.reference.runtime import Handler, Network, Runtime
 
@@ -106,7 +106,7 @@ class LibrarySession:
         self.runtime = runtime = cast(Runtime, real_runtime)  # RealRuntime is a Runtime
         self.bootstrap = list(bootstrap)
         self.op_timeout = op_timeout
-        self.metadata = MetadataCache(runtime, self.bootstrap)
+        self.metadata = ClientMetadata(runtime, self.bootstrap)
         self.senders = senders  # the run's producer (batching) for an acks setting
         self.consumer = Consumer(runtime, self.bootstrap, metadata=self.metadata)
 
@@ -208,7 +208,7 @@ class LibraryClients:
 
     async def _wait_healthy(self, runtime: RealRuntime, timeout: float, min_isr: int | None = None) -> bool:
         """Until each partition has a leader and an ISR of ``min_isr`` (None: all replicas)."""
-        metadata = MetadataCache(cast(Runtime, runtime), self.bootstrap)
+        metadata = ClientMetadata(cast(Runtime, runtime), self.bootstrap)
         deadline = time.monotonic() + timeout
         wanted = set(self.config.topic_partitions)
         while True:

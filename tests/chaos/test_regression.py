@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from floodmark.harness.config import NEMESIS_KINDS, TestConfig
-from floodmark.harness.runner import Runner
 from floodmark.harness.schedule import Fault, Schedule
+from floodmark.run.runner import Runner
 from tests.runner_fixtures import needs_docker, needs_local_cluster
 
 CLUSTER = os.environ.get("FLOODMARK_CHAOS_CLUSTER", "docker")

@@ -25,14 +25,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from floodmark.harness.zookeeper import ZooKeeperServer, free_port, missing_requirements
-from floodmark.reference import zk_layout as zk
-from floodmark.reference.admin import Admin
+from zookeeper_server import ZooKeeperServer, free_port, missing_requirements
+
+from floodmark.reference.client.admin import Admin
+from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.real.runtime import client_runtime
 
 T = TypeVar("T")
 
-BROKER_COMMAND = (sys.executable, "-m", "floodmark.cli", "broker")  # `floodmark broker`
+BROKER_COMMAND = (sys.executable, "-m", "floodmark", "broker")  # `floodmark broker`
 
 
 def skip_reason() -> str | None:

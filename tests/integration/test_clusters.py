@@ -25,16 +25,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cluster_fixtures import BACKENDS, require_docker, require_local  # noqa: E402
 
+from floodmark.backends.readiness import wait_for_registration  # noqa: E402
+from floodmark.backends.zk_view import ZooKeeperView  # noqa: E402
 from floodmark.harness.cluster import BROKER_USER, Cluster, ClusterSpec, Node  # noqa: E402
-from floodmark.harness.readiness import wait_for_registration  # noqa: E402
 from floodmark.nemesis.base import NemesisContext  # noqa: E402
 from floodmark.nemesis.clock import ClockNemesis  # noqa: E402
 from floodmark.nemesis.disk import DiskNemesis  # noqa: E402
 from floodmark.nemesis.kill import KillNemesis  # noqa: E402
 from floodmark.nemesis.partition import PartitionNemesis  # noqa: E402
 from floodmark.nemesis.pause import PauseNemesis  # noqa: E402
-from floodmark.nemesis.view import ZooKeeperView  # noqa: E402
-from floodmark.reference import zk_layout  # noqa: E402
+from floodmark.reference.protocol import zk_layout  # noqa: E402
 
 SESSION_TIMEOUT = 6.0  # the broker default; shorter ones make start-up flaky on a loaded machine
 
@@ -65,17 +65,17 @@ def hosts_in_every_dir(broker: Node, topic: str) -> bool:
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def cluster(request) -> Iterator[Cluster]:  # type: ignore[no-untyped-def]
-    if importlib.util.find_spec("floodmark.reference.process") is None:
-        pytest.skip("the reference broker (floodmark.reference.process) is not in this tree")
+    if importlib.util.find_spec("floodmark.reference.real.process") is None:
+        pytest.skip("the reference broker (floodmark.reference.real.process) is not in this tree")
     spec = ClusterSpec(brokers=3, broker_args=("--zk-session-timeout", str(SESSION_TIMEOUT)))
     if request.param == "local":
         require_local()
-        from floodmark.harness.local_cluster import LocalCluster
+        from floodmark.backends.local import LocalCluster
 
         running: Cluster = LocalCluster(spec)
     else:
         require_docker()
-        from floodmark.harness.docker_cluster import DockerCluster
+        from floodmark.backends.docker import DockerCluster
 
         running = DockerCluster(spec)
     running.setup()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from reference_processes import ProcessCluster, skip_reason
 
-from floodmark.reference import zk_layout as zk
+from floodmark.reference.protocol import zk_layout as zk
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))]
 

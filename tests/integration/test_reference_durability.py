@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from reference_processes import ProcessCluster, run_client, skip_reason
 
-from floodmark.reference.consumer import Consumer
-from floodmark.reference.producer import Producer
+from floodmark.reference.client.consumer import Consumer
+from floodmark.reference.client.producer import Producer
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))]
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from reference_processes import ProcessCluster, no_dac_override_reason, run_client, skip_reason
 
-from floodmark.reference.producer import Producer
+from floodmark.reference.client.producer import Producer
 
 REASON = skip_reason() or no_dac_override_reason()
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(REASON is not None, reason=str(REASON))]
@@ -62,7 +62,7 @@ def test_failed_log_dir_takes_only_its_replicas_offline(tmp_path: Path) -> None:
             log_dirs = cluster.admin_call(lambda a: a.describe_log_dirs([victim]))[victim]
             errors = {d.path: d.error for d in log_dirs.dirs}  # type: ignore[union-attr]
             assert errors[bad_dir] is not None and errors[good_dir] is None
-            cli = subprocess.run([sys.executable, "-m", "floodmark.cli", "log-dirs", "--bootstrap",
+            cli = subprocess.run([sys.executable, "-m", "floodmark", "log-dirs", "--bootstrap",
                                   ",".join(cluster.bootstrap()), "--describe", "--broker-list", str(victim), "--json"],
                                  capture_output=True, text=True, timeout=60)
             assert cli.returncode == 0, cli.stderr

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from reference_processes import ProcessCluster, run_client, skip_reason
 
-from floodmark.reference import zk_layout as zk
-from floodmark.reference.consumer import Consumer
-from floodmark.reference.producer import Producer
+from floodmark.reference.client.consumer import Consumer
+from floodmark.reference.client.producer import Producer
+from floodmark.reference.protocol import zk_layout as zk
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))]
 
 
 def floodmark(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "floodmark.cli", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "floodmark", *args], capture_output=True, text=True, timeout=60)
 
 
 def assignment(cluster: ProcessCluster, topic: str) -> dict[int, tuple[int, ...]]:

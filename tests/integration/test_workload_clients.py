@@ -12,15 +12,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+from zookeeper_server import ZooKeeperServer, free_port
 
 from floodmark.harness.config import TestConfig
 from floodmark.harness.generator import Generator
 from floodmark.harness.recorder import Recorder
 from floodmark.harness.seeds import Seeds
-from floodmark.harness.zookeeper import ZooKeeperServer, free_port
 from floodmark.history import read_history
-from floodmark.reference.broker import Broker
-from floodmark.reference.broker_config import BrokerConfig
+from floodmark.reference.broker.broker import Broker
+from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.real.files import FileStorage
 from floodmark.reference.real.runtime import RealRuntime
 from floodmark.workloads.clients import LibraryClients

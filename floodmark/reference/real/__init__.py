@@ -1,3 +1,7 @@
-"""The real runtime (see floodmark.reference.runtime): asyncio, TCP frames (real.transport),
-kazoo against a real ZooKeeper (real.kazoo_coordination), files (real.files), brought
-together by real.runtime."""
+"""The real runtime (see floodmark.reference.runtime) and the process shells that use it.
+
+asyncio with TCP frames (``transport``), kazoo against a real ZooKeeper
+(``kazoo_coordination``, ``kazoo_multi_read``) and files (``files``), brought together by
+``runtime``. ``process`` runs one broker as an operating-system process (``floodmark
+broker``); ``commands`` are the Kafka-shaped admin tools (``floodmark topics`` and friends).
+"""

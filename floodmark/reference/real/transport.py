@@ -28,8 +28,8 @@ import itertools
 import logging
 from typing import Any
 
-from floodmark.reference import wire
-from floodmark.reference.messages import ErrorResponse
+from floodmark.reference.protocol import wire
+from floodmark.reference.protocol.messages import ErrorResponse
 from floodmark.reference.runtime import Handler
 
 UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"  # a handler raised instead of answering

@@ -25,8 +25,8 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from floodmark.reference import wire
-from floodmark.reference.messages import ErrorResponse
+from floodmark.reference.protocol import wire
+from floodmark.reference.protocol.messages import ErrorResponse
 from floodmark.reference.runtime import Handler
 
 if TYPE_CHECKING:

@@ -1,0 +1,13 @@
+"""The broker: one node of the cluster, holding partition replicas and serving clients and peers.
+
+``broker`` owns the parts: the replica manager (``replica_manager``) holds the replicas
+(``partition``: the ISR, HW and leader epoch rules) and applies the controller's orders;
+followers pull from leaders (``replica_fetcher``); leaders serve fetches (``fetch_serving``)
+and produce requests (``produce``) and change their ISR (``isr_updates``); heartbeats and
+self-fencing follow KIP-343 (``heartbeat``); ``metadata_cache`` is the broker's copy of the
+cluster map and ``config`` its knobs.
+"""
+
+from floodmark.reference.broker.config import BrokerConfig
+
+__all__ = ["BrokerConfig"]

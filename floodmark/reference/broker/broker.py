@@ -1,0 +1,344 @@
+"""The broker: one node of the cluster, holding replicas and serving clients and peers.
+
+A broker's life, after the V3 design and KIP-343:
+
+* **Start-up.** Open the log directories (a directory that fails goes offline at once), read
+  the HW checkpoints, open a ZooKeeper session and start serving. Read the assignment and
+  state of every local replica: replicas the assignment no longer gives this broker are
+  deleted; the others are opened, which recovers their logs (a torn tail is cut here, before
+  anything is served), and wait without a role for the controller's LeaderAndIsr, which the
+  controller sends every newly registered broker. Then register as the ephemeral
+  ``/brokers/ids/<id>``. The node's czxid is this *incarnation*'s id: requests meant for an
+  older incarnation are refused.
+* **Serving.** Produce, Fetch, OffsetForLeaderEpoch and Metadata from clients and peers;
+  LeaderAndIsr, StopReplica and UpdateMetadata from the controller; DescribeLogDirs from
+  admins. BrokerHeartbeat and ControlledShutdown go to the controller this broker hosts
+  (every broker is a controller candidate).
+* **Losing ZooKeeper.** When the session is lost its ephemeral node is gone and the
+  controller has moved its leaderships; the broker stops acting as leader of anything,
+  opens a new session and registers again as a new incarnation.
+* **Shutdown.** Controlled shutdown first (the controller moves its leaderships away), then
+  the fetchers stop, the HWs are checkpointed and the logs flushed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import posixpath
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from floodmark.reference.broker.config import BrokerConfig
+from floodmark.reference.broker.fetch_serving import (
+    handle_fetch,
+    handle_offset_for_leader_epoch,
+    handle_replica_fetch,
+)
+from floodmark.reference.broker.heartbeat import BrokerHeartbeat
+from floodmark.reference.broker.metadata_cache import MetadataCache
+from floodmark.reference.broker.produce import handle_produce
+from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
+from floodmark.reference.broker.replica_manager import ReplicaManager
+from floodmark.reference.log.log_dirs import LogDirs, partition_dir_name
+from floodmark.reference.protocol import zk_layout as zk
+from floodmark.reference.protocol.messages import (
+    BrokerHeartbeatRequest,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    ErrorResponse,
+    Errors,
+    FetchRequest,
+    LeaderAndIsrRequest,
+    LogDirInfo,
+    MetadataRequest,
+    OffsetForLeaderEpochRequest,
+    ProduceRequest,
+    ReplicaDirInfo,
+    ReplicaFetchRequest,
+    StopReplicaRequest,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
+from floodmark.reference.runtime import (
+    ConnectionLossError,
+    Coordination,
+    NodeExistsError,
+    NoNodeError,
+    Runtime,
+    SessionExpiredError,
+    SessionState,
+)
+
+
+class Broker:
+    def __init__(self, runtime: Runtime, config: BrokerConfig) -> None:
+        self.runtime = runtime
+        self.config = config
+        self.metadata = MetadataCache()
+        self.log_dirs = LogDirs(runtime.storage, list(config.log_dirs),
+                                segment_records=config.segment_records)
+        self.replicas = ReplicaManager(runtime, config, self.log_dirs, self.metadata)
+        self.fetchers = ReplicaFetchers(runtime, self.replicas)
+        self.heartbeat = BrokerHeartbeat(self)
+        self.zk: Coordination | None = None
+        self.controller: Any = None
+        self.incarnation = 0
+        self.stopping = False
+        self._tasks: list[Any] = []
+        self._registering = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        self.runtime.emit("started")
+        for offline in self.log_dirs.offline_dirs:
+            self.runtime.emit("log_dir_offline", dir=offline.directory, error=offline.error,
+                              partitions=[])
+        high_watermarks, failures = self.log_dirs.read_high_watermarks()
+        self.replicas.checkpointed_high_watermarks = high_watermarks
+        self.zk = await self.runtime.coordination(self.config.zk_session_timeout)
+        self.zk.add_session_listener(self._on_session_state)
+        self.replicas.zk = self.zk
+        deadline = self.runtime.monotonic() + self.config.startup_timeout
+        await self._retry_startup_step(self._ensure_paths, deadline)
+        for failure in failures:
+            self.replicas.handle_offline_error(failure)
+        if self.log_dirs.offline_dirs and not failures:
+            self.runtime.spawn(self.replicas._notify_log_dir_failure(), name="log-dir-event")
+        await self.runtime.network.serve(self.handle)
+        await self._retry_startup_step(self._start_replicas, deadline)
+        await self._retry_startup_step(self._register, deadline)
+        self._tasks = [
+            self.runtime.spawn(self.replicas.isr_maintenance(), name="isr-maintenance"),
+            self.runtime.spawn(self.replicas.checkpoint_loop(), name="hw-checkpoint"),
+            self.runtime.spawn(self.heartbeat.run(), name="broker-heartbeat"),
+        ]
+        if self.config.log_flush_interval is not None:
+            self._tasks.append(self.runtime.spawn(
+                self.replicas.flush_loop(self.config.log_flush_interval), name="log-flush"))
+        if self.config.controller_candidate:
+            from floodmark.reference.controller.controller import Controller
+            self.controller = Controller(self.runtime, self.config.broker_id, self.zk, self.config)
+            await self.controller.start()
+
+    async def stop(self) -> None:
+        """Controlled shutdown, then a clean stop (HW checkpoint, flushed logs)."""
+        self.stopping = True
+        self.runtime.emit("broker_state", state="Stopping", incarnation=self.incarnation)
+        await self._controlled_shutdown()
+        for task in self._tasks:
+            task.cancel()
+        self._tasks = []
+        self.fetchers.stop_all()
+        await self.runtime.network.close()
+        if self.controller is not None:
+            await self.controller.stop()
+        self.replicas.checkpoint_high_watermarks()
+        self.replicas.flush_all()
+        self.replicas.closed = True  # requests still in flight must not see "disk failure"
+        self.log_dirs.close()
+        if self.zk is not None:
+            await self.zk.close()
+        self.runtime.emit("stopped")
+
+    async def _controlled_shutdown(self) -> None:
+        deadline = self.runtime.monotonic() + 2 * self.config.request_timeout
+        request = ControlledShutdownRequest(self.config.broker_id, self.incarnation)
+        while self.runtime.monotonic() < deadline:
+            response: Any = None
+            try:
+                if self.controller is not None and self.controller.is_active:
+                    response = await self.controller.handle_controlled_shutdown(request)
+                else:
+                    address = await self.heartbeat.controller_address()
+                    if address is not None:
+                        response = await self.runtime.network.request(
+                            address, request, self.config.request_timeout)
+            except (ConnectionError, TimeoutError):
+                response = None
+            if isinstance(response, ControlledShutdownResponse) and response.error is None \
+                    and not response.remaining_partitions:
+                return
+            await self.runtime.sleep(0.2)
+        self.runtime.log.warning("controlled shutdown did not finish; stopping anyway")
+
+    # ------------------------------------------------------------------ ZooKeeper registration
+
+    async def _ensure_paths(self) -> None:
+        assert self.zk is not None
+        for path in zk.PERSISTENT_PATHS:
+            await self.zk.ensure_path(path)
+
+    async def _retry_startup_step(self, step: Callable[[], Awaitable[None]], deadline: float) -> None:
+        """Run an idempotent start-up step again while ZooKeeper's answers get lost.
+
+        A loaded or briefly unreachable ZooKeeper makes a request end in ConnectionLoss
+        although the session lives on; giving up at once would turn a slow start into a
+        dead broker.
+        """
+        while True:
+            try:
+                await step()
+                return
+            except ConnectionLossError as e:
+                if self.runtime.monotonic() >= deadline:
+                    raise
+                self.runtime.log.warning("start-up: %s; retrying", e)
+                await self.runtime.sleep(0.5)
+
+    async def _register(self) -> None:
+        """Create /brokers/ids/<id>; its czxid becomes this incarnation's id."""
+        assert self.zk is not None
+        path = zk.broker_path(self.config.broker_id)
+        data = zk.encode_broker(self.runtime.advertised_address)
+        while True:
+            try:
+                await self.zk.create(path, data, ephemeral=True, makepath=True)
+                break
+            except NodeExistsError:
+                stat = await self.zk.exists(path)
+                if stat is not None and stat.ephemeral_owner == self.zk.session_id:
+                    break
+                # The previous incarnation's node lives until its session expires.
+                await self.runtime.sleep(0.5)
+            except ConnectionLossError:
+                await self.runtime.sleep(0.5)
+        stat = await self.zk.exists(path)
+        self.incarnation = stat.czxid if stat is not None else 0
+        self.replicas.incarnation = self.incarnation
+        self.runtime.emit("broker_state", state="Inactive", incarnation=self.incarnation)
+
+    def _on_session_state(self, state: SessionState) -> None:
+        if state == "LOST" and not self.stopping:
+            self.runtime.spawn(self.reregister("zookeeper session lost"), name="reregister")
+
+    async def reregister(self, why: str) -> None:
+        """Become a new incarnation: new session, new ephemeral registration."""
+        if self._registering or self.stopping:
+            return
+        self._registering = True
+        try:
+            for key in sorted(self.replicas.partitions):
+                p = self.replicas.partitions[key]
+                if p.role == "leader":
+                    p.fence(why)
+            while not self.stopping:
+                old = self.zk
+                try:
+                    self.zk = await self.runtime.coordination(self.config.zk_session_timeout)
+                    self.zk.add_session_listener(self._on_session_state)
+                    self.replicas.zk = self.zk
+                    if old is not None:
+                        # Closing a dead session may fail in any way; it is gone anyway.
+                        with contextlib.suppress(Exception):
+                            await old.close()
+                    await self._register()
+                except (ConnectionLossError, SessionExpiredError, ConnectionError, TimeoutError) as e:
+                    self.runtime.log.warning("re-registration failed (%s); retrying", e)
+                    await self.runtime.sleep(0.5)
+                    continue
+                if self.controller is not None:
+                    await self.controller.replace_session(self.zk)
+                return
+        finally:
+            self._registering = False
+
+    async def _start_replicas(self) -> None:
+        """V3 start-up: read the assignment and state of every local replica; drop those no
+        longer assigned here; open (and so recover) the others, which then wait, without a
+        role, for the controller's LeaderAndIsr."""
+        assert self.zk is not None
+        assignments: dict[str, zk.TopicAssignment | None] = {}
+        kept: list[tuple[str, int]] = []
+        for topic, partition in self.log_dirs.replicas():
+            if self.log_dirs.is_offline(topic, partition):
+                continue
+            if topic not in assignments:
+                try:
+                    data, _ = await self.zk.get(zk.topic_path(topic))
+                    assignments[topic] = zk.decode_topic(topic, data)
+                except NoNodeError:
+                    assignments[topic] = None
+                except (zk.LayoutError, ConnectionLossError):
+                    continue  # unknown: keep the data, the controller will say
+            assignment = assignments[topic]
+            replicas = None if assignment is None else assignment.partitions.get(partition)
+            if replicas is None or self.config.broker_id not in replicas:
+                self.runtime.log.info("deleting replica %s-%s: no longer assigned here", topic, partition)
+                self.replicas.stop_replica(topic, partition, delete=True)
+            else:
+                kept.append((topic, partition))
+        if not kept:
+            return
+        states = await self.zk.get_many([zk.partition_state_path(t, p) for t, p in kept])
+        for (topic, partition), state in zip(kept, states):
+            if state is not None:  # a partition still being created gets its state from the controller
+                self.replicas.start_replica(topic, partition)
+
+    # ------------------------------------------------------------------ requests
+
+    async def handle(self, sender: str, message: Any) -> Any:
+        try:
+            return await self._dispatch(message)
+        except (ConnectionLossError, SessionExpiredError) as e:
+            return ErrorResponse(Errors.NOT_CONTROLLER, f"ZooKeeper unavailable: {e}")
+
+    async def _dispatch(self, message: Any) -> Any:
+        replicas = self.replicas
+        if isinstance(message, ReplicaFetchRequest):
+            return await handle_replica_fetch(self.runtime, replicas, message)
+        if isinstance(message, FetchRequest):
+            return await handle_fetch(self.runtime, replicas, message)
+        if isinstance(message, ProduceRequest):
+            return await handle_produce(self.runtime, replicas, message)
+        if isinstance(message, OffsetForLeaderEpochRequest):
+            return handle_offset_for_leader_epoch(self.runtime, replicas, message)
+        if isinstance(message, MetadataRequest):
+            return self.metadata.describe(message)
+        if isinstance(message, LeaderAndIsrRequest):
+            return await replicas.handle_leader_and_isr(message)
+        if isinstance(message, UpdateMetadataRequest):
+            error = self.metadata.update(message)
+            if error is not None:
+                self.runtime.emit("rejected", request="UpdateMetadata", why="stale controller epoch",
+                                  controller_epoch=message.controller_epoch)
+            return UpdateMetadataResponse(error)
+        if isinstance(message, StopReplicaRequest):
+            return replicas.handle_stop_replica(message)
+        if isinstance(message, DescribeLogDirsRequest):
+            return self.describe_log_dirs()
+        if isinstance(message, BrokerHeartbeatRequest):
+            if self.controller is None:
+                return ErrorResponse(Errors.NOT_CONTROLLER)
+            return await self.controller.handle_heartbeat(message)
+        if isinstance(message, ControlledShutdownRequest):
+            if self.controller is None:
+                return ControlledShutdownResponse(Errors.NOT_CONTROLLER)
+            return await self.controller.handle_controlled_shutdown(message)
+        return ErrorResponse(Errors.INVALID_REQUEST, f"unexpected request {type(message).__name__}")
+
+    def describe_log_dirs(self) -> DescribeLogDirsResponse:
+        offline = {d.directory: d.error for d in self.log_dirs.offline_dirs}
+        dirs = []
+        for directory in self.log_dirs.dirs:
+            if directory in offline:
+                dirs.append(LogDirInfo(directory, Errors.KAFKA_STORAGE_ERROR))
+                continue
+            infos = []
+            for topic, partition in self.log_dirs.partitions_in(directory):
+                p = self.replicas.get(topic, partition)
+                infos.append(ReplicaDirInfo(topic, partition, self._dir_size(directory, topic, partition),
+                                            p.log_end if p is not None else -1))
+            dirs.append(LogDirInfo(directory, None, tuple(infos)))
+        return DescribeLogDirsResponse(self.config.broker_id, tuple(dirs))
+
+    def _dir_size(self, directory: str, topic: str, partition: int) -> int:
+        path = posixpath.join(directory, partition_dir_name(topic, partition))
+        storage = self.runtime.storage
+        try:
+            return sum(storage.size(posixpath.join(path, name)) for name in storage.list_dir(path))
+        except OSError as error:
+            self.replicas.storage_failed(topic, partition, error)
+            return -1

@@ -1,0 +1,274 @@
+"""The replica fetcher: how a follower copies its leader's log, by pulling.
+
+Kafka replicates by pull: each follower fetches from the leader, appends what it gets, and
+learns the HW from the answer. Before fetching in a new leader epoch the follower removes
+whatever its log has that the leader's does not, **by leader epoch** (KIP-101, KIP-279):
+
+1. it asks the leader for the end of its own latest epoch (OffsetForLeaderEpoch);
+2. the leader answers with the largest epoch it has that is not newer, and where that
+   epoch ends in its log;
+3. if the follower has that epoch too, it truncates to the smaller of the two end offsets;
+   if not, it truncates to where its own log leaves that epoch and asks again.
+
+The ``truncate-to-hw`` variant does what Kafka did before KIP-101: truncate to the
+follower's own HW and fetch from there. The follower's HW lags the leader's by a fetch,
+so this can remove committed records, which are then lost if this follower is elected
+before it fetches them again.
+
+Every fetch carries the follower's view of the leader epoch and the epoch of its last
+record; a leader in another epoch refuses it (KIP-320), and a leader whose log diverges
+from the follower's says so, and the follower truncates again before fetching on.
+
+A follower fetches all the partitions it follows from one leader in one request (one
+*session* per leader broker, as Kafka's fetcher threads do), so a thousand idle partitions
+cost one long poll, not a thousand. Truncation runs per partition, before the partition
+joins its session's fetches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+from floodmark.reference.broker.partition import Partition
+from floodmark.reference.broker.replica_manager import ReplicaManager, ReplicaOffline
+from floodmark.reference.log.partition_log import LogAppendError
+from floodmark.reference.protocol.messages import (
+    NO_EPOCH,
+    Errors,
+    FetchPartition,
+    FetchResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    ReplicaFetchRequest,
+    ReplicaFetchResponse,
+)
+from floodmark.reference.runtime import Runtime
+
+Key = tuple[str, int]
+
+
+class Stop(Exception):
+    """This partition is no longer followed in the epoch its fetcher was started for."""
+
+
+@dataclass(eq=False)
+class Followed:
+    """One partition followed in one leader epoch."""
+
+    partition: Partition
+    leader: int
+    epoch: int
+    ready: bool = False  # truncation done: the partition is in its session's fetches
+    retry_at: float = 0.0  # after an error, leave it out of fetches until then
+    truncation: Any = None  # the task that truncates it before it is ready
+
+
+class ReplicaFetchers:
+    def __init__(self, runtime: Runtime, replicas: ReplicaManager) -> None:
+        self.runtime = runtime
+        self.replicas = replicas
+        self.config = replicas.config
+        self._followed: dict[Key, Followed] = {}
+        self._sessions: dict[int, Any] = {}  # leader broker id -> its fetch session task
+        self._wakeups: dict[int, asyncio.Event] = {}
+        replicas.fetchers = self
+
+    def has(self, key: Key) -> bool:
+        return key in self._followed
+
+    def add(self, p: Partition) -> None:
+        """Start following ``p`` in its current epoch: truncate, then fetch."""
+        self.remove(p.key)
+        followed = Followed(p, p.leader_id, p.leader_epoch)
+        self._followed[p.key] = followed
+        if p.log.epoch_cache.latest_epoch == NO_EPOCH and not self.config.variant.truncate_to_high_watermark:
+            followed.ready = True  # an empty history cannot diverge: no truncation round trip
+            self._wake(followed.leader)
+        else:
+            followed.truncation = self.runtime.spawn(self._prepare(followed),
+                                                     name=f"truncate-{p.topic}-{p.partition}")
+        self._ensure_session(followed.leader)
+
+    def remove(self, key: Key) -> None:
+        followed = self._followed.pop(key, None)
+        if followed is not None and followed.truncation is not None:
+            followed.truncation.cancel()
+
+    def stop_all(self) -> None:
+        for key in sorted(self._followed):
+            self.remove(key)
+        for leader in sorted(self._sessions):
+            self._sessions.pop(leader).cancel()
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def _ensure_session(self, leader: int) -> None:
+        if leader not in self._sessions:
+            self._wakeups.setdefault(leader, asyncio.Event())
+            self._sessions[leader] = self.runtime.spawn(self._session(leader), name=f"fetch-from-{leader}")
+
+    def _wake(self, leader: int) -> None:
+        event = self._wakeups.get(leader)
+        if event is not None:
+            event.set()
+
+    def _current(self, f: Followed) -> bool:
+        p = f.partition
+        return (self._followed.get(p.key) is f and self.replicas.get(p.topic, p.partition) is p
+                and p.role == "follower" and p.leader_id == f.leader and p.leader_epoch == f.epoch)
+
+    def _check(self, f: Followed) -> None:
+        if not self._current(f):
+            raise Stop()
+
+    # ------------------------------------------------------------------ truncation
+
+    async def _prepare(self, f: Followed) -> None:
+        try:
+            if self.config.variant.truncate_to_high_watermark:
+                self._truncate(f, f.partition.high_watermark, "high_watermark")
+            else:
+                await self._truncate_by_epoch(f)
+        except (Stop, ReplicaOffline):
+            return
+        f.ready = True
+        self._wake(f.leader)
+
+    async def _truncate_by_epoch(self, f: Followed) -> None:
+        p = f.partition
+        while True:
+            self._check(f)
+            latest = p.log.epoch_cache.latest_epoch
+            if latest == NO_EPOCH:
+                return  # an empty history: nothing can diverge
+            response = await self._request(f, OffsetForLeaderEpochRequest(
+                p.topic, p.partition, latest, current_leader_epoch=f.epoch,
+                replica_id=self.config.broker_id))
+            if not isinstance(response, OffsetForLeaderEpochResponse) or response.error is not None:
+                await self._backoff(f)
+                continue
+            if self._truncate_to_leader_epoch(f, response.leader_epoch, response.end_offset, "leader_epoch"):
+                return
+
+    def _truncate_to_leader_epoch(self, f: Followed, leader_epoch: int, leader_end: int, reason: str) -> bool:
+        """Apply one "epoch E ends at O" answer; True when no further round is needed."""
+        p = f.partition
+        if leader_epoch == NO_EPOCH or leader_end < 0:
+            # The leader knows nothing as old as our history: fall back to our HW (Kafka).
+            self._truncate(f, p.high_watermark, reason)
+            return True
+        own_epoch, own_end = p.log.epoch_cache.end_offset_for(leader_epoch, p.log_end)
+        if own_epoch != leader_epoch:
+            # We never had the leader's epoch: drop everything after our last epoch below
+            # it, and ask again about that one.
+            target = own_end if own_end >= 0 else p.high_watermark
+            self._truncate(f, min(target, leader_end), reason)
+            return own_epoch == NO_EPOCH
+        self._truncate(f, min(leader_end, own_end), reason)
+        return True
+
+    def _truncate(self, f: Followed, offset: int, reason: str) -> None:
+        p = f.partition
+        self.replicas.guarded(p, lambda: p.truncate(max(offset, 0), reason))
+
+    async def _request(self, f: Followed, message: object) -> object | None:
+        """Send to the leader; None (after a back-off) if it cannot be reached."""
+        address = self.replicas.metadata.address_of(f.leader)
+        if address is None:
+            await self._backoff(f)
+            return None
+        try:
+            response = await self.runtime.network.request(address, message, self.config.request_timeout)
+        except (ConnectionError, TimeoutError):
+            await self._backoff(f)
+            return None
+        self._check(f)
+        return response
+
+    async def _backoff(self, f: Followed) -> None:
+        await self.runtime.sleep(self.config.replica_fetch_backoff)
+        self._check(f)
+
+    # ------------------------------------------------------------------ fetching
+
+    async def _session(self, leader: int) -> None:
+        """Fetch every ready partition led by ``leader``, in one request, until none is left."""
+        wakeup = self._wakeups[leader]
+        try:
+            while True:
+                mine = [f for _, f in sorted(self._followed.items()) if f.leader == leader]
+                if not mine:
+                    return
+                now = self.runtime.monotonic()
+                batch = [f for f in mine if f.ready and f.retry_at <= now and self._current(f)]
+                address = self.replicas.metadata.address_of(leader)
+                if not batch or address is None:
+                    wakeup.clear()
+                    await self._wait(wakeup, self.config.replica_fetch_backoff)
+                    continue
+                await self._fetch(leader, address, batch)
+        finally:
+            # No await between finding nothing to follow and this: an add() either came
+            # before (and was seen) or comes after (and starts a new session).
+            if self._sessions.get(leader) is asyncio.current_task():
+                del self._sessions[leader]
+
+    async def _wait(self, event: asyncio.Event, timeout: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout)
+
+    async def _fetch(self, leader: int, address: str, batch: list[Followed]) -> None:
+        request = ReplicaFetchRequest(
+            self.config.broker_id, self.replicas.incarnation,
+            tuple(FetchPartition(f.partition.topic, f.partition.partition, f.partition.log_end,
+                                 f.epoch, f.partition.log.last_epoch) for f in batch),
+            max_records=self.config.replica_fetch_max_records,
+            max_wait=self.config.replica_fetch_wait_max)
+        try:
+            response = await self.runtime.network.request(
+                address, request, self.config.request_timeout + self.config.replica_fetch_wait_max)
+        except (ConnectionError, TimeoutError):
+            await self.runtime.sleep(self.config.replica_fetch_backoff)
+            return
+        if not isinstance(response, ReplicaFetchResponse) or response.error is not None:
+            await self.runtime.sleep(self.config.replica_fetch_backoff)
+            return
+        sent = {(f.partition.topic, f.partition.partition): (f, wanted)
+                for f, wanted in zip(batch, request.partitions)}
+        for result in response.partitions:
+            f, wanted = sent.get((result.topic, result.partition), (None, None))
+            if f is None or wanted is None or not self._current(f) or f.partition.log_end != wanted.offset:
+                continue  # no longer followed in that epoch, or truncated meanwhile
+            try:
+                self._apply(f, result.response)
+            except ReplicaOffline:
+                continue
+
+    def _apply(self, f: Followed, response: FetchResponse) -> None:
+        p = f.partition
+        if response.error is None:
+            if response.diverging_epoch != NO_EPOCH or response.diverging_end_offset >= 0:
+                self._truncate_to_leader_epoch(f, response.diverging_epoch, response.diverging_end_offset,
+                                               "diverging_epoch")
+                return
+            records = response.batch.records() if response.batch is not None else list(response.records)
+            try:
+                self.replicas.guarded(p, lambda: p.append_as_follower(records, response.high_watermark))
+            except LogAppendError as error:
+                # The leader's records do not continue our log (only flawed variants get
+                # here): say so and retry later; a truncation or the controller sorts it out.
+                self.runtime.log.error("%s-%s: cannot append the leader's records: %s",
+                                       p.topic, p.partition, error)
+                p.emit("rejected", request="FetchResponse", why=str(error), leader_epoch=f.epoch)
+                f.retry_at = self.runtime.monotonic() + self.config.replica_fetch_backoff
+            return
+        if response.error == Errors.OFFSET_OUT_OF_RANGE and p.log_end > response.log_end >= 0:
+            # We are ahead of the leader (the pre-KIP-101 path): cut back to its end.
+            self._truncate(f, response.log_end, "high_watermark")
+            return
+        # Fenced, unknown epoch, not leader yet, storage error on the leader: the controller
+        # will tell us what changed; until then leave this partition out for a moment.
+        f.retry_at = self.runtime.monotonic() + self.config.replica_fetch_backoff

@@ -1,0 +1,421 @@
+"""The replica manager: all of a broker's partition replicas, and the controller's orders.
+
+It owns the broker's :class:`~floodmark.reference.broker.partition.Partition` objects and applies
+what the controller sends:
+
+* **LeaderAndIsr**: refused as a whole if it was meant for an older incarnation of this
+  broker or comes from a controller older than the newest seen (stale controller epoch);
+  per partition, applied only if its leader epoch is newer (``Partition.accepts``). Then the
+  replica becomes leader (its fetcher stops) or follower (a fetcher starts, which first
+  truncates by leader epoch).
+* **StopReplica**: the replica stops (and is deleted when asked).
+
+It also runs the leader's periodic duties (drop lagging followers from the ISR, checkpoint
+HWs) and handles **log directory failure** (KIP-112): an ``OSError`` from a replica's log
+takes its whole directory offline; every replica there stops, waiting requests fail, the
+broker answers KAFKA_STORAGE_ERROR for them and tells the controller through a sequential
+``/log_dir_event_notification/log_dir_event_`` node. Replicas in other directories carry on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from floodmark.reference.broker.config import BrokerConfig
+from floodmark.reference.broker.isr_updates import write_isr
+from floodmark.reference.broker.metadata_cache import MetadataCache
+from floodmark.reference.broker.offset_waiters import ChangeSignal, OffsetWaiters
+from floodmark.reference.broker.partition import Partition
+from floodmark.reference.log.log_dirs import LogDirOfflineError, LogDirs
+from floodmark.reference.protocol import zk_layout as zk
+from floodmark.reference.protocol.messages import (
+    Errors,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    PartitionError,
+    PartitionState,
+    StopReplicaRequest,
+    StopReplicaResponse,
+)
+from floodmark.reference.runtime import (
+    ConnectionLossError,
+    Coordination,
+    NoNodeError,
+    Runtime,
+    SessionExpiredError,
+)
+
+if TYPE_CHECKING:
+    from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
+
+Key = tuple[str, int]
+T = TypeVar("T")
+
+LEADER_AND_ISR_CHUNK = 1000  # partitions applied between yields to the event loop ...
+LEADER_AND_ISR_CHUNK_SECONDS = 0.05  # ... or fewer, once this long has passed (real time only)
+
+
+class ReplicaOffline(Exception):
+    """The replica's log directory is offline (answer KAFKA_STORAGE_ERROR)."""
+
+
+class ReplicaManager:
+    def __init__(self, runtime: Runtime, config: BrokerConfig, log_dirs: LogDirs,
+                 metadata: MetadataCache) -> None:
+        self.runtime = runtime
+        self.config = config
+        self.log_dirs = log_dirs
+        self.metadata = metadata
+        self.partitions: dict[Key, Partition] = {}
+        self.high_watermark_waiters: dict[Key, OffsetWaiters] = {}
+        self.log_end_waiters: dict[Key, OffsetWaiters] = {}
+        self.append_signal = ChangeSignal()  # some partition led here got new records
+        self.checkpointed_high_watermarks: dict[Key, int] = {}
+        self.controller_epoch = -1
+        self.incarnation = 0
+        self.zk: Coordination | None = None
+        self.fetchers: ReplicaFetchers | None = None
+        self.self_fenced = False  # KIP-343: no controller heartbeat for too long
+        self.topic_min_isr: dict[str, int] = {}
+        self.closed = False  # the broker shut down and closed its logs
+        self.state_change_lock = asyncio.Lock()
+
+    # ------------------------------------------------------------------ lookups
+
+    def get(self, topic: str, partition: int) -> Partition | None:
+        return self.partitions.get((topic, partition))
+
+    def error_for(self, topic: str, partition: int) -> str | None:
+        """Why requests for this replica cannot be served here, if they cannot."""
+        if self.log_dirs.is_offline(topic, partition):
+            return Errors.KAFKA_STORAGE_ERROR
+        if (topic, partition) not in self.partitions:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
+        return None
+
+    def leader_error(self, topic: str, partition: int) -> tuple[Partition | None, str | None]:
+        """The replica if this broker may act as its leader, else the error to answer."""
+        error = self.error_for(topic, partition)
+        if error is not None:
+            return None, error
+        p = self.partitions[(topic, partition)]
+        if self.self_fenced and p.role == "leader":
+            return None, Errors.BROKER_FENCED
+        if not p.is_leader:
+            return None, Errors.NOT_LEADER
+        return p, None
+
+    async def min_insync_replicas(self, topic: str) -> int:
+        """The topic's min.insync.replicas (its config in ZooKeeper), else the broker default."""
+        if topic not in self.topic_min_isr and self.zk is not None:
+            try:
+                data, _ = await self.zk.get(zk.topic_path(topic))
+                value = zk.decode_topic(topic, data).min_insync_replicas
+                self.topic_min_isr[topic] = value if value is not None else self.config.min_insync_replicas
+            except (NoNodeError, ConnectionLossError, SessionExpiredError, zk.LayoutError):
+                return self.config.min_insync_replicas
+        return self.topic_min_isr.get(topic, self.config.min_insync_replicas)
+
+    # ------------------------------------------------------------------ storage guard
+
+    def guarded(self, p: Partition, action: Callable[[], T]) -> T:
+        """Run a log operation; an OSError takes the replica's directory offline."""
+        try:
+            return action()
+        except OSError as error:
+            self.storage_failed(p.topic, p.partition, error)
+            raise ReplicaOffline(str(error)) from error
+
+    def storage_failed(self, topic: str, partition: int, error: BaseException) -> None:
+        self._dir_failed(self.log_dirs.dir_of(topic, partition), error)
+
+    def _path_failed(self, error: OSError) -> None:
+        """A deferred write failed: its path (``filename``) says which directory."""
+        self._dir_failed(self.log_dirs.dir_containing(str(error.filename)), error)
+
+    def _dir_failed(self, directory: str | None, error: BaseException) -> None:
+        if self.closed or directory is None or not self.log_dirs.is_online(directory):
+            return
+        self._take_offline(directory, self.log_dirs.mark_offline(directory, error), error)
+
+    def _take_offline(self, directory: str, keys: list[Key], error: BaseException | str) -> None:
+        for key in keys:
+            p = self.partitions.pop(key, None)
+            if p is not None:
+                p.stop()
+            if self.fetchers is not None:
+                self.fetchers.remove(key)
+            self._abort_waiters(key)
+        self.runtime.emit("log_dir_offline", dir=directory, error=str(error),
+                          partitions=[list(k) for k in keys])
+        self.runtime.log.error("log directory %s is offline: %s", directory, error)
+        self.runtime.spawn(self._notify_log_dir_failure(), name="log-dir-event")
+
+    def handle_offline_error(self, error: LogDirOfflineError) -> None:
+        if error.directory is not None and error.newly_offline:
+            self._take_offline(error.directory, list(error.newly_offline), error.cause)
+
+    async def _notify_log_dir_failure(self) -> None:
+        for _ in range(50):
+            zk_client = self.zk
+            if zk_client is None:
+                return
+            try:
+                await zk_client.create(zk.log_dir_event_path(zk.LOG_DIR_EVENT_PREFIX),
+                                       zk.encode_log_dir_event(self.config.broker_id),
+                                       sequential=True, makepath=True)
+                return
+            except (ConnectionLossError, SessionExpiredError, NoNodeError) as e:
+                self.runtime.log.warning("log dir event notification failed (%s); retrying", e)
+                await self.runtime.sleep(0.5)
+
+    # ------------------------------------------------------------------ LeaderAndIsr
+
+    def stale_incarnation(self, incarnation: int) -> bool:
+        """Meant for an older incarnation of this broker? (A newer one can only be the
+        registration this broker is completing right now.)"""
+        return 0 < incarnation < self.incarnation
+
+    def _fence_controller_request(self, name: str, request: LeaderAndIsrRequest | StopReplicaRequest) -> str | None:
+        """The error refusing a request meant for an older incarnation of this broker or sent
+        by a deposed controller (recorded as a rejected event); None, having adopted its
+        controller epoch, if it may be acted on."""
+        if self.stale_incarnation(request.broker_incarnation):
+            self.runtime.emit("rejected", request=name, why="stale broker incarnation",
+                              incarnation=request.broker_incarnation)
+            return Errors.STALE_BROKER_EPOCH
+        if request.controller_epoch < self.controller_epoch:
+            self.runtime.emit("rejected", request=name, why="stale controller epoch",
+                              controller_epoch=request.controller_epoch)
+            return Errors.STALE_CONTROLLER_EPOCH
+        self.controller_epoch = request.controller_epoch
+        return None
+
+    async def handle_leader_and_isr(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+        async with self.state_change_lock:  # one at a time, as Kafka's replicaStateChangeLock
+            refused = self._fence_controller_request("LeaderAndIsr", request)
+            if refused is not None:
+                return LeaderAndIsrResponse(refused)
+            self.metadata.remember_brokers(request.live_leaders)
+            mine = [s for s in request.partitions if self.config.broker_id in s.replicas]
+            errors: list[PartitionError] = []
+            while len(errors) < len(mine):
+                if errors:
+                    # A controller failover or a large topic sends thousands of partitions at
+                    # once: let heartbeats and client requests through between chunks.
+                    await self.runtime.sleep(0)
+                    if self.closed or self.controller_epoch > request.controller_epoch:
+                        errors.extend(PartitionError(s.topic, s.partition, Errors.STALE_CONTROLLER_EPOCH)
+                                      for s in mine[len(errors):])  # a newer controller spoke meanwhile
+                        break
+                errors.extend(self._apply_chunk(mine, len(errors), request.is_init))
+            return LeaderAndIsrResponse(None, tuple(errors))
+
+    def _apply_chunk(self, states: list[PartitionState], start: int, is_init: bool) -> list[PartitionError]:
+        """Apply ``states[start:]`` until LEADER_AND_ISR_CHUNK of them or LEADER_AND_ISR_CHUNK_SECONDS."""
+        # Becoming leader writes a leader epoch checkpoint per partition: they are
+        # group-committed, and the answer (what the controller counts as done) waits until
+        # they are durable.
+        storage = self.log_dirs.storage
+        began = self.runtime.monotonic()
+        errors: list[PartitionError] = []
+        storage.defer_syncs()
+        try:
+            for s in states[start:start + LEADER_AND_ISR_CHUNK]:
+                errors.append(PartitionError(s.topic, s.partition, self._apply_state(s, is_init)))
+                if self.runtime.monotonic() - began > LEADER_AND_ISR_CHUNK_SECONDS:
+                    break  # creating logs is slow on some disks: never hold the loop long
+        finally:
+            for failure in storage.complete_syncs():
+                self._path_failed(failure)
+        return [PartitionError(e.topic, e.partition, Errors.KAFKA_STORAGE_ERROR)
+                if e.error is None and self.log_dirs.is_offline(e.topic, e.partition) else e
+                for e in errors]
+
+    def _apply_state(self, state: PartitionState, is_init: bool) -> str | None:
+        key = (state.topic, state.partition)
+        if self.log_dirs.is_offline(*key):
+            return Errors.KAFKA_STORAGE_ERROR
+        p = self.partitions.get(key)
+        if p is None:
+            try:
+                p = self._open(state.topic, state.partition)
+            except LogDirOfflineError as error:
+                self.handle_offline_error(error)
+                return Errors.KAFKA_STORAGE_ERROR
+        if not p.accepts(state, is_init):
+            self.runtime.emit("rejected", request="LeaderAndIsr", why="leader epoch not newer",
+                              topic=state.topic, partition=state.partition,
+                              leader_epoch=state.leader_epoch, current_leader_epoch=p.leader_epoch)
+            return Errors.FENCED_LEADER_EPOCH
+        was_leader_epoch = (p.role, p.leader_epoch)
+        try:
+            if state.leader == self.config.broker_id:
+                if self.fetchers is not None:
+                    self.fetchers.remove(key)
+                self.guarded(p, lambda: p.make_leader(state, self.runtime.wall_time()))
+            else:
+                if p.make_follower(state) and self.fetchers is not None:
+                    self.fetchers.remove(key)
+                    if state.leader >= 0:
+                        self.fetchers.add(p)
+                elif self.fetchers is not None and state.leader >= 0 and not self.fetchers.has(key):
+                    self.fetchers.add(p)
+        except ReplicaOffline:
+            return Errors.KAFKA_STORAGE_ERROR
+        if (p.role, p.leader_epoch) != was_leader_epoch:
+            self._abort_waiters(key)  # waiting requests re-check the new role
+        return None
+
+    def start_replica(self, topic: str, partition: int) -> None:
+        """Open (and recover) a local replica at start-up; it has no role until LeaderAndIsr."""
+        if (topic, partition) in self.partitions or self.log_dirs.is_offline(topic, partition):
+            return
+        try:
+            self._open(topic, partition)
+        except LogDirOfflineError as error:
+            self.handle_offline_error(error)
+
+    def _open(self, topic: str, partition: int) -> Partition:
+        log = self.log_dirs.open_log(topic, partition)
+        key = (topic, partition)
+        checkpointed = self.checkpointed_high_watermarks.get(key, 0)
+        recovery = getattr(log, "recovery", None)
+        if recovery is not None or checkpointed > log.log_end:
+            # Records the log no longer has: a torn tail, or (after a power loss) records
+            # that were never flushed, possibly below the HW. Other replicas still have
+            # anything committed; say what this replica lost.
+            self.runtime.emit("truncated", topic=topic, partition=partition, leader_epoch=-1,
+                              from_offset=max(checkpointed, log.log_end), to_offset=log.log_end,
+                              reason="recovery",
+                              detail=recovery.reason if recovery is not None else "unflushed records lost")
+        p = Partition(topic, partition, self.config.broker_id, log, high_watermark=checkpointed,
+                      variant=self.config.variant, emit=self.runtime.emit)
+        hw_waiters = self.high_watermark_waiters.setdefault(key, OffsetWaiters())
+        end_waiters = self.log_end_waiters.setdefault(key, OffsetWaiters())
+        p.on_high_watermark = lambda q: hw_waiters.advance(q.high_watermark)
+        signal = self.append_signal
+
+        def log_end_moved(q: Partition) -> None:
+            end_waiters.advance(q.log_end)
+            signal.notify()
+
+        p.on_log_end = log_end_moved
+        self.partitions[key] = p
+        return p
+
+    def _abort_waiters(self, key: Key) -> None:
+        for waiters in (self.high_watermark_waiters.get(key), self.log_end_waiters.get(key)):
+            if waiters is not None:
+                waiters.abort()
+
+    # ------------------------------------------------------------------ StopReplica
+
+    def handle_stop_replica(self, request: StopReplicaRequest) -> StopReplicaResponse:
+        refused = self._fence_controller_request("StopReplica", request)
+        if refused is not None:
+            return StopReplicaResponse(refused)
+        errors = []
+        for tp in request.partitions:
+            errors.append(PartitionError(tp.topic, tp.partition,
+                                         self.stop_replica(tp.topic, tp.partition, delete=request.delete)))
+        return StopReplicaResponse(None, tuple(errors))
+
+    def stop_replica(self, topic: str, partition: int, *, delete: bool) -> str | None:
+        key = (topic, partition)
+        if self.fetchers is not None:
+            self.fetchers.remove(key)
+        p = self.partitions.get(key)
+        if p is not None:
+            p.stop()
+            self._abort_waiters(key)
+        if not delete:
+            return None
+        self.partitions.pop(key, None)
+        self.checkpointed_high_watermarks.pop(key, None)
+        try:
+            self.log_dirs.delete(topic, partition)
+        except LogDirOfflineError as error:
+            self.handle_offline_error(error)
+            return Errors.KAFKA_STORAGE_ERROR
+        return None
+
+    # ------------------------------------------------------------------ leader duties
+
+    async def isr_maintenance(self) -> None:
+        """Periodically drop lagging followers from the ISR of every partition we lead."""
+        while True:
+            await self.runtime.sleep(self.config.isr_check_interval)
+            if self.self_fenced:
+                continue
+            now = self.runtime.wall_time()
+            for key in sorted(self.partitions):
+                p = self.partitions.get(key)
+                if p is None or not p.is_leader:
+                    continue
+                lagging = p.followers_to_drop(now, self.config.replica_lag_time_max,
+                                              self.config.replica_lag_max_records)
+                if lagging:
+                    new_isr = tuple(r for r in p.isr if r not in lagging)
+                    self.runtime.log.info("%s-%s: shrinking ISR %s -> %s", p.topic, p.partition,
+                                          p.isr, new_isr)
+                    await self._write_isr(p, new_isr, "shrink")
+
+    def expand_isr(self, p: Partition, joining: int) -> None:
+        """Write the ISR with ``joining`` added (in the background: the fetch goes on)."""
+        if self.self_fenced:
+            return
+        new_isr = tuple(r for r in p.replicas if r in p.isr or r == joining)
+        p.isr_update_pending = True
+        self.runtime.spawn(self._write_isr(p, new_isr, "expand"), name=f"isr-{p.topic}-{p.partition}")
+
+    async def _write_isr(self, p: Partition, new_isr: tuple[int, ...], change: str) -> None:
+        if self.zk is None:
+            p.isr_update_pending = False
+            return
+        await write_isr(self.runtime, self.zk, p, new_isr, change)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def checkpoint_high_watermarks(self) -> None:
+        current = dict(self.checkpointed_high_watermarks)
+        for key, p in self.partitions.items():
+            current[key] = p.high_watermark
+        for error in self.log_dirs.write_high_watermarks(current):
+            self.handle_offline_error(error)
+        self.checkpointed_high_watermarks = current
+
+    async def checkpoint_loop(self) -> None:
+        while True:
+            await self.runtime.sleep(self.config.high_watermark_checkpoint_interval)
+            self.checkpoint_high_watermarks()
+
+    async def flush_loop(self, interval: float) -> None:
+        """fsync every log every ``interval`` (off by default: durability comes from the ISR)."""
+        while True:
+            await self.runtime.sleep(interval)
+            self.flush_all()
+
+    def flush_all(self) -> None:
+        for key in sorted(self.partitions):
+            p = self.partitions.get(key)
+            if p is None:
+                continue
+            with contextlib.suppress(ReplicaOffline):
+                self.guarded(p, p.log.flush)
+
+    def fence_all(self, why: str) -> None:
+        """KIP-343 self-fencing: every replica stops acting as leader."""
+        self.self_fenced = True
+        for key in sorted(self.partitions):
+            p = self.partitions[key]
+            if p.role == "leader":
+                p.fence(why)
+                self._abort_waiters(key)
+
+    def describe(self) -> dict[str, Any]:
+        return {f"{k[0]}-{k[1]}": (p.role, p.leader_epoch, p.isr, p.high_watermark, p.log_end)
+                for k, p in sorted(self.partitions.items())}

@@ -1,0 +1,92 @@
+"""The send accumulator: sends to one partition gathered into one request, as Kafka batches.
+
+Kafka's producer does not send each record on its own: records bound for the same
+partition wait in a *batch* (its RecordAccumulator) that goes out as one ProduceRequest,
+and each record's future completes from that request's answer. With ``linger.ms=0`` a
+batch holds whatever arrived while the previous requests were being prepared; here, the
+sends made during the current turn of the event loop (the sends of every client woken by
+the same acknowledgement, say).
+
+Each send still has its own outcome, derived from its batch's:
+
+* **ok**: the leader wrote the batch contiguously, so record ``i`` is at ``base + i``;
+* **failed**: nothing of the batch was written (a refusal before appending);
+* **unknown**: the batch may or may not be in the log, so each of its records may or may
+  not be; a caller must report each as unknown.
+
+A batch is one append on the leader, so it is written or refused whole; what the producer
+retries (refusals, after refreshing metadata) it retries whole. This module is protocol
+code: it uses only the :class:`~floodmark.reference.runtime.Runtime` and the producer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass, field
+
+from floodmark.reference.client.producer import Producer, SendResult
+
+MAX_BATCH_RECORDS = 500
+
+
+@dataclass(eq=False)
+class _Batch:
+    topic: str
+    partition: int
+    timeout: float
+    values: list[str] = field(default_factory=list)
+    waiting: list[asyncio.Future[SendResult]] = field(default_factory=list)
+
+
+class SendAccumulator:
+    """Gathers sends per partition while a turn lasts and sends each partition's as one batch."""
+
+    def __init__(self, producer: Producer) -> None:
+        self.producer = producer
+        self.runtime = producer.runtime
+        self._open: dict[tuple[str, int], _Batch] = {}
+        self.batches_sent = 0
+
+    async def send(self, topic: str, partition: int, value: str, *, timeout: float = 10.0) -> SendResult:
+        """Send one record; ok gives its own offset. ``timeout`` bounds the whole batch."""
+        key = (topic, partition)
+        batch = self._open.get(key)
+        if batch is None or len(batch.values) >= MAX_BATCH_RECORDS:
+            batch = self._open[key] = _Batch(topic, partition, timeout)
+            # The task's first step runs after every callback of this turn: the batch is
+            # closed only when no more sends of this turn can join it.
+            self.runtime.spawn(self._send_batch(batch), name=f"send-batch-{topic}-{partition}")
+        index = len(batch.values)
+        batch.values.append(value)
+        reply: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
+        batch.waiting.append(reply)
+        result = await reply
+        if result.status == "ok" and result.offset is not None:
+            return dataclasses.replace(result, offset=result.offset + index)
+        return result
+
+    async def _send_batch(self, batch: _Batch) -> None:
+        key = (batch.topic, batch.partition)
+        if self._open.get(key) is batch:
+            del self._open[key]
+        self.batches_sent += 1
+        outcome: SendResult | BaseException
+        try:
+            outcome = await self.producer.send_batch(batch.topic, batch.partition, batch.values, timeout=batch.timeout)
+        except Exception as e:  # a bug: nobody may hang
+            outcome = e
+        except BaseException as e:  # cancelled (the clients closed): settle, then stop
+            _settle(batch, e)
+            raise
+        _settle(batch, outcome)
+
+
+def _settle(batch: _Batch, outcome: SendResult | BaseException) -> None:
+    for reply in batch.waiting:
+        if reply.done():  # its caller gave up (cancelled)
+            continue
+        if isinstance(outcome, BaseException):
+            reply.set_exception(ConnectionResetError(f"the batch was abandoned: {outcome!r}"))
+        else:
+            reply.set_result(outcome)

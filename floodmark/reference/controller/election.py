@@ -1,0 +1,113 @@
+"""Leader selection: how the controller picks a partition's leader and ISR.
+
+Every rule here is a pure function from the partition's replica assignment, its current
+leader-and-ISR state and the set of replicas that may lead right now ("eligible": registered
+in ZooKeeper, heartbeating to the controller (KIP-343), not shutting down, its log directory
+online (KIP-112)) to the new state, or ``None`` when nothing has to change.
+
+The rules follow Kafka's ZooKeeper-era controller:
+
+* **offline election** (the leader died or was fenced): the first replica in assignment order
+  that is still in the ISR and eligible becomes leader and the ISR shrinks to eligible
+  members. With no such replica the partition goes offline (leader -1, ISR kept, so the last
+  ISR member can lead again when it returns), unless *unclean* election is allowed, in which
+  case the first eligible out-of-sync replica leads with an ISR of itself and whatever it had
+  not replicated is lost (the Kafka HA overview's availability/durability trade-off).
+* **follower removal**: an ineligible follower leaves the ISR so the HW can advance.
+* **reassignment** (V3 design): the leader must be in the target replicas and the ISR.
+* **preferred**: the first assigned replica leads again when it is eligible and in sync.
+* **controlled shutdown**: leadership moves to another in-sync replica before the broker stops.
+
+Every controller-made change bumps the leader epoch, so brokers can tell a newer decision
+from an older one; the ZooKeeper version in the returned state is still the one that was
+read, because the write is conditional on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+
+from floodmark.reference.protocol.zk_layout import NO_LEADER, LeaderIsr
+
+Eligible = Callable[[int], bool]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A new leader-and-ISR state for one partition, and whether it was an unclean choice."""
+
+    state: LeaderIsr
+    unclean: bool = False
+
+
+def _bump(old: LeaderIsr, leader: int, isr: Sequence[int], controller_epoch: int) -> LeaderIsr:
+    return LeaderIsr(leader, old.leader_epoch + 1, tuple(isr), controller_epoch, old.zk_version)
+
+
+def initial_state(replicas: Sequence[int], eligible: Eligible, controller_epoch: int) -> LeaderIsr:
+    """A new partition: the first eligible replica leads, every eligible replica is in sync."""
+    live = [r for r in replicas if eligible(r)]
+    if not live:
+        return LeaderIsr(NO_LEADER, 0, tuple(replicas), controller_epoch)
+    return LeaderIsr(live[0], 0, tuple(live), controller_epoch)
+
+
+def elect_leader(
+    replicas: Sequence[int], state: LeaderIsr, eligible: Eligible, controller_epoch: int,
+    *, allow_unclean: bool = False,
+) -> Decision | None:
+    """The general rule: keep an eligible leader, else elect from the eligible ISR.
+
+    Also removes ineligible followers from the ISR (never the last member).
+    """
+    live_isr = [r for r in state.isr if eligible(r)]
+    if state.leader != NO_LEADER and eligible(state.leader):
+        if len(live_isr) == len(state.isr):
+            return None
+        return Decision(_bump(state, state.leader, live_isr, controller_epoch))
+    candidates = [r for r in replicas if r in live_isr]
+    if candidates:
+        return Decision(_bump(state, candidates[0], live_isr, controller_epoch))
+    if allow_unclean:
+        out_of_sync = [r for r in replicas if eligible(r)]
+        if out_of_sync:
+            return Decision(_bump(state, out_of_sync[0], [out_of_sync[0]], controller_epoch), unclean=True)
+    if state.leader == NO_LEADER:
+        return None  # already offline: writing again would only churn epochs
+    # Offline: keep the ISR (minus nothing) so that a returning in-sync replica can lead.
+    return Decision(_bump(state, NO_LEADER, state.isr, controller_epoch))
+
+
+def remove_from_isr(
+    state: LeaderIsr, removed: Collection[int], eligible: Eligible, controller_epoch: int,
+    replicas: Sequence[int], *, allow_unclean: bool = False,
+) -> Decision | None:
+    """Take ``removed`` out of the partition (stopping, failed or offline replicas)."""
+    def still_eligible(r: int) -> bool:
+        return r not in removed and eligible(r)
+    return elect_leader(replicas, state, still_eligible, controller_epoch, allow_unclean=allow_unclean)
+
+
+def reassignment_leader(
+    target: Sequence[int], state: LeaderIsr, eligible: Eligible, controller_epoch: int,
+) -> Decision:
+    """The V3 reassignment step: a leader from the target replicas; ISR limited to the target."""
+    isr = [r for r in state.isr if r in target and eligible(r)]
+    if state.leader in isr:
+        return Decision(_bump(state, state.leader, isr, controller_epoch))
+    candidates = [r for r in target if r in isr]
+    if candidates:
+        return Decision(_bump(state, candidates[0], isr, controller_epoch))
+    return Decision(_bump(state, NO_LEADER, isr or [r for r in state.isr if r in target] or state.isr,
+                          controller_epoch))
+
+
+def preferred_leader(
+    replicas: Sequence[int], state: LeaderIsr, eligible: Eligible, controller_epoch: int,
+) -> Decision | None:
+    """Move leadership back to the first assigned replica if it is eligible and in sync."""
+    preferred = replicas[0]
+    if state.leader == preferred or preferred not in state.isr or not eligible(preferred):
+        return None
+    return Decision(_bump(state, preferred, state.isr, controller_epoch))

@@ -1,0 +1,162 @@
+"""The partition state machine: decide, write to ZooKeeper, then tell the brokers.
+
+Every leader or ISR change the controller makes goes through :func:`change_partitions`, in
+the order the V3 design requires: the decision is written to the partition's state node
+first (conditionally, batched, fenced by the controller epoch), and only what was written is
+sent to brokers in LeaderAndIsr requests (to every replica of the partition) followed by
+UpdateMetadata (to every live broker, so clients find the new leader). A successor
+controller reading ZooKeeper therefore never finds less than the brokers were told.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from floodmark.reference.controller.election import Decision
+from floodmark.reference.protocol.messages import (
+    LeaderAndIsrRequest,
+    PartitionState,
+    StopReplicaRequest,
+    TopicPartition,
+    UpdateMetadataRequest,
+)
+from floodmark.reference.protocol.zk_layout import LeaderIsr, sorted_partitions
+
+if TYPE_CHECKING:
+    from floodmark.reference.controller.controller import Controller
+
+Decide = Callable[[TopicPartition, LeaderIsr], Decision | None]
+
+MAX_CONFLICT_ROUNDS = 5
+
+
+async def change_partitions(
+    ctl: Controller, partitions: Iterable[TopicPartition], decide: Decide, *, reread: bool = False,
+) -> list[TopicPartition]:
+    """Apply ``decide`` to each partition and persist the results; returns what changed.
+
+    A partition whose state node changed under us (a leader wrote its ISR) is re-read and
+    decided again, so a write is never based on a stale ISR; ``reread`` also refreshes the
+    states first, for decisions that might otherwise wrongly conclude "nothing to do".
+    """
+    ctx = ctl.ctx
+    pending = sorted_partitions(set(partitions))
+    changed: list[TopicPartition] = []
+    if reread:  # for decisions where "no change" on a stale ISR would be wrong
+        for tp, fresh in zip(pending, await ctl.zkw.read_states(pending)):
+            if fresh is not None:
+                ctx.states[tp] = fresh
+    for _ in range(MAX_CONFLICT_ROUNDS):
+        decisions: dict[TopicPartition, Decision] = {}
+        for tp in pending:
+            state = ctx.states.get(tp)
+            if state is None:
+                continue
+            decision = decide(tp, state)
+            if decision is not None:
+                decisions[tp] = decision
+        if not decisions:
+            break
+        written, conflicts = await ctl.zkw.write_states({tp: d.state for tp, d in decisions.items()})
+        for tp in sorted_partitions(written):
+            ctx.states[tp] = written[tp]
+            changed.append(tp)
+            state = written[tp]
+            ctl.runtime.emit(
+                "leader_elected", topic=tp.topic, partition=tp.partition, leader=state.leader,
+                leader_epoch=state.leader_epoch, isr=list(state.isr),
+                controller_epoch=ctx.epoch, zk_version=state.zk_version,
+                unclean=decisions[tp].unclean,
+            )
+        if not conflicts:
+            break
+        for tp, fresh in zip(conflicts, await ctl.zkw.read_states(conflicts)):
+            if fresh is None:
+                ctx.states.pop(tp, None)
+            else:
+                ctx.states[tp] = fresh
+        pending = conflicts
+    return changed
+
+
+def send_leader_and_isr(
+    ctl: Controller, partitions: Iterable[TopicPartition], *, brokers: Iterable[int] | None = None,
+    is_new: bool = False, is_init: bool = False, update_metadata: bool = True,
+    known: Mapping[TopicPartition, PartitionState] | None = None,
+) -> None:
+    """Send each live replica the state of its partitions, then UpdateMetadata to all.
+
+    ``known``: partition states already built for this decision (by :func:`partition_states`),
+    so that thousands of them are not built twice.
+    """
+    ctx = ctl.ctx
+    wanted = None if brokers is None else set(brokers)
+    serving = {b for b in ctx.live_broker_ids() if wanted is None or b in wanted}
+    per_broker: dict[int, list[PartitionState]] = defaultdict(list)
+    tps = sorted_partitions(tp for tp in set(partitions) if tp in ctx.states)
+    if known is not None and not is_new:
+        states = [known.get(tp) or ctx.partition_state(tp) for tp in tps]
+    else:
+        states = [ctx.partition_state(tp, is_new=is_new) for tp in tps]  # once per partition
+    for state in states:
+        for replica in state.replicas:
+            if replica in serving:
+                per_broker[replica].append(state)
+    for broker in sorted(per_broker):
+        mine = tuple(per_broker[broker])
+        leaders = {s.leader for s in mine if ctx.is_serving(s.leader)}
+        ctl.channel.send(broker, LeaderAndIsrRequest(
+            controller_id=ctx.broker_id, controller_epoch=ctx.epoch,
+            broker_incarnation=ctx.incarnation(broker), partitions=mine,
+            live_leaders=ctx.broker_infos(leaders), is_init=is_init,
+        ))
+    if update_metadata:
+        _send_update_metadata(ctl, tps, states if not is_new else [ctx.partition_state(tp) for tp in tps])
+
+
+def partition_states(ctl: Controller, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, PartitionState]:
+    """The current LeaderAndIsr/UpdateMetadata view of ``partitions``, to share between requests."""
+    ctx = ctl.ctx
+    return {tp: ctx.partition_state(tp) for tp in partitions if tp in ctx.states}
+
+
+def send_update_metadata(
+    ctl: Controller, partitions: Iterable[TopicPartition], *, brokers: Iterable[int] | None = None,
+    known: Mapping[TopicPartition, PartitionState] | None = None,
+) -> None:
+    ctx = ctl.ctx
+    tps = sorted_partitions(tp for tp in set(partitions) if tp in ctx.states)
+    states = [(known.get(tp) if known is not None else None) or ctx.partition_state(tp) for tp in tps]
+    _send_update_metadata(ctl, tps, states, brokers)
+
+
+def _send_update_metadata(
+    ctl: Controller, tps: list[TopicPartition], states: list[PartitionState],
+    brokers: Iterable[int] | None = None,
+) -> None:
+    ctx = ctl.ctx
+    down = {b for b in ctx.brokers if not ctx.is_serving(b)}
+    offline = tuple(
+        (tp.topic, tp.partition, r) for tp, s in zip(tps, states) for r in s.replicas
+        if r in down or r in ctx.brokers and tp in ctx.offline_replicas.get(r, ()) or r not in ctx.brokers
+    )
+    request = UpdateMetadataRequest(
+        controller_id=ctx.broker_id, controller_epoch=ctx.epoch, brokers=ctx.broker_infos(),
+        partitions=tuple(states), offline_replicas=offline,
+    )
+    for broker in ctx.live_broker_ids() if brokers is None else sorted(set(brokers)):
+        ctl.channel.send(broker, request)
+
+
+def send_stop_replica(
+    ctl: Controller, broker: int, partitions: Iterable[TopicPartition], *, delete: bool,
+) -> None:
+    tps = tuple(sorted_partitions(set(partitions)))
+    if not tps or not ctl.ctx.is_serving(broker):
+        return
+    ctl.channel.send(broker, StopReplicaRequest(
+        controller_id=ctl.ctx.broker_id, controller_epoch=ctl.ctx.epoch,
+        broker_incarnation=ctl.ctx.incarnation(broker), partitions=tps, delete=delete,
+    ))

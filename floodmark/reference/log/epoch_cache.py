@@ -1,0 +1,161 @@
+"""The leader epoch cache: which leader epoch wrote which stretch of a log (KIP-101).
+
+Every record carries the leader epoch of the leader that appended it. The cache keeps, per
+log, the sequence of ``(epoch, start_offset)`` pairs: the first offset each epoch wrote.
+Epochs and start offsets both strictly increase. It is persisted beside the log as
+``leader-epoch-checkpoint`` (Kafka's checkpoint text format, written atomically).
+
+Its purpose is truncation by epoch instead of by high watermark. A follower that becomes a
+follower again (or restarts) asks the leader "where does my latest epoch end in your
+log?" (``OffsetsForLeaderEpoch``) and truncates to that offset, which removes exactly the
+records the new leader does not share, and never a committed one.
+
+How the leader answers (``end_offset_for``):
+
+* **KIP-279** (Kafka 2.0, the default): the answer is the *largest epoch the leader has
+  that is <= the requested one*, with the end offset of that epoch: the start offset of
+  the next larger epoch in the leader's cache, or the log end if it is the leader's latest.
+  The follower then truncates to the smaller of that offset and the end of that epoch in
+  its *own* log, and asks again with the returned epoch if needed. This converges even
+  when both logs have several epoch gaps (fast successive leader fail-overs).
+* **KIP-101 before KIP-279** (Kafka 0.11 to 1.1, the ``no-kip-279`` variant): the answer
+  is an offset only, computed from the *requested* epoch: the log end if it is the
+  leader's latest epoch, otherwise the start offset of the first epoch *greater* than the
+  requested one, and "undefined" (-1) if the requested epoch is older than every epoch the
+  leader knows or newer than all of them. If the leader never had the requested epoch the
+  offset belongs to a different epoch lineage, and a follower that truncates to it can keep
+  records the leader does not have at the same offsets: the logs diverge (KAFKA-6361). We
+  return the requested epoch beside that offset, as the old response carried no epoch.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+from floodmark.reference.log.checkpoint import (
+    MalformedFileError,
+    encode_entries,
+    parse_entries,
+    parse_int,
+)
+from floodmark.reference.runtime import Storage
+
+EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
+UNDEFINED_EPOCH = -1
+UNDEFINED_OFFSET = -1
+
+
+@dataclass(frozen=True)
+class EpochEntry:
+    epoch: int
+    start_offset: int
+
+
+class LeaderEpochCache:
+    """The ``(epoch, start_offset)`` sequence of one log, persisted on every change."""
+
+    def __init__(self, storage: Storage, path: str, entries: list[EpochEntry] | None = None) -> None:
+        self.storage = storage
+        self.path = path
+        self._entries: list[EpochEntry] = list(entries or [])
+
+    @classmethod
+    def load(cls, storage: Storage, directory: str) -> LeaderEpochCache:
+        """The cache of the log in ``directory``; empty if it has no checkpoint yet."""
+        path = posixpath.join(directory, EPOCH_CHECKPOINT_FILE)
+        if not storage.exists(path):
+            return cls(storage, path)
+        entries: list[EpochEntry] = []
+        for line, (epoch_text, offset_text) in enumerate(parse_entries(path, storage.read(path), 2), start=3):
+            entry = EpochEntry(parse_int(path, line, epoch_text, "epoch"),
+                               parse_int(path, line, offset_text, "start offset"))
+            if entry.epoch < 0 or entry.start_offset < 0:
+                raise MalformedFileError(path, line, "epoch and start offset must not be negative")
+            if entries and not (entry.epoch > entries[-1].epoch and entry.start_offset >= entries[-1].start_offset):
+                raise MalformedFileError(path, line, "epochs must increase and start offsets must not decrease")
+            entries.append(entry)
+        return cls(storage, path, entries)
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def entries(self) -> tuple[EpochEntry, ...]:
+        return tuple(self._entries)
+
+    @property
+    def latest_epoch(self) -> int:
+        """The latest epoch in the cache, or -1 if it is empty."""
+        return self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
+
+    def start_offset(self, epoch: int) -> int:
+        """The first offset ``epoch`` wrote, or -1 if the cache does not have ``epoch``."""
+        for entry in self._entries:
+            if entry.epoch == epoch:
+                return entry.start_offset
+        return UNDEFINED_OFFSET
+
+    def end_offset_for(self, epoch: int, log_end: int, *, kip279: bool = True) -> tuple[int, int]:
+        """Answer OffsetsForLeaderEpoch for ``epoch``: ``(epoch, end_offset)``, (-1, -1) if unknown.
+
+        See the module docstring for the two behaviours (``kip279=False`` is ``no-kip-279``).
+        """
+        if epoch == UNDEFINED_EPOCH or not self._entries:
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        if epoch == self.latest_epoch:
+            return epoch, log_end
+        later = [e for e in self._entries if e.epoch > epoch]
+        if not kip279:
+            if not later or epoch < self._entries[0].epoch:
+                return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+            return epoch, later[0].start_offset
+        if not later:  # newer than anything we know (we are not the leader it thinks)
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        earlier = [e for e in self._entries if e.epoch <= epoch]
+        if not earlier:  # older than everything we know: it ends where our history starts
+            return epoch, later[0].start_offset
+        return earlier[-1].epoch, later[0].start_offset
+
+    # ------------------------------------------------------------------ changes
+
+    def assign(self, epoch: int, start_offset: int) -> None:
+        """Record that ``epoch`` starts at ``start_offset`` (a leader's first append, or the
+        first record of a new epoch a follower appends).
+
+        Re-assigning the latest epoch at a later offset changes nothing. Entries the new
+        one contradicts (an epoch not older, or a start offset not smaller) are removed
+        first, as in current Kafka, so the cache always describes the log as it now is.
+        """
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"cannot assign epoch {epoch} at offset {start_offset}")
+        if self._entries and self._entries[-1].epoch == epoch and self._entries[-1].start_offset <= start_offset:
+            return
+        kept = [e for e in self._entries if e.epoch < epoch and e.start_offset < start_offset]
+        self._entries = [*kept, EpochEntry(epoch, start_offset)]
+        self._persist()
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """The log was truncated to ``end_offset``: forget epochs starting at or after it."""
+        kept = [e for e in self._entries if e.start_offset < end_offset]
+        if len(kept) != len(self._entries):
+            self._entries = kept
+            self._persist()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """The log now starts at ``start_offset``: drop epochs wholly before it and move the
+        start of the epoch covering it up to it."""
+        before = [e for e in self._entries if e.start_offset <= start_offset]
+        if not before or (len(before) == 1 and before[0].start_offset == start_offset):
+            return
+        covering = EpochEntry(before[-1].epoch, start_offset)
+        self._entries = [covering, *self._entries[len(before):]]
+        self._persist()
+
+    def clear(self) -> None:
+        if self._entries:
+            self._entries = []
+            self._persist()
+
+    def _persist(self) -> None:
+        entries = [(str(e.epoch), str(e.start_offset)) for e in self._entries]
+        self.storage.write_atomic(self.path, encode_entries(entries))

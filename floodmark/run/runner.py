@@ -1,0 +1,248 @@
+"""The run: one chaos test from start to verdict.
+
+A run goes through fixed steps, and the ones that undo things happen whatever went wrong:
+
+1. pick the seed (or take the given one), create the run directory, save ``test.yaml`` and
+   print the seed, so that even a run that crashes can be repeated;
+2. remove what crashed runs left behind (containers, namespaces, iptables rules);
+3. start the cluster (ZooKeeper and the brokers) and create the test's topics;
+4. the *fault phase*: the workload's clients run for ``time_limit`` seconds while the fault
+   driver executes the schedule; a progress line shows ops/s, outcomes and the current fault;
+5. heal everything (``heal-all``), *even if an earlier step failed*; wait for the cluster to
+   recover (every partition led, its ISR whole again); run the workload's final reads (the
+   queue workload's drain of every partition from offset 0);
+6. tear the cluster down, collecting node logs and event files into the run directory;
+7. run the checkers, write ``results.json`` and the HTML report, print the verdict.
+
+Ctrl-C (or SIGTERM) during steps 3-5 stops the clients, heals, tears down and exits without
+a verdict; a second Ctrl-C skips the heal but still tears down. A harness that is killed
+outright leaves a readable history (every op is flushed as it happens) and its resources are
+removed by step 2 of the next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from floodmark import rundir
+from floodmark.backends import cleanup
+from floodmark.errors import exit_code
+from floodmark.harness.cluster import Cluster, ClusterSpec, new_run_id
+from floodmark.harness.code_version import code_version
+from floodmark.harness.config import TestConfig, dump_config
+from floodmark.harness.generator import Generator
+from floodmark.harness.progress import Progress
+from floodmark.harness.recorder import Recorder
+from floodmark.harness.schedule import Schedule, ScheduleLog, generate
+from floodmark.harness.seeds import Seeds, new_seed
+from floodmark.results import Validity, build_results, write_results
+from floodmark.run.assemble import broker_args, make_cluster, make_nemeses, nemesis_context
+from floodmark.run.fault_driver import FaultDriver
+from floodmark.workloads.clients import LibraryClients
+from floodmark.workloads.registry import final_reads, make_workers
+
+log = logging.getLogger(__name__)
+
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced: where, its verdict and how long the steps took."""
+
+    run_dir: rundir.RunDir
+    config: TestConfig
+    valid: Validity | None = None  # None when interrupted before a verdict
+    interrupted: bool = False
+    error: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        return exit_code(self.valid if self.valid is not None else "unknown")
+
+
+class Runner:
+    def __init__(
+        self, config: TestConfig, store: str | Path, schedule: Schedule | None = None,
+        out: TextIO | None = None, check: bool = True,
+    ) -> None:
+        seed = config.seed if config.seed is not None else new_seed()
+        self.config = config.replace(seed=seed)
+        self.seeds = Seeds(seed)
+        self.store = Path(store)
+        self.planned_schedule = schedule
+        self.out = out or sys.stderr
+        self.check = check
+        self.started = time.monotonic()
+        self.run_dir = rundir.create_run_dir(self.store, self.config.name, seed)
+        self.outcome = RunOutcome(self.run_dir, self.config)
+
+    def say(self, message: str) -> None:
+        print(f"floodmark: {message}", file=self.out, flush=True)
+
+    def mark(self, step: str) -> None:
+        self.outcome.timings[step] = round(time.monotonic() - self.started, 3)
+
+    # ------------------------------------------------------------------ the lifecycle
+
+    def run(self) -> RunOutcome:
+        self.config = config = dataclasses.replace(self.config, code_version=code_version())
+        self.outcome.config = config
+        dump_config(config, self.run_dir.config)
+        self.say(f"seed {config.seed}  (repeat with: floodmark run --seed {config.seed} ... or floodmark repro {self.run_dir.path})")
+        self.say(f"run directory {self.run_dir.path}")
+        removed = cleanup.remove_stale_runs(docker_too=config.cluster == "docker")
+        if removed:
+            self.say(f"removed {len(removed)} resources left by crashed runs")
+        recorder = Recorder(self.run_dir.history)
+        nemeses = make_nemeses(config.nemesis)
+        schedule = self.planned_schedule or generate(
+            self.seeds.schedule(), config.nemesis, nemeses.shapes(),
+            config.time_limit, config.fault_duration, config.quiet_period,
+        )
+        schedule_log = ScheduleLog(self.run_dir.schedule, config.seed or 0, schedule)
+        schedule_log.save()
+        spec = ClusterSpec(
+            brokers=config.nodes, variant=config.variant, run_id=new_run_id(),
+            seed=self.seeds.node("cluster"), broker_args=broker_args(config),
+        )
+        cluster = make_cluster(config, spec)
+        driver: FaultDriver | None = None
+        healed = False
+        try:
+            self.say(f"starting a {config.cluster} cluster of {config.nodes} brokers (run id {spec.run_id})")
+            cluster.setup()
+            self.mark("cluster_ready")
+            with nemesis_context(config, cluster) as context:
+                driver = FaultDriver(recorder, cluster, nemeses, context, schedule_log)
+                healed = asyncio.run(self._phases(cluster, recorder, driver))
+        except KeyboardInterrupt:
+            self.outcome.interrupted = True
+            self.say("interrupted: healing and tearing down")
+        except Exception as e:
+            self.outcome.error = f"{type(e).__name__}: {e}"
+            self.say(f"run failed: {self.outcome.error}")
+            log.debug("run failed\n%s", traceback.format_exc())
+        finally:
+            self._finish(cluster, recorder, driver, healed)
+        if not self.outcome.interrupted and self.check:
+            self._check()
+        return self.outcome
+
+    async def _phases(self, cluster: Cluster, recorder: Recorder, driver: FaultDriver) -> bool:
+        config = self.config
+        clients = LibraryClients(config, cluster.bootstrap_addresses, cluster.zookeeper_address, self.seeds)
+        try:
+            return await self._workload(clients, recorder, driver)
+        finally:
+            await clients.close()
+
+    async def _workload(self, clients: LibraryClients, recorder: Recorder, driver: FaultDriver) -> bool:
+        config = self.config
+        await clients.create_topics()
+        self.mark("topics_ready")
+        # The clients give up on their own at op_timeout; this hard deadline catches a hung one.
+        generator = Generator(recorder, make_workers(config, clients, self.seeds), config.rate, config.op_timeout + 2.0)
+        stop = asyncio.Event()
+        started_at = recorder.seconds()
+        progress = Progress(recorder, config.time_limit, driver.current, self.out)
+        progress_task = asyncio.create_task(progress.run(started_at))
+        faults_task = asyncio.create_task(driver.run(started_at, stop))
+        try:
+            await generator.run(config.time_limit)
+        finally:
+            stop.set()
+            await faults_task
+            progress_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await progress_task
+            if generator.first_op_at is not None:
+                self.outcome.timings["first_op"] = round(generator.first_op_at + self._recorder_offset(recorder), 3)
+        self.say(progress.last_line or "workload done")
+        timings = self.outcome.timings
+        self.say(f"cluster ready after {timings.get('cluster_ready', 0):.1f} s, topics after "
+                 f"{timings.get('topics_ready', 0):.1f} s, first op after {timings.get('first_op', 0):.1f} s")
+        self.say("healing every fault")
+        await driver.heal_all()
+        self.say("waiting for the cluster to recover")
+        recovered = await clients.wait_for_recovery(config.recovery_time)
+        if not recovered:
+            self.say(f"the cluster had not fully recovered after {config.recovery_time:.0f} s; reading anyway")
+        failures = await final_reads(config, clients, recorder, generator.highest_process + 1)
+        if failures:
+            self.say(f"the final drain could not read {failures} partitions to their end")
+        self.mark("final_reads_done")
+        return True
+
+    def _recorder_offset(self, recorder: Recorder) -> float:
+        """Seconds between this runner's start and the recorder's time zero."""
+        return (time.monotonic() - self.started) - recorder.seconds()
+
+    def _finish(self, cluster: Cluster, recorder: Recorder, driver: FaultDriver | None, healed: bool) -> None:
+        """Heal (if the phases did not), tear down and collect; never raises."""
+        try:
+            if driver is not None and not healed:
+                try:
+                    asyncio.run(driver.heal_all())
+                except (Exception, KeyboardInterrupt) as e:
+                    self.say(f"heal-all after a failure did not complete: {e!r}")
+            self.say("tearing down the cluster and collecting logs")
+            cluster.teardown(collect_into=self.run_dir)
+        except (Exception, KeyboardInterrupt) as e:
+            self.say(f"teardown failed ({type(e).__name__}: {e}); removing the run's resources by force")
+            with contextlib.suppress(Exception):
+                if self.config.cluster == "docker":
+                    cleanup.remove_docker_resources(cluster.run_id, stale_only=False)
+                else:
+                    cleanup.remove_local_run(cluster.run_id)
+        finally:
+            recorder.close()
+            self.mark("torn_down")
+
+    def _check(self) -> None:
+        """Run the checkers (and the report) on the run directory; print the verdict."""
+        if self.outcome.error is not None:
+            results = build_results({}, seed=self.config.seed, config=self.config.to_dict(), variant=self.config.variant)
+            results["valid"] = "unknown"
+            results["error"] = self.outcome.error
+            write_results(self.run_dir.results, results)
+            self.outcome.valid = "unknown"
+            self._report()
+            self.say(f"verdict: UNKNOWN (the run failed: {self.outcome.error})")
+            return
+        from floodmark.checkers.registry import check_run
+
+        checked: Any = check_run(self.run_dir.path)
+        valid = checked.get("valid", "unknown") if isinstance(checked, dict) else checked
+        self.outcome.valid = valid
+        self.mark("checked")
+        self._report()
+        word = {True: "VALID", False: "INVALID"}.get(valid, "UNKNOWN") if isinstance(valid, bool) else "UNKNOWN"
+        self.say(f"verdict: {word}  (results {self.run_dir.results})")
+
+    def _report(self) -> None:
+        from floodmark.reports.report import write_report
+
+        try:
+            path = write_report(self.run_dir.path)
+            self.say(f"report {path}")
+        except Exception as e:  # a broken report must not hide the verdict
+            self.say(f"the report could not be written: {type(e).__name__}: {e}")
+
+
+def run_test(config: TestConfig, store: str | Path, schedule: Schedule | None = None) -> RunOutcome:
+    """Run one test; SIGTERM is handled like Ctrl-C so teardown always runs."""
+    with cleanup.interruptible():
+        return Runner(config, store, schedule).run()
