@@ -32,23 +32,13 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from floodmark.reference.broker.follower_progress import UNKNOWN_OFFSET, FollowerProgress
+from floodmark.reference.log.epoch_cache import LeaderEpochCache
 from floodmark.reference.protocol.messages import NO_EPOCH, Errors, PartitionState, Record
 from floodmark.reference.protocol.variants import Variant
 
 Role = Literal["leader", "follower", "none"]
 TAIL_RECORDS = 20_000  # records a leader keeps in memory for its followers' fetches
 Emit = Callable[..., None]
-
-
-class EpochCacheLike(Protocol):
-    @property
-    def latest_epoch(self) -> int: ...
-
-    def assign(self, epoch: int, start_offset: int) -> None: ...
-
-    def start_offset(self, epoch: int) -> int: ...
-
-    def end_offset_for(self, epoch: int, log_end: int, *, kip279: bool = True) -> tuple[int, int]: ...
 
 
 class ReplicaLog(Protocol):
@@ -64,7 +54,7 @@ class ReplicaLog(Protocol):
     def last_epoch(self) -> int: ...
 
     @property
-    def epoch_cache(self) -> Any: ...
+    def epoch_cache(self) -> LeaderEpochCache: ...
 
     def append_as_leader(self, values: Sequence[str], leader_epoch: int) -> int: ...
 
