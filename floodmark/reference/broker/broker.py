@@ -120,7 +120,8 @@ class Broker:
                 self.replicas.flush_loop(self.config.log_flush_interval), name="log-flush"))
         if self.config.controller_candidate:
             from floodmark.reference.controller.controller import Controller
-            self.controller = Controller(self.runtime, self.config.broker_id, self.zk, self.config)
+            self.controller = Controller(self.runtime, self.config.broker_id, self.zk,
+                                         self.config.controller)
             await self.controller.start()
 
     async def stop(self) -> None:

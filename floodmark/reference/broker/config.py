@@ -6,12 +6,17 @@ are made of: ``replica_lag_time_max`` decides when a silent follower leaves the 
 ``broker_fence_timeout`` when the broker, having heard nothing from the controller, stops
 acting as a leader on its own (KIP-343 self-fencing). The protocol ``variant`` selects which
 historical fixes are on (see :mod:`floodmark.reference.protocol.variants`).
+
+Every broker is also a controller candidate; the configuration of the controller it hosts is
+derived from the broker's (``controller``), so the two can never disagree on the variant or
+on how long a silent broker has before it is fenced.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from floodmark.reference.controller.config import ControllerConfig
 from floodmark.reference.protocol.variants import VARIANTS, Variant
 
 
@@ -65,3 +70,13 @@ class BrokerConfig:
                      "isr_check_interval", "request_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+
+    @property
+    def controller(self) -> ControllerConfig:
+        """The configuration of the controller this broker hosts: the same variant; the
+        controller gives up on a silent broker a heartbeat after that broker fenced itself."""
+        fence = self.broker_fence_timeout
+        return ControllerConfig(
+            variant=self.variant,
+            heartbeat_timeout=None if fence is None else fence + self.heartbeat_interval,
+        )

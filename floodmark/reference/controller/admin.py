@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from floodmark.reference.controller.election import initial_state, preferred_leader
 from floodmark.reference.controller.partitions import (
@@ -31,18 +30,15 @@ from floodmark.reference.controller.partitions import (
     send_stop_replica,
     send_update_metadata,
 )
+from floodmark.reference.controller.parts import ControllerParts
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import LEADER_DURING_DELETE, TopicPartition
 from floodmark.reference.runtime import CreateOp, DeleteOp, NodeExistsError, NoNodeError, TxnOp
 
-if TYPE_CHECKING:
-    from floodmark.reference.controller.controller import Controller
-
-
 # ----------------------------------------------------------------------------- loading
 
 
-async def _read_topic_watched(ctl: Controller, topic: str) -> zk.TopicAssignment | None:
+async def _read_topic_watched(ctl: ControllerParts, topic: str) -> zk.TopicAssignment | None:
     try:
         data, _ = await ctl.zk.get(zk.topic_path(topic),
                                    watch=ctl.watcher("topic-modified", lambda: on_topic_modified(ctl, topic)))
@@ -55,7 +51,7 @@ async def _read_topic_watched(ctl: Controller, topic: str) -> zk.TopicAssignment
         return None
 
 
-async def _read_states(ctl: Controller, tps: list[TopicPartition]) -> None:
+async def _read_states(ctl: ControllerParts, tps: list[TopicPartition]) -> None:
     """Read the state nodes that exist, many requests in flight at once (as Kafka pipelines)."""
     present: list[TopicPartition] = []
     for topic in sorted({tp.topic for tp in tps}):
@@ -69,7 +65,7 @@ async def _read_states(ctl: Controller, tps: list[TopicPartition]) -> None:
             ctl.ctx.states[tp] = state
 
 
-async def load_topics(ctl: Controller) -> None:
+async def load_topics(ctl: ControllerParts) -> None:
     topics = await ctl.zk.get_children(zk.TOPICS, watch=ctl.watcher("topics", lambda: on_topics_changed(ctl)))
     for topic in sorted(topics):
         assignment = await _read_topic_watched(ctl, topic)
@@ -79,7 +75,7 @@ async def load_topics(ctl: Controller) -> None:
         await _read_states(ctl, ctl.ctx.partitions_of_topic(topic))
 
 
-async def init_missing_partitions(ctl: Controller) -> None:
+async def init_missing_partitions(ctl: ControllerParts) -> None:
     """Partitions assigned in ZooKeeper without a state node yet (new, or creation interrupted)."""
     ctx = ctl.ctx
     missing = [TopicPartition(t, p) for t in sorted(ctx.assignments) for p in sorted(ctx.assignments[t].partitions)
@@ -87,7 +83,7 @@ async def init_missing_partitions(ctl: Controller) -> None:
     await _create_partitions(ctl, missing)
 
 
-async def _create_partitions(ctl: Controller, tps: list[TopicPartition]) -> None:
+async def _create_partitions(ctl: ControllerParts, tps: list[TopicPartition]) -> None:
     ctx = ctl.ctx
     if not tps:
         return
@@ -138,7 +134,7 @@ async def _create_partitions(ctl: Controller, tps: list[TopicPartition]) -> None
 # ----------------------------------------------------------------------------- watches
 
 
-async def on_topics_changed(ctl: Controller) -> None:
+async def on_topics_changed(ctl: ControllerParts) -> None:
     ctx = ctl.ctx
     topics = set(await ctl.zk.get_children(zk.TOPICS, watch=ctl.watcher("topics", lambda: on_topics_changed(ctl))))
     for gone in sorted(set(ctx.assignments) - topics):
@@ -155,7 +151,7 @@ async def on_topics_changed(ctl: Controller) -> None:
     await _create_partitions(ctl, new)
 
 
-async def on_topic_modified(ctl: Controller, topic: str) -> None:
+async def on_topic_modified(ctl: ControllerParts, topic: str) -> None:
     """Partitions added or removed by rewriting the assignment."""
     ctx = ctl.ctx
     old = ctx.assignments.get(topic)
@@ -174,7 +170,7 @@ async def on_topic_modified(ctl: Controller, topic: str) -> None:
     await _create_partitions(ctl, [TopicPartition(topic, p) for p in added])
 
 
-def _forget_topic(ctl: Controller, topic: str) -> None:
+def _forget_topic(ctl: ControllerParts, topic: str) -> None:
     ctx = ctl.ctx
     for tp in [tp for tp in ctx.states if tp.topic == topic]:
         ctx.states.pop(tp, None)
@@ -183,7 +179,7 @@ def _forget_topic(ctl: Controller, topic: str) -> None:
 
 
 async def _delete_partitions(
-    ctl: Controller, tps: list[TopicPartition], replicas: dict[TopicPartition, tuple[int, ...]],
+    ctl: ControllerParts, tps: list[TopicPartition], replicas: dict[TopicPartition, tuple[int, ...]],
 ) -> None:
     ctx = ctl.ctx
     per_broker: dict[int, list[TopicPartition]] = {}
@@ -205,7 +201,7 @@ async def _delete_partitions(
     await _delete_nodes(ctl, ops)
 
 
-async def _delete_nodes(ctl: Controller, ops: list[TxnOp]) -> None:
+async def _delete_nodes(ctl: ControllerParts, ops: list[TxnOp]) -> None:
     step = ctl.zkw.ops_per_multi
     for start in range(0, len(ops), step):
         chunk = ops[start:start + step]
@@ -222,7 +218,7 @@ async def _delete_nodes(ctl: Controller, ops: list[TxnOp]) -> None:
                         raise
 
 
-async def on_delete_topics(ctl: Controller) -> None:
+async def on_delete_topics(ctl: ControllerParts) -> None:
     ctx = ctl.ctx
     names = await ctl.zk.get_children(zk.DELETE_TOPICS,
                                       watch=ctl.watcher("delete-topics", lambda: on_delete_topics(ctl)))
@@ -243,7 +239,7 @@ async def on_delete_topics(ctl: Controller) -> None:
         ctl.runtime.log.info("controller deleted topic %s", topic)
 
 
-async def on_preferred_election(ctl: Controller) -> None:
+async def on_preferred_election(ctl: ControllerParts) -> None:
     ctx = ctl.ctx
     watch = ctl.watcher("preferred-election", lambda: on_preferred_election(ctl))
     if await ctl.zk.exists(zk.PREFERRED_REPLICA_ELECTION, watch=watch) is None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from floodmark.reference.controller import reassignment
 from floodmark.reference.controller.context import (
@@ -45,6 +44,7 @@ from floodmark.reference.controller.partitions import (
     send_stop_replica,
     send_update_metadata,
 )
+from floodmark.reference.controller.parts import ControllerParts
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import (
     BrokerHeartbeatRequest,
@@ -56,11 +56,8 @@ from floodmark.reference.protocol.messages import (
 )
 from floodmark.reference.protocol.zk_layout import BrokerRegistration, LeaderIsr
 
-if TYPE_CHECKING:
-    from floodmark.reference.controller.controller import Controller
 
-
-async def _read_registrations(ctl: Controller) -> dict[int, BrokerRegistration]:
+async def _read_registrations(ctl: ControllerParts) -> dict[int, BrokerRegistration]:
     children = await ctl.zk.get_children(zk.BROKER_IDS, watch=ctl.watcher("brokers", lambda: on_brokers_changed(ctl)))
     registrations: dict[int, BrokerRegistration] = {}
     for name in children:
@@ -75,7 +72,7 @@ async def _read_registrations(ctl: Controller) -> dict[int, BrokerRegistration]:
     return registrations
 
 
-async def load_brokers(ctl: Controller) -> None:
+async def load_brokers(ctl: ControllerParts) -> None:
     now = ctl.runtime.monotonic()
     for broker_id, reg in sorted((await _read_registrations(ctl)).items()):
         # Failover sends every live broker its full state (is_init), which sets it up.
@@ -83,7 +80,7 @@ async def load_brokers(ctl: Controller) -> None:
         ctl.channel.add_broker(broker_id, reg.address)
 
 
-async def on_brokers_changed(ctl: Controller) -> None:
+async def on_brokers_changed(ctl: ControllerParts) -> None:
     current = await _read_registrations(ctl)
     known = ctl.ctx.brokers
     gone = sorted(b for b in known if b not in current or current[b].incarnation != known[b].registration.incarnation)
@@ -100,7 +97,7 @@ async def on_brokers_changed(ctl: Controller) -> None:
         await on_broker_startup(ctl, [current[b] for b in new])
 
 
-async def on_broker_failure(ctl: Controller, brokers: Iterable[int]) -> None:
+async def on_broker_failure(ctl: ControllerParts, brokers: Iterable[int]) -> None:
     """Move leadership away from and shrink ISRs without ``brokers`` (already not live)."""
     failed = set(brokers)
     ctx = ctl.ctx
@@ -116,7 +113,7 @@ async def on_broker_failure(ctl: Controller, brokers: Iterable[int]) -> None:
     send_update_metadata(ctl, ctx.partitions(), known=states)
 
 
-async def on_broker_startup(ctl: Controller, registrations: Iterable[BrokerRegistration]) -> None:
+async def on_broker_startup(ctl: ControllerParts, registrations: Iterable[BrokerRegistration]) -> None:
     ctx = ctl.ctx
     now = ctl.runtime.monotonic()
     started: list[int] = []
@@ -130,7 +127,7 @@ async def on_broker_startup(ctl: Controller, registrations: Iterable[BrokerRegis
     await _set_up_brokers(ctl, started)
 
 
-async def _set_up_brokers(ctl: Controller, brokers: list[int]) -> None:
+async def _set_up_brokers(ctl: ControllerParts, brokers: list[int]) -> None:
     ctx = ctl.ctx
     send_update_metadata(ctl, ctx.partitions())
     for b in brokers:
@@ -142,7 +139,7 @@ async def _set_up_brokers(ctl: Controller, brokers: list[int]) -> None:
     await reassignment.resume_all(ctl)
 
 
-async def elect_offline_partitions(ctl: Controller, *, send: bool = True) -> list[TopicPartition]:
+async def elect_offline_partitions(ctl: ControllerParts, *, send: bool = True) -> list[TopicPartition]:
     """Partitions without an eligible leader get one if possible (or go offline), and
     ineligible replicas leave the ISR (after failover the dead are simply not registered)."""
     ctx = ctl.ctx
@@ -159,7 +156,7 @@ async def elect_offline_partitions(ctl: Controller, *, send: bool = True) -> lis
 # ----------------------------------------------------------------------------- KIP-343 heartbeats
 
 
-def on_heartbeat(ctl: Controller, request: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
+def on_heartbeat(ctl: ControllerParts, request: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
     ctx = ctl.ctx
     live = ctx.brokers.get(request.broker_id)
     if live is None or request.broker_incarnation > live.registration.incarnation:
@@ -187,7 +184,7 @@ def on_heartbeat(ctl: Controller, request: BrokerHeartbeatRequest) -> BrokerHear
     return BrokerHeartbeatResponse(None, ctx.epoch, live.state, should_shutdown=should_shutdown)
 
 
-async def heartbeat_monitor(ctl: Controller, epoch: int) -> None:
+async def heartbeat_monitor(ctl: ControllerParts, epoch: int) -> None:
     """Fence brokers whose heartbeats stopped, for as long as this reign lasts."""
     timeout = ctl.config.heartbeat_timeout or 0.0
     while ctl.is_active and ctl.ctx.epoch == epoch:
@@ -207,7 +204,7 @@ async def heartbeat_monitor(ctl: Controller, epoch: int) -> None:
 # ----------------------------------------------------------------------------- controlled shutdown
 
 
-async def controlled_shutdown(ctl: Controller, request: ControlledShutdownRequest) -> ControlledShutdownResponse:
+async def controlled_shutdown(ctl: ControllerParts, request: ControlledShutdownRequest) -> ControlledShutdownResponse:
     ctx = ctl.ctx
     b = request.broker_id
     live = ctx.brokers.get(b)

@@ -11,7 +11,10 @@ state (LeaderAndIsr with the init flag), elects leaders for partitions whose lea
 and finishes whatever its predecessor left pending: reassignments, topic deletions,
 preferred elections, log-directory events. It then reacts to ZooKeeper watches and to the
 brokers' heartbeats (KIP-343) one event at a time, in order, on a single task, as Kafka's
-controller event thread does; the handlers live in the ``controller_*`` modules by concept.
+controller event thread does. The handlers live in function modules by concept
+(``partitions``, ``brokers``, ``admin``, ``reassignment``, ``log_dirs``); the controller
+passes them itself as :class:`~floodmark.reference.controller.parts.ControllerParts`, the
+parts they work with, and they never import this module.
 
 It resigns when ``/controller`` is no longer its own, when a write fails the epoch check,
 or when its ZooKeeper session is lost (its ephemeral node is gone with it).
@@ -21,8 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from floodmark.reference.controller import admin as controller_admin
@@ -30,8 +32,10 @@ from floodmark.reference.controller import brokers as controller_brokers
 from floodmark.reference.controller import log_dirs as controller_log_dirs
 from floodmark.reference.controller import reassignment
 from floodmark.reference.controller.channel import ControllerChannel
+from floodmark.reference.controller.config import ControllerConfig
 from floodmark.reference.controller.context import ControllerContext
 from floodmark.reference.controller.partitions import send_leader_and_isr
+from floodmark.reference.controller.parts import Handler
 from floodmark.reference.controller.zk_writes import ControllerMoved, ControllerZk
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import (
@@ -43,7 +47,6 @@ from floodmark.reference.protocol.messages import (
     LeaderAndIsrResponse,
     TopicPartition,
 )
-from floodmark.reference.protocol.variants import VARIANTS, Variant
 from floodmark.reference.runtime import (
     BadVersionError,
     ConnectionLossError,
@@ -58,49 +61,17 @@ from floodmark.reference.runtime import (
     WatchEvent,
 )
 
-
-@dataclass(frozen=True)
-class ControllerConfig:
-    variant: Variant = VARIANTS["default"]
-    # KIP-343: a broker silent for this long is treated as failed although still registered.
-    # None disables heartbeat fencing (brokers are then live while registered in ZooKeeper).
-    heartbeat_timeout: float | None = 9.0
-    request_timeout: float = 5.0
-    batched_writes: bool = True
-    ops_per_multi: int = 500
-
-    @classmethod
-    def of(cls, config: object) -> ControllerConfig:
-        """Accept a ControllerConfig or derive one from a broker's config object."""
-        if isinstance(config, ControllerConfig):
-            return config
-        timeout = getattr(config, "controller_heartbeat_timeout", None)
-        if timeout is None:
-            fence = getattr(config, "broker_fence_timeout", None)
-            interval = getattr(config, "heartbeat_interval", 0.0) or 0.0
-            # The broker fences itself first; the controller gives up on it a beat later.
-            timeout = None if fence is None else float(fence) + float(interval)
-        return cls(
-            variant=getattr(config, "variant", VARIANTS["default"]),
-            heartbeat_timeout=timeout,
-            request_timeout=float(getattr(config, "controller_request_timeout", 5.0)),
-            batched_writes=bool(getattr(config, "controller_batched_writes", True)),
-            ops_per_multi=int(getattr(config, "controller_ops_per_multi", 500)),
-        )
-
-
-Handler = Callable[[], Awaitable[None]]
-
 # Events that run whether or not this broker is controller; every other event was queued
 # for a reign that may have ended, and is dropped if it did.
 _ALWAYS = frozenset({"elect", "controller-change", "session-lost", "controlled-shutdown"})
 
 
 class Controller:
-    def __init__(self, runtime: Runtime, broker_id: int, zk_client: Coordination, config: object) -> None:
+    def __init__(self, runtime: Runtime, broker_id: int, zk_client: Coordination,
+                 config: ControllerConfig) -> None:
         self.runtime = runtime
         self.broker_id = broker_id
-        self.config = ControllerConfig.of(config)
+        self.config = config
         self.zk = zk_client
         self.ctx = ControllerContext(broker_id)
         self.zkw = ControllerZk(
@@ -143,7 +114,7 @@ class Controller:
         """The broker opened a new ZooKeeper session after losing its old one."""
         await self._resign("session replaced")
         self.zk = zk_client
-        self.zkw.zk = zk_client
+        self.zkw.replace_session(zk_client)
         zk_client.add_session_listener(self._on_session_state)
         self.enqueue("elect", self._elect)
 
@@ -260,7 +231,7 @@ class Controller:
         # Keep the old epoch and its version: a write still in flight must keep failing the check.
         self.ctx = ControllerContext(self.broker_id, epoch=self.ctx.epoch,
                                      epoch_zk_version=self.ctx.epoch_zk_version)
-        self.zkw.ctx = self.ctx
+        self.zkw.begin_reign(self.ctx)
 
     async def _on_become_controller(self) -> None:
         """Failover (V3 design): re-read everything, tell every broker, finish pending work."""

@@ -18,7 +18,6 @@ metadata (and notice that reassigned replicas caught up).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from floodmark.reference.controller import reassignment
 from floodmark.reference.controller.election import elect_leader
@@ -27,15 +26,13 @@ from floodmark.reference.controller.partitions import (
     send_leader_and_isr,
     send_update_metadata,
 )
+from floodmark.reference.controller.parts import ControllerParts
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import TopicPartition
 from floodmark.reference.runtime import DeleteOp, NoNodeError
 
-if TYPE_CHECKING:
-    from floodmark.reference.controller.controller import Controller
 
-
-async def on_log_dir_events(ctl: Controller) -> None:
+async def on_log_dir_events(ctl: ControllerParts) -> None:
     ctx = ctl.ctx
     names = await ctl.zk.get_children(
         zk.LOG_DIR_EVENTS, watch=ctl.watcher("log-dir-events", lambda: on_log_dir_events(ctl)))
@@ -65,7 +62,7 @@ async def on_log_dir_events(ctl: Controller) -> None:
             send_leader_and_isr(ctl, ctx.partitions_on(broker), brokers=[broker], update_metadata=False)
 
 
-async def on_offline_replicas(ctl: Controller, broker: int, partitions: Iterable[TopicPartition]) -> None:
+async def on_offline_replicas(ctl: ControllerParts, broker: int, partitions: Iterable[TopicPartition]) -> None:
     """``broker`` reported these replicas on an offline log directory."""
     ctx = ctl.ctx
     if not ctx.is_serving(broker):
@@ -83,7 +80,7 @@ async def on_offline_replicas(ctl: Controller, broker: int, partitions: Iterable
     send_update_metadata(ctl, new)
 
 
-async def on_isr_changes(ctl: Controller) -> None:
+async def on_isr_changes(ctl: ControllerParts) -> None:
     ctx = ctl.ctx
     names = await ctl.zk.get_children(
         zk.ISR_CHANGES, watch=ctl.watcher("isr-changes", lambda: on_isr_changes(ctl)))

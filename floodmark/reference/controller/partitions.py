@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
 
 from floodmark.reference.controller.election import Decision
+from floodmark.reference.controller.parts import ControllerParts
 from floodmark.reference.protocol.messages import (
     LeaderAndIsrRequest,
     PartitionState,
@@ -24,16 +24,13 @@ from floodmark.reference.protocol.messages import (
 )
 from floodmark.reference.protocol.zk_layout import LeaderIsr, sorted_partitions
 
-if TYPE_CHECKING:
-    from floodmark.reference.controller.controller import Controller
-
 Decide = Callable[[TopicPartition, LeaderIsr], Decision | None]
 
 MAX_CONFLICT_ROUNDS = 5
 
 
 async def change_partitions(
-    ctl: Controller, partitions: Iterable[TopicPartition], decide: Decide, *, reread: bool = False,
+    ctl: ControllerParts, partitions: Iterable[TopicPartition], decide: Decide, *, reread: bool = False,
 ) -> list[TopicPartition]:
     """Apply ``decide`` to each partition and persist the results; returns what changed.
 
@@ -82,7 +79,7 @@ async def change_partitions(
 
 
 def send_leader_and_isr(
-    ctl: Controller, partitions: Iterable[TopicPartition], *, brokers: Iterable[int] | None = None,
+    ctl: ControllerParts, partitions: Iterable[TopicPartition], *, brokers: Iterable[int] | None = None,
     is_new: bool = False, is_init: bool = False, update_metadata: bool = True,
     known: Mapping[TopicPartition, PartitionState] | None = None,
 ) -> None:
@@ -116,14 +113,14 @@ def send_leader_and_isr(
         _send_update_metadata(ctl, tps, states if not is_new else [ctx.partition_state(tp) for tp in tps])
 
 
-def partition_states(ctl: Controller, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, PartitionState]:
+def partition_states(ctl: ControllerParts, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, PartitionState]:
     """The current LeaderAndIsr/UpdateMetadata view of ``partitions``, to share between requests."""
     ctx = ctl.ctx
     return {tp: ctx.partition_state(tp) for tp in partitions if tp in ctx.states}
 
 
 def send_update_metadata(
-    ctl: Controller, partitions: Iterable[TopicPartition], *, brokers: Iterable[int] | None = None,
+    ctl: ControllerParts, partitions: Iterable[TopicPartition], *, brokers: Iterable[int] | None = None,
     known: Mapping[TopicPartition, PartitionState] | None = None,
 ) -> None:
     ctx = ctl.ctx
@@ -133,7 +130,7 @@ def send_update_metadata(
 
 
 def _send_update_metadata(
-    ctl: Controller, tps: list[TopicPartition], states: list[PartitionState],
+    ctl: ControllerParts, tps: list[TopicPartition], states: list[PartitionState],
     brokers: Iterable[int] | None = None,
 ) -> None:
     ctx = ctl.ctx
@@ -151,7 +148,7 @@ def _send_update_metadata(
 
 
 def send_stop_replica(
-    ctl: Controller, broker: int, partitions: Iterable[TopicPartition], *, delete: bool,
+    ctl: ControllerParts, broker: int, partitions: Iterable[TopicPartition], *, delete: bool,
 ) -> None:
     tps = tuple(sorted_partitions(set(partitions)))
     if not tps or not ctl.ctx.is_serving(broker):

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from floodmark.reference.controller.election import Decision, reassignment_leader
 from floodmark.reference.controller.partitions import (
@@ -33,26 +32,24 @@ from floodmark.reference.controller.partitions import (
     send_leader_and_isr,
     send_stop_replica,
 )
+from floodmark.reference.controller.parts import ControllerParts
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import TopicPartition
 from floodmark.reference.protocol.zk_layout import LeaderIsr, Reassignment
 from floodmark.reference.runtime import DeleteOp, NoNodeError, SetDataOp, TxnOp
-
-if TYPE_CHECKING:
-    from floodmark.reference.controller.controller import Controller
 
 
 def _union(target: tuple[int, ...], original: tuple[int, ...]) -> tuple[int, ...]:
     return target + tuple(r for r in original if r not in target)
 
 
-async def load(ctl: Controller) -> None:
+async def load(ctl: ControllerParts) -> None:
     """Failover: pick up the reassignments in progress."""
     for entry in await _read_node(ctl):
         _remember(ctl, entry)
 
 
-def _remember(ctl: Controller, entry: Reassignment) -> Reassignment | None:
+def _remember(ctl: ControllerParts, entry: Reassignment) -> Reassignment | None:
     ctx = ctl.ctx
     tp = entry.tp
     current = ctx.replicas(tp)
@@ -64,7 +61,7 @@ def _remember(ctl: Controller, entry: Reassignment) -> Reassignment | None:
     return r
 
 
-async def _read_node(ctl: Controller) -> list[Reassignment]:
+async def _read_node(ctl: ControllerParts) -> list[Reassignment]:
     watch = ctl.watcher("reassign", lambda: on_reassign_node(ctl))
     if await ctl.zk.exists(zk.REASSIGN_PARTITIONS, watch=watch) is None:
         return []
@@ -78,7 +75,7 @@ async def _read_node(ctl: Controller) -> list[Reassignment]:
         return []
 
 
-async def on_reassign_node(ctl: Controller) -> None:
+async def on_reassign_node(ctl: ControllerParts) -> None:
     ctx = ctl.ctx
     for entry in await _read_node(ctl):
         if entry.tp in ctx.reassignments:
@@ -92,7 +89,7 @@ async def on_reassign_node(ctl: Controller) -> None:
     await resume(ctl, list(ctx.reassignments))  # new ones, and any a predecessor left pending
 
 
-async def _start(ctl: Controller, r: Reassignment) -> None:
+async def _start(ctl: ControllerParts, r: Reassignment) -> None:
     """Steps 1-2: AR = RAR + OAR in ZooKeeper, then a new epoch so new replicas start."""
     ctx = ctl.ctx
     union = _union(r.replicas, r.original_replicas)
@@ -102,17 +99,17 @@ async def _start(ctl: Controller, r: Reassignment) -> None:
     send_leader_and_isr(ctl, changed)
 
 
-def _same_leader_new_epoch(ctl: Controller) -> Decide:
+def _same_leader_new_epoch(ctl: ControllerParts) -> Decide:
     def decide(tp: TopicPartition, s: LeaderIsr) -> Decision:
         return Decision(LeaderIsr(s.leader, s.leader_epoch + 1, s.isr, ctl.ctx.epoch, s.zk_version))
     return decide
 
 
-async def resume_all(ctl: Controller) -> None:
+async def resume_all(ctl: ControllerParts) -> None:
     await resume(ctl, list(ctl.ctx.reassignments))
 
 
-async def resume(ctl: Controller, partitions: Iterable[TopicPartition]) -> None:
+async def resume(ctl: ControllerParts, partitions: Iterable[TopicPartition]) -> None:
     """Step 3: complete every listed reassignment whose target replicas are all in sync."""
     ctx = ctl.ctx
     for tp in zk.sorted_partitions(set(partitions)):
@@ -134,7 +131,7 @@ async def resume(ctl: Controller, partitions: Iterable[TopicPartition]) -> None:
                                 watch=ctl.watcher("reassign-isr", functools.partial(resume, ctl, [tp])))
 
 
-async def _complete(ctl: Controller, r: Reassignment, final: tuple[int, ...]) -> None:
+async def _complete(ctl: ControllerParts, r: Reassignment, final: tuple[int, ...]) -> None:
     """Steps 4-6 towards ``final`` (the target, or the original replicas when cancelling)."""
     ctx = ctl.ctx
     tp = r.tp
@@ -151,7 +148,7 @@ async def _complete(ctl: Controller, r: Reassignment, final: tuple[int, ...]) ->
     ctl.runtime.log.info("reassignment of %s-%s finished at %s", tp.topic, tp.partition, list(final))
 
 
-async def _write_assignment(ctl: Controller, tp: TopicPartition, replicas: tuple[int, ...]) -> None:
+async def _write_assignment(ctl: ControllerParts, tp: TopicPartition, replicas: tuple[int, ...]) -> None:
     ctx = ctl.ctx
     old = ctx.assignments[tp.topic]
     partitions = dict(old.partitions)
@@ -161,7 +158,7 @@ async def _write_assignment(ctl: Controller, tp: TopicPartition, replicas: tuple
     await ctl.zkw.multi([SetDataOp(zk.topic_path(tp.topic), zk.encode_topic(new))])
 
 
-async def _finish(ctl: Controller, done: list[TopicPartition]) -> None:
+async def _finish(ctl: ControllerParts, done: list[TopicPartition]) -> None:
     """Drop finished partitions from /admin/reassign_partitions (delete it when empty)."""
     try:
         data, stat = await ctl.zk.get(zk.REASSIGN_PARTITIONS)
@@ -179,7 +176,7 @@ async def _finish(ctl: Controller, done: list[TopicPartition]) -> None:
     await ctl.zkw.multi([op])
 
 
-async def on_cancel_node(ctl: Controller) -> None:
+async def on_cancel_node(ctl: ControllerParts) -> None:
     """KIP-236: revert reassignments in progress to their original replicas."""
     ctx = ctl.ctx
     watch = ctl.watcher("reassign-cancel", lambda: on_cancel_node(ctl))

@@ -64,6 +64,14 @@ class ControllerZk:
         self.ops_per_multi = max(1, ops_per_multi)
         self.transactions = 0  # for the benchmark: ZooKeeper round trips made
 
+    def replace_session(self, zk_client: Coordination) -> None:
+        """Write through a new ZooKeeper session (the broker's old one was lost)."""
+        self.zk = zk_client
+
+    def begin_reign(self, ctx: ControllerContext) -> None:
+        """Fence writes by ``ctx``'s controller epoch from now on (a new context after resigning)."""
+        self.ctx = ctx
+
     # ------------------------------------------------------------------ fenced transactions
 
     async def multi(self, ops: Sequence[TxnOp]) -> list[Any]:
