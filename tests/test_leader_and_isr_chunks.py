@@ -16,6 +16,7 @@ from floodmark.reference.broker import replica_manager
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.replica_manager import ReplicaManager
+from floodmark.reference.broker.session import BrokerSession
 from floodmark.reference.log.epoch_cache import EPOCH_CHECKPOINT_FILE
 from floodmark.reference.log.log_dirs import LogDirs, partition_dir_name
 from floodmark.reference.protocol.messages import (
@@ -40,7 +41,7 @@ def world() -> Iterator[SimWorld]:
 def manager(world: SimWorld) -> ReplicaManager:
     runtime = world.add_node("b")
     return ReplicaManager(runtime, BrokerConfig(broker_id=1, log_dirs=("/d",)),
-                          LogDirs(runtime.storage, ["/d"]), MetadataCache())
+                          LogDirs(runtime.storage, ["/d"]), MetadataCache(), BrokerSession())
 
 
 def lead(partitions: int, epoch: int) -> LeaderAndIsrRequest:

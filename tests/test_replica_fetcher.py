@@ -16,8 +16,8 @@ import pytest
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.partition import Partition
-from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
 from floodmark.reference.broker.replica_manager import ReplicaManager
+from floodmark.reference.broker.session import BrokerSession
 from floodmark.reference.log.log_dirs import LogDirs
 from floodmark.reference.protocol.messages import (
     NO_EPOCH,
@@ -36,6 +36,8 @@ from floodmark.reference.protocol.messages import (
 )
 from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.reference.sim.world import SimWorld
+
+BROKERS = (BrokerInfo(1, "l"), BrokerInfo(3, "nowhere"))
 
 
 class ScriptedLeader:
@@ -93,25 +95,34 @@ class Setup:
         self.leader_runtime = self.world.add_node("l")
         config = BrokerConfig(broker_id=2, log_dirs=("/d",), variant=VARIANTS[variant])
         self.replicas = ReplicaManager(self.runtime, config, LogDirs(self.runtime.storage, ["/d"]),
-                                       MetadataCache())
-        self.fetchers = ReplicaFetchers(self.runtime, self.replicas)
+                                       MetadataCache(), BrokerSession())
+        self.fetchers = self.replicas.fetchers
 
     def follower(self, records: list[Record], high_watermark: int, leader_epoch: int) -> Partition:
         # Build the follower's history as it would have been replicated, then follow.
-        self.state(leader=3, epoch=0, start=False)
-        p = self.replicas.get("t", 0)
-        assert p is not None
+        p = self.follow_without_fetching(leader=3, epoch=0)
         p.log.append_as_follower(records)
         p.high_watermark = high_watermark
-        self.state(leader=1, epoch=leader_epoch, start=False)
+        self.follow_without_fetching(leader=1, epoch=leader_epoch)
         return p
 
-    def state(self, leader: int, epoch: int, start: bool = True) -> None:
-        state = PartitionState("t", 0, leader, epoch, (1, 2), 0, (1, 2), 1)
-        fetchers, self.replicas.fetchers = self.replicas.fetchers, (self.fetchers if start else None)
+    def state(self, leader: int, epoch: int) -> None:
+        """The controller's LeaderAndIsr: the replica manager starts the fetcher."""
         self.world.run(self.replicas.handle_leader_and_isr(LeaderAndIsrRequest(
-            0, 1, 0, (state,), (BrokerInfo(1, "l"), BrokerInfo(3, "nowhere")))))
-        self.replicas.fetchers = fetchers
+            0, 1, 0, (self.partition_state(leader, epoch),), BROKERS)))
+
+    def follow_without_fetching(self, leader: int, epoch: int) -> Partition:
+        """The replica made follower as by LeaderAndIsr, but with no fetcher: the test starts it."""
+        self.replicas.metadata.remember_brokers(BROKERS)
+        self.replicas.start_replica("t", 0)
+        p = self.replicas.get("t", 0)
+        assert p is not None
+        p.make_follower(self.partition_state(leader, epoch))
+        return p
+
+    @staticmethod
+    def partition_state(leader: int, epoch: int) -> PartitionState:
+        return PartitionState("t", 0, leader, epoch, (1, 2), 0, (1, 2), 1)
 
     def serve(self, leader: ScriptedLeader) -> None:
         self.world.run(self.leader_runtime.network.serve(leader.handle))

@@ -2,10 +2,13 @@
 
 ``broker`` owns the parts: the replica manager (``replica_manager``) holds the replicas
 (``partition``: the ISR, HW and leader epoch rules) and applies the controller's orders;
-followers pull from leaders (``replica_fetcher``); leaders serve fetches (``fetch_serving``)
-and produce requests (``produce``) and change their ISR (``isr_updates``); heartbeats and
-self-fencing follow KIP-343 (``heartbeat``); ``metadata_cache`` is the broker's copy of the
-cluster map and ``config`` its knobs.
+followers pull from leaders (``replica_fetcher``, owned by the replica manager); log
+operations run under a ``storage_guard`` (KIP-112); leaders serve fetches
+(``fetch_serving``) and produce requests (``produce``) and change their ISR
+(``isr_updates``); heartbeats and self-fencing follow KIP-343 (``heartbeat``), sent by the
+``controller_route``; ``session`` is the broker's changing standing (ZooKeeper session,
+incarnation, self-fenced), ``metadata_cache`` its copy of the cluster map and ``config``
+its knobs.
 """
 
 from floodmark.reference.broker.config import BrokerConfig

@@ -19,6 +19,12 @@ A broker's life, after the V3 design and KIP-343:
   opens a new session and registers again as a new incarnation.
 * **Shutdown.** Controlled shutdown first (the controller moves its leaderships away), then
   the fetchers stop, the HWs are checkpointed and the logs flushed.
+
+The broker owns its parts and passes each what it uses. What changes over its life (the
+ZooKeeper session, the incarnation, self-fencing, stopping) lives in one
+:class:`~floodmark.reference.broker.session.BrokerSession` that the broker owns and lends
+to the replica manager (which owns the fetchers), the heartbeat and the route to the
+controller; it hosts its controller candidate itself.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from floodmark.reference.broker.config import BrokerConfig
+from floodmark.reference.broker.controller_route import ControllerRoute
 from floodmark.reference.broker.fetch_serving import (
     handle_fetch,
     handle_offset_for_leader_epoch,
@@ -39,6 +46,8 @@ from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.produce import handle_produce
 from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
 from floodmark.reference.broker.replica_manager import ReplicaManager
+from floodmark.reference.broker.session import BrokerSession
+from floodmark.reference.controller.controller import Controller
 from floodmark.reference.log.log_dirs import LogDirs, partition_dir_name
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import (
@@ -76,18 +85,31 @@ class Broker:
     def __init__(self, runtime: Runtime, config: BrokerConfig) -> None:
         self.runtime = runtime
         self.config = config
+        self.session = BrokerSession()
         self.metadata = MetadataCache()
         self.log_dirs = LogDirs(runtime.storage, list(config.log_dirs),
                                 segment_records=config.segment_records)
-        self.replicas = ReplicaManager(runtime, config, self.log_dirs, self.metadata)
-        self.fetchers = ReplicaFetchers(runtime, self.replicas)
-        self.heartbeat = BrokerHeartbeat(self)
-        self.zk: Coordination | None = None
-        self.controller: Any = None
-        self.incarnation = 0
-        self.stopping = False
+        self.replicas = ReplicaManager(runtime, config, self.log_dirs, self.metadata, self.session)
+        self.route = ControllerRoute(runtime, self.session, self.metadata,
+                                     request_timeout=config.request_timeout)
+        self.heartbeat = BrokerHeartbeat(runtime, config, self.session, self.route, self.replicas,
+                                         self.reregister)
+        self.controller: Controller | None = None  # the controller candidate it hosts, once started
         self._tasks: list[Any] = []
         self._registering = False
+
+    @property
+    def zk(self) -> Coordination | None:
+        """The current ZooKeeper session (replaced when the broker re-registers)."""
+        return self.session.zk
+
+    @property
+    def incarnation(self) -> int:
+        return self.session.incarnation
+
+    @property
+    def fetchers(self) -> ReplicaFetchers:
+        return self.replicas.fetchers
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -96,17 +118,16 @@ class Broker:
         for offline in self.log_dirs.offline_dirs:
             self.runtime.emit("log_dir_offline", dir=offline.directory, error=offline.error,
                               partitions=[])
-        high_watermarks, failures = self.log_dirs.read_high_watermarks()
-        self.replicas.checkpointed_high_watermarks = high_watermarks
-        self.zk = await self.runtime.coordination(self.config.zk_session_timeout)
-        self.zk.add_session_listener(self._on_session_state)
-        self.replicas.zk = self.zk
+        failures = self.replicas.load_high_watermarks()
+        zk_client = await self.runtime.coordination(self.config.zk_session_timeout)
+        zk_client.add_session_listener(self._on_session_state)
+        self.session.opened(zk_client)
         deadline = self.runtime.monotonic() + self.config.startup_timeout
         await self._retry_startup_step(self._ensure_paths, deadline)
         for failure in failures:
             self.replicas.handle_offline_error(failure)
         if self.log_dirs.offline_dirs and not failures:
-            self.runtime.spawn(self.replicas._notify_log_dir_failure(), name="log-dir-event")
+            self.runtime.spawn(self.replicas.notify_log_dir_failure(), name="log-dir-event")
         await self.runtime.network.serve(self.handle)
         await self._retry_startup_step(self._start_replicas, deadline)
         await self._retry_startup_step(self._register, deadline)
@@ -119,14 +140,16 @@ class Broker:
             self._tasks.append(self.runtime.spawn(
                 self.replicas.flush_loop(self.config.log_flush_interval), name="log-flush"))
         if self.config.controller_candidate:
-            from floodmark.reference.controller.controller import Controller
-            self.controller = Controller(self.runtime, self.config.broker_id, self.zk,
+            current = self.session.zk  # a lost session may have been replaced meanwhile
+            assert current is not None
+            self.controller = Controller(self.runtime, self.config.broker_id, current,
                                          self.config.controller)
+            self.route.host(self.controller)
             await self.controller.start()
 
     async def stop(self) -> None:
         """Controlled shutdown, then a clean stop (HW checkpoint, flushed logs)."""
-        self.stopping = True
+        self.session.begin_stopping()
         self.runtime.emit("broker_state", state="Stopping", incarnation=self.incarnation)
         await self._controlled_shutdown()
         for task in self._tasks:
@@ -136,9 +159,7 @@ class Broker:
         await self.runtime.network.close()
         if self.controller is not None:
             await self.controller.stop()
-        self.replicas.checkpoint_high_watermarks()
-        self.replicas.flush_all()
-        self.replicas.closed = True  # requests still in flight must not see "disk failure"
+        self.replicas.close()
         self.log_dirs.close()
         if self.zk is not None:
             await self.zk.close()
@@ -148,19 +169,8 @@ class Broker:
         deadline = self.runtime.monotonic() + 2 * self.config.request_timeout
         request = ControlledShutdownRequest(self.config.broker_id, self.incarnation)
         while self.runtime.monotonic() < deadline:
-            response: Any = None
-            try:
-                if self.controller is not None and self.controller.is_active:
-                    response = await self.controller.handle_controlled_shutdown(request)
-                else:
-                    address = await self.heartbeat.controller_address()
-                    if address is not None:
-                        response = await self.runtime.network.request(
-                            address, request, self.config.request_timeout)
-            except (ConnectionError, TimeoutError):
-                response = None
-            if isinstance(response, ControlledShutdownResponse) and response.error is None \
-                    and not response.remaining_partitions:
+            response = await self.route.controlled_shutdown(request)
+            if response is not None and response.error is None and not response.remaining_partitions:
                 return
             await self.runtime.sleep(0.2)
         self.runtime.log.warning("controlled shutdown did not finish; stopping anyway")
@@ -168,9 +178,10 @@ class Broker:
     # ------------------------------------------------------------------ ZooKeeper registration
 
     async def _ensure_paths(self) -> None:
-        assert self.zk is not None
+        zk_client = self.session.zk
+        assert zk_client is not None
         for path in zk.PERSISTENT_PATHS:
-            await self.zk.ensure_path(path)
+            await zk_client.ensure_path(path)
 
     async def _retry_startup_step(self, step: Callable[[], Awaitable[None]], deadline: float) -> None:
         """Run an idempotent start-up step again while ZooKeeper's answers get lost.
@@ -191,33 +202,33 @@ class Broker:
 
     async def _register(self) -> None:
         """Create /brokers/ids/<id>; its czxid becomes this incarnation's id."""
-        assert self.zk is not None
+        zk_client = self.session.zk
+        assert zk_client is not None
         path = zk.broker_path(self.config.broker_id)
         data = zk.encode_broker(self.runtime.advertised_address)
         while True:
             try:
-                await self.zk.create(path, data, ephemeral=True, makepath=True)
+                await zk_client.create(path, data, ephemeral=True, makepath=True)
                 break
             except NodeExistsError:
-                stat = await self.zk.exists(path)
-                if stat is not None and stat.ephemeral_owner == self.zk.session_id:
+                stat = await zk_client.exists(path)
+                if stat is not None and stat.ephemeral_owner == zk_client.session_id:
                     break
                 # The previous incarnation's node lives until its session expires.
                 await self.runtime.sleep(0.5)
             except ConnectionLossError:
                 await self.runtime.sleep(0.5)
-        stat = await self.zk.exists(path)
-        self.incarnation = stat.czxid if stat is not None else 0
-        self.replicas.incarnation = self.incarnation
+        stat = await zk_client.exists(path)
+        self.session.registered(stat.czxid if stat is not None else 0)
         self.runtime.emit("broker_state", state="Inactive", incarnation=self.incarnation)
 
     def _on_session_state(self, state: SessionState) -> None:
-        if state == "LOST" and not self.stopping:
+        if state == "LOST" and not self.session.stopping:
             self.runtime.spawn(self.reregister("zookeeper session lost"), name="reregister")
 
     async def reregister(self, why: str) -> None:
         """Become a new incarnation: new session, new ephemeral registration."""
-        if self._registering or self.stopping:
+        if self._registering or self.session.stopping:
             return
         self._registering = True
         try:
@@ -225,12 +236,12 @@ class Broker:
                 p = self.replicas.partitions[key]
                 if p.role == "leader":
                     p.fence(why)
-            while not self.stopping:
-                old = self.zk
+            while not self.session.stopping:
+                old = self.session.zk
                 try:
-                    self.zk = await self.runtime.coordination(self.config.zk_session_timeout)
-                    self.zk.add_session_listener(self._on_session_state)
-                    self.replicas.zk = self.zk
+                    zk_client = await self.runtime.coordination(self.config.zk_session_timeout)
+                    zk_client.add_session_listener(self._on_session_state)
+                    self.session.opened(zk_client)
                     if old is not None:
                         # Closing a dead session may fail in any way; it is gone anyway.
                         with contextlib.suppress(Exception):
@@ -241,7 +252,7 @@ class Broker:
                     await self.runtime.sleep(0.5)
                     continue
                 if self.controller is not None:
-                    await self.controller.replace_session(self.zk)
+                    await self.controller.replace_session(zk_client)
                 return
         finally:
             self._registering = False
@@ -250,7 +261,8 @@ class Broker:
         """V3 start-up: read the assignment and state of every local replica; drop those no
         longer assigned here; open (and so recover) the others, which then wait, without a
         role, for the controller's LeaderAndIsr."""
-        assert self.zk is not None
+        zk_client = self.session.zk
+        assert zk_client is not None
         assignments: dict[str, zk.TopicAssignment | None] = {}
         kept: list[tuple[str, int]] = []
         for topic, partition in self.log_dirs.replicas():
@@ -258,7 +270,7 @@ class Broker:
                 continue
             if topic not in assignments:
                 try:
-                    data, _ = await self.zk.get(zk.topic_path(topic))
+                    data, _ = await zk_client.get(zk.topic_path(topic))
                     assignments[topic] = zk.decode_topic(topic, data)
                 except NoNodeError:
                     assignments[topic] = None
@@ -273,7 +285,7 @@ class Broker:
                 kept.append((topic, partition))
         if not kept:
             return
-        states = await self.zk.get_many([zk.partition_state_path(t, p) for t, p in kept])
+        states = await zk_client.get_many([zk.partition_state_path(t, p) for t, p in kept])
         for (topic, partition), state in zip(kept, states):
             if state is not None:  # a partition still being created gets its state from the controller
                 self.replicas.start_replica(topic, partition)

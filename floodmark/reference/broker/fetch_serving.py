@@ -23,7 +23,8 @@ your log?", fenced by the requester's leader epoch in the same way.
 from __future__ import annotations
 
 from floodmark.reference.broker.partition import Partition
-from floodmark.reference.broker.replica_manager import ReplicaManager, ReplicaOffline
+from floodmark.reference.broker.replica_manager import ReplicaManager
+from floodmark.reference.broker.storage_guard import ReplicaOffline
 from floodmark.reference.protocol.messages import (
     CONSUMER_REPLICA_ID,
     NO_EPOCH,

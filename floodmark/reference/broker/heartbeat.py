@@ -10,31 +10,42 @@ itself**: every replica stops acting as leader, produce requests get BROKER_FENC
 re-registers in ZooKeeper as a new *incarnation* (a new ephemeral node, hence a new czxid),
 which the controller treats like a restarted broker: it gets its partitions' state afresh.
 The broker unfences when a heartbeat of that new incarnation succeeds.
+
+The heartbeat decides self-fencing and records it in the broker's session, where the
+replica manager reads it; it fences the replicas itself and asks the broker (a callback) to
+re-register. Where each beat goes is the route's business (``controller_route``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import Any
 
-from floodmark.reference.protocol import zk_layout as zk
+from floodmark.reference.broker.config import BrokerConfig
+from floodmark.reference.broker.controller_route import ControllerRoute
+from floodmark.reference.broker.replica_manager import ReplicaManager
+from floodmark.reference.broker.session import BrokerSession
 from floodmark.reference.protocol.messages import BrokerHeartbeatRequest, BrokerHeartbeatResponse
-from floodmark.reference.runtime import ConnectionLossError, NoNodeError, SessionExpiredError
+from floodmark.reference.runtime import Runtime
 
-if TYPE_CHECKING:
-    from floodmark.reference.broker.broker import Broker
+Reregister = Callable[[str], Coroutine[Any, Any, None]]
+"""Start a new incarnation (new ZooKeeper session, new registration); the argument says why."""
 
 
 class BrokerHeartbeat:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        self.runtime = broker.runtime
-        self.config = broker.config
+    def __init__(self, runtime: Runtime, config: BrokerConfig, session: BrokerSession,
+                 route: ControllerRoute, replicas: ReplicaManager, reregister: Reregister) -> None:
+        self.runtime = runtime
+        self.config = config
+        self.session = session
+        self.route = route
+        self.replicas = replicas
+        self.reregister = reregister
         self.controller_state = "Inactive"
-        self.fenced_incarnation: int | None = None  # the incarnation that was fenced
 
     @property
     def fenced(self) -> bool:
-        return self.fenced_incarnation is not None
+        return self.session.fenced
 
     async def run(self) -> None:
         last_success = self.runtime.monotonic()
@@ -50,55 +61,28 @@ class BrokerHeartbeat:
             await self.runtime.sleep(self.config.heartbeat_interval)
 
     async def _beat(self) -> BrokerHeartbeatResponse | None:
-        broker = self.broker
-        request = BrokerHeartbeatRequest(self.config.broker_id, broker.incarnation,
-                                         want_shutdown=broker.stopping)
-        controller = broker.controller
-        if controller is not None and controller.is_active:
-            return await controller.handle_heartbeat(request)
-        address = await self.controller_address()
-        if address is None:
-            return None
-        try:
-            response = await self.runtime.network.request(address, request, self.config.request_timeout)
-        except (ConnectionError, TimeoutError):
-            return None
-        return response if isinstance(response, BrokerHeartbeatResponse) else None
-
-    async def controller_address(self) -> str | None:
-        """Where the active controller is: /controller names it, /brokers/ids has its address."""
-        zk_client = self.broker.zk
-        if zk_client is None:
-            return None
-        try:
-            data, _ = await zk_client.get(zk.CONTROLLER)
-            controller_id = zk.decode_controller(data)
-            known = self.broker.metadata.address_of(controller_id)
-            if known is not None:
-                return known
-            data, stat = await zk_client.get(zk.broker_path(controller_id))
-            return zk.decode_broker(controller_id, data, stat.czxid).address
-        except (NoNodeError, ConnectionLossError, SessionExpiredError, zk.LayoutError):
-            return None
+        session = self.session
+        request = BrokerHeartbeatRequest(self.config.broker_id, session.incarnation,
+                                         want_shutdown=session.stopping)
+        return await self.route.heartbeat(request)
 
     def _on_success(self, response: BrokerHeartbeatResponse) -> None:
-        broker = self.broker
-        if self.fenced and broker.incarnation != self.fenced_incarnation:
-            self.fenced_incarnation = None
-            broker.replicas.self_fenced = False
+        session = self.session
+        if session.fenced and session.incarnation != session.fenced_incarnation:
+            session.unfence()
             self.controller_state = "Fenced"
-        if self.fenced:
+        if session.fenced:
             return  # heard by the controller, but as the fenced incarnation: wait for the new one
         if response.state != self.controller_state:
             self.controller_state = response.state
-            self.runtime.emit("broker_state", state=response.state, incarnation=broker.incarnation)
+            self.runtime.emit("broker_state", state=response.state, incarnation=session.incarnation)
 
     def _fence(self, silence: float) -> None:
-        broker = self.broker
-        self.fenced_incarnation = broker.incarnation
+        session = self.session
+        session.fence()
         self.controller_state = "Fenced"
         why = f"no successful controller heartbeat for {silence:.1f}s"
-        self.runtime.emit("broker_state", state="Fenced", incarnation=broker.incarnation, why=why)
+        self.runtime.emit("broker_state", state="Fenced", incarnation=session.incarnation, why=why)
         self.runtime.log.warning("broker %s fences itself: %s", self.config.broker_id, why)
-        broker.replicas.fence_all(why)
-        self.runtime.spawn(broker.reregister("self-fenced"), name="reregister")
+        self.replicas.fence_all(why)
+        self.runtime.spawn(self.reregister("self-fenced"), name="reregister")

@@ -18,7 +18,8 @@
 
 from __future__ import annotations
 
-from floodmark.reference.broker.replica_manager import ReplicaManager, ReplicaOffline
+from floodmark.reference.broker.replica_manager import ReplicaManager
+from floodmark.reference.broker.storage_guard import ReplicaOffline
 from floodmark.reference.protocol.messages import (
     ACKS_ALL,
     NO_EPOCH,

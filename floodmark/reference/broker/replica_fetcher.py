@@ -23,17 +23,26 @@ A follower fetches all the partitions it follows from one leader in one request 
 *session* per leader broker, as Kafka's fetcher threads do), so a thousand idle partitions
 cost one long poll, not a thousand. Truncation runs per partition, before the partition
 joins its session's fetches.
+
+The replica manager owns the fetchers: it starts and stops following as the controller
+orders, and lends them what they use: the metadata cache (where leaders are), the broker's
+session (its incarnation), a lookup of the replicas it holds now (a fetcher whose replica
+was replaced or stopped gives up) and its storage guard.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from floodmark.reference.broker.config import BrokerConfig
+from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.partition import Partition
-from floodmark.reference.broker.replica_manager import ReplicaManager, ReplicaOffline
+from floodmark.reference.broker.session import BrokerSession
+from floodmark.reference.broker.storage_guard import ReplicaOffline, StorageGuard
 from floodmark.reference.log.partition_log import LogAppendError
 from floodmark.reference.protocol.messages import (
     NO_EPOCH,
@@ -48,6 +57,8 @@ from floodmark.reference.protocol.messages import (
 from floodmark.reference.runtime import Runtime
 
 Key = tuple[str, int]
+ReplicaLookup = Callable[[str, int], Partition | None]
+"""The replica the replica manager holds for (topic, partition) now, if any."""
 
 
 class Stop(Exception):
@@ -67,14 +78,17 @@ class Followed:
 
 
 class ReplicaFetchers:
-    def __init__(self, runtime: Runtime, replicas: ReplicaManager) -> None:
+    def __init__(self, runtime: Runtime, config: BrokerConfig, metadata: MetadataCache,
+                 session: BrokerSession, replica: ReplicaLookup, guarded: StorageGuard) -> None:
         self.runtime = runtime
-        self.replicas = replicas
-        self.config = replicas.config
+        self.config = config
+        self.metadata = metadata  # where each leader is
+        self.session = session  # fetches carry this broker's incarnation
+        self._replica = replica
+        self._guarded = guarded
         self._followed: dict[Key, Followed] = {}
         self._sessions: dict[int, Any] = {}  # leader broker id -> its fetch session task
         self._wakeups: dict[int, asyncio.Event] = {}
-        replicas.fetchers = self
 
     def has(self, key: Key) -> bool:
         return key in self._followed
@@ -117,7 +131,7 @@ class ReplicaFetchers:
 
     def _current(self, f: Followed) -> bool:
         p = f.partition
-        return (self._followed.get(p.key) is f and self.replicas.get(p.topic, p.partition) is p
+        return (self._followed.get(p.key) is f and self._replica(p.topic, p.partition) is p
                 and p.role == "follower" and p.leader_id == f.leader and p.leader_epoch == f.epoch)
 
     def _check(self, f: Followed) -> None:
@@ -172,11 +186,11 @@ class ReplicaFetchers:
 
     def _truncate(self, f: Followed, offset: int, reason: str) -> None:
         p = f.partition
-        self.replicas.guarded(p, lambda: p.truncate(max(offset, 0), reason))
+        self._guarded(p, lambda: p.truncate(max(offset, 0), reason))
 
     async def _request(self, f: Followed, message: object) -> object | None:
         """Send to the leader; None (after a back-off) if it cannot be reached."""
-        address = self.replicas.metadata.address_of(f.leader)
+        address = self.metadata.address_of(f.leader)
         if address is None:
             await self._backoff(f)
             return None
@@ -204,7 +218,7 @@ class ReplicaFetchers:
                     return
                 now = self.runtime.monotonic()
                 batch = [f for f in mine if f.ready and f.retry_at <= now and self._current(f)]
-                address = self.replicas.metadata.address_of(leader)
+                address = self.metadata.address_of(leader)
                 if not batch or address is None:
                     wakeup.clear()
                     await self._wait(wakeup, self.config.replica_fetch_backoff)
@@ -222,7 +236,7 @@ class ReplicaFetchers:
 
     async def _fetch(self, leader: int, address: str, batch: list[Followed]) -> None:
         request = ReplicaFetchRequest(
-            self.config.broker_id, self.replicas.incarnation,
+            self.config.broker_id, self.session.incarnation,
             tuple(FetchPartition(f.partition.topic, f.partition.partition, f.partition.log_end,
                                  f.epoch, f.partition.log.last_epoch) for f in batch),
             max_records=self.config.replica_fetch_max_records,
@@ -256,7 +270,7 @@ class ReplicaFetchers:
                 return
             records = response.batch.records() if response.batch is not None else list(response.records)
             try:
-                self.replicas.guarded(p, lambda: p.append_as_follower(records, response.high_watermark))
+                self._guarded(p, lambda: p.append_as_follower(records, response.high_watermark))
             except LogAppendError as error:
                 # The leader's records do not continue our log (only flawed variants get
                 # here): say so and retry later; a truncation or the controller sorts it out.

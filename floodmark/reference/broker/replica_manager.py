@@ -10,6 +10,10 @@ what the controller sends:
   truncates by leader epoch).
 * **StopReplica**: the replica stops (and is deleted when asked).
 
+It owns the replica fetchers and starts and stops following as those orders say; what it
+reads of the broker's changing state (ZooKeeper session, incarnation, self-fenced) comes
+from the broker's session, lent to it.
+
 It also runs the leader's periodic duties (drop lagging followers from the ISR, checkpoint
 HWs) and handles **log directory failure** (KIP-112): an ``OSError`` from a replica's log
 takes its whole directory offline; every replica there stops, waiting requests fail, the
@@ -22,13 +26,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.isr_updates import write_isr
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.offset_waiters import ChangeSignal, OffsetWaiters
 from floodmark.reference.broker.partition import Partition
+from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
+from floodmark.reference.broker.session import BrokerSession
+from floodmark.reference.broker.storage_guard import ReplicaOffline
 from floodmark.reference.log.log_dirs import LogDirOfflineError, LogDirs
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import (
@@ -42,14 +49,10 @@ from floodmark.reference.protocol.messages import (
 )
 from floodmark.reference.runtime import (
     ConnectionLossError,
-    Coordination,
     NoNodeError,
     Runtime,
     SessionExpiredError,
 )
-
-if TYPE_CHECKING:
-    from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
 
 Key = tuple[str, int]
 T = TypeVar("T")
@@ -58,30 +61,24 @@ LEADER_AND_ISR_CHUNK = 1000  # partitions applied between yields to the event lo
 LEADER_AND_ISR_CHUNK_SECONDS = 0.05  # ... or fewer, once this long has passed (real time only)
 
 
-class ReplicaOffline(Exception):
-    """The replica's log directory is offline (answer KAFKA_STORAGE_ERROR)."""
-
-
 class ReplicaManager:
     def __init__(self, runtime: Runtime, config: BrokerConfig, log_dirs: LogDirs,
-                 metadata: MetadataCache) -> None:
+                 metadata: MetadataCache, session: BrokerSession) -> None:
         self.runtime = runtime
         self.config = config
         self.log_dirs = log_dirs
         self.metadata = metadata
+        self.session = session  # the broker's: ZooKeeper session, incarnation, self-fenced
         self.partitions: dict[Key, Partition] = {}
         self.high_watermark_waiters: dict[Key, OffsetWaiters] = {}
         self.log_end_waiters: dict[Key, OffsetWaiters] = {}
         self.append_signal = ChangeSignal()  # some partition led here got new records
         self.checkpointed_high_watermarks: dict[Key, int] = {}
         self.controller_epoch = -1
-        self.incarnation = 0
-        self.zk: Coordination | None = None
-        self.fetchers: ReplicaFetchers | None = None
-        self.self_fenced = False  # KIP-343: no controller heartbeat for too long
         self.topic_min_isr: dict[str, int] = {}
         self.closed = False  # the broker shut down and closed its logs
         self.state_change_lock = asyncio.Lock()
+        self.fetchers = ReplicaFetchers(runtime, config, metadata, session, self.get, self.guarded)
 
     # ------------------------------------------------------------------ lookups
 
@@ -102,7 +99,7 @@ class ReplicaManager:
         if error is not None:
             return None, error
         p = self.partitions[(topic, partition)]
-        if self.self_fenced and p.role == "leader":
+        if self.session.fenced and p.role == "leader":
             return None, Errors.BROKER_FENCED
         if not p.is_leader:
             return None, Errors.NOT_LEADER
@@ -110,9 +107,10 @@ class ReplicaManager:
 
     async def min_insync_replicas(self, topic: str) -> int:
         """The topic's min.insync.replicas (its config in ZooKeeper), else the broker default."""
-        if topic not in self.topic_min_isr and self.zk is not None:
+        zk_client = self.session.zk
+        if topic not in self.topic_min_isr and zk_client is not None:
             try:
-                data, _ = await self.zk.get(zk.topic_path(topic))
+                data, _ = await zk_client.get(zk.topic_path(topic))
                 value = zk.decode_topic(topic, data).min_insync_replicas
                 self.topic_min_isr[topic] = value if value is not None else self.config.min_insync_replicas
             except (NoNodeError, ConnectionLossError, SessionExpiredError, zk.LayoutError):
@@ -146,21 +144,21 @@ class ReplicaManager:
             p = self.partitions.pop(key, None)
             if p is not None:
                 p.stop()
-            if self.fetchers is not None:
-                self.fetchers.remove(key)
+            self.fetchers.remove(key)
             self._abort_waiters(key)
         self.runtime.emit("log_dir_offline", dir=directory, error=str(error),
                           partitions=[list(k) for k in keys])
         self.runtime.log.error("log directory %s is offline: %s", directory, error)
-        self.runtime.spawn(self._notify_log_dir_failure(), name="log-dir-event")
+        self.runtime.spawn(self.notify_log_dir_failure(), name="log-dir-event")
 
     def handle_offline_error(self, error: LogDirOfflineError) -> None:
         if error.directory is not None and error.newly_offline:
             self._take_offline(error.directory, list(error.newly_offline), error.cause)
 
-    async def _notify_log_dir_failure(self) -> None:
+    async def notify_log_dir_failure(self) -> None:
+        """Tell the controller that a log directory here failed (it asks which replicas)."""
         for _ in range(50):
-            zk_client = self.zk
+            zk_client = self.session.zk
             if zk_client is None:
                 return
             try:
@@ -177,7 +175,7 @@ class ReplicaManager:
     def stale_incarnation(self, incarnation: int) -> bool:
         """Meant for an older incarnation of this broker? (A newer one can only be the
         registration this broker is completing right now.)"""
-        return 0 < incarnation < self.incarnation
+        return 0 < incarnation < self.session.incarnation
 
     def _fence_controller_request(self, name: str, request: LeaderAndIsrRequest | StopReplicaRequest) -> str | None:
         """The error refusing a request meant for an older incarnation of this broker or sent
@@ -254,15 +252,14 @@ class ReplicaManager:
         was_leader_epoch = (p.role, p.leader_epoch)
         try:
             if state.leader == self.config.broker_id:
-                if self.fetchers is not None:
-                    self.fetchers.remove(key)
+                self.fetchers.remove(key)
                 self.guarded(p, lambda: p.make_leader(state, self.runtime.wall_time()))
             else:
-                if p.make_follower(state) and self.fetchers is not None:
+                if p.make_follower(state):
                     self.fetchers.remove(key)
                     if state.leader >= 0:
                         self.fetchers.add(p)
-                elif self.fetchers is not None and state.leader >= 0 and not self.fetchers.has(key):
+                elif state.leader >= 0 and not self.fetchers.has(key):
                     self.fetchers.add(p)
         except ReplicaOffline:
             return Errors.KAFKA_STORAGE_ERROR
@@ -326,8 +323,7 @@ class ReplicaManager:
 
     def stop_replica(self, topic: str, partition: int, *, delete: bool) -> str | None:
         key = (topic, partition)
-        if self.fetchers is not None:
-            self.fetchers.remove(key)
+        self.fetchers.remove(key)
         p = self.partitions.get(key)
         if p is not None:
             p.stop()
@@ -349,7 +345,7 @@ class ReplicaManager:
         """Periodically drop lagging followers from the ISR of every partition we lead."""
         while True:
             await self.runtime.sleep(self.config.isr_check_interval)
-            if self.self_fenced:
+            if self.session.fenced:
                 continue
             now = self.runtime.wall_time()
             for key in sorted(self.partitions):
@@ -366,19 +362,25 @@ class ReplicaManager:
 
     def expand_isr(self, p: Partition, joining: int) -> None:
         """Write the ISR with ``joining`` added (in the background: the fetch goes on)."""
-        if self.self_fenced:
+        if self.session.fenced:
             return
         new_isr = tuple(r for r in p.replicas if r in p.isr or r == joining)
         p.isr_update_pending = True
         self.runtime.spawn(self._write_isr(p, new_isr, "expand"), name=f"isr-{p.topic}-{p.partition}")
 
     async def _write_isr(self, p: Partition, new_isr: tuple[int, ...], change: str) -> None:
-        if self.zk is None:
+        zk_client = self.session.zk
+        if zk_client is None:
             p.isr_update_pending = False
             return
-        await write_isr(self.runtime, self.zk, p, new_isr, change)
+        await write_isr(self.runtime, zk_client, p, new_isr, change)
 
     # ------------------------------------------------------------------ checkpoints
+
+    def load_high_watermarks(self) -> list[LogDirOfflineError]:
+        """Start-up: read the HW checkpoints; returns the directories that failed doing so."""
+        self.checkpointed_high_watermarks, failures = self.log_dirs.read_high_watermarks()
+        return failures
 
     def checkpoint_high_watermarks(self) -> None:
         current = dict(self.checkpointed_high_watermarks)
@@ -407,9 +409,16 @@ class ReplicaManager:
             with contextlib.suppress(ReplicaOffline):
                 self.guarded(p, p.log.flush)
 
+    def close(self) -> None:
+        """Clean shutdown: checkpoint the HWs and flush the logs; later disk errors are not
+        failures (requests still in flight must not see "disk failure")."""
+        self.checkpoint_high_watermarks()
+        self.flush_all()
+        self.closed = True
+
     def fence_all(self, why: str) -> None:
-        """KIP-343 self-fencing: every replica stops acting as leader."""
-        self.self_fenced = True
+        """KIP-343 self-fencing (already recorded in the session): every replica stops
+        acting as leader."""
         for key in sorted(self.partitions):
             p = self.partitions[key]
             if p.role == "leader":

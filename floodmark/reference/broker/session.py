@@ -1,0 +1,70 @@
+"""The broker's standing in the cluster: its ZooKeeper session, incarnation and fencing.
+
+Some of a broker's state changes over its life and is read by several of its parts:
+
+* the **ZooKeeper session**: opened at start-up and replaced by a new one when the old one
+  is lost (the replica manager writes ISR changes and log directory events with it, the
+  heartbeat finds the controller through it);
+* the **incarnation** (KIP-343): the czxid of its current ``/brokers/ids/<id>`` node,
+  changed by every re-registration; requests from or for an older incarnation are refused;
+* **self-fenced** (KIP-343): which incarnation stopped acting as leader after hearing
+  nothing from the controller for too long; a newer incarnation that the controller hears
+  ends it;
+* **stopping**: controlled shutdown has begun.
+
+:class:`BrokerSession` holds them in one place. The broker owns it and changes the session,
+the incarnation and stopping; the heartbeat, which decides self-fencing, changes that. The
+others (replica manager, fetchers, the route to the controller) are lent it to read.
+"""
+
+from __future__ import annotations
+
+from floodmark.reference.runtime import Coordination
+
+
+class BrokerSession:
+    def __init__(self) -> None:
+        self._zk: Coordination | None = None
+        self._incarnation = 0
+        self._fenced_incarnation: int | None = None
+        self._stopping = False
+
+    @property
+    def zk(self) -> Coordination | None:
+        """The current ZooKeeper session; None before start-up opened the first one."""
+        return self._zk
+
+    @property
+    def incarnation(self) -> int:
+        """The czxid of this broker's registration; 0 until it first registered."""
+        return self._incarnation
+
+    @property
+    def fenced(self) -> bool:
+        """KIP-343: fenced itself for want of controller heartbeats; no longer acts as leader."""
+        return self._fenced_incarnation is not None
+
+    @property
+    def fenced_incarnation(self) -> int | None:
+        """The incarnation that fenced itself, while fenced."""
+        return self._fenced_incarnation
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    def opened(self, zk_client: Coordination) -> None:
+        """A new ZooKeeper session (at start-up, or replacing a lost one)."""
+        self._zk = zk_client
+
+    def registered(self, incarnation: int) -> None:
+        self._incarnation = incarnation
+
+    def fence(self) -> None:
+        self._fenced_incarnation = self._incarnation
+
+    def unfence(self) -> None:
+        self._fenced_incarnation = None
+
+    def begin_stopping(self) -> None:
+        self._stopping = True
