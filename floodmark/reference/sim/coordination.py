@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from floodmark.reference.runtime import (
     ConnectionLossError,
@@ -39,10 +39,8 @@ from floodmark.reference.runtime import (
     WatchEvent,
 )
 from floodmark.reference.sim.network import ZK
+from floodmark.reference.sim.world_view import WorldView
 from floodmark.reference.sim.zookeeper import Session, SimZooKeeper, validate_path
-
-if TYPE_CHECKING:
-    from floodmark.reference.sim.world import SimWorld
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -51,7 +49,7 @@ log = logging.getLogger(__name__)
 class SimCoordination:
     """Implements ``runtime.Coordination`` against :class:`SimZooKeeper`."""
 
-    def __init__(self, world: SimWorld, node: str, incarnation: int, session: Session) -> None:
+    def __init__(self, world: WorldView, node: str, incarnation: int, session: Session) -> None:
         self._world = world
         self._server: SimZooKeeper = world.zk
         self._node = world.node(node)
@@ -263,7 +261,7 @@ def _settle(reply: asyncio.Future[Any], outcome: Any) -> None:
         reply.set_result(outcome)
 
 
-async def connect(world: SimWorld, node: str, incarnation: int, session_timeout: float) -> SimCoordination:
+async def connect(world: WorldView, node: str, incarnation: int, session_timeout: float) -> SimCoordination:
     """Open a session from ``node``; fails with ConnectionLossError if ZooKeeper is unreachable."""
     sim_node = world.node(node)
     await sim_node.gate(incarnation)

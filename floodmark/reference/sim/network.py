@@ -23,14 +23,13 @@ import logging
 import math
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from floodmark.reference.protocol import wire
 from floodmark.reference.protocol.messages import ErrorResponse
 from floodmark.reference.runtime import Handler
-
-if TYPE_CHECKING:
-    from floodmark.reference.sim.world import SimWorld
+from floodmark.reference.sim.loop import VirtualTimeLoop
+from floodmark.reference.sim.node import SimNode
 
 ZK = "zk"  # the name of the simulated ZooKeeper server on the network
 UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"  # a handler raised instead of answering
@@ -47,9 +46,23 @@ class _Call:
         self.reply = reply
 
 
+class NetworkWorld(Protocol):
+    """What the network uses of its world (``sim.world``, which imports this module)."""
+
+    @property
+    def loop(self) -> VirtualTimeLoop: ...
+
+    @property
+    def nodes(self) -> dict[str, SimNode]: ...
+
+    def node(self, name: str) -> SimNode: ...
+
+    def record_failure(self, name: str, what: str, error: BaseException) -> None: ...
+
+
 class SimNetwork:
     def __init__(
-        self, world: SimWorld, rng: random.Random, *,
+        self, world: NetworkWorld, rng: random.Random, *,
         min_latency: float = 0.0005, max_latency: float = 0.002, check_wire: bool = True,
     ) -> None:
         self.world = world

@@ -14,19 +14,17 @@ import asyncio
 import logging
 import random
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from floodmark.reference.runtime import Coordination, Handler, Network, Storage
 from floodmark.reference.sim.coordination import connect
-
-if TYPE_CHECKING:
-    from floodmark.reference.sim.world import SimWorld
+from floodmark.reference.sim.world_view import WorldView
 
 
 class SimNodeNetwork:
     """One incarnation's view of the simulated network (``runtime.Network``)."""
 
-    def __init__(self, world: SimWorld, node: str, incarnation: int) -> None:
+    def __init__(self, world: WorldView, node: str, incarnation: int) -> None:
         self._world = world
         self._node = node
         self._incarnation = incarnation
@@ -45,7 +43,7 @@ class SimNodeNetwork:
 class SimRuntime:
     """``runtime.Runtime`` for one incarnation of a simulated node."""
 
-    def __init__(self, world: SimWorld, node: str, incarnation: int, storage: Storage, seed: str) -> None:
+    def __init__(self, world: WorldView, node: str, incarnation: int, storage: Storage, seed: str) -> None:
         self._world = world
         self._sim_node = world.node(node)
         self.node = node
