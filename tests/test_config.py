@@ -14,7 +14,9 @@ from floodmark.harness.config import (
     load_config,
     make_config,
     parse_nemesis,
+    recorded_settings,
 )
+from floodmark.run_config import DEFAULT_NEMESIS
 
 
 def test_defaults_make_a_meaningful_sixty_second_test() -> None:
@@ -118,3 +120,48 @@ def test_replace_keeps_custom_names_and_rederives_derived_ones() -> None:
 def test_nemesis_kinds_have_one_order() -> None:
     assert TestConfig(nemesis=("kill", "partition")) == TestConfig(nemesis=("partition", "kill"))
     assert TestConfig(nemesis=("kill", "partition")).name == "queue-partition+kill-default"
+
+
+def test_the_default_faults_are_ones_the_harness_has() -> None:
+    assert set(DEFAULT_NEMESIS) <= set(NEMESIS_KINDS)
+    assert parse_nemesis("all") == NEMESIS_KINDS
+
+
+def test_unclean_election_is_recorded_from_the_variant() -> None:
+    assert make_config({"variant": "unclean-election"}).unclean_leader_election is True
+    assert make_config({"variant": "truncate-to-hw"}).unclean_leader_election is False
+    # Changing the variant on top of a loaded test derives the setting again.
+    loaded = make_config({"variant": "unclean-election"})
+    assert make_config({"variant": "default"}, "command line", loaded).unclean_leader_election is False
+    assert recorded_settings(TestConfig(variant="unclean-election")).unclean_leader_election is True
+    assert recorded_settings(TestConfig(producer_retries_without_idempotence=True)).producer_retries_without_idempotence is False
+
+
+@pytest.mark.parametrize(
+    ("values", "key"),
+    [
+        ({"variant": "default", "unclean_leader_election": True}, "unclean_leader_election"),
+        ({"variant": "unclean-election", "unclean-leader-election": False}, "unclean_leader_election"),
+        ({"producer_retries_without_idempotence": True}, "producer_retries_without_idempotence"),
+        ({"unclean_leader_election": "yes"}, "unclean_leader_election"),
+    ],
+)
+def test_recorded_settings_cannot_be_chosen(values: dict, key: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        make_config(values, "my.yaml")
+    assert raised.value.key == key and str(raised.value).startswith(f"my.yaml: {key}: ")
+
+
+def test_a_recorded_setting_stated_as_recorded_is_accepted(tmp_path: Path) -> None:
+    config = make_config({"variant": "unclean-election", "unclean_leader_election": True})
+    assert config.unclean_leader_election is True
+    path = tmp_path / "test.yaml"
+    dump_config(config, path)
+    assert "unclean_leader_election: true" in path.read_text()
+    assert load_config(path) == config  # what repro reads back
+
+
+def test_an_old_test_yaml_is_reproduced_with_the_setting_its_variant_had(tmp_path: Path) -> None:
+    path = tmp_path / "test.yaml"
+    path.write_text("variant: unclean-election\nseed: 4\n")
+    assert load_config(path).unclean_leader_election is True

@@ -173,25 +173,27 @@ def test_load_config_names_the_file_and_line(tmp_path: Path) -> None:
     message = str(raised.value)
     assert str(path) in message and "line 2" in message and "nested more than 100 levels deep" in message
     path.write_text("nodes: 3\nseed: 2026-13-45\n")  # PyYAML alone: a ValueError traceback
-    with pytest.raises(ConfigError, match=r"line 2: not a valid timestamp: month must be in 1\.\.12"):
+    with pytest.raises(ConfigError, match=r"line 2, column \d+: not a valid timestamp: month must be in 1\.\.12"):
         load_config(path)
 
 
 def test_run_readers_report_a_deep_test_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from floodmark.checkers import registry
     from floodmark.cli import main
     from floodmark.pipeline import records
     from floodmark.reports.run_data import load_run
+    from floodmark.run_config import ConfigError, read_test_config
     from floodmark.rundir import RunDir
 
     path = make_minimal_run(tmp_path, name="deep", seed=1, stamp="20260101T000000", verdict=None)
     (path / "test.yaml").write_text(HOSTILE["block sequences"])
     run = RunDir(path)
-    with pytest.raises(records.RunRejected, match=r"test.yaml:1: not valid YAML \(nested more than 100"):
+    with pytest.raises(records.RunRejected, match=r"test.yaml: not valid YAML \(line 1, column \d+: nested more than 100"):
         records.read_config(run)
-    with pytest.raises(ValueError, match=r"test.yaml: not valid YAML \(line 1, column \d+: nested more than 100"):
-        registry.read_config(run)
+    with pytest.raises(ConfigError, match=r"test.yaml: not valid YAML \(line 1, column \d+: nested more than 100"):
+        read_test_config(run.config)  # what `floodmark check` reads a run's configuration with
     data = load_run(path)  # the report still renders, with the config unread and a warning saying why
-    assert data.config == {} and any("test.yaml" in w and "nested more than 100" in w for w in data.warnings)
+    assert data.config is None and any("test.yaml" in w and "nested more than 100" in w for w in data.warnings)
     assert main(["check", str(path)]) == 254  # `floodmark check`: file: problem, exit 254, no traceback
-    assert "nested more than 100 levels deep" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "nested more than 100 levels deep" in err and str(path / "test.yaml") in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

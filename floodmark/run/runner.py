@@ -38,7 +38,7 @@ from floodmark.backends import cleanup
 from floodmark.errors import exit_code
 from floodmark.harness.cluster import Cluster, ClusterSpec, new_run_id
 from floodmark.harness.code_version import code_version
-from floodmark.harness.config import TestConfig, dump_config
+from floodmark.harness.config import TestConfig, dump_config, recorded_settings
 from floodmark.harness.generator import Generator
 from floodmark.harness.progress import Progress
 from floodmark.harness.recorder import Recorder
@@ -98,7 +98,8 @@ class Runner:
     # ------------------------------------------------------------------ the lifecycle
 
     def run(self) -> RunOutcome:
-        self.config = config = dataclasses.replace(self.config, code_version=code_version())
+        # What the run promised is read back from test.yaml by the checkers: record it.
+        self.config = config = recorded_settings(dataclasses.replace(self.config, code_version=code_version()))
         self.outcome.config = config
         dump_config(config, self.run_dir.config)
         self.say(f"seed {config.seed}  (repeat with: floodmark run --seed {config.seed} ... or floodmark repro {self.run_dir.path})")

@@ -1,0 +1,312 @@
+"""The run configuration: what one chaos test was, as every part that reads runs sees it.
+
+A test is named by what it does: which cluster backend and how many nodes, which workload at
+what rate and concurrency, which faults, for how long, against which protocol variant, with
+which topic layout and durability settings. Together with the seed this decides every choice
+the harness makes, so the configuration plus the seed *is* the test: the harness saves it as
+``test.yaml`` in the run directory and copies it into ``results.json``.
+
+The configuration also records the effective settings that decide what Kafka's contract
+promises the run: ``acks``, ``min_insync_replicas``, whether unclean leader election was
+enabled, and whether the producer could write a record twice. Checkers, reports and the
+pipeline read those here, so they judge a run by what it states, not by knowing the
+implementation that ran it (the same checkers judge foreign Jepsen histories).
+
+This module is a contract, below everything else: it describes and reads a configuration.
+Choosing one (options and test files checked against the backends, workloads, fault kinds
+and variants the harness has) is :mod:`floodmark.harness.config`'s business. Reading a run's
+``test.yaml`` checks the types of the values only, so a run stays readable whatever it ran;
+a key this version does not know, or a value of the wrong type, is a :class:`ConfigError`
+naming the file and the key. A run that states no configuration at all (no ``test.yaml``, a
+foreign history) has none: readers get ``None``, never defaults that would claim settings
+nobody stated (acks=all, say). Keys a ``test.yaml`` leaves out take the defaults below,
+which is what the harness does with such a file; ``test.yaml`` files written before a key
+existed read the same way (an old file without ``unclean_leader_election`` states it off).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from floodmark.errors import SourceError
+from floodmark.safe_yaml import describe_error, load_yaml
+
+# The faults a test injects unless it names others (every kind the real backends apply),
+# also the order in which a configuration lists fault kinds; kinds not listed here follow,
+# by name. A test whose faults are exactly these is named "all".
+DEFAULT_NEMESIS: tuple[str, ...] = ("partition", "clock", "pause", "disk", "kill")
+
+
+class ConfigError(SourceError):
+    """A configuration that cannot be used: names the source, the key (if one) and the problem."""
+
+    def __init__(self, source: str, key: str | None, problem: str) -> None:
+        super().__init__(source, 0, f"{key}: {problem}" if key else problem)
+        self.key = key
+
+
+@dataclass(frozen=True)
+class TestConfig:
+    """One chaos test. Defaults give a meaningful 60-second queue test under every fault."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    name: str = ""  # derived from workload, nemesis and variant when empty
+    seed: int | None = None  # chosen at random (and printed) when None
+    cluster: str = "docker"
+    nodes: int = 3
+    workload: str = "queue"
+    nemesis: tuple[str, ...] = DEFAULT_NEMESIS
+    time_limit: float = 60.0  # seconds of workload under faults
+    variant: str = "default"
+    topics: int = 2  # named t0 .. t{topics-1}
+    partitions: int = 3  # per topic
+    replication_factor: int = 3
+    min_insync_replicas: int = 2
+    acks: str | int = "all"
+    rate: float = 200.0  # client ops per second, over all workers
+    concurrency: int = 8  # client workers
+    # Harness timing (seconds).
+    recovery_time: float = 30.0  # at most this long after the final heal-all, before the final drain
+    fault_duration: tuple[float, float] = (3.0, 12.0)  # a fault lasts between these
+    quiet_period: tuple[float, float] = (3.0, 8.0)  # no fault between faults
+    op_timeout: float = 5.0  # a client op with no answer by then ends "info" (or "fail" for reads)
+    drain_timeout: float = 60.0  # the final drain gives up on a partition after this
+    check_time_limit: float = 120.0  # searching checkers answer "unknown" past this
+    zk_session_timeout: float = 6.0  # brokers' ZooKeeper session timeout (pauses straddle it)
+    # Recorded, not chosen: the floodmark code version that ran the test (set by the runner,
+    # so a repro records the version it actually ran).
+    code_version: str = ""
+    # Recorded, not chosen: effective settings that follow from what ran. Kafka's
+    # unclean.leader.election.enable (an out-of-sync replica may become leader, losing what
+    # it lacked); the harness derives it from the variant.
+    unclean_leader_election: bool = False
+    # Kafka's retries without enable.idempotence: the producer may send a record again after
+    # an attempt whose outcome it did not learn, so a record may be written twice. The
+    # reference producer never does (it reports such a send as unknown).
+    producer_retries_without_idempotence: bool = False
+
+    def __post_init__(self) -> None:
+        # One spelling per set of kinds, so equal tests compare (and are named) equal.
+        order = {kind: position for position, kind in enumerate(DEFAULT_NEMESIS)}
+        object.__setattr__(self, "nemesis", tuple(sorted(set(self.nemesis), key=lambda k: (order.get(k, len(order)), k))))
+        if not self.name:
+            object.__setattr__(self, "name", default_name(self))
+
+    @property
+    def topic_names(self) -> tuple[str, ...]:
+        return tuple(f"t{i}" for i in range(self.topics))
+
+    @property
+    def topic_partitions(self) -> tuple[tuple[str, int], ...]:
+        """Every (topic, partition) of the test, in a fixed order."""
+        return tuple((t, p) for t in self.topic_names for p in range(self.partitions))
+
+    @property
+    def acks_code(self) -> int:
+        """The produce request's acks field: -1 for "all"."""
+        return -1 if self.acks == "all" else int(self.acks)
+
+    @property
+    def acks_all(self) -> bool:
+        """Whether every acknowledgement waited for the whole ISR (the only durable setting)."""
+        return self.acks == "all"
+
+    def replace(self, **changes: Any) -> TestConfig:
+        """A copy with ``changes``; a derived name is derived again from the new values."""
+        if "name" not in changes and self.name == default_name(self):
+            changes["name"] = ""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for test.yaml and results.json (lists, not tuples)."""
+        d: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            d[f.name] = list(value) if isinstance(value, tuple) else value
+        return d
+
+
+def default_name(config: TestConfig) -> str:
+    faults = "+".join(config.nemesis) if config.nemesis else "none"
+    if set(config.nemesis) == set(DEFAULT_NEMESIS):
+        faults = "all"
+    return f"{config.workload}-{faults}-{config.variant}"
+
+
+FIELDS: dict[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fields(TestConfig)}
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def read_test_config(path: str | Path) -> TestConfig | None:
+    """A run's ``test.yaml`` as its configuration, or None when the run has no such file."""
+    if not Path(path).exists():
+        return None
+    return config_from_dict(read_yaml_mapping(path), str(path))
+
+
+def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
+    """A YAML file of configuration keys (an empty file has none); raises ConfigError."""
+    source = str(path)
+    try:
+        text = Path(path).read_bytes()
+    except OSError as e:
+        raise ConfigError(source, None, f"cannot read the file ({e.strerror or e})") from None
+    try:
+        data = load_yaml(text, source)
+    except yaml.YAMLError as e:
+        raise ConfigError(source, None, f"not valid YAML ({describe_error(e)})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(source, None, f"expected a mapping, got {_kind(data)}")
+    return data
+
+
+def config_from_dict(values: Mapping[Any, Any], source: str) -> TestConfig:
+    """Values as ``test.yaml`` (or the copy in ``results.json``) holds them, type-checked.
+
+    Keys may be spelled with dashes; absent keys take the defaults. Raises ConfigError
+    naming ``source`` and the key for an unknown key or a value of the wrong type.
+    """
+    typed: dict[str, Any] = {}
+    for raw_key, value in values.items():
+        key = str(raw_key).replace("-", "_")
+        if key not in FIELDS:
+            raise ConfigError(source, str(raw_key), f"unknown key; known keys: {', '.join(FIELDS)}")
+        typed[key] = _typed(source, key, value)
+    return TestConfig(**typed)
+
+
+_WHOLE = ("nodes", "topics", "partitions", "replication_factor", "min_insync_replicas", "concurrency")
+_SECONDS = ("time_limit", "rate", "recovery_time", "op_timeout", "drain_timeout", "check_time_limit",
+            "zk_session_timeout")
+_WORDS = ("cluster", "workload", "variant")
+_FLAGS = ("unclean_leader_election", "producer_retries_without_idempotence")
+
+
+def _typed(source: str, key: str, value: Any) -> Any:
+    """One value in its field's type (the harness checks which values it can run)."""
+    if key == "name":
+        if value is None:
+            return ""
+        return _text(source, key, value)
+    if key == "seed":
+        return None if value is None else read_number(source, key, value, int, 0, 2**63 - 1)
+    if key == "code_version":
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise ConfigError(source, key, f"expected a string, got {_kind(value)}")
+        return str(value)
+    if key in _WORDS:
+        return _text(source, key, value)
+    if key == "nemesis":
+        return fault_kinds(source, value)
+    if key == "acks":
+        return read_acks(source, key, value)
+    if key in _WHOLE:
+        return read_number(source, key, value, int, 1)
+    if key in _SECONDS:
+        return read_number(source, key, value, float, 0.0)
+    if key in ("fault_duration", "quiet_period"):
+        return read_range(source, key, value)
+    if key in _FLAGS:
+        if not isinstance(value, bool):
+            raise ConfigError(source, key, f"expected true or false, got {_shown(value)}")
+        return value
+    raise ConfigError(source, key, "unknown key")  # pragma: no cover - FIELDS guards this
+
+
+def _text(source: str, key: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(source, key, f"expected a string, got {_kind(value)}")
+    return value
+
+
+def fault_kinds(source: str, value: Any) -> tuple[str, ...]:
+    """Fault kinds as a list or a comma-separated string; ``none`` is none, ``all`` the defaults."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        words = [w.strip() for w in value.split(",") if w.strip()]
+    elif isinstance(value, list | tuple) and all(isinstance(w, str) for w in value):
+        words = [w.strip() for w in value]
+    else:
+        raise ConfigError(source, "nemesis", f"expected a list of fault kinds, got {_shown(value)}")
+    if words == ["all"]:
+        return DEFAULT_NEMESIS
+    if words in ([], ["none"]):
+        return ()
+    return tuple(words)
+
+
+def read_acks(source: str, key: str, value: Any) -> str | int:
+    """Kafka's acks: ``all`` (also spelled -1), 1 or 0."""
+    if value in ("all", "-1", -1) and not isinstance(value, bool):
+        return "all"
+    if value in (0, 1, "0", "1") and not isinstance(value, bool):
+        return int(value)
+    raise ConfigError(source, key, f"must be one of all, 1, 0, got {_shown(value)}")
+
+
+def read_number(source: str, key: str, value: Any, kind: type, minimum: float, maximum: float | None = None) -> Any:
+    """A number of ``kind`` (int or float) within bounds; numeric strings are accepted."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, str):
+            try:
+                value = kind(value)
+            except ValueError:
+                raise ConfigError(source, key, f"expected a number, got {_shown(value)}") from None
+        else:
+            raise ConfigError(source, key, f"expected a number, got {_shown(value)}")
+    if kind is int and isinstance(value, float):
+        if not value.is_integer():
+            raise ConfigError(source, key, f"expected a whole number, got {_shown(value)}")
+        value = int(value)
+    if value < minimum:
+        raise ConfigError(source, key, f"must be at least {minimum}, got {_shown(value)}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(source, key, f"must be at most {maximum}, got {_shown(value)}")
+    return kind(value)
+
+
+def read_range(source: str, key: str, value: Any) -> tuple[float, float]:
+    """``[min, max]`` in seconds."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        raise ConfigError(source, key, f"expected [min, max] in seconds, got {_shown(value)}")
+    low = read_number(source, key, value[0], float, 0.1)
+    high = read_number(source, key, value[1], float, 0.1)
+    if low > high:
+        raise ConfigError(source, key, f"min {low} is greater than max {high}")
+    return (low, high)
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message: a scalar as written (cut short), anything else by kind,
+    since a damaged file's value may be nested deeply or be huge."""
+    if value is None or isinstance(value, str | int | float):
+        text = repr(value)
+        return text if len(text) <= 60 else f"{text[:57]}..."
+    return _kind(value)
+
+
+def _kind(value: Any) -> str:
+    """What a value is, in words (never the value: it may be huge or hostile)."""
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "nothing" if value is None else type(value).__name__

@@ -1,0 +1,117 @@
+"""The run configuration contract: reading a run's test.yaml (or results.json's copy) as a typed object."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from floodmark.harness.config import dump_config, make_config
+from floodmark.run_config import (
+    DEFAULT_NEMESIS,
+    ConfigError,
+    TestConfig,
+    config_from_dict,
+    read_test_config,
+)
+
+
+def test_a_run_without_test_yaml_states_no_configuration(tmp_path: Path) -> None:
+    assert read_test_config(tmp_path / "test.yaml") is None
+
+
+def test_what_the_harness_writes_reads_back_equal(tmp_path: Path) -> None:
+    config = make_config({"seed": 9, "variant": "unclean-election", "acks": 1, "nemesis": "kill,pause"})
+    dump_config(config, tmp_path / "test.yaml")
+    read = read_test_config(tmp_path / "test.yaml")
+    assert read == config
+    assert read is not None and read.unclean_leader_election is True and read.acks == 1
+    assert read.nemesis == ("pause", "kill") and read.name == "queue-pause+kill-unclean-election"
+    assert config_from_dict(config.to_dict(), "results.json: config") == config  # the copy in results.json
+
+
+def test_an_old_test_yaml_without_the_new_keys_reads_with_them_off(tmp_path: Path) -> None:
+    old = TestConfig(variant="unclean-election", seed=3).to_dict()
+    del old["unclean_leader_election"], old["producer_retries_without_idempotence"]
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(old))
+    read = read_test_config(tmp_path / "test.yaml")
+    # Nothing is inferred from the variant's name: the file did not state the setting.
+    assert read is not None and read.variant == "unclean-election" and read.unclean_leader_election is False
+    assert read.producer_retries_without_idempotence is False and read.seed == 3
+
+
+def test_reading_checks_types_not_the_harness_choices(tmp_path: Path) -> None:
+    # A run of another version or another system may name a cluster, workload, variant or
+    # fault the harness does not have; it is still a readable configuration.
+    foreign = {"cluster": "k8s", "workload": "bank", "variant": "kip-999", "nemesis": ["flood", "kill"],
+               "replication-factor": 5, "nodes": 12, "acks": "-1"}
+    read = config_from_dict(foreign, "x.yaml")
+    assert (read.cluster, read.workload, read.variant, read.nodes, read.replication_factor) == \
+        ("k8s", "bank", "kip-999", 12, 5)
+    assert read.nemesis == ("kill", "flood") and read.acks == "all" and read.acks_all
+    assert config_from_dict({"nemesis": "all"}, "x.yaml").nemesis == DEFAULT_NEMESIS
+    assert config_from_dict({"nemesis": "none"}, "x.yaml").nemesis == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "fragment"),
+    [
+        ("acks: sometimes\n", "acks", "must be one of all, 1, 0, got 'sometimes'"),
+        ("ack: 1\n", "ack", "unknown key"),
+        ("nodes: three\n", "nodes", "expected a number, got 'three'"),
+        ("partitions: 1.5\n", "partitions", "whole number"),
+        ("min_insync_replicas: 0\n", "min_insync_replicas", "at least 1"),
+        ("unclean_leader_election: maybe\n", "unclean_leader_election", "expected true or false"),
+        ("nemesis: {kill: 1}\n", "nemesis", "got a mapping"),
+        ("variant: [a, b]\n", "variant", "expected a string, got a list"),
+        ("fault_duration: [5, 1]\n", "fault_duration", "greater than max"),
+        ("seed: -1\n", "seed", "at least 0"),
+    ],
+)
+def test_a_malformed_test_yaml_names_the_file_and_the_key(tmp_path: Path, text: str, key: str, fragment: str) -> None:
+    path = tmp_path / "test.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as raised:
+        read_test_config(path)
+    assert raised.value.key == key and raised.value.source == str(path)
+    assert str(raised.value).startswith(f"{path}: {key}: ") and fragment in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ("nodes: 3\nnemesis: [partition\n", "not valid YAML (line 3, column 1: "),
+        ("- partition\n- kill\n", "expected a mapping, got a list"),
+        (b"seed: \xff\xff\n", "not valid YAML ("),
+        ("just words\n", "expected a mapping, got a string"),
+    ],
+)
+def test_a_test_yaml_that_is_no_configuration_names_the_file(tmp_path: Path, content: str | bytes, fragment: str) -> None:
+    path = tmp_path / "test.yaml"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    with pytest.raises(ConfigError) as raised:
+        read_test_config(path)
+    assert raised.value.key is None
+    assert str(raised.value).startswith(f"{path}: ") and fragment in str(raised.value)
+
+
+def test_an_error_never_repeats_a_huge_or_nested_value() -> None:
+    with pytest.raises(ConfigError) as raised:
+        config_from_dict({"acks": "x" * 10_000}, "results.json: config")
+    assert len(str(raised.value)) < 200
+    deep: list = []
+    for _ in range(900):
+        deep = [deep]
+    with pytest.raises(ConfigError, match="expected a number, got a list"):
+        config_from_dict({"nodes": deep}, "results.json: config")
+
+
+def test_the_contract_states_what_the_run_promised() -> None:
+    assert TestConfig().acks_all and not TestConfig(acks=0).acks_all
+    assert TestConfig().unclean_leader_election is False
+    assert TestConfig().producer_retries_without_idempotence is False
