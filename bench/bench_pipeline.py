@@ -43,10 +43,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from calibration import machine_speed  # noqa: E402
 
 from floodmark.checkers import synthetic  # noqa: E402
-from floodmark.checkers.registry import check_history, read_config  # noqa: E402
+from floodmark.checkers.registry import check_history  # noqa: E402
 from floodmark.history import iter_history, read_history  # noqa: E402
 from floodmark.node_events import read_events_dir  # noqa: E402
 from floodmark.pipeline.records import find_runs  # noqa: E402
+from floodmark.run_config import read_test_config  # noqa: E402
 from floodmark.rundir import RunDir  # noqa: E402
 from tests.pipeline_fixtures import write_large_queue_run, write_synthetic_run  # noqa: E402
 
@@ -63,7 +64,9 @@ def build_corpus(data: Path, runs: int, run_ops: int) -> tuple[Path, int]:
         shutil.rmtree(corpus, ignore_errors=True)
         for seed in range(runs):
             run = synthetic.queue_run(seed, ops=run_ops, partitions=3)
-            run.config.update(variant=VARIANTS[seed % 3], nemesis=NEMESES[seed // 3 % 3])
+            variant = VARIANTS[seed % 3]
+            run.config = run.config.replace(variant=variant, nemesis=(NEMESES[seed // 3 % 3],),
+                                            unclean_leader_election=variant == "unclean-election")
             write_synthetic_run(corpus, f"suite-{seed % 10}", run, seed)
         (corpus / ".complete").write_text("")
     return corpus, sum(_lines(p / "history.jsonl") for p in find_runs(corpus))
@@ -110,7 +113,7 @@ def _read_and_check(store: Path, checkers: tuple[str, ...] | None) -> tuple[floa
     for path in find_runs(store):
         started = time.perf_counter()
         rd = RunDir(path)
-        history, events, config = read_history(rd.history), read_events_dir(rd.events), read_config(rd)
+        history, events, config = read_history(rd.history), read_events_dir(rd.events), read_test_config(rd.config)
         read = time.perf_counter()
         check_history(history, events, config, checkers=list(checkers) if checkers else None)
         read_s += read - started
@@ -126,10 +129,9 @@ def in_process_question(store: Path) -> dict[tuple[str, str], dict[str, Any]]:
     outcomes: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for path in find_runs(store):
         rd = RunDir(path)
-        config = read_config(rd)
-        nemesis = config.get("nemesis")
-        key = (str(config.get("variant") or "default"),
-               ",".join(sorted(map(str, nemesis))) if isinstance(nemesis, list) else str(nemesis))
+        config = read_test_config(rd.config)
+        assert config is not None, f"{rd.config}: the corpus's runs state their configuration"
+        key = (config.variant, ",".join(sorted(config.nemesis)))
         invoked: dict[Any, int] = {}
         for op in iter_history(rd.history):
             if op.process == "nemesis":

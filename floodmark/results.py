@@ -70,6 +70,9 @@ class CheckerResult:
     anomalies: list[Anomaly] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    # The error that kept the checker from deciding, for callers in the same process that
+    # act on its type (results.json records its text in ``stats["error"]``).
+    cause: Exception | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {

@@ -72,5 +72,5 @@ def make_run_dir(tmp_path: Path, anomaly: str | None = None) -> Path:
         for e in node_events:
             writer.write(e.wall, e.kind, e.fields)
         writer.close()
-    (path / "test.yaml").write_text(yaml.safe_dump(run.config))
+    (path / "test.yaml").write_text(yaml.safe_dump(run.config.to_dict() if run.config else {}))
     return path

@@ -18,6 +18,7 @@ import yaml
 from floodmark.history import HistoryWriter, Op
 from floodmark.node_events import NodeEventWriter
 from floodmark.results import Anomaly, CheckerResult, build_results, write_results
+from floodmark.run_config import TestConfig
 
 SECOND = 1_000_000_000
 
@@ -114,9 +115,8 @@ def write_synthetic_run(store: Path, name: str, run: Any, seed: int) -> Path:
         with open(run_dir / "events" / f"{node}.jsonl", "w") as f:
             for e in events:
                 f.write(json.dumps(e.to_dict()) + "\n")
-    config = {"name": name, "seed": seed, "workload": "queue", "variant": "default",
-              "acks": "all", "min_insync_replicas": 2, "replication_factor": 3, **run.config}
-    (run_dir / "test.yaml").write_text(yaml.safe_dump(config))
+    config = run.config.replace(name=name) if run.config else TestConfig(name=name, seed=seed)
+    (run_dir / "test.yaml").write_text(yaml.safe_dump(config.to_dict()))
     return run_dir
 
 

@@ -73,3 +73,30 @@ def test_to_edn_export_reads_back(tmp_path: Path) -> None:
     assert main(["check", str(path), "--to-edn", str(out)]) == 0
     assert out.read_text().startswith("{:index 0, :time ")
     assert main(["check", str(out), "--checker", "queue,durability"]) == 0
+
+
+def test_a_foreign_queue_history_is_judged_without_a_configuration(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from checkers_fixtures import History
+
+    from floodmark.history import write_history
+
+    h = History()
+    h.send(0, 0, "a", 0)
+    h.send(0, 0, "b", 1)
+    h.poll(1, 0, 0, [(0, "a")], f="drain")  # b, acknowledged, is gone
+    path = tmp_path / "foreign.jsonl"
+    write_history(path, h.ops)
+    assert main(["check", str(path)]) == 1  # the loss is still reported, acks or not
+    out = capsys.readouterr().out
+    assert "durability invalid (1 lost-write)" in out and "queue invalid" in out
+
+
+def test_a_malformed_test_yaml_exits_254_with_one_line_naming_it(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    path = make_run_dir(tmp_path)
+    (path / "test.yaml").write_text("acks: most\n")
+    assert main(["check", str(path)]) == 254
+    err = capsys.readouterr().err.strip()
+    assert err == f"floodmark check: error: {path / 'test.yaml'}: acks: must be one of all, 1, 0, got 'most'"
+    assert not (path / "results.json").exists()

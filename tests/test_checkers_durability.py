@@ -6,11 +6,12 @@ from checkers_fixtures import History, events, tp
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.durability import DurabilityChecker
+from floodmark.run_config import TestConfig
 
-ACKS_ALL = {"acks": "all", "min_insync_replicas": 2, "variant": "default"}
+ACKS_ALL = TestConfig(acks="all", min_insync_replicas=2, variant="default")
 
 
-def check(h: History, config: dict | None = None, node_events: dict | None = None):  # type: ignore[no-untyped-def]
+def check(h: History, config: TestConfig | None = None, node_events: dict | None = None):  # type: ignore[no-untyped-def]
     return DurabilityChecker().check(CheckInput(h.ops, node_events or {}, ACKS_ALL if config is None else config))
 
 
@@ -66,8 +67,8 @@ def test_read_contradicting_an_ack_is_inconsistent() -> None:
 def test_losses_permitted_by_configuration_are_marked_not_hidden() -> None:
     h = base()
     h.poll(5, 0, 0, [(0, "a")], f="drain")
-    for config, reason in [({"acks": 1}, "acks=1"), ({"acks": "all", "min_insync_replicas": 1}, "min_insync"),
-                           ({"acks": "all", "variant": "unclean-election"}, "unclean")]:
+    for config, reason in [(TestConfig(acks=1), "acks=1"), (TestConfig(acks="all", min_insync_replicas=1), "min_insync"),
+                           (TestConfig(variant="unclean-election", unclean_leader_election=True), "unclean")]:
         result = check(h, config)
         assert result.valid is False
         assert reason in result.anomalies[0].details["permitted_by"]

@@ -6,11 +6,12 @@ from checkers_fixtures import History, events, tp
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.hw import HighWatermarkChecker
+from floodmark.run_config import TestConfig
 
-CONFIG = {"acks": "all", "min_insync_replicas": 2}
+CONFIG = TestConfig(acks="all", min_insync_replicas=2)
 
 
-def check(node_events: dict, h: History | None = None, config: dict | None = None):  # type: ignore[no-untyped-def]
+def check(node_events: dict, h: History | None = None, config: TestConfig | None = None):  # type: ignore[no-untyped-def]
     return HighWatermarkChecker().check(CheckInput((h or History()).ops, node_events, config or CONFIG))
 
 
@@ -60,7 +61,7 @@ def test_new_leader_lacking_committed_offsets() -> None:
     # The same loss under acks=1 is permitted, but still reported
     h1 = History()
     h1.poll(1, 0, 0, [(o, f"v{o}") for o in range(6)])
-    permitted = check({"n1": n1, "n2": n2}, h1, {"acks": 1}).anomalies
+    permitted = check({"n1": n1, "n2": n2}, h1, TestConfig(acks=1)).anomalies
     assert permitted[0].details["permitted_by"].startswith("acks=1")
 
 

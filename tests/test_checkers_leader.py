@@ -9,7 +9,7 @@ from floodmark.checkers.leader import LeaderChecker
 
 
 def check(node_events: dict):  # type: ignore[no-untyped-def]
-    return LeaderChecker().check(CheckInput([], node_events, {}))
+    return LeaderChecker().check(CheckInput([], node_events))
 
 
 def leader(epoch: int, partition: int = 0) -> tuple[str, dict]:

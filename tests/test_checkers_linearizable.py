@@ -15,6 +15,7 @@ from floodmark.checkers.linearizable import (
 )
 from floodmark.checkers.models import make_model
 from floodmark.checkers.synthetic_lin import log_lin_run
+from floodmark.run_config import TestConfig
 
 
 def register_history() -> History:
@@ -80,10 +81,10 @@ def test_log_model_on_log_lin_ops_is_per_partition() -> None:
     h.call(2, "read", {"topic": "t0", "partition": 0, "offset": 0}, {"topic": "t0", "partition": 0, "offset": 0, "value": "a"})
     h.call(2, "read", {"topic": "t0", "partition": 1, "offset": 1}, {"topic": "t0", "partition": 1, "offset": 1, "value": None})
     assert infer_model(h.ops) == "log"
-    ok = LinearizableChecker().check(CheckInput(h.ops, config={"workload": "log-lin"}))
+    ok = LinearizableChecker().check(CheckInput(h.ops, config=TestConfig(workload="log-lin")))
     assert ok.valid is True and ok.stats["objects"] == 2
     h.call(3, "read", {"topic": "t0", "partition": 1, "offset": 0}, {"topic": "t0", "partition": 1, "offset": 0, "value": None})
-    bad = LinearizableChecker().check(CheckInput(h.ops, config={"workload": "log-lin"}))
+    bad = LinearizableChecker().check(CheckInput(h.ops, config=TestConfig(workload="log-lin")))
     assert bad.valid is False
     assert (bad.anomalies[0].topic, bad.anomalies[0].partition) == ("t0", 1)
 

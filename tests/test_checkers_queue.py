@@ -6,13 +6,14 @@ from checkers_fixtures import History
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.queue import QueueChecker, duplicates_permitted_by
+from floodmark.run_config import TestConfig
 
 
-def check(h: History, config: dict | None = None):  # type: ignore[no-untyped-def]
-    return QueueChecker().check(CheckInput(h.ops, {}, config or {"acks": "all"}))
+def check(h: History, config: TestConfig | None = None):  # type: ignore[no-untyped-def]
+    return QueueChecker().check(CheckInput(h.ops, {}, config or TestConfig(acks="all")))
 
 
-def types(h: History, config: dict | None = None) -> dict[str, int]:
+def types(h: History, config: TestConfig | None = None) -> dict[str, int]:
     return check(h, config).stats["anomalies"]
 
 
@@ -55,8 +56,8 @@ def test_duplicate_unless_configuration_allows_it() -> None:
     h = sent(2)
     h.poll(3, 0, 0, [(0, "v0"), (1, "v1"), (2, "v1")], f="drain")
     assert types(h) == {"duplicate": 1}
-    allowed = {"acks": "all", "retries": 3, "idempotent": False}
-    assert duplicates_permitted_by(allowed)
+    allowed = TestConfig(acks="all", producer_retries_without_idempotence=True)
+    assert duplicates_permitted_by(allowed) and duplicates_permitted_by(None) is None
     result = check(h, allowed)
     assert result.valid is True and result.stats["duplicates_allowed"] == 1
 
@@ -117,7 +118,7 @@ def test_nonmonotonic_send() -> None:
 def test_loss_anomalies_carry_permission() -> None:
     h = sent()
     h.poll(3, 0, 0, [(0, "v0"), (1, "v1"), (2, "v2")], f="drain")
-    result = check(h, {"acks": 1})
+    result = check(h, TestConfig(acks=1))
     assert result.anomalies[0].details["permitted_by"].startswith("acks=1")
     assert result.stats["permitted"] == 1 and result.stats["violations"] == 0
 

@@ -5,11 +5,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from checkers_fixtures import make_run_dir
+import pytest
+import yaml
+from checkers_fixtures import History, make_run_dir
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.registry import CHECKER_NAMES, check_history, check_run, default_checkers
+from floodmark.checkers.linearizable import ModelMismatch
+from floodmark.checkers.permitted import NO_CONFIGURATION
+from floodmark.checkers.registry import (
+    CHECKER_NAMES,
+    check_history,
+    check_run,
+    default_checkers,
+    judge_history,
+)
 from floodmark.results import CheckerResult
+from floodmark.run_config import ConfigError, TestConfig
 
 
 def test_names_and_defaults() -> None:
@@ -44,7 +55,54 @@ def test_a_crashing_checker_gives_unknown_not_a_crash() -> None:
         def check(self, run: CheckInput) -> CheckerResult:
             raise RuntimeError("boom")
 
-    results = check_history([], {}, {}, checkers=[Broken(), "stats"])
+    results = check_history([], {}, None, checkers=[Broken(), "stats"])
     assert results["valid"] == "unknown"
     assert "boom" in results["checkers"]["broken"]["stats"]["error"]
     assert results["checkers"]["stats"]["valid"] is True
+    judged = judge_history([], {}, None, checkers=[Broken()])
+    assert isinstance(judged["broken"].cause, RuntimeError)  # the typed cause, for callers that act on it
+
+
+def test_a_history_that_does_not_fit_the_model_carries_the_typed_cause() -> None:
+    h = History()
+    h.call(0, "acquire", None)  # a mutex op, judged as a register
+    judged = judge_history(h.ops, checkers=["linearizable"], model="cas-register")
+    assert judged["linearizable"].valid == "unknown"
+    assert isinstance(judged["linearizable"].cause, ModelMismatch)
+
+
+def test_a_history_without_configuration_is_judged_without_one() -> None:
+    # A foreign queue history states no acks: its lost write is reported, but not as a
+    # violation of an acks=all promise nobody stated.
+    h = History()
+    h.send(0, 0, "a", 0)
+    h.send(0, 0, "b", 1)
+    h.poll(1, 0, 0, [(0, "a")], f="drain")
+    results = check_history(h.ops, {}, None, checkers=["durability", "queue"])
+    assert results["valid"] is False and results["config"] == {} and results["seed"] is None
+    durability = results["checkers"]["durability"]
+    assert durability["stats"]["violations"] == 0 and durability["stats"]["permitted"] == 1
+    assert durability["anomalies"][0]["permitted_by"] == NO_CONFIGURATION
+    stated = check_history(h.ops, {}, TestConfig(), checkers=["durability"])["checkers"]["durability"]
+    assert stated["stats"]["violations"] == 1 and "permitted_by" not in stated["anomalies"][0]
+
+
+def test_an_old_test_yaml_without_the_recorded_settings_still_reads(tmp_path: Path) -> None:
+    path = make_run_dir(tmp_path, "lost-write")
+    old = yaml.safe_load((path / "test.yaml").read_text())
+    del old["unclean_leader_election"], old["producer_retries_without_idempotence"]
+    old["variant"] = "unclean-election"  # the old file names the variant; nothing is inferred from it
+    (path / "test.yaml").write_text(yaml.safe_dump(old))
+    results = check_run(path, checkers=["durability"])
+    durability = results["checkers"]["durability"]
+    assert results["config"]["unclean_leader_election"] is False
+    assert durability["valid"] is False and durability["stats"]["violations"] == 1
+
+
+def test_a_malformed_test_yaml_is_an_error_naming_the_file_and_key(tmp_path: Path) -> None:
+    path = make_run_dir(tmp_path)
+    (path / "test.yaml").write_text("workload: queue\nacks: sometimes\n")
+    with pytest.raises(ConfigError) as raised:
+        check_run(path)
+    assert str(raised.value).startswith(f"{path / 'test.yaml'}: acks: must be one of all, 1, 0")
+    assert not (path / "results.json").exists()

@@ -3,11 +3,12 @@
 import pytest
 
 from floodmark.checkers import synthetic
-from floodmark.checkers.registry import check_history, read_config
+from floodmark.checkers.registry import check_history
 from floodmark.history import read_history
 from floodmark.node_events import read_events_dir
 from floodmark.pipeline.ingest import ingest, load_table
 from floodmark.pipeline.scale_check import PARTITION_LOCAL_CHECKERS, check_runs
+from floodmark.run_config import read_test_config
 from floodmark.rundir import RunDir
 from tests.pipeline_fixtures import write_synthetic_run
 from tests.spark_fixtures import spark  # noqa: F401
@@ -34,7 +35,7 @@ def corpus(tmp_path_factory, spark):  # noqa: F811
 
 def _in_process(run_dir, checkers=None):
     rd = RunDir(run_dir)
-    return check_history(read_history(rd.history), read_events_dir(rd.events), read_config(rd),
+    return check_history(read_history(rd.history), read_events_dir(rd.events), read_test_config(rd.config),
                          checkers=list(checkers) if checkers else None)
 
 

@@ -3,25 +3,36 @@
 A checker receives a :class:`CheckInput` (the client history, the node events and the run's
 configuration) and returns a :class:`~floodmark.results.CheckerResult`. Checkers never read
 files themselves, so the same checker runs in-process (``floodmark check``) and inside Spark
-UDFs (``floodmark analyze``).
+UDFs (``floodmark analyze``). They know nothing of the implementation that ran: what a run
+promised comes from its configuration and its node events, so the same checkers judge
+foreign histories, which state no configuration at all (``config`` is then None).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from functools import cached_property
+from typing import Protocol
 
+from floodmark.checkers.permitted import loss_permitted_by
 from floodmark.history import Op
 from floodmark.node_events import NodeEvent
 from floodmark.results import CheckerResult
+from floodmark.run_config import TestConfig
 
 
 @dataclass(frozen=True)
 class CheckInput:
     history: list[Op]
     events: dict[str, list[NodeEvent]] = field(default_factory=dict)
-    config: dict[str, Any] = field(default_factory=dict)
+    config: TestConfig | None = None  # None: the run states no configuration (a foreign history)
     time_limit: float | None = None  # seconds; checkers that search answer "unknown" past it
+
+    @cached_property
+    def loss_permitted_by(self) -> str | None:
+        """Why the run may lose acknowledged records, or None (worked out once: several
+        checkers ask, and finding an unclean election scans every node event)."""
+        return loss_permitted_by(self.config, self.events)
 
 
 class Checker(Protocol):

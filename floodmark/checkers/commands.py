@@ -21,9 +21,10 @@ from floodmark.checkers.linearizable import ModelMismatch, format_conventions, i
 from floodmark.checkers.models import MODEL_NAMES
 from floodmark.checkers.registry import (
     CHECKER_NAMES,
-    check_history,
     check_run,
     default_checker_names,
+    judge_history,
+    results_of,
 )
 from floodmark.errors import UsageError, exit_code
 from floodmark.formats import edn
@@ -32,6 +33,7 @@ from floodmark.formats.jepsen_edn import write_edn_history
 from floodmark.history import HistoryError, read_history
 from floodmark.node_events import NodeEventError
 from floodmark.results import Validity, merge_validity
+from floodmark.run_config import ConfigError
 from floodmark.rundir import RunDir, is_run_dir
 
 _WORD = {True: "VALID", False: "INVALID"}
@@ -116,13 +118,13 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
     if workload is None and model == "log":
         workload = "log-lin"
     names = checkers or list(default_checker_names(workload))
-    config = {"workload": workload} if workload else {}
-    results = check_history(loaded.ops, {}, config, checkers=names, time_limit=args.time_limit,
-                            **_lin_options(args, loaded.format, model))
-    error = str(results["checkers"].get("linearizable", {}).get("stats", {}).get("error", ""))
-    if error.startswith(ModelMismatch.__name__):
-        raise ModelMismatch(f"model {model}: {error.split(': ', 1)[-1]}")
-    return results
+    # A history file states no configuration: the checkers are told none, not a made-up one.
+    judged = judge_history(loaded.ops, {}, None, checkers=names, time_limit=args.time_limit,
+                           **_lin_options(args, loaded.format, model))
+    linearizable = judged.get("linearizable")
+    if linearizable is not None and isinstance(linearizable.cause, ModelMismatch):
+        raise ModelMismatch(f"model {model}: {linearizable.cause}")
+    return results_of(judged, None)
 
 
 def _summary(results: dict[str, Any]) -> str:
@@ -151,6 +153,8 @@ def run_check(args: argparse.Namespace) -> int:
             raise UsageError(str(e)) from None
         except ModelMismatch as e:
             raise UsageError(f"{path}: the history does not fit the model: {e}") from None
+        except ConfigError as e:  # names the file itself
+            raise UsageError(str(e)) from None
         except (OSError, ValueError) as e:
             raise UsageError(f"{path}: {e}") from None
         valid = results["valid"]

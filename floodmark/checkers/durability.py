@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.permitted import loss_permitted_by
 from floodmark.checkers.queue_index import PartitionIndex, index_for
 from floodmark.results import Anomaly, CheckerResult, Validity
 
@@ -31,7 +30,7 @@ class DurabilityChecker:
 
     def check(self, run: CheckInput) -> CheckerResult:
         index = index_for(run.history)
-        permitted_by = loss_permitted_by(run.config, run.events)
+        permitted_by = run.loss_permitted_by
         details = {"permitted_by": permitted_by} if permitted_by else {}
         anomalies: list[Anomaly] = []
         stats: dict[str, Any] = {"acknowledged": 0, "judged": 0, "unjudged": 0, "lost": 0, "moved": 0,

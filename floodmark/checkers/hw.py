@@ -34,7 +34,7 @@ import bisect
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.permitted import acks_all, loss_permitted_by
+from floodmark.checkers.permitted import acks_all
 from floodmark.checkers.queue_index import index_for
 from floodmark.node_events import NodeEvent
 from floodmark.results import Anomaly, CheckerResult
@@ -47,7 +47,7 @@ class HighWatermarkChecker:
 
     def check(self, run: CheckInput) -> CheckerResult:
         exposed, committed_values = _client_exposure(run)
-        reason = loss_permitted_by(run.config, run.events)
+        reason = run.loss_permitted_by
         details = {"permitted_by": reason} if reason else {}
         scan = _Scan(committed_values, details)
         for node in sorted(run.events):

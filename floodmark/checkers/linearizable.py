@@ -148,7 +148,7 @@ class LinearizableChecker:
     def check(self, run: CheckInput) -> CheckerResult:
         started = time.monotonic()
         deadline = None if run.time_limit is None else started + run.time_limit
-        model_name = self.model or run.config.get("model") or infer_model(run.history, run.config.get("workload"))
+        model_name = self.model or infer_model(run.history, run.config.workload if run.config else None)
         options = {"failed_cas_observed": self.failed_cas_observed, "nil_reads_unknown": self.nil_reads_unknown}
         build = lambda: make_model(model_name, self.initial, **options)  # noqa: E731
         objects = prepare_history(run.history, build())

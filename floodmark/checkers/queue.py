@@ -30,15 +30,16 @@ from typing import Any
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.durability import inconsistent_offsets
-from floodmark.checkers.permitted import loss_permitted_by
 from floodmark.checkers.queue_index import PartitionIndex, QueueIndex, Send, index_for
 from floodmark.results import Anomaly, CheckerResult, Validity
+from floodmark.run_config import TestConfig
 
 
-def duplicates_permitted_by(config: dict[str, Any]) -> str | None:
-    retries = config.get("retries", config.get("producer_retries", 0))
-    if isinstance(retries, int) and retries > 0 and config.get("idempotent") is False:
-        return f"the producer retries ({retries}) without idempotence"
+def duplicates_permitted_by(config: TestConfig | None) -> str | None:
+    """Why a value may be written twice, or None: only a producer that retries without
+    idempotence may write one (a run that states no configuration does not say it does)."""
+    if config is not None and config.producer_retries_without_idempotence:
+        return "the producer retries without idempotence"
     return None
 
 
@@ -47,7 +48,7 @@ class QueueChecker:
 
     def check(self, run: CheckInput) -> CheckerResult:
         index = index_for(run.history)
-        loss_reason = loss_permitted_by(run.config, run.events)
+        loss_reason = run.loss_permitted_by
         loss_details = {"permitted_by": loss_reason} if loss_reason else {}
         duplicate_reason = duplicates_permitted_by(run.config)
         anomalies: list[Anomaly] = []

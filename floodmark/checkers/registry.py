@@ -3,8 +3,9 @@
 The harness runner, the report, ``floodmark check`` and the Spark pipeline all judge runs
 through :func:`check_run` (a run directory) or :func:`check_history` (ops already in
 memory). A checker that crashes on a malformed history does not take the others down: its
-verdict becomes "unknown" with the error recorded, because a checker that could not decide
-must never pass as valid.
+verdict becomes "unknown" with the error recorded (and kept as the result's ``cause``, so a
+caller such as ``floodmark check`` can act on its type), because a checker that could not
+decide must never pass as valid.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from floodmark.checkers.api import Checker, CheckInput
 from floodmark.checkers.durability import DurabilityChecker
 from floodmark.checkers.hw import HighWatermarkChecker
@@ -28,8 +27,8 @@ from floodmark.checkers.stats import StatsChecker
 from floodmark.history import Op, read_history
 from floodmark.node_events import NodeEvent, read_events_dir
 from floodmark.results import CheckerResult, build_results, merge_validity, write_results
+from floodmark.run_config import TestConfig, read_test_config
 from floodmark.rundir import RunDir
-from floodmark.safe_yaml import describe_error, load_yaml
 
 CHECKER_NAMES: tuple[str, ...] = ("durability", "hw", "leader", "queue", "linearizable", "stats")
 
@@ -88,7 +87,7 @@ def _run_each(checkers: Sequence[Checker], run: CheckInput, results: dict[str, C
         except Exception as e:  # noqa: BLE001 - one broken checker must not hide the others' verdicts
             results[checker.name] = CheckerResult(
                 "unknown", stats={"error": f"{type(e).__name__}: {e}",
-                                  "traceback": traceback.format_exc(limit=5)})
+                                  "traceback": traceback.format_exc(limit=5)}, cause=e)
 
 
 def _resolve(checkers: Sequence[str | Checker] | None, workload: str | None, **options: Any) -> list[Checker]:
@@ -99,33 +98,44 @@ def _resolve(checkers: Sequence[str | Checker] | None, workload: str | None, **o
             else make_checker(c) if isinstance(c, str) else c for c in checkers]
 
 
+def judge_history(
+    ops: list[Op],
+    events: dict[str, list[NodeEvent]] | None = None,
+    config: TestConfig | None = None,
+    *,
+    checkers: Sequence[str | Checker] | None = None,
+    time_limit: float | None = None,
+    **linearizable_options: Any,
+) -> dict[str, CheckerResult]:
+    """Each checker's judgement of a history (and node events) in memory.
+
+    ``config`` is the run's configuration, or None for a history that states none (then the
+    checkers assume nothing it would have said, and the workload's checkers are not known).
+    """
+    run = CheckInput(ops, events or {}, config, time_limit)
+    resolved = _resolve(checkers, config.workload if config else None, **linearizable_options)
+    return run_checkers(resolved, run)
+
+
+def results_of(judged: dict[str, CheckerResult], config: TestConfig | None) -> dict[str, Any]:
+    """The results dict (``results.json``) of judgements of a run with ``config``."""
+    if config is None:
+        return build_results(judged)
+    return build_results(judged, seed=config.seed, config=config.to_dict(), variant=config.variant)
+
+
 def check_history(
     ops: list[Op],
     events: dict[str, list[NodeEvent]] | None = None,
-    config: dict[str, Any] | None = None,
+    config: TestConfig | None = None,
     *,
     checkers: Sequence[str | Checker] | None = None,
     time_limit: float | None = None,
     **linearizable_options: Any,
 ) -> dict[str, Any]:
     """Judge a history (and node events) in memory; returns the results dict."""
-    config = dict(config or {})
-    run = CheckInput(ops, events or {}, config, time_limit)
-    resolved = _resolve(checkers, config.get("workload"), **linearizable_options)
-    results = run_checkers(resolved, run)
-    return build_results(results, seed=config.get("seed"), config=config, variant=config.get("variant"))
-
-
-def read_config(run_dir: RunDir) -> dict[str, Any]:
-    if not run_dir.config.is_file():
-        return {}
-    try:
-        data = load_yaml(run_dir.config.read_text(encoding="utf-8"), str(run_dir.config))
-    except yaml.YAMLError as e:  # ValueError is what callers (floodmark check) report as file: problem
-        raise ValueError(f"{run_dir.config}: not valid YAML ({describe_error(e)})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{run_dir.config}: expected a mapping of configuration keys")
-    return data
+    judged = judge_history(ops, events, config, checkers=checkers, time_limit=time_limit, **linearizable_options)
+    return results_of(judged, config)
 
 
 def check_run(
@@ -137,15 +147,16 @@ def check_run(
 ) -> dict[str, Any]:
     """Judge a run directory and write (or update) its ``results.json``.
 
-    With an explicit subset of ``checkers``, the verdicts of other checkers already in
+    The run's ``test.yaml`` is its configuration; a malformed one raises
+    :class:`~floodmark.run_config.ConfigError` naming the file and the key. With an explicit subset of ``checkers``, the verdicts of other checkers already in
     ``results.json`` are kept and the overall verdict is merged over all of them.
     """
     run = RunDir(Path(run_dir))
-    config = read_config(run)
+    config = read_test_config(run.config)
     ops = read_history(run.history)
     events = read_events_dir(run.events)
-    if time_limit is None and isinstance(config.get("check_time_limit"), int | float):
-        time_limit = float(config["check_time_limit"])
+    if time_limit is None and config is not None:
+        time_limit = config.check_time_limit
     results = check_history(ops, events, config, checkers=checkers, time_limit=time_limit, **linearizable_options)
     if checkers is not None and run.results.is_file():
         try:

@@ -21,6 +21,7 @@ from typing import Any
 
 from floodmark.history import Op
 from floodmark.node_events import NodeEvent
+from floodmark.run_config import TestConfig
 
 Partition = tuple[str, int]
 
@@ -29,7 +30,7 @@ Partition = tuple[str, int]
 class SyntheticRun:
     history: list[Op]
     events: dict[str, list[NodeEvent]]
-    config: dict[str, Any] = field(default_factory=dict)
+    config: TestConfig | None = None
 
 
 class _Recorder:
@@ -176,8 +177,8 @@ def queue_run(seed: int, *, ops: int = 400, processes: int = 4, topics: int = 1,
         rec.op("ok", drainer, "drain", [{"topic": key[0], "partition": key[1], "offset": 0,
                                          "records": [[o, v] for o, v in enumerate(log)],
                                          "high_watermark": len(log)}])
-    config = {"workload": "queue", "acks": "all", "min_insync_replicas": 2, "variant": "default",
-              "topics": topics, "partitions": partitions, "nodes": nodes, "seed": seed}
+    config = TestConfig(workload="queue", acks="all", min_insync_replicas=2, variant="default", topics=topics,
+                        partitions=partitions, nodes=nodes, replication_factor=nodes, seed=seed)
     return SyntheticRun(rec.ops, rec.events, config)
 
 
@@ -267,7 +268,7 @@ def inject(run: SyntheticRun, anomaly: str, seed: int = 0) -> SyntheticRun:
         _inject_events(events, anomaly, rng)
     else:
         raise ValueError(f"unknown anomaly {anomaly!r}")
-    return SyntheticRun(history, events, dict(run.config))
+    return SyntheticRun(history, events, run.config)
 
 
 def _read_batches(history: list[Op], f: str) -> list[tuple[int, int]]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from floodmark.checkers.synthetic import SyntheticRun
 from floodmark.history import Op
+from floodmark.run_config import TestConfig
 
 
 def _loop(rng: random.Random, ops: int, processes: int, info_rate: float,
@@ -76,7 +77,7 @@ def log_lin_run(seed: int, *, ops: int = 500, processes: int = 5, partitions: in
         return "ok", {**op.value, "value": log[offset] if offset < len(log) else None}
 
     history = _loop(rng, ops, processes, info_rate, invoke, complete)
-    return SyntheticRun(history, {}, {"workload": "log-lin", "seed": seed})
+    return SyntheticRun(history, {}, TestConfig(workload="log-lin", topics=1, partitions=partitions, seed=seed))
 
 
 def register_run(seed: int, *, ops: int = 500, processes: int = 5, values: int = 5,
@@ -107,7 +108,7 @@ def register_run(seed: int, *, ops: int = 500, processes: int = 5, values: int =
         return ("info" if unknown else "ok"), op.value
 
     history = _loop(rng, ops, processes, info_rate, invoke, complete)
-    return SyntheticRun(history, {}, {"workload": "register", "model": "cas-register", "seed": seed})
+    return SyntheticRun(history, {})  # a register: no floodmark workload, so no configuration
 
 
 def corrupt_read(run: SyntheticRun, seed: int = 0) -> SyntheticRun:
@@ -121,4 +122,4 @@ def corrupt_read(run: SyntheticRun, seed: int = 0) -> SyntheticRun:
         corrupted = "never-written"
     history = list(run.history)
     history[target.index] = replace(target, value=corrupted)
-    return SyntheticRun(history, run.events, dict(run.config))
+    return SyntheticRun(history, run.events, run.config)

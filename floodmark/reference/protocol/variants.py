@@ -76,8 +76,3 @@ def get_variant(name: str) -> Variant:
         return VARIANTS[name]
     except KeyError:
         raise ValueError(f"unknown variant {name!r}; choose one of: {', '.join(VARIANTS)}") from None
-
-
-# Variants whose data loss the *configuration* permits (reported, but separated from
-# contract violations by the durability checker).
-LOSS_PERMITTING_VARIANTS: frozenset[str] = frozenset({"unclean-election"})
