@@ -341,7 +341,7 @@ def make_minimal_run(store: Path, *, name: str, seed: int, stamp: str, verdict: 
 
 
 def run_data_from(ops: list[Any], events: dict[str, list[Any]] | None = None,
-                  results: dict[str, Any] | None = None, config: dict[str, Any] | None = None) -> Any:
+                  results: dict[str, Any] | None = None, config: Any = None) -> Any:
     """A RunData built in memory (no files), for unit tests of the report's parts."""
     from floodmark.reports.history_columns import HistoryColumns
     from floodmark.reports.run_data import RunData
@@ -349,7 +349,7 @@ def run_data_from(ops: list[Any], events: dict[str, list[Any]] | None = None,
 
     history = HistoryColumns.from_ops(ops)
     completion_of = history.pairs()
-    return RunData(RunDir(Path("/nonexistent/run")), config or {}, results, history, completion_of,
+    return RunData(RunDir(Path("/nonexistent/run")), config, results, history, completion_of,
                    {c: i for i, c in completion_of.items()}, events or {})
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from floodmark.pipeline.records import RunRejected, find_runs, read_run
+from floodmark.pipeline.records import RunRejected, config_from_json, find_runs, read_run
 from tests.pipeline_fixtures import make_run
 
 
@@ -49,3 +49,30 @@ def test_an_op_index_out_of_sequence_is_rejected_with_file_and_line(tmp_path):
     run.path.joinpath("history.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(RunRejected, match=r"history.jsonl:4: op index 4 out of sequence \(expected 3\)"):
         read_run(run.path, tmp_path)
+
+
+def test_a_mistyped_config_value_is_rejected_naming_the_file_and_key(tmp_path):
+    run = make_run(tmp_path, seed=7)
+    run.path.joinpath("test.yaml").write_text("seed: 7\nmin_insync_replicas: two\n")
+    with pytest.raises(RunRejected, match=r"test.yaml: min_insync_replicas: expected a number, got 'two'"):
+        read_run(run.path, tmp_path)
+
+
+def test_the_run_row_carries_the_typed_configuration(tmp_path):
+    run = make_run(tmp_path, seed=8, variant="unclean-election", nemesis=("kill", "partition"))
+    row = read_run(run.path, tmp_path).run
+    assert (row["variant"], row["nemesis"], row["workload"], row["cluster"], row["code_version"]) == \
+        ("unclean-election", "kill,partition", "queue", "local", "abc123")
+    config = config_from_json(row["config_json"], row["run_id"])
+    assert config is not None and config.variant == "unclean-election" and config.seed == 8
+    assert config.unclean_leader_election is False  # the file did not state it: nothing is inferred
+
+
+def test_a_run_without_configuration_leaves_what_it_does_not_state_null(tmp_path):
+    run = make_run(tmp_path, seed=9)
+    run.path.joinpath("test.yaml").unlink()
+    row = read_run(run.path, tmp_path).run
+    assert row["test"] == "queue" and row["seed"] == 9  # the directory's name; the seed results.json copied
+    assert row["workload"] is None and row["nemesis"] is None and row["cluster"] is None
+    assert row["config_json"] is None and config_from_json(row["config_json"], row["run_id"]) is None
+    assert config_from_json("{}", row["run_id"]) is None  # what older ingests stored for such a run

@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import yaml
 from report_fixtures import HOSTILE_IMG, HOSTILE_SCRIPT, make_run
 
 from floodmark.cli import main
@@ -103,6 +104,36 @@ def test_header_shows_test_seed_variant_nemeses_cluster_and_duration(store: Path
     assert f"<div><dt>duration</dt><dd>{last_time / 1e9:.1f} s</dd></div>" in header
     assert "<div><dt>ops</dt><dd>300</dd></div>" in header
     assert "<title>valid · clean-header · floodmark</title>" in html
+
+
+def test_header_states_only_what_the_run_states(store: Path) -> None:
+    run = make_run(store, name="recorded", seed=5, ops=60, variant="unclean-election")
+    config = yaml.safe_load((run.path / "test.yaml").read_text())
+    (run.path / "test.yaml").write_text(yaml.safe_dump({**config, "unclean_leader_election": True}))
+    header = _header(write_report(run.path).read_text())
+    assert "<div><dt>unclean election</dt><dd>enabled</dd></div>" in header
+    # Without test.yaml the copy in results.json is shown; without either, nothing is made up.
+    (run.path / "test.yaml").unlink()
+    header = _header(write_report(run.path).read_text())
+    assert '<dd id="variant">unclean-election</dd>' in header and "<dt>cluster</dt><dd>local</dd>" in header
+    assert "unclean election" not in header  # the copy has no such key: it states the setting off
+    results = json.loads((run.path / "results.json").read_text())
+    (run.path / "results.json").write_text(json.dumps({**results, "config": {}, "variant": None}))
+    header = _header(write_report(run.path).read_text())
+    assert '<dd id="variant">not stated</dd>' in header and '<dd id="nemesis">not stated</dd>' in header
+    assert "<dt>cluster</dt>" not in header and "<dt>acks</dt>" not in header
+    assert '<h1 id="test-name">recorded</h1>' in header  # the test directory's name
+
+
+def test_a_malformed_test_yaml_is_a_warning_naming_the_file(store: Path) -> None:
+    run = make_run(store, ops=40, with_results=False)
+    (run.path / "test.yaml").write_text("acks: sometimes\n")
+    html = write_report(run.path).read_text()
+    assert 'id="warnings"' in html and "test.yaml: acks: must be one of all, 1, 0" in html
+
+
+def _header(html: str) -> str:
+    return html[html.index('<header class="run'): html.index("</header>")]
 
 
 def test_witnesses_on_other_partitions_are_shown_highlighted(store: Path) -> None:

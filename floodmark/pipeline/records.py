@@ -15,13 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from floodmark.history import HistoryError, Op, iter_history
 from floodmark.node_events import NodeEvent, NodeEventError, read_events_dir
 from floodmark.results import read_results
+from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir
-from floodmark.safe_yaml import load_yaml
 
 Row = dict[str, Any]
 
@@ -114,20 +112,12 @@ def _validate_history(rd: RunDir, witnesses: set[int]) -> tuple[int, int | None,
     return count, first, last, times
 
 
-def read_config(rd: RunDir) -> dict[str, Any]:
-    if not rd.config.exists():
-        return {}
+def read_config(rd: RunDir) -> TestConfig | None:
+    """The run's configuration (None when it has no ``test.yaml``); a malformed one rejects the run."""
     try:
-        data = load_yaml(rd.config.read_text(encoding="utf-8"), str(rd.config))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise RunRejected(f"{rd.config}{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise RunRejected(f"{rd.config}: expected a mapping of settings, got {type(data).__name__}")
-    return data
+        return read_test_config(rd.config)
+    except ConfigError as e:
+        raise RunRejected(str(e)) from None
 
 
 def read_results_if_any(rd: RunDir) -> dict[str, Any] | None:
@@ -139,14 +129,6 @@ def read_results_if_any(rd: RunDir) -> dict[str, Any] | None:
         raise RunRejected(f"{rd.results}: {e}") from None
 
 
-def _as_text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, (list, tuple)):
-        return ",".join(sorted(str(v) for v in value)) or "none"
-    return str(value)
-
-
 def _validity_text(value: Any) -> str | None:
     if value is None:
         return None
@@ -154,26 +136,42 @@ def _validity_text(value: Any) -> str | None:
 
 
 def run_row(
-    run_id: str, rd: RunDir, config: dict[str, Any], results: dict[str, Any] | None,
+    run_id: str, rd: RunDir, config: TestConfig | None, results: dict[str, Any] | None,
     op_count: int, first_time: int | None, last_time: int | None,
 ) -> Row:
-    seed = config.get("seed", results.get("seed") if results else None)
+    """The run's row; what a run without a configuration does not state is null."""
+    seed = config.seed if config is not None else (results or {}).get("seed")
+    variant = config.variant if config is not None else (results or {}).get("variant")
     return {
         "run_id": run_id,
-        "test": str(config.get("name") or rd.test_name),
+        "test": config.name if config is not None else rd.test_name,
         "started": rd.path.name.split("-s")[0],
         "seed": int(seed) if isinstance(seed, int) else None,
-        "variant": str(config.get("variant") or (results or {}).get("variant") or "default"),
-        "workload": _as_text(config.get("workload")),
-        "nemesis": _as_text(config.get("nemesis")),
-        "cluster": _as_text(config.get("cluster")),
-        "code_version": _as_text(config.get("code_version")),
+        "variant": variant if isinstance(variant, str) else None,
+        "workload": config.workload if config is not None else None,
+        "nemesis": (",".join(sorted(config.nemesis)) or "none") if config is not None else None,
+        "cluster": config.cluster if config is not None else None,
+        "code_version": config.code_version if config is not None else None,
         "valid": _validity_text(results.get("valid")) if results else None,
         "op_count": op_count,
         "duration_ns": (last_time - first_time) if first_time is not None and last_time is not None else None,
         "path": str(rd.path.resolve()),
-        "config_json": json.dumps(config, sort_keys=True, default=str),
+        "config_json": config_json(config),
     }
+
+
+def config_json(config: TestConfig | None) -> str | None:
+    """The configuration as the runs table stores it: JSON, or null for a run that states none."""
+    return None if config is None else json.dumps(config.to_dict(), sort_keys=True)
+
+
+def config_from_json(text: str | None, run_id: str) -> TestConfig | None:
+    """A runs-table ``config_json`` back to the configuration. Null, and the ``{}`` that older
+    ingests stored for a run without ``test.yaml``, mean the run states none."""
+    data = json.loads(text) if text else None
+    if not data:
+        return None
+    return config_from_dict(data, f"config_json of run {run_id}")
 
 
 def _first_partition(value: Any) -> tuple[str | None, int | None, int | None]:

@@ -36,6 +36,8 @@ from pyspark.sql.types import ArrayType, LongType, StringType, StructField, Stru
 from floodmark.fast_json import loads
 from floodmark.history import Op
 from floodmark.node_events import NodeEvent
+from floodmark.pipeline.records import config_from_json
+from floodmark.run_config import TestConfig
 
 Mode = Literal["run", "partition"]
 PARTITION_LOCAL_CHECKERS = ("durability", "queue", "hw", "leader", "linearizable")
@@ -116,7 +118,7 @@ def _text(valid: Any) -> str:
 Shared = dict[str, tuple[list[Op], dict[str, list[NodeEvent]]]]
 
 
-def _checker(configs: dict[str, str], checkers: tuple[str, ...] | None, time_limit: float | None,
+def _checker(configs: dict[str, str | None], checkers: tuple[str, ...] | None, time_limit: float | None,
              shared: Any = None):  # type: ignore[no-untyped-def]
     """The grouped UDF. ``shared`` (by-partition mode) broadcasts each run's ops and events
     that name no partition, which join every group of that run."""
@@ -126,8 +128,8 @@ def _checker(configs: dict[str, str], checkers: tuple[str, ...] | None, time_lim
         if ops_frame.empty:
             return pd.DataFrame([], columns=OUTPUT.fieldNames())
         run_id = str(ops_frame["run_id"].iloc[0])
-        config = json.loads(configs.get(run_id) or "{}")
-        names = checkers or default_checker_names(config.get("workload"))
+        config = config_from_json(configs.get(run_id), run_id)
+        names = checkers or default_checker_names(config.workload if config is not None else None)
         events = events_from_frame(events_frame)
         if shared is None:
             ops = ops_from_frame(ops_frame)
@@ -225,7 +227,7 @@ def _merge_verdicts(rows: DataFrame) -> DataFrame:
     )
 
 
-def in_process_results(ops: list[Op], events: dict[str, list[NodeEvent]], config: dict[str, Any],
+def in_process_results(ops: list[Op], events: dict[str, list[NodeEvent]], config: TestConfig | None,
                        checkers: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The same check without Spark (for the differential test and the benchmark)."""
     from floodmark.checkers.registry import check_history

@@ -33,6 +33,8 @@ from floodmark.reports.templating import environment, script_hash, static_text
 from floodmark.reports.time_plots import Plot, latency_plot, throughput_plot
 from floodmark.rundir import CONFIG, HISTORY, RESULTS, SCHEDULE
 
+NOT_STATED = "not stated"  # what a run without a configuration shows where one would say
+
 
 @dataclass(frozen=True)
 class FileLink:
@@ -59,7 +61,7 @@ def write_report(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | 
 
 def render_report(data: RunData, out_dir: Path) -> str:
     config = data.config
-    concurrency = config.get("concurrency") if isinstance(config.get("concurrency"), int) else None
+    concurrency = config.concurrency if config is not None else None
     history = data.history
     table = build_op_table(history, data.completion_of, concurrency)
     faults = fault_intervals((history[i] for i in history.nemesis_indices), history.end_time)
@@ -70,11 +72,11 @@ def render_report(data: RunData, out_dir: Path) -> str:
     lin_anomalies = [a for c in checkers for g in c.groups for a in g.detailed if a.lin_charts]
     script = static_text("report.js")
     context: dict[str, Any] = {
-        "name": config.get("name") or data.run.test_name,
+        "name": config.name if config is not None else data.run.test_name,
         "verdict": data.verdict,
         "seed": data.seed,
-        "variant": config.get("variant") or (data.results or {}).get("variant") or "default",
-        "nemesis": _nemesis_text(config.get("nemesis")),
+        "variant": config.variant if config is not None else _text((data.results or {}).get("variant")) or NOT_STATED,
+        "nemesis": (", ".join(config.nemesis) or "none") if config is not None else NOT_STATED,
         "header_fields": _header_fields(data),
         "repro": f"floodmark repro {shlex.quote(str(data.run.path.resolve()))}",
         "warnings": data.warnings,
@@ -97,26 +99,25 @@ def render_report(data: RunData, out_dir: Path) -> str:
     return environment().get_template("report.html.j2").render(context)
 
 
-def _nemesis_text(value: Any) -> str:
-    if isinstance(value, list | tuple):
-        return ", ".join(str(v) for v in value) or "none"
-    return str(value) if value else "none"
+def _text(value: Any) -> str:
+    """A scalar from results.json as text; anything else (a damaged file) as nothing."""
+    return str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else ""
 
 
 def _header_fields(data: RunData) -> list[tuple[str, str]]:
     c = data.config
-    fields = [
-        ("cluster", c.get("cluster")),
-        ("workload", c.get("workload")),
-        ("nodes", c.get("nodes")),
-        ("topics × partitions", f"{c.get('topics')} × {c.get('partitions')}" if c.get("partitions") else None),
-        ("replication", c.get("replication_factor")),
-        ("min ISR", c.get("min_insync_replicas")),
-        ("acks", c.get("acks")),
-        ("concurrency", c.get("concurrency")),
-        ("duration", f"{data.duration_s:.1f} s"),
-        ("ops", f"{len(data.history):,}"),
+    fields: list[tuple[str, Any]] = [] if c is None else [
+        ("cluster", c.cluster),
+        ("workload", c.workload),
+        ("nodes", c.nodes),
+        ("topics × partitions", f"{c.topics} × {c.partitions}"),
+        ("replication", c.replication_factor),
+        ("min ISR", c.min_insync_replicas),
+        ("acks", c.acks),
+        ("unclean election", "enabled" if c.unclean_leader_election else None),
+        ("concurrency", c.concurrency),
     ]
+    fields += [("duration", f"{data.duration_s:.1f} s"), ("ops", f"{len(data.history):,}")]
     return [(k, str(v)) for k, v in fields if v is not None]
 
 

@@ -19,14 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from floodmark.history import Op
 from floodmark.node_events import NodeEvent, NodeEventError, iter_events
 from floodmark.reports.history_columns import HistoryColumns, load_history
 from floodmark.results import read_results
+from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir
-from floodmark.safe_yaml import load_yaml
 
 PartitionKey = tuple[str, int]
 
@@ -34,7 +32,7 @@ PartitionKey = tuple[str, int]
 @dataclass
 class RunData:
     run: RunDir
-    config: dict[str, Any]
+    config: TestConfig | None  # None: the run states no (readable) configuration
     results: dict[str, Any] | None
     history: HistoryColumns
     completion_of: dict[int, int]  # invoke index -> completion index
@@ -44,8 +42,8 @@ class RunData:
 
     @property
     def seed(self) -> Any:
-        if self.config.get("seed") is not None:
-            return self.config["seed"]
+        if self.config is not None and self.config.seed is not None:
+            return self.config.seed
         return (self.results or {}).get("seed")
 
     @property
@@ -86,17 +84,22 @@ def load_run(path: str | os.PathLike[str]) -> RunData:
                    {c: i for i, c in completion_of.items()}, events, warnings)
 
 
-def _load_config(run: RunDir, results: dict[str, Any] | None, warnings: list[str]) -> dict[str, Any]:
-    if run.config.is_file():
-        try:
-            loaded = load_yaml(run.config.read_text(encoding="utf-8"), str(run.config))
-            if isinstance(loaded, dict):
-                return loaded
-            warnings.append(f"{run.config}: expected a mapping, got {type(loaded).__name__}")
-        except (yaml.YAMLError, OSError) as e:
-            warnings.append(f"{run.config}: unreadable ({e.__class__.__name__}: {e})")
-    config = (results or {}).get("config")
-    return dict(config) if isinstance(config, dict) else {}
+def _load_config(run: RunDir, results: dict[str, Any] | None, warnings: list[str]) -> TestConfig | None:
+    """``test.yaml``, else the copy in ``results.json``; what cannot be read is a warning."""
+    try:
+        config = read_test_config(run.config)
+        if config is not None:
+            return config
+    except ConfigError as e:
+        warnings.append(f"{e} (the configuration shown, if any, is the copy in results.json)")
+    copy = (results or {}).get("config")
+    if not isinstance(copy, dict) or not copy:
+        return None
+    try:
+        return config_from_dict(copy, f"{run.results}: config")
+    except ConfigError as e:
+        warnings.append(str(e))
+        return None
 
 
 def _load_events(run: RunDir, warnings: list[str]) -> dict[str, list[NodeEvent]]:

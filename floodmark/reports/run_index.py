@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir, find_run_dirs
-from floodmark.safe_yaml import describe_error, load_yaml
 
+NOT_STATED = "not stated"  # the variant of a run without a configuration
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})")
 
 
@@ -119,7 +118,7 @@ def _summarize_or_note(run: RunDir, store: Path) -> RunSummary:
     except Exception as e:  # the run is listed with its problem; the index goes on
         return RunSummary(relative=Path(os.path.relpath(run.path, store)).as_posix(), test=run.test_name,
                           name=run.path.name, started=_started(run.path.name), verdict=None, seed=None,
-                          variant="default", nemesis=(), workload="", anomaly_counts=(),
+                          variant=NOT_STATED, nemesis=(), workload="", anomaly_counts=(),
                           has_report=run.report.is_file(), problem=f"cannot summarize this run: {type(e).__name__}: {e}")
 
 
@@ -140,18 +139,16 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
         except (OSError, ValueError) as e:  # ValueError: bad JSON, and bytes that are not UTF-8
             problem = f"results.json unreadable: {e}"
     # results.json carries a copy of the config; test.yaml (slower to parse) only for unchecked runs
-    config: dict[str, Any] = results["config"] if isinstance(results.get("config"), dict) else {}
-    if not config and run.config.is_file():
-        try:
-            loaded = load_yaml(run.config.read_text(encoding="utf-8"), str(run.config))
-            if isinstance(loaded, dict):
-                config = loaded
-            elif loaded is not None:
-                problem = problem or f"test.yaml unreadable: expected a mapping, got {_json_kind(loaded)}"
-        except yaml.YAMLError as e:
-            problem = problem or f"test.yaml unreadable: {describe_error(e)}"
-        except (OSError, ValueError) as e:  # ValueError: bytes that are not UTF-8
-            problem = problem or f"test.yaml unreadable: {e}"
+    config: TestConfig | None = None
+    copy = results.get("config")
+    try:
+        if isinstance(copy, dict) and copy:
+            config = config_from_dict(copy, "results.json: config")
+        else:
+            config = read_test_config(run.config)
+    except ConfigError as e:
+        source = "results.json config" if isinstance(copy, dict) and copy else "test.yaml"
+        problem = problem or f"{source} unreadable: {e.problem}"
     counts: dict[str, int] = {}
     checkers = results.get("checkers")
     if isinstance(checkers, dict):
@@ -167,9 +164,7 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
                 for anomaly in checker["anomalies"]:
                     kind = _text(anomaly.get("type")) if isinstance(anomaly, dict) else "untyped"
                     counts[kind] = counts.get(kind, 0) + 1
-    nemesis = config.get("nemesis")
-    nemesis_kinds = tuple(_text(n) for n in nemesis) if isinstance(nemesis, list) else ((_text(nemesis),) if nemesis else ())
-    seed = config.get("seed", results.get("seed"))
+    seed = config.seed if config is not None else results.get("seed")
     return RunSummary(
         relative=Path(os.path.relpath(run.path, store)).as_posix(),
         test=run.test_name,
@@ -177,9 +172,9 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
         started=_started(run.path.name),
         verdict=results.get("valid") if results else None,
         seed=seed if _is_scalar(seed) else _text(seed),
-        variant=_text(config.get("variant") or results.get("variant") or "default"),
-        nemesis=nemesis_kinds,
-        workload=_text(config.get("workload") or ""),
+        variant=config.variant if config is not None else _text(results.get("variant") or NOT_STATED),
+        nemesis=config.nemesis if config is not None else (),
+        workload=config.workload if config is not None else "",
         anomaly_counts=tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
         has_report=run.report.is_file(),
         problem=problem,
