@@ -11,6 +11,7 @@ import pytest
 from floodmark.reference.real.files import FileStorage
 from floodmark.reference.runtime import Storage
 from floodmark.reference.sim.disk import SimDisk
+from floodmark.reference.sim.disk_faults import DISPLACED
 
 
 @pytest.fixture
@@ -293,6 +294,55 @@ def test_directory_replaced_by_a_file(disk: SimDisk) -> None:
     f.write(b"open files keep working")
     disk.crash()  # the replacement is durable
     assert not disk.is_dir("/data/a")
+
+
+def test_a_replaced_directory_comes_back_with_its_contents_when_healed(disk: SimDisk) -> None:
+    disk.make_dirs("/data/a/t-0")
+    disk.write_atomic("/data/a/t-0/seg", b"records")
+    fault = disk.replace_with_file("/data/a")
+    assert fault.moved_to == "/data/a" + DISPLACED
+    assert disk.list_dir("/data") == ["a", "a" + DISPLACED]  # as `mv dir dir.displaced; touch dir`
+    disk.crash()  # the displacement is durable
+    assert not disk.is_dir("/data/a")
+    assert disk.heal_fault(fault)
+    assert disk.list_dir("/data") == ["a"]
+    assert disk.read("/data/a/t-0/seg") == b"records"
+    disk.crash()  # and so is the return
+    assert disk.read("/data/a/t-0/seg") == b"records"
+    assert not disk.heal_fault(fault)  # healed already
+
+
+def test_chmod_faults_heal_one_at_a_time_back_to_the_recorded_mode(disk: SimDisk) -> None:
+    disk.write_atomic("/data/a/seg", b"x")
+    read_only = disk.chmod("/data/a", 0o500)
+    closed = disk.chmod("/data/a", 0)
+    assert (read_only.previous_mode, closed.previous_mode) == (None, 0o500)
+    with pytest.raises(PermissionError):
+        disk.list_dir("/data/a")
+    disk.heal_fault(read_only)  # the later fault is still in force
+    with pytest.raises(PermissionError):
+        disk.list_dir("/data/a")
+    disk.heal_fault(closed)
+    assert disk.list_dir("/data/a") == ["seg"]
+    disk.open_append("/data/a/new").close()  # no restriction left: the recorded mode
+
+
+def test_healing_one_fault_leaves_the_others_in_force(disk: SimDisk) -> None:
+    disk.make_dirs("/data/b")
+    disk.make_dirs("/data/c")
+    failing = disk.fail_io("/data/b", errno.ENOSPC)
+    closed = disk.chmod("/data/c", 0)
+    replaced = disk.replace_with_file("/data/a")
+    assert disk.faults.active() == [failing, closed, replaced]
+    disk.heal_fault(closed)
+    assert disk.list_dir("/data/c") == []
+    with pytest.raises(OSError) as info:
+        disk.open_append("/data/b/x")
+    assert info.value.errno == errno.ENOSPC
+    assert not disk.is_dir("/data/a")
+    assert disk.heal() == [replaced, failing]  # the rest, latest first
+    assert disk.is_dir("/data/a") and disk.list_dir("/data/b") == []
+    assert disk.faults.active() == []
 
 
 # ------------------------------------------------------------------ injected I/O errors
