@@ -21,6 +21,7 @@ from floodmark.reference.client.producer import Producer, SendResult
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import ACKS_ALL, FetchRequest, FetchResponse, Record
 from floodmark.reference.protocol.variants import VARIANTS
+from floodmark.reference.sim.cpu import CpuCosts
 from floodmark.reference.sim.world import SimWorld
 
 T = TypeVar("T")
@@ -29,8 +30,9 @@ LOG_DIRS = ("/data/a", "/data/b")
 
 class SimCluster:
     def __init__(self, seed: int = 1, nodes: int = 3, variant: str = "default",
-                 node_config: dict[str, dict[str, Any]] | None = None, **config: Any) -> None:
-        self.world = SimWorld(seed=seed)
+                 node_config: dict[str, dict[str, Any]] | None = None, cpu: CpuCosts | None = None,
+                 **config: Any) -> None:
+        self.world = SimWorld(seed=seed, cpu=cpu)
         self.configs: dict[str, BrokerConfig] = {}
         self.brokers: dict[str, Broker] = {}
         self.names = [f"n{i}" for i in range(1, nodes + 1)]
@@ -42,7 +44,7 @@ class SimCluster:
             own = {**base, **(node_config or {}).get(name, {})}
             self.configs[name] = BrokerConfig(broker_id=i, log_dirs=LOG_DIRS, variant=VARIANTS[variant],
                                               **own)
-        self.client = self.world.add_node("client")
+        self.client = self.world.add_node("client", cpu=False)  # the workload is not under test
         for name in self.names:
             self.start(name)
         self._admin: Admin | None = None
@@ -60,12 +62,11 @@ class SimCluster:
 
     def crash(self, name: str) -> None:
         """Power loss: whatever the broker did not fsync is gone."""
-        self.world.crash(name)
+        self.world.power_loss(name)
 
     def kill(self, name: str) -> None:
         """kill -9 of the process: the OS page cache survives, so written data does too."""
-        self.brokers[name].replicas.flush_all()
-        self.world.crash(name)
+        self.world.kill(name)
 
     def wait_leader(self, topic: str, partition: int, not_epoch_below: int, timeout: float = 30.0) -> str:
         """Wait until a live broker leads ``topic-partition`` in an epoch >= ``not_epoch_below``."""

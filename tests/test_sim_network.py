@@ -177,3 +177,47 @@ def test_closing_the_network_stops_serving_and_breaks_calls_in_progress(world: S
     assert isinstance(ask(world, n1, "n2"), ConnectionRefusedError)
     world.run_for(10.0)
     assert world.failures == []
+
+
+# ------------------------------------------------------------------ link faults healed one by one
+
+
+def test_overlapping_link_faults_heal_independently(world: SimWorld) -> None:
+    n1, n2, n3 = start_three(world)
+    split = world.partition({"n1"}, {"n2", "n3"})
+    cut = world.cut("n1", "n2")
+    assert split.links == (("n1", "n2"), ("n2", "n1"), ("n1", "n3"), ("n3", "n1"))
+    world.restore(split)  # n1 -> n2 is still cut by the other fault
+    assert isinstance(ask(world, n1, "n2"), TimeoutError)
+    assert isinstance(ask(world, n2, "n1"), TimeoutError)  # the answer travels n1 -> n2
+    assert isinstance(ask(world, n1, "n3"), m.ProduceResponse)
+    assert isinstance(ask(world, n3, "n1"), m.ProduceResponse)
+    assert world.network.blocked == {("n1", "n2")}
+    world.restore(cut)
+    assert world.network.blocked == frozenset()
+    assert isinstance(ask(world, n1, "n2"), m.ProduceResponse)
+
+
+def test_uncut_removes_exactly_one_cut_of_a_link(world: SimWorld) -> None:
+    n1, _, _ = start_three(world)
+    world.cut("n1", "n2")
+    world.cut("n1", "n2")
+    world.uncut("n1", "n2")
+    assert isinstance(ask(world, n1, "n2"), TimeoutError)  # one cut left
+    world.uncut("n1", "n2")
+    assert isinstance(ask(world, n1, "n2"), m.ProduceResponse)
+    with pytest.raises(ValueError, match="not cut"):
+        world.uncut("n1", "n2")
+
+
+def test_heal_lifts_every_link_fault_and_lost_messages_are_counted(world: SimWorld) -> None:
+    n1, _, _ = start_three(world)
+    world.partition({"n1"}, {"n2"})
+    world.cut("n1", "n2")
+    world.cut("n3", "n1")
+    assert isinstance(ask(world, n1, "n2"), TimeoutError)
+    assert world.network.lost == {("n1", "n2"): 1}  # the request died on the blocked link
+    world.heal()
+    assert world.network.blocked == frozenset()
+    assert isinstance(ask(world, n1, "n2"), m.ProduceResponse)
+    assert world.network.lost == {("n1", "n2"): 1}

@@ -216,3 +216,90 @@ def test_a_deadlock_names_the_tasks_that_wait(world: SimWorld) -> None:
     n1.spawn(stuck(), "stuck-forever")
     with pytest.raises(SimulationDeadlock, match="n1:stuck-forever"):
         world.run(never)
+
+
+# ------------------------------------------------------------------ kill and power loss
+
+
+def write_synced_then_unsynced(rt: SimRuntime) -> None:
+    rt.storage.make_dirs("/data")
+    f = rt.storage.open_append("/data/log")
+    f.write(b"synced")
+    f.fsync()
+    f.write(b"+cached")
+    rt.storage.make_dirs("/data/new-dir")  # a metadata change not yet committed
+    rt.storage.defer_syncs()
+    rt.storage.write_atomic("/data/checkpoint", b"deferred")  # a group commit left open
+
+
+def test_kill_loses_the_process_but_nothing_it_wrote(world: SimWorld) -> None:
+    n1 = world.add_node("n1")
+    write_synced_then_unsynced(n1)
+    n1.spawn(n1.sleep(100.0), "sleeper")
+    death = world.kill("n1")
+    assert (death.was_running, death.tasks_cancelled, death.incarnation) == (True, 1, 0)
+    assert (death.disk.unsynced_bytes, death.disk.uncommitted_changes, death.disk.deferred_writes) == (0, 0, 1)
+    again = world.restart("n1")
+    assert again.storage.read("/data/log") == b"synced+cached"  # the page cache survived
+    assert again.storage.is_dir("/data/new-dir")
+    assert not again.storage.exists("/data/checkpoint")  # its rename never happened
+    # What the page cache holds is still not durable: a power loss now takes it.
+    later = world.power_loss("n1")
+    assert later.disk.unsynced_bytes == len(b"+cached") and later.disk.uncommitted_changes >= 1
+    world.restart("n1")
+    assert world.runtime("n1").storage.read("/data/log") == b"synced"
+    assert world.failures == []
+
+
+def test_power_loss_drops_every_unsynced_write_and_crash_is_a_power_loss(world: SimWorld) -> None:
+    for name, stop in (("n1", world.power_loss), ("n2", world.crash)):
+        rt = world.add_node(name)
+        write_synced_then_unsynced(rt)
+        death = stop(name)
+        assert death.disk.unsynced_bytes == len(b"+cached") and death.disk.deferred_writes == 1
+        again = world.restart(name)
+        assert again.storage.read("/data/log") == b"synced"
+        assert not again.storage.exists("/data/new-dir") and not again.storage.exists("/data/checkpoint")
+    assert world.disk("n1").crashes == 1 and world.disk("n1").kills == 0
+
+
+def test_killing_a_dead_node_changes_nothing(world: SimWorld) -> None:
+    world.add_node("n1")
+    world.kill("n1")
+    death = world.kill("n1")
+    assert not death.was_running and death.tasks_cancelled == 0
+    assert world.disk("n1").kills == 1
+
+
+# ------------------------------------------------------------------ clock rates
+
+
+def test_a_clock_rate_runs_from_the_change_without_a_jump_and_reset_restores_real_time(world: SimWorld) -> None:
+    n1 = world.add_node("n1")
+    world.run_for(10.0)
+    world.set_clock_offset("n1", 5.0)
+    assert n1.wall_time() == pytest.approx(VIRTUAL_EPOCH + 15.0)
+    world.set_clock_rate("n1", 2.0)
+    assert n1.wall_time() == pytest.approx(VIRTUAL_EPOCH + 15.0)  # no jump at the change
+    world.run_for(4.0)
+    assert n1.wall_time() == pytest.approx(VIRTUAL_EPOCH + 23.0)  # 4 real seconds, 8 on its clock
+    assert world.clock_skew("n1") == pytest.approx(9.0)
+    world.set_clock_rate("n1", 0.5)
+    world.run_for(4.0)
+    assert n1.wall_time() == pytest.approx(VIRTUAL_EPOCH + 25.0)
+    assert n1.monotonic() == pytest.approx(18.0)  # monotonic time never skews
+    world.reset_clock("n1")
+    assert n1.wall_time() == pytest.approx(VIRTUAL_EPOCH + 18.0)
+    world.run_for(1.0)
+    assert world.clock_skew("n1") == 0.0
+
+
+def test_a_stopped_clock_and_a_clock_that_survives_a_restart(world: SimWorld) -> None:
+    world.add_node("n1")
+    world.set_clock_rate("n1", 0.0)
+    world.run_for(3.0)
+    world.kill("n1")
+    again = world.restart("n1")
+    assert again.wall_time() == pytest.approx(VIRTUAL_EPOCH)  # the machine's clock, not the process's
+    with pytest.raises(ValueError, match="negative"):
+        world.set_clock_rate("n1", -1.0)

@@ -14,11 +14,20 @@ real ZooKeeper client:
   a paused client notices all this only when it resumes;
 * a watch notification that cannot be delivered waits until the client can be reached
   again, as ZooKeeper re-arms watches on reconnection; an expired session's watches are
-  dropped.
+  dropped;
+* when the server expires a session of a client that is still running
+  (``SimWorld.expire_session``), it closes the client's connection: after the replies
+  already on their way, the client hears of it and tells its listeners ``SUSPENDED`` then
+  ``LOST`` (a paused client when it resumes), as a kazoo client whose connection drops and
+  whose reconnection is refused with "session expired"; a request that reaches the server
+  before then fails with ``SessionExpiredError``.
 
 A client is bound to one session: after ``LOST`` every request raises
 ``SessionExpiredError`` and the owner opens a new session with ``runtime.coordination``.
-Liveness is checked by a heartbeat task ten times per session timeout.
+Liveness is checked by a heartbeat task ten times per session timeout; it exchanges no
+messages, so message rules (``sim.message_faults``) act on requests, replies and watch
+events, named ``Zk<Operation>Request``/``Response`` and ``ZkWatchEvent``, but never expire a
+session.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from floodmark.reference.runtime import (
     WatchCallback,
     WatchEvent,
 )
+from floodmark.reference.sim.message_faults import ZK_NAMES, ZK_WATCH_EVENT
 from floodmark.reference.sim.network import ZK
 from floodmark.reference.sim.world_view import WorldView
 from floodmark.reference.sim.zookeeper import Session, SimZooKeeper, validate_path
@@ -61,6 +71,7 @@ class SimCoordination:
         self._undelivered: list[tuple[WatchCallback, WatchEvent]] = []
         self._last_contact = world.loop.time()
         session.watch_sink = self._send_watch_event
+        session.close_sink = self._send_connection_closed
         self._heartbeat = world.start_background(self._keep_alive(), f"zk session {node}")
 
     @property
@@ -77,14 +88,16 @@ class SimCoordination:
 
     # ------------------------------------------------------------------ requests
 
-    async def _call(self, apply: Callable[[], T]) -> T:
-        """Send ``apply`` to the server, run it there on arrival, bring back its outcome."""
+    async def _call(self, operation: str, apply: Callable[[], T]) -> T:
+        """Send ``apply`` to the server, run it there on arrival, bring back its outcome.
+        ``operation`` names the request and its reply on the network (``ZK_OPERATIONS``)."""
         await self._node.gate(self._incarnation)
         if self._closed:
             raise SessionExpiredError("the coordination session was closed")
         if self._state == "LOST":
             raise SessionExpiredError(f"session 0x{self.session_id:x} has expired")
         network = self._world.network
+        request_kind, reply_kind = ZK_NAMES[operation]
         reply: asyncio.Future[Any] = self._world.loop.create_future()
 
         def on_server() -> None:
@@ -94,9 +107,9 @@ class SimCoordination:
                 outcome: tuple[bool, Any] = (True, apply())
             except Exception as e:  # ZooKeeper's refusal, or a caller's mistake (bad path, str data)
                 outcome = (False, e)
-            network.deliver(ZK, self._node.name, lambda: _settle(reply, outcome))
+            network.deliver(ZK, self._node.name, lambda: _settle(reply, outcome), kind=reply_kind)
 
-        network.deliver(self._node.name, ZK, on_server)
+        network.deliver(self._node.name, ZK, on_server, kind=request_kind)
         try:
             ok, value = await asyncio.wait_for(reply, self.read_timeout)
         except TimeoutError:
@@ -110,12 +123,12 @@ class SimCoordination:
     async def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False,
                      sequential: bool = False, makepath: bool = False) -> str:
         validate_path(path)
-        return await self._call(lambda: self._server.create(
+        return await self._call("Create", lambda: self._server.create(
             self._session, path, data, ephemeral, sequential, makepath))
 
     async def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, Stat]:
         validate_path(path)
-        return await self._call(lambda: self._server.get_data(self._session, path, watch))
+        return await self._call("GetData", lambda: self._server.get_data(self._session, path, watch))
 
     async def get_many(self, paths: list[str]) -> list[tuple[bytes, Stat] | None]:
         for path in paths:
@@ -131,23 +144,23 @@ class SimCoordination:
                     results.append(None)
             return results
 
-        return await self._call(read_all)
+        return await self._call("GetMany", read_all)
 
     async def exists(self, path: str, watch: WatchCallback | None = None) -> Stat | None:
         validate_path(path)
-        return await self._call(lambda: self._server.exists_with_watch(self._session, path, watch))
+        return await self._call("Exists", lambda: self._server.exists_with_watch(self._session, path, watch))
 
     async def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
         validate_path(path)
-        return await self._call(lambda: self._server.get_children(self._session, path, watch))
+        return await self._call("GetChildren", lambda: self._server.get_children(self._session, path, watch))
 
     async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
         validate_path(path)
-        return await self._call(lambda: self._server.set_data(self._session, path, data, version))
+        return await self._call("SetData", lambda: self._server.set_data(self._session, path, data, version))
 
     async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
         validate_path(path)
-        await self._call(lambda: self._server.delete(self._session, path, version, recursive))
+        await self._call("Delete", lambda: self._server.delete(self._session, path, version, recursive))
 
     async def ensure_path(self, path: str) -> None:
         validate_path(path)
@@ -158,13 +171,13 @@ class SimCoordination:
             if path not in self._server.tree:
                 self._server.create(self._session, path, b"", False, False, True)
 
-        await self._call(make)
+        await self._call("EnsurePath", make)
 
     async def multi(self, ops: list[TxnOp]) -> list[Any]:
         for op in ops:
             validate_path(op.path)
         ops = list(ops)
-        return await self._call(lambda: self._server.multi(self._session, ops))
+        return await self._call("Multi", lambda: self._server.multi(self._session, ops))
 
     def add_session_listener(self, listener: Callable[[SessionState], None]) -> None:
         self._listeners.append(listener)
@@ -202,6 +215,8 @@ class SimCoordination:
                 continue  # the server still has to expire the session of a crashed node
             if self._node.paused:
                 continue  # a paused client notices nothing until it resumes
+            if self._state == "LOST":
+                return  # the server's closing of the connection told it already
             if reachable:
                 if session.expired:
                     if self._state != "SUSPENDED":
@@ -226,6 +241,25 @@ class SimCoordination:
                 log.exception("%s: session listener failed", self._node.name)
                 self._world.record_failure(self._node.name, "session listener", e)
 
+    def _send_connection_closed(self) -> None:
+        """The server expired the session and closes the connection. The close travels
+        behind the replies already sent; a blocked link loses it, and the heartbeat finds
+        the expiry once the server is reachable again."""
+        self._world.network.deliver(ZK, self._node.name, self._hear_connection_closed)
+
+    def _hear_connection_closed(self) -> None:
+        if not self._client_alive():
+            return
+
+        async def lose_session() -> None:  # runs when the node may act: a paused one on resume
+            if self._closed or self._state == "LOST":
+                return
+            if self._state != "SUSPENDED":
+                self._change_state("SUSPENDED")  # the connection dropped
+            self._change_state("LOST")  # the reconnection is told the session expired
+
+        self._node.start_task(self._world.loop, self._incarnation, lose_session(), "zk session expired")
+
     # ------------------------------------------------------------------ watch delivery
 
     def _send_watch_event(self, callback: WatchCallback, event: WatchEvent) -> None:
@@ -233,6 +267,7 @@ class SimCoordination:
             ZK, self._node.name,
             on_arrival=lambda: self._run_watch(callback, event),
             on_lost=lambda: self._undelivered.append((callback, event)),
+            kind=ZK_WATCH_EVENT,
         )
 
     def _redeliver(self) -> None:
@@ -267,11 +302,13 @@ async def connect(world: WorldView, node: str, incarnation: int, session_timeout
     await sim_node.gate(incarnation)
     opened: asyncio.Future[Session] = world.loop.create_future()
 
-    def on_server() -> None:
-        session = world.zk.open_session(session_timeout, world.loop.time())
-        world.network.deliver(ZK, node, lambda: _settle(opened, session))
+    request_kind, reply_kind = ZK_NAMES["Connect"]
 
-    world.network.deliver(node, ZK, on_server)
+    def on_server() -> None:
+        session = world.zk.open_session(session_timeout, world.loop.time(), owner=node)
+        world.network.deliver(ZK, node, lambda: _settle(opened, session), kind=reply_kind)
+
+    world.network.deliver(node, ZK, on_server, kind=request_kind)
     try:
         session = await asyncio.wait_for(asyncio.shield(opened), session_timeout)
     except TimeoutError:

@@ -7,13 +7,19 @@ connection, so a request sent after another never overtakes it.
 Faults act on links and nodes, with the effects a real network has on TCP:
 
 * a **partition** or one-way **cut** blocks links: messages on them are silently lost, so a
-  request whose request or response is lost ends in ``TimeoutError``;
+  request whose request or response is lost ends in ``TimeoutError``. Each partition or cut
+  is a :class:`LinkFault` that is healed on its own (``restore``, ``uncut``): a link stays
+  blocked while any fault in force blocks it, so overlapping faults heal independently;
+  ``heal`` lifts them all. ``lost`` counts the messages each blocked link lost;
 * a **crashed** node refuses connections (``ConnectionRefusedError``, a ``ConnectionError``)
   and its in-flight requests break with ``ConnectionResetError`` on the other side;
-* a **paused** node receives requests but handles them only when it resumes.
+* a **paused** node receives requests but handles them only when it resumes;
+* **message rules** drop, delay, duplicate or reorder chosen messages (see
+  ``sim.message_faults``); with no rule in force, delivery does not consult them at all.
 
 Requests go through the wire codec by default, so a message that could not be sent over
-TCP fails in the simulation too.
+TCP fails in the simulation too. With a CPU model (``sim.cpu``), handling takes virtual
+time on the receiving node.
 """
 
 from __future__ import annotations
@@ -22,19 +28,39 @@ import asyncio
 import logging
 import math
 import random
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from floodmark.reference.protocol import wire
 from floodmark.reference.protocol.messages import ErrorResponse
 from floodmark.reference.runtime import Handler
 from floodmark.reference.sim.loop import VirtualTimeLoop
+from floodmark.reference.sim.message_faults import ActiveRule, MessageFaults, MessageRule
 from floodmark.reference.sim.node import SimNode
 
 ZK = "zk"  # the name of the simulated ZooKeeper server on the network
 UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"  # a handler raised instead of answering
 
+Link = tuple[str, str]  # (source, destination)
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LinkFault:
+    """The directed links one partition or cut blocks, until it is restored."""
+
+    links: tuple[Link, ...]
+
+
+@dataclass(frozen=True)
+class _Delivery:
+    """A message on its way, as a rule holds it."""
+
+    on_arrival: Callable[[], None]
+    on_lost: Callable[[], None] | None
+    latency: float
 
 
 class _Call:
@@ -64,57 +90,150 @@ class SimNetwork:
     def __init__(
         self, world: NetworkWorld, rng: random.Random, *,
         min_latency: float = 0.0005, max_latency: float = 0.002, check_wire: bool = True,
+        fault_rng: random.Random | None = None,
     ) -> None:
         self.world = world
         self.random = rng
         self.min_latency = min_latency
         self.max_latency = max_latency
         self.check_wire = check_wire
-        self.blocked: set[tuple[str, str]] = set()  # directed links that lose every message
-        self._last_arrival: dict[tuple[str, str], float] = {}
+        self._blocked: dict[Link, int] = {}  # directed link -> how many faults in force block it
+        self.lost: Counter[Link] = Counter()  # messages lost to blocked links, per link
+        self.message_faults = MessageFaults(fault_rng or random.Random(0))
+        self._held: dict[Link, tuple[_Delivery, ActiveRule]] = {}  # reordered, waiting for the next
+        self._last_arrival: dict[Link, float] = {}
         self._handlers: dict[str, tuple[int, Handler]] = {}  # node -> (incarnation, handler)
         self._calls: dict[_Call, None] = {}
         self._handling: dict[str, dict[asyncio.Task[Any], None]] = {}  # node -> handler tasks
 
-    # ------------------------------------------------------------------ faults
+    # ------------------------------------------------------------------ link faults
 
-    def partition(self, side_a: set[str] | frozenset[str], side_b: set[str] | frozenset[str]) -> None:
+    def partition(self, side_a: set[str] | frozenset[str], side_b: set[str] | frozenset[str]) -> LinkFault:
+        links: list[Link] = []
         for a in sorted(side_a):
             for b in sorted(side_b):
-                self.blocked.add((a, b))
-                self.blocked.add((b, a))
+                links += [(a, b), (b, a)]
+        return self._block(links)
 
-    def cut(self, source: str, destination: str) -> None:
-        self.blocked.add((source, destination))
+    def cut(self, source: str, destination: str) -> LinkFault:
+        return self._block([(source, destination)])
+
+    def _block(self, links: list[Link]) -> LinkFault:
+        for link in links:
+            self._blocked[link] = self._blocked.get(link, 0) + 1
+        return LinkFault(tuple(links))
+
+    def restore(self, fault: LinkFault) -> None:
+        """Heal one partition or cut: its links carry messages again unless another fault
+        in force blocks them too."""
+        for link in fault.links:
+            self._unblock(link)
+
+    def uncut(self, source: str, destination: str) -> None:
+        """Heal one fault blocking the link from ``source`` to ``destination``."""
+        if (source, destination) not in self._blocked:
+            raise ValueError(f"the link {source} -> {destination} is not cut")
+        self._unblock((source, destination))
+
+    def _unblock(self, link: Link) -> None:
+        count = self._blocked.get(link, 0)
+        if count > 1:
+            self._blocked[link] = count - 1
+        else:
+            self._blocked.pop(link, None)
 
     def heal(self) -> None:
-        self.blocked.clear()
+        """Lift every partition and cut."""
+        self._blocked.clear()
+
+    @property
+    def blocked(self) -> frozenset[Link]:
+        """The directed links that lose every message now."""
+        return frozenset(self._blocked)
 
     def link_up(self, source: str, destination: str) -> bool:
-        return (source, destination) not in self.blocked
+        return (source, destination) not in self._blocked
+
+    # ------------------------------------------------------------------ message faults
+
+    def add_rule(self, rule: MessageRule) -> ActiveRule:
+        return self.message_faults.add(rule)
+
+    def remove_rule(self, active: ActiveRule) -> bool:
+        """Take a rule out of force and send the messages it still holds; False if it was
+        not in force."""
+        if not self.message_faults.remove(active):
+            return False
+        for link in sorted(link for link, (_, rule) in self._held.items() if rule is active):
+            self._release(link)
+        return True
 
     # ------------------------------------------------------------------ transport
 
     def deliver(
         self, source: str, destination: str, on_arrival: Callable[[], None],
-        on_lost: Callable[[], None] | None = None,
+        on_lost: Callable[[], None] | None = None, kind: str = "",
     ) -> None:
-        """Carry one message; ``on_arrival`` runs at the destination unless the link drops it."""
-        loop = self.world.loop
+        """Carry one message of type ``kind``; ``on_arrival`` runs at the destination unless
+        the link or a message rule loses it (``on_lost`` runs when a blocked link did).
+
+        Every message draws its latency once, whatever a rule does with it: a rule changes
+        no draw by itself, only the consequences of what it did to a message can."""
         link = (source, destination)
-        arrival = loop.time() + self.random.uniform(self.min_latency, self.max_latency)
+        latency = self.random.uniform(self.min_latency, self.max_latency)
+        if self.message_faults.rules and kind:
+            rule = self.message_faults.decide(kind, source, destination)
+            if rule is not None:
+                self._act(rule, link, _Delivery(on_arrival, on_lost, latency))
+                return
+        self._schedule(link, on_arrival, on_lost, latency)
+        if self._held and link in self._held:
+            self._release(link)
+
+    def _act(self, rule: ActiveRule, link: Link, delivery: _Delivery) -> None:
+        action = rule.rule.action
+        if action == "drop":
+            return
+        if action == "reorder":
+            if link not in self._held:
+                self._held[link] = (delivery, rule)
+                return
+            # One message is held per link already: this one is the next message it waits
+            # for, and goes first.
+            rule.acted -= 1
+        arrival = self._schedule(link, delivery.on_arrival, delivery.on_lost, delivery.latency,
+                                 rule.rule.delay if action == "delay" else 0.0)
+        if action == "duplicate":
+            self._schedule(link, delivery.on_arrival, delivery.on_lost, arrival - self.world.loop.time())
+        if link in self._held:
+            self._release(link)
+
+    def _release(self, link: Link) -> None:
+        """Send the message held on ``link``: it arrives after the one sent before it."""
+        held, _ = self._held.pop(link)
+        self._schedule(link, held.on_arrival, held.on_lost, held.latency)
+
+    def _schedule(self, link: Link, on_arrival: Callable[[], None], on_lost: Callable[[], None] | None,
+                  latency: float, delay: float = 0.0) -> float:
+        loop = self.world.loop
         # Strictly later than the previous message on the link: the loop's timer heap does
         # not keep insertion order among equal times.
-        arrival = max(arrival, math.nextafter(self._last_arrival.get(link, -1.0), math.inf))
-        self._last_arrival[link] = arrival
+        arrival = max(loop.time() + latency, math.nextafter(self._last_arrival.get(link, -1.0), math.inf))
+        if delay:
+            arrival += delay  # travels on its own: later messages on the link overtake it
+        else:
+            self._last_arrival[link] = arrival
 
         def arrive() -> None:
-            if self.link_up(source, destination):
+            if link not in self._blocked:
                 on_arrival()
-            elif on_lost is not None:
+                return
+            self.lost[link] += 1
+            if on_lost is not None:
                 on_lost()
 
         loop.call_at(arrival, arrive)
+        return arrival
 
     def serve(self, node: str, incarnation: int, handler: Handler) -> None:
         self._handlers[node] = (incarnation, handler)
@@ -142,12 +261,21 @@ class SimNetwork:
         reply: asyncio.Future[Any] = self.world.loop.create_future()
         call = _Call(source, destination, reply)
         self._calls[call] = None
-        self.deliver(source, destination, lambda: self._arrive(call, message))
+        self.deliver(source, destination, lambda: self._arrive(call, message), kind=type(message).__name__)
+        if node.cpu is None:
+            try:
+                return await asyncio.wait_for(reply, timeout)
+            finally:
+                self._calls.pop(call, None)
+                await node.gate(incarnation)
         try:
-            return await asyncio.wait_for(reply, timeout)
+            response = await asyncio.wait_for(reply, timeout)
         finally:
             self._calls.pop(call, None)
             await node.gate(incarnation)
+        await node.cpu.handle(response)  # decoding it, applying what it brought
+        await node.gate(incarnation)
+        return response
 
     def _arrive(self, call: _Call, message: Any) -> None:
         target = self.world.nodes.get(call.destination)
@@ -163,6 +291,9 @@ class SimNetwork:
         task.add_done_callback(lambda t: handling.pop(t, None))
 
     async def _handle(self, call: _Call, handler: Handler, message: Any) -> None:
+        cpu = self.world.nodes[call.destination].cpu
+        if cpu is not None:
+            await cpu.handle(message)
         try:
             response = await handler(call.source, message)
         except asyncio.CancelledError:
@@ -173,18 +304,26 @@ class SimNetwork:
             response = ErrorResponse(UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
         if self.check_wire:
             response = wire.round_trip(response)
-        self.deliver(call.destination, call.source, lambda: _resolve(call.reply, response))
+        if cpu is not None:
+            await cpu.handle(response)
+        self.deliver(call.destination, call.source, lambda: _resolve(call.reply, response),
+                     kind=type(response).__name__)
 
     def _answer_with_error(self, call: _Call, error: Exception) -> None:
+        # A refused connection is not a message: no rule acts on it.
         self.deliver(call.destination, call.source, lambda: _fail(call.reply, error))
 
-    def break_connections(self, node: str, why: str | None = None) -> None:
-        """A node crashed or closed its network: requests to it and from it die with a reset."""
+    def break_connections(self, node: str, why: str | None = None) -> int:
+        """A node crashed or closed its network: requests to it and from it die with a reset.
+        Returns how many requests broke."""
+        broken = 0
         for call in list(self._calls):
             if node in (call.source, call.destination):
                 peer = call.source if call.destination == node else call.destination
                 error = ConnectionResetError(f"connection to {peer} reset: {why or f'{node} crashed'}")
                 self.world.loop.call_soon(_fail, call.reply, error)
+                broken += 1
+        return broken
 
 
 def _resolve(reply: asyncio.Future[Any], value: Any) -> None:

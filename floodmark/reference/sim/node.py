@@ -1,8 +1,9 @@
 """A simulated machine: whether it is up, paused or crashed, and the tasks it runs.
 
-A node lives through *incarnations*: a crash ends one (its tasks are cancelled, its unsynced
-writes are lost), a restart begins the next with the same disk. Each runtime handed out
-belongs to one incarnation, and every await it performs passes the node's *gate*:
+A node lives through *incarnations*: the death of its process (a kill or a power loss; see
+``SimWorld``) ends one and cancels its tasks, a restart begins the next with the same disk,
+wall clock and CPU. Each runtime handed out belongs to one incarnation, and every await it
+performs passes the node's *gate*:
 
 * on a crashed incarnation the gate cancels the caller, so a dead node's code stops at its
   next await, as a killed process would;
@@ -17,15 +18,20 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
+from floodmark.reference.sim.clock import SimClock
+from floodmark.reference.sim.cpu import SimCpu
+from floodmark.reference.sim.disk import SimDisk
+
 
 class SimNode:
-    def __init__(self, name: str, disk: Any) -> None:
+    def __init__(self, name: str, disk: SimDisk, cpu: SimCpu | None = None) -> None:
         self.name = name
         self.disk = disk
+        self.cpu = cpu  # None: handling messages takes no virtual time
+        self.clock = SimClock()
         self.incarnation = 0
         self.alive = True
         self.paused = False
-        self.clock_offset = 0.0
         self._resumed = asyncio.Event()
         self._resumed.set()
         # Insertion-ordered, so a crash cancels tasks in a deterministic order.
@@ -79,13 +85,18 @@ class SimNode:
     def _forget(self, task: asyncio.Task[Any]) -> None:
         self.tasks.pop(task, None)
 
-    def crash(self) -> None:
-        """End this incarnation: cancel everything it runs."""
+    def crash(self) -> int:
+        """The process dies, ending this incarnation: cancel everything it runs and return
+        how many tasks that was."""
         self.alive = False
         self.paused = False
         self._resumed.set()  # paused tasks wake up and meet the crashed gate
-        for task in list(self.tasks):
+        tasks = list(self.tasks)
+        for task in tasks:
             task.cancel()
+        if self.cpu is not None:
+            self.cpu.process_died()
+        return len(tasks)
 
     def restart(self) -> int:
         self.incarnation += 1

@@ -2,7 +2,8 @@
 
 It implements :class:`floodmark.reference.runtime.Runtime` on the world's virtual-time
 loop. Clocks are virtual: ``monotonic`` is the loop's time and ``wall_time`` is a fixed
-virtual epoch plus the loop's time plus this node's clock offset (where clock faults land).
+virtual epoch plus the loop's time plus this node's clock skew (where clock faults land,
+see ``sim.clock``).
 Every await passes the node's gate (see ``sim.node``), and every task it spawns belongs to
 the node, so a crash cancels it. Events go to the world, which keeps them per node across
 restarts.
@@ -58,7 +59,8 @@ class SimRuntime:
         return self._world.loop.time()
 
     def wall_time(self) -> float:
-        return self._world.epoch + self._world.loop.time() + self._sim_node.clock_offset
+        now = self._world.loop.time()
+        return self._world.epoch + now + self._sim_node.clock.skew(now)
 
     async def sleep(self, seconds: float) -> None:
         await self._sim_node.gate(self.incarnation)

@@ -8,7 +8,8 @@ It keeps the parts of ZooKeeper's data model that replication protocols lean on:
   ``cversion`` counts child creations and deletions; **sequential** children are numbered
   by the count of children ever created under the parent (``name0000000007``; as measured
   on ZooKeeper 3.8, deletions do not advance the sequence);
-* **ephemeral** nodes belong to a session and vanish when it expires or closes;
+* **ephemeral** nodes belong to a session and vanish when it expires or closes; a test or
+  a nemesis can expire a live client's session at once (:meth:`SimZooKeeper.expire`);
 * **watches** are one-shot and per session: a data watch (``get``, or ``exists`` on a node
   that exists) fires on change or deletion, an exists watch on a missing node fires on
   creation, a child watch on a change of the children or the node's deletion;
@@ -66,15 +67,18 @@ class ZNode:
 
 
 class Session:
-    """Server-side session state; ``watch_sink`` carries fired watches to the client."""
+    """Server-side session state; ``watch_sink`` carries fired watches to the client and
+    ``close_sink`` tells it the server closed its connection (see :meth:`SimZooKeeper.expire`)."""
 
-    def __init__(self, session_id: int, timeout: float, now: float) -> None:
+    def __init__(self, session_id: int, timeout: float, now: float, owner: str = "") -> None:
         self.session_id = session_id
         self.timeout = timeout
+        self.owner = owner  # the node that opened it
         self.last_heard = now
         self.expired = False
         self.ephemerals: dict[str, None] = {}
         self.watch_sink: Callable[[WatchCallback, WatchEvent], None] = lambda cb, ev: None
+        self.close_sink: Callable[[], None] = lambda: None
 
 
 Watches = dict[str, list[tuple[Session, WatchCallback]]]
@@ -123,11 +127,25 @@ class SimZooKeeper:
 
     # ------------------------------------------------------------------ sessions
 
-    def open_session(self, timeout: float, now: float) -> Session:
-        session = Session(self._next_session_id, timeout, now)
+    def open_session(self, timeout: float, now: float, owner: str = "") -> Session:
+        session = Session(self._next_session_id, timeout, now, owner)
         self._next_session_id += 1
         self.sessions[session.session_id] = session
         return session
+
+    def sessions_of(self, owner: str) -> list[Session]:
+        """The live sessions ``owner`` opened, oldest first."""
+        return [s for s in self.sessions.values() if s.owner == owner]
+
+    def expire(self, session: Session) -> list[str]:
+        """Expire a session now, as the server's session tracker does when a client has been
+        silent too long, and close its connection; returns the ephemerals that went."""
+        ephemerals = sorted(session.ephemerals)
+        if session.expired:
+            return []
+        self.end_session(session)
+        session.close_sink()
+        return ephemerals
 
     def end_session(self, session: Session) -> None:
         """Expiry or close: the session's ephemerals go, in one transaction, and its watches."""
