@@ -394,5 +394,7 @@ def _frame(data: Any) -> tuple[int, Any]:
 
 
 def round_trip(message: Any) -> Any:
-    """Encode and decode a message (the simulated network uses this to check messages)."""
-    return decode_message(json.loads(json.dumps(encode_message(message))))
+    """Encode and decode a message (the simulated network uses this to check messages):
+    the same JSON writer and parser as frames on a real connection, so what a real
+    connection refuses fails in the simulation too."""
+    return decode_message(_loads(_dumps(encode_message(message))))

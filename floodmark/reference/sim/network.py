@@ -284,11 +284,11 @@ class SimNetwork:
             self._answer_with_error(call, ConnectionRefusedError(f"{call.destination} refused the connection"))
             return
         incarnation, handler = serving
-        task = target.start_task(self.world.loop, incarnation, self._handle(call, handler, message),
-                                 f"handle {type(message).__name__} from {call.source}")
         handling = self._handling.setdefault(call.destination, {})
+        task = target.start_task(self.world.loop, incarnation, self._handle(call, handler, message),
+                                 f"handle {type(message).__name__} from {call.source}",
+                                 lambda t: handling.pop(t, None))
         handling[task] = None
-        task.add_done_callback(lambda t: handling.pop(t, None))
 
     async def _handle(self, call: _Call, handler: Handler, message: Any) -> None:
         cpu = self.world.nodes[call.destination].cpu

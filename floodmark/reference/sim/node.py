@@ -15,7 +15,7 @@ performs passes the node's *gate*:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from floodmark.reference.sim.clock import SimClock
@@ -64,26 +64,37 @@ class SimNode:
     def start_task(
         self, loop: asyncio.AbstractEventLoop, incarnation: int,
         coro: Coroutine[Any, Any, Any], name: str,
+        on_done: Callable[[asyncio.Task[Any]], None] | None = None,
     ) -> asyncio.Task[Any]:
-        """Run ``coro`` as one of this incarnation's tasks, once the gate lets it."""
+        """Run ``coro`` as one of this incarnation's tasks, once the gate lets it;
+        ``on_done(task)`` runs when it has finished."""
 
         async def gated() -> Any:
             await self.gate(incarnation)
             return await coro
 
         task = loop.create_task(gated(), name=f"{self.name}:{name}")
-        # If the task ends before it started ``coro`` (a crash, a cancel), close ``coro`` so
-        # Python does not warn that it was never awaited; closing a finished one is harmless.
-        task.add_done_callback(lambda _: coro.close())
-        if not self.is_current(incarnation):
+        current = self.is_current(incarnation)
+        tasks = self.tasks
+
+        def finished(done: asyncio.Task[Any]) -> None:
+            # One callback for all the bookkeeping, not one each: every request handled is
+            # a task, and each done callback is a turn of the loop's ready queue.
+            # If the task ended before it started ``coro`` (a crash, a cancel), close ``coro``
+            # so Python does not warn that it was never awaited; closing a finished one is
+            # harmless.
+            coro.close()
+            if current:
+                tasks.pop(done, None)
+            if on_done is not None:
+                on_done(done)
+
+        task.add_done_callback(finished)
+        if not current:
             task.cancel()
             return task
-        self.tasks[task] = None
-        task.add_done_callback(self._forget)
+        tasks[task] = None
         return task
-
-    def _forget(self, task: asyncio.Task[Any]) -> None:
-        self.tasks.pop(task, None)
 
     def crash(self) -> int:
         """The process dies, ending this incarnation: cancel everything it runs and return

@@ -68,9 +68,7 @@ class SimRuntime:
         await self._sim_node.gate(self.incarnation)
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
-        task = self._sim_node.start_task(self._world.loop, self.incarnation, coro, name)
-        task.add_done_callback(self._report_failure)
-        return task
+        return self._sim_node.start_task(self._world.loop, self.incarnation, coro, name, self._report_failure)
 
     def _report_failure(self, task: asyncio.Task[Any]) -> None:
         if task.cancelled():
