@@ -111,3 +111,12 @@ def test_a_node_can_be_exempt_and_a_dead_process_leaves_an_idle_cpu() -> None:
         start = world.now()
         world.run(client.network.request("n2", m.ProduceRequest("t", 0, ()), 5.0))
         assert world.now() - start == pytest.approx(0.002 + 0.0011 + 0.001)  # no queue
+
+
+def test_a_node_paused_while_its_cpu_works_handles_the_request_only_on_resume() -> None:
+    world, n1, _ = cpu_world()
+    with world:
+        world.loop.call_later(0.05, world.pause, "n2")  # during the 0.2 s of CPU work
+        world.loop.call_later(3.0, world.resume, "n2")
+        world.run(n1.network.request("n2", leader_and_isr(2000), 10.0))
+        assert 3.0 < world.now() < 3.01

@@ -285,15 +285,17 @@ class SimNetwork:
             return
         incarnation, handler = serving
         handling = self._handling.setdefault(call.destination, {})
-        task = target.start_task(self.world.loop, incarnation, self._handle(call, handler, message),
+        task = target.start_task(self.world.loop, incarnation,
+                                 self._handle(call, handler, message, target, incarnation),
                                  f"handle {type(message).__name__} from {call.source}",
                                  lambda t: handling.pop(t, None))
         handling[task] = None
 
-    async def _handle(self, call: _Call, handler: Handler, message: Any) -> None:
-        cpu = self.world.nodes[call.destination].cpu
+    async def _handle(self, call: _Call, handler: Handler, message: Any, node: SimNode, incarnation: int) -> None:
+        cpu = node.cpu
         if cpu is not None:
             await cpu.handle(message)
+            await node.gate(incarnation)  # paused while its CPU worked: the handler waits
         try:
             response = await handler(call.source, message)
         except asyncio.CancelledError:
@@ -306,6 +308,7 @@ class SimNetwork:
             response = wire.round_trip(response)
         if cpu is not None:
             await cpu.handle(response)
+            await node.gate(incarnation)
         self.deliver(call.destination, call.source, lambda: _resolve(call.reply, response),
                      kind=type(response).__name__)
 
