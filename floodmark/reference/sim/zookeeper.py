@@ -140,9 +140,9 @@ class SimZooKeeper:
     def expire(self, session: Session) -> list[str]:
         """Expire a session now, as the server's session tracker does when a client has been
         silent too long, and close its connection; returns the ephemerals that went."""
-        ephemerals = sorted(session.ephemerals)
         if session.expired:
             return []
+        ephemerals = sorted(session.ephemerals)
         self.end_session(session)
         session.close_sink()
         return ephemerals
