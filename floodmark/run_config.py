@@ -41,6 +41,8 @@ from floodmark.safe_yaml import describe_error, load_yaml
 # also the order in which a configuration lists fault kinds; kinds not listed here follow,
 # by name. A test whose faults are exactly these is named "all".
 DEFAULT_NEMESIS: tuple[str, ...] = ("partition", "clock", "pause", "disk", "kill")
+# The kinds only the simulator applies; with them, "all" on ``cluster: sim``.
+SIMULATED_NEMESIS: tuple[str, ...] = ("power", "session", "message")
 
 
 class ConfigError(SourceError):
@@ -94,7 +96,7 @@ class TestConfig:
 
     def __post_init__(self) -> None:
         # One spelling per set of kinds, so equal tests compare (and are named) equal.
-        order = {kind: position for position, kind in enumerate(DEFAULT_NEMESIS)}
+        order = {kind: position for position, kind in enumerate(DEFAULT_NEMESIS + SIMULATED_NEMESIS)}
         object.__setattr__(self, "nemesis", tuple(sorted(set(self.nemesis), key=lambda k: (order.get(k, len(order)), k))))
         if not self.name:
             object.__setattr__(self, "name", default_name(self))
@@ -133,9 +135,14 @@ class TestConfig:
         return d
 
 
+def all_kinds(cluster: str) -> tuple[str, ...]:
+    """What "all" fault kinds are on a backend: every kind it can apply."""
+    return DEFAULT_NEMESIS + SIMULATED_NEMESIS if cluster == "sim" else DEFAULT_NEMESIS
+
+
 def default_name(config: TestConfig) -> str:
     faults = "+".join(config.nemesis) if config.nemesis else "none"
-    if set(config.nemesis) == set(DEFAULT_NEMESIS):
+    if set(config.nemesis) == set(all_kinds(config.cluster)):
         faults = "all"
     return f"{config.workload}-{faults}-{config.variant}"
 

@@ -8,6 +8,8 @@
         logs/<node>/     node logs (stdout/stderr, ZooKeeper log, ...)
         results.json     the checkers' verdict
         report.html      the HTML report
+        digest.json      (simulated runs) digests of the history and the node events, so a
+                         replay can prove it was byte-identical
     store/latest -> the newest run directory
 
 Everything that reads runs (check, report, serve, analyze, repro) goes through this module,
@@ -30,6 +32,7 @@ REPORT = "report.html"
 EVENTS = "events"
 LOGS = "logs"
 LATEST = "latest"
+DIGEST = "digest.json"
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -61,6 +64,10 @@ class RunDir:
     @property
     def events(self) -> Path:
         return self.path / EVENTS
+
+    @property
+    def digest(self) -> Path:
+        return self.path / DIGEST
 
     @property
     def logs(self) -> Path:

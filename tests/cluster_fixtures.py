@@ -300,3 +300,14 @@ def leftovers(backend: str, run_id: str) -> list[str]:
 def FakeCluster(brokers: int = 3) -> Any:  # noqa: N802 - reads as the class it builds
     """ZooKeeper "zk" and brokers n1..nN as FakeNodes (typed Any: it is a duck-typed Cluster)."""
     return _FakeCluster(brokers)
+
+
+def view_of(cluster: Any, controller: int | None = None,
+            leaders: dict[tuple[str, int], int] | None = None,
+            session_timeout: float = 6.0) -> Any:
+    """The planners' snapshot of a cluster (fake or real) with the given roles."""
+    from floodmark.harness.faults import BrokerSlot, ClusterView
+
+    brokers = tuple(BrokerSlot(b.name, b.broker_id, tuple(b.log_dirs)) for b in cluster.brokers)
+    return ClusterView(cluster.zookeeper.name, brokers, tuple(sorted(leaders or {})) or (("t0", 0),),
+                       session_timeout, controller, dict(leaders or {}))

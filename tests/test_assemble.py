@@ -5,9 +5,13 @@ from __future__ import annotations
 import pytest
 
 from floodmark.backends.local import LocalCluster
+from floodmark.backends.real import RealBackend
+from floodmark.backends.sim import SimBackend
 from floodmark.harness.cluster import ClusterSpec
-from floodmark.harness.config import TestConfig
-from floodmark.run.assemble import broker_args, make_cluster, make_nemeses
+from floodmark.harness.config import ALL_KINDS, TestConfig
+from floodmark.harness.schedule import Fault, Schedule
+from floodmark.nemesis.compose import Composite
+from floodmark.run.assemble import broker_args, make_backend, refusals
 
 
 def test_broker_args_carry_the_durability_and_session_settings() -> None:
@@ -15,16 +19,24 @@ def test_broker_args_carry_the_durability_and_session_settings() -> None:
     assert args == ("--zk-session-timeout", "4.5", "--min-insync-replicas", "1")
 
 
-def test_cluster_backend_by_name() -> None:
+def test_backend_by_name() -> None:
     spec = ClusterSpec(brokers=3, run_id="abc123")
-    assert isinstance(make_cluster(TestConfig(cluster="local"), spec), LocalCluster)
+    local = make_backend(TestConfig(cluster="local"), spec)
+    assert isinstance(local, RealBackend) and isinstance(local.cluster, LocalCluster)
+    sim = make_backend(TestConfig(cluster="sim"), spec)
+    assert isinstance(sim, SimBackend) and [n.name for n in sim.cluster.nodes] == ["zk", "n1", "n2", "n3"]
+    sim.force_cleanup()
     with pytest.raises(ValueError, match="unknown cluster backend"):
-        make_cluster(TestConfig().replace(cluster="k8s"), spec)
+        make_backend(TestConfig().replace(cluster="k8s"), spec)
 
 
-def test_one_nemesis_per_kind_with_its_shapes() -> None:
-    composite = make_nemeses(("partition", "kill"))
-    assert sorted(composite.nemeses) == ["kill", "partition"]
-    shapes = composite.shapes()
-    assert "isolate-one" in shapes["partition"] and "controller" in shapes["kill"]
-    assert make_nemeses(()).nemeses == {}
+def test_a_backend_refuses_faults_it_cannot_apply_naming_fault_and_backend() -> None:
+    schedule = Schedule((Fault(0, "kill", "leader", 1.0, 2.0, 1), Fault(1, "power", "random", 4.0, 2.0, 2),
+                         Fault(2, "partition", "moat", 7.0, 2.0, 3)), 10.0)
+    nemeses = Composite(ALL_KINDS)
+    problems = refusals("docker", schedule, nemeses)
+    assert len(problems) == 2
+    assert problems[0].startswith("fault 1 (power:random): the docker backend refuses it")
+    assert "unknown shape" in problems[1]
+    assert refusals("sim", schedule, nemeses) == [problems[1]]
+    assert "has no kill nemesis" in refusals("sim", schedule, Composite(["power", "partition"]))[0]

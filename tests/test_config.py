@@ -58,7 +58,7 @@ def test_bad_values_name_the_key(values: dict, key: str, fragment: str) -> None:
 
 
 def test_nemesis_spellings() -> None:
-    assert parse_nemesis("all") == NEMESIS_KINDS
+    assert make_config({"nemesis": "all"}).nemesis == NEMESIS_KINDS
     assert parse_nemesis("none") == ()
     assert parse_nemesis("kill,partition") == ("partition", "kill")
     assert parse_nemesis(["clock"]) == ("clock",)
@@ -124,7 +124,7 @@ def test_nemesis_kinds_have_one_order() -> None:
 
 def test_the_default_faults_are_ones_the_harness_has() -> None:
     assert set(DEFAULT_NEMESIS) <= set(NEMESIS_KINDS)
-    assert parse_nemesis("all") == NEMESIS_KINDS
+    assert make_config({"nemesis": "all"}).nemesis == NEMESIS_KINDS
 
 
 def test_unclean_election_is_recorded_from_the_variant() -> None:
@@ -165,3 +165,18 @@ def test_an_old_test_yaml_is_reproduced_with_the_setting_its_variant_had(tmp_pat
     path = tmp_path / "test.yaml"
     path.write_text("variant: unclean-election\nseed: 4\n")
     assert load_config(path).unclean_leader_election is True
+
+
+def test_all_means_every_kind_the_backend_applies() -> None:
+    sim = make_config({"cluster": "sim"})
+    assert sim.nemesis == NEMESIS_KINDS + ("power", "session", "message")
+    assert sim.name == "queue-all-default"
+    assert make_config({"cluster": "sim", "nemesis": "all"}).nemesis == sim.nemesis
+    assert make_config({"cluster": "local", "nemesis": "all"}).nemesis == NEMESIS_KINDS
+    assert make_config({"cluster": "sim", "nemesis": "kill"}).nemesis == ("kill",)
+
+
+def test_a_real_backend_refuses_faults_only_the_simulator_can_apply() -> None:
+    with pytest.raises(ConfigError, match="only --cluster sim can") as raised:
+        make_config({"cluster": "docker", "nemesis": "kill,power"})
+    assert raised.value.key == "nemesis"

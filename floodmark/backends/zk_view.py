@@ -1,40 +1,66 @@
-"""The cluster's current state as ZooKeeper tells it: who is the controller, who leads what.
+"""The cluster's roles as ZooKeeper tells them: who is the controller, who leads what.
 
 Nemeses aim at roles, not at fixed nodes ("isolate the controller", "kill a partition's
-leader"), and roles move; so they ask ZooKeeper at the moment they act and record the answer.
-When there is no answer (mid-election, or ZooKeeper unreachable) the view says None and the
-nemesis falls back to a random broker, recording that it did.
+leader"), and roles move; so before a fault is planned the backend reads them from
+ZooKeeper and hands the planner a snapshot (:class:`~floodmark.harness.faults.ClusterView`).
+When there is no answer (mid-election, or ZooKeeper unreachable) a role is None and the
+nemesis falls back to a random broker, recording that it did. :func:`read_roles` decodes the
+same ZooKeeper nodes for every backend; :class:`ZooKeeperView` reads them from a real server.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
 from floodmark.reference.protocol import zk_layout
 
+# Reads one ZooKeeper node: its data and version, or None when absent or unreachable.
+NodeReader = Callable[[str], tuple[bytes, int] | None]
+
+
+def read_roles(read: NodeReader, partitions: Sequence[tuple[str, int]]
+               ) -> tuple[int | None, dict[tuple[str, int], int]]:
+    """The controller's broker id (or None) and each partition's leader, where there is one."""
+    controller: int | None = None
+    found = read(zk_layout.CONTROLLER)
+    if found is not None:
+        try:
+            controller = zk_layout.decode_controller(found[0])
+        except zk_layout.LayoutError:
+            controller = None
+    leaders: dict[tuple[str, int], int] = {}
+    for topic, partition in partitions:
+        found = read(zk_layout.partition_state_path(topic, partition))
+        if found is None:
+            continue
+        try:
+            state = zk_layout.decode_leader_isr(topic, partition, found[0], found[1])
+        except zk_layout.LayoutError:
+            continue
+        if state.leader != zk_layout.NO_LEADER:
+            leaders[(topic, partition)] = state.leader
+    return controller, leaders
+
 
 class ZooKeeperView:
-    """Reads ``/controller`` and partition state nodes through one kazoo session."""
+    """Reads roles from a real ZooKeeper through one kazoo session."""
 
     def __init__(self, zookeeper_address: str, timeout: float = 10.0) -> None:
         self._client = KazooClient(hosts=zookeeper_address, timeout=timeout)
         self._client.start(timeout=timeout)
 
-    def controller(self) -> int | None:
+    def read(self, path: str) -> tuple[bytes, int] | None:
         try:
-            data, _ = self._client.get(zk_layout.CONTROLLER)
-            return zk_layout.decode_controller(data)
-        except (KazooException, zk_layout.LayoutError):  # absent, or ZooKeeper unreachable
+            data, stat = self._client.get(path)
+        except KazooException:  # absent, or ZooKeeper unreachable
             return None
+        return data, stat.version
 
-    def leader(self, topic: str, partition: int) -> int | None:
-        try:
-            data, stat = self._client.get(zk_layout.partition_state_path(topic, partition))
-            state = zk_layout.decode_leader_isr(topic, partition, data, stat.version)
-        except (KazooException, zk_layout.LayoutError):  # absent, or ZooKeeper unreachable
-            return None
-        return None if state.leader == zk_layout.NO_LEADER else state.leader
+    def roles(self, partitions: Sequence[tuple[str, int]]) -> tuple[int | None, dict[tuple[str, int], int]]:
+        return read_roles(self.read, partitions)
 
     def close(self) -> None:
         self._client.stop()

@@ -24,18 +24,24 @@ import yaml
 
 from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.run_config import (
+    DEFAULT_NEMESIS,
     FIELDS,
+    SIMULATED_NEMESIS,
     ConfigError,
     TestConfig,
+    all_kinds,
     default_name,
     read_number,
     read_range,
     read_yaml_mapping,
 )
 
-CLUSTERS = ("docker", "local")
+CLUSTERS = ("docker", "local", "sim")
 WORKLOADS = ("queue", "log-lin")
-NEMESIS_KINDS = ("partition", "clock", "pause", "disk", "kill")
+# The fault kinds every backend applies, and those only the simulator can.
+NEMESIS_KINDS = DEFAULT_NEMESIS
+SIMULATED_KINDS = SIMULATED_NEMESIS
+ALL_KINDS = NEMESIS_KINDS + SIMULATED_KINDS
 ACKS = ("all", 1, 0)
 MAX_NODES = 9
 
@@ -51,16 +57,16 @@ def parse_nemesis(value: Any, source: str = "<options>") -> tuple[str, ...]:
     else:
         raise ConfigError(source, "nemesis", f"expected a list of kinds or a comma-separated string, got {value!r}")
     if words == ["all"]:
-        return NEMESIS_KINDS
+        return ALL_KINDS  # narrowed to what the cluster can apply by make_config
     if words in ([], ["none"]):
         return ()
-    unknown = [w for w in words if w not in NEMESIS_KINDS]
+    unknown = [w for w in words if w not in ALL_KINDS]
     if unknown:
         raise ConfigError(
             source, "nemesis",
-            f"unknown fault kind {unknown[0]!r}; choose from {', '.join(NEMESIS_KINDS)}, 'all' or 'none'",
+            f"unknown fault kind {unknown[0]!r}; choose from {', '.join(ALL_KINDS)}, 'all' or 'none'",
         )
-    return tuple(k for k in NEMESIS_KINDS if k in words)
+    return tuple(k for k in ALL_KINDS if k in words)
 
 
 def _choice(source: str, key: str, value: Any, choices: tuple[Any, ...]) -> Any:
@@ -83,12 +89,22 @@ def make_config(values: Mapping[str, Any], source: str = "<options>", base: Test
         raise ConfigError(source, "name", f"expected a string, got {name!r}")
     converted = {k: _convert(source, k, v) for k, v in known.items()}
     stated = {k: converted.pop(k) for k in RECORDED if k in converted}
+    # "all" means every kind the backend applies: the default, or asked for in so many words.
+    wants_all = (_is_all(known["nemesis"]) if "nemesis" in known
+                 else set(base.nemesis) == set(all_kinds(base.cluster)))
     config = recorded_settings(dataclasses.replace(base, name=name or "", **converted))
+    if wants_all:
+        config = config.replace(nemesis=all_kinds(config.cluster))
     for key, value in stated.items():
         if getattr(config, key) != value:
             raise ConfigError(source, key, f"is recorded, not chosen: {RECORDED[key]}, so it is "
                                            f"{str(getattr(config, key)).lower()} here, not {str(value).lower()}")
     return validate(config, source)
+
+
+def _is_all(value: Any) -> bool:
+    return (isinstance(value, str) and value.strip() == "all") or \
+        (isinstance(value, list | tuple) and [str(v).strip() for v in value] == ["all"])
 
 
 # The settings the harness records rather than lets a test choose, and why they have the
@@ -162,6 +178,12 @@ def validate(config: TestConfig, source: str = "<options>") -> TestConfig:
         raise ConfigError(
             source, "min_insync_replicas",
             f"{config.min_insync_replicas} is more than the replication factor {config.replication_factor}",
+        )
+    simulated = [kind for kind in config.nemesis if kind in SIMULATED_KINDS]
+    if simulated and config.cluster != "sim":
+        raise ConfigError(
+            source, "nemesis",
+            f"the {config.cluster} backend cannot apply {', '.join(simulated)} faults; only --cluster sim can",
         )
     if config.workload == "queue" and config.concurrency < 2:
         raise ConfigError(source, "concurrency", "the queue workload needs at least 2 workers (a producer and a consumer)")

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -79,15 +78,15 @@ class Worker(Protocol):
 class RateLimiter:
     """Spaces acquisitions ``1/rate`` seconds apart across every caller."""
 
-    def __init__(self, rate: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, rate: float, clock: Callable[[], float] | None = None) -> None:
         if rate <= 0:
             raise ValueError(f"rate must be positive, got {rate}")
         self.interval = 1.0 / rate
-        self._clock = clock
+        self._clock = clock  # None: the event loop's clock (virtual in the simulator)
         self._next: float | None = None
 
     async def acquire(self) -> None:
-        now = self._clock()
+        now = (self._clock or asyncio.get_running_loop().time)()
         # Never bank unused slots from an idle period: that would allow a burst.
         slot = now if self._next is None or self._next < now else self._next
         self._next = slot + self.interval
@@ -120,8 +119,10 @@ class Generator:
         workers: list[Worker],
         rate: float,
         op_timeout: float,
+        on_first_op: Callable[[], None] | None = None,
     ) -> None:
         self.recorder = recorder
+        self.on_first_op = on_first_op
         self.workers = workers
         self.limiter = RateLimiter(rate)
         self.op_timeout = op_timeout
@@ -174,6 +175,8 @@ class Generator:
         op = worker.next_op()
         if self.first_op_at is None:
             self.first_op_at = self.recorder.seconds()
+            if self.on_first_op is not None:
+                self.on_first_op()
         self.recorder.record("invoke", process, op.f, op.value, node=op.node)
         try:
             # asyncio.timeout, not wait_for: no extra task per op (this is the hot path).

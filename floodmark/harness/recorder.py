@@ -2,12 +2,12 @@
 
 Client workers and the nemesis both record ops through a :class:`Recorder`. Times are
 nanoseconds since the test started, read from the harness's monotonic clock (never a node's
-wall clock, which clock faults skew). Each op is appended as it happens with one ``write``
+wall clock, which clock faults skew): the machine's, or the simulator's virtual clock. Each op is appended as it happens with one ``write``
 on a file opened for appending (nothing is buffered in the harness), so a harness that is
 killed leaves a readable history holding every op it recorded. The lines are those of
 :class:`floodmark.history.HistoryWriter` (``Op.to_json``), encoded with orjson: the history
 is written twice per client op, and the standard library's encoder was a tenth of the
-harness's CPU. The nemesis records from worker threads too, hence the lock.
+harness's CPU. A lock keeps indices dense should any thread record.
 
 The recorder also keeps the counts behind the live progress line.
 """
@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,17 +46,18 @@ def op_line(op: Op) -> bytes:
 
 
 class Recorder:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, clock_ns: Callable[[], int] = time.monotonic_ns) -> None:
         self.path = Path(path)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._next_index = 0
         self._lock = threading.Lock()
-        self._start_ns = time.monotonic_ns()
+        self._clock_ns = clock_ns
+        self._start_ns = clock_ns()
         self.counts: Counter[str] = Counter()  # completions by type, client ops only
 
     def now(self) -> int:
         """Nanoseconds since the test started."""
-        return time.monotonic_ns() - self._start_ns
+        return self._clock_ns() - self._start_ns
 
     def seconds(self) -> float:
         return self.now() / 1e9

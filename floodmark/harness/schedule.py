@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -91,6 +91,11 @@ class Schedule:
         return Schedule(tuple(faults), float(data.get("time_limit", max((f.end for f in faults), default=0.0))))
 
 
+# (kind, shape, drawn duration, rng) -> how long the fault lasts: a shape defined against a
+# timeout (a pause longer than the session) sets its own duration.
+DurationRule = Callable[[str, str, float, random.Random], float]
+
+
 def generate(
     rng: random.Random,
     kinds: Sequence[str],
@@ -98,27 +103,35 @@ def generate(
     time_limit: float,
     fault_duration: tuple[float, float],
     quiet_period: tuple[float, float],
+    duration_rule: DurationRule | None = None,
 ) -> Schedule:
     """Plan faults of ``kinds`` over ``time_limit`` seconds, drawing only from ``rng``.
 
     ``shapes`` lists each kind's shapes (in the nemesis's order; a kind without shapes gets
-    "default"). The same arguments always give the same schedule.
+    "default"). A fault whose shape needs longer than the time left is not planned. The same
+    arguments always give the same schedule.
     """
     faults: list[Fault] = []
     if not kinds:
         return Schedule((), time_limit)
     t = rng.uniform(*quiet_period)  # let the workload warm up first
     while t + fault_duration[0] <= time_limit:
-        first = _plan(rng, len(faults), rng.choice(list(kinds)), shapes, t, fault_duration, time_limit)
+        first = _plan(rng, len(faults), rng.choice(list(kinds)), shapes, t, fault_duration,
+                      time_limit, duration_rule)
+        if first is None:
+            t += rng.uniform(*quiet_period)
+            continue
         faults.append(first)
         group_end = first.end
         others = [k for k in kinds if k != first.kind]
         if others and rng.random() < OVERLAP_PROBABILITY:
             start = t + rng.uniform(0, first.duration / 2)
             if start + fault_duration[0] <= time_limit:
-                second = _plan(rng, len(faults), rng.choice(others), shapes, start, fault_duration, time_limit)
-                faults.append(second)
-                group_end = max(group_end, second.end)
+                second = _plan(rng, len(faults), rng.choice(others), shapes, start, fault_duration,
+                               time_limit, duration_rule)
+                if second is not None:
+                    faults.append(second)
+                    group_end = max(group_end, second.end)
         t = group_end + rng.uniform(*quiet_period)
     return Schedule(tuple(faults), time_limit)
 
@@ -126,10 +139,18 @@ def generate(
 def _plan(
     rng: random.Random, number: int, kind: str, shapes: Mapping[str, Sequence[str]],
     start: float, fault_duration: tuple[float, float], time_limit: float,
-) -> Fault:
+    duration_rule: DurationRule | None,
+) -> Fault | None:
     shape = rng.choice(list(shapes.get(kind) or ("default",)))
-    duration = min(rng.uniform(*fault_duration), time_limit - start)
-    return Fault(number, kind, shape, round(start, 3), round(duration, 3), rng.getrandbits(32))
+    drawn = rng.uniform(*fault_duration)
+    seed = rng.getrandbits(32)
+    if duration_rule is not None:
+        required = duration_rule(kind, shape, drawn, rng)
+        if required != drawn and start + required > time_limit:
+            return None  # the shape needs longer than is left: it would not be what it says
+        drawn = required
+    duration = min(drawn, time_limit - start)
+    return Fault(number, kind, shape, round(start, 3), round(duration, 3), seed)
 
 
 @dataclass

@@ -1,54 +1,29 @@
-"""A nemesis: the part of the harness that breaks things on purpose, and then repairs them.
+"""A nemesis: the part of the harness that decides which faults to inject, and where.
 
-Each kind of fault (partition, clock, pause, disk, kill) is one nemesis. It offers named
-*shapes* (the schedule picks one per fault, see ``floodmark.harness.schedule``), and three
-actions, each returning a JSON-able dict that says exactly what was done (which nodes, which
-iptables rules, which clock offsets, which pids), because that dict becomes the value of the
-nemesis op in the history and the only record a reader has of the fault:
-
-- ``start(rng, cluster, context, shape)`` applies one fault; every choice it makes comes
-  from ``rng`` or from the cluster's state at that moment (the controller, a leader), which
-  it records;
-- ``stop(cluster, context)`` heals the fault it started, and only that;
-- ``heal_all(cluster, context)`` repairs everything of its kind on every node, whether or not
-  the harness remembers starting it (after an error, before the final reads).
-
-A nemesis drives nodes only through the node-control interface (``floodmark.harness.cluster``),
-so it works the same on every cluster backend.
+Each kind of fault (partition, clock, pause, disk, kill, and the simulator's power, session and
+message faults) is one nemesis. It offers named *shapes* (the schedule picks one per fault, see
+``floodmark.harness.schedule``) and *plans* one fault of a shape: a pure function of a seeded
+generator, the shape, the fault's planned duration and a snapshot of the cluster
+(:class:`~floodmark.harness.faults.ClusterView`: its nodes and who holds which role). The plan
+(:mod:`floodmark.harness.faults`) names the nodes and what happens to them; the backend applies
+it its own way and heals it, so a nemesis never touches a node and works the same on every
+backend. Alongside the plan it returns how it chose (the role it aimed at, what it saw, any
+fallback), which the fault driver records with the backend's evidence.
 """
 
 from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
-from floodmark.harness.cluster import Cluster, Node
+from floodmark.harness.faults import BrokerSlot, ClusterView, FaultPlan
 
-Action = dict[str, Any]
+Choice = dict[str, Any]
 
 
 class NemesisError(RuntimeError):
-    """A fault could not be applied or healed; says which node and why."""
-
-
-class ClusterView(Protocol):
-    """What a nemesis may ask about the cluster's current state (read from ZooKeeper)."""
-
-    def controller(self) -> int | None: ...
-    def leader(self, topic: str, partition: int) -> int | None: ...
-
-
-@dataclass
-class NemesisContext:
-    """What a nemesis needs besides the nodes: the cluster's state and the test's layout."""
-
-    view: ClusterView
-    partitions: Sequence[tuple[str, int]] = ()
-    zk_session_timeout: float = 6.0
-    extra: dict[str, Any] = field(default_factory=dict)
+    """A fault that cannot be planned (an unknown shape, a cluster too small); says why."""
 
 
 class Nemesis(ABC):
@@ -56,49 +31,62 @@ class Nemesis(ABC):
 
     kind: ClassVar[str]
     shapes: ClassVar[tuple[str, ...]]
+    simulated_only: ClassVar[bool] = False  # only the simulator can apply it
 
     @abstractmethod
-    def start(self, rng: random.Random, cluster: Cluster, context: NemesisContext,
-              shape: str | None = None) -> Action: ...
+    def plan(self, rng: random.Random, view: ClusterView, shape: str,
+             duration: float) -> tuple[FaultPlan, Choice]:
+        """Plan one fault of ``shape`` lasting ``duration`` seconds, drawing only from ``rng``."""
 
-    @abstractmethod
-    def stop(self, cluster: Cluster, context: NemesisContext) -> Action: ...
+    def duration(self, shape: str, drawn: float, session_timeout: float, rng: random.Random) -> float:
+        """How long a fault of ``shape`` lasts, given the duration the schedule ``drawn``.
 
-    @abstractmethod
-    def heal_all(self, cluster: Cluster, context: NemesisContext) -> Action: ...
+        Most faults last what was drawn; a shape defined against a timeout (a pause longer
+        than the ZooKeeper session) lasts what its definition requires, by construction.
+        """
+        return drawn
 
-    def choose_shape(self, rng: random.Random, shape: str | None) -> str:
-        if shape is None:
-            return rng.choice(self.shapes)
+    def check_shape(self, shape: str) -> str:
         if shape not in self.shapes:
             raise NemesisError(f"{self.kind}: unknown shape {shape!r}; known: {', '.join(self.shapes)}")
         return shape
 
 
-def choose_broker(rng: random.Random, cluster: Cluster, context: NemesisContext,
-                  target: str) -> tuple[Node, dict[str, Any]]:
+def brokers_by_id(view: ClusterView) -> list[BrokerSlot]:
+    return sorted(view.brokers, key=lambda b: b.broker_id)
+
+
+def choose_broker(rng: random.Random, view: ClusterView, target: str) -> tuple[BrokerSlot, Choice]:
     """The broker a fault hits: "controller", "leader" (of a random partition) or "random".
 
-    Returns the node and a record of how it was chosen. When the controller or a leader is
+    Returns the broker and a record of how it was chosen. When the controller or a leader is
     unknown right now (mid-election), falls back to a random broker and says so.
     """
-    brokers = sorted(cluster.brokers, key=lambda b: b.broker_id or 0)
-    how: dict[str, Any] = {"target": target}
+    brokers = brokers_by_id(view)
+    if not brokers:
+        raise NemesisError("the cluster has no brokers to aim at")
+    how: Choice = {"target": target}
     chosen: int | None = None
     if target == "controller":
-        chosen = context.view.controller()
-    elif target == "leader" and context.partitions:
-        topic, partition = rng.choice(list(context.partitions))
+        chosen = view.controller
+    elif target == "leader" and view.partitions:
+        topic, partition = rng.choice(list(view.partitions))
         how["partition"] = [topic, partition]
-        chosen = context.view.leader(topic, partition)
-    elif target != "random":
+        chosen = view.leaders.get((topic, partition))
+    elif target != "random" and target != "leader":
         raise NemesisError(f"unknown target {target!r}; use controller, leader or random")
-    if chosen is None or chosen not in {b.broker_id for b in brokers}:
+    slot = view.broker(chosen) if chosen is not None else None
+    if slot is None:
         if target != "random":
             how["fallback"] = f"no current {target}: chose a random broker"
-        node = rng.choice(brokers)
-    else:
-        node = next(b for b in brokers if b.broker_id == chosen)
-    how["node"] = node.name
-    how["broker_id"] = node.broker_id
-    return node, how
+        slot = rng.choice(brokers)
+    how["node"] = slot.name
+    how["broker_id"] = slot.broker_id
+    return slot, how
+
+
+def natural(name: str) -> tuple[str, int]:
+    """Sort key: n2 before n10."""
+    head = name.rstrip("0123456789")
+    tail = name[len(head):]
+    return head, int(tail) if tail else -1

@@ -1,62 +1,46 @@
-"""Crashes and restarts: kill -9 a broker (the controller, a leader, or any), then restart it.
+"""Crashes and restarts: a broker killed (the controller, a leader, or any), then restarted.
 
-A SIGKILLed broker loses everything it had not written to disk and its ZooKeeper session
-expires only after the session timeout, so the controller learns of the death late; on
-restart it must recover its logs, truncate what it should and rejoin the ISR. A clean
-restart (SIGTERM, controlled shutdown) is the control case: nothing should be lost. The
-process is restarted by ``stop`` on the same machine with the same data directories, and
-both pids are recorded.
+A SIGKILLed broker loses what it held in memory but nothing it wrote (the operating system
+keeps written pages), and its ZooKeeper session expires only after the session timeout, so
+the controller learns of the death late; on restart it must recover its logs, truncate what
+it should and rejoin the ISR. A clean restart (SIGTERM, controlled shutdown) is the control
+case: nothing should be lost. The process is restarted on heal on the same machine with the
+same data directories.
+
+*Power loss* (the ``power`` kind, which only the simulator can apply) is harsher: every write
+the broker had not fsynced is gone, data and checkpoints alike. Kafka does not fsync on
+acknowledgement, so a record acknowledged by a whole ISR survives only if some replica that
+held it kept it: losing unsynced writes on fewer than min.insync replicas at once must never
+lose an acknowledged record.
 """
 
 from __future__ import annotations
 
 import random
 
-from floodmark.harness.cluster import Cluster, Node
-from floodmark.nemesis.base import Action, Nemesis, NemesisContext, NemesisError, choose_broker
+from floodmark.harness.faults import ClusterView, CrashMode, ProcessCrash
+from floodmark.nemesis.base import Choice, Nemesis, choose_broker
 
 
 class KillNemesis(Nemesis):
     kind = "kill"
     shapes = ("controller", "leader", "random", "clean-restart")
 
-    def __init__(self) -> None:
-        self._down: list[Node] = []
+    def plan(self, rng: random.Random, view: ClusterView, shape: str,
+             duration: float) -> tuple[ProcessCrash, Choice]:
+        self.check_shape(shape)
+        target = "random" if shape == "clean-restart" else shape
+        slot, how = choose_broker(rng, view, target)
+        mode: CrashMode = "terminate" if shape == "clean-restart" else "kill"
+        return ProcessCrash(slot.name, mode), {"shape": shape, **how}
 
-    def start(self, rng: random.Random, cluster: Cluster, context: NemesisContext,
-              shape: str | None = None) -> Action:
-        shape = self.choose_shape(rng, shape)
-        node, how = choose_broker(rng, cluster, context,
-                                  "random" if shape == "clean-restart" else shape)
-        pid = node.pid()
-        if pid is None:
-            return {"shape": shape, **how, "skipped": f"{node.name} is not running"}
-        if shape == "clean-restart":
-            node.stop(timeout=context.zk_session_timeout * 2)
-            signal_name = "SIGTERM"
-        else:
-            node.kill()
-            signal_name = "SIGKILL"
-        self._down.append(node)
-        return {"shape": shape, **how, "pid": pid, "signal": signal_name}
 
-    def stop(self, cluster: Cluster, context: NemesisContext) -> Action:
-        restarted = {}
-        for node in self._down:
-            if node.is_running():
-                continue
-            node.start()
-            restarted[node.name] = node.pid()
-        self._down = []
-        return {"restarted": restarted}
+class PowerNemesis(Nemesis):
+    kind = "power"
+    shapes = ("controller", "leader", "random")
+    simulated_only = True
 
-    def heal_all(self, cluster: Cluster, context: NemesisContext) -> Action:
-        self._down = []
-        restarted = {}
-        for node in cluster.nodes:
-            if not node.is_running():
-                node.start()
-                restarted[node.name] = node.pid()
-        if any(pid is None for pid in restarted.values()):
-            raise NemesisError(f"kill: restart failed for {restarted}")
-        return {"restarted": restarted}
+    def plan(self, rng: random.Random, view: ClusterView, shape: str,
+             duration: float) -> tuple[ProcessCrash, Choice]:
+        slot, how = choose_broker(rng, view, self.check_shape(shape))
+        return ProcessCrash(slot.name, "power-loss"), {"shape": shape, **how}

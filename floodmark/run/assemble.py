@@ -1,21 +1,19 @@
-"""Assembling a run's parts from its configuration: the cluster, the nemeses, their context.
+"""Assembling a run's parts from its configuration: the backend and the nemeses.
 
 The runner knows the steps of a run; this module knows which concrete parts a configuration
-asks for: the cluster backend (``docker`` containers or ``local`` network namespaces), one
-nemesis per fault kind, and the context nemeses consult (who the controller is, who leads a
-partition: asked of ZooKeeper when they act).
+asks for: the cluster backend (``docker`` containers, ``local`` network namespaces, or the
+``sim`` simulator) and one nemesis per fault kind, and whether the backend can apply every
+fault of a schedule (asked before the run starts, so a run never silently skips a fault).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-from floodmark.backends.zk_view import ZooKeeperView
-from floodmark.harness.cluster import Cluster, ClusterSpec
+from floodmark.backends import node_faults
+from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import TestConfig
-from floodmark.nemesis.base import NemesisContext
+from floodmark.harness.schedule import Schedule
 from floodmark.nemesis.compose import Composite
+from floodmark.run.backend import Backend
 
 
 def broker_args(config: TestConfig) -> tuple[str, ...]:
@@ -26,29 +24,40 @@ def broker_args(config: TestConfig) -> tuple[str, ...]:
     )
 
 
-def make_cluster(config: TestConfig, spec: ClusterSpec) -> Cluster:
+def make_backend(config: TestConfig, spec: ClusterSpec) -> Backend:
+    seed = config.seed or 0
+    if config.cluster == "sim":
+        from floodmark.backends.sim import SimBackend
+
+        return SimBackend(config, spec)
+    from floodmark.backends.real import RealBackend
+
     if config.cluster == "local":
         from floodmark.backends.local import LocalCluster
 
-        return LocalCluster(spec)
+        return RealBackend("local", LocalCluster(spec), config, seed)
     if config.cluster == "docker":
         from floodmark.backends.docker import DockerCluster
 
-        return DockerCluster(spec)
-    raise ValueError(f"unknown cluster backend {config.cluster!r}; choose docker or local")
+        return RealBackend("docker", DockerCluster(spec), config, seed)
+    raise ValueError(f"unknown cluster backend {config.cluster!r}; choose docker, local or sim")
 
 
-def make_nemeses(kinds: tuple[str, ...]) -> Composite:
-    return Composite(kinds)
-
-
-@contextmanager
-def nemesis_context(config: TestConfig, cluster: Cluster) -> Iterator[NemesisContext]:
-    """The nemeses' view of the running cluster, closed when the run is done with it."""
-    view = ZooKeeperView(cluster.zookeeper_address)
-    try:
-        yield NemesisContext(
-            view=view, partitions=config.topic_partitions, zk_session_timeout=config.zk_session_timeout,
-        )
-    finally:
-        view.close()
+def refusals(cluster: str, schedule: Schedule, nemeses: Composite) -> list[str]:
+    """Why the backend cannot apply some of the schedule's faults, one line each (empty: all fine)."""
+    problems = []
+    for fault in schedule.faults:
+        if fault.kind not in nemeses.kinds:
+            problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): the test has no {fault.kind} nemesis")
+            continue
+        if fault.shape not in nemeses.get(fault.kind).shapes:
+            problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): unknown shape; "
+                            f"known: {', '.join(nemeses.get(fault.kind).shapes)}")
+            continue
+        if cluster == "sim":
+            continue  # the simulator applies every fault
+        reason = node_faults.refuses(fault.kind, fault.shape)
+        if reason is not None:
+            problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): the {cluster} backend "
+                            f"refuses it: {reason}")
+    return problems

@@ -8,6 +8,8 @@ the verdict (0 valid, 1 invalid, 2 unknown, 254 bad arguments, 130 interrupted).
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from floodmark.errors import UsageError
 from floodmark.harness.config import (
     CLUSTERS,
     NEMESIS_KINDS,
+    SIMULATED_KINDS,
     WORKLOADS,
     ConfigError,
     TestConfig,
@@ -39,11 +42,36 @@ first; `floodmark repro RUN_DIR` runs the same test, seed and fault schedule aga
 Options override the values of a test file (-f). Defaults give a 60-second queue test on
 Docker under every fault kind with 3 brokers, 2 topics of 3 partitions, replication
 factor 3, min.insync.replicas 2 and acks=all.
+
+--cluster sim runs everything in one process on virtual time (no root, Docker or Java
+needed): a 60-second test takes seconds, the same seed gives the same run byte for byte,
+and it adds faults no real cluster can apply (power loss, ZooKeeper session expiry, message
+faults). Start there.
+
+--schedule FILE replays an exact sequence of faults (the format of a run's schedule.json:
+{"time_limit": 30, "faults": [{"number": 0, "kind": "partition", "shape": "isolate-leader",
+"start": 5.0, "duration": 8.0, "seed": 1}, ...]}); the backend refuses, before anything
+starts, a fault it cannot apply.
+"""
+
+EXPLORE_DESCRIPTION = """\
+Hunt for bugs on the simulator: run many seeds, each drawing its own test (3-5 brokers,
+replication factor, min.insync.replicas, topics and partitions, which fault kinds and how
+often and how long: swarm testing), all within the durability contract, so any invalid run
+is a real bug. Runs go across --jobs processes (or Spark tasks with --master); every failing
+seed is printed with the command that replays it and kept as a run directory, and shrunk to
+a minimal failing run unless --no-shrink.
+
+examples:
+  floodmark explore --runs 200 --variant truncate-to-hw --stop-on-first
+  floodmark explore --runs 10000 --jobs 8 --no-shrink
+  floodmark explore --runs 100000 --master spark://spark-master:7077 --store /shared/store
 """
 
 RUN_EXAMPLES = """\
 examples:
-  floodmark run --cluster local --nemesis none --time-limit 20        # a quick smoke test
+  floodmark run --cluster sim --time-limit 60                        # start here: seconds, no setup
+  floodmark run --cluster local --nemesis none --time-limit 20        # a quick smoke test (root)
   floodmark run --cluster docker --workload queue --nemesis all --time-limit 60 --seed 42
   floodmark run --cluster local --nemesis kill,partition --variant truncate-to-hw
   floodmark run -f tests/my-test.yaml --seed 7
@@ -79,12 +107,14 @@ def register(subparsers: Any) -> None:
     run.add_argument("-f", "--file", metavar="TEST.yaml", help="read the test configuration from a YAML file")
     test = run.add_argument_group("the test")
     test.add_argument("--name", help="test name (default: <workload>-<nemesis>-<variant>)")
-    test.add_argument("--cluster", choices=CLUSTERS, help="where the nodes run (default docker; local needs root)")
+    test.add_argument("--cluster", choices=CLUSTERS,
+                      help="where the nodes run: docker (default), local (needs root) or sim (the simulator)")
     test.add_argument("--nodes", type=int, metavar="N", help="number of brokers, 1-9 (default 3)")
     test.add_argument("--workload", choices=WORKLOADS,
                       help="queue: producers and consumers (default); log-lin: appends and reads at offsets")
     test.add_argument("--nemesis", metavar="KINDS",
-                      help=f"fault kinds, comma-separated from {','.join(NEMESIS_KINDS)}, or all, or none (default all)")
+                      help=f"fault kinds, comma-separated from {','.join(NEMESIS_KINDS)} (and, on sim, "
+                           f"{','.join(SIMULATED_KINDS)}), or all, or none (default all)")
     test.add_argument("--time-limit", type=float, metavar="SECONDS", help="length of the fault phase (default 60)")
     test.add_argument("--seed", type=int, help="the seed deciding every choice of the harness (default: random, printed)")
     test.add_argument("--variant", metavar="NAME", help="protocol variant of the reference (default: default)")
@@ -96,6 +126,8 @@ def register(subparsers: Any) -> None:
     load.add_argument("--replication-factor", type=int, metavar="N", help="replicas per partition (default 3)")
     load.add_argument("--min-insync-replicas", type=int, metavar="N", help="min.insync.replicas (default 2)")
     load.add_argument("--acks", choices=("all", "1", "0"), help="producer acks (default all)")
+    run.add_argument("--schedule", metavar="FILE",
+                     help="replay this fault schedule (schedule.json format) instead of drawing one")
     run.add_argument("--store", default=None, metavar="DIR", help=f"where run directories go (default ./{DEFAULT_STORE})")
     run.set_defaults(func=run_command)
 
@@ -109,6 +141,44 @@ def register(subparsers: Any) -> None:
     repro.add_argument("--store", default=None, metavar="DIR",
                        help="where the new run directory goes (default: the store RUN_DIR is in)")
     repro.set_defaults(func=repro_command)
+
+    explore = subparsers.add_parser(
+        "explore", help="run many seeds on the simulator, each its own test; report what fails",
+        description=EXPLORE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="exit codes: 1 if any run was invalid, else 2 if any was unknown, else 0; 254 bad arguments.",
+    )
+    explore.add_argument("--runs", type=int, default=100, metavar="N", help="seeds to run (default 100)")
+    explore.add_argument("--seed", type=int, default=None, metavar="S",
+                         help="the first seed; seeds S, S+1, ... (default: random, printed)")
+    explore.add_argument("--variant", default="default", metavar="NAME",
+                         help=f"protocol variant: {', '.join(VARIANTS)} (default: default)")
+    explore.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                         help="start no new seed after this long")
+    explore.add_argument("--stop-on-first", action="store_true", help="stop at the first invalid run")
+    explore.add_argument("--jobs", type=int, default=None, metavar="N",
+                         help="worker processes (default: one per core)")
+    explore.add_argument("--master", default=None, metavar="URL",
+                         help="run the seeds as Spark tasks on this master (local[*], spark://...)")
+    explore.add_argument("--keep-all", action="store_true", help="keep every run directory, not only failing ones")
+    explore.add_argument("--no-shrink", action="store_true", help="do not shrink what fails")
+    explore.add_argument("--shrink-budget", type=int, default=40, metavar="N",
+                         help="runs the shrinker may spend per failure (default 40)")
+    explore.add_argument("--store", default=None, metavar="DIR", help=f"where runs go (default ./{DEFAULT_STORE})")
+    explore.set_defaults(func=explore_command)
+
+    shrink = subparsers.add_parser(
+        "shrink", help="reduce a failing simulated run to a minimal one that fails the same way",
+        description="Run smaller and smaller versions of a failing simulated run (fewer faults, "
+                    "shorter, shorter faults, fewer brokers, lighter load), keeping each that is "
+                    "still invalid with one of the original anomaly types. The smallest becomes a "
+                    "run directory of its own; floodmark repro replays it.",
+        epilog="exit codes: 0 shrunk (or already minimal), 254 bad arguments.",
+    )
+    shrink.add_argument("run_dir", metavar="RUN_DIR", help="a failing run directory of --cluster sim")
+    shrink.add_argument("--budget", type=int, default=60, metavar="N", help="at most this many runs (default 60)")
+    shrink.add_argument("--store", default=None, metavar="DIR",
+                        help="where the candidate runs go (default: the store RUN_DIR is in)")
+    shrink.set_defaults(func=shrink_command)
 
     images = subparsers.add_parser(
         "images", help="build the Docker images the docker cluster uses (if missing)",
@@ -140,9 +210,15 @@ def config_from_args(args: argparse.Namespace) -> TestConfig:
 
 def run_command(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    schedule = None
+    if args.schedule:
+        try:
+            _, schedule = load_schedule(args.schedule)
+        except ScheduleError as e:
+            raise UsageError(str(e)) from None
     from floodmark.run.runner import run_test
 
-    return run_test(config, args.store or DEFAULT_STORE).exit_code
+    return run_test(config, args.store or DEFAULT_STORE, schedule).exit_code
 
 
 def repro_command(args: argparse.Namespace) -> int:
@@ -159,10 +235,89 @@ def repro_command(args: argparse.Namespace) -> int:
         raise UsageError(f"{run.config}: no seed recorded; cannot reproduce")
     if seed is not None and seed != config.seed:
         raise UsageError(f"{run.schedule}: seed {seed} differs from test.yaml's seed {config.seed}")
+    from floodmark.run import digest
     from floodmark.run.runner import run_test
 
     store = args.store or str(path.parent.parent)
-    return run_test(config, store, schedule).exit_code
+    original = digest.load(run)
+    outcome = run_test(config, store, schedule)
+    if original is not None and outcome.digest is not None:
+        differ = digest.differences(original, outcome.digest)
+        if differ:
+            print(f"floodmark: replay DIFFERS from {path}: {', '.join(differ)} "
+                  "(nondeterminism, or the code changed since)", file=sys.stderr)
+        else:
+            print(f"floodmark: replay identical to {path} (digest {outcome.digest['run'][:16]})", file=sys.stderr)
+    return outcome.exit_code
+
+
+def explore_command(args: argparse.Namespace) -> int:
+    from floodmark.harness.seeds import new_seed
+    from floodmark.run import explore
+
+    if args.runs < 1:
+        raise UsageError("--runs must be at least 1")
+    if args.variant not in VARIANTS:
+        raise UsageError(f"unknown variant {args.variant!r}; choose one of: {', '.join(VARIANTS)}")
+    if args.time_budget is not None and not args.time_budget > 0:
+        raise UsageError("--time-budget must be positive")
+    jobs = args.jobs if args.jobs is not None else explore.default_jobs()
+    if jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    first = args.seed if args.seed is not None else new_seed()
+    store = args.store or DEFAULT_STORE
+    seeds = explore.seeds_from(first, args.runs)
+    print(f"floodmark explore: variant {args.variant}, seeds {first}..{first + args.runs - 1}, "
+          f"{'Spark ' + args.master if args.master else f'{jobs} jobs'}; store {store}", file=sys.stderr)
+    tally, on_result = explore.progress_printer(len(seeds), sys.stderr)
+    started = time.monotonic()
+    if args.master:
+        for found in explore.explore_spark(seeds, args.variant, store, args.master, keep_all=True):
+            on_result(found)
+    else:
+        explore.explore_local(seeds, args.variant, store, jobs, keep_all=args.keep_all,
+                              time_budget=args.time_budget, stop_on_first=args.stop_on_first,
+                              on_result=on_result)
+    print(f"\nfloodmark explore: {explore.summary(tally, time.monotonic() - started)}", file=sys.stderr)
+    if tally.invalid and not args.no_shrink:
+        _shrink_findings(store, args.shrink_budget)
+    return tally.exit_code
+
+
+def _shrink_findings(store: str, budget: int) -> None:
+    from floodmark.run.shrink import shrink_run
+
+    found = sorted(p for p in Path(store).glob("explore-*/*") if _invalid(p))
+    for path in found[:3]:  # the first few; each costs up to ``budget`` runs
+        print(f"floodmark explore: shrinking {path}", file=sys.stderr)
+        minimal, runs = shrink_run(path, Path(store), budget)
+        print(f"floodmark explore: minimal after {runs} runs: floodmark repro {minimal}", file=sys.stderr)
+
+
+def _invalid(path: Path) -> bool:
+    from floodmark.results import read_results
+
+    try:
+        return read_results(rundir.RunDir(path).results).get("valid") is False
+    except (OSError, ValueError):
+        return False
+
+
+def shrink_command(args: argparse.Namespace) -> int:
+    from floodmark.run.shrink import shrink_run
+
+    if args.budget < 1:
+        raise UsageError("--budget must be at least 1")
+    path = Path(args.run_dir).resolve()
+    store = Path(args.store) if args.store else path.parent.parent
+    minimal, runs = shrink_run(path, store, args.budget, sys.stderr)
+    if minimal == path:
+        print(f"floodmark shrink: no smaller failing run found in {runs} runs; {path} stays the smallest",
+              file=sys.stderr)
+    else:
+        print(f"floodmark shrink: minimal failing run after {runs} runs: {minimal}\n"
+              f"  replay it with: floodmark repro {minimal}", file=sys.stderr)
+    return 0
 
 
 def images_command(args: argparse.Namespace) -> int:

@@ -1,19 +1,19 @@
 """The fault driver: executes a fault schedule against a cluster and records every action.
 
 The schedule (:mod:`floodmark.harness.schedule`) says what should happen when; the nemeses
-(:mod:`floodmark.nemesis`) know how to do it. The driver sleeps until each planned start or
-stop, calls the nemesis of that kind, and records the action twice in the history, as the
-clients' ops are recorded: an ``invoke`` of ``start-<kind>`` or ``stop-<kind>`` saying what was
-planned, then a completion whose value is the nemesis's own account of what it did (nodes,
-rules, offsets, pids): ``ok`` when it did it, ``info`` when it raised part-way (the fault may
-be partly in place). The same account goes into ``schedule.json`` as executed.
+(:mod:`floodmark.nemesis`) plan each fault from a snapshot of the cluster; the backend's
+applier (:class:`~floodmark.harness.faults.FaultApplier`) puts it in place and heals it. The
+driver sleeps until each planned start or stop and records the action twice in the history,
+as the clients' ops are recorded: an ``invoke`` of ``start-<kind>`` or ``stop-<kind>`` saying
+what was planned, then a completion whose value says what was done: how the nemesis chose
+(the role it aimed at, what it saw), the plan (nodes, links, offsets) and the backend's
+evidence (rules, pids, what it verified). ``ok`` when it did it, ``info`` when it raised
+part-way (the fault may be partly in place). The same account goes into ``schedule.json``.
 
-A nemesis's start draws its remaining choices from ``random.Random(fault.seed)``, so replaying
-the schedule replays them too. Nemeses act through blocking calls (iptables, Docker), so they
-run in a worker thread while the clients keep going on the event loop.
-
-``heal_all`` ends everything of every kind, whether or not the driver remembers starting it;
-the runner calls it once the fault phase ends, and again (best effort) if anything failed.
+A nemesis plans with ``random.Random(fault.seed)``, so replaying the schedule replays its
+choices too. ``heal_all`` ends everything of every kind, whether or not the driver remembers
+starting it; the runner calls it once the fault phase ends, and again (best effort) if
+anything failed.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ import asyncio
 import contextlib
 import logging
 import random
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from floodmark.harness.cluster import Cluster
+from floodmark.harness.faults import ClusterView, FaultApplier, FaultPlan
 from floodmark.harness.recorder import Recorder
 from floodmark.harness.schedule import Fault, ScheduleLog
 from floodmark.history import NEMESIS
-from floodmark.nemesis.base import NemesisContext
 from floodmark.nemesis.compose import Composite
 
 log = logging.getLogger(__name__)
@@ -38,17 +38,18 @@ class FaultDriver:
     def __init__(
         self,
         recorder: Recorder,
-        cluster: Cluster,
         nemeses: Composite,
-        context: NemesisContext,
+        applier: FaultApplier,
+        observe: Callable[[], Awaitable[ClusterView]],
         schedule_log: ScheduleLog,
     ) -> None:
         self.recorder = recorder
-        self.cluster = cluster
         self.nemeses = nemeses
-        self.context = context
+        self.applier = applier
+        self.observe = observe  # a snapshot of the cluster for planning, taken when a fault starts
         self.schedule_log = schedule_log
         self.active: dict[int, Fault] = {}
+        self.plans: dict[int, FaultPlan] = {}
         self.errors: list[str] = []
 
     def current(self) -> list[str]:
@@ -80,12 +81,15 @@ class FaultDriver:
         executed.started_at = self.recorder.seconds()
         self.active[fault.number] = fault
         try:
-            rng = random.Random(fault.seed)
-            result = await asyncio.to_thread(
-                self.nemeses.start, fault.kind, rng, self.cluster, self.context, fault.shape)
+            view = await self.observe()
+            plan, choice = self.nemeses.plan(fault.kind, random.Random(fault.seed), view,
+                                             fault.shape, fault.duration)
+            self.plans[fault.number] = plan  # even if applying fails part-way, stop heals it
+            evidence = await self.applier.apply(plan)
         except Exception as e:
             executed.error = self._failed(f"start-{fault.kind}", planned, e)
         else:
+            result = {**choice, **plan.describe(), **evidence}
             executed.start = result
             self.recorder.record("ok", NEMESIS, f"start-{fault.kind}", result)
         self.schedule_log.save()
@@ -95,8 +99,9 @@ class FaultDriver:
         planned = {"fault": fault.number, "shape": fault.shape}
         self.recorder.record("invoke", NEMESIS, f"stop-{fault.kind}", planned)
         self.active.pop(fault.number, None)
+        plan = self.plans.pop(fault.number, None)
         try:
-            result = await asyncio.to_thread(self.nemeses.stop, fault.kind, self.cluster, self.context)
+            result = {"skipped": "the fault was never planned"} if plan is None else await self.applier.heal(plan)
         except Exception as e:
             executed.error = self._failed(f"stop-{fault.kind}", planned, e)
         else:
@@ -106,18 +111,20 @@ class FaultDriver:
         self.schedule_log.save()
 
     async def heal_all(self) -> dict[str, Any]:
-        """Heal every kind on every node; records one ``heal-all`` op with each nemesis's account."""
-        kinds = sorted(self.nemeses.nemeses)
-        self.recorder.record("invoke", NEMESIS, "heal-all", {"kinds": kinds})
+        """Heal every kind on every node; records one ``heal-all`` op with each kind's account."""
+        kinds = tuple(sorted(self.nemeses.kinds))
+        self.recorder.record("invoke", NEMESIS, "heal-all", {"kinds": list(kinds)})
+        healed: dict[str, Any]
         try:
-            healed = await asyncio.to_thread(self.nemeses.heal_all, self.cluster, self.context)
-        except Exception as e:  # the composite reports per-kind errors; this is anything else
+            healed = dict(await self.applier.heal_all(kinds))
+        except Exception as e:  # the applier reports per-kind errors; this is anything else
             healed = {"error": f"{type(e).__name__}: {e}"}
         errors = {kind: report["error"] for kind, report in healed.items()
                   if isinstance(report, dict) and "error" in report}
         if "error" in healed and isinstance(healed["error"], str):
             errors["all"] = healed["error"]
         self.active.clear()
+        self.plans.clear()
         if errors:
             self.errors.extend(f"heal-all {k}: {v}" for k, v in errors.items())
             log.error("heal-all failed: %s", errors)

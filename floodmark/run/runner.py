@@ -35,8 +35,8 @@ from typing import Any, TextIO
 
 from floodmark import rundir
 from floodmark.backends import cleanup
-from floodmark.errors import exit_code
-from floodmark.harness.cluster import Cluster, ClusterSpec, new_run_id
+from floodmark.errors import UsageError, exit_code
+from floodmark.harness.cluster import ClusterSpec, new_run_id
 from floodmark.harness.code_version import code_version
 from floodmark.harness.config import TestConfig, dump_config, recorded_settings
 from floodmark.harness.generator import Generator
@@ -44,8 +44,11 @@ from floodmark.harness.progress import Progress
 from floodmark.harness.recorder import Recorder
 from floodmark.harness.schedule import Schedule, ScheduleLog, generate
 from floodmark.harness.seeds import Seeds, new_seed
+from floodmark.nemesis.compose import Composite
 from floodmark.results import Validity, build_results, write_results
-from floodmark.run.assemble import broker_args, make_cluster, make_nemeses, nemesis_context
+from floodmark.run import digest
+from floodmark.run.assemble import broker_args, make_backend, refusals
+from floodmark.run.backend import Backend
 from floodmark.run.fault_driver import FaultDriver
 from floodmark.workloads.clients import LibraryClients
 from floodmark.workloads.registry import final_reads, make_workers
@@ -65,6 +68,7 @@ class RunOutcome:
     interrupted: bool = False
     error: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    digest: dict[str, str] | None = None  # a simulated run's digests (see run.digest)
 
     @property
     def exit_code(self) -> int:
@@ -76,7 +80,7 @@ class RunOutcome:
 class Runner:
     def __init__(
         self, config: TestConfig, store: str | Path, schedule: Schedule | None = None,
-        out: TextIO | None = None, check: bool = True,
+        out: TextIO | None = None, check: bool = True, report: bool = True,
     ) -> None:
         seed = config.seed if config.seed is not None else new_seed()
         self.config = config.replace(seed=seed)
@@ -85,6 +89,7 @@ class Runner:
         self.planned_schedule = schedule
         self.out = out or sys.stderr
         self.check = check
+        self.report = report  # exploration writes reports only for the runs it keeps
         self.started = time.monotonic()
         self.run_dir = rundir.create_run_dir(self.store, self.config.name, seed)
         self.outcome = RunOutcome(self.run_dir, self.config)
@@ -97,38 +102,46 @@ class Runner:
 
     # ------------------------------------------------------------------ the lifecycle
 
+    def plan_schedule(self, nemeses: Composite) -> Schedule:
+        """The given schedule, or one drawn from the seed; refused if the backend cannot apply it."""
+        config = self.config
+        schedule = self.planned_schedule or generate(
+            self.seeds.schedule(), config.nemesis, nemeses.shapes(),
+            config.time_limit, config.fault_duration, config.quiet_period,
+            lambda kind, shape, drawn, rng: nemeses.duration(kind, shape, drawn, config.zk_session_timeout, rng),
+        )
+        problems = refusals(config.cluster, schedule, nemeses)
+        if problems:
+            raise UsageError("; ".join(problems))
+        return schedule
+
     def run(self) -> RunOutcome:
         # What the run promised is read back from test.yaml by the checkers: record it.
         self.config = config = recorded_settings(dataclasses.replace(self.config, code_version=code_version()))
         self.outcome.config = config
+        nemeses = Composite(config.nemesis)
+        schedule = self.plan_schedule(nemeses)
         dump_config(config, self.run_dir.config)
         self.say(f"seed {config.seed}  (repeat with: floodmark run --seed {config.seed} ... or floodmark repro {self.run_dir.path})")
         self.say(f"run directory {self.run_dir.path}")
-        removed = cleanup.remove_stale_runs(docker_too=config.cluster == "docker")
-        if removed:
-            self.say(f"removed {len(removed)} resources left by crashed runs")
-        recorder = Recorder(self.run_dir.history)
-        nemeses = make_nemeses(config.nemesis)
-        schedule = self.planned_schedule or generate(
-            self.seeds.schedule(), config.nemesis, nemeses.shapes(),
-            config.time_limit, config.fault_duration, config.quiet_period,
-        )
-        schedule_log = ScheduleLog(self.run_dir.schedule, config.seed or 0, schedule)
-        schedule_log.save()
         spec = ClusterSpec(
             brokers=config.nodes, variant=config.variant, run_id=new_run_id(),
             seed=self.seeds.node("cluster"), broker_args=broker_args(config),
         )
-        cluster = make_cluster(config, spec)
-        driver: FaultDriver | None = None
+        backend = make_backend(config, spec)
+        removed = backend.remove_leftovers()
+        if removed:
+            self.say(f"removed {len(removed)} resources left by crashed runs")
+        recorder = Recorder(self.run_dir.history, clock_ns=backend.clock_ns)
+        schedule_log = ScheduleLog(self.run_dir.schedule, self.seeds.seed, schedule)
+        schedule_log.save()
+        driver = FaultDriver(recorder, nemeses, backend.faults, backend.observe, schedule_log)
         healed = False
         try:
             self.say(f"starting a {config.cluster} cluster of {config.nodes} brokers (run id {spec.run_id})")
-            cluster.setup()
+            backend.setup()
             self.mark("cluster_ready")
-            with nemesis_context(config, cluster) as context:
-                driver = FaultDriver(recorder, cluster, nemeses, context, schedule_log)
-                healed = asyncio.run(self._phases(cluster, recorder, driver))
+            healed = backend.run(self._phases(backend, recorder, driver))
         except KeyboardInterrupt:
             self.outcome.interrupted = True
             self.say("interrupted: healing and tearing down")
@@ -137,14 +150,15 @@ class Runner:
             self.say(f"run failed: {self.outcome.error}")
             log.debug("run failed\n%s", traceback.format_exc())
         finally:
-            self._finish(cluster, recorder, driver, healed)
+            self._finish(backend, recorder, driver, healed)
+        if backend.deterministic and not self.outcome.interrupted:
+            self.outcome.digest = digest.save(self.run_dir)
         if not self.outcome.interrupted and self.check:
             self._check()
         return self.outcome
 
-    async def _phases(self, cluster: Cluster, recorder: Recorder, driver: FaultDriver) -> bool:
-        config = self.config
-        clients = LibraryClients(config, cluster.bootstrap_addresses, cluster.zookeeper_address, self.seeds)
+    async def _phases(self, backend: Backend, recorder: Recorder, driver: FaultDriver) -> bool:
+        clients = LibraryClients(self.config, backend.client_host(), backend.cluster.bootstrap_addresses)
         try:
             return await self._workload(clients, recorder, driver)
         finally:
@@ -155,7 +169,8 @@ class Runner:
         await clients.create_topics()
         self.mark("topics_ready")
         # The clients give up on their own at op_timeout; this hard deadline catches a hung one.
-        generator = Generator(recorder, make_workers(config, clients, self.seeds), config.rate, config.op_timeout + 2.0)
+        generator = Generator(recorder, make_workers(config, clients, self.seeds), config.rate,
+                              config.op_timeout + 2.0, on_first_op=lambda: self.mark("first_op"))
         stop = asyncio.Event()
         started_at = recorder.seconds()
         progress = Progress(recorder, config.time_limit, driver.current, self.out)
@@ -169,8 +184,6 @@ class Runner:
             progress_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await progress_task
-            if generator.first_op_at is not None:
-                self.outcome.timings["first_op"] = round(generator.first_op_at + self._recorder_offset(recorder), 3)
         self.say(progress.last_line or "workload done")
         timings = self.outcome.timings
         self.say(f"cluster ready after {timings.get('cluster_ready', 0):.1f} s, topics after "
@@ -187,27 +200,20 @@ class Runner:
         self.mark("final_reads_done")
         return True
 
-    def _recorder_offset(self, recorder: Recorder) -> float:
-        """Seconds between this runner's start and the recorder's time zero."""
-        return (time.monotonic() - self.started) - recorder.seconds()
-
-    def _finish(self, cluster: Cluster, recorder: Recorder, driver: FaultDriver | None, healed: bool) -> None:
+    def _finish(self, backend: Backend, recorder: Recorder, driver: FaultDriver, healed: bool) -> None:
         """Heal (if the phases did not), tear down and collect; never raises."""
         try:
-            if driver is not None and not healed:
+            if not healed:
                 try:
-                    asyncio.run(driver.heal_all())
+                    backend.run(driver.heal_all())
                 except (Exception, KeyboardInterrupt) as e:
                     self.say(f"heal-all after a failure did not complete: {e!r}")
             self.say("tearing down the cluster and collecting logs")
-            cluster.teardown(collect_into=self.run_dir)
+            backend.teardown(collect_into=self.run_dir)
         except (Exception, KeyboardInterrupt) as e:
             self.say(f"teardown failed ({type(e).__name__}: {e}); removing the run's resources by force")
             with contextlib.suppress(Exception):
-                if self.config.cluster == "docker":
-                    cleanup.remove_docker_resources(cluster.run_id, stale_only=False)
-                else:
-                    cleanup.remove_local_run(cluster.run_id)
+                backend.force_cleanup()
         finally:
             recorder.close()
             self.mark("torn_down")
@@ -234,6 +240,8 @@ class Runner:
         self.say(f"verdict: {word}  (results {self.run_dir.results})")
 
     def _report(self) -> None:
+        if not self.report:
+            return
         from floodmark.reports.report import write_report
 
         try:

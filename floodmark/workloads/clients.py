@@ -5,11 +5,12 @@ process is retired after an unknown outcome, the session is closed and a new one
 the new process starts with its own consumer and metadata. Its ops are still independent of
 the old process's: that one's unknown send stays unknown whatever the new one does.
 
-What the sessions of a run share is what a Kafka producer shared by the threads of one JVM
-shares. One TCP connection per broker: the requests that many workers issue in the same
-turn of the event loop leave in one write and their responses arrive in one read (see
-:mod:`floodmark.reference.real.transport`), a system call per turn, not per request. And one
-producer per acks setting: the sends to a partition made in the same turn travel as one
+Sessions come from a :class:`ClientHost`, which the backend provides: real processes on
+sockets, or nodes of the simulated world; the workload never knows which. What the sessions
+of a run share is what a Kafka producer shared by the threads of one JVM shares. One
+connection per broker: the requests that many workers issue in the same turn of the event
+loop leave in one write and their responses arrive in one read, a system call per turn, not
+per request. And one producer per acks setting: the sends to a partition made in the same turn travel as one
 batch (:mod:`floodmark.reference.client.accumulator`). Every op is still invoked and completed on
 its own, with its own outcome: a send's is its batch's (ok at its own offset, failed, or
 unknown), and a connection that breaks fails every request in flight on it.
@@ -28,15 +29,12 @@ Reads (fetches) never change the log, so a fetch that goes wrong is simply an er
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Protocol
 
 from floodmark.harness.config import TestConfig
 from floodmark.harness.generator import CompletionType
-from floodmark.harness.seeds import Seeds, derive
 from floodmark.reference.client.accumulator import SendAccumulator
 from floodmark.reference.client.admin import Admin
 from floodmark.reference.client.consumer import Consumer
@@ -44,8 +42,7 @@ from floodmark.reference.client.metadata import ClientMetadata
 from floodmark.reference.client.producer import Producer
 from floodmark.reference.protocol import zk_layout
 from floodmark.reference.protocol.messages import Errors
-from floodmark.reference.real.runtime import RealRuntime, client_runtime
-from floodmark.reference.runtime import Handler, Network, Runtime
+from floodmark.reference.runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -80,30 +77,37 @@ class ClientFactory(Protocol):
         ...
 
 
-class SharedNetwork:
-    """The run's client connections, lent to a session: closing the session leaves them open."""
+class ClientHost(Protocol):
+    """Where a run's client runtimes come from: processes on real sockets, or simulated nodes.
 
-    def __init__(self, network: Network) -> None:
-        self._network = network
+    Workloads do not know which backend runs them; the backend hands them a host. Every
+    session runtime shares the host's connections (one per broker), but owns its tasks.
+    """
 
-    def request(self, address: str, message: Any, timeout: float) -> Coroutine[Any, Any, Any]:
-        # The shared network's own coroutine, not one wrapping it: one frame less per request.
-        return self._network.request(address, message, timeout)
+    def connections(self) -> Runtime:
+        """The runtime whose network every session shares (and the producers use)."""
+        ...
 
-    async def serve(self, handler: Handler) -> None:
-        raise RuntimeError("client sessions do not serve requests")
+    def session(self, label: str) -> Runtime:
+        """A new runtime for one client process, named ``label`` in logs."""
+        ...
+
+    async def end_session(self, runtime: Runtime) -> None:
+        """Release a session runtime (its tasks; never the shared connections)."""
+        ...
 
     async def close(self) -> None:
-        """Nothing to do: the connections belong to :class:`LibraryClients`."""
+        """Close the shared connections."""
+        ...
 
 
 class LibrarySession:
     """A process's clients from the reference client library, on their own client runtime."""
 
-    def __init__(self, real_runtime: RealRuntime, bootstrap: Sequence[str], op_timeout: float,
+    def __init__(self, host: ClientHost, runtime: Runtime, bootstrap: Sequence[str], op_timeout: float,
                  senders: Callable[[int], SendAccumulator]) -> None:
-        self.real_runtime = real_runtime
-        self.runtime = runtime = cast(Runtime, real_runtime)  # RealRuntime is a Runtime
+        self.host = host
+        self.runtime = runtime
         self.bootstrap = list(bootstrap)
         self.op_timeout = op_timeout
         self.metadata = ClientMetadata(runtime, self.bootstrap)
@@ -123,7 +127,7 @@ class LibrarySession:
         return FetchOutcome(records=records, high_watermark=result.high_watermark, log_end=result.log_end)
 
     async def close(self) -> None:
-        await self.real_runtime.close()
+        await self.host.end_session(self.runtime)
 
 
 _SEND_TYPES: dict[str, CompletionType] = {"ok": "ok", "failed": "fail", "unknown": "info"}
@@ -132,53 +136,46 @@ _SEND_TYPES: dict[str, CompletionType] = {"ok": "ok", "failed": "fail", "unknown
 class LibraryClients:
     """Opens sessions on the cluster, and the admin work the runner needs (topics, recovery)."""
 
-    def __init__(self, config: TestConfig, bootstrap: Sequence[str], zookeeper: str, seeds: Seeds) -> None:
+    def __init__(self, config: TestConfig, host: ClientHost, bootstrap: Sequence[str]) -> None:
         self.config = config
+        self.host = host
         self.bootstrap = list(bootstrap)
-        self.zookeeper = zookeeper
-        self.seeds = seeds
         self.opened = 0
-        # The connections every session shares (opened on first use, closed by close()), and
-        # the producers that batch every session's sends, one per acks setting.
-        self._connections = client_runtime("clients", derive(seeds.seed, "clients"))
+        # The producers that batch every session's sends, one per acks setting.
         self._senders: dict[int, SendAccumulator] = {}
 
     def senders(self, acks: int) -> SendAccumulator:
         sender = self._senders.get(acks)
         if sender is None:
-            runtime = cast(Runtime, self._connections)
-            sender = self._senders[acks] = SendAccumulator(Producer(runtime, self.bootstrap, acks=acks))
+            producer = Producer(self.host.connections(), self.bootstrap, acks=acks)
+            sender = self._senders[acks] = SendAccumulator(producer)
         return sender
 
-    def _runtime(self, name: str) -> RealRuntime:
+    def _runtime(self, name: str) -> Runtime:
         self.opened += 1
-        # Every session gets its own runtime (tasks, random stream); only the connections are
-        # shared. Named by a counter, so seeded deterministically.
-        label = f"client-{name}-{self.opened}"
-        return client_runtime(label, derive(self.seeds.seed, label), zookeeper_hosts=self.zookeeper)
+        # Named by a counter, so a backend can seed each deterministically.
+        return self.host.session(f"client-{name}-{self.opened}")
 
     async def open(self, name: str) -> LibrarySession:
-        runtime = self._runtime(name)
-        runtime.network = SharedNetwork(self._connections.network)
-        return LibrarySession(runtime, self.bootstrap, self.config.op_timeout, self.senders)
+        return LibrarySession(self.host, self._runtime(name), self.bootstrap, self.config.op_timeout, self.senders)
 
     async def close(self) -> None:
         """Close the shared connections and producers (sessions still open lose theirs)."""
-        await self._connections.close()
+        await self.host.close()
         self._senders.clear()
 
     async def create_topics(self, timeout: float = 60.0) -> None:
         """Create t0..tN-1 once every broker has registered, and wait until each partition
         has a leader and a whole ISR."""
         runtime = self._runtime("admin")
-        deadline = time.monotonic() + timeout
+        deadline = runtime.monotonic() + timeout
         try:
-            admin = await Admin.connect(cast(Runtime, runtime), bootstrap=self.bootstrap)
+            admin = await Admin.connect(runtime, bootstrap=self.bootstrap)
             try:
                 while len(await admin.brokers()) < self.config.nodes:
-                    if time.monotonic() >= deadline:
+                    if runtime.monotonic() >= deadline:
                         raise TimeoutError(f"fewer than {self.config.nodes} brokers registered after {timeout:.0f} s")
-                    await asyncio.sleep(0.2)
+                    await runtime.sleep(0.2)
                 existing = set(await admin.list_topics())
                 for topic in self.config.topic_names:
                     if topic in existing:
@@ -189,10 +186,10 @@ class LibraryClients:
                     )
             finally:
                 await admin.close()
-            if not await self._wait_healthy(runtime, max(1.0, deadline - time.monotonic())):
+            if not await self._wait_healthy(runtime, max(1.0, deadline - runtime.monotonic())):
                 raise TimeoutError(f"topics had no leader with a whole ISR after {timeout:.0f} s")
         finally:
-            await runtime.close()
+            await self.host.end_session(runtime)
 
     async def wait_for_recovery(self, timeout: float) -> bool:
         """Wait until every partition has a leader and at least min.insync.replicas in its ISR.
@@ -204,12 +201,12 @@ class LibraryClients:
         try:
             return await self._wait_healthy(runtime, timeout, self.config.min_insync_replicas)
         finally:
-            await runtime.close()
+            await self.host.end_session(runtime)
 
-    async def _wait_healthy(self, runtime: RealRuntime, timeout: float, min_isr: int | None = None) -> bool:
+    async def _wait_healthy(self, runtime: Runtime, timeout: float, min_isr: int | None = None) -> bool:
         """Until each partition has a leader and an ISR of ``min_isr`` (None: all replicas)."""
-        metadata = ClientMetadata(cast(Runtime, runtime), self.bootstrap)
-        deadline = time.monotonic() + timeout
+        metadata = ClientMetadata(runtime, self.bootstrap)
+        deadline = runtime.monotonic() + timeout
         wanted = set(self.config.topic_partitions)
         while True:
             if await metadata.refresh(list(self.config.topic_names)):
@@ -220,6 +217,6 @@ class LibraryClients:
                 }
                 if wanted <= healthy:
                     return True
-            if time.monotonic() >= deadline:
+            if runtime.monotonic() >= deadline:
                 return False
-            await asyncio.sleep(0.25)
+            await runtime.sleep(0.25)

@@ -8,7 +8,7 @@ final drain reads every partition from offset 0 to its end.
 
 from __future__ import annotations
 
-import time
+import asyncio
 
 from floodmark.harness.config import WORKLOADS, TestConfig
 from floodmark.harness.generator import Worker
@@ -45,8 +45,9 @@ async def final_reads(config: TestConfig, clients: ClientFactory, recorder: Reco
             process = first_process + number
             invoke_value = positions_value([((topic, partition), 0)])
             recorder.record("invoke", process, "drain", invoke_value)
-            deadline = time.monotonic() + config.drain_timeout
-            completion = await drain_partition(session, topic, partition, deadline, time.monotonic)
+            clock = asyncio.get_running_loop().time  # the run's clock, virtual in the simulator
+            deadline = clock() + config.drain_timeout
+            completion = await drain_partition(session, topic, partition, deadline, clock)
             if completion.type != "ok":
                 failures += 1
             recorder.record(completion.type, process, "drain", completion.value,

@@ -9,6 +9,7 @@ bump shows in the wall time the broker stamps on its own events.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import random
@@ -23,17 +24,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cluster_fixtures import BACKENDS, require_docker, require_local  # noqa: E402
+from cluster_fixtures import BACKENDS, require_docker, require_local, view_of  # noqa: E402
 
+from floodmark.backends.node_faults import NodeFaultApplier  # noqa: E402
 from floodmark.backends.readiness import wait_for_registration  # noqa: E402
 from floodmark.backends.zk_view import ZooKeeperView  # noqa: E402
 from floodmark.harness.cluster import BROKER_USER, Cluster, ClusterSpec, Node  # noqa: E402
-from floodmark.nemesis.base import NemesisContext  # noqa: E402
-from floodmark.nemesis.clock import ClockNemesis  # noqa: E402
-from floodmark.nemesis.disk import DiskNemesis  # noqa: E402
-from floodmark.nemesis.kill import KillNemesis  # noqa: E402
-from floodmark.nemesis.partition import PartitionNemesis  # noqa: E402
-from floodmark.nemesis.pause import PauseNemesis  # noqa: E402
+from floodmark.harness.faults import ClockSkew, DiskFault, FaultPlan  # noqa: E402
+from floodmark.nemesis.compose import Composite  # noqa: E402
 from floodmark.reference.protocol import zk_layout  # noqa: E402
 
 SESSION_TIMEOUT = 6.0  # the broker default; shorter ones make start-up flaky on a loaded machine
@@ -94,8 +92,24 @@ def view(cluster: Cluster) -> Iterator[ZooKeeperView]:
         zookeeper.close()
 
 
-def context(view: ZooKeeperView) -> NemesisContext:
-    return NemesisContext(view=view, zk_session_timeout=SESSION_TIMEOUT)
+def controller_of(view: ZooKeeperView) -> int | None:
+    return view.roles(())[0]
+
+
+class Faults:
+    """Plans faults from the live roles and applies them to the cluster, as a run does."""
+
+    def __init__(self, cluster: Cluster, view: ZooKeeperView) -> None:
+        self.cluster, self.view = cluster, view
+        self.applier = NodeFaultApplier(cluster, stop_timeout=2 * SESSION_TIMEOUT)
+
+    def start(self, kind: str, shape: str, seed: int, duration: float = 5.0) -> tuple[FaultPlan, dict[str, Any]]:
+        snapshot = view_of(self.cluster, controller_of(self.view), session_timeout=SESSION_TIMEOUT)
+        plan, how = Composite([kind]).plan(kind, random.Random(seed), snapshot, shape, duration)
+        return plan, {**how, **asyncio.run(self.applier.apply(plan))}
+
+    def stop(self, plan: FaultPlan) -> dict[str, Any]:
+        return asyncio.run(self.applier.heal(plan))  # type: ignore[no-any-return]
 
 
 def all_registered(cluster: Cluster) -> None:
@@ -104,21 +118,21 @@ def all_registered(cluster: Cluster) -> None:
 
 
 def test_a_controller_is_elected_among_the_brokers(cluster: Cluster, view: ZooKeeperView) -> None:
-    controller = wait_for("a controller", view.controller)
+    controller = wait_for("a controller", lambda: controller_of(view))
     assert controller in {b.broker_id for b in cluster.brokers}
 
 
 def test_killing_the_controller_moves_it_and_the_restart_keeps_its_data(
         cluster: Cluster, view: ZooKeeperView) -> None:
-    old = wait_for("a controller", view.controller)
+    old = wait_for("a controller", lambda: controller_of(view))
     node = cluster.broker(old)
     listing = node.exec(["sh", "-c", f"ls -a {' '.join(node.log_dirs)}"], user=BROKER_USER).stdout
-    nemesis = KillNemesis()
-    action = nemesis.start(random.Random(1), cluster, context(view), "controller")
+    faults = Faults(cluster, view)
+    plan, action = faults.start("kill", "controller", 1)
     assert action["broker_id"] == old and not node.is_running()
-    wait_for("a new controller", lambda: view.controller() not in (None, old),
+    wait_for("a new controller", lambda: controller_of(view) not in (None, old),
              timeout=SESSION_TIMEOUT * 5)
-    restarted = nemesis.stop(cluster, context(view))
+    restarted = faults.stop(plan)
     assert restarted["restarted"][node.name] != action["pid"]
     all_registered(cluster)
     after = node.exec(["sh", "-c", f"ls -a {' '.join(node.log_dirs)}"], user=BROKER_USER).stdout
@@ -126,29 +140,30 @@ def test_killing_the_controller_moves_it_and_the_restart_keeps_its_data(
 
 
 def test_a_long_pause_costs_the_controller_its_office(cluster: Cluster, view: ZooKeeperView) -> None:
-    old = wait_for("a controller", view.controller)
-    nemesis = PauseNemesis()
-    action = nemesis.start(random.Random(2), cluster, context(view), "controller-long")
+    old = wait_for("a controller", lambda: controller_of(view))
+    faults = Faults(cluster, view)
+    length = Composite(["pause"]).duration("pause", "controller-long", 5.0, SESSION_TIMEOUT, random.Random(2))
+    plan, action = faults.start("pause", "controller-long", 2, duration=length)
     try:
-        assert action["broker_id"] == old and action["duration"] > SESSION_TIMEOUT
+        assert action["broker_id"] == old and action["longer_than_session"] and length > SESSION_TIMEOUT
         wait_for("a new controller while the old one is paused",
-                 lambda: view.controller() not in (None, old), timeout=action["duration"] + 10)
+                 lambda: controller_of(view) not in (None, old), timeout=length + 10)
     finally:
-        nemesis.stop(cluster, context(view))
+        faults.stop(plan)
     all_registered(cluster)
 
 
 def test_isolating_the_controller_moves_it_and_heal_brings_the_broker_back(
         cluster: Cluster, view: ZooKeeperView) -> None:
-    old = wait_for("a controller", view.controller)
-    nemesis = PartitionNemesis()
-    action = nemesis.start(random.Random(3), cluster, context(view), "isolate-controller")
+    old = wait_for("a controller", lambda: controller_of(view))
+    faults = Faults(cluster, view)
+    plan, action = faults.start("partition", "isolate-controller", 3)
     try:
         assert action["broker_id"] == old
-        wait_for("a new controller", lambda: view.controller() not in (None, old),
+        wait_for("a new controller", lambda: controller_of(view) not in (None, old),
                  timeout=SESSION_TIMEOUT * 6)
     finally:
-        nemesis.stop(cluster, context(view))
+        faults.stop(plan)
     all_registered(cluster)
 
 
@@ -171,17 +186,18 @@ def create_topic(cluster: Cluster, prefix: str, partitions: int) -> str:
 
 def test_a_clock_bump_shows_in_the_wall_time_of_the_brokers_events(
         cluster: Cluster, view: ZooKeeperView) -> None:
-    nemesis = ClockNemesis()
-    action = nemesis.start(random.Random(4), cluster, context(view), "bump-forward")
+    faults = Faults(cluster, view)
+    plan, _ = faults.start("clock", "bump-forward", 4)
+    assert isinstance(plan, ClockSkew)
     try:
         topic = create_topic(cluster, "clock", 1)
-        for name, clock in action["clocks"].items():
+        for name, offset, _ in plan.clocks:
             node = cluster.node(name)
             about_topic = wait_for(f"{name} to act on {topic}", partial(events_about, node, topic))
             skew = about_topic[0]["wall"] - time.time()
-            assert clock["offset"] - 15 <= skew <= clock["offset"] + 1, (name, skew, clock)
+            assert offset - 15 <= skew <= offset + 1, (name, skew, offset)
     finally:
-        nemesis.stop(cluster, context(view))
+        faults.stop(plan)
 
 
 def test_a_disk_fault_takes_the_log_dir_offline(cluster: Cluster, view: ZooKeeperView) -> None:
@@ -190,16 +206,17 @@ def test_a_disk_fault_takes_the_log_dir_offline(cluster: Cluster, view: ZooKeepe
     for broker in cluster.brokers:
         wait_for(f"{broker.name} to host {topic} in every log dir",
                  partial(hosts_in_every_dir, broker, topic))
-    nemesis = DiskNemesis()
-    action = nemesis.start(random.Random(5), cluster, context(view), "chmod")
-    node = cluster.node(action["node"])
+    faults = Faults(cluster, view)
+    plan, _ = faults.start("disk", "chmod", 5)
+    assert isinstance(plan, DiskFault)
+    node = cluster.node(plan.node)
     try:
-        offline = wait_for(f"{node.name} to report {action['dir']} offline", lambda: [
+        offline = wait_for(f"{node.name} to report {plan.directory} offline", lambda: [
             e for e in events(node) if e["kind"] == "log_dir_offline"], timeout=30)
-        assert offline[0]["dir"] == action["dir"]
+        assert offline[0]["dir"] == plan.directory
         assert node.is_running(), "a log dir failure must not crash the broker"
     finally:
-        nemesis.stop(cluster, context(view))
+        faults.stop(plan)
     node.stop()  # a directory comes back online only with a restart (KIP-112)
     node.start()
     all_registered(cluster)

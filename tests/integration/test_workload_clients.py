@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from zookeeper_server import ZooKeeperServer, free_port
 
+from floodmark.backends.real_clients import RealClientHost
 from floodmark.harness.config import TestConfig
 from floodmark.harness.generator import Generator
 from floodmark.harness.recorder import Recorder
@@ -55,7 +56,7 @@ def test_queue_workload_against_real_brokers(tmp_path: Path) -> None:
         async def go() -> int:
             brokers, runtimes = await start_brokers(zookeeper.address, tmp_path, 3)
             try:
-                clients = LibraryClients(config, [r.advertised_address for r in runtimes], zookeeper.address, Seeds(1))
+                clients = LibraryClients(config, RealClientHost(zookeeper.address, 1), [r.advertised_address for r in runtimes])
                 await clients.create_topics(timeout=60)
                 recorder = Recorder(tmp_path / "history.jsonl")
                 generator = Generator(recorder, make_workers(config, clients, Seeds(1)), config.rate, 7.0)

@@ -32,11 +32,11 @@ class RealRuntime:
 
     def __init__(self, node: str, advertised_address: str, listen: str | None,
                  zookeeper_hosts: str | None, events_path: str | Path | None,
-                 storage: Storage, seed: int | str) -> None:
+                 storage: Storage, seed: int | str, network: Network | None = None) -> None:
         self.node = node
         self.advertised_address = advertised_address
         self.log = logging.getLogger(f"floodmark.{node}")
-        self.network: Network = TcpNetwork(listen, self.log)
+        self.network: Network = network if network is not None else TcpNetwork(listen, self.log)
         self.storage = storage
         self.random = random.Random(seed)
         self.zookeeper_hosts = zookeeper_hosts
@@ -139,7 +139,11 @@ class NoStorage:
         raise self._refuse(path)
 
 
-def client_runtime(name: str, seed: int | str, *, zookeeper_hosts: str | None = None) -> RealRuntime:
-    """A runtime for a client in the harness: it only makes requests (it serves nothing)."""
+def client_runtime(name: str, seed: int | str, *, zookeeper_hosts: str | None = None,
+                   network: Network | None = None) -> RealRuntime:
+    """A runtime for a client in the harness: it only makes requests (it serves nothing).
+
+    ``network`` lends it another runtime's connections (closing this runtime leaves them open).
+    """
     return RealRuntime(node=name, advertised_address="", listen=None, zookeeper_hosts=zookeeper_hosts,
-                       events_path=None, storage=NoStorage(), seed=seed)
+                       events_path=None, storage=NoStorage(), seed=seed, network=network)

@@ -1,0 +1,308 @@
+"""Applying fault plans to real nodes (containers or network namespaces) through ``Node``.
+
+Every real backend offers the node-control interface (:class:`~floodmark.harness.cluster.Node`),
+so one applier serves them all:
+
+- a network cut is one iptables rule per grudging node, in its own INPUT chain,
+  ``-s <peer ips> -j DROP`` tagged with a ``floodmark`` comment, so only traffic between exactly
+  the chosen nodes stops (the harness, on the host, still reaches everyone);
+- a kill is SIGKILL (or SIGTERM for a clean restart), healed by starting the process again on
+  the same machine with the same data;
+- a pause is SIGSTOP, healed by SIGCONT of the same pid (a process killed and restarted
+  meanwhile was never paused);
+- a clock fault rewrites the broker's libfaketime timestamp file (see ``backends.faketime``);
+- a disk fault runs ``chmod 000`` or moves the directory aside and puts a file in its place,
+  as the broker's own user, and undoes it on heal.
+
+Node commands block, so they run in worker threads while the clients keep going on the event
+loop. Heal-all finds what to undo on the nodes themselves (floodmark's iptables rules, stopped
+processes, displaced directories), whether or not this applier remembers applying it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from floodmark.backends.faketime import process_start_time, write_clock
+from floodmark.harness.cluster import BROKER_USER, Cluster, ClusterError, Node
+from floodmark.harness.faults import (
+    ClockSkew,
+    ClockStrobe,
+    DiskFault,
+    Evidence,
+    FaultPlan,
+    NetworkCut,
+    ProcessCrash,
+    ProcessPause,
+)
+
+T = TypeVar("T")
+COMMENT = "floodmark"
+DISPLACED = ".floodmark-displaced"
+REAL_KINDS = ("partition", "clock", "pause", "disk", "kill")
+
+
+def refuses(kind: str, shape: str) -> str | None:
+    """Why a real cluster cannot apply a fault of this kind and shape (None: it can)."""
+    if kind not in REAL_KINDS:
+        return f"only the simulator can apply {kind} faults"
+    return None
+
+
+def iptables_rule(sources: Iterable[str]) -> list[str]:
+    """The INPUT rule (without -A/-D) dropping packets from ``sources`` (ip addresses)."""
+    return ["INPUT", "-s", ",".join(sorted(sources)), "-m", "comment", "--comment", COMMENT,
+            "-j", "DROP"]
+
+
+def floodmark_rules(node: Node) -> list[list[str]]:
+    """The floodmark rules currently in the node's INPUT chain (as -D arguments)."""
+    result = node.exec(["iptables", "-w", "-S", "INPUT"])
+    if not result.ok:
+        raise ClusterError(f"{node.name}: iptables -S INPUT failed: {result.stderr.strip()}")
+    rules = []
+    for line in result.stdout.splitlines():
+        words = line.split()
+        if words[:2] == ["-A", "INPUT"] and COMMENT in words:
+            rules.append(words[1:])
+    return rules
+
+
+def _iptables(node: Node, args: list[str]) -> None:
+    result = node.exec(["iptables", "-w", *args])
+    if not result.ok:
+        raise ClusterError(f"{node.name}: iptables {' '.join(args)} failed: {result.stderr.strip()}")
+
+
+def _as_broker(node: Node, script: str, *args: str) -> str:
+    result = node.exec(["sh", "-c", script, "disk", *args], user=BROKER_USER)
+    if not result.ok:
+        raise ClusterError(f"{node.name}: disk fault command failed: {result.stderr.strip()}")
+    return result.stdout.strip()
+
+
+def is_stopped(node: Node, pid: int) -> bool:
+    """Is the process in state T (stopped by a signal)?"""
+    result = node.exec(["cat", f"/proc/{pid}/stat"])
+    return result.ok and result.stdout.rsplit(")", 1)[-1].split()[:1] == ["T"]
+
+
+class NodeFaultApplier:
+    """Applies plans to a real cluster's nodes, remembering what each plan changed."""
+
+    def __init__(self, cluster: Cluster, stop_timeout: float = 12.0) -> None:
+        self.cluster = cluster
+        self.stop_timeout = stop_timeout  # SIGTERM grace of a clean restart
+        self._rules: dict[FaultPlan, dict[str, list[str]]] = {}
+        self._undo: dict[FaultPlan, dict[str, Any]] = {}
+        self._strobes: dict[FaultPlan, asyncio.Task[None]] = {}
+
+    def refuses(self, kind: str, shape: str) -> str | None:
+        return refuses(kind, shape)
+
+    async def apply(self, plan: FaultPlan) -> Evidence:
+        if isinstance(plan, ClockStrobe):
+            return self._start_strobe(plan)
+        return await asyncio.to_thread(self._apply, plan)
+
+    async def heal(self, plan: FaultPlan) -> Evidence:
+        strobe = self._strobes.pop(plan, None)
+        if strobe is not None:
+            strobe.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await strobe
+        return await asyncio.to_thread(self._heal, plan)
+
+    async def heal_all(self, kinds: tuple[str, ...]) -> dict[str, Evidence]:
+        for task in self._strobes.values():
+            task.cancel()
+        await asyncio.gather(*self._strobes.values(), return_exceptions=True)
+        self._strobes.clear()
+        self._rules.clear()
+        self._undo.clear()
+        return await asyncio.to_thread(self._heal_all, kinds)
+
+    # ------------------------------------------------------------------ apply
+
+    def _apply(self, plan: FaultPlan) -> Evidence:
+        if isinstance(plan, NetworkCut):
+            return self._cut(plan)
+        if isinstance(plan, ProcessCrash):
+            return self._crash(plan)
+        if isinstance(plan, ProcessPause):
+            return self._pause(plan)
+        if isinstance(plan, ClockSkew):
+            return self._skew(plan)
+        if isinstance(plan, DiskFault):
+            return self._disk(plan)
+        raise ClusterError(f"a real cluster cannot apply {type(plan).__name__}")
+
+    def _cut(self, plan: NetworkCut) -> Evidence:
+        added = self._rules.setdefault(plan, {})
+        for name, sources in plan.drops:
+            node = self.cluster.node(name)
+            rule = iptables_rule(self.cluster.node(src).ip for src in sources)
+            _iptables(node, ["-A", *rule])
+            added[name] = rule
+        return {"rules": dict(added)}
+
+    def _crash(self, plan: ProcessCrash) -> Evidence:
+        node = self.cluster.node(plan.node)
+        pid = node.pid()
+        if pid is None:
+            return {"skipped": f"{node.name} is not running"}
+        if plan.mode == "terminate":
+            node.stop(timeout=self.stop_timeout)
+        elif plan.mode == "kill":
+            node.kill()
+        else:
+            raise ClusterError(f"a real cluster cannot apply {plan.mode}")
+        return {"pid": pid, "signal": "SIGTERM" if plan.mode == "terminate" else "SIGKILL",
+                "running": node.is_running()}
+
+    def _pause(self, plan: ProcessPause) -> Evidence:
+        node = self.cluster.node(plan.node)
+        pid = node.pid()
+        if pid is None:
+            return {"skipped": f"{node.name} is not running"}
+        node.pause()
+        self._undo[plan] = {"pid": pid, "paused_at": time.monotonic()}
+        return {"pid": pid, "stopped": is_stopped(node, pid)}
+
+    def _skew(self, plan: ClockSkew) -> Evidence:
+        written = {}
+        for name, offset, rate in plan.clocks:
+            node = self.cluster.node(name)
+            if rate == 1.0:
+                written[name] = write_clock(node, offset)
+            else:
+                # libfaketime: wall = start + (now - start) * rate + offset, so to run at
+                # ``rate`` from now without a jump the file's offset must absorb the past.
+                elapsed = time.time() - process_start_time(node)
+                written[name] = write_clock(node, round(offset - elapsed * (rate - 1.0), 3), rate)
+        return {"written": written}
+
+    def _start_strobe(self, plan: ClockStrobe) -> Evidence:
+        nodes = [self.cluster.node(name) for name in plan.targets]
+
+        async def flip() -> None:
+            skewed = False
+            while True:
+                await asyncio.sleep(plan.period)
+                skewed = not skewed
+                for node in nodes:
+                    await asyncio.to_thread(write_clock, node, plan.delta if skewed else 0.0)
+
+        self._strobes[plan] = asyncio.get_running_loop().create_task(flip(), name="clock-strobe")
+        return {"strobing": list(plan.targets)}
+
+    def _disk(self, plan: DiskFault) -> Evidence:
+        node = self.cluster.node(plan.node)
+        if plan.mode == "chmod":
+            mode = _as_broker(node, 'stat -c %a "$1" && chmod 000 "$1"', plan.directory)
+            self._undo[plan] = {"mode": mode}
+            return {"previous_mode": mode}
+        _as_broker(node, 'mv "$1" "$1$2" && touch "$1"', plan.directory, DISPLACED)
+        return {"moved_to": plan.directory + DISPLACED}
+
+    # ------------------------------------------------------------------ heal
+
+    def _heal(self, plan: FaultPlan) -> Evidence:
+        if isinstance(plan, NetworkCut):
+            removed = {}
+            for name, rule in sorted(self._rules.pop(plan, {}).items()):
+                _iptables(self.cluster.node(name), ["-D", *rule])
+                removed[name] = rule
+            return {"removed": removed}
+        if isinstance(plan, ProcessCrash):
+            node = self.cluster.node(plan.node)
+            if node.is_running():
+                return {"restarted": {}}
+            node.start()
+            return {"restarted": {node.name: node.pid()}}
+        if isinstance(plan, ProcessPause):
+            return self._resume(plan)
+        if isinstance(plan, ClockSkew | ClockStrobe):
+            return {"reset": {name: write_clock(self.cluster.node(name), 0.0) for name in plan.nodes}}
+        if isinstance(plan, DiskFault):
+            node = self.cluster.node(plan.node)
+            if plan.mode == "chmod":
+                mode = self._undo.pop(plan, {}).get("mode", "755")
+                _as_broker(node, 'chmod "$2" "$1"', plan.directory, mode)
+                return {"restored_mode": mode}
+            _as_broker(node, 'rm -f "$1" && mv "$1$2" "$1"', plan.directory, DISPLACED)
+            return {"restored": plan.directory}
+        raise ClusterError(f"a real cluster cannot heal {type(plan).__name__}")
+
+    def _resume(self, plan: ProcessPause) -> Evidence:
+        undo = self._undo.pop(plan, None)
+        if undo is None:
+            return {"resumed": None}
+        node = self.cluster.node(plan.node)
+        paused_for = round(time.monotonic() - undo["paused_at"], 3)
+        if node.pid() != undo["pid"]:  # killed and restarted meanwhile: never paused
+            return {"resumed": {"node": node.name, "pid": undo["pid"], "gone": True}}
+        node.resume()
+        return {"resumed": {"node": node.name, "pid": undo["pid"], "paused_for": paused_for}}
+
+    def _heal_all(self, kinds: tuple[str, ...]) -> dict[str, Evidence]:
+        report: dict[str, Evidence] = {}
+        healers: dict[str, Callable[[], Evidence]] = {
+            "partition": self._remove_every_rule, "clock": self._reset_every_clock,
+            "pause": self._resume_every_process, "disk": self._restore_every_dir,
+            "kill": self._restart_every_process,
+        }
+        for kind in sorted((k for k in kinds if k in healers), key=lambda k: k == "kill"):
+            try:
+                report[kind] = healers[kind]()
+            except Exception as e:  # noqa: BLE001 - every other kind must still be healed
+                report[kind] = {"error": f"{type(e).__name__}: {e}"}
+        return report
+
+    def _remove_every_rule(self) -> Evidence:
+        removed: dict[str, list[list[str]]] = {}
+        for node in self.cluster.nodes:
+            for rule in floodmark_rules(node):
+                _iptables(node, ["-D", *rule])
+                removed.setdefault(node.name, []).append(rule)
+        return {"removed": removed}
+
+    def _reset_every_clock(self) -> Evidence:
+        return {"reset": {b.name: write_clock(b, 0.0) for b in self.cluster.brokers}}
+
+    def _resume_every_process(self) -> Evidence:
+        resumed = []
+        for node in self.cluster.nodes:
+            pid = node.pid()
+            if pid is not None and is_stopped(node, pid):
+                node.resume()
+                resumed.append(node.name)
+        return {"resumed": resumed}
+
+    def _restore_every_dir(self) -> Evidence:
+        script = ('for d in "$@"; do '
+                  'if [ -e "$d.floodmark-displaced" ]; then rm -f "$d"; '
+                  'mv "$d.floodmark-displaced" "$d"; echo "moved $d"; fi; '
+                  'if [ "$(stat -c %a "$d")" = 0 ]; then chmod 755 "$d"; echo "chmod $d"; fi; '
+                  'done')
+        healed = {}
+        for node in self.cluster.brokers:
+            if node.log_dirs:
+                output = _as_broker(node, script, *node.log_dirs)
+                if output:
+                    healed[node.name] = output.splitlines()
+        return {"healed": healed}
+
+    def _restart_every_process(self) -> Evidence:
+        restarted = {}
+        for node in self.cluster.nodes:
+            if not node.is_running():
+                node.start()
+                restarted[node.name] = node.pid()
+        if any(pid is None for pid in restarted.values()):
+            raise ClusterError(f"restart failed for {restarted}")
+        return {"restarted": restarted}

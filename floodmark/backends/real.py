@@ -1,0 +1,75 @@
+"""A real cluster (Docker containers or network namespaces) as a run drives it.
+
+Wraps a :class:`~floodmark.harness.cluster.Cluster` with what a run needs besides its
+nodes: the machine's monotonic clock and ``asyncio.run``, fault plans applied through the
+node-control interface (:class:`~floodmark.backends.node_faults.NodeFaultApplier`), roles read
+from the real ZooKeeper (:class:`~floodmark.backends.zk_view.ZooKeeperView`), clients on real
+sockets (:class:`~floodmark.backends.real_clients.RealClientHost`), and the removal of what
+crashed runs left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from floodmark.backends import cleanup
+from floodmark.backends.node_faults import NodeFaultApplier
+from floodmark.backends.real_clients import RealClientHost
+from floodmark.backends.zk_view import ZooKeeperView
+from floodmark.harness.cluster import Cluster
+from floodmark.harness.config import TestConfig
+from floodmark.harness.faults import BrokerSlot, ClusterView
+from floodmark.rundir import RunDir
+
+T = TypeVar("T")
+
+
+class RealBackend:
+    deterministic = False  # real processes, real time: a seed replays the harness's choices only
+
+    def __init__(self, name: str, cluster: Cluster, config: TestConfig, seed: int) -> None:
+        self.name = name
+        self.cluster = cluster
+        self.config = config
+        self.seed = seed
+        self.faults = NodeFaultApplier(cluster, stop_timeout=2 * config.zk_session_timeout)
+        self._view: ZooKeeperView | None = None
+
+    def clock_ns(self) -> int:
+        return time.monotonic_ns()
+
+    def remove_leftovers(self) -> list[str]:
+        return cleanup.remove_stale_runs(docker_too=self.name == "docker")
+
+    def setup(self) -> None:
+        self.cluster.setup()
+        self._view = ZooKeeperView(self.cluster.zookeeper_address)
+
+    def run(self, main: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run(main)
+
+    def client_host(self) -> RealClientHost:
+        return RealClientHost(self.cluster.zookeeper_address, self.seed)
+
+    async def observe(self) -> ClusterView:
+        brokers = tuple(BrokerSlot(b.name, b.broker_id or 0, b.log_dirs) for b in self.cluster.brokers)
+        partitions = self.config.topic_partitions
+        controller, leaders = (None, {}) if self._view is None else \
+            await asyncio.to_thread(self._view.roles, partitions)
+        return ClusterView(self.cluster.zookeeper.name, brokers, partitions,
+                           self.config.zk_session_timeout, controller, leaders)
+
+    def teardown(self, collect_into: RunDir | None) -> None:
+        if self._view is not None:
+            view, self._view = self._view, None
+            view.close()
+        self.cluster.teardown(collect_into=collect_into)
+
+    def force_cleanup(self) -> None:
+        if self.name == "docker":
+            cleanup.remove_docker_resources(self.cluster.run_id, stale_only=False)
+        else:
+            cleanup.remove_local_run(self.cluster.run_id)

@@ -1,0 +1,187 @@
+"""Simulated nodes behind the node-control interface: start, stop, kill, pause, as on real ones.
+
+A simulated broker node holds one :class:`~floodmark.reference.broker.broker.Broker` per
+incarnation. ``start`` builds a new broker on the node's next incarnation (same disk, same
+address) and starts it in the background, as launching a process returns before the process
+is ready; ``stop`` is a controlled shutdown that ends the process cleanly; ``kill`` ends the
+process at once (SIGKILL: what it wrote survives in the operating system's page cache);
+``power_loss`` ends it and loses every write it had not synced. ``pause``/``resume`` freeze the
+node as SIGSTOP would. Simulated nodes run no commands and hold no files the harness can copy:
+``exec`` and the file calls say so.
+
+ZooKeeper is the simulated server ``zk``: it takes part in partitions, but cannot be stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from floodmark.harness.cluster import (
+    ZOOKEEPER_NODE,
+    ClusterError,
+    ClusterSpec,
+    ExecResult,
+    NodeRoster,
+    Role,
+    broker_name,
+)
+from floodmark.reference.broker.broker import Broker
+from floodmark.reference.broker.config import BrokerConfig
+from floodmark.reference.sim.world import ProcessDeath, SimWorld
+from floodmark.rundir import RunDir
+
+LOG_DIRS = ("/data/logdir0", "/data/logdir1")
+PID_BASE = 1000  # a node's "pid" is this plus its incarnation: new process, new pid
+
+
+class SimNodeControl:
+    """What every simulated node answers, and the calls no simulated node can serve."""
+
+    def __init__(self, world: SimWorld, name: str, role: Role, broker_id: int | None,
+                 log_dirs: tuple[str, ...]) -> None:
+        self.world = world
+        self.name = name
+        self.role = role
+        self.broker_id = broker_id
+        self.ip = name
+        self.address = name
+        self.log_dirs = log_dirs
+        self.clock_file: str | None = None
+        self.events_path: str | None = None
+
+    def exec(self, argv: Sequence[str], user: str | None = None, timeout: float = 30.0) -> ExecResult:
+        raise ClusterError(f"{self.name}: a simulated node runs no commands ({' '.join(argv[:1])})")
+
+    def copy_from(self, path: str, dest: Path) -> None:
+        raise ClusterError(f"{self.name}: a simulated node has no files to copy")
+
+    def copy_to(self, src: Path, path: str) -> None:
+        raise ClusterError(f"{self.name}: a simulated node has no files to copy")
+
+    def write_file(self, path: str, content: str, user: str | None = None) -> None:
+        raise ClusterError(f"{self.name}: a simulated node has no files to write")
+
+
+class SimZooKeeperNode(SimNodeControl):
+    def __init__(self, world: SimWorld) -> None:
+        super().__init__(world, ZOOKEEPER_NODE, "zookeeper", None, ())
+
+    def start(self) -> None:
+        """Always running."""
+
+    def stop(self, timeout: float = 10.0) -> None:
+        raise ClusterError("the simulated ZooKeeper cannot be stopped")
+
+    kill = pause = resume = stop  # type: ignore[assignment]
+
+    def is_running(self) -> bool:
+        return True
+
+    def pid(self) -> int | None:
+        return PID_BASE
+
+
+class SimBrokerNode(SimNodeControl):
+    def __init__(self, world: SimWorld, broker_id: int, config: BrokerConfig) -> None:
+        super().__init__(world, broker_name(broker_id), "broker", broker_id, config.log_dirs)
+        self.config = config
+        world.add_node(self.name)
+        self.broker: Broker | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """A new process on the node's disk, started in the background."""
+        node = self.world.node(self.name)
+        if self.broker is not None and node.alive:
+            return
+        runtime = self.world.runtime(self.name) if self.broker is None else self.world.restart(self.name)
+        self.broker = Broker(runtime, self.config)
+        self._background(self.broker.start(), "start")
+
+    async def start_and_wait(self) -> None:
+        """Start the first process and wait until it has registered (cluster set-up)."""
+        runtime = self.world.runtime(self.name)
+        self.broker = Broker(runtime, self.config)
+        await self.broker.start()
+
+    async def shut_down(self) -> None:
+        """Controlled shutdown, then the process exits (nothing is lost)."""
+        if self.broker is None or not self.is_running():
+            return
+        await self.broker.stop()
+        self.world.kill(self.name)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._background(self.shut_down(), "stop")
+
+    def kill(self) -> None:
+        self.world.kill(self.name)
+
+    def kill_process(self) -> ProcessDeath:
+        """SIGKILL, with the world's account of what died."""
+        return self.world.kill(self.name)
+
+    def power_loss(self) -> ProcessDeath:
+        return self.world.power_loss(self.name)
+
+    def pause(self) -> None:
+        self.world.pause(self.name)
+
+    def resume(self) -> None:
+        self.world.resume(self.name)
+
+    def is_running(self) -> bool:
+        return self.broker is not None and self.world.node(self.name).alive
+
+    def is_paused(self) -> bool:
+        return self.is_running() and self.world.node(self.name).paused
+
+    def pid(self) -> int | None:
+        return PID_BASE + self.world.node(self.name).incarnation + 1 if self.is_running() else None
+
+    def _background(self, coro: Any, what: str) -> None:
+        task = self.world.loop.create_task(coro, name=f"{self.name}:{what}")
+        self._tasks.add(task)
+        task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[Any]) -> None:
+        """A start that fails ends the process, as ``floodmark broker`` exits when it cannot
+        start (a session expired while registering, say); heal-all starts it again."""
+        self._tasks.discard(task)
+        if task.cancelled() or task.exception() is None:
+            return
+        self.world.runtime(self.name).log.error("%s failed: %r; the process exits", task.get_name(), task.exception())
+        if self.world.node(self.name).alive:
+            self.world.kill(self.name)
+
+
+class SimCluster(NodeRoster):
+    """``harness.cluster.Cluster`` over a simulated world."""
+
+    def __init__(self, spec: ClusterSpec, world: SimWorld, configs: Sequence[BrokerConfig]) -> None:
+        self.spec = spec
+        self.world = world
+        self.zookeeper_node = SimZooKeeperNode(world)
+        self.broker_nodes = [SimBrokerNode(world, c.broker_id, c) for c in configs]
+        self._nodes = [self.zookeeper_node, *self.broker_nodes]
+
+    def broker_node(self, name: str) -> SimBrokerNode:
+        for node in self.broker_nodes:
+            if node.name == name:
+                return node
+        raise KeyError(f"no simulated broker {name!r}")
+
+    def setup(self) -> None:
+        """Start every broker and wait until each has registered."""
+        async def start_all() -> None:
+            await asyncio.gather(*(node.start_and_wait() for node in self.broker_nodes))
+
+        self.world.run(start_all())
+
+    def teardown(self, collect_into: RunDir | None = None) -> None:
+        self.world.close()

@@ -1,0 +1,216 @@
+"""Applying fault plans to the simulated world, with the world's own word as evidence.
+
+Every plan becomes a change of the world's state, undone on heal: blocked links for a network
+cut, a node killed, powered off or frozen, its wall clock moved, a log directory taken away,
+its ZooKeeper session expired, or a rule on the network that drops, delays, duplicates or
+reorders one type of message. The evidence is read back from the world after the change
+(links down, the node dead or frozen, its clock's reading, the rule's counts), so a fault
+that did not take effect says so.
+
+ZooKeeper (``zk``) takes part in partitions only; the simulator applies every fault kind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from floodmark.harness.faults import (
+    ClockSkew,
+    ClockStrobe,
+    DiskFault,
+    Evidence,
+    FaultPlan,
+    MessageFault,
+    NetworkCut,
+    ProcessCrash,
+    ProcessPause,
+    SessionExpiry,
+)
+from floodmark.reference.sim.disk import SimDisk
+from floodmark.reference.sim.message_faults import ZK_RESPONSES, MessageRule
+
+if TYPE_CHECKING:
+    from floodmark.backends.sim.cluster import SimCluster
+
+
+# What a message fault's shape names -> the simulator's message type names.
+ZOOKEEPER_REPLIES = "zookeeper-reply"
+
+
+def message_types(message: str) -> frozenset[str]:
+    return ZK_RESPONSES if message == ZOOKEEPER_REPLIES else frozenset({message})
+
+
+class SimFaultApplier:
+    def __init__(self, cluster: SimCluster) -> None:
+        self.cluster = cluster
+        self.world = cluster.world
+        self._undo: dict[FaultPlan, Any] = {}
+        self._strobes: dict[FaultPlan, asyncio.Task[None]] = {}
+
+    def refuses(self, kind: str, shape: str) -> str | None:
+        return None  # the simulator applies every fault
+
+    async def apply(self, plan: FaultPlan) -> Evidence:
+        world = self.world
+        if isinstance(plan, NetworkCut):
+            cuts = [world.cut(source, destination) for source, destination in plan.links()]
+            self._undo[plan] = cuts
+            links = plan.links()
+            return {"links_down": sum(not world.network.link_up(s, d) for s, d in links), "links": len(links)}
+        if isinstance(plan, ProcessCrash):
+            node = self.cluster.broker_node(plan.node)
+            if not node.is_running():
+                return {"skipped": f"{node.name} is not running"}
+            pid = node.pid()
+            if plan.mode == "terminate":
+                await node.shut_down()
+                return {"pid": pid, "running": node.is_running()}
+            death = node.kill_process() if plan.mode == "kill" else node.power_loss()
+            return {"pid": pid, "running": node.is_running(), "tasks_cancelled": death.tasks_cancelled,
+                    "requests_broken": death.requests_broken, "lost_unsynced_bytes": death.disk.unsynced_bytes,
+                    "lost_metadata_changes": death.disk.uncommitted_changes}
+        if isinstance(plan, ProcessPause):
+            node = self.cluster.broker_node(plan.node)
+            if not node.is_running():
+                return {"skipped": f"{node.name} is not running"}
+            node.pause()
+            self._undo[plan] = (node.pid(), world.now())
+            return {"pid": node.pid(), "stopped": node.is_paused()}
+        if isinstance(plan, ClockSkew):
+            for name, offset, rate in plan.clocks:
+                world.set_clock_offset(name, offset)
+                if rate != 1.0:
+                    world.set_clock_rate(name, rate)
+            return {"skew": {name: round(world.clock_skew(name), 6) for name, _, _ in plan.clocks}}
+        if isinstance(plan, ClockStrobe):
+            self._strobes[plan] = world.loop.create_task(self._strobe(plan), name="clock-strobe")
+            return {"strobing": list(plan.targets)}
+        if isinstance(plan, DiskFault):
+            disk = world.disk(plan.node)
+            fault = disk.chmod(plan.directory, 0) if plan.mode == "chmod" else disk.replace_with_file(plan.directory)
+            self._undo[plan] = fault
+            return {"unusable": unusable(disk, plan.directory)}
+        if isinstance(plan, SessionExpiry):
+            if not self.cluster.broker_node(plan.node).is_running():
+                return {"skipped": f"{plan.node} is not running"}
+            expired = world.expire_session(plan.node)
+            return {"expired_sessions": [hex(s) for s in expired.session_ids],
+                    "ephemerals_deleted": list(expired.ephemerals_deleted)}
+        if isinstance(plan, MessageFault):
+            rule = MessageRule(
+                plan.action, message_types(plan.message),
+                sources=None if plan.source is None else frozenset({plan.source}),
+                destinations=None if plan.destination is None else frozenset({plan.destination}),
+                delay=plan.delay, probability=plan.probability)
+            self._undo[plan] = world.add_message_rule(rule)
+            return {"rule": "in force"}
+        raise ValueError(f"the simulator has no way to apply {type(plan).__name__}")
+
+    async def heal(self, plan: FaultPlan) -> Evidence:
+        world = self.world
+        if isinstance(plan, NetworkCut):
+            for cut in self._undo.pop(plan, []):
+                world.restore(cut)
+            links = plan.links()
+            return {"links_up": sum(world.network.link_up(s, d) for s, d in links), "links": len(links)}
+        if isinstance(plan, ProcessCrash):
+            node = self.cluster.broker_node(plan.node)
+            if node.is_running():
+                return {"restarted": {}}
+            node.start()
+            return {"restarted": {node.name: node.pid()}}
+        if isinstance(plan, ProcessPause):
+            node = self.cluster.broker_node(plan.node)
+            pid, paused_at = self._undo.pop(plan, (None, world.now()))
+            if pid is None or node.pid() != pid:
+                return {"resumed": {"node": node.name, "gone": True}}
+            node.resume()
+            return {"resumed": {"node": node.name, "paused_for": round(world.now() - paused_at, 6)}}
+        if isinstance(plan, ClockSkew | ClockStrobe):
+            await self._end_strobe(plan)
+            for name in plan.nodes:
+                world.reset_clock(name)
+            return {"skew": {name: round(world.clock_skew(name), 6) for name in plan.nodes}}
+        if isinstance(plan, DiskFault):
+            fault = self._undo.pop(plan, None)
+            disk = world.disk(plan.node)
+            if fault is not None:
+                disk.heal_fault(fault)
+            return {"usable": not unusable(disk, plan.directory)}
+        if isinstance(plan, SessionExpiry):
+            return {}  # the broker opens a new session itself, as after a real expiry
+        if isinstance(plan, MessageFault):
+            rule = self._undo.pop(plan, None)
+            if rule is None:
+                return {}
+            world.remove_message_rule(rule)
+            return {"rule": rule.evidence()}
+        raise ValueError(f"the simulator has no way to heal {type(plan).__name__}")
+
+    async def heal_all(self, kinds: tuple[str, ...]) -> dict[str, Evidence]:
+        for plan in list(self._strobes):
+            await self._end_strobe(plan)
+        report: dict[str, Evidence] = {}
+        for kind in sorted(kinds, key=lambda k: k in ("kill", "power")):
+            try:
+                report[kind] = self._heal_kind(kind)
+            except Exception as e:  # noqa: BLE001 - every other kind must still be healed
+                report[kind] = {"error": f"{type(e).__name__}: {e}"}
+        self._undo = {p: u for p, u in self._undo.items() if p.kind not in kinds}
+        return report
+
+    def _heal_kind(self, kind: str) -> Evidence:
+        world, brokers = self.world, self.cluster.broker_nodes
+        if kind == "partition":
+            world.heal()
+            return {"healed": True}
+        if kind == "clock":
+            for node in brokers:
+                world.reset_clock(node.name)
+            return {"reset": [n.name for n in brokers]}
+        if kind == "pause":
+            resumed = [n.name for n in brokers if n.is_paused()]
+            for node in brokers:
+                if node.is_paused():
+                    node.resume()
+            return {"resumed": resumed}
+        if kind == "disk":
+            healed = {n.name: len(world.disk(n.name).heal()) for n in brokers}
+            return {"healed": {name: count for name, count in healed.items() if count}}
+        if kind == "message":
+            return {"rules_removed": [rule.evidence() for rule in world.remove_message_rules()]}
+        if kind in ("kill", "power"):
+            restarted = {}
+            for node in brokers:
+                if not node.is_running():
+                    node.start()
+                    restarted[node.name] = node.pid()
+            return {"restarted": restarted}
+        return {}  # session: nothing stays broken
+
+    async def _strobe(self, plan: ClockStrobe) -> None:
+        skewed = False
+        while True:
+            await asyncio.sleep(plan.period)
+            skewed = not skewed
+            for name in plan.targets:
+                self.world.set_clock_offset(name, plan.delta if skewed else 0.0)
+
+    async def _end_strobe(self, plan: FaultPlan) -> None:
+        task = self._strobes.pop(plan, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def unusable(disk: SimDisk, directory: str) -> bool:
+    """Does the broker's next use of the directory fail, as the fault promises?"""
+    try:
+        disk.list_dir(directory)
+    except OSError:
+        return True
+    return False

@@ -1,0 +1,245 @@
+"""Exploration: many seeds on the simulator, each drawing its own test (swarm testing).
+
+A bug that needs a partition *and* a leader's power loss, or one type of message delayed, is
+found by trying very many different tests, not by running one test many times. So each seed
+first draws the test's shape (:func:`swarm_config`): how many brokers, the replication factor
+and min.insync.replicas, topics and partitions, which fault kinds are on (a random subset:
+swarm testing, after Groce et al., since a kind that is off cannot mask the others), how long
+faults and quiet periods last, the load and the ZooKeeper session timeout. Every shape stays
+inside the durability contract (acks=all, min.insync.replicas of at least 2, no unclean
+election unless the variant turns it on), so an invalid run is a real bug, not a permitted
+loss. Then it runs the seed on the simulator, which makes the run a pure function of the seed.
+
+Seeds run in parallel worker processes (``--jobs``), or as Spark tasks (``--master``), each
+landing in the store as a run directory; valid runs are removed unless asked to keep them,
+failing ones stay, each printed with the one command that replays it. What fails is then
+shrunk (:mod:`floodmark.run.shrink`) unless told not to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from floodmark.harness.config import ALL_KINDS, TestConfig, make_config
+from floodmark.harness.seeds import Seeds
+from floodmark.results import Validity
+
+
+def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = None) -> TestConfig:
+    """The test seed ``seed`` draws: a simulated queue test of its own shape."""
+    rng = Seeds(seed).stream("swarm")
+    nodes = rng.randint(3, 5)
+    replication_factor = rng.choice((2, 3, 3))
+    min_insync = 2 if replication_factor == 2 else rng.choice((2, 2, 3))
+    kinds = [kind for kind in ALL_KINDS if rng.random() < 0.5] or [rng.choice(ALL_KINDS)]
+    fault_low = round(rng.uniform(1.0, 4.0), 1)
+    quiet_low = round(rng.uniform(0.5, 3.0), 1)
+    values = {
+        "cluster": "sim", "workload": "queue", "seed": seed, "variant": variant,
+        "nodes": nodes, "replication_factor": replication_factor, "min_insync_replicas": min_insync,
+        "acks": "all", "topics": rng.randint(1, 2), "partitions": rng.randint(1, 4),
+        "nemesis": kinds,
+        "fault_duration": [fault_low, round(fault_low + rng.uniform(1.0, 10.0), 1)],
+        "quiet_period": [quiet_low, round(quiet_low + rng.uniform(0.5, 6.0), 1)],
+        "time_limit": float(rng.choice((20, 30, 40, 60))),
+        "rate": float(rng.choice((50, 100, 200))),
+        "concurrency": rng.choice((4, 6, 8)),
+        "zk_session_timeout": float(rng.choice((4, 6, 8))),
+    }
+    config = make_config(values, f"swarm seed {seed}", base)
+    return config.replace(name=f"explore-{variant}")
+
+
+@dataclass(frozen=True)
+class Explored:
+    """One explored seed: its verdict, the anomaly types found, and where its run is kept."""
+
+    seed: int
+    valid: Validity
+    anomalies: tuple[str, ...]
+    run_dir: str | None  # kept (failing, or --keep-all), else None
+    cpu_seconds: float
+    simulated_seconds: float
+    error: str | None = None
+
+    @property
+    def repro(self) -> str:
+        return f"floodmark repro {self.run_dir}" if self.run_dir else f"(seed {self.seed}: run not kept)"
+
+
+def run_seed(seed: int, variant: str, store: str, keep_all: bool = False) -> Explored:
+    """Run one seed's swarm test on the simulator and judge it (in a worker process)."""
+    from floodmark.results import read_results
+    from floodmark.run.runner import Runner
+
+    # What a run says on the way (a failed fault, a warning) is in its run directory; the
+    # exploration's own output is its findings and its progress.
+    logging.getLogger("floodmark").setLevel(logging.CRITICAL)
+    config = swarm_config(seed, variant)
+    started = time.process_time()
+    runner = Runner(config, store, out=io.StringIO(), check=True, report=False)
+    outcome = runner.run()
+    anomalies: set[str] = set()
+    try:
+        for result in read_results(runner.run_dir.results).get("checkers", {}).values():
+            anomalies.update(str(a.get("type")) for a in result.get("anomalies", []) if isinstance(a, dict))
+    except (OSError, ValueError):
+        pass
+    valid = outcome.valid if outcome.valid is not None else "unknown"
+    keep = keep_all or valid is not True
+    if keep and valid is not True:
+        _write_report(runner.run_dir.path)
+    elif not keep:
+        shutil.rmtree(runner.run_dir.path, ignore_errors=True)
+    return Explored(seed, valid, tuple(sorted(anomalies)), str(runner.run_dir.path) if keep else None,
+                    round(time.process_time() - started, 3), config.time_limit, outcome.error)
+
+
+def _write_report(path: Path) -> None:
+    from floodmark.reports.report import write_report
+
+    with contextlib.suppress(Exception):  # a report must never cost a finding
+        write_report(path)
+
+
+@dataclass
+class Tally:
+    """What an exploration has found so far."""
+
+    runs: int = 0
+    invalid: int = 0
+    unknown: int = 0
+    cpu_seconds: float = 0.0
+    simulated_seconds: float = 0.0
+
+    def add(self, found: Explored) -> None:
+        self.runs += 1
+        self.invalid += found.valid is False
+        self.unknown += found.valid not in (True, False)
+        self.cpu_seconds += found.cpu_seconds
+        self.simulated_seconds += found.simulated_seconds
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.invalid else 2 if self.unknown else 0
+
+    def line(self, planned: int, elapsed: float) -> str:
+        speed = self.simulated_seconds / self.cpu_seconds if self.cpu_seconds else 0.0
+        return (f"[explore {elapsed:5.0f}s] {self.runs}/{planned} runs  invalid {self.invalid}  "
+                f"unknown {self.unknown}  {self.runs / max(elapsed, 1e-9):.2f} runs/s  "
+                f"{speed:.1f} simulated s per CPU s")
+
+
+def explore_local(seeds: list[int], variant: str, store: str, jobs: int, *, keep_all: bool = False,
+                  time_budget: float | None = None, stop_on_first: bool = False,
+                  on_result: Callable[[Explored], None] | None = None) -> list[Explored]:
+    """Run seeds across ``jobs`` worker processes until done, out of time or (optionally) a failure.
+
+    Results come back in seed order of submission, whatever order they finish in.
+    """
+    started = time.monotonic()
+    results: dict[int, Explored] = {}
+    pending: dict[Future[Explored], int] = {}
+    queue: Iterator[int] = iter(seeds)
+    stopping = False
+    # fork: workers inherit the imported modules, so a run starts in milliseconds.
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        def submit() -> bool:
+            if stopping or (time_budget is not None and time.monotonic() - started >= time_budget):
+                return False
+            seed = next(queue, None)
+            if seed is None:
+                return False
+            pending[pool.submit(run_seed, seed, variant, store, keep_all)] = seed
+            return True
+
+        for _ in range(jobs * 2):
+            if not submit():
+                break
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                seed = pending.pop(future)
+                try:
+                    found = future.result()
+                except Exception as e:  # noqa: BLE001 - a crashed worker is an unknown run
+                    found = Explored(seed, "unknown", (), None, 0.0, 0.0, f"{type(e).__name__}: {e}")
+                results[seed] = found
+                if on_result is not None:
+                    on_result(found)
+                if stop_on_first and found.valid is False:
+                    stopping = True
+                submit()
+    return [results[s] for s in seeds if s in results]
+
+
+def explore_spark(seeds: list[int], variant: str, store: str, master: str, *,
+                  keep_all: bool = True) -> list[Explored]:
+    """Run seeds as Spark tasks, one per seed; every run lands in ``store`` (shared by the
+    executors) for ``floodmark analyze`` to ingest."""
+    from floodmark.pipeline.session import get_session
+
+    session = get_session(master, app_name="floodmark-explore")
+    context = session.sparkContext
+    absolute = os.path.abspath(store)
+    rdd = context.parallelize(seeds, numSlices=max(1, min(len(seeds), context.defaultParallelism * 4)))
+    found = rdd.map(lambda seed: run_seed(seed, variant, absolute, keep_all)).collect()
+    return sorted(found, key=lambda f: seeds.index(f.seed))
+
+
+def print_finding(found: Explored, out: TextIO) -> None:
+    if found.valid is True:
+        return
+    word = "INVALID" if found.valid is False else "UNKNOWN"
+    what = ", ".join(found.anomalies) or found.error or "no verdict"
+    print(f"floodmark explore: seed {found.seed} {word} ({what}): {found.repro}", file=out, flush=True)
+
+
+def seeds_from(first: int, runs: int) -> list[int]:
+    return list(range(first, first + runs))
+
+
+def summary(tally: Tally, elapsed: float) -> str:
+    return (f"{tally.runs} runs in {elapsed:.0f} s: {tally.invalid} invalid, {tally.unknown} unknown; "
+            f"{tally.simulated_seconds:.0f} simulated s in {tally.cpu_seconds:.0f} CPU s")
+
+
+def progress_printer(planned: int, out: TextIO, every: float = 10.0) -> tuple[Tally, Callable[[Explored], None]]:
+    """A tally, and the callback that updates it and prints findings and a progress line."""
+    tally = Tally()
+    started = time.monotonic()
+    last = [0.0]
+    tty = out.isatty()
+
+    def on_result(found: Explored) -> None:
+        tally.add(found)
+        if found.valid is not True:
+            if tty:
+                out.write("\r\x1b[K")
+            print_finding(found, out)
+        now = time.monotonic() - started
+        if tty:
+            out.write("\r\x1b[K" + tally.line(planned, now))
+            out.flush()
+        elif now - last[0] >= every or tally.runs == planned:
+            last[0] = now
+            print(tally.line(planned, now), file=out, flush=True)
+
+    return tally, on_result
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))

@@ -1,0 +1,196 @@
+"""Shrinking: the smallest test that still fails the same way.
+
+A failing simulated run is a pure function of its configuration and fault schedule, so a
+smaller one can be searched for by running candidates: fewer faults (delta debugging,
+Zeller's ddmin, over the schedule's faults), then a shorter test (ending soon after the last
+fault), shorter faults, fewer brokers, a lighter load. A candidate is kept when it is still
+invalid with at least one of the original anomaly types; a different bug is not the same
+failure. Every change of the schedule changes the whole interleaving, so a smaller schedule
+may stop failing where a larger one did: ddmin is built for exactly that.
+
+The result is a run directory like any other (``test.yaml``, ``schedule.json``, history,
+report), so ``floodmark repro`` replays the minimal failure, and its configuration and
+schedule are what the regression corpus keeps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from floodmark import rundir
+from floodmark.errors import UsageError
+from floodmark.harness.config import ConfigError, TestConfig, load_config
+from floodmark.harness.schedule import Fault, Schedule, ScheduleError, load_schedule
+from floodmark.results import read_results
+
+SETTLE = 5.0  # seconds of workload kept after the last fault ends
+
+
+@dataclass
+class Attempt:
+    """One candidate run: what it was, whether it still failed the same way, where it is."""
+
+    config: TestConfig
+    schedule: Schedule
+    failed: bool
+    anomalies: frozenset[str]
+    run_dir: Path
+
+
+@dataclass
+class Shrinker:
+    """Searches for a smaller failing test, running at most ``budget`` candidates."""
+
+    store: Path
+    target: frozenset[str]  # the anomaly types of the original failure
+    budget: int = 60
+    out: TextIO | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+
+    def still_fails(self, config: TestConfig, schedule: Schedule) -> Attempt | None:
+        if len(self.attempts) >= self.budget:
+            return None
+        from floodmark.run.runner import Runner
+
+        runner = Runner(config, self.store, schedule=schedule, out=io.StringIO(), check=True, report=False)
+        outcome = runner.run()
+        anomalies = anomaly_types(runner.run_dir.path)
+        failed = outcome.valid is False and bool(anomalies & self.target)
+        attempt = Attempt(config, schedule, failed, anomalies, runner.run_dir.path)
+        self.attempts.append(attempt)
+        if self.out is not None:
+            print(f"floodmark shrink: try {len(self.attempts)}: {len(schedule.faults)} faults, "
+                  f"{config.time_limit:.0f} s, {config.nodes} brokers: "
+                  f"{'still fails' if failed else 'passes'}", file=self.out, flush=True)
+        if not failed:
+            shutil.rmtree(runner.run_dir.path, ignore_errors=True)
+        return attempt if failed else None
+
+    def shrink(self, config: TestConfig, schedule: Schedule, original: Path) -> tuple[TestConfig, Schedule, Path]:
+        """Apply each reduction in turn, keeping what still fails; the original run is kept."""
+        best = original
+        steps: list[Callable[[TestConfig, Schedule], Attempt | None]] = [
+            self._fewer_faults, self._shorter_test, self._shorter_faults, self._fewer_brokers, self._lighter_load,
+        ]
+        for step in steps:
+            found = step(config, schedule)
+            if found is not None:
+                if best != original:
+                    shutil.rmtree(best, ignore_errors=True)
+                config, schedule, best = found.config, found.schedule, found.run_dir
+        return config, schedule, best
+
+    # ------------------------------------------------------------------ reductions
+
+    def _fewer_faults(self, config: TestConfig, schedule: Schedule) -> Attempt | None:
+        """ddmin over the faults: try halves, then complements, then finer chunks."""
+        faults, granularity, last = list(schedule.faults), 2, None
+        while len(faults) >= 2 and len(self.attempts) < self.budget:
+            chunks = split(faults, granularity)
+            candidates = chunks + [without(faults, c) for c in chunks] if granularity > 2 else chunks
+            found = None
+            for candidate in candidates:
+                if candidate and len(candidate) < len(faults):
+                    found = self.still_fails(config, renumbered(candidate, schedule.time_limit))
+                    if found is not None:
+                        break
+            if found is not None:
+                if last is not None:
+                    shutil.rmtree(last.run_dir, ignore_errors=True)
+                last, faults = found, list(found.schedule.faults)
+                granularity = max(granularity - 1, 2)
+            elif granularity >= len(faults):
+                break
+            else:
+                granularity = min(len(faults), granularity * 2)
+        return last
+
+    def _shorter_test(self, config: TestConfig, schedule: Schedule) -> Attempt | None:
+        end = max((f.end for f in schedule.faults), default=0.0) + SETTLE
+        if end >= config.time_limit - 1:
+            return None
+        limit = round(max(end, 5.0), 1)
+        return self.still_fails(config.replace(time_limit=limit), Schedule(schedule.faults, limit))
+
+    def _shorter_faults(self, config: TestConfig, schedule: Schedule) -> Attempt | None:
+        if not schedule.faults:
+            return None
+        halved = tuple(dataclasses.replace(f, duration=round(max(f.duration / 2, 0.5), 3)) for f in schedule.faults)
+        return self.still_fails(config, Schedule(halved, schedule.time_limit))
+
+    def _fewer_brokers(self, config: TestConfig, schedule: Schedule) -> Attempt | None:
+        if config.nodes - 1 < max(config.replication_factor, 3):
+            return None
+        return self.still_fails(config.replace(nodes=config.nodes - 1), schedule)
+
+    def _lighter_load(self, config: TestConfig, schedule: Schedule) -> Attempt | None:
+        if config.rate <= 25:
+            return None
+        return self.still_fails(config.replace(rate=max(25.0, config.rate / 2)), schedule)
+
+
+def split(items: Sequence[Fault], parts: int) -> list[list[Fault]]:
+    size, extra = divmod(len(items), parts)
+    chunks, start = [], 0
+    for i in range(parts):
+        end = start + size + (1 if i < extra else 0)
+        chunks.append(list(items[start:end]))
+        start = end
+    return [c for c in chunks if c]
+
+
+def without(items: Sequence[Fault], chunk: Sequence[Fault]) -> list[Fault]:
+    drop = {f.number for f in chunk}
+    return [f for f in items if f.number not in drop]
+
+
+def renumbered(faults: Sequence[Fault], time_limit: float) -> Schedule:
+    ordered = sorted(faults, key=lambda f: (f.start, f.number))
+    return Schedule(tuple(dataclasses.replace(f, number=i) for i, f in enumerate(ordered)), time_limit)
+
+
+def anomaly_types(path: Path) -> frozenset[str]:
+    try:
+        results = read_results(rundir.RunDir(path).results)
+    except (OSError, ValueError):
+        return frozenset()
+    return frozenset(str(a.get("type")) for checker in results.get("checkers", {}).values()
+                     for a in checker.get("anomalies", []) if isinstance(a, dict))
+
+
+def load_failure(path: Path) -> tuple[TestConfig, Schedule, frozenset[str]]:
+    """A failing simulated run's configuration, schedule and anomaly types; UsageError if it
+    is not one."""
+    run = rundir.RunDir(path)
+    if not run.config.is_file() or not run.schedule.is_file():
+        raise UsageError(f"{path}: not a run directory (needs {rundir.CONFIG} and {rundir.SCHEDULE})")
+    try:
+        config = load_config(run.config)
+        _, schedule = load_schedule(run.schedule)
+    except (ConfigError, ScheduleError) as e:
+        raise UsageError(str(e)) from None
+    if config.cluster != "sim":
+        raise UsageError(f"{path}: a {config.cluster} run; only simulated runs can be shrunk "
+                         "(they replay exactly)")
+    anomalies = anomaly_types(path)
+    if not anomalies:
+        raise UsageError(f"{path}: the run has no anomalies to preserve (is it invalid? run floodmark check first)")
+    return config, schedule, anomalies
+
+
+def shrink_run(path: Path, store: Path, budget: int = 60, out: TextIO | None = None) -> tuple[Path, int]:
+    """Shrink a failing run; returns the minimal run directory and how many runs it took."""
+    config, schedule, anomalies = load_failure(path)
+    shrinker = Shrinker(store, anomalies, budget, out)
+    _, _, best = shrinker.shrink(config, schedule, path)
+    if best != path:
+        from floodmark.reports.report import write_report
+
+        write_report(best)
+    return best, len(shrinker.attempts)

@@ -1,0 +1,193 @@
+"""Nemeses plan: who a fault hits and what happens to it, a pure function of seed and snapshot."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from cluster_fixtures import FakeCluster, view_of
+
+from floodmark.harness.config import ALL_KINDS
+from floodmark.harness.faults import (
+    ClockSkew,
+    ClockStrobe,
+    DiskFault,
+    MessageFault,
+    NetworkCut,
+    ProcessCrash,
+    ProcessPause,
+    SessionExpiry,
+)
+from floodmark.nemesis.base import NemesisError
+from floodmark.nemesis.clock import MAX_BUMP, RATES, ClockNemesis
+from floodmark.nemesis.compose import KINDS, Composite
+from floodmark.nemesis.disk import DiskNemesis
+from floodmark.nemesis.kill import KillNemesis, PowerNemesis
+from floodmark.nemesis.message import MESSAGES, MessageNemesis
+from floodmark.nemesis.partition import (
+    PartitionNemesis,
+    as_plan,
+    bridge,
+    cut_between,
+    grudge_for,
+    isolate,
+    majorities_ring,
+)
+from floodmark.nemesis.pause import LONG, SHORT, PauseNemesis
+from floodmark.nemesis.session import SessionNemesis
+
+
+def hears(grudge: dict[str, set[str]], a: str, b: str) -> bool:
+    return b not in grudge.get(a, set())
+
+
+def test_cut_between_is_symmetric_and_total() -> None:
+    grudge = cut_between([{"a"}, {"b", "c"}])
+    assert grudge == {"a": {"b", "c"}, "b": {"a"}, "c": {"a"}}
+    assert isolate("b", ["a", "b", "c"]) == {"b": {"a", "c"}, "a": {"b"}, "c": {"b"}}
+
+
+@pytest.mark.parametrize("n", [4, 5, 6, 7, 10])
+def test_majorities_ring_gives_each_node_a_different_majority(n: int) -> None:
+    nodes = [f"x{i}" for i in range(n)]
+    grudge = majorities_ring(nodes)
+    views = []
+    for node in nodes:
+        visible = frozenset(other for other in nodes if hears(grudge, node, other))
+        assert len(visible) > n // 2, f"{node} sees only {sorted(visible)}"
+        assert len(visible) < n, f"{node} sees everyone: no partition"
+        views.append(visible)
+    assert len(set(views)) == n
+    for a, b in itertools.permutations(nodes, 2):
+        assert hears(grudge, a, b) == hears(grudge, b, a)
+
+
+def test_bridge_node_hears_both_halves_which_do_not_hear_each_other() -> None:
+    grudge = bridge(["a", "b", "c", "d", "e"])
+    assert "c" not in grudge
+    assert not hears(grudge, "a", "d") and not hears(grudge, "e", "b")
+    assert hears(grudge, "a", "b") and hears(grudge, "a", "c") and hears(grudge, "e", "c")
+
+
+def test_a_plan_lists_grudges_in_natural_order_and_its_links() -> None:
+    plan = as_plan({"n10": {"n2", "zk"}, "n2": {"n10"}, "n3": set()})
+    assert plan.drops == (("n2", ("n10",)), ("n10", ("n2", "zk")))
+    assert sorted(plan.links()) == [("n10", "n2"), ("n2", "n10"), ("zk", "n10")]
+    assert plan.describe() == {"drops": {"n2": ["n10"], "n10": ["n2", "zk"]}}
+
+
+def test_isolate_controller_targets_the_controller_from_the_snapshot() -> None:
+    grudge, how = grudge_for(random.Random(1), view_of(FakeCluster(), controller=2), "isolate-controller")
+    assert how["node"] == "n2" and how["target"] == "controller"
+    assert grudge["n2"] == {"zk", "n1", "n3"}
+
+
+def test_isolate_leader_targets_the_partition_leader() -> None:
+    grudge, how = grudge_for(random.Random(1), view_of(FakeCluster(), 2, {("t0", 0): 3}), "isolate-leader")
+    assert how["node"] == "n3" and how["partition"] == ["t0", 0]
+    assert grudge["n3"] == {"zk", "n1", "n2"}
+
+
+def test_a_missing_role_falls_back_to_a_random_broker_and_says_so() -> None:
+    plan, how = KillNemesis().plan(random.Random(1), view_of(FakeCluster()), "controller", 5.0)
+    assert "fallback" in how and isinstance(plan, ProcessCrash) and plan.node == how["node"]
+
+
+def test_controller_cut_severs_one_broker_from_the_controller_only() -> None:
+    grudge, how = grudge_for(random.Random(5), view_of(FakeCluster(5), controller=2), "controller-cut")
+    victim = how["victim"]
+    assert victim != "n2"
+    assert grudge == {victim: {"n2"}, "n2": {victim}}
+
+
+def test_zookeeper_cut_involves_zookeeper_only() -> None:
+    grudge, how = grudge_for(random.Random(3), view_of(FakeCluster(5)), "zookeeper-cut")
+    assert grudge["zk"] == set(how["brokers"])
+    for broker in how["brokers"]:
+        assert grudge[broker] == {"zk"}
+
+
+def test_one_way_cut_grudges_on_one_side_only() -> None:
+    grudge, how = grudge_for(random.Random(4), view_of(FakeCluster()), "one-way")
+    assert list(grudge) == [how["deaf"]]
+    assert grudge[how["deaf"]] == set(how["unheard"])
+
+
+def test_planning_is_deterministic_for_a_seed() -> None:
+    view = view_of(FakeCluster(5), controller=1, leaders={("t0", 0): 2})
+    composite = Composite(ALL_KINDS)
+    for kind, shapes in composite.shapes().items():
+        for shape in shapes:
+            first = composite.plan(kind, random.Random(42), view, shape, 5.0)
+            assert composite.plan(kind, random.Random(42), view, shape, 5.0) == first, (kind, shape)
+
+
+def test_every_kind_plans_every_shape_aimed_at_nodes_of_the_cluster() -> None:
+    cluster = FakeCluster(5)
+    view = view_of(cluster, controller=1, leaders={("t0", 0): 2})
+    names = {n.name for n in cluster.nodes}
+    composite = Composite(ALL_KINDS)
+    assert set(composite.shapes()) == set(ALL_KINDS) == set(KINDS)
+    for kind, shapes in composite.shapes().items():
+        assert shapes, kind
+        for shape in shapes:
+            plan, choice = composite.plan(kind, random.Random(0), view, shape, 5.0)
+            assert plan.kind in (kind, "kill"), (kind, plan)
+            assert choice["shape"] == shape
+            assert set(plan.nodes) <= names, (kind, shape, plan)
+            assert plan.describe()
+
+
+def test_pauses_last_on_the_promised_side_of_the_session_timeout_by_construction() -> None:
+    nemesis = PauseNemesis()
+    for seed in range(20):
+        rng = random.Random(seed)
+        short = nemesis.duration("random-short", 30.0, 6.0, rng)
+        long = nemesis.duration("controller-long", 1.0, 6.0, rng)
+        assert SHORT[0] * 6.0 <= short <= SHORT[1] * 6.0 < 6.0
+        assert 6.0 < LONG[0] * 6.0 <= long <= LONG[1] * 6.0
+    plan, how = nemesis.plan(random.Random(9), view_of(FakeCluster(), controller=3), "controller-long", 12.5)
+    assert plan == ProcessPause("n3", 12.5, 6.0) and how["longer_than_session"]
+
+
+def test_clock_plans_record_offsets_and_rates() -> None:
+    view = view_of(FakeCluster(5))
+    bump, choice = ClockNemesis().plan(random.Random(8), view, "bump-backward", 5.0)
+    assert isinstance(bump, ClockSkew) and [n for n, _, _ in bump.clocks] == choice["nodes"]
+    assert all(-MAX_BUMP <= offset <= -1.0 and rate == 1.0 for _, offset, rate in bump.clocks)
+    rate, _ = ClockNemesis().plan(random.Random(8), view, "rate", 5.0)
+    assert isinstance(rate, ClockSkew) and all(o == 0.0 and r in RATES for _, o, r in rate.clocks)
+    strobe, _ = ClockNemesis().plan(random.Random(8), view, "strobe", 5.0)
+    assert isinstance(strobe, ClockStrobe) and 1.0 <= abs(strobe.delta) <= MAX_BUMP
+
+
+def test_disk_kill_power_session_and_message_plans() -> None:
+    view = view_of(FakeCluster(), controller=2, leaders={("t0", 0): 3})
+    disk, _ = DiskNemesis().plan(random.Random(1), view, "replace-with-file", 5.0)
+    assert isinstance(disk, DiskFault) and disk.directory in view.slot(disk.node).log_dirs
+    assert disk.mode == "replace-with-file"
+    assert KillNemesis().plan(random.Random(1), view, "clean-restart", 5.0)[0].mode == "terminate"
+    assert PowerNemesis().plan(random.Random(1), view, "controller", 5.0)[0] == ProcessCrash("n2", "power-loss")
+    assert SessionNemesis().plan(random.Random(1), view, "leader", 5.0)[0] == SessionExpiry("n3")
+    message, how = MessageNemesis().plan(random.Random(1), view, "delay-leader-and-isr", 5.0)
+    assert isinstance(message, MessageFault) and message.message == MESSAGES["leader-and-isr"]
+    assert message.action == "delay" and 0 < message.delay <= 2 * view.session_timeout
+    assert message.destination == how["node"]
+    assert PowerNemesis.simulated_only and not KillNemesis.simulated_only
+
+
+def test_unknown_shapes_and_kinds_are_clear_errors() -> None:
+    with pytest.raises(NemesisError, match="unknown shape 'moat'"):
+        PartitionNemesis().plan(random.Random(1), view_of(FakeCluster()), "moat", 5.0)
+    with pytest.raises(NemesisError, match="no 'clock' nemesis"):
+        Composite(["kill"]).get("clock")
+    with pytest.raises(NemesisError, match="unknown fault kind 'flood'"):
+        Composite(["flood"])
+
+
+def test_a_plan_is_a_frozen_value() -> None:
+    plan = NetworkCut((("n1", ("zk",)),))
+    with pytest.raises(AttributeError):
+        plan.drops = ()  # type: ignore[misc]
+    assert {plan: 1}[NetworkCut((("n1", ("zk",)),))] == 1
