@@ -18,12 +18,13 @@ images: deps
 chaos: images
 	floodmark run --cluster docker
 
-## The test suite: lint, types, unit + integration tests (chaos suite excluded).
+## The test suite: lint (ruff, import-linter layers), types, unit + integration tests (chaos suite excluded).
 test: deps lint typecheck
 	$(PYTEST) -q -m "not chaos"
 
 lint: deps
 	$(PYTHON) -m ruff check floodmark tests bench
+	lint-imports
 
 typecheck: deps
 	$(PYTHON) -m mypy

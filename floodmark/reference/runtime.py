@@ -126,6 +126,15 @@ class CheckOp:
 TxnOp = CreateOp | SetDataOp | DeleteOp | CheckOp
 
 
+def validate_path(path: str) -> None:
+    """ZooKeeper's path rules, the same under both runtimes (kazoo raises ValueError for the
+    same mistakes)."""
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise ValueError(f"ZooKeeper path must start with '/': {path!r}")
+    if path != "/" and (path.endswith("/") or "//" in path):
+        raise ValueError(f"ZooKeeper path has an empty component: {path!r}")
+
+
 class Coordination(Protocol):
     """A ZooKeeper-shaped client bound to one session.
 

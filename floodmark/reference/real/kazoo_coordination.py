@@ -62,8 +62,8 @@ from floodmark.reference.runtime import (
     WatchCallback,
     WatchEvent,
     WatchEventType,
+    validate_path,
 )
-from floodmark.reference.sim.zookeeper import validate_path  # ZooKeeper's path rules
 
 log = logging.getLogger(__name__)
 

@@ -46,11 +46,12 @@ from floodmark.reference.runtime import (
     TxnOp,
     WatchCallback,
     WatchEvent,
+    validate_path,
 )
 from floodmark.reference.sim.message_faults import ZK_NAMES, ZK_WATCH_EVENT
 from floodmark.reference.sim.network import ZK
 from floodmark.reference.sim.world_view import WorldView
-from floodmark.reference.sim.zookeeper import Session, SimZooKeeper, validate_path
+from floodmark.reference.sim.zookeeper import Session, SimZooKeeper
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

@@ -45,6 +45,7 @@ from floodmark.reference.runtime import (
     WatchCallback,
     WatchEvent,
     WatchEventType,
+    validate_path,
 )
 
 Undo = list[Callable[[], None]]
@@ -82,14 +83,6 @@ class Session:
 
 
 Watches = dict[str, list[tuple[Session, WatchCallback]]]
-
-
-def validate_path(path: str) -> None:
-    """ZooKeeper's path rules (kazoo raises ValueError for the same mistakes)."""
-    if not isinstance(path, str) or not path.startswith("/"):
-        raise ValueError(f"ZooKeeper path must start with '/': {path!r}")
-    if path != "/" and (path.endswith("/") or "//" in path):
-        raise ValueError(f"ZooKeeper path has an empty component: {path!r}")
 
 
 def parent_of(path: str) -> str:
