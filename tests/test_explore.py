@@ -1,0 +1,93 @@
+"""Exploration and shrinking on the simulator: swarm tests per seed, findings kept, minimised."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from floodmark.cli import main
+from floodmark.harness.config import ALL_KINDS
+from floodmark.harness.schedule import Fault, Schedule
+from floodmark.run.explore import Tally, explore_local, explore_spark, run_seed, swarm_config
+from floodmark.run.shrink import Shrinker, load_failure, renumbered, shrink_run, split, without
+
+
+def test_each_seed_draws_its_own_test_inside_the_durability_contract() -> None:
+    shapes = {swarm_config(seed) for seed in range(40)}
+    assert len(shapes) == 40
+    for config in shapes:
+        assert config.cluster == "sim" and config.acks == "all" and config.min_insync_replicas >= 2
+        assert 3 <= config.nodes <= 5 and config.replication_factor <= config.nodes
+        assert config.nemesis and set(config.nemesis) <= set(ALL_KINDS)
+    assert swarm_config(7) == swarm_config(7)
+    assert {len(c.nemesis) for c in shapes} > {1}  # swarm: different subsets of kinds
+    assert swarm_config(7, "truncate-to-hw").variant == "truncate-to-hw"
+
+
+def test_a_tally_exits_like_a_run() -> None:
+    tally = Tally()
+    assert tally.exit_code == 0
+    tally.unknown = 1
+    assert tally.exit_code == 2
+    tally.invalid = 1
+    assert tally.exit_code == 1
+
+
+def test_valid_runs_are_removed_and_failing_ones_kept_with_their_repro(tmp_path: Path) -> None:
+    found = explore_local([1002, 1003], "truncate-to-hw", str(tmp_path), jobs=2)
+    assert [f.seed for f in found] == [1002, 1003]
+    for f in found:
+        assert f.cpu_seconds > 0 and f.simulated_seconds == swarm_config(f.seed).time_limit
+        if f.valid is True:
+            assert f.run_dir is None
+        else:
+            assert f.run_dir is not None and Path(f.run_dir, "report.html").is_file()
+            assert f.repro == f"floodmark repro {f.run_dir}"
+    kept = list(tmp_path.glob("explore-*/*"))
+    assert len(kept) == sum(f.valid is not True for f in found)
+
+
+def test_the_explore_command_finds_a_flaw_and_exits_invalid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["explore", "--runs", "1", "--seed", "1002", "--variant", "truncate-to-hw", "--jobs", "1",
+                 "--stop-on-first", "--no-shrink", "--store", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "INVALID" in err and "floodmark repro" in err
+    assert main(["explore", "--runs", "0", "--store", str(tmp_path)]) == 254
+
+
+def test_ddmin_helpers_split_and_renumber() -> None:
+    faults = [Fault(i, "kill", "random", float(i), 1.0, i) for i in range(5)]
+    assert [len(c) for c in split(faults, 2)] == [3, 2]
+    assert [f.number for f in without(faults, faults[1:3])] == [0, 3, 4]
+    assert [f.number for f in renumbered([faults[4], faults[2]], 9.0).faults] == [0, 1]
+
+
+def test_a_shrunk_failure_still_fails_the_same_way_with_fewer_faults(tmp_path: Path) -> None:
+    found = run_seed(1002, "truncate-to-hw", str(tmp_path / "store"))
+    assert found.valid is False and found.run_dir is not None
+    config, schedule, anomalies = load_failure(Path(found.run_dir))
+    minimal, runs = shrink_run(Path(found.run_dir), tmp_path / "store", budget=5, out=io.StringIO())
+    assert 1 <= runs <= 5
+    shrunk_config, shrunk_schedule, shrunk_anomalies = load_failure(minimal)
+    assert shrunk_anomalies & anomalies
+    assert (len(shrunk_schedule.faults), shrunk_config.time_limit) <= (len(schedule.faults), config.time_limit)
+    assert json.loads((minimal / "results.json").read_text())["valid"] is False
+
+
+def test_a_shrinker_stops_at_its_budget(tmp_path: Path) -> None:
+    shrinker = Shrinker(tmp_path, frozenset({"lost-write"}), budget=0)
+    config = swarm_config(5)
+    assert shrinker.still_fails(config, Schedule((), config.time_limit)) is None
+    assert shrinker.attempts == []
+
+
+@pytest.mark.spark
+def test_seeds_run_as_spark_tasks_land_in_the_store(tmp_path: Path) -> None:
+    found = explore_spark([11, 12], "default", str(tmp_path), "local[2]")
+    assert [f.seed for f in found] == [11, 12]
+    assert all(f.valid is True and f.run_dir is not None for f in found)
+    assert len(list(tmp_path.glob("explore-default/*/history.jsonl"))) == 2
