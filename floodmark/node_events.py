@@ -1,69 +1,81 @@
-"""Node events: what each broker and the controller say they did.
+"""Node events: what each broker and the controller say they did, and the files they say it in.
 
 The client history shows what the outside world observed; node events show what happened
-inside. Each node writes its own ``events/<node>.jsonl``, one event per line:
+inside. Each node writes its own ``events/<node>.jsonl``, one event per line, a JSON object
+with an envelope and a body:
 
     node   the node's name ("n1", ...)
     seq    per-node sequence number from 0; orders this node's events
     wall   the node's own wall-clock time in seconds. Skewed under clock faults, so it is
            never used to order events of different nodes, only for display.
-    kind   one of the kinds below
-    ...    the kind's fields
+    kind   the body's kind
+    ...    the body's fields
 
-Partitions are named by ``topic`` and ``partition``; brokers by integer id; leader epochs
-and controller epochs are integers. The kinds, with their fields:
+The bodies, one frozen type per kind with its fields and meaning, are in
+:mod:`floodmark.node_event_kinds` (re-exported here): they are the schema. Protocol code hands
+the runtime a body; the runtime stamps the envelope (:class:`NodeEventWriter` on real nodes).
 
-    became_leader     topic, partition, leader_epoch, isr, log_end, high_watermark
-    became_follower   topic, partition, leader_epoch, leader, log_end
-    appended          topic, partition, offset (first), epoch (the records' leader epoch),
-                      values (list of value ids, one per record), role ("leader"|"follower")
-    hw_changed        topic, partition, leader_epoch, role, previous, high_watermark, log_end
-    truncated         topic, partition, leader_epoch, from_offset, to_offset,
-                      reason ("leader_epoch"|"high_watermark"|"recovery"|"diverging_epoch")
-    isr_changed       topic, partition, leader_epoch, isr, zk_version, change ("shrink"|"expand")
-    fenced            why, and topic/partition/leader_epoch where they apply: the node stopped
-                      acting on a stale view (lost a conditional ZooKeeper write, heartbeat
-                      timeout, stale controller epoch)
-    rejected          request, why, and topic/partition/leader_epoch where they apply: the node
-                      refused a request (stale leader epoch, stale controller epoch, not leader)
-    acked             topic, partition, offset (last acknowledged), high_watermark, acks:
-                      the leader acknowledged a produce
-    controller_elected  controller_epoch, broker
-    controller_resigned controller_epoch, why
-    leader_elected    topic, partition, leader, leader_epoch, isr, controller_epoch,
-                      zk_version, unclean (bool): the controller chose a leader
-    log_dir_offline   dir, error, partitions (list of [topic, partition])
-    broker_state      broker, state ("Inactive"|"Active"|"Stopping"|"Fenced"|"Offline"),
-                      incarnation, why: the controller's view of a broker ("Offline": its
-                      registration went, so the controller now handles its failure)
-    started / stopped  (no fields): the process started or shut down cleanly
-
-Writers may add fields; readers ignore fields they do not know.
+Reading (:func:`iter_events`, :func:`read_events_dir`) gives :class:`NodeEvent` envelopes whose
+``body`` is typed, so consumers match on the types. A line of a known kind whose field is
+missing or of the wrong JSON type is malformed, as is a line that is not a JSON object with
+the envelope: :class:`NodeEventError` names the file and the line. Readers stay tolerant of
+what the contract allows: a kind they do not know reads as :class:`UnknownKind` with its
+fields, and fields a known kind does not declare are kept in ``NodeEvent.extra``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-from collections.abc import Iterator
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from floodmark.errors import SourceError
+from floodmark.node_event_kinds import (
+    Acked,
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    BrokerState,
+    ControllerElected,
+    ControllerResigned,
+    Fenced,
+    HwChanged,
+    IsrChanged,
+    KnownKind,
+    LeaderElected,
+    LogDirOffline,
+    NodeEventBody,
+    PartitionEvent,
+    PartitionKey,
+    Rejected,
+    Started,
+    Stopped,
+    Truncated,
+    UnknownKind,
+    leader_epoch_of,
+    partition_of,
+)
 
 try:
     import orjson
 except ImportError:  # pragma: no cover - a broker image without orjson uses the standard library
     orjson = None  # type: ignore[assignment]
 
-KINDS: frozenset[str] = frozenset(
-    (
-        "became_leader", "became_follower", "appended", "hw_changed", "truncated", "isr_changed",
-        "fenced", "rejected", "acked", "controller_elected", "controller_resigned",
-        "leader_elected", "log_dir_offline", "broker_state", "started", "stopped",
-    )
-)
+__all__ = [
+    "KINDS", "Acked", "Appended", "BecameFollower", "BecameLeader", "BrokerState", "ControllerElected",
+    "ControllerResigned", "Fenced", "HwChanged", "IsrChanged", "KnownKind", "LeaderElected", "LogDirOffline",
+    "NodeEvent", "NodeEventBody", "NodeEventError", "NodeEventWriter", "PartitionEvent", "PartitionKey",
+    "Rejected", "Started", "Stopped", "Truncated", "UnknownKind", "encode_body", "event_from_dict",
+    "event_from_fields", "iter_events", "leader_epoch_of", "partition_of", "read_events_dir",
+]
+
+ENVELOPE = frozenset(("node", "seq", "wall", "kind"))
 
 
 class NodeEventError(SourceError):
@@ -72,23 +84,173 @@ class NodeEventError(SourceError):
 
 @dataclass(frozen=True, slots=True)
 class NodeEvent:
+    """One event as a node wrote it: the envelope, the typed body, and any fields the body's
+    kind does not declare (a newer writer's), in the order read."""
+
     node: str
     seq: int
     wall: float
-    kind: str
-    fields: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    body: KnownKind | UnknownKind
+    extra: tuple[tuple[str, Any], ...] = field(default=(), hash=False)
 
-    def get(self, name: str, default: Any = None) -> Any:
-        return self.fields.get(name, default)
+    @property
+    def kind(self) -> str:
+        return self.body.kind
 
-    def __getitem__(self, name: str) -> Any:
-        return self.fields[name]
+    def fields(self) -> dict[str, Any]:
+        """The fields after the envelope, as the file has them (for display and storage)."""
+        body = self.body
+        written = dict(body.fields) if isinstance(body, UnknownKind) else encode_body(body)
+        written.update(self.extra)
+        return written
 
     def to_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "seq": self.seq, "wall": self.wall, "kind": self.kind, **self.fields}
+        return {"node": self.node, "seq": self.seq, "wall": self.wall, "kind": self.kind, **self.fields()}
+
+
+# --------------------------------------------------------------------------- the schema, from the types
+
+
+class _Invalid(ValueError):
+    """A field's value is not what its type says."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    json_type: type  # the JSON type a present value has
+    convert: Callable[[Any], Any] | None  # arrays to tuples, their elements checked
+    optional: bool
+    expected: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Schema:
+    body: type[KnownKind]
+    fields: tuple[_Field, ...]
+    names: frozenset[str]
+
+
+def _json_type(hint: Any) -> tuple[type, Callable[[Any], Any] | None, str]:
+    """How a field typed ``hint`` reads from JSON: its JSON type, a conversion, and what it
+    must be (for errors)."""
+    scalar = _SCALARS.get(hint)
+    if scalar is not None:
+        return hint, None, scalar
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis:
+        element, convert, what = _json_type(args[0])
+        what = _PLURALS.get(what, f"{what} items")
+
+        def array(value: list[Any]) -> tuple[Any, ...]:
+            for item in value:
+                if type(item) is not element:
+                    raise _Invalid()
+            return tuple(value) if convert is None else tuple(convert(item) for item in value)
+
+        return list, array, f"a list of {what}"
+    if typing.get_origin(hint) is tuple and args and Ellipsis not in args:
+        parts = [_json_type(a) for a in args]
+
+        def fixed(value: list[Any]) -> tuple[Any, ...]:
+            if len(value) != len(parts) or any(type(v) is not p[0] for v, p in zip(value, parts)):
+                raise _Invalid()
+            return tuple(v if p[1] is None else p[1](v) for v, p in zip(value, parts))
+
+        return list, fixed, "[" + ", ".join(p[2] for p in parts) + "]"
+    raise TypeError(f"node event field type {hint!r} has no JSON form")
+
+
+_SCALARS: dict[Any, str] = {bool: "true or false", int: "an integer", str: "a string"}
+_PLURALS = {"an integer": "integers", "a string": "strings", "true or false": "booleans"}
+
+
+def _schema(body: type[KnownKind]) -> _Schema:
+    hints = typing.get_type_hints(body)
+    described = []
+    for f in dataclasses.fields(body):
+        hint = hints[f.name]
+        args = typing.get_args(hint)
+        optional = isinstance(hint, types.UnionType) and type(None) in args
+        if optional:
+            [hint] = [a for a in args if a is not type(None)]
+        json_type, convert, expected = _json_type(hint)
+        described.append(_Field(f.name, json_type, convert, optional, expected))
+    return _Schema(body, tuple(described), frozenset(f.name for f in described))
+
+
+_SCHEMAS: dict[str, _Schema] = {body.kind: _schema(body) for body in typing.get_args(KnownKind)}
+KINDS: frozenset[str] = frozenset(_SCHEMAS)
+_NAMES: dict[type, tuple[str, ...]] = {s.body: tuple(f.name for f in s.fields) for s in _SCHEMAS.values()}
+
+
+def encode_body(body: KnownKind | UnknownKind, into: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A body's fields as written (declared order, ``None`` left out), added to ``into``."""
+    written: dict[str, Any] = {} if into is None else into
+    if isinstance(body, UnknownKind):
+        written.update((k, v) for k, v in body.fields.items() if k not in ENVELOPE)
+        return written
+    for name in _NAMES[type(body)]:
+        value = getattr(body, name)
+        if value is not None:
+            written[name] = value
+    return written
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def event_from_fields(node: str, seq: int, wall: float, kind: str, fields: Mapping[str, Any],
+                      source: str = "<events>", line: int = 0) -> NodeEvent:
+    """An event from its envelope and its fields (as the pipeline stores them)."""
+    body, extra = _body(kind, fields, 0, source, line)
+    return NodeEvent(node, seq, wall, body, extra)
+
+
+def _body(kind: str, fields: Mapping[str, Any], envelope: int, source: str,
+          line: int) -> tuple[KnownKind | UnknownKind, tuple[tuple[str, Any], ...]]:
+    """The typed body of ``kind`` from ``fields``, and the fields it does not declare.
+    ``envelope``: how many of ``fields`` are the envelope's (they are neither)."""
+    schema = _SCHEMAS.get(kind)
+    if schema is None:
+        return UnknownKind(kind, {k: v for k, v in fields.items() if k not in ENVELOPE}), ()
+    values: dict[str, Any] = {}
+    present = envelope
+    for f in schema.fields:
+        value = fields.get(f.name, _ABSENT)
+        if type(value) is f.json_type:
+            present += 1
+            if f.convert is not None:
+                try:
+                    value = f.convert(value)
+                except _Invalid:
+                    raise NodeEventError(source, line, f"{kind}: {f.name} must be {f.expected}, "
+                                                       f"got {_short(value)}") from None
+        elif value is None and f.optional:
+            present += 1
+        elif value is _ABSENT and f.optional:
+            value = None
+        elif value is _ABSENT or value is None:
+            raise NodeEventError(source, line, f"{kind}: missing field {f.name!r}")
+        else:
+            raise NodeEventError(source, line, f"{kind}: {f.name} must be {f.expected}, got {_short(value)}")
+        values[f.name] = value
+    extra: tuple[tuple[str, Any], ...] = ()
+    if len(fields) > present:
+        extra = tuple((k, v) for k, v in fields.items() if k not in schema.names and k not in ENVELOPE)
+    return schema.body(**values), extra
+
+
+_ABSENT: Any = object()
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def event_from_dict(d: Any, source: str = "<events>", line: int = 0) -> NodeEvent:
+    """An event from one parsed line of an event file."""
     if not isinstance(d, dict):
         raise NodeEventError(source, line, "expected a JSON object")
     for name in ("node", "seq", "kind"):
@@ -96,8 +258,9 @@ def event_from_dict(d: Any, source: str = "<events>", line: int = 0) -> NodeEven
             raise NodeEventError(source, line, f"missing field {name!r}")
     if not isinstance(d["seq"], int):
         raise NodeEventError(source, line, f"seq must be an integer, got {d['seq']!r}")
-    rest = {k: v for k, v in d.items() if k not in ("node", "seq", "wall", "kind")}
-    return NodeEvent(str(d["node"]), d["seq"], float(d.get("wall") or 0.0), str(d["kind"]), rest)
+    kind = str(d["kind"])
+    body, extra = _body(kind, d, 3 + ("wall" in d), source, line)
+    return NodeEvent(str(d["node"]), d["seq"], float(d.get("wall") or 0.0), body, extra)
 
 
 def iter_events(path: str | os.PathLike[str]) -> Iterator[NodeEvent]:
@@ -129,6 +292,9 @@ def read_events_dir(directory: str | os.PathLike[str]) -> dict[str, list[NodeEve
     return result
 
 
+# --------------------------------------------------------------------------- writing
+
+
 class NodeEventWriter:
     """Appends a node's events to its file, numbering them and stamping its wall time."""
 
@@ -140,12 +306,12 @@ class NodeEventWriter:
         _drop_torn_tail(self.path)  # a crash may have left half a line; it was never an event
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
-    def write(self, wall: float, kind: str, fields: dict[str, Any]) -> None:
+    def write(self, wall: float, body: KnownKind | UnknownKind) -> None:
         """One event, one ``write``: it reaches the OS at once and survives a kill -9. A
         failover writes tens of thousands, so it is encoded with orjson where installed."""
         if self._fd is None:
             raise ValueError(f"{self.path}: the event writer is closed")
-        record = {"node": self.node, "seq": self.seq, "wall": wall, "kind": kind, **fields}
+        record = encode_body(body, {"node": self.node, "seq": self.seq, "wall": wall, "kind": body.kind})
         self.seq += 1
         try:
             if orjson is None:
@@ -164,17 +330,23 @@ class NodeEventWriter:
 
 
 def _next_seq(path: Path) -> int:
-    """A restarted node continues its numbering after the last complete event."""
+    """A restarted node continues its numbering after the last complete event. Only the
+    envelope is read: whatever a line's body holds, its number is taken."""
     if not path.exists():
         return 0
     last = -1
-    try:
-        for event in iter_events(path):
-            last = max(last, event.seq)
-    except NodeEventError:
-        pass
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for raw in f:
+            if not raw.endswith("\n"):
+                break  # a torn tail: never an event
+            try:
+                d = json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+            seq = d.get("seq") if isinstance(d, dict) else None
+            if type(seq) is int and seq > last:
+                last = seq
     return last + 1
-
 
 
 def _drop_torn_tail(path: Path) -> None:

@@ -1,34 +1,221 @@
+"""Node events: typed kinds, and the ``events/<node>.jsonl`` files they are written to and read from."""
+
+from __future__ import annotations
+
+import json
+import typing
+
 import pytest
 
-from floodmark.node_events import NodeEventError, NodeEventWriter, iter_events, read_events_dir
+from floodmark.node_events import (
+    KINDS,
+    Acked,
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    BrokerState,
+    ControllerElected,
+    ControllerResigned,
+    Fenced,
+    HwChanged,
+    IsrChanged,
+    KnownKind,
+    LeaderElected,
+    LogDirOffline,
+    NodeEvent,
+    NodeEventError,
+    NodeEventWriter,
+    Rejected,
+    Started,
+    Stopped,
+    Truncated,
+    UnknownKind,
+    event_from_fields,
+    iter_events,
+    read_events_dir,
+)
+
+# One line per shape the reference writes, exactly as the writer before typed events wrote it
+# (field order included), with the body it reads as.
+WRITTEN: list[tuple[str, KnownKind]] = [
+    ('"kind":"became_leader","topic":"t","partition":0,"leader_epoch":2,"isr":[1,2],"log_end":5,"high_watermark":3',
+     BecameLeader(topic="t", partition=0, leader_epoch=2, isr=(1, 2), log_end=5, high_watermark=3)),
+    ('"kind":"became_follower","topic":"t","partition":1,"leader_epoch":2,"leader":1,"log_end":5',
+     BecameFollower(topic="t", partition=1, leader_epoch=2, leader=1, log_end=5)),
+    ('"kind":"appended","topic":"t","partition":0,"offset":4,"epoch":2,"values":["0-1","0-2"],"role":"leader"',
+     Appended(topic="t", partition=0, offset=4, epoch=2, values=("0-1", "0-2"), role="leader")),
+    ('"kind":"appended","topic":"t","partition":0,"offset":4,"epoch":1,"values":["a","b"],"role":"follower",'
+     '"epochs":[1,2]',
+     Appended(topic="t", partition=0, offset=4, epoch=1, values=("a", "b"), role="follower", epochs=(1, 2))),
+    ('"kind":"hw_changed","topic":"t","partition":0,"leader_epoch":2,"role":"leader","previous":3,'
+     '"high_watermark":6,"log_end":6',
+     HwChanged(topic="t", partition=0, leader_epoch=2, role="leader", previous=3, high_watermark=6, log_end=6)),
+    ('"kind":"truncated","topic":"t","partition":0,"leader_epoch":3,"from_offset":6,"to_offset":4,'
+     '"reason":"leader_epoch"',
+     Truncated(topic="t", partition=0, leader_epoch=3, from_offset=6, to_offset=4, reason="leader_epoch")),
+    ('"kind":"truncated","topic":"t","partition":0,"leader_epoch":-1,"from_offset":6,"to_offset":4,'
+     '"reason":"recovery","detail":"torn record at 4"',
+     Truncated(topic="t", partition=0, leader_epoch=-1, from_offset=6, to_offset=4, reason="recovery",
+               detail="torn record at 4")),
+    ('"kind":"isr_changed","topic":"t","partition":0,"leader_epoch":2,"isr":[1],"zk_version":7,"change":"shrink"',
+     IsrChanged(topic="t", partition=0, leader_epoch=2, isr=(1,), zk_version=7, change="shrink")),
+    ('"kind":"fenced","topic":"t","partition":0,"why":"lost conditional ISR write","leader_epoch":2',
+     Fenced(topic="t", partition=0, why="lost conditional ISR write", leader_epoch=2)),
+    ('"kind":"rejected","request":"Fetch","why":"FENCED_LEADER_EPOCH","topic":"t","partition":0,'
+     '"leader_epoch":3,"replica":2,"request_epoch":2',
+     Rejected(request="Fetch", why="FENCED_LEADER_EPOCH", topic="t", partition=0, leader_epoch=3, replica=2,
+              request_epoch=2)),
+    ('"kind":"rejected","request":"LeaderAndIsr","why":"leader epoch not newer","topic":"t","partition":0,'
+     '"leader_epoch":2,"current_leader_epoch":3',
+     Rejected(request="LeaderAndIsr", why="leader epoch not newer", topic="t", partition=0, leader_epoch=2,
+              current_leader_epoch=3)),
+    ('"kind":"rejected","request":"UpdateMetadata","why":"stale controller epoch","controller_epoch":1',
+     Rejected(request="UpdateMetadata", why="stale controller epoch", controller_epoch=1)),
+    ('"kind":"rejected","request":"StopReplica","why":"stale broker incarnation","incarnation":41',
+     Rejected(request="StopReplica", why="stale broker incarnation", incarnation=41)),
+    ('"kind":"acked","topic":"t","partition":0,"offset":5,"first_offset":4,"high_watermark":6,"acks":-1,'
+     '"leader_epoch":2',
+     Acked(topic="t", partition=0, offset=5, first_offset=4, high_watermark=6, acks=-1, leader_epoch=2)),
+    ('"kind":"controller_elected","controller_epoch":3,"broker":2',
+     ControllerElected(controller_epoch=3, broker=2)),
+    ('"kind":"controller_resigned","controller_epoch":3,"why":"session expired"',
+     ControllerResigned(controller_epoch=3, why="session expired")),
+    ('"kind":"leader_elected","topic":"t","partition":0,"leader":2,"leader_epoch":3,"isr":[2,3],'
+     '"controller_epoch":1,"zk_version":4,"unclean":false',
+     LeaderElected(topic="t", partition=0, leader=2, leader_epoch=3, isr=(2, 3), controller_epoch=1, zk_version=4,
+                   unclean=False)),
+    ('"kind":"log_dir_offline","dir":"/data/a","error":"EIO","partitions":[["t",0],["u",3]]',
+     LogDirOffline(dir="/data/a", error="EIO", partitions=(("t", 0), ("u", 3)))),
+    ('"kind":"broker_state","broker":2,"state":"Offline","incarnation":41,"why":"registration gone"',
+     BrokerState(broker=2, state="Offline", incarnation=41, why="registration gone")),
+    ('"kind":"broker_state","state":"Inactive","incarnation":41',
+     BrokerState(state="Inactive", incarnation=41)),
+    ('"kind":"started"', Started()),
+    ('"kind":"stopped"', Stopped()),
+]
 
 
-def test_writer_numbers_events_and_continues_after_restart(tmp_path):
+def line(seq: int, rest: str) -> str:
+    return f'{{"node":"n1","seq":{seq},"wall":1.5,{rest}}}\n'
+
+
+def test_the_examples_cover_every_kind() -> None:
+    assert {type(body) for _, body in WRITTEN} == set(typing.get_args(KnownKind))
+    assert {body.kind for _, body in WRITTEN} == KINDS
+
+
+def test_every_kind_reads_from_its_line_and_writes_the_same_bytes(tmp_path) -> None:
+    written = "".join(line(seq, rest) for seq, (rest, _) in enumerate(WRITTEN))
+    (tmp_path / "before.jsonl").write_text(written)
+    events = list(iter_events(tmp_path / "before.jsonl"))
+    assert [e.body for e in events] == [body for _, body in WRITTEN]
+    assert all(e.node == "n1" and e.wall == 1.5 and e.extra == () for e in events)
+    writer = NodeEventWriter(tmp_path / "after.jsonl", "n1")
+    for e in events:
+        writer.write(e.wall, e.body)
+    writer.close()
+    assert (tmp_path / "after.jsonl").read_text() == written
+    assert "".join(json.dumps(e.to_dict(), separators=(",", ":")) + "\n" for e in events) == written
+
+
+def test_an_unknown_kind_and_unknown_fields_are_kept_not_refused(tmp_path) -> None:
+    path = tmp_path / "n1.jsonl"
+    path.write_text(line(0, '"kind":"became_observer","topic":"t","lag":[1,2]')
+                    + line(1, '"kind":"hw_changed","topic":"t","partition":0,"leader_epoch":2,"role":"leader",'
+                              '"previous":3,"high_watermark":6,"log_end":6,"lag_ms":12,"cause":{"why":"fetch"}'))
+    observer, hw = iter_events(path)
+    assert observer.body == UnknownKind("became_observer", {"topic": "t", "lag": [1, 2]})
+    assert observer.kind == "became_observer" and observer.fields() == {"topic": "t", "lag": [1, 2]}
+    assert isinstance(hw.body, HwChanged) and hw.body.high_watermark == 6
+    assert hw.extra == (("lag_ms", 12), ("cause", {"why": "fetch"}))
+    assert list(hw.fields())[-2:] == ["lag_ms", "cause"]
+    writer = NodeEventWriter(tmp_path / "copy.jsonl", "n1")
+    writer.write(1.5, observer.body)
+    writer.close()
+    assert (tmp_path / "copy.jsonl").read_text() == path.read_text().splitlines(keepends=True)[0]
+
+
+@pytest.mark.parametrize(("rest", "problem"), [
+    ('"kind":"became_follower","topic":"t","partition":0,"leader_epoch":"2","leader":1,"log_end":5',
+     "became_follower: leader_epoch must be an integer, got '2'"),
+    ('"kind":"became_follower","topic":"t","partition":0,"leader_epoch":2,"leader":1',
+     "became_follower: missing field 'log_end'"),
+    ('"kind":"became_follower","topic":"t","partition":0,"leader_epoch":2,"leader":null,"log_end":5',
+     "became_follower: missing field 'leader'"),
+    ('"kind":"isr_changed","topic":"t","partition":0,"leader_epoch":2,"isr":[1,"2"],"zk_version":7,"change":"shrink"',
+     "isr_changed: isr must be a list of integers"),
+    ('"kind":"leader_elected","topic":"t","partition":0,"leader":2,"leader_epoch":3,"isr":[2],'
+     '"controller_epoch":1,"zk_version":4,"unclean":0', "leader_elected: unclean must be true or false"),
+    ('"kind":"log_dir_offline","dir":"/a","error":"EIO","partitions":[["t"]]',
+     "log_dir_offline: partitions must be a list of [a string, an integer] items"),
+    ('"kind":"rejected","request":"Fetch","why":"x","replica":true', "rejected: replica must be an integer"),
+])
+def test_a_known_kind_with_a_missing_or_mistyped_field_names_the_file_and_line(tmp_path, rest, problem) -> None:
+    path = tmp_path / "n3.jsonl"
+    path.write_text(line(0, '"kind":"started"') + line(1, rest))
+    with pytest.raises(NodeEventError, match="n3.jsonl:2") as raised:
+        list(iter_events(path))
+    assert raised.value.problem.startswith(problem)
+
+
+def test_absent_optional_fields_read_as_none_and_are_not_written() -> None:
+    event = event_from_fields("n1", 0, 0.0, "acked", {"topic": "t", "partition": 0, "offset": 5,
+                                                      "high_watermark": 6, "acks": -1})
+    assert event.body == Acked(topic="t", partition=0, offset=5, high_watermark=6, acks=-1)
+    assert event.fields() == {"topic": "t", "partition": 0, "offset": 5, "high_watermark": 6, "acks": -1}
+
+
+def test_a_misspelt_or_missing_field_is_refused_when_the_event_is_made() -> None:
+    with pytest.raises(TypeError):
+        BecameFollower(topic="t", partition=0, leader_epcoh=2, leader=1, log_end=5)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        ControllerElected(controller_epoch=1)  # type: ignore[call-arg]
+
+
+def test_events_are_immutable_values() -> None:
+    a = NodeEvent("n1", 0, 1.0, IsrChanged(topic="t", partition=0, leader_epoch=1, isr=(1,), zk_version=0,
+                                             change="shrink"))
+    b = NodeEvent("n1", 0, 1.0, IsrChanged(topic="t", partition=0, leader_epoch=1, isr=(1,), zk_version=0,
+                                             change="shrink"))
+    assert a == b and hash(a) == hash(b)
+    with pytest.raises(AttributeError):
+        a.body.leader_epoch = 2  # type: ignore[misc]
+
+
+def test_writer_numbers_events_and_continues_after_restart(tmp_path) -> None:
     path = tmp_path / "events" / "n1.jsonl"
     w = NodeEventWriter(path, "n1")
-    w.write(100.0, "became_leader", {"topic": "t0", "partition": 0, "leader_epoch": 1})
-    w.write(101.0, "hw_changed", {"topic": "t0", "partition": 0, "high_watermark": 3})
+    w.write(100.0, BecameLeader(topic="t0", partition=0, leader_epoch=1, isr=(1,), log_end=0, high_watermark=0))
+    w.write(101.0, HwChanged(topic="t0", partition=0, leader_epoch=1, role="leader", previous=0, high_watermark=3,
+                             log_end=3))
     w.close()
     # A crash leaves half a line; the restarted node seals it and continues numbering.
     with open(path, "a") as f:
         f.write('{"node": "n1", "seq": 2, "ki')
     w = NodeEventWriter(path, "n1")
     assert w.seq == 2
-    w.write(50.0, "started", {})
+    w.write(50.0, Started())
     w.close()
     events = read_events_dir(tmp_path / "events")["n1"]
     assert [e.seq for e in events] == [0, 1, 2]
-    assert events[0]["leader_epoch"] == 1 and events[2].kind == "started"
+    assert isinstance(events[0].body, BecameLeader) and events[0].body.leader_epoch == 1
+    assert events[2].body == Started()
 
 
-def test_malformed_event_line_names_file_and_line(tmp_path):
+def test_numbering_continues_past_a_line_whose_body_is_malformed(tmp_path) -> None:
+    path = tmp_path / "n1.jsonl"
+    path.write_text(line(0, '"kind":"started"') + line(1, '"kind":"controller_elected","controller_epoch":"x"'))
+    assert NodeEventWriter(path, "n1").seq == 2
+
+
+def test_malformed_event_line_names_file_and_line(tmp_path) -> None:
     path = tmp_path / "n2.jsonl"
     path.write_text('{"node": "n2", "seq": 0, "kind": "started"}\nnot json\n{"node":"n2","seq":1,"kind":"x"}\n')
     with pytest.raises(NodeEventError, match="n2.jsonl:2"):
         list(iter_events(path))
 
 
-def test_a_broker_without_orjson_still_writes_its_events(tmp_path):
+def test_a_broker_without_orjson_still_writes_its_events(tmp_path) -> None:
     # The broker image is built from Debian packages, which have no orjson.
     import subprocess
     import sys
@@ -36,11 +223,13 @@ def test_a_broker_without_orjson_still_writes_its_events(tmp_path):
     script = (
         "import sys; sys.modules['orjson'] = None\n"
         "import floodmark.reference.real.process\n"
-        "from floodmark.node_events import NodeEventWriter, iter_events\n"
+        "from floodmark.node_events import LogDirOffline, NodeEventWriter, iter_events\n"
         f"w = NodeEventWriter({str(tmp_path / 'n1.jsonl')!r}, 'n1')\n"
-        "w.write(1.5, 'became_leader', {'topic': 't0', 'partition': 0, 'leader_epoch': 2, 'isr': (1, 2)})\n"
+        "w.write(1.5, LogDirOffline(dir='/a', error='EIO', partitions=(('t', 0),)))\n"
         "w.close()\n"
-        f"print([e.kind for e in iter_events({str(tmp_path / 'n1.jsonl')!r})])\n"
+        f"print([e.body for e in iter_events({str(tmp_path / 'n1.jsonl')!r})])\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['became_leader']"
+    assert out.stdout.strip() == "[LogDirOffline(dir='/a', error='EIO', partitions=(('t', 0),))]"
+    assert (tmp_path / "n1.jsonl").read_text() == line(0, '"kind":"log_dir_offline","dir":"/a","error":"EIO",'
+                                                          '"partitions":[["t",0]]')

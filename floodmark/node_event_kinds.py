@@ -1,0 +1,287 @@
+"""The kinds of node events: one frozen type per thing a broker or the controller says it did.
+
+A node event (see :mod:`floodmark.node_events` for the envelope and the file) carries one of
+these bodies. Each type is the schema of its kind: its ``kind`` is the name written to the
+file, its fields are the fields written after the envelope, in this order, and its docstring
+says what it means. Protocol code emits them (``runtime.emit(HwChanged(...))``), so a misspelt
+kind or a missing field is a type error, not a silently different file; checkers, reports and
+the pipeline match on the types and read attributes.
+
+Conventions of the contract:
+
+- Partitions are named by ``topic`` and ``partition``; brokers by integer id; leader epochs and
+  controller epochs are integers. Kinds about one partition derive from
+  :class:`PartitionEvent`; ``fenced`` and ``rejected`` name one only where it applies.
+- A field typed ``... | None`` is optional: ``None`` is written as an absent field, and an
+  absent field reads as ``None``. No field is ever written as JSON ``null``.
+- Lists are tuples here (JSON arrays in the file), so events are immutable throughout.
+- Writers may add fields, and newer writers may add kinds: readers keep both and never fail
+  on them (:class:`UnknownKind`, ``NodeEvent.extra``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+PartitionKey = tuple[str, int]  # (topic, partition)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeEventBody:
+    """What a node says it did; ``kind`` is the name the file gives it."""
+
+    kind: ClassVar[str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionEvent(NodeEventBody):
+    """An event about one partition of this node (or, for the controller, one it decided on)."""
+
+    topic: str
+    partition: int
+
+
+# --------------------------------------------------------------------------- replicas
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BecameLeader(PartitionEvent):
+    """``became_leader``: the broker leads the partition in ``leader_epoch`` with this ISR,
+    starting from its log end and the HW it already knew."""
+
+    kind: ClassVar[str] = "became_leader"
+    leader_epoch: int
+    isr: tuple[int, ...]
+    log_end: int
+    high_watermark: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BecameFollower(PartitionEvent):
+    """``became_follower``: the broker follows ``leader`` in ``leader_epoch``; truncation, if
+    any, comes later as ``truncated``."""
+
+    kind: ClassVar[str] = "became_follower"
+    leader_epoch: int
+    leader: int
+    log_end: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Appended(PartitionEvent):
+    """``appended``: records reached the broker's log from ``offset`` on, one value id per
+    record, as ``role`` ("leader" | "follower"). ``epoch`` is the leader epoch of the first
+    record; a follower's batch may span epochs, listed in ``epochs``."""
+
+    kind: ClassVar[str] = "appended"
+    offset: int
+    epoch: int
+    values: tuple[str, ...]
+    role: str
+    epochs: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HwChanged(PartitionEvent):
+    """``hw_changed``: the broker moved its high watermark from ``previous`` to
+    ``high_watermark`` in ``leader_epoch``, as ``role`` ("leader" | "follower" | "none"),
+    with this log end."""
+
+    kind: ClassVar[str] = "hw_changed"
+    leader_epoch: int
+    role: str
+    previous: int
+    high_watermark: int
+    log_end: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Truncated(PartitionEvent):
+    """``truncated``: the broker cut its log from ``from_offset`` back to ``to_offset``.
+    ``reason``: "leader_epoch" | "high_watermark" | "diverging_epoch" (becoming a follower),
+    or "recovery" (a crash took unflushed records; ``leader_epoch`` is then -1 and ``detail``
+    says what recovery found)."""
+
+    kind: ClassVar[str] = "truncated"
+    leader_epoch: int
+    from_offset: int
+    to_offset: int
+    reason: str
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IsrChanged(PartitionEvent):
+    """``isr_changed``: the leader's ISR changed, at this version of the partition's state
+    node: it wrote a new one (``change``: "shrink" | "expand"), or it lost that conditional
+    write and adopted the one the controller had written meanwhile ("controller")."""
+
+    kind: ClassVar[str] = "isr_changed"
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int
+    change: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Acked(PartitionEvent):
+    """``acked``: the leader acknowledged a produce of ``first_offset``..``offset`` with this
+    ``acks`` (-1 is all) in ``leader_epoch``, when its HW was ``high_watermark``."""
+
+    kind: ClassVar[str] = "acked"
+    offset: int
+    first_offset: int | None = None
+    high_watermark: int
+    acks: int
+    leader_epoch: int | None = None
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fenced(NodeEventBody):
+    """``fenced``: the node stopped acting on a stale view (lost a conditional ZooKeeper write,
+    heartbeat timeout, stale controller epoch); ``why`` says which. Names the partition and
+    leader epoch where they apply."""
+
+    kind: ClassVar[str] = "fenced"
+    topic: str | None = None
+    partition: int | None = None
+    why: str
+    leader_epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rejected(NodeEventBody):
+    """``rejected``: the node refused a ``request`` (stale leader epoch, stale controller
+    epoch, stale broker incarnation, not leader); ``why`` says which. The other fields are
+    the partition, the node's leader epoch, and what the request claimed, where they apply:
+    the fetching ``replica``, its ``request_epoch``, the LeaderAndIsr's epoch next to the
+    replica's ``current_leader_epoch``, a request's ``controller_epoch`` or ``incarnation``."""
+
+    kind: ClassVar[str] = "rejected"
+    request: str
+    why: str
+    topic: str | None = None
+    partition: int | None = None
+    leader_epoch: int | None = None
+    replica: int | None = None
+    request_epoch: int | None = None
+    current_leader_epoch: int | None = None
+    controller_epoch: int | None = None
+    incarnation: int | None = None
+
+
+# --------------------------------------------------------------------------- controller
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerElected(NodeEventBody):
+    """``controller_elected``: ``broker`` became controller in ``controller_epoch``."""
+
+    kind: ClassVar[str] = "controller_elected"
+    controller_epoch: int
+    broker: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerResigned(NodeEventBody):
+    """``controller_resigned``: this node stopped being controller of ``controller_epoch``."""
+
+    kind: ClassVar[str] = "controller_resigned"
+    controller_epoch: int
+    why: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderElected(PartitionEvent):
+    """``leader_elected``: the controller chose ``leader`` (-1: none) and this ISR for
+    ``leader_epoch`` and wrote it to ZooKeeper at ``zk_version``; ``unclean`` if the leader
+    was not in the ISR."""
+
+    kind: ClassVar[str] = "leader_elected"
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    zk_version: int
+    unclean: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerState(NodeEventBody):
+    """``broker_state``: a broker's state ("Inactive" | "Active" | "Stopping" | "Fenced" |
+    "Offline") in incarnation ``incarnation``. Written by the controller about ``broker``
+    ("Offline": its registration went, so the controller now handles its failure), and by a
+    broker about itself (no ``broker``)."""
+
+    kind: ClassVar[str] = "broker_state"
+    broker: int | None = None
+    state: str
+    incarnation: int
+    why: str | None = None
+
+
+# --------------------------------------------------------------------------- the process
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogDirOffline(NodeEventBody):
+    """``log_dir_offline``: the broker took log directory ``dir`` offline after ``error``, and
+    with it these partitions' replicas (none when it was found offline at start-up)."""
+
+    kind: ClassVar[str] = "log_dir_offline"
+    dir: str
+    error: str
+    partitions: tuple[PartitionKey, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Started(NodeEventBody):
+    """``started``: the process started (a restart starts its state afresh)."""
+
+    kind: ClassVar[str] = "started"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stopped(NodeEventBody):
+    """``stopped``: the process shut down cleanly."""
+
+    kind: ClassVar[str] = "stopped"
+
+
+KnownKind = (
+    BecameLeader | BecameFollower | Appended | HwChanged | Truncated | IsrChanged | Acked | Fenced
+    | Rejected | ControllerElected | ControllerResigned | LeaderElected | BrokerState
+    | LogDirOffline | Started | Stopped
+)
+"""Every kind this version writes and reads."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownKind:
+    """An event of a kind this reader does not know (a newer or a foreign writer), kept whole:
+    its kind and its fields as read."""
+
+    kind: str
+    fields: dict[str, Any] = field(hash=False)
+
+
+def partition_of(body: KnownKind | UnknownKind) -> PartitionKey | None:
+    """The partition an event is about, if it names one."""
+    if isinstance(body, PartitionEvent):
+        return (body.topic, body.partition)
+    if isinstance(body, Fenced | Rejected) and body.topic is not None and body.partition is not None:
+        return (body.topic, body.partition)
+    return None
+
+
+def leader_epoch_of(body: KnownKind | UnknownKind) -> int | None:
+    """The leader epoch an event names, if any (``appended`` names its records' epoch instead,
+    and ``rejected`` the node's epoch, not the request's)."""
+    if isinstance(body, BecameLeader | BecameFollower | HwChanged | Truncated | IsrChanged | Acked
+                  | LeaderElected | Fenced | Rejected):
+        return body.leader_epoch
+    return None
