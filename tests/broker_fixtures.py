@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
+from floodmark.node_events import NodeEventBody
 from floodmark.reference.broker.broker import Broker
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.partition import Partition
@@ -25,6 +26,7 @@ from floodmark.reference.sim.cpu import CpuCosts
 from floodmark.reference.sim.world import SimWorld
 
 T = TypeVar("T")
+E = TypeVar("E", bound=NodeEventBody)
 LOG_DIRS = ("/data/a", "/data/b")
 
 
@@ -185,8 +187,9 @@ class SimCluster:
         self.run(read())
         return values
 
-    def events(self, name: str, kind: str) -> list[dict[str, Any]]:
-        return [dict(e.fields) for e in self.world.events(name) if e.kind == kind]
+    def events(self, name: str, kind: type[E]) -> list[E]:
+        """The bodies of ``name``'s events of one kind, in its order."""
+        return [e.body for e in self.world.events(name) if isinstance(e.body, kind)]
 
 
 def running_cluster(**options: Any) -> Iterator[SimCluster]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from floodmark.node_events import LeaderElected
 from floodmark.reference.controller.controller import Controller, ControllerConfig
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.protocol import zk_layout as zk
@@ -184,9 +185,9 @@ class StubCluster:
         self.world.run(new.start())
         return new
 
-    def leader_events(self) -> list[dict[str, Any]]:
-        return [dict(e.fields) for b in self.brokers.values() for e in self.world.events(b.node)
-                if e.kind == "leader_elected"]
+    def leader_events(self) -> list[LeaderElected]:
+        return [e.body for b in self.brokers.values() for e in self.world.events(b.node)
+                if isinstance(e.body, LeaderElected)]
 
 
 class SimBrokerCluster:

@@ -81,7 +81,7 @@ def run_scenario(seed: int) -> str:
         digest = hashlib.sha256()
         for name in sorted(world.nodes):
             for event in world.events(name):
-                digest.update(repr((name, event.seq, event.wall, event.kind, sorted(event.fields.items()))).encode())
+                digest.update(repr((name, event.seq, event.wall, event.kind, sorted(event.fields().items()))).encode())
             cpu = world.cpu(name)
             digest.update(repr((name, cpu.jobs, cpu.busy) if cpu is not None else name).encode())
         digest.update(repr((evidence, outcomes, world.now(), len(world.failures))).encode())

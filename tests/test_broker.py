@@ -13,6 +13,18 @@ from collections.abc import Iterator
 import pytest
 from broker_fixtures import SimCluster, request, running_cluster
 
+from floodmark.node_events import (
+    Acked,
+    Appended,
+    BecameLeader,
+    BrokerState,
+    Fenced,
+    HwChanged,
+    IsrChanged,
+    Rejected,
+    Stopped,
+    Truncated,
+)
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import (
     Errors,
@@ -36,11 +48,11 @@ def cluster() -> Iterator[SimCluster]:
 def assert_hw_never_backwards(cluster: SimCluster) -> None:
     for name in cluster.names:
         seen: dict[tuple[str, int, int], int] = {}
-        for e in cluster.events(name, "hw_changed"):
-            key = (e["topic"], e["partition"], e["leader_epoch"])
-            assert e["high_watermark"] >= seen.get(key, -1), f"{name}: HW went back: {e}"
-            assert e["high_watermark"] <= e["log_end"], e
-            seen[key] = e["high_watermark"]
+        for e in cluster.events(name, HwChanged):
+            key = (e.topic, e.partition, e.leader_epoch)
+            assert e.high_watermark >= seen.get(key, -1), f"{name}: HW went back: {e}"
+            assert e.high_watermark <= e.log_end, e
+            seen[key] = e.high_watermark
 
 
 def test_produce_acks_all_replicates_to_every_isr_member_before_acking(cluster: SimCluster) -> None:
@@ -52,10 +64,10 @@ def test_produce_acks_all_replicates_to_every_isr_member_before_acking(cluster: 
     for name in cluster.names:
         assert cluster.values(name, "t", 0)[:3] == ["a", "b", "c"]
     assert cluster.replica(leader, "t", 0).high_watermark == 3  # type: ignore[union-attr]
-    acked = cluster.events(leader, "acked")
-    assert acked[-1]["offset"] == 2 and acked[-1]["high_watermark"] >= 3
-    appended = [e for e in cluster.events(leader, "appended") if e["role"] == "leader"]
-    assert appended[-1]["values"] == ["a", "b", "c"]  # one event per batch
+    acked = cluster.events(leader, Acked)
+    assert acked[-1].offset == 2 and acked[-1].high_watermark >= 3
+    appended = [e for e in cluster.events(leader, Appended) if e.role == "leader"]
+    assert appended[-1].values == ("a", "b", "c")  # one event per batch
     assert cluster.consume_all("t", 0) == ["a", "b", "c"]
     assert_hw_never_backwards(cluster)
 
@@ -99,8 +111,8 @@ def test_leader_crash_elects_an_isr_member_that_has_every_acked_record(cluster: 
     cluster.restart(old)
     assert cluster.world.run_until(lambda: cluster.values(old, "t", 0) == [*acked, "after"], 30.0)
     assert cluster.replica(old, "t", 0).role == "follower"  # type: ignore[union-attr]
-    became = cluster.events(new, "became_leader")
-    assert became[-1]["leader_epoch"] == cluster.state("t", 0).leader_epoch  # type: ignore[union-attr]
+    became = cluster.events(new, BecameLeader)
+    assert became[-1].leader_epoch == cluster.state("t", 0).leader_epoch  # type: ignore[union-attr]
     assert_hw_never_backwards(cluster)
 
 
@@ -112,15 +124,15 @@ def test_isr_shrinks_for_a_cut_off_follower_and_expands_when_it_catches_up(clust
     cluster.world.partition({follower}, {n for n in cluster.names if n != follower})
     response = request(cluster, leader, ProduceRequest("t", 0, ("x",), timeout=20.0), 30.0)
     assert isinstance(response, ProduceResponse) and response.error is None  # acked once the ISR shrank
-    shrinks = [e for e in cluster.events(leader, "isr_changed") if e["change"] == "shrink"]
-    assert shrinks and cluster.broker_id(follower) not in shrinks[-1]["isr"]
+    shrinks = [e for e in cluster.events(leader, IsrChanged) if e.change == "shrink"]
+    assert shrinks and cluster.broker_id(follower) not in shrinks[-1].isr
     state = cluster.state("t", 0)
     assert state is not None and cluster.broker_id(follower) not in state.isr
-    assert state.zk_version == shrinks[-1]["zk_version"]
+    assert state.zk_version == shrinks[-1].zk_version
     cluster.world.heal()
     assert cluster.world.run_until(
         lambda: cluster.broker_id(follower) in cluster.state("t", 0).isr, 30.0)  # type: ignore[union-attr]
-    expands = [e for e in cluster.events(leader, "isr_changed") if e["change"] == "expand"]
+    expands = [e for e in cluster.events(leader, IsrChanged) if e.change == "expand"]
     assert expands and cluster.values(follower, "t", 0) == ["x"]
 
 
@@ -157,8 +169,8 @@ def test_follower_fetch_with_another_leader_epoch_is_fenced(cluster: SimCluster)
     future = request(cluster, leader, FetchRequest("t", 0, 0, replica_id=follower_id,
                                                    current_leader_epoch=epoch + 1))
     assert isinstance(future, FetchResponse) and future.error == Errors.UNKNOWN_LEADER_EPOCH
-    rejected = cluster.events(leader, "rejected")
-    assert {e["why"] for e in rejected if e["request"] == "Fetch"} >= {
+    rejected = cluster.events(leader, Rejected)
+    assert {e.why for e in rejected if e.request == "Fetch"} >= {
         Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH}
 
 
@@ -179,8 +191,8 @@ def test_leader_that_loses_its_conditional_isr_write_fences_itself(cluster: SimC
     cluster.run(cluster.admin.zk.set(zk.partition_state_path("t", 0), zk.encode_leader_isr(newer),
                                      state.zk_version))
     assert cluster.world.run_until(lambda: not replica.is_leader, 40.0)
-    fenced = [e for e in cluster.events(leader, "fenced") if e.get("topic") == "t"]
-    assert fenced, cluster.events(leader, "isr_changed")
+    fenced = [e for e in cluster.events(leader, Fenced) if e.topic == "t"]
+    assert fenced, cluster.events(leader, IsrChanged)
     after = cluster.state("t", 0)
     assert after is not None and after.leader == new_leader and after.leader_epoch == newer.leader_epoch
 
@@ -231,7 +243,7 @@ def test_restarted_broker_recovers_its_log_and_hw_checkpoint(cluster: SimCluster
     follower = next(n for n in cluster.names if n != cluster.leader_name("t", 0))
     cluster.world.run_for(3.0)  # a checkpoint interval passes and followers learn the HW
     cluster.run(cluster.brokers[follower].stop())
-    assert cluster.events(follower, "stopped")
+    assert cluster.events(follower, Stopped)
     cluster.crash(follower)
     broker = cluster.restart(follower)
     assert broker.replicas.checkpointed_high_watermarks.get(("t", 0)) == 2
@@ -250,7 +262,7 @@ def test_isr_shrinking_below_min_insync_while_waiting_is_reported_as_ambiguous(c
     assert response.error == Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
     assert response.error not in Errors.DEFINITELY_NOT_WRITTEN
     assert "x" in cluster.values(leader, "t", 0)
-    assert not any(e["offset"] == 0 for e in cluster.events(leader, "acked"))
+    assert not any(e.offset == 0 for e in cluster.events(leader, Acked))
 
 
 def test_start_up_recovers_assigned_replicas_before_registering(cluster: SimCluster) -> None:
@@ -271,10 +283,13 @@ def test_start_up_recovers_assigned_replicas_before_registering(cluster: SimClus
     # Start-up itself opened the replica and cut the torn tail, before registering.
     replica = cluster.replica("n3", "t", 0)
     assert replica is not None and replica.log_end == 2
-    since_restart = [e for e in cluster.world.events("n3") if e.kind in ("truncated", "broker_state")
-                     and (e.kind == "truncated" or e.fields.get("incarnation") == broker.incarnation)]
-    kinds = [(e.kind, e.fields.get("reason", e.fields.get("state"))) for e in since_restart]
-    assert kinds[:2] == [("truncated", "recovery"), ("broker_state", "Inactive")], kinds
+    since_restart: list[tuple[str, str]] = []
+    for e in cluster.world.events("n3"):
+        if isinstance(e.body, Truncated):
+            since_restart.append((e.kind, e.body.reason))
+        elif isinstance(e.body, BrokerState) and e.body.incarnation == broker.incarnation:
+            since_restart.append((e.kind, e.body.state))
+    assert since_restart[:2] == [("truncated", "recovery"), ("broker_state", "Inactive")], since_restart
     assert cluster.world.run_until(lambda: replica.role == "follower", 30.0)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 from broker_fixtures import SimCluster
 
+from floodmark.node_events import Acked, BrokerState, Fenced, LogDirOffline
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import (
     DescribeLogDirsRequest,
@@ -52,8 +53,8 @@ def test_failed_log_dir_goes_offline_while_the_other_keeps_serving(cluster: SimC
         disk.fail_io(bad, errno.EIO)  # noticed at the next append
         assert produce(cluster, "n2", 0, "lost").error == Errors.KAFKA_STORAGE_ERROR
     assert cluster.world.run_until(lambda: not broker.log_dirs.is_online(bad), 5.0)
-    offline = cluster.events("n2", "log_dir_offline")
-    assert offline and offline[-1]["dir"] == bad and ["t", 0] in offline[-1]["partitions"]
+    offline = cluster.events("n2", LogDirOffline)
+    assert offline and offline[-1].dir == bad and ("t", 0) in offline[-1].partitions
     assert produce(cluster, "n2", 0, "refused").error == Errors.KAFKA_STORAGE_ERROR
     # The controller heard about it and moved leadership of partition 0 away from n2.
     assert cluster.world.run_until(lambda: cluster.state("t", 0).leader not in (-1, 2), 30.0)  # type: ignore[union-attr]
@@ -82,9 +83,9 @@ def test_broker_cut_off_from_the_controller_fences_itself_and_comes_back_as_new_
     first_incarnation = broker.incarnation
     cluster.world.partition({"n2"}, {"n1"})
     assert cluster.world.run_until(lambda: broker.heartbeat.fenced, 15.0)
-    states = cluster.events("n2", "broker_state")
-    assert any(e["state"] == "Fenced" and e["incarnation"] == first_incarnation for e in states)
-    assert any(e.get("topic") == "t" for e in cluster.events("n2", "fenced"))
+    states = cluster.events("n2", BrokerState)
+    assert any(e.state == "Fenced" and e.incarnation == first_incarnation for e in states)
+    assert any(e.topic == "t" for e in cluster.events("n2", Fenced))
     # While fenced it refuses to act as leader.
     response = produce(cluster, "n2", 0, "refused")
     assert response.error in (Errors.BROKER_FENCED, Errors.NOT_LEADER)
@@ -111,12 +112,12 @@ def test_paused_leader_is_fenced_and_acknowledges_nothing_in_its_old_epoch(clust
     cluster.world.run_for(12.0)  # past the 6 s session timeout: the controller elects anew
     new_leader = cluster.wait_leader("t", 0, 1)
     assert new_leader != "n2"
-    acked_before = len(cluster.events("n2", "acked"))
+    acked_before = len(cluster.events("n2", Acked))
     cluster.world.resume("n2")
     assert cluster.world.run_until(in_flight.done, 30.0)
     response = in_flight.result()
     assert response.error is not None  # never acknowledged
-    assert len(cluster.events("n2", "acked")) == acked_before
+    assert len(cluster.events("n2", Acked)) == acked_before
     replica = cluster.replica("n2", "t", 0)
     assert cluster.world.run_until(lambda: replica is not None and replica.role == "follower", 30.0)
     assert cluster.consume_all("t", 0)[0] == "v0"

@@ -17,6 +17,7 @@ import random
 import pytest
 from broker_fixtures import SimCluster
 
+from floodmark.node_events import HwChanged, Started
 from floodmark.reference.protocol.messages import ProduceRequest, ProduceResponse
 
 
@@ -98,12 +99,13 @@ def run(seed: int) -> None:
         for name in cluster.names:
             seen: dict[tuple[str, int, int], int] = {}
             for event in cluster.world.events(name):
-                if event.kind == "started":
+                body = event.body
+                if isinstance(body, Started):
                     seen = {}  # a power loss may take unsynced records below the HW with it
-                elif event.kind == "hw_changed":
-                    key = (event["topic"], event["partition"], event["leader_epoch"])
-                    assert event["high_watermark"] >= seen.get(key, -1), (seed, name, event)
-                    seen[key] = event["high_watermark"]
+                elif isinstance(body, HwChanged):
+                    key = (body.topic, body.partition, body.leader_epoch)
+                    assert body.high_watermark >= seen.get(key, -1), (seed, name, event)
+                    seen[key] = body.high_watermark
         assert cluster.world.failures == [], cluster.world.failures
     finally:
         cluster.close()

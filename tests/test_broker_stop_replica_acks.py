@@ -22,6 +22,19 @@ from collections.abc import Iterator
 import pytest
 from broker_fixtures import SimCluster, request, running_cluster
 
+from floodmark.node_events import (
+    Acked,
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    Fenced,
+    IsrChanged,
+    KnownKind,
+    LogDirOffline,
+    Rejected,
+    Truncated,
+    UnknownKind,
+)
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import (
     Errors,
@@ -75,12 +88,12 @@ def followers(cluster: SimCluster, topic: str = "t", partition: int = 0) -> list
     return [n for n in cluster.names if n != leader]
 
 
-def kinds(cluster: SimCluster, node: str, since: int = 0) -> list[str]:
-    return [e.kind for e in cluster.world.events(node)[since:]]
+def bodies(cluster: SimCluster, node: str, since: int = 0) -> list[KnownKind | UnknownKind]:
+    return [e.body for e in cluster.world.events(node)[since:]]
 
 
-def stop_replica_rejections(cluster: SimCluster, node: str) -> list[dict[str, object]]:
-    return [e for e in cluster.events(node, "rejected") if e["request"] == "StopReplica"]
+def stop_replica_rejections(cluster: SimCluster, node: str) -> list[Rejected]:
+    return [e for e in cluster.events(node, Rejected) if e.request == "StopReplica"]
 
 
 # ---------------------------------------------------------------------- StopReplica
@@ -121,12 +134,12 @@ def test_stop_replica_with_delete_removes_the_leaders_log_and_it_stops_serving(c
     assert not disk.exists(path) and cluster.replica(leader, "t", 0) is None
     assert ("t", 0) not in broker.log_dirs.read_high_watermarks()[0]
     # Node events: a stop is not a refusal, a fence or a disk failure; the refused produces are.
-    new = cluster.world.events(leader)[events_before:]
-    assert not any(e.kind in ("log_dir_offline", "fenced", "became_leader", "became_follower") for e in new)
+    new = bodies(cluster, leader, events_before)
+    assert not any(isinstance(b, LogDirOffline | Fenced | BecameLeader | BecameFollower) for b in new)
     assert not stop_replica_rejections(cluster, leader)
-    refused = [e.fields for e in new if e.kind == "rejected" and e["request"] == "Produce"]
-    assert len(refused) == 3 and {e["why"] for e in refused} == {Errors.UNKNOWN_TOPIC_OR_PARTITION}
-    assert not any(e.kind == "acked" for e in new)
+    refused = [b for b in new if isinstance(b, Rejected) and b.request == "Produce"]
+    assert len(refused) == 3 and {b.why for b in refused} == {Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    assert not any(isinstance(b, Acked) for b in new)
 
 
 def test_stop_replica_with_delete_on_a_follower_ends_its_fetching_for_good(cluster: SimCluster) -> None:
@@ -147,12 +160,12 @@ def test_stop_replica_with_delete_on_a_follower_ends_its_fetching_for_good(clust
     assert result.status == "ok" and result.offset == 1
     state = cluster.state("t", 0)
     assert state is not None and cluster.broker_id(follower) not in state.isr
-    shrinks = [e for e in cluster.events(leader, "isr_changed") if e["change"] == "shrink"]
-    assert shrinks and cluster.broker_id(follower) not in shrinks[-1]["isr"]
+    shrinks = [e for e in cluster.events(leader, IsrChanged) if e.change == "shrink"]
+    assert shrinks and cluster.broker_id(follower) not in shrinks[-1].isr
     cluster.world.run_for(3.0)
     assert not disk.exists(path) and cluster.replica(follower, "t", 0) is None
-    assert not any(e["role"] == "follower" and e["topic"] == "t" for e in cluster.events(follower, "appended")
-                   if e["offset"] >= 1)
+    assert not any(e.role == "follower" and e.topic == "t" for e in cluster.events(follower, Appended)
+                   if e.offset >= 1)
 
 
 def test_stop_replica_without_delete_stops_a_follower_but_keeps_its_log(cluster: SimCluster) -> None:
@@ -200,7 +213,7 @@ def test_stop_replica_without_delete_makes_a_leader_stop_serving_and_keep_its_lo
     consumed = request(cluster, leader, FetchRequest("t", 0, 0))
     assert isinstance(consumed, FetchResponse) and consumed.error == Errors.NOT_LEADER
     assert disk.exists(path) and cluster.values(leader, "t", 0) == ["a", "b"]
-    assert Errors.NOT_LEADER in {e["why"] for e in cluster.events(leader, "rejected") if e["request"] == "Produce"}
+    assert Errors.NOT_LEADER in {e.why for e in cluster.events(leader, Rejected) if e.request == "Produce"}
 
 
 def test_waiting_acks_all_produce_is_answered_as_ambiguous_when_its_replica_is_deleted(
@@ -227,7 +240,7 @@ def test_waiting_acks_all_produce_is_answered_as_ambiguous_when_its_replica_is_d
     assert isinstance(answer, ProduceResponse) and answer.error == Errors.REQUEST_TIMED_OUT
     assert answer.error not in Errors.DEFINITELY_NOT_WRITTEN
     assert waited < 1.0  # answered when the replica stopped, not after the 20 s timeout
-    assert not any(e["topic"] == "t" for e in cluster.events(leader, "acked"))
+    assert not any(e.topic == "t" for e in cluster.events(leader, Acked))
 
 
 def test_stop_replica_from_a_stale_controller_epoch_is_refused_and_changes_nothing(cluster: SimCluster) -> None:
@@ -252,7 +265,7 @@ def test_stop_replica_from_a_stale_controller_epoch_is_refused_and_changes_nothi
         replica = cluster.replica(node, "t", 0)
         assert replica is not None and replica.role == role and broker.fetchers.has(("t", 0)) == fetching
         rejections = stop_replica_rejections(cluster, node)
-        assert [(e["why"], e["controller_epoch"]) for e in rejections] == [("stale controller epoch", epoch - 1)] * 2
+        assert [(e.why, e.controller_epoch) for e in rejections] == [("stale controller epoch", epoch - 1)] * 2
     assert cluster.brokers[follower].fetchers.has(("t", 0))
     # Replication goes on as before.
     assert cluster.send("t", 0, ["b"]).status == "ok"
@@ -280,7 +293,7 @@ def test_refused_stop_replica_for_an_older_incarnation_is_a_rejected_node_event(
     broker = cluster.brokers[leader]
     response = stop_replica(cluster, leader, delete=True, incarnation=broker.incarnation - 1)
     assert response.error == Errors.STALE_BROKER_EPOCH
-    assert [e["why"] for e in stop_replica_rejections(cluster, leader)] == ["stale broker incarnation"]
+    assert [e.why for e in stop_replica_rejections(cluster, leader)] == ["stale broker incarnation"]
 
 
 def test_admin_topic_deletion_removes_the_logs_from_every_replicas_disk(cluster: SimCluster) -> None:
@@ -330,8 +343,7 @@ def test_admin_topic_deletion_removes_the_logs_from_every_replicas_disk(cluster:
     assert cluster.send("keep", 0, ["k1"]).status == "ok"
     # Deleting is neither a refusal nor a disk failure in anyone's node events.
     for n in cluster.names:
-        new = kinds(cluster, n, events_before[n])
-        assert "log_dir_offline" not in new
+        assert not any(isinstance(b, LogDirOffline) for b in bodies(cluster, n, events_before[n]))
         assert not stop_replica_rejections(cluster, n)
 
 
@@ -351,9 +363,9 @@ def test_acks_zero_is_ok_at_the_leaders_offset_and_readable_once_replicated(pati
     # floodmark's Producer reports the leader's answer: ok at the first record's offset
     # (Kafka's acks=0 producer would complete the send without an offset).
     assert result.status == "ok" and result.offset == 1 and result.attempts == 1
-    acked = cluster.events(leader, "acked")[-1]
-    assert (acked["acks"], acked["first_offset"], acked["offset"]) == (0, 1, 2)
-    assert acked["high_watermark"] == 1  # acknowledged before any follower had it
+    acked = cluster.events(leader, Acked)[-1]
+    assert (acked.acks, acked.first_offset, acked.offset) == (0, 1, 2)
+    assert acked.high_watermark == 1  # acknowledged before any follower had it
     assert cluster.values(leader, "t", 0) == ["a", "b", "c"]
     assert all(cluster.values(n, "t", 0) == ["a"] for n in others)
     # Not committed yet: a consumer reads nothing past "a".
@@ -366,7 +378,7 @@ def test_acks_zero_is_ok_at_the_leaders_offset_and_readable_once_replicated(pati
     replica = cluster.replica(leader, "t", 0)
     assert replica is not None
     assert cluster.world.run_until(lambda: replica.high_watermark == 3, 20.0)
-    assert len(replica.isr) == 3 and not cluster.events(leader, "isr_changed")
+    assert len(replica.isr) == 3 and not cluster.events(leader, IsrChanged)
     assert all(cluster.values(n, "t", 0) == ["a", "b", "c"] for n in others)
     assert cluster.consume_all("t", 0) == ["a", "b", "c"]
 
@@ -397,8 +409,8 @@ def test_acks_zero_to_a_non_leader_is_refused_and_writes_nothing(cluster: SimClu
     assert response.error == Errors.NOT_LEADER and response.base_offset == -1
     assert response.error in Errors.DEFINITELY_NOT_WRITTEN
     assert cluster.replica(follower, "t", 0).log_end == end  # type: ignore[union-attr]
-    assert not cluster.events(follower, "acked")
-    assert [e["why"] for e in cluster.events(follower, "rejected") if e["request"] == "Produce"] == [Errors.NOT_LEADER]
+    assert not cluster.events(follower, Acked)
+    assert [e.why for e in cluster.events(follower, Rejected) if e.request == "Produce"] == [Errors.NOT_LEADER]
     assert "x" not in cluster.consume_all("t", 0)
 
 
@@ -418,11 +430,11 @@ def test_acks_zero_producer_with_a_stale_leader_reports_the_real_leaders_offset(
 
     # The old leader refused it (nothing written there); the retry reached n1.
     assert result.status == "ok" and result.attempts == 2 and result.offset == 1
-    new = cluster.world.events(stale)[events_before:]
-    assert [(e.kind, e["why"]) for e in new if e.kind == "rejected"] == [("rejected", Errors.NOT_LEADER)]
-    assert not any(e.kind == "acked" or (e.kind == "appended" and e["role"] == "leader") for e in new)
-    acked = cluster.events("n1", "acked")[-1]
-    assert (acked["acks"], acked["first_offset"], acked["leader_epoch"]) == (0, 1, 2)
+    new = bodies(cluster, stale, events_before)
+    assert [b.why for b in new if isinstance(b, Rejected)] == [Errors.NOT_LEADER]
+    assert not any(isinstance(b, Acked) or (isinstance(b, Appended) and b.role == "leader") for b in new)
+    acked = cluster.events("n1", Acked)[-1]
+    assert (acked.acks, acked.first_offset, acked.leader_epoch) == (0, 1, 2)
     assert cluster.values("n1", "t", 0) == ["a", "b"]
     assert cluster.world.run_until(
         lambda: cluster.replica("n1", "t", 0).high_watermark == 2, 10.0)  # type: ignore[union-attr]
@@ -444,6 +456,6 @@ def test_acks_zero_ok_promises_no_durability(cluster: SimCluster) -> None:
     cluster.restart("n1")
     assert cluster.world.run_until(lambda: cluster.replica("n1", "t", 0) is not None
                                    and cluster.values("n1", "t", 0) == ["a", "b"], 30.0)
-    truncated = cluster.events("n1", "truncated")
-    assert truncated and truncated[-1]["to_offset"] == 1
+    truncated = cluster.events("n1", Truncated)
+    assert truncated and truncated[-1].to_offset == 1
     assert cluster.consume_all("t", 0) == ["a", "b"]

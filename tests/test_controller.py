@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 from controller_fixtures import StubBroker, StubCluster
 
+from floodmark.node_events import ControllerElected, ControllerResigned
 from floodmark.reference.controller.zk_writes import ControllerMoved
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.protocol import zk_layout as zk
@@ -32,8 +33,9 @@ def test_exactly_one_controller_is_elected_and_epoch_starts_at_one(world: SimWor
     active = [b for b in cluster.brokers.values() if b.controller and b.controller.is_active]
     assert len(active) == 1
     assert cluster.epoch() == 1
-    elected = [e for b in cluster.brokers.values() for e in world.events(b.node) if e.kind == "controller_elected"]
-    assert [(e["controller_epoch"], e["broker"]) for e in elected] == [(1, active[0].broker_id)]
+    elected = [e.body for b in cluster.brokers.values() for e in world.events(b.node)
+               if isinstance(e.body, ControllerElected)]
+    assert elected == [ControllerElected(controller_epoch=1, broker=active[0].broker_id)]
     # The others know who the controller is.
     for b in cluster.brokers.values():
         assert b.controller is not None and b.controller.active_controller_id == active[0].broker_id
@@ -128,8 +130,8 @@ def test_controller_resigns_when_its_session_is_lost_and_another_takes_over(worl
     world.resume(old.node)
     world.run_for(5.0)
     assert old.controller is not None and not old.controller.is_active
-    resigned = [e for e in world.events(old.node) if e.kind == "controller_resigned"]
-    assert resigned and resigned[0]["controller_epoch"] == 1
+    resigned = [e.body for e in world.events(old.node) if isinstance(e.body, ControllerResigned)]
+    assert resigned and resigned[0].controller_epoch == 1
 
 
 def test_stopping_the_controller_hands_over_without_waiting_for_session_expiry(world: SimWorld) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 from controller_fixtures import StubCluster
 
+from floodmark.node_events import BrokerState
 from floodmark.reference.controller.controller import ControllerConfig
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.protocol import zk_layout as zk
@@ -46,8 +47,8 @@ def test_leader_failure_elects_first_live_isr_member_and_shrinks_isr(world: SimW
     world.run_for(1.0)
     told = cluster.brokers[c].leader_epochs[m.TopicPartition("t", 0)]
     assert (told.leader, told.leader_epoch) == (b, 1)
-    events = [e for e in cluster.leader_events() if e["partition"] == 0 and e["leader_epoch"] == 1]
-    assert events and events[0]["leader"] == b and events[0]["unclean"] is False
+    events = [e for e in cluster.leader_events() if e.partition == 0 and e.leader_epoch == 1]
+    assert events and events[0].leader == b and events[0].unclean is False
 
 
 def test_no_live_isr_means_offline_then_the_isr_member_returns_and_leads(world: SimWorld) -> None:
@@ -73,9 +74,9 @@ def test_unclean_variant_elects_an_out_of_sync_replica(world: SimWorld) -> None:
     assert world.run_until(lambda: cluster.state("t", 0).leader == b, 20.0)
     assert cluster.state("t", 0).isr == (b,)
     # The event is emitted once the controller has ZooKeeper's reply, a network hop later.
-    assert world.run_until(lambda: any(e["leader"] == b for e in cluster.leader_events()), 5.0)
-    unclean = [e for e in cluster.leader_events() if e["leader"] == b]
-    assert unclean and unclean[-1]["unclean"] is True
+    assert world.run_until(lambda: any(e.leader == b for e in cluster.leader_events()), 5.0)
+    unclean = [e for e in cluster.leader_events() if e.leader == b]
+    assert unclean and unclean[-1].unclean is True
 
 
 def test_broker_that_stops_heartbeating_is_fenced_although_registered(world: SimWorld) -> None:
@@ -89,8 +90,9 @@ def test_broker_that_stops_heartbeating_is_fenced_although_registered(world: Sim
     assert world.run_until(lambda: cluster.state("t", 0).leader == b, 10.0)
     assert a not in cluster.state("t", 0).isr
     assert world.zk.exists(zk.broker_path(a)) is not None  # still registered
-    fenced = [e for e in world.events(cluster.active().node) if e.kind == "broker_state" and e["state"] == "Fenced"]
-    assert [e["broker"] for e in fenced] == [a]
+    fenced = [e.body for e in world.events(cluster.active().node)
+              if isinstance(e.body, BrokerState) and e.body.state == "Fenced"]
+    assert [e.broker for e in fenced] == [a]
     # Heartbeats resume: the broker is set up afresh (full LeaderAndIsr) and becomes Active.
     before = len(cluster.brokers[a].requests(m.LeaderAndIsrRequest))
     states = cluster.brokers[a].heartbeat_states

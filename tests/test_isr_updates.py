@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from broker_fixtures import SimCluster
 
+from floodmark.node_events import Fenced, IsrChanged
 from floodmark.reference.protocol import zk_layout as zk
 
 
@@ -23,11 +24,11 @@ def test_a_lost_write_under_the_same_leader_and_epoch_adopts_the_newer_isr_and_r
         assert leader is not None
         # It adopts {2, 4}, lets the healthy 3 back in, drops the cut-off 4, and stays leader.
         assert cluster.world.run_until(lambda: cluster.state("t", 0).isr == (2, 3), 30.0)  # type: ignore[union-attr]
-        assert not cluster.events("n2", "fenced") and leader.is_leader
-        changes = [(e["change"], e["isr"]) for e in cluster.events("n2", "isr_changed")]
-        assert changes == [("controller", [2, 4]), ("expand", [2, 3, 4]), ("shrink", [2, 3])]
+        assert not cluster.events("n2", Fenced) and leader.is_leader
+        changes = [(e.change, e.isr) for e in cluster.events("n2", IsrChanged)]
+        assert changes == [("controller", (2, 4)), ("expand", (2, 3, 4)), ("shrink", (2, 3))]
         cluster.world.run_for(10.0)
-        assert len(cluster.events("n2", "isr_changed")) == 3  # and no flapping afterwards
+        assert len(cluster.events("n2", IsrChanged)) == 3  # and no flapping afterwards
         assert leader.zk_version == cluster.state("t", 0).zk_version  # type: ignore[union-attr]
         assert cluster.world.failures == []
     finally:

@@ -8,10 +8,20 @@ list of records with the real leader epoch cache (on the simulated disk), so the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TypeVar
 
 import pytest
 
+from floodmark.node_events import (
+    Appended,
+    BecameLeader,
+    Fenced,
+    HwChanged,
+    IsrChanged,
+    KnownKind,
+    NodeEventBody,
+    Truncated,
+)
 from floodmark.reference.broker.partition import Divergence, Partition
 from floodmark.reference.log.epoch_cache import LeaderEpochCache
 from floodmark.reference.protocol.messages import NO_EPOCH, Errors, PartitionState, Record
@@ -68,18 +78,20 @@ class ListLog:
         pass
 
 
+E = TypeVar("E", bound=NodeEventBody)
+
+
 class Events:
+    """What the replica emitted, in order (the runtime's ``emit``)."""
+
     def __init__(self) -> None:
-        self.items: list[tuple[str, dict[str, Any]]] = []
+        self.items: list[KnownKind] = []
 
-    def __call__(self, kind: str, **fields: Any) -> None:
-        self.items.append((kind, fields))
+    def __call__(self, event: KnownKind) -> None:
+        self.items.append(event)
 
-    def kinds(self) -> list[str]:
-        return [k for k, _ in self.items]
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return [f for k, f in self.items if k == kind]
+    def of(self, kind: type[E]) -> list[E]:
+        return [e for e in self.items if isinstance(e, kind)]
 
 
 def state(leader: int, epoch: int, isr: tuple[int, ...], replicas: tuple[int, ...] = (1, 2, 3),
@@ -103,14 +115,13 @@ def test_new_leader_records_epoch_start_and_keeps_its_hw_until_followers_report(
     assert p.epoch_start_offset == 3
     assert log.epoch_cache.start_offset(1) == 3
     assert p.high_watermark == 1  # not advanced: followers have not reported yet
-    assert events.of("became_leader")[0]["leader_epoch"] == 1
+    assert events.of(BecameLeader)[0].leader_epoch == 1
     p.record_follower_fetch(2, 3, incarnation=5, now_wall=100.1)
     assert p.high_watermark == 1  # broker 3 is in the ISR and has not reported
     assert p.record_follower_fetch(3, 2, incarnation=7, now_wall=100.2)
     assert p.high_watermark == 2
-    assert events.of("hw_changed")[-1] == {
-        "topic": "t", "partition": 0, "leader_epoch": 1, "role": "leader", "previous": 1,
-        "high_watermark": 2, "log_end": 3}
+    assert events.of(HwChanged)[-1] == HwChanged(
+        topic="t", partition=0, leader_epoch=1, role="leader", previous=1, high_watermark=2, log_end=3)
 
 
 def test_high_watermark_never_moves_backwards() -> None:
@@ -221,10 +232,10 @@ def test_apply_isr_and_fence() -> None:
     p.record_follower_fetch(2, 1, 1, 0.1)
     p.apply_isr((1, 2), zk_version=4, change="shrink")
     assert p.high_watermark == 1  # 3 left the ISR, so the HW can move
-    assert events.of("isr_changed")[0]["zk_version"] == 4
+    assert events.of(IsrChanged)[0].zk_version == 4
     p.fence("lost conditional ISR write")
     assert not p.is_leader
-    assert events.of("fenced")[0]["why"] == "lost conditional ISR write"
+    assert events.of(Fenced)[0].why == "lost conditional ISR write"
     assert p.followers_to_drop(100.0, 1.0, 1) == ()
 
 
@@ -275,8 +286,8 @@ def test_follower_hw_is_min_of_leader_hw_and_own_log_end() -> None:
     p.make_follower(state(1, 1, (1, 2)))
     p.append_as_follower([Record(0, 1, "a"), Record(1, 1, "b")], leader_high_watermark=5)
     assert p.high_watermark == 2
-    assert events.of("appended")[0]["values"] == ["a", "b"]
-    assert events.of("appended")[0]["role"] == "follower"
+    assert events.of(Appended)[0].values == ("a", "b")
+    assert events.of(Appended)[0].role == "follower"
     p.append_as_follower([], leader_high_watermark=1)
     assert p.high_watermark == 2
 
@@ -289,9 +300,9 @@ def test_truncation_emits_event_and_clamps_hw() -> None:
     assert p.log_end == 3 and p.high_watermark == 3
     p.truncate(1, reason="high_watermark")
     assert p.high_watermark == 1
-    assert [e["to_offset"] for e in events.of("truncated")] == [3, 1]
+    assert [e.to_offset for e in events.of(Truncated)] == [3, 1]
     p.truncate(5, reason="leader_epoch")  # beyond the end: nothing
-    assert len(events.of("truncated")) == 2
+    assert len(events.of(Truncated)) == 2
 
 
 def test_consumer_reads_are_bounded_by_the_hw() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from zookeeper_server import ZooKeeperServer, free_port
 
-from floodmark.node_events import iter_events
+from floodmark.node_events import BecameLeader, Started, iter_events
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.real.files import FileStorage
 from floodmark.reference.real.runtime import RealRuntime, client_runtime
@@ -25,8 +25,8 @@ def broker_runtime(tmp_path: Path, zookeeper: str | None = None) -> RealRuntime:
 def test_events_are_written_and_numbering_continues_after_a_restart(tmp_path: Path) -> None:
     async def life() -> None:
         runtime = broker_runtime(tmp_path)
-        runtime.emit("started")
-        runtime.emit("became_leader", topic="t", partition=0, leader_epoch=3, isr=[1, 2])
+        runtime.emit(Started())
+        runtime.emit(BecameLeader(topic="t", partition=0, leader_epoch=3, isr=(1, 2), log_end=0, high_watermark=0))
         await runtime.close()
 
     asyncio.run(life())
@@ -34,7 +34,7 @@ def test_events_are_written_and_numbering_continues_after_a_restart(tmp_path: Pa
     events = list(iter_events(tmp_path / "events" / "n1.jsonl"))
     assert [(e.seq, e.kind) for e in events] == [(0, "started"), (1, "became_leader"),
                                                  (2, "started"), (3, "became_leader")]
-    assert events[1]["isr"] == [1, 2] and events[1].node == "n1"
+    assert isinstance(events[1].body, BecameLeader) and events[1].body.isr == (1, 2) and events[1].node == "n1"
 
 
 def test_requests_between_runtimes_and_spawned_task_failures_are_logged(

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from floodmark.node_events import Truncated
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.partition import Partition
@@ -157,8 +158,8 @@ def test_follower_truncates_by_epoch_then_fetches(setup: Setup) -> None:
     assert fetches[0].offset == 2 and fetches[0].last_fetched_epoch == 0
     assert fetches[0].current_leader_epoch == 2
     assert p.high_watermark == 4
-    truncated = [e for e in setup.world.events("f") if e.kind == "truncated"]
-    assert truncated[0]["to_offset"] == 2 and truncated[0]["reason"] == "leader_epoch"
+    truncated = [e.body for e in setup.world.events("f") if isinstance(e.body, Truncated)]
+    assert truncated[0].to_offset == 2 and truncated[0].reason == "leader_epoch"
 
 
 def test_follower_asks_again_when_it_lacks_the_leaders_epoch(setup: Setup) -> None:
@@ -184,7 +185,7 @@ def test_fetch_divergence_makes_the_follower_truncate() -> None:
         s.serve(leader)
         s.fetchers.add(p)
         assert s.world.run_until(lambda: s.values() == ["a0", "c1"], 5.0)
-        reasons = [e["reason"] for e in s.world.events("f") if e.kind == "truncated"]
+        reasons = [e.body.reason for e in s.world.events("f") if isinstance(e.body, Truncated)]
         assert reasons == ["high_watermark", "diverging_epoch"]
         assert not any(isinstance(m, OffsetForLeaderEpochRequest) for m in leader.requests)
     finally:

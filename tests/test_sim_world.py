@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from floodmark.node_events import BecameLeader, Started, Stopped
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.sim import SimRuntime, SimWorld
 from floodmark.reference.sim.world import VIRTUAL_EPOCH
@@ -32,15 +33,16 @@ def test_clocks_are_virtual_and_clock_offsets_move_only_wall_time(world: SimWorl
 
 def test_events_are_numbered_per_node_and_survive_restart(world: SimWorld) -> None:
     n1 = world.add_node("n1")
-    n1.emit("started")
-    n1.emit("became_leader", topic="t", partition=0, leader_epoch=1)
+    n1.emit(Started())
+    leading = BecameLeader(topic="t", partition=0, leader_epoch=1, isr=(1,), log_end=0, high_watermark=0)
+    n1.emit(leading)
     world.crash("n1")
-    n1.emit("appended", topic="t")  # a dead incarnation's event is not recorded
+    n1.emit(Stopped())  # a dead incarnation's event is not recorded
     again = world.restart("n1")
-    again.emit("started")
+    again.emit(Started())
     events = world.events("n1")
-    assert [(e.seq, e.kind) for e in events] == [(0, "started"), (1, "became_leader"), (2, "started")]
-    assert events[1]["leader_epoch"] == 1 and events[1].wall == pytest.approx(VIRTUAL_EPOCH)
+    assert [(e.seq, e.body) for e in events] == [(0, Started()), (1, leading), (2, Started())]
+    assert events[1].node == "n1" and events[1].wall == pytest.approx(VIRTUAL_EPOCH)
 
 
 def test_crash_cancels_the_nodes_tasks_and_restart_keeps_the_disk(world: SimWorld) -> None:

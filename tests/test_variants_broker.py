@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from broker_fixtures import SimCluster
 
+from floodmark.node_events import Fenced, IsrChanged
 from floodmark.reference.protocol.messages import (
     ACKS_ALL,
     Errors,
@@ -249,12 +250,12 @@ def unconditional_isr_write_scenario(variant: str) -> tuple[ProduceResponse, lis
     acked = produce(cluster, "n3", ("b1",))
     stale = cluster.replica("n2", "t", 0)
     assert stale is not None
-    assert cluster.world.run_until(lambda: bool(cluster.events("n2", "isr_changed")
-                                                or cluster.events("n2", "fenced")), 30.0)
+    assert cluster.world.run_until(lambda: bool(cluster.events("n2", IsrChanged)
+                                                or cluster.events("n2", Fenced)), 30.0)
     cluster.world.run_for(1.0)
     written = cluster.state("t", 0)
     assert written is not None
-    fenced = bool(cluster.events("n2", "fenced"))
+    fenced = bool(cluster.events("n2", Fenced))
     cluster.kill("n3")
     cluster.world.heal()
     cluster.world.run_for(30.0)

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from controller_fixtures import SimBrokerCluster, StubCluster
 
+from floodmark.node_events import ControllerResigned
 from floodmark.reference.client.consumer import Consumer
 from floodmark.reference.client.producer import Producer
 from floodmark.reference.controller.controller import ControllerConfig
@@ -96,7 +97,7 @@ def test_with_the_epoch_check_the_zombie_is_refused_and_resigns(world: SimWorld)
         if told is not None:
             assert told.leader == state.leader and told.leader_epoch == state.leader_epoch
     resigned = [e for broker in cluster.brokers.values() for e in cluster.world.events(broker.node)
-                if e.kind == "controller_resigned" and e["controller_epoch"] == 1]
+                if isinstance(e.body, ControllerResigned) and e.body.controller_epoch == 1]
     assert resigned
 
 
@@ -203,8 +204,8 @@ def test_with_the_epoch_check_the_recreated_topic_keeps_every_acknowledged_recor
     assert (out.final.leader, out.final.leader_epoch) == (out.c, 0)
     assert out.read == out.acked
     refused = [e for e in world.events(f"n{out.zombie}")
-               if e.kind == "controller_resigned" and e["controller_epoch"] == 1
-               and zk.CONTROLLER_EPOCH in e["why"]]
+               if isinstance(e.body, ControllerResigned) and e.body.controller_epoch == 1
+               and zk.CONTROLLER_EPOCH in e.body.why]
     assert refused
 
 

@@ -30,6 +30,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from floodmark.node_event_kinds import KnownKind
+
 # --------------------------------------------------------------------------- coordination
 
 
@@ -316,6 +318,6 @@ class Runtime(Protocol):
         """Open a new ZooKeeper session (a broker opens a new one after its session is LOST)."""
         ...
 
-    def emit(self, kind: str, **fields: Any) -> None:
-        """Record a node event (see ``floodmark.node_events``)."""
+    def emit(self, event: KnownKind) -> None:
+        """Record a node event: one of the kinds in ``floodmark.node_event_kinds``."""
         ...

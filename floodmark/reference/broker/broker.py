@@ -34,6 +34,7 @@ import posixpath
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from floodmark.node_event_kinds import BrokerState, LogDirOffline, Rejected, Started, Stopped
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.controller_route import ControllerRoute
 from floodmark.reference.broker.fetch_serving import (
@@ -114,10 +115,9 @@ class Broker:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        self.runtime.emit("started")
+        self.runtime.emit(Started())
         for offline in self.log_dirs.offline_dirs:
-            self.runtime.emit("log_dir_offline", dir=offline.directory, error=offline.error,
-                              partitions=[])
+            self.runtime.emit(LogDirOffline(dir=offline.directory, error=offline.error, partitions=()))
         failures = self.replicas.load_high_watermarks()
         zk_client = await self.runtime.coordination(self.config.zk_session_timeout)
         zk_client.add_session_listener(self._on_session_state)
@@ -150,7 +150,7 @@ class Broker:
     async def stop(self) -> None:
         """Controlled shutdown, then a clean stop (HW checkpoint, flushed logs)."""
         self.session.begin_stopping()
-        self.runtime.emit("broker_state", state="Stopping", incarnation=self.incarnation)
+        self.runtime.emit(BrokerState(state="Stopping", incarnation=self.incarnation))
         await self._controlled_shutdown()
         for task in self._tasks:
             task.cancel()
@@ -163,7 +163,7 @@ class Broker:
         self.log_dirs.close()
         if self.zk is not None:
             await self.zk.close()
-        self.runtime.emit("stopped")
+        self.runtime.emit(Stopped())
 
     async def _controlled_shutdown(self) -> None:
         deadline = self.runtime.monotonic() + 2 * self.config.request_timeout
@@ -220,7 +220,7 @@ class Broker:
                 await self.runtime.sleep(0.5)
         stat = await zk_client.exists(path)
         self.session.registered(stat.czxid if stat is not None else 0)
-        self.runtime.emit("broker_state", state="Inactive", incarnation=self.incarnation)
+        self.runtime.emit(BrokerState(state="Inactive", incarnation=self.incarnation))
 
     def _on_session_state(self, state: SessionState) -> None:
         if state == "LOST" and not self.session.stopping:
@@ -315,8 +315,8 @@ class Broker:
         if isinstance(message, UpdateMetadataRequest):
             error = self.metadata.update(message)
             if error is not None:
-                self.runtime.emit("rejected", request="UpdateMetadata", why="stale controller epoch",
-                                  controller_epoch=message.controller_epoch)
+                self.runtime.emit(Rejected(request="UpdateMetadata", why="stale controller epoch",
+                                           controller_epoch=message.controller_epoch))
             return UpdateMetadataResponse(error)
         if isinstance(message, StopReplicaRequest):
             return replicas.handle_stop_replica(message)

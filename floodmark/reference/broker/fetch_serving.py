@@ -22,6 +22,7 @@ your log?", fenced by the requester's leader epoch in the same way.
 
 from __future__ import annotations
 
+from floodmark.node_event_kinds import Rejected
 from floodmark.reference.broker.partition import Partition
 from floodmark.reference.broker.replica_manager import ReplicaManager
 from floodmark.reference.broker.storage_guard import ReplicaOffline
@@ -97,9 +98,9 @@ def _serve_follower(runtime: Runtime, replicas: ReplicaManager, wanted: FetchPar
     check = p.check_follower_fetch(wanted.offset, wanted.current_leader_epoch, wanted.last_fetched_epoch)
     if check.error is not None:
         if record:
-            runtime.emit("rejected", request="Fetch", why=check.error, topic=p.topic,
-                         partition=p.partition, leader_epoch=p.leader_epoch,
-                         replica=replica_id, request_epoch=wanted.current_leader_epoch)
+            runtime.emit(Rejected(request="Fetch", why=check.error, topic=p.topic,
+                                  partition=p.partition, leader_epoch=p.leader_epoch,
+                                  replica=replica_id, request_epoch=wanted.current_leader_epoch))
         return FetchResponse(check.error, leader_epoch=p.leader_epoch)
     if check.divergence is not None:
         return _response(p, (), diverging_epoch=check.divergence.leader_epoch,
@@ -156,9 +157,9 @@ def handle_offset_for_leader_epoch(runtime: Runtime, replicas: ReplicaManager,
         return OffsetForLeaderEpochResponse(error or Errors.NOT_LEADER)
     error = p.check_leader_epoch(request.current_leader_epoch)
     if error is not None:
-        runtime.emit("rejected", request="OffsetForLeaderEpoch", why=error, topic=p.topic,
-                     partition=p.partition, leader_epoch=p.leader_epoch,
-                     request_epoch=request.current_leader_epoch)
+        runtime.emit(Rejected(request="OffsetForLeaderEpoch", why=error, topic=p.topic,
+                              partition=p.partition, leader_epoch=p.leader_epoch,
+                              request_epoch=request.current_leader_epoch))
         return OffsetForLeaderEpochResponse(error)
     epoch, end = p.epoch_end_offset(request.leader_epoch)
     return OffsetForLeaderEpochResponse(None, epoch, end)

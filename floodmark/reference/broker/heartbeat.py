@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from floodmark.node_event_kinds import BrokerState
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.controller_route import ControllerRoute
 from floodmark.reference.broker.replica_manager import ReplicaManager
@@ -75,14 +76,14 @@ class BrokerHeartbeat:
             return  # heard by the controller, but as the fenced incarnation: wait for the new one
         if response.state != self.controller_state:
             self.controller_state = response.state
-            self.runtime.emit("broker_state", state=response.state, incarnation=session.incarnation)
+            self.runtime.emit(BrokerState(state=response.state, incarnation=session.incarnation))
 
     def _fence(self, silence: float) -> None:
         session = self.session
         session.fence()
         self.controller_state = "Fenced"
         why = f"no successful controller heartbeat for {silence:.1f}s"
-        self.runtime.emit("broker_state", state="Fenced", incarnation=session.incarnation, why=why)
+        self.runtime.emit(BrokerState(state="Fenced", incarnation=session.incarnation, why=why))
         self.runtime.log.warning("broker %s fences itself: %s", self.config.broker_id, why)
         self.replicas.fence_all(why)
         self.runtime.spawn(self.reregister("self-fenced"), name="reregister")

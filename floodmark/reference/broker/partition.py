@@ -29,8 +29,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
+from floodmark.node_event_kinds import (
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    Fenced,
+    HwChanged,
+    IsrChanged,
+    KnownKind,
+    Truncated,
+)
 from floodmark.reference.broker.follower_progress import UNKNOWN_OFFSET, FollowerProgress
 from floodmark.reference.log.epoch_cache import LeaderEpochCache
 from floodmark.reference.protocol.messages import NO_EPOCH, Errors, PartitionState, Record
@@ -38,7 +48,7 @@ from floodmark.reference.protocol.variants import Variant
 
 Role = Literal["leader", "follower", "none"]
 TAIL_RECORDS = 20_000  # records a leader keeps in memory for its followers' fetches
-Emit = Callable[..., None]
+Emit = Callable[[KnownKind], None]
 
 
 class ReplicaLog(Protocol):
@@ -128,9 +138,6 @@ class Partition:
     def is_leader(self) -> bool:
         return self.role == "leader" and not self.stale
 
-    def emit(self, kind: str, **fields: Any) -> None:
-        self._emit(kind, topic=self.topic, partition=self.partition, **fields)
-
     # ------------------------------------------------------------------ LeaderAndIsr
 
     def accepts(self, state: PartitionState, is_init: bool) -> bool:
@@ -162,8 +169,8 @@ class Partition:
             r: FollowerProgress(r, last_caught_up_wall=now_wall, last_fetch_wall=now_wall)
             for r in self.replicas if r != self.broker_id
         }
-        self.emit("became_leader", leader_epoch=self.leader_epoch, isr=list(self.isr),
-                  log_end=self.log_end, high_watermark=self.high_watermark)
+        self._emit(BecameLeader(topic=self.topic, partition=self.partition, leader_epoch=self.leader_epoch,
+                                isr=self.isr, log_end=self.log_end, high_watermark=self.high_watermark))
         self.maybe_advance_high_watermark()
         return True
 
@@ -178,8 +185,8 @@ class Partition:
         self.leader_id = state.leader
         self.epoch_start_offset = UNKNOWN_OFFSET
         self.followers = {}
-        self.emit("became_follower", leader_epoch=self.leader_epoch, leader=self.leader_id,
-                  log_end=self.log_end)
+        self._emit(BecameFollower(topic=self.topic, partition=self.partition, leader_epoch=self.leader_epoch,
+                                  leader=self.leader_id, log_end=self.log_end))
         return True
 
     def _take_state(self, state: PartitionState) -> None:
@@ -242,8 +249,8 @@ class Partition:
         """Append a batch in the current epoch; returns its base offset."""
         base = self.log.append_as_leader(values, self.leader_epoch)
         self._remember(base, values)
-        self.emit("appended", offset=base, epoch=self.leader_epoch, values=list(values),
-                  role="leader")
+        self._emit(Appended(topic=self.topic, partition=self.partition, offset=base, epoch=self.leader_epoch,
+                            values=tuple(values), role="leader"))
         if self.on_log_end is not None:
             self.on_log_end(self)
         self.maybe_advance_high_watermark()
@@ -309,8 +316,8 @@ class Partition:
         self.isr = isr
         self.zk_version = zk_version
         self.isr_update_pending = False
-        self.emit("isr_changed", leader_epoch=self.leader_epoch, isr=list(isr),
-                  zk_version=zk_version, change=change)
+        self._emit(IsrChanged(topic=self.topic, partition=self.partition, leader_epoch=self.leader_epoch,
+                              isr=isr, zk_version=zk_version, change=change))
         self.maybe_advance_high_watermark()
 
     def fence(self, why: str) -> None:
@@ -319,16 +326,16 @@ class Partition:
             return
         self.stale = True
         self.isr_update_pending = False
-        self.emit("fenced", why=why, leader_epoch=self.leader_epoch)
+        self._emit(Fenced(topic=self.topic, partition=self.partition, why=why, leader_epoch=self.leader_epoch))
 
     # ------------------------------------------------------------------ follower
 
     def append_as_follower(self, records: Sequence[Record], leader_high_watermark: int) -> None:
         if records:
             self.log.append_as_follower(records)
-            self.emit("appended", offset=records[0].offset, epoch=records[0].leader_epoch,
-                      values=[r.value for r in records], role="follower",
-                      epochs=sorted({r.leader_epoch for r in records}))
+            self._emit(Appended(topic=self.topic, partition=self.partition, offset=records[0].offset,
+                                epoch=records[0].leader_epoch, values=tuple(r.value for r in records),
+                                role="follower", epochs=tuple(sorted({r.leader_epoch for r in records}))))
         self._set_high_watermark(min(leader_high_watermark, self.log.log_end))
 
     def truncate(self, offset: int, reason: str) -> None:
@@ -339,14 +346,14 @@ class Partition:
         self._tail = []
         self.log.truncate_to(offset)
         after = self.log.log_end
-        self.emit("truncated", leader_epoch=self.leader_epoch, from_offset=before, to_offset=after,
-                  reason=reason)
+        self._emit(Truncated(topic=self.topic, partition=self.partition, leader_epoch=self.leader_epoch,
+                             from_offset=before, to_offset=after, reason=reason))
         if self.high_watermark > after:
             # Only a flawed variant truncates below the HW; record it so checkers see it.
             previous = self.high_watermark
             self.high_watermark = after
-            self.emit("hw_changed", leader_epoch=self.leader_epoch, role=self.role,
-                      previous=previous, high_watermark=after, log_end=after)
+            self._emit(HwChanged(topic=self.topic, partition=self.partition, leader_epoch=self.leader_epoch,
+                                 role=self.role, previous=previous, high_watermark=after, log_end=after))
 
     # ------------------------------------------------------------------ reads
 
@@ -384,8 +391,9 @@ class Partition:
             return False
         previous = self.high_watermark
         self.high_watermark = candidate
-        self.emit("hw_changed", leader_epoch=self.leader_epoch, role=self.role, previous=previous,
-                  high_watermark=candidate, log_end=self.log.log_end)
+        self._emit(HwChanged(topic=self.topic, partition=self.partition, leader_epoch=self.leader_epoch,
+                             role=self.role, previous=previous, high_watermark=candidate,
+                             log_end=self.log.log_end))
         if self.on_high_watermark is not None:
             self.on_high_watermark(self)
         return True

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+from floodmark.node_event_kinds import Acked, Rejected
 from floodmark.reference.broker.replica_manager import ReplicaManager
 from floodmark.reference.broker.storage_guard import ReplicaOffline
 from floodmark.reference.protocol.messages import (
@@ -75,13 +76,13 @@ async def handle_produce(runtime: Runtime, replicas: ReplicaManager, request: Pr
 
 def _ack(runtime: Runtime, topic: str, partition: int, last: int, high_watermark: int,
          acks: int, base: int, epoch: int) -> ProduceResponse:
-    runtime.emit("acked", topic=topic, partition=partition, offset=last, first_offset=base,
-                 high_watermark=high_watermark, acks=acks, leader_epoch=epoch)
+    runtime.emit(Acked(topic=topic, partition=partition, offset=last, first_offset=base,
+                       high_watermark=high_watermark, acks=acks, leader_epoch=epoch))
     return ProduceResponse(None, base, high_watermark, epoch)
 
 
 def _reject(runtime: Runtime, request: ProduceRequest, error: str,
             leader_epoch: int = NO_EPOCH) -> ProduceResponse:
-    runtime.emit("rejected", request="Produce", why=error, topic=request.topic,
-                 partition=request.partition, leader_epoch=leader_epoch)
+    runtime.emit(Rejected(request="Produce", why=error, topic=request.topic,
+                          partition=request.partition, leader_epoch=leader_epoch))
     return ProduceResponse(error, leader_epoch=leader_epoch)

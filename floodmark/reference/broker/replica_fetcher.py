@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from floodmark.node_event_kinds import Rejected
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.partition import Partition
@@ -276,7 +277,8 @@ class ReplicaFetchers:
                 # here): say so and retry later; a truncation or the controller sorts it out.
                 self.runtime.log.error("%s-%s: cannot append the leader's records: %s",
                                        p.topic, p.partition, error)
-                p.emit("rejected", request="FetchResponse", why=str(error), leader_epoch=f.epoch)
+                self.runtime.emit(Rejected(request="FetchResponse", why=str(error), topic=p.topic,
+                                           partition=p.partition, leader_epoch=f.epoch))
                 f.retry_at = self.runtime.monotonic() + self.config.replica_fetch_backoff
             return
         if response.error == Errors.OFFSET_OUT_OF_RANGE and p.log_end > response.log_end >= 0:

@@ -28,6 +28,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from floodmark.node_event_kinds import LogDirOffline, Rejected, Truncated
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.isr_updates import write_isr
 from floodmark.reference.broker.metadata_cache import MetadataCache
@@ -146,8 +147,7 @@ class ReplicaManager:
                 p.stop()
             self.fetchers.remove(key)
             self._abort_waiters(key)
-        self.runtime.emit("log_dir_offline", dir=directory, error=str(error),
-                          partitions=[list(k) for k in keys])
+        self.runtime.emit(LogDirOffline(dir=directory, error=str(error), partitions=tuple(keys)))
         self.runtime.log.error("log directory %s is offline: %s", directory, error)
         self.runtime.spawn(self.notify_log_dir_failure(), name="log-dir-event")
 
@@ -182,12 +182,12 @@ class ReplicaManager:
         by a deposed controller (recorded as a rejected event); None, having adopted its
         controller epoch, if it may be acted on."""
         if self.stale_incarnation(request.broker_incarnation):
-            self.runtime.emit("rejected", request=name, why="stale broker incarnation",
-                              incarnation=request.broker_incarnation)
+            self.runtime.emit(Rejected(request=name, why="stale broker incarnation",
+                                       incarnation=request.broker_incarnation))
             return Errors.STALE_BROKER_EPOCH
         if request.controller_epoch < self.controller_epoch:
-            self.runtime.emit("rejected", request=name, why="stale controller epoch",
-                              controller_epoch=request.controller_epoch)
+            self.runtime.emit(Rejected(request=name, why="stale controller epoch",
+                                       controller_epoch=request.controller_epoch))
             return Errors.STALE_CONTROLLER_EPOCH
         self.controller_epoch = request.controller_epoch
         return None
@@ -245,9 +245,9 @@ class ReplicaManager:
                 self.handle_offline_error(error)
                 return Errors.KAFKA_STORAGE_ERROR
         if not p.accepts(state, is_init):
-            self.runtime.emit("rejected", request="LeaderAndIsr", why="leader epoch not newer",
-                              topic=state.topic, partition=state.partition,
-                              leader_epoch=state.leader_epoch, current_leader_epoch=p.leader_epoch)
+            self.runtime.emit(Rejected(request="LeaderAndIsr", why="leader epoch not newer",
+                                       topic=state.topic, partition=state.partition,
+                                       leader_epoch=state.leader_epoch, current_leader_epoch=p.leader_epoch))
             return Errors.FENCED_LEADER_EPOCH
         was_leader_epoch = (p.role, p.leader_epoch)
         try:
@@ -285,10 +285,10 @@ class ReplicaManager:
             # Records the log no longer has: a torn tail, or (after a power loss) records
             # that were never flushed, possibly below the HW. Other replicas still have
             # anything committed; say what this replica lost.
-            self.runtime.emit("truncated", topic=topic, partition=partition, leader_epoch=-1,
-                              from_offset=max(checkpointed, log.log_end), to_offset=log.log_end,
-                              reason="recovery",
-                              detail=recovery.reason if recovery is not None else "unflushed records lost")
+            self.runtime.emit(Truncated(topic=topic, partition=partition, leader_epoch=-1,
+                                        from_offset=max(checkpointed, log.log_end), to_offset=log.log_end,
+                                        reason="recovery",
+                                        detail=recovery.reason if recovery is not None else "unflushed records lost"))
         p = Partition(topic, partition, self.config.broker_id, log, high_watermark=checkpointed,
                       variant=self.config.variant, emit=self.runtime.emit)
         hw_waiters = self.high_watermark_waiters.setdefault(key, OffsetWaiters())

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 
+from floodmark.node_event_kinds import LeaderElected
 from floodmark.reference.controller.election import initial_state, preferred_leader
 from floodmark.reference.controller.partitions import (
     change_partitions,
@@ -125,9 +126,9 @@ async def _create_partitions(ctl: ControllerParts, tps: list[TopicPartition]) ->
     for tp in sorted(states, key=lambda tp: (tp.topic, tp.partition)):
         ctx.states[tp] = states[tp].with_version(0) if states[tp].zk_version < 0 else states[tp]
         s = ctx.states[tp]
-        ctl.runtime.emit("leader_elected", topic=tp.topic, partition=tp.partition, leader=s.leader,
-                         leader_epoch=s.leader_epoch, isr=list(s.isr), controller_epoch=ctx.epoch,
-                         zk_version=s.zk_version, unclean=False)
+        ctl.runtime.emit(LeaderElected(topic=tp.topic, partition=tp.partition, leader=s.leader,
+                                       leader_epoch=s.leader_epoch, isr=s.isr, controller_epoch=ctx.epoch,
+                                       zk_version=s.zk_version, unclean=False))
     send_leader_and_isr(ctl, list(states), is_new=True)
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
+from floodmark.node_event_kinds import BrokerState
 from floodmark.reference.controller import reassignment
 from floodmark.reference.controller.context import (
     ACTIVE,
@@ -87,8 +88,8 @@ async def on_brokers_changed(ctl: ControllerParts) -> None:
     new = sorted(b for b in current if b not in known or current[b].incarnation != known[b].registration.incarnation)
     if gone:
         for b in gone:
-            ctl.runtime.emit("broker_state", broker=b, state=OFFLINE, incarnation=known[b].registration.incarnation,
-                             why="registration gone")  # the failure is detected here
+            ctl.runtime.emit(BrokerState(broker=b, state=OFFLINE, incarnation=known[b].registration.incarnation,
+                                         why="registration gone"))  # the failure is detected here
             known.pop(b, None)
             ctl.channel.remove_broker(b)
             ctl.ctx.offline_replicas.pop(b, None)
@@ -121,8 +122,8 @@ async def on_broker_startup(ctl: ControllerParts, registrations: Iterable[Broker
         ctx.brokers[reg.broker_id] = BrokerLiveness(reg, last_heartbeat=now)
         ctx.offline_replicas.pop(reg.broker_id, None)  # a new incarnation reports its dirs afresh
         ctl.channel.add_broker(reg.broker_id, reg.address)
-        ctl.runtime.emit("broker_state", broker=reg.broker_id, state=INACTIVE,
-                         incarnation=reg.incarnation, why="registered")
+        ctl.runtime.emit(BrokerState(broker=reg.broker_id, state=INACTIVE,
+                                     incarnation=reg.incarnation, why="registered"))
         started.append(reg.broker_id)
     await _set_up_brokers(ctl, started)
 
@@ -171,14 +172,14 @@ def on_heartbeat(ctl: ControllerParts, request: BrokerHeartbeatRequest) -> Broke
         live.state = INACTIVE
         live.set_up = False
         ctl.channel.add_broker(request.broker_id, live.registration.address)
-        ctl.runtime.emit("broker_state", broker=request.broker_id, state=INACTIVE,
-                         incarnation=live.registration.incarnation, why="heartbeats resumed")
+        ctl.runtime.emit(BrokerState(broker=request.broker_id, state=INACTIVE,
+                                     incarnation=live.registration.incarnation, why="heartbeats resumed"))
         ctl.enqueue("broker-unfenced", lambda: _set_up_brokers(ctl, [request.broker_id]))
         return BrokerHeartbeatResponse(None, ctx.epoch, INACTIVE)
     if live.state == INACTIVE and live.set_up:
         live.state = ACTIVE
-        ctl.runtime.emit("broker_state", broker=request.broker_id, state=ACTIVE,
-                         incarnation=live.registration.incarnation)
+        ctl.runtime.emit(BrokerState(broker=request.broker_id, state=ACTIVE,
+                                     incarnation=live.registration.incarnation))
     stopping = live.state == STOPPING
     should_shutdown = stopping and not ctx.partitions_led_by(request.broker_id)
     return BrokerHeartbeatResponse(None, ctx.epoch, live.state, should_shutdown=should_shutdown)
@@ -195,8 +196,8 @@ async def heartbeat_monitor(ctl: ControllerParts, epoch: int) -> None:
                 live.fenced = True
                 live.state = INACTIVE
                 ctl.channel.remove_broker(broker_id)
-                ctl.runtime.emit("broker_state", broker=broker_id, state="Fenced",
-                                 incarnation=live.registration.incarnation, why="heartbeat timeout")
+                ctl.runtime.emit(BrokerState(broker=broker_id, state="Fenced",
+                                             incarnation=live.registration.incarnation, why="heartbeat timeout"))
                 ctl.runtime.log.warning("broker %s missed heartbeats for %.1fs: fenced", broker_id, timeout)
                 ctl.enqueue("broker-fenced", functools.partial(on_broker_failure, ctl, [broker_id]))
 
@@ -214,7 +215,7 @@ async def controlled_shutdown(ctl: ControllerParts, request: ControlledShutdownR
         return ControlledShutdownResponse(Errors.STALE_BROKER_EPOCH)
     if live.state != STOPPING:
         live.state = STOPPING
-        ctl.runtime.emit("broker_state", broker=b, state=STOPPING, incarnation=live.registration.incarnation)
+        ctl.runtime.emit(BrokerState(broker=b, state=STOPPING, incarnation=live.registration.incarnation))
 
     def decide(tp: TopicPartition, s: LeaderIsr) -> Decision | None:
         # Only move a leadership if another in-sync replica can take it; else keep it.

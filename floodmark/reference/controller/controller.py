@@ -27,6 +27,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from floodmark.node_event_kinds import ControllerElected, ControllerResigned
 from floodmark.reference.controller import admin as controller_admin
 from floodmark.reference.controller import brokers as controller_brokers
 from floodmark.reference.controller import log_dirs as controller_log_dirs
@@ -181,7 +182,7 @@ class Controller:
         self.ctx.epoch_zk_version = results[1].version
         self.is_active = True
         self.active_controller_id = self.broker_id
-        self.runtime.emit("controller_elected", controller_epoch=self.ctx.epoch, broker=self.broker_id)
+        self.runtime.emit(ControllerElected(controller_epoch=self.ctx.epoch, broker=self.broker_id))
         self.runtime.log.info("broker %s is controller at epoch %s", self.broker_id, self.ctx.epoch)
         try:
             await self._on_become_controller()
@@ -225,7 +226,7 @@ class Controller:
         if not self.is_active:
             return
         self.is_active = False
-        self.runtime.emit("controller_resigned", controller_epoch=self.ctx.epoch, why=why)
+        self.runtime.emit(ControllerResigned(controller_epoch=self.ctx.epoch, why=why))
         self.runtime.log.info("broker %s resigns as controller (epoch %s): %s", self.broker_id, self.ctx.epoch, why)
         self.channel.close()
         # Keep the old epoch and its version: a write still in flight must keep failing the check.

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 
+from floodmark.node_event_kinds import LeaderElected
 from floodmark.reference.controller.election import Decision
 from floodmark.reference.controller.parts import ControllerParts
 from floodmark.reference.protocol.messages import (
@@ -61,12 +62,12 @@ async def change_partitions(
             ctx.states[tp] = written[tp]
             changed.append(tp)
             state = written[tp]
-            ctl.runtime.emit(
-                "leader_elected", topic=tp.topic, partition=tp.partition, leader=state.leader,
-                leader_epoch=state.leader_epoch, isr=list(state.isr),
+            ctl.runtime.emit(LeaderElected(
+                topic=tp.topic, partition=tp.partition, leader=state.leader,
+                leader_epoch=state.leader_epoch, isr=state.isr,
                 controller_epoch=ctx.epoch, zk_version=state.zk_version,
                 unclean=decisions[tp].unclean,
-            )
+            ))
         if not conflicts:
             break
         for tp, fresh in zip(conflicts, await ctl.zkw.read_states(conflicts)):

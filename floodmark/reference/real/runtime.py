@@ -21,6 +21,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
+from floodmark.node_event_kinds import KnownKind
 from floodmark.node_events import NodeEventWriter
 from floodmark.reference.real.kazoo_coordination import KazooCoordination
 from floodmark.reference.real.transport import TcpNetwork
@@ -71,11 +72,11 @@ class RealRuntime:
         self._sessions.append(session)
         return session
 
-    def emit(self, kind: str, **fields: Any) -> None:
+    def emit(self, event: KnownKind) -> None:
         if self._events is not None:
-            self._events.write(self.wall_time(), kind, fields)
+            self._events.write(self.wall_time(), event)
         else:
-            self.log.debug("event %s %s", kind, fields)
+            self.log.debug("event %s", event)
 
     async def close(self) -> None:
         """Cancel background tasks, close connections and sessions, close the event file."""

@@ -17,6 +17,7 @@ import random
 from collections.abc import Coroutine
 from typing import Any
 
+from floodmark.node_event_kinds import KnownKind
 from floodmark.reference.runtime import Coordination, Handler, Network, Storage
 from floodmark.reference.sim.coordination import connect
 from floodmark.reference.sim.world_view import WorldView
@@ -81,6 +82,6 @@ class SimRuntime:
     async def coordination(self, session_timeout: float) -> Coordination:
         return await connect(self._world, self.node, self.incarnation, session_timeout)
 
-    def emit(self, kind: str, **fields: Any) -> None:
+    def emit(self, event: KnownKind) -> None:
         if self._sim_node.is_current(self.incarnation):
-            self._world.record_event(self.node, self.wall_time(), kind, fields)
+            self._world.record_event(self.node, self.wall_time(), event)

@@ -49,6 +49,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from floodmark.node_event_kinds import KnownKind
 from floodmark.node_events import NodeEvent
 from floodmark.reference.sim.cpu import CpuCosts, SimCpu
 from floodmark.reference.sim.disk import SimDisk
@@ -295,9 +296,9 @@ class SimWorld:
 
     # ------------------------------------------------------------------ observations
 
-    def record_event(self, name: str, wall: float, kind: str, fields: dict[str, Any]) -> None:
+    def record_event(self, name: str, wall: float, body: KnownKind) -> None:
         events = self._events[name]
-        events.append(NodeEvent(name, len(events), wall, kind, dict(fields)))
+        events.append(NodeEvent(name, len(events), wall, body))
 
     def events(self, name: str) -> list[NodeEvent]:
         return list(self._events[name])

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, Protocol
 
+from floodmark.node_event_kinds import KnownKind
 from floodmark.reference.sim.loop import VirtualTimeLoop
 from floodmark.reference.sim.network import SimNetwork
 from floodmark.reference.sim.node import SimNode
@@ -42,6 +43,6 @@ class WorldView(Protocol):
 
     def zk_reachable(self, name: str, incarnation: int) -> bool: ...
 
-    def record_event(self, name: str, wall: float, kind: str, fields: dict[str, Any]) -> None: ...
+    def record_event(self, name: str, wall: float, body: KnownKind) -> None: ...
 
     def record_failure(self, name: str, what: str, error: BaseException) -> None: ...
