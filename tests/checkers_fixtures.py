@@ -9,7 +9,7 @@ import yaml
 
 from floodmark.checkers.synthetic import inject, queue_run
 from floodmark.history import Op, write_history
-from floodmark.node_events import NodeEvent, NodeEventWriter
+from floodmark.node_events import KnownKind, LeaderElected, NodeEvent, NodeEventWriter
 
 
 class History:
@@ -52,12 +52,16 @@ class History:
         self.call(process, f, fetch, [batch])
 
 
-def events(node: str, *kinds_and_fields: tuple[str, dict[str, Any]]) -> list[NodeEvent]:
-    return [NodeEvent(node, seq, float(seq), kind, fields) for seq, (kind, fields) in enumerate(kinds_and_fields)]
+def events(node: str, *bodies: KnownKind) -> list[NodeEvent]:
+    """``node``'s events, numbered from 0 in the order given."""
+    return [NodeEvent(node, seq, float(seq), body) for seq, body in enumerate(bodies)]
 
 
-def tp(partition: int = 0, topic: str = "t0", **fields: Any) -> dict[str, Any]:
-    return {"topic": topic, "partition": partition, **fields}
+def elected(partition: int, leader: int, epoch: int, *, zk_version: int = 1, unclean: bool = False,
+            topic: str = "t0") -> LeaderElected:
+    """The controller's election of ``leader`` for ``epoch`` (ISR: the leader alone)."""
+    return LeaderElected(topic=topic, partition=partition, leader=leader, leader_epoch=epoch, isr=(leader,),
+                         controller_epoch=1, zk_version=zk_version, unclean=unclean)
 
 
 def make_run_dir(tmp_path: Path, anomaly: str | None = None) -> Path:
@@ -70,7 +74,7 @@ def make_run_dir(tmp_path: Path, anomaly: str | None = None) -> Path:
     for node, node_events in run.events.items():
         writer = NodeEventWriter(path / "events" / f"{node}.jsonl", node)
         for e in node_events:
-            writer.write(e.wall, e.kind, e.fields)
+            writer.write(e.wall, e.body)
         writer.close()
     (path / "test.yaml").write_text(yaml.safe_dump(run.config.to_dict() if run.config else {}))
     return path

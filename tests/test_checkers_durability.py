@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checkers_fixtures import History, events, tp
+from checkers_fixtures import History, elected, events
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.durability import DurabilityChecker
@@ -73,7 +73,7 @@ def test_losses_permitted_by_configuration_are_marked_not_hidden() -> None:
         assert result.valid is False
         assert reason in result.anomalies[0].details["permitted_by"]
         assert result.stats["permitted"] == 1 and result.stats["violations"] == 0
-    unclean = {"n1": events("n1", ("leader_elected", tp(0, leader="n1", leader_epoch=2, unclean=True)))}
+    unclean = {"n1": events("n1", elected(0, leader=1, epoch=2, unclean=True))}
     assert "unclean leader election" in check(h, ACKS_ALL, unclean).anomalies[0].details["permitted_by"]
 
 

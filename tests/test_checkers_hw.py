@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from checkers_fixtures import History, events, tp
+from checkers_fixtures import History, events
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.hw import HighWatermarkChecker
+from floodmark.node_events import Appended, BecameLeader, HwChanged, Started, Truncated
 from floodmark.run_config import TestConfig
 
 CONFIG = TestConfig(acks="all", min_insync_replicas=2)
@@ -15,16 +16,29 @@ def check(node_events: dict, h: History | None = None, config: TestConfig | None
     return HighWatermarkChecker().check(CheckInput((h or History()).ops, node_events, config or CONFIG))
 
 
-def hw(previous: int, new: int, epoch: int = 1, log_end: int = 10, role: str = "leader") -> tuple[str, dict]:
-    return ("hw_changed", tp(0, leader_epoch=epoch, role=role, previous=previous, high_watermark=new, log_end=log_end))
+def hw(previous: int, new: int, epoch: int = 1, log_end: int = 10, role: str = "leader") -> HwChanged:
+    return HwChanged(topic="t0", partition=0, leader_epoch=epoch, role=role, previous=previous, high_watermark=new,
+                     log_end=log_end)
+
+
+def leader(epoch: int, isr: tuple[int, ...], log_end: int, high_watermark: int) -> BecameLeader:
+    return BecameLeader(topic="t0", partition=0, leader_epoch=epoch, isr=isr, log_end=log_end,
+                        high_watermark=high_watermark)
+
+
+def appended(offset: int, values: tuple[str, ...]) -> Appended:
+    return Appended(topic="t0", partition=0, offset=offset, epoch=1, values=values, role="follower")
+
+
+def truncated(epoch: int, from_offset: int, to_offset: int, reason: str) -> Truncated:
+    return Truncated(topic="t0", partition=0, leader_epoch=epoch, from_offset=from_offset, to_offset=to_offset,
+                     reason=reason)
 
 
 def test_monotonic_hw_is_valid_and_a_new_leader_may_start_lower() -> None:
-    n1 = events("n1", ("became_leader", tp(0, leader_epoch=1, isr=[1, 2], log_end=0, high_watermark=0)),
-                hw(0, 5), hw(5, 8))
+    n1 = events("n1", leader(1, (1, 2), 0, 0), hw(0, 5), hw(5, 8))
     # n2 takes over in epoch 2 with a HW (3) below n1's (8): the design allows it
-    n2 = events("n2", ("became_leader", tp(0, leader_epoch=2, isr=[2], log_end=8, high_watermark=3)),
-                hw(3, 8, epoch=2))
+    n2 = events("n2", leader(2, (2,), 8, 3), hw(3, 8, epoch=2))
     h = History()
     h.send(0, 0, "x", 7)
     result = check({"n1": n1, "n2": n2}, h)
@@ -40,7 +54,7 @@ def test_decrease_within_an_epoch() -> None:
 
 
 def test_restart_starts_afresh() -> None:
-    n1 = events("n1", hw(0, 5), ("started", {}), hw(0, 3))
+    n1 = events("n1", hw(0, 5), Started(), hw(0, 3))
     assert check({"n1": n1}).valid is True
 
 
@@ -50,8 +64,8 @@ def test_hw_beyond_log_end() -> None:
 
 
 def test_new_leader_lacking_committed_offsets() -> None:
-    n1 = events("n1", ("became_leader", tp(0, leader_epoch=1, isr=[1, 2], log_end=0, high_watermark=0)), hw(0, 6))
-    n2 = events("n2", ("became_leader", tp(0, leader_epoch=2, isr=[2], log_end=4, high_watermark=4)))
+    n1 = events("n1", leader(1, (1, 2), 0, 0), hw(0, 6))
+    n2 = events("n2", leader(2, (2,), 4, 4))
     h = History()
     h.send(0, 0, "x", 5)  # exposes committed offset 6
     [anomaly] = check({"n1": n1, "n2": n2}, h).anomalies
@@ -67,20 +81,18 @@ def test_new_leader_lacking_committed_offsets() -> None:
 
 def test_offsets_not_exposed_to_clients_are_not_judged() -> None:
     n1 = events("n1", hw(0, 6))
-    n2 = events("n2", ("became_leader", tp(0, leader_epoch=2, isr=[2], log_end=4, high_watermark=4)))
+    n2 = events("n2", leader(2, (2,), 4, 4))
     h = History()
     h.poll(1, 0, 0, [(0, "a"), (1, "b")], high_watermark=2)  # clients only ever saw HW 2
     assert check({"n1": n1, "n2": n2}, h).valid is True
 
 
 def test_truncating_committed_records_but_not_divergent_ones() -> None:
-    appended = ("appended", tp(0, offset=0, epoch=1, values=["a", "b", "c"], role="follower"))
     h = History()
     h.poll(1, 0, 0, [(0, "a"), (1, "b")])
-    divergent = events("n3", ("appended", tp(0, offset=0, epoch=1, values=["a", "b", "zombie"], role="follower")),
-                       ("truncated", tp(0, leader_epoch=2, from_offset=3, to_offset=2, reason="diverging_epoch")))
+    divergent = events("n3", appended(0, ("a", "b", "zombie")), truncated(2, 3, 2, "diverging_epoch"))
     assert check({"n3": divergent}, h).valid is True
-    below = events("n3", appended, ("truncated", tp(0, leader_epoch=2, from_offset=3, to_offset=1, reason="high_watermark")))
+    below = events("n3", appended(0, ("a", "b", "c")), truncated(2, 3, 1, "high_watermark"))
     [anomaly] = check({"n3": below}, h).anomalies
     assert anomaly.type == "committed-truncated" and anomaly.offsets == (1,)
     assert anomaly.details["reason"] == "high_watermark"
@@ -92,9 +104,6 @@ def test_a_replica_losing_committed_records_in_crash_recovery_is_not_a_truncatio
     # or a client-visible loss (the durability checker) is an anomaly.
     h = History()
     h.poll(1, 0, 0, [(0, "a"), (1, "b")])
-    recovered = events("n3", ("appended", tp(0, offset=0, epoch=1, values=["a", "b", "c"], role="follower")),
-                       ("started", {}),
-                       ("truncated", tp(0, leader_epoch=-1, from_offset=3, to_offset=1, reason="recovery")),
-                       ("appended", tp(0, offset=1, epoch=1, values=["b", "c"], role="follower")),
-                       ("truncated", tp(0, leader_epoch=2, from_offset=3, to_offset=2, reason="diverging_epoch")))
+    recovered = events("n3", appended(0, ("a", "b", "c")), Started(), truncated(-1, 3, 1, "recovery"),
+                       appended(1, ("b", "c")), truncated(2, 3, 2, "diverging_epoch"))
     assert check({"n3": recovered}, h).valid is True

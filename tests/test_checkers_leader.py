@@ -2,32 +2,45 @@
 
 from __future__ import annotations
 
-from checkers_fixtures import events, tp
+from checkers_fixtures import elected, events
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.leader import LeaderChecker
+from floodmark.node_events import (
+    Acked,
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    ControllerElected,
+    IsrChanged,
+)
 
 
 def check(node_events: dict):  # type: ignore[no-untyped-def]
     return LeaderChecker().check(CheckInput([], node_events))
 
 
-def leader(epoch: int, partition: int = 0) -> tuple[str, dict]:
-    return ("became_leader", tp(partition, leader_epoch=epoch, isr=[1], log_end=0, high_watermark=0))
+def leader(epoch: int, partition: int = 0) -> BecameLeader:
+    return BecameLeader(topic="t0", partition=partition, leader_epoch=epoch, isr=(1,), log_end=0, high_watermark=0)
 
 
-def follower(epoch: int, partition: int = 0) -> tuple[str, dict]:
-    return ("became_follower", tp(partition, leader_epoch=epoch, leader="n2", log_end=0))
+def follower(epoch: int, partition: int = 0) -> BecameFollower:
+    return BecameFollower(topic="t0", partition=partition, leader_epoch=epoch, leader=2, log_end=0)
+
+
+def appended_as_leader(offset: int, epoch: int, value: str) -> Appended:
+    return Appended(topic="t0", partition=0, offset=offset, epoch=epoch, values=(value,), role="leader")
+
+
+def acked(offset: int) -> Acked:  # as older writers recorded it: no leader epoch
+    return Acked(topic="t0", partition=0, offset=offset, high_watermark=offset + 1, acks=-1)
 
 
 def test_successive_leaders_are_valid() -> None:
-    n1 = events("n1", ("controller_elected", {"controller_epoch": 1, "broker": "n1"}), leader(1),
-                ("appended", tp(0, offset=0, epoch=1, values=["a"], role="leader")),
-                ("acked", tp(0, offset=0, high_watermark=1, acks="all")),
-                ("leader_elected", tp(0, leader="n2", leader_epoch=2, zk_version=2, controller_epoch=1)),
-                follower(2))
-    n2 = events("n2", follower(1), leader(2), ("controller_elected", {"controller_epoch": 2, "broker": "n2"}),
-                ("isr_changed", tp(0, leader_epoch=2, isr=[2], zk_version=3, change="shrink")))
+    n1 = events("n1", ControllerElected(controller_epoch=1, broker=1), leader(1), appended_as_leader(0, 1, "a"),
+                acked(0), elected(0, leader=2, epoch=2, zk_version=2), follower(2))
+    n2 = events("n2", follower(1), leader(2), ControllerElected(controller_epoch=2, broker=2),
+                IsrChanged(topic="t0", partition=0, leader_epoch=2, isr=(2,), zk_version=3, change="shrink"))
     result = check({"n1": n1, "n2": n2})
     assert result.valid is True, result.anomalies
     assert result.stats["leader_epochs"] == 2
@@ -35,7 +48,7 @@ def test_successive_leaders_are_valid() -> None:
 
 def test_two_brokers_leading_one_epoch() -> None:
     n1 = events("n1", leader(3))
-    n2 = events("n2", follower(2), ("appended", tp(0, offset=5, epoch=3, values=["x"], role="leader")))
+    n2 = events("n2", follower(2), appended_as_leader(5, 3, "x"))
     [anomaly] = check({"n1": n1, "n2": n2}).anomalies
     assert anomaly.type == "multiple-leaders" and anomaly.details["leaders"] == ["n1", "n2"]
     assert anomaly.events == (("n1", 0), ("n2", 1))
@@ -43,15 +56,23 @@ def test_two_brokers_leading_one_epoch() -> None:
 
 def test_acked_counts_as_leading_in_the_brokers_current_epoch() -> None:
     n1 = events("n1", leader(4))
-    n2 = events("n2", leader(4), ("acked", tp(0, offset=1, high_watermark=2, acks="all")))
+    n2 = events("n2", leader(4), acked(1))
     assert check({"n1": n1, "n2": n2}).anomalies[0].type == "multiple-leaders"
 
 
+def test_acked_in_its_own_leader_epoch() -> None:
+    n1 = events("n1", leader(4))
+    n2 = events("n2", leader(3), Acked(topic="t0", partition=0, offset=1, high_watermark=2, acks=-1, leader_epoch=4))
+    [anomaly] = check({"n1": n1, "n2": n2}).anomalies
+    assert anomaly.type == "multiple-leaders" and anomaly.details["leader_epoch"] == 4
+
+
 def test_controllers_electing_different_leaders_for_one_epoch() -> None:
-    c1 = events("n1", ("leader_elected", tp(0, leader="n1", leader_epoch=5, zk_version=7)))
-    c2 = events("n2", ("leader_elected", tp(0, leader="n2", leader_epoch=5, zk_version=8)))
+    c1 = events("n1", elected(0, leader=1, epoch=5, zk_version=7))
+    c2 = events("n2", elected(0, leader=2, epoch=5, zk_version=8))
     [anomaly] = check({"n1": c1, "n2": c2}).anomalies
     assert anomaly.type == "multiple-leaders" and anomaly.details["source"] == "leader_elected"
+    assert anomaly.details["leaders"] == [1, 2]
 
 
 def test_broker_epoch_going_backwards() -> None:
@@ -62,16 +83,15 @@ def test_broker_epoch_going_backwards() -> None:
 
 def test_zookeeper_state_going_back_to_an_older_epoch() -> None:
     # a stale leader's unconditional ISR write lands after the controller's newer election
-    c = events("n1", ("leader_elected", tp(0, leader="n2", leader_epoch=6, zk_version=10)))
-    stale = events("n3", ("isr_changed", tp(0, leader_epoch=5, isr=[3], zk_version=11, change="shrink")))
+    c = events("n1", elected(0, leader=2, epoch=6, zk_version=10))
+    stale = events("n3", IsrChanged(topic="t0", partition=0, leader_epoch=5, isr=(3,), zk_version=11, change="shrink"))
     [anomaly] = check({"n1": c, "n3": stale}).anomalies
     assert anomaly.type == "epoch-regression" and anomaly.details["source"] == "zookeeper"
 
 
 def test_two_controllers_in_one_controller_epoch_and_regression() -> None:
-    n1 = events("n1", ("controller_elected", {"controller_epoch": 4, "broker": "n1"}))
-    n2 = events("n2", ("controller_elected", {"controller_epoch": 4, "broker": "n2"}),
-                ("controller_elected", {"controller_epoch": 3, "broker": "n2"}))
+    n1 = events("n1", ControllerElected(controller_epoch=4, broker=1))
+    n2 = events("n2", ControllerElected(controller_epoch=4, broker=2), ControllerElected(controller_epoch=3, broker=2))
     kinds = sorted(a.type for a in check({"n1": n1, "n2": n2}).anomalies)
     assert kinds == ["controller-epoch-regression", "multiple-controllers"]
 

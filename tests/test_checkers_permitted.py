@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from checkers_fixtures import History, events, tp
+from checkers_fixtures import History, elected, events
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.durability import DurabilityChecker
@@ -38,10 +38,10 @@ def test_the_configuration_states_the_permission_not_the_variant_name() -> None:
 
 
 def test_an_observed_unclean_election_permits_loss() -> None:
-    clean = {"n1": events("n1", ("leader_elected", tp(0, leader="n2", leader_epoch=2, unclean=False)))}
+    clean = {"n1": events("n1", elected(0, leader=2, epoch=2))}
     assert loss_permitted_by(TestConfig(), clean) is None
-    unclean = {"n1": events("n1", ("leader_elected", tp(0, leader="n2", leader_epoch=3, unclean=True)))}
-    assert "epoch 3" in (loss_permitted_by(TestConfig(), unclean) or "")
+    unclean = {"n1": events("n1", elected(0, leader=2, epoch=3, unclean=True))}
+    assert loss_permitted_by(TestConfig(), unclean) == "unclean leader election of t0/0 in epoch 3 (event n1#0)"
 
 
 def test_a_run_without_configuration_is_not_assumed_to_promise_durability() -> None:
@@ -71,8 +71,7 @@ def test_the_permission_is_worked_out_once_per_check_input() -> None:
             found.append(1)
             return super().__iter__()
 
-    run = CheckInput([], Counting(n1=events("n1", ("leader_elected", tp(0, leader_epoch=3, unclean=True)))),
-                     TestConfig())
+    run = CheckInput([], Counting(n1=events("n1", elected(0, leader=2, epoch=3, unclean=True))), TestConfig())
     assert run.loss_permitted_by == run.loss_permitted_by and "epoch 3" in (run.loss_permitted_by or "")
     assert len(found) == 1
 

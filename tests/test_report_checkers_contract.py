@@ -25,7 +25,7 @@ def _write_run(root: Path, run: object, workload: str) -> Path:
     for node, events in run.events.items():  # type: ignore[attr-defined]
         writer = NodeEventWriter(path / "events" / f"{node}.jsonl", node)
         for e in events:
-            writer.write(e.wall, e.kind, e.fields)
+            writer.write(e.wall, e.body)
         writer.close()
     config = {"name": workload, "seed": 1, "workload": workload, "concurrency": 5, "nemesis": []}
     (path / "test.yaml").write_text(yaml.safe_dump(config))

@@ -36,10 +36,18 @@ from typing import Any
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.permitted import acks_all
 from floodmark.checkers.queue_index import index_for
-from floodmark.node_events import NodeEvent
+from floodmark.node_events import (
+    Acked,
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    HwChanged,
+    NodeEvent,
+    PartitionKey,
+    Started,
+    Truncated,
+)
 from floodmark.results import Anomaly, CheckerResult
-
-Partition = tuple[Any, Any]  # (topic, partition) as the events name them
 
 
 class HighWatermarkChecker:
@@ -71,128 +79,123 @@ class HighWatermarkChecker:
 class _Scan:
     """One pass over each broker's events, in the broker's own order."""
 
-    def __init__(self, committed: dict[Partition, dict[int, Any]], details: dict[str, Any]) -> None:
+    def __init__(self, committed: dict[PartitionKey, dict[int, Any]], details: dict[str, Any]) -> None:
         self.committed = committed
         self.details = details
         self.anomalies: list[Anomaly] = []
-        self.leader_hw: dict[tuple[Any, Any, Any], int] = {}  # (topic, partition, epoch) -> greatest leader HW
-        self.leaderships: list[tuple[str, int, Partition, Any, Any]] = []  # (node, seq, partition, epoch, log_end)
+        self.leader_hw: dict[tuple[str, int, int], int] = {}  # (topic, partition, epoch) -> greatest leader HW
+        self.leaderships: list[tuple[str, int, PartitionKey, int, int]] = []  # (node, seq, partition, epoch, log_end)
 
     def node(self, node: str, events: list[NodeEvent]) -> None:
         # (topic, partition, leader epoch) -> (HW, seq of the event that set it)
-        last_hw: dict[tuple[Any, Any, Any], tuple[int, int]] = {}
-        leading: dict[Partition, Any] = {}  # partition -> epoch this node leads in
+        last_hw: dict[tuple[str, int, int], tuple[int, int]] = {}
+        leading: dict[PartitionKey, int] = {}  # partition -> epoch this node leads in
         # What this replica holds: per partition, segments (first offset, value ids) in offset
         # order. Only partitions this node ever truncates need tracking.
-        truncated = {(e.fields.get("topic"), e.fields.get("partition")) for e in events if e.kind == "truncated"}
-        held: dict[Partition, list[tuple[int, list[Any]]]] = {}
+        truncated = {(e.body.topic, e.body.partition) for e in events if isinstance(e.body, Truncated)}
+        held: dict[PartitionKey, list[tuple[int, tuple[str, ...]]]] = {}
         leader_hw = self.leader_hw
         for event in events:
-            kind = event.kind
-            fields = event.fields
-            if kind == "hw_changed" or kind == "became_leader":  # the most frequent kinds first
-                hw = fields.get("high_watermark")
-                topic, number, epoch = fields.get("topic"), fields.get("partition"), fields.get("leader_epoch")
-                if kind == "became_leader":
-                    leading[(topic, number)] = epoch
-                    self.leaderships.append((node, event.seq, (topic, number), epoch, fields.get("log_end")))
-                if type(hw) is not int:
-                    continue
-                slot = (topic, number, epoch)
-                previous = last_hw.get(slot)
-                log_end = fields.get("log_end")
-                if (previous is not None and hw < previous[0]) or (type(log_end) is int and hw > log_end):
-                    self._monotonic(node, event, (topic, number), hw, previous, log_end)
-                last_hw[slot] = (hw, event.seq)
-                if kind == "hw_changed" and fields.get("role") != "leader":
-                    continue
-                if type(epoch) is int and hw > leader_hw.get(slot, -1):
-                    leader_hw[slot] = hw
-            elif kind == "appended":
-                if not truncated:
-                    continue
-                key = (fields.get("topic"), fields.get("partition"))
-                if key not in truncated:
-                    continue
-                first, values = fields.get("offset"), fields.get("values")
-                if isinstance(first, int) and values:
+            body = event.body
+            # The most frequent kinds first; the two that set a HW share the checks below.
+            if isinstance(body, HwChanged):
+                hw, epoch, log_end = body.high_watermark, body.leader_epoch, body.log_end
+                as_leader = body.role == "leader"
+            elif isinstance(body, BecameLeader):
+                hw, epoch, log_end = body.high_watermark, body.leader_epoch, body.log_end
+                as_leader = True
+                leading[(body.topic, body.partition)] = epoch
+                self.leaderships.append((node, event.seq, (body.topic, body.partition), epoch, log_end))
+            elif isinstance(body, Appended):
+                if truncated and (key := (body.topic, body.partition)) in truncated and body.values:
                     segments = held.setdefault(key, [])
-                    if segments and segments[-1][0] + len(segments[-1][1]) > first:
-                        self._truncate(node, event, key, segments, first, report=False)
-                    segments.append((first, values))
-            elif kind == "acked":
-                hw = fields.get("high_watermark")
-                topic, number = fields.get("topic"), fields.get("partition")
-                epoch = fields.get("leader_epoch", leading.get((topic, number)))
-                if type(hw) is int and type(epoch) is int:
-                    slot = (topic, number, epoch)
-                    if hw > leader_hw.get(slot, -1):
-                        leader_hw[slot] = hw
-            elif kind == "became_follower":
-                leading.pop((fields.get("topic"), fields.get("partition")), None)
-            elif kind == "truncated":
-                key = (fields.get("topic"), fields.get("partition"))
-                to_offset = fields.get("to_offset")
-                if key in held and isinstance(to_offset, int):
+                    if segments and segments[-1][0] + len(segments[-1][1]) > body.offset:
+                        _drop_from(segments, body.offset, {})
+                    segments.append((body.offset, body.values))
+                continue
+            elif isinstance(body, Acked):
+                key = (body.topic, body.partition)
+                acked_epoch = body.leader_epoch if body.leader_epoch is not None else leading.get(key)
+                if acked_epoch is not None:
+                    slot = (body.topic, body.partition, acked_epoch)
+                    if body.high_watermark > leader_hw.get(slot, -1):
+                        leader_hw[slot] = body.high_watermark
+                continue
+            elif isinstance(body, BecameFollower):
+                leading.pop((body.topic, body.partition), None)
+                continue
+            elif isinstance(body, Truncated):
+                key = (body.topic, body.partition)
+                if key in held:
+                    lost = _drop_from(held[key], body.to_offset, self.committed.get(key, {}))
                     # Crash recovery losing unflushed records is this replica's loss only:
                     # it re-fetches them, and a leader lacking them is uncommitted-offset.
-                    report = fields.get("reason") != "recovery"
-                    self._truncate(node, event, key, held[key], to_offset, report=report)
-            elif kind == "started":
+                    if lost and body.reason != "recovery":
+                        self._committed_truncated(node, event.seq, body, lost)
+                continue
+            elif isinstance(body, Started):
                 last_hw.clear()  # a restarted broker recovers its HW from a checkpoint that may lag
                 leading.clear()
+                continue
+            else:
+                continue
+            slot = (body.topic, body.partition, epoch)
+            previous = last_hw.get(slot)
+            if (previous is not None and hw < previous[0]) or hw > log_end:
+                self._monotonic(node, event.seq, slot, hw, previous, log_end)
+            last_hw[slot] = (hw, event.seq)
+            if as_leader and hw > leader_hw.get(slot, -1):
+                leader_hw[slot] = hw
 
-    def _monotonic(self, node: str, event: NodeEvent, key: Partition, hw: int,
-                   previous: tuple[int, int] | None, log_end: Any) -> None:
-        topic, number = key
-        epoch = event.fields.get("leader_epoch")
-        if isinstance(log_end, int) and hw > log_end:
+    def _monotonic(self, node: str, seq: int, slot: tuple[str, int, int], hw: int,
+                   previous: tuple[int, int] | None, log_end: int) -> None:
+        topic, number, epoch = slot
+        if hw > log_end:
             self.anomalies.append(Anomaly(
                 "hw-beyond-log-end",
                 f"Broker {node} set the HW of {topic}/{number} to {hw} in epoch {epoch}, beyond its log end {log_end}.",
-                topic, number, (hw, log_end), events=((node, event.seq),),
+                topic, number, (hw, log_end), events=((node, seq),),
                 details={"node": node, "leader_epoch": epoch}))
         if previous is not None and hw < previous[0]:
             self.anomalies.append(Anomaly(
                 "hw-decrease",
                 f"Broker {node} lowered the HW of {topic}/{number} from {previous[0]} to {hw} within leader epoch {epoch}.",
-                topic, number, (previous[0], hw), events=((node, previous[1]), (node, event.seq)),
+                topic, number, (previous[0], hw), events=((node, previous[1]), (node, seq)),
                 details={"node": node, "leader_epoch": epoch}))
 
-    def _truncate(self, node: str, event: NodeEvent, key: Partition, segments: list[tuple[int, list[Any]]],
-                  to_offset: int, *, report: bool) -> None:
-        """Drop what the replica holds from ``to_offset`` on; report records clients saw committed."""
-        seen = self.committed.get(key, {})
-        lost: list[int] = []
-        while segments and segments[-1][0] + len(segments[-1][1]) > to_offset:
-            first, values = segments.pop()
-            keep = max(0, to_offset - first)
-            lost.extend(first + i for i in range(keep, len(values)) if seen.get(first + i, _NOTHING) == values[i])
-            if keep:
-                segments.append((first, values[:keep]))
-                break
-        if report and lost:
-            lost.sort()
-            topic, number = key
-            reason = event.fields.get("reason")
-            self.anomalies.append(Anomaly(
-                "committed-truncated",
-                f"Broker {node} truncated {topic}/{number} to offset {to_offset} ({reason}), removing "
-                f"{len(lost)} record(s) clients saw committed (first at offset {lost[0]}).",
-                topic, number, tuple(lost[:100]), events=((node, event.seq),),
-                details={"node": node, "reason": reason, "leader_epoch": event.fields.get("leader_epoch"),
-                         **self.details}))
+    def _committed_truncated(self, node: str, seq: int, body: Truncated, lost: list[int]) -> None:
+        lost.sort()
+        self.anomalies.append(Anomaly(
+            "committed-truncated",
+            f"Broker {node} truncated {body.topic}/{body.partition} to offset {body.to_offset} ({body.reason}), "
+            f"removing {len(lost)} record(s) clients saw committed (first at offset {lost[0]}).",
+            body.topic, body.partition, tuple(lost[:100]), events=((node, seq),),
+            details={"node": node, "reason": body.reason, "leader_epoch": body.leader_epoch, **self.details}))
+
+
+def _drop_from(segments: list[tuple[int, tuple[str, ...]]], to_offset: int, seen: dict[int, Any]) -> list[int]:
+    """Drop what the replica holds from ``to_offset`` on; returns the offsets of dropped records
+    that clients saw committed (``seen``: offset -> value)."""
+    lost: list[int] = []
+    while segments and segments[-1][0] + len(segments[-1][1]) > to_offset:
+        first, values = segments.pop()
+        keep = max(0, to_offset - first)
+        lost.extend(first + i for i in range(keep, len(values)) if seen.get(first + i, _NOTHING) == values[i])
+        if keep:
+            segments.append((first, values[:keep]))
+            break
+    return lost
 
 
 _NOTHING = object()
 
 
-def _client_exposure(run: CheckInput) -> tuple[dict[Partition, int], dict[Partition, dict[int, Any]]]:
+def _client_exposure(run: CheckInput) -> tuple[dict[PartitionKey, int], dict[PartitionKey, dict[int, Any]]]:
     """Per partition: the greatest HW exposed to a client, and the (offset, value)s clients saw committed."""
     index = index_for(run.history)
     use_acks = acks_all(run.config)
-    exposed: dict[Partition, int] = {}
-    values: dict[Partition, dict[int, Any]] = {}
+    exposed: dict[PartitionKey, int] = {}
+    values: dict[PartitionKey, dict[int, Any]] = {}
     for key, part in index.partitions.items():
         top = -1
         if use_acks:  # an acks=all acknowledgement at o exposes o+1; reads expose what they return
@@ -215,13 +218,14 @@ def _client_exposure(run: CheckInput) -> tuple[dict[Partition, int], dict[Partit
     return exposed, values
 
 
-def _leaders_lacking_committed(leaderships: list[tuple[str, int, Partition, Any, Any]], exposed: dict[Partition, int],
-                               leader_hw: dict[tuple[Any, Any, Any], int], details: dict[str, Any]) -> list[Anomaly]:
-    per_partition: dict[Partition, dict[int, int]] = {}
+def _leaders_lacking_committed(leaderships: list[tuple[str, int, PartitionKey, int, int]],
+                               exposed: dict[PartitionKey, int], leader_hw: dict[tuple[str, int, int], int],
+                               details: dict[str, Any]) -> list[Anomaly]:
+    per_partition: dict[PartitionKey, dict[int, int]] = {}
     for (topic, number, epoch), hw in leader_hw.items():
         per_partition.setdefault((topic, number), {})[epoch] = hw
     # committed_before[p]: epochs ascending with the running max of leader HWs up to each
-    committed_before: dict[Partition, tuple[list[int], list[int]]] = {}
+    committed_before: dict[PartitionKey, tuple[list[int], list[int]]] = {}
     for key, by_epoch in per_partition.items():
         epochs = sorted(by_epoch)
         running, highs = -1, []
@@ -231,9 +235,7 @@ def _leaders_lacking_committed(leaderships: list[tuple[str, int, Partition, Any,
         committed_before[key] = (epochs, highs)
     anomalies = []
     for node, seq, key, epoch, log_end in leaderships:
-        if key not in exposed or key not in committed_before or not isinstance(log_end, int):
-            continue
-        if not isinstance(epoch, int):
+        if key not in exposed or key not in committed_before:
             continue
         epochs, highs = committed_before[key]
         position = bisect.bisect_left(epochs, epoch) - 1  # last epoch strictly before this one

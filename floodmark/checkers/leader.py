@@ -20,14 +20,25 @@ by time: only per-node sequence numbers and ZooKeeper versions order anything he
 
 from __future__ import annotations
 
-from typing import Any
-
 from floodmark.checkers.api import CheckInput
-from floodmark.node_events import NodeEvent
+from floodmark.node_events import (
+    Acked,
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    ControllerElected,
+    HwChanged,
+    IsrChanged,
+    LeaderElected,
+    NodeEvent,
+    PartitionKey,
+)
 from floodmark.results import Anomaly, CheckerResult
 
-Partition = tuple[Any, Any]  # (topic, partition) as the events name them
-_LEADER_ACTS = ("became_leader", "appended", "hw_changed", "acked")
+_Acting = dict[tuple[PartitionKey, int], dict[str, tuple[str, int]]]  # (partition, epoch) -> node -> first (node, seq)
+_Elected = dict[tuple[PartitionKey, int], dict[int, tuple[str, int]]]  # (partition, epoch) -> leader -> first event
+_Controllers = dict[int, dict[int, tuple[str, int]]]  # controller epoch -> broker -> first event
+_ZkStates = dict[PartitionKey, list[tuple[int, int, str, int]]]  # partition -> (version, epoch, node, seq)
 
 
 class LeaderChecker:
@@ -35,10 +46,10 @@ class LeaderChecker:
 
     def check(self, run: CheckInput) -> CheckerResult:
         anomalies: list[Anomaly] = []
-        acting: dict[tuple[Partition, int], dict[str, tuple[str, int]]] = {}  # -> node -> first (node, seq)
-        elected: dict[tuple[Partition, int], dict[Any, tuple[str, int]]] = {}
-        controllers: dict[int, dict[Any, tuple[str, int]]] = {}
-        zk_states: dict[Partition, list[tuple[int, int, str, int]]] = {}  # (version, epoch, node, seq)
+        acting: _Acting = {}
+        elected: _Elected = {}
+        controllers: _Controllers = {}
+        zk_states: _ZkStates = {}
         for node in sorted(run.events):
             anomalies.extend(_scan_node(node, run.events[node], acting, elected, controllers, zk_states))
         for (key, epoch), nodes in sorted(acting.items()):
@@ -52,17 +63,17 @@ class LeaderChecker:
             if len(leaders) > 1:
                 anomalies.append(Anomaly(
                     "multiple-leaders",
-                    f"Controllers elected {len(leaders)} different leaders ({', '.join(map(str, sorted(leaders, key=str)))}) "
+                    f"Controllers elected {len(leaders)} different leaders ({', '.join(map(str, sorted(leaders)))}) "
                     f"of {key[0]}/{key[1]} for leader epoch {epoch}.",
                     key[0], key[1], events=tuple(sorted(leaders.values())),
-                    details={"leader_epoch": epoch, "leaders": sorted(leaders, key=str), "source": "leader_elected"}))
+                    details={"leader_epoch": epoch, "leaders": sorted(leaders), "source": "leader_elected"}))
         for epoch, brokers in sorted(controllers.items()):
             if len(brokers) > 1:
                 anomalies.append(Anomaly(
                     "multiple-controllers",
-                    f"Brokers {', '.join(map(str, sorted(brokers, key=str)))} were all elected controller in controller epoch {epoch}.",
+                    f"Brokers {', '.join(map(str, sorted(brokers)))} were all elected controller in controller epoch {epoch}.",
                     events=tuple(sorted(brokers.values())),
-                    details={"controller_epoch": epoch, "controllers": sorted(brokers, key=str)}))
+                    details={"controller_epoch": epoch, "controllers": sorted(brokers)}))
         for key, states in sorted(zk_states.items()):
             anomalies.extend(_zookeeper_order(key, states))
         counts: dict[str, int] = {}
@@ -73,91 +84,74 @@ class LeaderChecker:
         return CheckerResult(not anomalies, anomalies, stats)
 
 
-def _key(event: NodeEvent) -> Partition:
-    return (event.get("topic"), event.get("partition"))
-
-
-def _scan_node(node: str, events: list[NodeEvent],
-               acting: dict[tuple[Partition, int], dict[str, tuple[str, int]]],
-               elected: dict[tuple[Partition, int], dict[Any, tuple[str, int]]],
-               controllers: dict[int, dict[Any, tuple[str, int]]],
-               zk_states: dict[Partition, list[tuple[int, int, str, int]]]) -> list[Anomaly]:
+def _scan_node(node: str, events: list[NodeEvent], acting: _Acting, elected: _Elected,
+               controllers: _Controllers, zk_states: _ZkStates) -> list[Anomaly]:
     anomalies: list[Anomaly] = []
-    view: dict[Partition, tuple[int, int]] = {}  # the broker's leader epoch per partition, and its event
-    role: dict[Partition, str] = {}
-    decided: dict[Partition, tuple[int, int]] = {}  # this node's latest leader_elected epoch, as controller
+    view: dict[PartitionKey, tuple[int, int]] = {}  # the broker's leader epoch per partition, and its event
+    decided: dict[PartitionKey, tuple[int, int]] = {}  # this node's latest leader_elected epoch, as controller
     controller_view: tuple[int, int] | None = None
 
-    def adopt(key: Partition, epoch: int, event: NodeEvent, new_role: str) -> None:
+    def adopt(key: PartitionKey, epoch: int, seq: int) -> None:
         """The broker took a role in ``epoch``: its view of the leader epoch must not go back."""
         before = view.get(key)
         if before is not None and epoch < before[0]:
-            anomalies.append(_regression(node, key, before, epoch, event, "its view of the leader epoch"))
-        view[key] = (epoch, event.seq)
-        role[key] = new_role
+            anomalies.append(_regression(node, key, before, epoch, seq, "its view of the leader epoch"))
+        view[key] = (epoch, seq)
 
-    # Hot loop (every event of every node): fields read straight from the event's dict.
+    # Hot loop (every event of every node): the most frequent kinds first.
     for event in events:
-        kind = event.kind
-        fields = event.fields
-        if kind in _LEADER_ACTS:
-            key = (fields.get("topic"), fields.get("partition"))
-            if kind == "became_leader":
-                epoch = fields.get("leader_epoch")
-                if isinstance(epoch, int):
-                    adopt(key, epoch, event, "leader")
-            elif kind == "appended":
-                epoch = fields.get("epoch") if fields.get("role") == "leader" else None
-            elif kind == "hw_changed":
-                epoch = fields.get("leader_epoch") if fields.get("role") == "leader" else None
-            else:  # acked: the broker acknowledged a produce in its current epoch
-                epoch = fields.get("leader_epoch", view.get(key, (None,))[0])
-            if isinstance(epoch, int):
+        body = event.body
+        if isinstance(body, Appended):
+            if body.role == "leader":
+                acting.setdefault(((body.topic, body.partition), body.epoch), {}).setdefault(node, (node, event.seq))
+        elif isinstance(body, HwChanged):
+            if body.role == "leader":
+                acting.setdefault(((body.topic, body.partition), body.leader_epoch), {}).setdefault(
+                    node, (node, event.seq))
+        elif isinstance(body, Acked):  # the broker acknowledged a produce in its current epoch
+            key = (body.topic, body.partition)
+            epoch = body.leader_epoch if body.leader_epoch is not None else view.get(key, (None,))[0]
+            if epoch is not None:
                 acting.setdefault((key, epoch), {}).setdefault(node, (node, event.seq))
-        elif kind == "became_follower":
-            key, epoch = (fields.get("topic"), fields.get("partition")), fields.get("leader_epoch")
-            if isinstance(epoch, int):
-                adopt(key, epoch, event, "follower")
-        elif kind == "leader_elected":
-            key, epoch = (fields.get("topic"), fields.get("partition")), fields.get("leader_epoch")
-            if isinstance(epoch, int):
-                elected.setdefault((key, epoch), {}).setdefault(fields.get("leader"), (node, event.seq))
-                before = decided.get(key)
-                if before is not None and epoch < before[0]:
-                    anomalies.append(_regression(node, key, before, epoch, event, "the leader epochs it elected"))
-                decided[key] = (epoch, event.seq)
-            _zookeeper_state(zk_states, node, event)
-        elif kind == "controller_elected":
-            epoch = fields.get("controller_epoch")
-            if isinstance(epoch, int):
-                controllers.setdefault(epoch, {}).setdefault(fields.get("broker", node), (node, event.seq))
-                if controller_view is not None and epoch < controller_view[0]:
-                    anomalies.append(Anomaly(
-                        "controller-epoch-regression",
-                        f"Broker {node} saw controller epoch {epoch} after {controller_view[0]}.",
-                        events=((node, controller_view[1]), (node, event.seq)),
-                        details={"node": node, "controller_epoch": epoch}))
-                controller_view = (epoch, event.seq)
-        elif kind == "isr_changed":
-            _zookeeper_state(zk_states, node, event)
+        elif isinstance(body, BecameLeader):
+            key = (body.topic, body.partition)
+            adopt(key, body.leader_epoch, event.seq)
+            acting.setdefault((key, body.leader_epoch), {}).setdefault(node, (node, event.seq))
+        elif isinstance(body, BecameFollower):
+            adopt((body.topic, body.partition), body.leader_epoch, event.seq)
+        elif isinstance(body, LeaderElected):
+            key, epoch = (body.topic, body.partition), body.leader_epoch
+            elected.setdefault((key, epoch), {}).setdefault(body.leader, (node, event.seq))
+            before = decided.get(key)
+            if before is not None and epoch < before[0]:
+                anomalies.append(_regression(node, key, before, epoch, event.seq, "the leader epochs it elected"))
+            decided[key] = (epoch, event.seq)
+            zk_states.setdefault(key, []).append((body.zk_version, epoch, node, event.seq))
+        elif isinstance(body, ControllerElected):
+            epoch = body.controller_epoch
+            controllers.setdefault(epoch, {}).setdefault(body.broker, (node, event.seq))
+            if controller_view is not None and epoch < controller_view[0]:
+                anomalies.append(Anomaly(
+                    "controller-epoch-regression",
+                    f"Broker {node} saw controller epoch {epoch} after {controller_view[0]}.",
+                    events=((node, controller_view[1]), (node, event.seq)),
+                    details={"node": node, "controller_epoch": epoch}))
+            controller_view = (epoch, event.seq)
+        elif isinstance(body, IsrChanged):
+            zk_states.setdefault((body.topic, body.partition), []).append(
+                (body.zk_version, body.leader_epoch, node, event.seq))
     return anomalies
 
 
-def _zookeeper_state(zk_states: dict[Partition, list[tuple[int, int, str, int]]], node: str, event: NodeEvent) -> None:
-    version, epoch = event.get("zk_version"), event.get("leader_epoch")
-    if isinstance(version, int) and isinstance(epoch, int):
-        zk_states.setdefault(_key(event), []).append((version, epoch, node, event.seq))
-
-
-def _regression(node: str, key: Partition, before: tuple[int, int], epoch: int, event: NodeEvent, what: str) -> Anomaly:
+def _regression(node: str, key: PartitionKey, before: tuple[int, int], epoch: int, seq: int, what: str) -> Anomaly:
     return Anomaly(
         "epoch-regression",
         f"Broker {node} went back from leader epoch {before[0]} to {epoch} of {key[0]}/{key[1]} in {what}.",
-        key[0], key[1], events=((node, before[1]), (node, event.seq)),
+        key[0], key[1], events=((node, before[1]), (node, seq)),
         details={"node": node, "from_epoch": before[0], "to_epoch": epoch})
 
 
-def _zookeeper_order(key: Partition, states: list[tuple[int, int, str, int]]) -> list[Anomaly]:
+def _zookeeper_order(key: PartitionKey, states: list[tuple[int, int, str, int]]) -> list[Anomaly]:
     anomalies = []
     highest: tuple[int, int, str, int] | None = None
     for state in sorted(states):

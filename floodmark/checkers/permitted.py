@@ -17,7 +17,7 @@ assumed acks=all.
 
 from __future__ import annotations
 
-from floodmark.node_events import NodeEvent
+from floodmark.node_events import LeaderElected, NodeEvent
 from floodmark.run_config import TestConfig
 
 NO_CONFIGURATION = "no configuration (the run states no acks, so no durability promise can be assumed)"
@@ -33,17 +33,18 @@ def loss_permitted_by(config: TestConfig | None, events: dict[str, list[NodeEven
         return f"min_insync_replicas={config.min_insync_replicas} (an ISR of the leader alone may acknowledge)"
     if config.unclean_leader_election:
         return f"unclean leader election is enabled (variant {config.variant})"
-    event = first_unclean_election(events or {})
-    if event is not None:
-        return (f"unclean leader election of {event.get('topic')}/{event.get('partition')} "
-                f"in epoch {event.get('leader_epoch')} (event {event.node}#{event.seq})")
+    election = first_unclean_election(events or {})
+    if election is not None:
+        event, body = election
+        return (f"unclean leader election of {body.topic}/{body.partition} "
+                f"in epoch {body.leader_epoch} (event {event.node}#{event.seq})")
     return None
 
 
-def first_unclean_election(events: dict[str, list[NodeEvent]]) -> NodeEvent | None:
+def first_unclean_election(events: dict[str, list[NodeEvent]]) -> tuple[NodeEvent, LeaderElected] | None:
     """The first unclean election a controller recorded, in node order."""
-    return next((e for node in sorted(events) for e in events[node]
-                 if e.kind == "leader_elected" and e.fields.get("unclean")), None)
+    return next(((e, e.body) for node in sorted(events) for e in events[node]
+                 if isinstance(e.body, LeaderElected) and e.body.unclean), None)
 
 
 def acks_all(config: TestConfig | None) -> bool:

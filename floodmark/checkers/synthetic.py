@@ -20,10 +20,27 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from floodmark.history import Op
-from floodmark.node_events import NodeEvent
+from floodmark.node_events import (
+    Acked,
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    ControllerElected,
+    HwChanged,
+    KnownKind,
+    LeaderElected,
+    NodeEvent,
+    Truncated,
+)
 from floodmark.run_config import TestConfig
 
 Partition = tuple[str, int]
+ACKS_ALL = -1  # how brokers record the acks of an acks=all produce (Acked.acks)
+
+
+def broker_id(node: str) -> int:
+    """The broker id of node ``n<id>``, as events name brokers."""
+    return int(node[1:])
 
 
 @dataclass
@@ -37,7 +54,7 @@ class _Recorder:
     """Appends ops and node events. Runs of 10^7 ops must fit in memory, so objects that are
     equal wherever they appear are made once and shared: the (empty) extra fields of every op,
     one int object per number for op indices and event sequence numbers alike, one wall-clock
-    float per step of the clock, and the fields of the events every follower writes alike.
+    float per step of the clock, and the bodies of the events every follower writes alike.
     Ops and events are never mutated, so the sharing cannot be observed."""
 
     def __init__(self, nodes: list[str]) -> None:
@@ -62,13 +79,10 @@ class _Recorder:
         self.ops.append(op)
         return op
 
-    def event(self, node: str, kind: str, **fields: Any) -> None:
-        self.shared_event(node, kind, fields)
-
-    def shared_event(self, node: str, kind: str, fields: dict[str, Any]) -> None:
-        """An event whose ``fields`` other nodes' events may share (what every follower writes)."""
+    def event(self, node: str, body: KnownKind) -> None:
+        """An event of ``node``; its ``body`` may be shared with other nodes' events."""
         log = self.events[node]
-        log.append(NodeEvent(node, self._number(len(log)), self.wall, kind, fields))
+        log.append(NodeEvent(node, self._number(len(log)), self.wall, body))
 
 
 @dataclass
@@ -88,7 +102,7 @@ def queue_run(seed: int, *, ops: int = 400, processes: int = 4, topics: int = 1,
     rng = random.Random(seed)
     names = [f"n{i + 1}" for i in range(nodes)]
     rec = _Recorder(names)
-    rec.event(names[0], "controller_elected", controller_epoch=1, broker=names[0])
+    rec.event(names[0], ControllerElected(controller_epoch=1, broker=broker_id(names[0])))
     parts: dict[Partition, _Partition] = {}
     for t in range(topics):
         for p in range(partitions):
@@ -185,23 +199,24 @@ def queue_run(seed: int, *, ops: int = 400, processes: int = 4, topics: int = 1,
 def _append(rec: _Recorder, part: _Partition, value: Any, *, acked: bool) -> int:
     offset = len(part.log)
     end = offset + 1
-    values = [value]  # one list for every replica's event: events are never mutated
+    values = (value,)  # one tuple for every replica's event
     part.log.append(value)
     topic, number = part.key
-    rec.event(part.leader, "appended", topic=topic, partition=number, offset=offset, epoch=part.epoch,
-              values=values, role="leader")
-    appended = dict(topic=topic, partition=number, offset=offset, epoch=part.epoch, values=values, role="follower")
-    advanced = dict(topic=topic, partition=number, leader_epoch=part.epoch, role="follower", previous=offset,
-                    high_watermark=end, log_end=end)
+    rec.event(part.leader, Appended(topic=topic, partition=number, offset=offset, epoch=part.epoch,
+                                    values=values, role="leader"))
+    appended = Appended(topic=topic, partition=number, offset=offset, epoch=part.epoch, values=values,
+                        role="follower")
+    advanced = HwChanged(topic=topic, partition=number, leader_epoch=part.epoch, role="follower",
+                         previous=offset, high_watermark=end, log_end=end)
     for follower in part.replicas:
         if follower != part.leader:
-            rec.shared_event(follower, "appended", appended)
-            rec.shared_event(follower, "hw_changed", advanced)
-    rec.event(part.leader, "hw_changed", topic=topic, partition=number, leader_epoch=part.epoch, role="leader",
-              previous=offset, high_watermark=end, log_end=end)
+            rec.event(follower, appended)
+            rec.event(follower, advanced)
+    rec.event(part.leader, HwChanged(topic=topic, partition=number, leader_epoch=part.epoch, role="leader",
+                                     previous=offset, high_watermark=end, log_end=end))
     if acked:
-        rec.event(part.leader, "acked", topic=topic, partition=number, offset=offset, high_watermark=end,
-                  acks="all")
+        rec.event(part.leader, Acked(topic=topic, partition=number, offset=offset, high_watermark=end,
+                                     acks=ACKS_ALL))
     return offset
 
 
@@ -210,17 +225,19 @@ def _elect(rec: _Recorder, part: _Partition, leader: str, controller: str, rng: 
     part.zk_version += 1
     part.leader = leader
     topic, number = part.key
-    rec.event(controller, "leader_elected", topic=topic, partition=number, leader=leader, leader_epoch=part.epoch,
-              isr=list(part.replicas), controller_epoch=1, zk_version=part.zk_version, unclean=False)
-    rec.event(leader, "became_leader", topic=topic, partition=number, leader_epoch=part.epoch,
-              isr=list(part.replicas), log_end=len(part.log), high_watermark=hw)
+    isr = tuple(broker_id(r) for r in part.replicas)
+    rec.event(controller, LeaderElected(topic=topic, partition=number, leader=broker_id(leader),
+                                        leader_epoch=part.epoch, isr=isr, controller_epoch=1,
+                                        zk_version=part.zk_version, unclean=False))
+    rec.event(leader, BecameLeader(topic=topic, partition=number, leader_epoch=part.epoch, isr=isr,
+                                   log_end=len(part.log), high_watermark=hw))
     if hw < len(part.log):  # the new leader learns the HW from its followers' fetches
-        rec.event(leader, "hw_changed", topic=topic, partition=number, leader_epoch=part.epoch, role="leader",
-                  previous=hw, high_watermark=len(part.log), log_end=len(part.log))
+        rec.event(leader, HwChanged(topic=topic, partition=number, leader_epoch=part.epoch, role="leader",
+                                    previous=hw, high_watermark=len(part.log), log_end=len(part.log)))
     for follower in part.replicas:
         if follower != leader:
-            rec.event(follower, "became_follower", topic=topic, partition=number, leader_epoch=part.epoch,
-                      leader=leader, log_end=len(part.log))
+            rec.event(follower, BecameFollower(topic=topic, partition=number, leader_epoch=part.epoch,
+                                               leader=broker_id(leader), log_end=len(part.log)))
 
 
 def _change_leader(rec: _Recorder, part: _Partition, controller: str, rng: random.Random) -> None:
@@ -234,11 +251,11 @@ def _diverge_and_change_leader(rec: _Recorder, part: _Partition, value: Any, con
     old = part.leader
     topic, number = part.key
     end = len(part.log)
-    rec.event(old, "appended", topic=topic, partition=number, offset=end, epoch=part.epoch, values=[value],
-              role="leader")
+    rec.event(old, Appended(topic=topic, partition=number, offset=end, epoch=part.epoch, values=(value,),
+                            role="leader"))
     _change_leader(rec, part, controller, rng)
-    rec.event(old, "truncated", topic=topic, partition=number, leader_epoch=part.epoch, from_offset=end + 1,
-              to_offset=end, reason="diverging_epoch")
+    rec.event(old, Truncated(topic=topic, partition=number, leader_epoch=part.epoch, from_offset=end + 1,
+                             to_offset=end, reason="diverging_epoch"))
 
 
 # ----------------------------------------------------------------------------------- anomalies
@@ -355,54 +372,55 @@ def _inject_queue(history: list[Op], anomaly: str, rng: random.Random) -> None:
         _edit_batch(history, where, [records[0], *records])
 
 
-def _insert_event(events: dict[str, list[NodeEvent]], node: str, position: int, kind: str, **fields: Any) -> None:
+def _insert_event(events: dict[str, list[NodeEvent]], node: str, position: int, body: KnownKind) -> None:
     log = events[node]
-    log.insert(position, NodeEvent(node, 0, 0.0, kind, fields))
+    log.insert(position, NodeEvent(node, 0, 0.0, body))
     events[node] = [replace(e, seq=i) for i, e in enumerate(log)]
 
 
 def _inject_events(events: dict[str, list[NodeEvent]], anomaly: str, rng: random.Random) -> None:
     located = [(n, i, e) for n, log in sorted(events.items()) for i, e in enumerate(log)]
     if anomaly in ("hw-decrease", "hw-beyond-log-end"):
-        hws = [(n, i, e) for n, i, e in located if e.kind == "hw_changed" and e["high_watermark"] >= 1]
+        hws = [(n, i, e, e.body) for n, i, e in located if isinstance(e.body, HwChanged) and e.body.high_watermark >= 1]
         if not hws:
             raise CannotInject(anomaly)
-        node, i, e = rng.choice(hws)
+        node, i, e, hw = rng.choice(hws)
         if anomaly == "hw-decrease":
-            _insert_event(events, node, i + 1, "hw_changed", **{**e.fields, "previous": e["high_watermark"],
-                                                                "high_watermark": e["high_watermark"] - 1})
+            _insert_event(events, node, i + 1, replace(hw, previous=hw.high_watermark,
+                                                       high_watermark=hw.high_watermark - 1))
         else:
-            events[node][i] = replace(e, fields={**e.fields, "high_watermark": e["log_end"] + 1})
+            events[node][i] = replace(e, body=replace(hw, high_watermark=hw.log_end + 1))
     elif anomaly == "uncommitted-offset":
-        changes = [(n, i, e) for n, i, e in located if e.kind == "became_leader" and e["leader_epoch"] > 1
-                   and e["log_end"] >= 1]
+        changes = [(n, i, e, e.body) for n, i, e in located if isinstance(e.body, BecameLeader)
+                   and e.body.leader_epoch > 1 and e.body.log_end >= 1]
         if not changes:
             raise CannotInject(anomaly)
-        node, i, e = rng.choice(changes)
-        log_end = e["log_end"] - 1
-        events[node][i] = replace(e, fields={**e.fields, "log_end": log_end,
-                                             "high_watermark": min(e["high_watermark"], log_end)})
+        node, i, e, became = rng.choice(changes)
+        log_end = became.log_end - 1
+        events[node][i] = replace(e, body=replace(became, log_end=log_end,
+                                                  high_watermark=min(became.high_watermark, log_end)))
     elif anomaly == "committed-truncated":
-        follower_appends = [(n, i, e) for n, i, e in located if e.kind == "appended" and e["role"] == "follower"]
+        follower_appends = [(n, i, e.body) for n, i, e in located
+                            if isinstance(e.body, Appended) and e.body.role == "follower"]
         if not follower_appends:
             raise CannotInject(anomaly)
-        node, i, e = rng.choice(follower_appends)
-        _insert_event(events, node, i + 1, "truncated", topic=e["topic"], partition=e["partition"],
-                      leader_epoch=e["epoch"], from_offset=e["offset"] + 1, to_offset=e["offset"],
-                      reason="high_watermark")
+        node, i, appended = rng.choice(follower_appends)
+        _insert_event(events, node, i + 1, Truncated(
+            topic=appended.topic, partition=appended.partition, leader_epoch=appended.epoch,
+            from_offset=appended.offset + 1, to_offset=appended.offset, reason="high_watermark"))
     elif anomaly == "multiple-leaders":
-        elections = [(n, i, e) for n, i, e in located if e.kind == "became_leader"]
-        node, i, e = rng.choice(elections)
+        elections = [(n, e.body) for n, i, e in located if isinstance(e.body, BecameLeader)]
+        node, became = rng.choice(elections)
         other = rng.choice([n for n in sorted(events) if n != node])
-        _insert_event(events, other, len(events[other]), "became_leader", **e.fields)
+        _insert_event(events, other, len(events[other]), became)
     elif anomaly == "epoch-regression":
-        views = [(n, i, e) for n, i, e in located if e.kind in ("became_leader", "became_follower")
-                 and e["leader_epoch"] > 1]
+        views = [(n, i, e.body) for n, i, e in located if isinstance(e.body, BecameLeader | BecameFollower)
+                 and e.body.leader_epoch > 1]
         if not views:
             raise CannotInject(anomaly)
-        node, i, e = rng.choice(views)
-        _insert_event(events, node, i + 1, "became_follower", topic=e["topic"], partition=e["partition"],
-                      leader_epoch=e["leader_epoch"] - 1, leader="n0", log_end=0)
+        node, i, view = rng.choice(views)
+        _insert_event(events, node, i + 1, BecameFollower(topic=view.topic, partition=view.partition,
+                                                          leader_epoch=view.leader_epoch - 1, leader=0, log_end=0))
     elif anomaly == "multiple-controllers":
         node = rng.choice([n for n in sorted(events) if n != "n1"])
-        _insert_event(events, node, 0, "controller_elected", controller_epoch=1, broker=node)
+        _insert_event(events, node, 0, ControllerElected(controller_epoch=1, broker=broker_id(node)))
