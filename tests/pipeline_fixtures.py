@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from floodmark.history import HistoryWriter, Op
-from floodmark.node_events import NodeEventWriter
+from floodmark.node_events import BecameFollower, BecameLeader, HwChanged, NodeEventWriter
 from floodmark.results import Anomaly, CheckerResult, build_results, write_results
 from floodmark.run_config import TestConfig
 
@@ -86,10 +86,11 @@ def make_run(
 
     for node in ("n1", "n2"):
         writer = NodeEventWriter(run_dir / "events" / f"{node}.jsonl", node)
-        writer.write(1000.0, "became_leader" if node == "n1" else "became_follower",
-                     {"topic": "t0", "partition": 0, "leader_epoch": 1, "isr": [1, 2], "leader": 1})
-        writer.write(1001.0, "hw_changed", {"topic": "t0", "partition": 0, "leader_epoch": 1,
-                                            "previous": 0, "high_watermark": offsets[0]})
+        writer.write(1000.0, BecameLeader(topic="t0", partition=0, leader_epoch=1, isr=(1, 2), log_end=0,
+                                          high_watermark=0) if node == "n1" else
+                     BecameFollower(topic="t0", partition=0, leader_epoch=1, leader=1, log_end=0))
+        writer.write(1001.0, HwChanged(topic="t0", partition=0, leader_epoch=1, role="leader" if node == "n1" else
+                                       "follower", previous=0, high_watermark=offsets[0], log_end=offsets[0]))
         writer.close()
 
     send_ok = {op.value["offset"]: op.index for op in ops

@@ -182,7 +182,7 @@ def _events(partitions: int, hostile: bool, regression: bool) -> dict[str, list[
 
     for node in events:
         emit(node, "started")
-        emit(node, "broker_state", state="Active", incarnation=f"inc-{node}")
+        emit(node, "broker_state", state="Active", incarnation=100 + int(node[1:]))
     emit("n1", "controller_elected", controller_epoch=1, broker=1)
     for p in range(partitions):
         tp = {"topic": "t0", "partition": p}
@@ -200,7 +200,7 @@ def _events(partitions: int, hostile: bool, regression: bool) -> dict[str, list[
                 emit(follower, "appended", **tp, offset=batch * 5, epoch=0, values=values, role="follower")
             emit("n1", "hw_changed", **tp, leader_epoch=0, role="leader", previous=batch * 5,
                  high_watermark=batch * 5 + 5, log_end=batch * 5 + 5)
-            emit("n1", "acked", **tp, offset=batch * 5 + 4, high_watermark=batch * 5 + 5, acks="all")
+            emit("n1", "acked", **tp, offset=batch * 5 + 4, high_watermark=batch * 5 + 5, acks=-1)
         emit("n1", "isr_changed", **tp, leader_epoch=0, isr=[1], zk_version=1, change="shrink")
         emit("n1", "appended", **tp, offset=30, epoch=0, values=["lost-1", "lost-2"], role="leader")
         emit("n1", "hw_changed", **tp, leader_epoch=0, role="leader", previous=30,
@@ -353,7 +353,8 @@ def run_data_from(ops: list[Any], events: dict[str, list[Any]] | None = None,
                    {c: i for i, c in completion_of.items()}, events or {})
 
 
-def node_event(node: str, seq: int, kind: str, **fields: Any) -> Any:
+def node_event(node: str, seq: int, body: Any) -> Any:
+    """``node``'s event number ``seq`` with this body (a kind from ``floodmark.node_events``)."""
     from floodmark.node_events import NodeEvent
 
-    return NodeEvent(node, seq, 1_700_000_000.0 + seq, kind, fields)
+    return NodeEvent(node, seq, 1_700_000_000.0 + seq, body)

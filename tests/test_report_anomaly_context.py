@@ -5,6 +5,14 @@ from __future__ import annotations
 from report_fixtures import node_event, run_data_from
 
 from floodmark.history import Op
+from floodmark.node_events import (
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    HwChanged,
+    Started,
+    Truncated,
+)
 from floodmark.reports.anomaly_context import ContextBuilder, ContextTables, EventRow, Gap, OpRow
 
 
@@ -45,14 +53,16 @@ def test_long_flights_are_elided_with_a_stated_gap() -> None:
 
 
 def test_node_events_stay_per_node_in_seq_order_with_named_events_marked() -> None:
-    tp = {"topic": "t0", "partition": 0}
+    tp: dict = {"topic": "t0", "partition": 0}
     events = {
-        "n1": [node_event("n1", 0, "became_leader", **tp, leader_epoch=1, isr=[1, 2]),
-               node_event("n1", 1, "appended", **tp, offset=10, epoch=1, values=["a", "b"], role="leader"),
-               node_event("n1", 2, "appended", topic="t0", partition=1, offset=0, epoch=1, values=["x"], role="leader"),
-               node_event("n1", 3, "hw_changed", **tp, previous=10, high_watermark=12, leader_epoch=1)],
-        "n2": [node_event("n2", 0, "became_follower", **tp, leader_epoch=1, leader=1),
-               node_event("n2", 1, "truncated", **tp, from_offset=12, to_offset=10, leader_epoch=2)],
+        "n1": [node_event("n1", 0, BecameLeader(**tp, leader_epoch=1, isr=(1, 2), log_end=10, high_watermark=10)),
+               node_event("n1", 1, Appended(**tp, offset=10, epoch=1, values=("a", "b"), role="leader")),
+               node_event("n1", 2, Appended(topic="t0", partition=1, offset=0, epoch=1, values=("x",), role="leader")),
+               node_event("n1", 3, HwChanged(**tp, leader_epoch=1, role="leader", previous=10, high_watermark=12,
+                                             log_end=12))],
+        "n2": [node_event("n2", 0, BecameFollower(**tp, leader_epoch=1, leader=1, log_end=12)),
+               node_event("n2", 1, Truncated(**tp, leader_epoch=2, from_offset=12, to_offset=10,
+                                             reason="diverging_epoch"))],
     }
     data = run_data_from(_history(2), events)
     context = ContextBuilder(data).build({"topic": "t0", "partition": 0, "offsets": [11], "ops": [],
@@ -99,10 +109,10 @@ def test_witness_whose_value_names_no_partition_still_appears_highlighted() -> N
 
 
 def test_context_tables_hold_every_op_and_event_a_payload_refers_to() -> None:
-    tp = {"topic": "t0", "partition": 0}
-    events = {"n1": [node_event("n1", 0, "became_leader", **tp, leader_epoch=1, isr=[1]),
-                     node_event("n1", 1, "appended", **tp, offset=5, epoch=1, values=["<b>x</b>"], role="leader"),
-                     node_event("n1", 2, "started")]}
+    tp: dict = {"topic": "t0", "partition": 0}
+    events = {"n1": [node_event("n1", 0, BecameLeader(**tp, leader_epoch=1, isr=(1,), log_end=5, high_watermark=5)),
+                     node_event("n1", 1, Appended(**tp, offset=5, epoch=1, values=("<b>x</b>",), role="leader")),
+                     node_event("n1", 2, Started())]}
     data = run_data_from(_history(20), events)
     tables = ContextTables()
     payload = tables.payload(ContextBuilder(data).build(
@@ -120,12 +130,13 @@ def test_context_tables_hold_every_op_and_event_a_payload_refers_to() -> None:
 
 
 def test_offsets_pick_the_events_about_them_in_a_long_event_stream() -> None:
-    tp = {"topic": "t0", "partition": 0}
-    stream = [node_event("n1", 0, "became_leader", **tp, leader_epoch=1, isr=[1])]
+    tp: dict = {"topic": "t0", "partition": 0}
+    stream = [node_event("n1", 0, BecameLeader(**tp, leader_epoch=1, isr=(1,), log_end=0, high_watermark=0))]
     for k in range(1, 400):
-        stream.append(node_event("n1", k, "appended", **tp, offset=(k - 1) * 5, epoch=1,
-                                 values=["v"] * 5, role="leader"))
-    stream.append(node_event("n1", 400, "hw_changed", **tp, previous=0, high_watermark=1995, leader_epoch=1))
+        stream.append(node_event("n1", k, Appended(**tp, offset=(k - 1) * 5, epoch=1, values=("v",) * 5,
+                                                   role="leader")))
+    stream.append(node_event("n1", 400, HwChanged(**tp, leader_epoch=1, role="leader", previous=0,
+                                                  high_watermark=1995, log_end=1995)))
     data = run_data_from(_history(2), {"n1": stream})
     [n1] = ContextBuilder(data).build({"topic": "t0", "partition": 0, "offsets": [1000], "ops": []}).nodes
     seqs = [r.seq for r in n1.rows if isinstance(r, EventRow)]

@@ -4,26 +4,41 @@ from __future__ import annotations
 
 from report_fixtures import node_event
 
+from floodmark.node_events import (
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    ControllerElected,
+    HwChanged,
+    IsrChanged,
+    LeaderElected,
+    Rejected,
+    Started,
+    Truncated,
+)
 from floodmark.reports.partition_lanes import build_partition_lanes, render_partition_lanes
 
-TP = {"topic": "t0", "partition": 0}
+TP: dict = {"topic": "t0", "partition": 0}
 
 
 def _events() -> dict:
     return {
-        "n1": [node_event("n1", 0, "leader_elected", **TP, leader=1, leader_epoch=0, isr=[1, 2], controller_epoch=1, unclean=False),
-               node_event("n1", 1, "became_leader", **TP, leader_epoch=0, isr=[1, 2], log_end=0, high_watermark=0),
-               node_event("n1", 2, "appended", **TP, offset=0, epoch=0, values=["a", "b"], role="leader"),
-               node_event("n1", 3, "hw_changed", **TP, leader_epoch=0, previous=0, high_watermark=2, log_end=2),
-               node_event("n1", 4, "isr_changed", **TP, leader_epoch=0, isr=[1], zk_version=1, change="shrink"),
-               node_event("n1", 5, "leader_elected", **TP, leader=2, leader_epoch=1, isr=[2], controller_epoch=1, unclean=True),
-               node_event("n1", 6, "became_follower", **TP, leader_epoch=1, leader=2, log_end=2),
-               node_event("n1", 7, "truncated", **TP, leader_epoch=1, from_offset=2, to_offset=1, reason="leader_epoch")],
+        "n1": [node_event("n1", 0, LeaderElected(**TP, leader=1, leader_epoch=0, isr=(1, 2), controller_epoch=1,
+                                                 zk_version=0, unclean=False)),
+               node_event("n1", 1, BecameLeader(**TP, leader_epoch=0, isr=(1, 2), log_end=0, high_watermark=0)),
+               node_event("n1", 2, Appended(**TP, offset=0, epoch=0, values=("a", "b"), role="leader")),
+               node_event("n1", 3, HwChanged(**TP, leader_epoch=0, role="leader", previous=0, high_watermark=2,
+                                             log_end=2)),
+               node_event("n1", 4, IsrChanged(**TP, leader_epoch=0, isr=(1,), zk_version=1, change="shrink")),
+               node_event("n1", 5, LeaderElected(**TP, leader=2, leader_epoch=1, isr=(2,), controller_epoch=1,
+                                                 zk_version=2, unclean=True)),
+               node_event("n1", 6, BecameFollower(**TP, leader_epoch=1, leader=2, log_end=2)),
+               node_event("n1", 7, Truncated(**TP, leader_epoch=1, from_offset=2, to_offset=1, reason="leader_epoch"))],
         # n2's wall clock is far behind n1's: the chart must not care
-        "n2": [node_event("n2", 0, "became_follower", **TP, leader_epoch=0, leader=1, log_end=0),
-               node_event("n2", 1, "appended", **TP, offset=0, epoch=0, values=["a"], role="follower"),
-               node_event("n2", 2, "became_leader", **TP, leader_epoch=1, isr=[2], log_end=1, high_watermark=1),
-               node_event("n2", 3, "rejected", **TP, request="Fetch", why="stale epoch", leader_epoch=0)],
+        "n2": [node_event("n2", 0, BecameFollower(**TP, leader_epoch=0, leader=1, log_end=0)),
+               node_event("n2", 1, Appended(**TP, offset=0, epoch=0, values=("a",), role="follower")),
+               node_event("n2", 2, BecameLeader(**TP, leader_epoch=1, isr=(2,), log_end=1, high_watermark=1)),
+               node_event("n2", 3, Rejected(**TP, request="Fetch", why="stale epoch", leader_epoch=0))],
     }
 
 
@@ -49,5 +64,7 @@ def test_svg_has_a_column_per_epoch_and_flags_unclean_elections_and_truncations(
 
 
 def test_events_without_partition_are_ignored() -> None:
-    events = {"n1": [node_event("n1", 0, "started"), node_event("n1", 1, "controller_elected", controller_epoch=1)]}
+    events = {"n1": [node_event("n1", 0, Started()),
+                     node_event("n1", 1, ControllerElected(controller_epoch=1, broker=1))]}
     assert build_partition_lanes(events) == []
+

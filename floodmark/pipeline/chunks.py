@@ -32,7 +32,7 @@ from floodmark import fast_json
 from floodmark.errors import SourceError
 from floodmark.history import OP_TYPES, op_from_dict
 from floodmark.node_events import event_from_dict
-from floodmark.pipeline.records import json_text
+from floodmark.pipeline.records import event_columns, json_text
 
 CHUNK_BYTES = 32 * 1024 * 1024
 _READ_BYTES = 4 * 1024 * 1024  # rows go out in Arrow batches of about this much input
@@ -238,13 +238,8 @@ def event_rows(chunk: Chunk, run_id: str, report: Callable[[ChunkSummary], None]
             summary.error = (number, f"{type(e).__name__}: {e}")
             break
         summary.rows += 1
-        fields = event.fields
-        partition, topic = fields.get("partition"), fields.get("topic")
-        epoch = fields.get("leader_epoch", fields.get("controller_epoch"))
-        row = (run_id, event.node, event.seq, event.wall, event.kind,
-               topic if isinstance(topic, str) else None,
-               partition if type(partition) is int else None,
-               epoch if type(epoch) is int else None, _dumps(fields, fast))
+        row = (run_id, event.node, event.seq, event.wall, event.kind, *event_columns(event),
+               _dumps(event.fields(), fast))
         for column, cell in zip(cols.data, row, strict=True):
             column.append(cell)
         pending += 1

@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from floodmark.history import HistoryError, Op, iter_history
-from floodmark.node_events import NodeEvent, NodeEventError, read_events_dir
+from floodmark.node_events import (
+    ControllerElected,
+    ControllerResigned,
+    NodeEvent,
+    NodeEventError,
+    Rejected,
+    leader_epoch_of,
+    partition_of,
+    read_events_dir,
+)
 from floodmark.results import read_results
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir
@@ -210,19 +219,29 @@ def json_text(value: Any) -> str:
 
 
 def _event_row(run_id: str, e: NodeEvent) -> Row:
-    epoch = e.get("leader_epoch", e.get("controller_epoch"))
-    partition = e.get("partition")
+    topic, partition, epoch = event_columns(e)
     return {
         "run_id": run_id,
         "node": e.node,
         "seq": e.seq,
         "wall": e.wall,
         "kind": e.kind,
-        "topic": e.get("topic") if isinstance(e.get("topic"), str) else None,
-        "partition": partition if type(partition) is int else None,
-        "leader_epoch": epoch if type(epoch) is int else None,
-        "fields_json": json_text(e.fields),
+        "topic": topic,
+        "partition": partition,
+        "leader_epoch": epoch,
+        "fields_json": json_text(e.fields()),
     }
+
+
+def event_columns(e: NodeEvent) -> tuple[str | None, int | None, int | None]:
+    """What the store indexes an event by: the partition it names, and the leader epoch it
+    names or else its controller epoch."""
+    body = e.body
+    key = partition_of(body)
+    epoch = leader_epoch_of(body)
+    if epoch is None and isinstance(body, ControllerElected | ControllerResigned | Rejected):
+        epoch = body.controller_epoch
+    return (None, None, epoch) if key is None else (key[0], key[1], epoch)
 
 
 def anomaly_rows(run_id: str, results: dict[str, Any], times: dict[int, int]) -> list[Row]:

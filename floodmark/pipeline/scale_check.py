@@ -35,7 +35,7 @@ from pyspark.sql.types import ArrayType, LongType, StringType, StructField, Stru
 
 from floodmark.fast_json import loads
 from floodmark.history import Op
-from floodmark.node_events import NodeEvent
+from floodmark.node_events import NodeEvent, event_from_fields
 from floodmark.pipeline.records import config_from_json
 from floodmark.run_config import TestConfig
 
@@ -93,7 +93,8 @@ def events_from_frame(frame: pd.DataFrame) -> dict[str, list[NodeEvent]]:
     for node, seq, wall, kind, fields in zip(
         frame["node"], frame["seq"], frame["wall"], frame["kind"], frame["fields_json"], strict=True
     ):
-        events.setdefault(node, []).append(NodeEvent(node, int(seq), float(wall), kind, loads(fields)))
+        events.setdefault(node, []).append(event_from_fields(node, int(seq), float(wall), kind, loads(fields),
+                                                             "node_events table"))
     for node_events in events.values():
         node_events.sort(key=lambda e: e.seq)
     return events

@@ -27,7 +27,20 @@ from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 from typing import Any
 
-from floodmark.node_events import NodeEvent
+from floodmark.node_events import (
+    Acked,
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    Fenced,
+    HwChanged,
+    IsrChanged,
+    LeaderElected,
+    LogDirOffline,
+    NodeEvent,
+    Truncated,
+    partition_of,
+)
 from floodmark.reports.run_data import (
     PartitionKey,
     RunData,
@@ -42,8 +55,7 @@ MAX_OPS_INSIDE = 8  # ops shown while a witness was in flight, before eliding th
 MAX_WITNESS_BLOCKS = 6
 EVENTS_AROUND = 2
 MAX_EVENTS_PER_NODE = 40
-LEADERSHIP_KINDS = frozenset(("became_leader", "became_follower", "leader_elected", "truncated",
-                              "isr_changed", "log_dir_offline", "fenced"))
+LEADERSHIP_KINDS = (BecameLeader, BecameFollower, LeaderElected, Truncated, IsrChanged, LogDirOffline, Fenced)
 _SHORT_SPAN = 64  # offset spans up to this long are found by bisection, longer ones by a scan
 
 
@@ -181,7 +193,7 @@ class ContextBuilder:
         lane = self._lanes.get((node, key))
         if lane is None:
             events = self.data.events.get(node, [])
-            lane = _EventLane([e for e in events if key is None or _event_partition(e) == key])
+            lane = _EventLane([e for e in events if key is None or partition_of(e.body) == key])
             self._lanes[(node, key)] = lane
         return lane
 
@@ -232,7 +244,7 @@ class _EventLane:
         spans: list[tuple[int, int, int]] = []
         self.long_spans: list[tuple[int, int, int]] = []
         for position, event in enumerate(events):
-            if event.kind in LEADERSHIP_KINDS:
+            if isinstance(event.body, LEADERSHIP_KINDS):
                 around.update(range(max(0, position - EVENTS_AROUND), position + EVENTS_AROUND + 1))
             span = _offset_span(event)
             if span is not None and span[1] > span[0]:
@@ -257,24 +269,15 @@ class _EventLane:
 
 def _offset_span(event: NodeEvent) -> tuple[int, int] | None:
     """The offsets ``[lo, hi)`` an event is about: appended, truncated, HW moved over, acked."""
-    kind = event.kind
-    if kind == "appended":
-        first = event.get("offset")
-        values = event.get("values")
-        if isinstance(first, int):
-            return first, first + max(1, len(values) if isinstance(values, list) else 0)
-    elif kind == "truncated":
-        lo, hi = event.get("to_offset"), event.get("from_offset")
-        if isinstance(lo, int) and isinstance(hi, int):
-            return lo, hi
-    elif kind == "hw_changed":
-        a, b = event.get("previous"), event.get("high_watermark")
-        if isinstance(a, int) and isinstance(b, int):
-            return min(a, b), max(a, b)
-    elif kind == "acked":
-        offset = event.get("offset")
-        if isinstance(offset, int):
-            return offset, offset + 1
+    body = event.body
+    if isinstance(body, Appended):
+        return body.offset, body.offset + max(1, len(body.values))
+    if isinstance(body, Truncated):
+        return body.to_offset, body.from_offset
+    if isinstance(body, HwChanged):
+        return min(body.previous, body.high_watermark), max(body.previous, body.high_watermark)
+    if isinstance(body, Acked):
+        return body.offset, body.offset + 1
     return None
 
 
@@ -297,23 +300,16 @@ def _partition_key(anomaly: dict[str, Any]) -> PartitionKey | None:
     return None
 
 
-def _event_partition(event: NodeEvent) -> PartitionKey | None:
-    topic, partition = event.get("topic"), event.get("partition")
-    if isinstance(topic, str) and isinstance(partition, int):
-        return topic, partition
-    return None
-
-
 _SUMMARY_SKIP = frozenset(("topic", "partition"))
 
 
 def event_summary(event: NodeEvent) -> str:
     """The event's fields as ``name=value`` pairs, partition fields left out (shown elsewhere)."""
     parts = []
-    for name, value in event.fields.items():
+    for name, value in event.fields().items():
         if name in _SUMMARY_SKIP:
             continue
-        if name == "values" and isinstance(value, list):
+        if name == "values" and isinstance(value, list | tuple):
             parts.append(f"values=[{len(value)}: {short_json(value, 60)}]")
         else:
             parts.append(f"{name}={short_json(value, 80)}")

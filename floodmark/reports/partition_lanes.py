@@ -21,9 +21,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any
 
-from floodmark.node_events import NodeEvent
+from floodmark.node_events import (
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    Fenced,
+    HwChanged,
+    IsrChanged,
+    KnownKind,
+    LeaderElected,
+    NodeEvent,
+    Rejected,
+    Truncated,
+    UnknownKind,
+    leader_epoch_of,
+    partition_of,
+)
 from floodmark.reports.run_data import PartitionKey
 
 CELL_WIDTH = 150
@@ -38,7 +52,7 @@ class Cell:
     high_watermarks: list[int] = field(default_factory=list)
     log_end: int | None = None
     isr_sizes: list[int] = field(default_factory=list)
-    truncations: list[tuple[Any, Any, Any]] = field(default_factory=list)
+    truncations: list[tuple[int, int, str]] = field(default_factory=list)
     refusals: int = 0
     offline: bool = False
     appended: int = 0
@@ -46,10 +60,10 @@ class Cell:
 
 @dataclass
 class Election:
-    leader: Any
-    isr: list[Any]
+    leader: int
+    isr: tuple[int, ...]
     unclean: bool
-    controller_epoch: Any
+    controller_epoch: int
 
 
 @dataclass
@@ -73,28 +87,26 @@ def build_partition_lanes(events: dict[str, list[NodeEvent]]) -> list[PartitionL
     for node, node_events in sorted(events.items()):
         current_epoch: dict[PartitionKey, int] = {}
         for e in node_events:  # already in seq order
-            topic, partition = e.get("topic"), e.get("partition")
-            if not isinstance(topic, str) or not isinstance(partition, int):
+            body = e.body
+            key = partition_of(body)
+            if key is None:
                 continue
-            key = (topic, partition)
-            epoch = e.get("leader_epoch")
-            if e.kind == "leader_elected":
-                if isinstance(epoch, int):
-                    isr = e.get("isr") if isinstance(e.get("isr"), list) else []
-                    elections.setdefault(key, {}).setdefault(epoch, []).append(
-                        Election(e.get("leader"), isr, bool(e.get("unclean")), e.get("controller_epoch")))
-                    epochs.setdefault(key, set()).add(epoch)
+            epoch = leader_epoch_of(body)
+            if isinstance(body, LeaderElected):
+                elections.setdefault(key, {}).setdefault(body.leader_epoch, []).append(
+                    Election(body.leader, body.isr, body.unclean, body.controller_epoch))
+                epochs.setdefault(key, set()).add(body.leader_epoch)
                 continue
-            if e.kind in ("became_leader", "became_follower") and isinstance(epoch, int):
-                current_epoch[key] = epoch
+            if isinstance(body, BecameLeader | BecameFollower):
+                current_epoch[key] = body.leader_epoch
             # A refusal names the *request's* (stale) epoch; it happened in the node's current one.
-            if not isinstance(epoch, int) or (e.kind in ("fenced", "rejected") and key in current_epoch):
-                epoch = current_epoch.get(key, epoch if isinstance(epoch, int) else None)
+            if epoch is None or (isinstance(body, Fenced | Rejected) and key in current_epoch):
+                epoch = current_epoch.get(key, epoch)
             if epoch is None:
                 continue
             epochs.setdefault(key, set()).add(epoch)
             cell = cells.setdefault(key, {}).setdefault((node, epoch), Cell())
-            _apply(cell, e)
+            _apply(cell, body)
     result = []
     for key in sorted(epochs):
         node_cells = cells.get(key, {})
@@ -104,39 +116,28 @@ def build_partition_lanes(events: dict[str, list[NodeEvent]]) -> list[PartitionL
     return result
 
 
-def _apply(cell: Cell, e: NodeEvent) -> None:
-    kind = e.kind
-    if kind == "became_leader":
+def _apply(cell: Cell, body: KnownKind | UnknownKind) -> None:
+    if isinstance(body, BecameLeader):
         cell.role = "leader"
-        if isinstance(e.get("isr"), list):
-            cell.isr_sizes.append(len(e["isr"]))
-        _hw(cell, e.get("high_watermark"))
-        cell.log_end = e.get("log_end", cell.log_end)
-    elif kind == "became_follower":
+        cell.isr_sizes.append(len(body.isr))
+        cell.high_watermarks.append(body.high_watermark)
+        cell.log_end = body.log_end
+    elif isinstance(body, BecameFollower):
         cell.role = cell.role or "follower"
-        cell.log_end = e.get("log_end", cell.log_end)
-    elif kind == "hw_changed":
-        _hw(cell, e.get("high_watermark"))
-        cell.log_end = e.get("log_end", cell.log_end)
-    elif kind == "isr_changed" and isinstance(e.get("isr"), list):
-        cell.isr_sizes.append(len(e["isr"]))
-    elif kind == "truncated":
-        cell.truncations.append((e.get("from_offset"), e.get("to_offset"), e.get("reason")))
-        cell.log_end = e.get("to_offset", cell.log_end)
-    elif kind == "appended":
+        cell.log_end = body.log_end
+    elif isinstance(body, HwChanged):
+        cell.high_watermarks.append(body.high_watermark)
+        cell.log_end = body.log_end
+    elif isinstance(body, IsrChanged):
+        cell.isr_sizes.append(len(body.isr))
+    elif isinstance(body, Truncated):
+        cell.truncations.append((body.from_offset, body.to_offset, body.reason))
+        cell.log_end = body.to_offset
+    elif isinstance(body, Appended):
         cell.appended += 1
-        offset, values = e.get("offset"), e.get("values")
-        if isinstance(offset, int) and isinstance(values, list):
-            cell.log_end = max(cell.log_end or 0, offset + len(values))
-    elif kind in ("fenced", "rejected"):
+        cell.log_end = max(cell.log_end or 0, body.offset + len(body.values))
+    elif isinstance(body, Fenced | Rejected):
         cell.refusals += 1
-    elif kind == "log_dir_offline":
-        cell.offline = True
-
-
-def _hw(cell: Cell, value: Any) -> None:
-    if isinstance(value, int) and not isinstance(value, bool):
-        cell.high_watermarks.append(value)
 
 
 def render_partition_lanes(lanes: PartitionLanes) -> str:
