@@ -12,6 +12,7 @@ from floodmark.node_events import (
     HwChanged,
     IsrChanged,
     LeaderElected,
+    LogDirOffline,
     Rejected,
     Started,
     Truncated,
@@ -68,3 +69,12 @@ def test_events_without_partition_are_ignored() -> None:
                      node_event("n1", 1, ControllerElected(controller_epoch=1, broker=1))]}
     assert build_partition_lanes(events) == []
 
+
+def test_a_failed_log_directory_marks_its_partitions_in_the_current_epoch() -> None:
+    events = _events()
+    events["n2"].append(node_event("n2", 4, LogDirOffline(dir="/data/a", error="EIO", partitions=(("t0", 0),))))
+    events["n2"].append(node_event("n2", 5, LogDirOffline(dir="/data/b", error="EIO", partitions=(("t0", 7),))))
+    [lanes] = build_partition_lanes(events)
+    assert lanes.cells[("n2", 1)].offline and not lanes.cells[("n2", 0)].offline
+    assert not any(cell.offline for (node, _), cell in lanes.cells.items() if node == "n1")
+    assert "dir offline" in render_partition_lanes(lanes)

@@ -10,11 +10,12 @@ decisions). In each cell it shows what that broker recorded in that epoch, in it
 - its role (leader, follower) and its log end at the end of the epoch;
 - the HW it reported, as a small step line from the epoch's first to last HW, scaled to
   the partition's largest HW, with the first and last values written out;
-- the ISR sizes the leader wrote (ISR shrink/expand), truncations (red, from → to) and
-  fenced or rejected requests (counted).
+- the ISR sizes the leader wrote (ISR shrink/expand), truncations (red, from → to),
+  fenced or rejected requests (counted), and whether its log directory went offline.
 
-Events without a leader epoch field (appends, acks), and refusals (whose epoch is the stale
-one of the refused request), belong to the epoch the broker last entered for that partition.
+Events without a leader epoch field (appends, acks, log directory failures), and refusals
+(whose epoch is the stale one of the refused request), belong to the epoch the broker last
+entered for that partition.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from floodmark.node_events import (
     IsrChanged,
     KnownKind,
     LeaderElected,
+    LogDirOffline,
     NodeEvent,
     Rejected,
     Truncated,
@@ -88,6 +90,11 @@ def build_partition_lanes(events: dict[str, list[NodeEvent]]) -> list[PartitionL
         current_epoch: dict[PartitionKey, int] = {}
         for e in node_events:  # already in seq order
             body = e.body
+            if isinstance(body, LogDirOffline):  # its partitions' replicas went with it
+                for lost in body.partitions:
+                    if lost in current_epoch:
+                        cells.setdefault(lost, {}).setdefault((node, current_epoch[lost]), Cell()).offline = True
+                continue
             key = partition_of(body)
             if key is None:
                 continue
