@@ -156,10 +156,12 @@ class Fenced(NodeEventBody):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Rejected(NodeEventBody):
     """``rejected``: the node refused a ``request`` (stale leader epoch, stale controller
-    epoch, stale broker incarnation, not leader); ``why`` says which. The other fields are
-    the partition, the node's leader epoch, and what the request claimed, where they apply:
-    the fetching ``replica``, its ``request_epoch``, the LeaderAndIsr's epoch next to the
-    replica's ``current_leader_epoch``, a request's ``controller_epoch`` or ``incarnation``."""
+    epoch, stale broker incarnation, not leader); ``why`` says which. The other fields say,
+    where they apply, which partition and which epochs: ``leader_epoch`` is the replica's own,
+    except for a refused LeaderAndIsr, where it is the request's and ``current_leader_epoch``
+    the replica's; a refused fetch names the fetching ``replica`` and its ``request_epoch``; a
+    request from a stale controller or for an old incarnation names its ``controller_epoch``
+    or ``incarnation``."""
 
     kind: ClassVar[str] = "rejected"
     request: str
@@ -279,8 +281,8 @@ def partition_of(body: KnownKind | UnknownKind) -> PartitionKey | None:
 
 
 def leader_epoch_of(body: KnownKind | UnknownKind) -> int | None:
-    """The leader epoch an event names, if any (``appended`` names its records' epoch instead,
-    and ``rejected`` the node's epoch, not the request's)."""
+    """The leader epoch an event names, if any (``appended`` names its records' epoch instead;
+    a refusal's may be the refused request's, see :class:`Rejected`)."""
     if isinstance(body, BecameLeader | BecameFollower | HwChanged | Truncated | IsrChanged | Acked
                   | LeaderElected | Fenced | Rejected):
         return body.leader_epoch
