@@ -79,12 +79,21 @@ class Explored:
 
 def run_seed(seed: int, variant: str, store: str, keep_all: bool = False) -> Explored:
     """Run one seed's swarm test on the simulator and judge it (in a worker process)."""
+    # What a run says on the way (a failed fault, a warning) is in its run directory; the
+    # exploration's own output is its findings and its progress.
+    logger = logging.getLogger("floodmark")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        return _run_seed(seed, variant, store, keep_all)
+    finally:
+        logger.setLevel(level)
+
+
+def _run_seed(seed: int, variant: str, store: str, keep_all: bool) -> Explored:
     from floodmark.results import read_results
     from floodmark.run.runner import Runner
 
-    # What a run says on the way (a failed fault, a warning) is in its run directory; the
-    # exploration's own output is its findings and its progress.
-    logging.getLogger("floodmark").setLevel(logging.CRITICAL)
     config = swarm_config(seed, variant)
     started = time.process_time()
     runner = Runner(config, store, out=io.StringIO(), check=True, report=False)
