@@ -6,24 +6,62 @@ names those modules, so dependencies point down from here and never back up. Exi
 (``floodmark.errors``) are shared by all of them:
 
     0 valid (or success), 1 invalid, 2 unknown, 254 bad arguments or unusable input.
+
+A command module is imported only when its command runs (or for ``floodmark --help``):
+``floodmark check`` must start in about the time of a bare interpreter, not load the broker,
+the harness and Spark glue it never uses. :data:`COMMANDS` says which module offers which
+subcommand; a test holds it to what the modules register.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import NoReturn
 
-from floodmark.checkers import commands as checker_commands
-from floodmark.errors import EXIT_BAD_ARGUMENTS, UsageError
-from floodmark.pipeline import commands as pipeline_commands
-from floodmark.reference.real import commands as reference_commands
-from floodmark.reports import commands as report_commands
-from floodmark.run import commands as run_commands
+from floodmark.errors import EXIT_BAD_ARGUMENTS, SourceError, UsageError
 
-# The modules that contribute subcommands, in --help order.
-COMMAND_MODULES = (run_commands, checker_commands, report_commands, pipeline_commands, reference_commands)
+
+def _run_commands() -> ModuleType:
+    from floodmark.run import commands
+
+    return commands
+
+
+def _checker_commands() -> ModuleType:
+    from floodmark.checkers import commands
+
+    return commands
+
+
+def _report_commands() -> ModuleType:
+    from floodmark.reports import commands
+
+    return commands
+
+
+def _pipeline_commands() -> ModuleType:
+    from floodmark.pipeline import commands
+
+    return commands
+
+
+def _reference_commands() -> ModuleType:
+    from floodmark.reference.real import commands
+
+    return commands
+
+
+# The modules that contribute subcommands, in --help order, with the subcommands each adds.
+COMMANDS: tuple[tuple[Callable[[], ModuleType], tuple[str, ...]], ...] = (
+    (_run_commands, ("run", "repro", "explore", "shrink", "images", "cleanup")),
+    (_checker_commands, ("check",)),
+    (_report_commands, ("report", "serve")),
+    (_pipeline_commands, ("analyze",)),
+    (_reference_commands, ("topics", "reassign-partitions", "preferred-replica-election", "log-dirs", "broker")),
+)
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -34,7 +72,8 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_ARGUMENTS, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> ArgumentParser:
+def build_parser(command: str | None = None) -> ArgumentParser:
+    """The parser for every subcommand, or (``command``) only the module offering that one."""
     parser = ArgumentParser(
         prog="floodmark",
         description=(
@@ -45,20 +84,22 @@ def build_parser() -> ArgumentParser:
         epilog="Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMAND_MODULES:
-        module.register(subparsers)
+    offering = [load for load, names in COMMANDS if command in names]
+    for load in offering or [load for load, _ in COMMANDS]:
+        load().register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_BAD_ARGUMENTS
     try:
         return int(args.func(args))
-    except UsageError as e:
+    except (UsageError, SourceError) as e:
         print(f"floodmark {args.command}: error: {e}", file=sys.stderr)
         return EXIT_BAD_ARGUMENTS
     except KeyboardInterrupt:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from floodmark.errors import SourceError
+from floodmark.plain_values import parse_json
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 OP_TYPES: frozenset[str] = frozenset(("invoke", "ok", "fail", "info"))
@@ -88,31 +89,70 @@ class Op:
 
 
 _KNOWN_FIELDS = frozenset(("index", "time", "type", "process", "f", "value", "node", "error"))
+_MAX_TIME = 2**63  # ns on a 64-bit clock: far past any run
 
 
 def op_from_dict(d: Any, source: str = "<history>", line: int = 0) -> Op:
     """Build an Op from a decoded JSON object, validating every field."""
     if not isinstance(d, dict):
-        raise HistoryError(source, line, f"expected a JSON object, got {type(d).__name__}")
+        raise HistoryError(source, line, f"expected a JSON object, got {_kind(d)}")
     for name in ("index", "time", "type", "process", "f"):
         if name not in d:
             raise HistoryError(source, line, f"missing field {name!r}")
     index, time, op_type, process, f = d["index"], d["time"], d["type"], d["process"], d["f"]
-    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-        raise HistoryError(source, line, f"index must be a non-negative integer, got {index!r}")
-    if not isinstance(time, int) or isinstance(time, bool):
-        raise HistoryError(source, line, f"time must be an integer (ns), got {time!r}")
-    if op_type not in OP_TYPES:
-        raise HistoryError(source, line, f"type must be one of invoke/ok/fail/info, got {op_type!r}")
-    if not (isinstance(process, str) or (isinstance(process, int) and not isinstance(process, bool))):
-        raise HistoryError(source, line, f"process must be an integer or a string, got {process!r}")
-    if not isinstance(f, str):
-        raise HistoryError(source, line, f"f must be a string, got {f!r}")
+    if type(index) is not int or not 0 <= index < _MAX_TIME:
+        raise HistoryError(source, line, f"index must be a non-negative integer, got {_short(index)}")
+    if type(time) is not int or not -_MAX_TIME < time < _MAX_TIME:
+        raise HistoryError(source, line, f"time must be an integer (ns), got {_short(time)}")
+    if type(op_type) is not str or op_type not in OP_TYPES:
+        raise HistoryError(source, line, f"type must be one of invoke/ok/fail/info, got {_short(op_type)}")
+    if not (type(process) is str or (type(process) is int and -_MAX_TIME < process < _MAX_TIME)):
+        raise HistoryError(source, line, f"process must be an integer or a string, got {_short(process)}")
+    if type(f) is not str:
+        raise HistoryError(source, line, f"f must be a string, got {_short(f)}")
     node = d.get("node")
-    if node is not None and not isinstance(node, str):
-        raise HistoryError(source, line, f"node must be a string, got {node!r}")
+    if node is not None and type(node) is not str:
+        raise HistoryError(source, line, f"node must be a string, got {_short(node)}")
     extra = {k: v for k, v in d.items() if k not in _KNOWN_FIELDS}
-    return Op(index, time, op_type, process, f, d.get("value"), node, d.get("error"), extra)
+    return Op(index, time, op_type, process, f, d.get("value"), node, d.get("error"), extra)  # type: ignore[arg-type]
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), "a number")
+
+
+def _short(value: Any) -> str:
+    """A field's value for an error message: short scalars as written, the rest by kind."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        text = repr(value)
+        return text if len(text) <= 40 else f"{_kind(value)} of {len(str(value))} characters"
+    return _kind(value)
+
+
+class ProcessPairing:
+    """Every completion must close its process's open invocation (Jepsen's rule).
+
+    A completion with no invocation, or a second invocation while one is open, means the
+    history is damaged or not a history at all: judging it would ignore ops silently. The
+    nemesis is exempt (it may record what it did without an invocation)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.open: dict[Process, int] = {}
+
+    def see(self, op: Op, line: int) -> None:
+        process = op.process
+        if process == NEMESIS:
+            return
+        if op.type == "invoke":
+            if process in self.open:
+                raise HistoryError(self.source, line, f"process {process!r} invokes again while its "
+                                   f"op on line {self.open[process]} has not completed")
+            self.open[process] = line
+        elif self.open.pop(process, None) is None:
+            raise HistoryError(self.source, line, f"a {op.type} completion of process {process!r} "
+                               "with no invocation open")
 
 
 def iter_history(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = True) -> Iterator[Op]:
@@ -123,43 +163,63 @@ def iter_history(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = Tru
     malformed line anywhere else is an error naming the file and line.
     """
     source = str(path)
-    with open(path, encoding="utf-8") as f:
-        pending: tuple[int, str] | None = None
-        for number, raw in enumerate(f, start=1):
-            if pending is not None:
-                yield _parse_line(source, *pending)
-                pending = None
-            if not raw.strip():
-                continue
-            if not raw.endswith("\n"):
-                pending = (number, raw)  # maybe a torn tail; decide at EOF
-                continue
-            yield _parse_line(source, number, raw)
+    with open(path, "rb") as f:
+        for _, op in _iter_lines(source, f, tolerate_torn_tail):
+            yield op
+
+
+def _iter_lines(source: str, lines: Iterable[bytes], tolerate_torn_tail: bool) -> Iterator[tuple[int, Op]]:
+    """(line number, op) for every op line."""
+    pending: tuple[int, bytes] | None = None
+    for number, raw in enumerate(lines, start=1):
         if pending is not None:
-            try:
-                yield _parse_line(source, *pending)
-            except HistoryError:
-                if not tolerate_torn_tail:
-                    raise
+            yield pending[0], _parse_line(source, *pending)
+            pending = None
+        if not raw.strip():
+            continue
+        if not raw.endswith(b"\n"):
+            pending = (number, raw)  # maybe a torn tail; decide at EOF
+            continue
+        yield number, _parse_line(source, number, raw)
+    if pending is not None:
+        try:
+            yield pending[0], _parse_line(source, *pending)
+        except HistoryError:
+            if not tolerate_torn_tail:
+                raise
 
 
-def _parse_line(source: str, number: int, raw: str) -> Op:
+def _parse_line(source: str, number: int, raw: bytes) -> Op:
     try:
-        d = json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise HistoryError(source, number, f"not valid JSON ({e.msg} at column {e.colno})") from None
+        d = parse_json(raw)
+    except ValueError as e:
+        raise HistoryError(source, number, str(e)) from None
     return op_from_dict(d, source, number)
 
 
-def read_history(path: str | os.PathLike[str], *, check_dense: bool = True) -> list[Op]:
-    """Read a whole JSONL history, checking that indices are dense from 0."""
-    ops = list(iter_history(path))
-    if check_dense:
-        for position, op in enumerate(ops):
-            if op.index != position:
-                raise HistoryError(
-                    str(path), position + 1, f"index {op.index} out of sequence (expected {position})"
-                )
+def parse_history(data: bytes, source: str = "<history>", *, check_pairs: bool = True) -> list[Op]:
+    """A whole JSONL history from its bytes (read once: the source may be a pipe), with
+    dense indices and (``check_pairs``) every completion closing an invocation."""
+    return _checked(_iter_lines(source, data.splitlines(keepends=True), True), source, True, check_pairs)
+
+
+def read_history(path: str | os.PathLike[str], *, check_dense: bool = True,
+                 check_pairs: bool = False) -> list[Op]:
+    """Read a whole JSONL history, checking that indices are dense from 0 and, when a
+    checker is to judge it (``check_pairs``), that every completion closes an invocation."""
+    with open(path, "rb") as f:
+        return _checked(_iter_lines(str(path), f, True), str(path), check_dense, check_pairs)
+
+
+def _checked(numbered: Iterable[tuple[int, Op]], source: str, check_dense: bool, check_pairs: bool) -> list[Op]:
+    ops: list[Op] = []
+    pairing = ProcessPairing(source) if check_pairs else None
+    for line, op in numbered:
+        if check_dense and op.index != len(ops):
+            raise HistoryError(source, line, f"index {op.index} out of sequence (expected {len(ops)})")
+        if pairing is not None:
+            pairing.see(op, line)
+        ops.append(op)
     return ops
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from floodmark.checkers.permitted import loss_permitted_by
 from floodmark.history import Op
-from floodmark.node_events import NodeEvent
 from floodmark.results import CheckerResult
-from floodmark.run_config import TestConfig
+
+if TYPE_CHECKING:  # types only: judging a history file must not load node events or YAML
+    from floodmark.node_events import NodeEvent
+    from floodmark.run_config import TestConfig
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class CheckInput:
     def loss_permitted_by(self) -> str | None:
         """Why the run may lose acknowledged records, or None (worked out once: several
         checkers ask, and finding an unclean election scans every node event)."""
+        from floodmark.checkers.permitted import loss_permitted_by
+
         return loss_permitted_by(self.config, self.events)
 
 

@@ -13,28 +13,18 @@ unreadable input (reported as ``file:line: problem``).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
 
-from floodmark.checkers.linearizable import ModelMismatch, format_conventions, infer_model
 from floodmark.checkers.models import MODEL_NAMES
-from floodmark.checkers.registry import (
-    CHECKER_NAMES,
-    check_run,
-    default_checker_names,
-    judge_history,
-    results_of,
-)
-from floodmark.errors import UsageError, exit_code
-from floodmark.formats import edn
-from floodmark.formats.detect import load_history
-from floodmark.formats.jepsen_edn import write_edn_history
-from floodmark.history import HistoryError, read_history
-from floodmark.node_events import NodeEventError
-from floodmark.results import Validity, merge_validity
-from floodmark.run_config import ConfigError
-from floodmark.rundir import RunDir, is_run_dir
+from floodmark.checkers.registry import CHECKER_NAMES
+from floodmark.errors import EXIT_BAD_ARGUMENTS, SourceError, UsageError, exit_code
+from floodmark.sources import STDIN
+
+# Everything else ``check`` needs is imported when a path is checked: ``floodmark check``
+# starts in the time of a bare interpreter plus the history readers and the checker.
 
 _WORD = {True: "VALID", False: "INVALID"}
 
@@ -50,9 +40,11 @@ def register(subparsers: Any) -> None:
             "their tool's conventions: Knossos EDN registers start at 0 and a nil read tells "
             "nothing; Jepsen text logs start at nil and a failed cas observed a mismatch."
         ),
-        epilog="Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments or unreadable input.",
+        epilog="Exit codes: the worst over all paths: 254 bad arguments or an unusable input (each "
+               "is named and the rest are still checked), then 1 invalid, 2 unknown, 0 valid.",
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="run directories or history files")
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="run directories or history files ('-' for standard input)")
     parser.add_argument("--model", choices=MODEL_NAMES,
                         help="linearizability model (default: guessed from the workload or the ops)")
     parser.add_argument("--checker", metavar="NAME,...",
@@ -77,15 +69,22 @@ def _parse_checkers(raw: str | None) -> list[str] | None:
 
 
 def _lin_options(args: argparse.Namespace, history_format: str, model: str) -> dict[str, Any]:
+    from floodmark.checkers.linearizable import format_conventions
+
     options: dict[str, Any] = {"model": model, **format_conventions(history_format, model)}
     if args.initial is not None:
-        try:
-            from floodmark.formats.jepsen_edn import plain
-
-            options["initial"] = plain(edn.loads(args.initial, "--initial"))
-        except edn.EdnError as e:
-            raise UsageError(f"--initial: {e.problem}") from None
+        options["initial"] = _initial(args.initial)
     return options
+
+
+def _initial(text: str) -> Any:
+    from floodmark.formats import edn
+    from floodmark.formats.jepsen_edn import plain
+
+    try:
+        return plain(edn.loads(text, "--initial"))
+    except edn.EdnError as e:
+        raise UsageError(f"--initial: {e.problem}") from None
 
 
 def _edn_target(out: str, path: Path, many: bool) -> Path:
@@ -97,21 +96,32 @@ def _edn_target(out: str, path: Path, many: bool) -> Path:
 
 
 def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None, many: bool) -> dict[str, Any]:
-    if path.is_dir():
+    from floodmark.checkers.linearizable import ModelMismatch, infer_model
+    from floodmark.checkers.registry import (
+        check_run,
+        default_checker_names,
+        judge_history,
+        results_of,
+    )
+    from floodmark.formats.detect import load_history
+    from floodmark.formats.jepsen_edn import write_edn_history
+
+    name = str(path)
+    if name != STDIN and path.is_dir():
+        from floodmark.history import read_history
+        from floodmark.rundir import RunDir, is_run_dir
+
         if not is_run_dir(path):
             raise UsageError(f"{path}: not a run directory (no history.jsonl) and not a history file")
         if args.to_edn:
             write_edn_history(_edn_target(args.to_edn, path, many), read_history(RunDir(path).history))
         options: dict[str, Any] = {"model": args.model} if args.model else {}
         if args.initial is not None:
-            options.update({k: v for k, v in _lin_options(args, "jsonl", args.model or "cas-register").items()
-                            if k == "initial"})
+            options["initial"] = _initial(args.initial)
         return check_run(path, checkers=checkers, time_limit=args.time_limit, **options)
-    if not path.exists():
-        raise UsageError(f"{path}: no such file or directory")
-    loaded = load_history(path)
+    loaded = load_history(name)
     if args.to_edn:
-        write_edn_history(_edn_target(args.to_edn, path, many), loaded.ops)
+        write_edn_history(_edn_target(args.to_edn, Path("stdin" if name == STDIN else name), many), loaded.ops)
     fs = {op.f for op in loaded.ops}
     workload = "queue" if fs & {"send", "poll", "drain"} else None
     model = args.model or infer_model(loaded.ops)
@@ -139,30 +149,58 @@ def _summary(results: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _unusable(path: Path, error: BaseException) -> str:
+    """One line naming the unusable input and what is wrong with it."""
+    from floodmark.checkers.linearizable import ModelMismatch
+
+    if isinstance(error, SourceError | UsageError):
+        return str(error)  # names the file (and line) itself
+    if isinstance(error, ModelMismatch):
+        return f"{path}: the history does not fit the model: {error}"
+    if isinstance(error, OSError):
+        from floodmark.sources import describe_os_error
+
+        return f"{path}: {describe_os_error(error)}"
+    if isinstance(error, RecursionError):
+        return f"{path}: nested too deeply to check"
+    if isinstance(error, MemoryError):
+        return f"{path}: too large to check in this machine's memory"
+    return f"{path}: {error}"
+
+
 def run_check(args: argparse.Namespace) -> int:
     checkers = _parse_checkers(args.checker)
-    if args.time_limit is not None and args.time_limit <= 0:
-        raise UsageError("--time-limit must be positive")
-    paths = [Path(p) for p in args.paths]
+    if args.time_limit is not None and not (math.isfinite(args.time_limit) and 0 < args.time_limit <= 1e6):
+        raise UsageError("--time-limit must be a positive number of seconds, at most 1000000")
+    if args.initial is not None:
+        _initial(args.initial)  # a bad --initial is a usage error before any path is read
+    paths = [Path(p) if p != STDIN else Path(STDIN) for p in args.paths]
+    if sum(str(p) == STDIN for p in paths) > 1:
+        raise UsageError("standard input ('-') can be checked only once")
     many = len(paths) > 1
-    verdicts: list[Validity] = []
+    verdicts: list[Any] = []
+    unusable = 0
     for path in paths:
         try:
             results = _check_one(path, args, checkers, many)
-        except (HistoryError, NodeEventError) as e:
-            raise UsageError(str(e)) from None
-        except ModelMismatch as e:
-            raise UsageError(f"{path}: the history does not fit the model: {e}") from None
-        except ConfigError as e:  # names the file itself
-            raise UsageError(str(e)) from None
-        except (OSError, ValueError) as e:
-            raise UsageError(f"{path}: {e}") from None
+        except (SourceError, UsageError, OSError, ValueError, RecursionError, MemoryError) as e:
+            # An unusable input is named and the others are still checked; the exit code
+            # says some input was unusable.
+            unusable += 1
+            print(f"floodmark check: error: {_unusable(path, e)}", file=sys.stderr)
+            sys.stderr.flush()
+            continue
         valid = results["valid"]
         verdicts.append(valid)
         word = _WORD.get(valid, "UNKNOWN") if isinstance(valid, bool) else "UNKNOWN"
         print(f"{word:8} {path}  {_summary(results)}")
         sys.stdout.flush()
-    overall = merge_validity(verdicts)
+    from floodmark.results import merge_validity
+
+    overall = merge_validity(verdicts) if verdicts else "unknown"
     word = _WORD.get(overall, "UNKNOWN") if isinstance(overall, bool) else "UNKNOWN"
-    print(f"overall: {word} ({len(paths)} path{'s' if many else ''})")
-    return exit_code(overall)
+    counted = f"{len(paths)} path{'s' if many else ''}" + (f", {unusable} unusable" if unusable else "")
+    if unusable:
+        word = "UNUSABLE" if not verdicts else f"{word} of the usable ones"
+    print(f"overall: {word} ({counted})")
+    return EXIT_BAD_ARGUMENTS if unusable else exit_code(overall)

@@ -15,20 +15,15 @@ import os
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from floodmark.checkers.api import Checker, CheckInput
-from floodmark.checkers.durability import DurabilityChecker
-from floodmark.checkers.hw import HighWatermarkChecker
-from floodmark.checkers.leader import LeaderChecker
-from floodmark.checkers.linearizable import LinearizableChecker
-from floodmark.checkers.queue import QueueChecker
-from floodmark.checkers.stats import StatsChecker
-from floodmark.history import Op, read_history
-from floodmark.node_events import NodeEvent, read_events_dir
+from floodmark.history import Op
 from floodmark.results import CheckerResult, build_results, merge_validity, write_results
-from floodmark.run_config import TestConfig, read_test_config
-from floodmark.rundir import RunDir
+
+if TYPE_CHECKING:
+    from floodmark.node_events import NodeEvent
+    from floodmark.run_config import TestConfig
 
 CHECKER_NAMES: tuple[str, ...] = ("durability", "hw", "leader", "queue", "linearizable", "stats")
 
@@ -39,18 +34,33 @@ _DEFAULTS = {
 
 
 def make_checker(name: str, **linearizable_options: Any) -> Checker:
-    """A checker by name; ``linearizable_options`` (model, initial, ...) go to the linearizable one."""
+    """A checker by name; ``linearizable_options`` (model, initial, ...) go to the linearizable one.
+
+    Each checker's module is imported when it is asked for, so judging a register history
+    does not pay for loading the queue, durability and white-box checkers."""
     if name == "durability":
+        from floodmark.checkers.durability import DurabilityChecker
+
         return DurabilityChecker()
     if name == "hw":
+        from floodmark.checkers.hw import HighWatermarkChecker
+
         return HighWatermarkChecker()
     if name == "leader":
+        from floodmark.checkers.leader import LeaderChecker
+
         return LeaderChecker()
     if name == "queue":
+        from floodmark.checkers.queue import QueueChecker
+
         return QueueChecker()
     if name == "linearizable":
+        from floodmark.checkers.linearizable import LinearizableChecker
+
         return LinearizableChecker(**linearizable_options)
     if name == "stats":
+        from floodmark.checkers.stats import StatsChecker
+
         return StatsChecker()
     raise ValueError(f"unknown checker {name!r}; choose from: {', '.join(CHECKER_NAMES)}")
 
@@ -151,9 +161,14 @@ def check_run(
     :class:`~floodmark.run_config.ConfigError` naming the file and the key. With an explicit subset of ``checkers``, the verdicts of other checkers already in
     ``results.json`` are kept and the overall verdict is merged over all of them.
     """
+    from floodmark.history import read_history
+    from floodmark.node_events import read_events_dir
+    from floodmark.run_config import read_test_config
+    from floodmark.rundir import RunDir
+
     run = RunDir(Path(run_dir))
     config = read_test_config(run.config)
-    ops = read_history(run.history)
+    ops = read_history(run.history, check_pairs=True)
     events = read_events_dir(run.events)
     if time_limit is None and config is not None:
         time_limit = config.check_time_limit

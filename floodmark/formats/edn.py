@@ -54,11 +54,13 @@ class EdnError(ValueError):
         self.problem = problem
 
 
+# A string is matched by an unrolled loop (runs of plain characters between escapes) so the
+# regex engine keeps no state per character: memory stays linear in the input.
 _TOKEN = re.compile(
     r"""
     (?P<ws>[\s,]+)
   | (?P<comment>;[^\n]*)
-  | (?P<string>"(?:[^"\\]|\\.)*")
+  | (?P<string>"[^"\\]*(?:\\.[^"\\]*)*")
   | (?P<open>\#\{|[\[({])
   | (?P<close>[\])}])
   | (?P<discard>\#_)
@@ -71,12 +73,31 @@ _TOKEN = re.compile(
 _INT = re.compile(r"[+-]?\d+N?$")
 _FLOAT = re.compile(r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?M?$")
 _RATIO = re.compile(r"[+-]?\d+/\d+$")
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
 _STRING_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "b": "\b", "f": "\f"}
 _CHARS = {"newline": "\n", "space": " ", "tab": "\t", "return": "\r"}
 _CLOSERS = {"[": "]", "(": ")", "{": "}", "#{": "}"}
+MAX_DEPTH = 100  # collections, tags and discards open at once; Jepsen's histories use a few
+MAX_DIGITS = 400  # a number longer than this is damage, not data
+_COLL, _TAG, _DISCARD = 0, 1, 2
+
+
+class _Frame:
+    """Something open while its contents are read: a collection, a tag or a discard."""
+
+    __slots__ = ("kind", "text", "line", "items")
+
+    def __init__(self, kind: int, text: str, line: int) -> None:
+        self.kind = kind
+        self.text = text
+        self.line = line
+        self.items: list[Any] = []
 
 
 class _Reader:
+    """Reads forms with an explicit stack (no recursion), so nesting costs memory, not the
+    Python stack, and is refused past :data:`MAX_DEPTH`."""
+
     def __init__(self, text: str, source: str) -> None:
         self.text = text
         self.source = source
@@ -86,95 +107,124 @@ class _Reader:
     def error(self, problem: str, line: int | None = None) -> EdnError:
         return EdnError(self.source, self.line if line is None else line, problem)
 
-    def next_token(self) -> tuple[str, str, int] | None:
-        """The next meaningful token as (kind, text, line), or None at the end."""
+    def forms(self) -> Iterator[tuple[Any, int]]:
+        """Every top-level form with the line it starts on."""
         text = self.text
-        while self.pos < len(text):
-            m = _TOKEN.match(text, self.pos)
+        match = _TOKEN.match
+        stack: list[_Frame] = []
+        start_line = 1
+        length = len(text)
+        while self.pos < length:
+            m = match(text, self.pos)
             if m is None:
                 if text[self.pos] == '"':
                     raise self.error("string is never closed")
                 raise self.error(f"unexpected character {text[self.pos]!r}")
-            kind = m.lastgroup or ""
+            kind = m.lastgroup
             token = m.group()
             line = self.line
             self.pos = m.end()
-            self.line += token.count("\n")
-            if kind in ("ws", "comment"):
+            if kind == "ws" or kind == "comment" or kind == "string":
+                self.line += token.count("\n")
+                if kind != "string":
+                    continue
+            if not stack:
+                start_line = line
+            if kind == "open" or kind == "tag" or kind == "discard":
+                if len(stack) >= MAX_DEPTH:
+                    raise self.error(f"nested more than {MAX_DEPTH} levels deep", line)
+                stack.append(_Frame(_COLL if kind == "open" else _TAG if kind == "tag" else _DISCARD, token, line))
                 continue
-            return kind, token, line
-        return None
+            if kind == "close":
+                if not stack:
+                    raise self.error(f"unexpected {token!r} (no matching opening bracket)", line)
+                frame = stack[-1]
+                if frame.kind != _COLL:
+                    what = "#_" if frame.kind == _DISCARD else frame.text
+                    raise self.error(f"{what} on line {frame.line} is followed by {token!r}, not a form", line)
+                if token != _CLOSERS[frame.text]:
+                    raise self.error(f"expected {_CLOSERS[frame.text]!r} to close {frame.text!r} from line "
+                                     f"{frame.line}, got {token!r}", line)
+                stack.pop()
+                value = self.collection(frame)
+            elif kind == "string":
+                value = self.read_string(token, line)
+            elif kind == "char":
+                value = self.read_char(token[1:], line)
+            else:
+                value = self.read_atom(token, line)
+            # Deliver the value to what is open: tags wrap it, a discard swallows it.
+            while stack:
+                frame = stack[-1]
+                if frame.kind == _COLL:
+                    frame.items.append(value)
+                    break
+                stack.pop()
+                if frame.kind == _DISCARD:
+                    break
+                value = Tagged(frame.text[1:], value)
+            else:
+                yield value, start_line
+        if stack:
+            frame = stack[-1]
+            if frame.kind == _COLL:
+                raise self.error(f"{frame.text!r} opened on line {frame.line} is never closed", frame.line)
+            what = "#_" if frame.kind == _DISCARD else frame.text
+            raise self.error(f"{what} on line {frame.line} has no form after it", frame.line)
 
-    def read_form(self, token: tuple[str, str, int] | None) -> Any:
-        if token is None:
-            raise self.error("unexpected end of input")
-        kind, text, line = token
-        if kind == "open":
-            return self.read_collection(text, line)
-        if kind == "close":
-            raise self.error(f"unexpected {text!r} (no matching opening bracket)", line)
-        if kind == "discard":
-            self.read_form(self.next_token())
-            return self.read_form(self.next_token())
-        if kind == "tag":
-            value = self.read_form(self.next_token())
-            return Tagged(text[1:], value)
-        if kind == "string":
-            return self.read_string(text, line)
-        if kind == "char":
-            name = text[1:]
-            if name in _CHARS:
-                return _CHARS[name]
-            if len(name) == 5 and name.startswith("u"):
-                return chr(int(name[1:], 16))
-            return name
-        return self.read_atom(text, line)
-
-    def read_collection(self, opener: str, line: int) -> Any:
-        closer = _CLOSERS[opener]
-        items: list[Any] = []
-        while True:
-            token = self.next_token()
-            if token is None:
-                raise self.error(f"{opener!r} opened on line {line} is never closed", line)
-            if token[0] == "close":
-                if token[1] != closer:
-                    raise self.error(
-                        f"expected {closer!r} to close {opener!r} from line {line}, got {token[1]!r}",
-                        token[2],
-                    )
-                break
-            items.append(self.read_form(token))
-        if opener == "{":
+    def collection(self, frame: _Frame) -> Any:
+        items = frame.items
+        if frame.text == "{":
             if len(items) % 2:
-                raise self.error(f"map opened on line {line} has an odd number of forms", line)
-            return {_hashable(items[i]): items[i + 1] for i in range(0, len(items), 2)}
-        if opener == "#{":
-            return frozenset(_hashable(x) for x in items)
+                raise self.error(f"map opened on line {frame.line} has an odd number of forms", frame.line)
+            result: dict[Any, Any] = {}
+            for i in range(0, len(items), 2):
+                key = _hashable(items[i])
+                if key in result:
+                    raise self.error(f"map opened on line {frame.line} has the key {_short(items[i])} twice",
+                                     frame.line)
+                result[key] = items[i + 1]
+            return result
+        if frame.text == "#{":
+            members = frozenset(_hashable(x) for x in items)
+            if len(members) != len(items):
+                raise self.error(f"set opened on line {frame.line} has a member twice", frame.line)
+            return members
         return items
+
+    def read_char(self, name: str, line: int) -> str:
+        if name in _CHARS:
+            return _CHARS[name]
+        if len(name) == 5 and name.startswith("u"):
+            return self.unicode(chr(int(name[1:], 16)), line)
+        return name
 
     def read_string(self, text: str, line: int) -> str:
         body = text[1:-1]
         if "\\" not in body:
             return body
-        out: list[str] = []
-        i = 0
-        while i < len(body):
-            c = body[i]
-            if c != "\\":
-                out.append(c)
-                i += 1
-                continue
-            nxt = body[i + 1]
-            if nxt in _STRING_ESCAPES:
-                out.append(_STRING_ESCAPES[nxt])
-                i += 2
-            elif nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", body[i + 2 : i + 6]):
-                out.append(chr(int(body[i + 2 : i + 6], 16)))
-                i += 6
-            else:
-                raise self.error(f"unknown string escape \\{nxt}", line)
-        return "".join(out)
+
+        def unescape(m: re.Match[str]) -> str:
+            if m.group(1) is not None:
+                return chr(int(m.group(1), 16))
+            escaped = m.group(2)
+            if escaped not in _STRING_ESCAPES:
+                raise self.error(f"unknown string escape \\{escaped}", line)
+            return _STRING_ESCAPES[escaped]
+
+        value = _ESCAPE.sub(unescape, body)
+        if "\\u" in body:
+            # \uD83D\uDE00 is one character written as a pair; a half pair is not text.
+            try:
+                value = value.encode("utf-16", "surrogatepass").decode("utf-16")
+            except UnicodeDecodeError:
+                raise self.error("string with a lone surrogate (\\uD800-\\uDFFF), not Unicode text", line) from None
+        return value
+
+    def unicode(self, char: str, line: int) -> str:
+        if "\ud800" <= char <= "\udfff":
+            raise self.error(f"character \\u{ord(char):04X} is a lone surrogate, not Unicode text", line)
+        return char
 
     def read_atom(self, text: str, line: int) -> Any:
         if text == "nil":
@@ -183,43 +233,56 @@ class _Reader:
             return True
         if text == "false":
             return False
-        if text.startswith(":"):
+        if text[0] == ":":
             if len(text) == 1:
                 raise self.error("empty keyword ':'", line)
             return Keyword(text[1:])
         first = text[0]
         if first.isdigit() or (first in "+-" and len(text) > 1 and text[1].isdigit()):
-            if _INT.match(text):
-                return int(text.rstrip("N"))
-            if _FLOAT.match(text):
-                return float(text.rstrip("M"))
-            if _RATIO.match(text):
-                numerator, denominator = text.split("/")
-                return int(numerator) / int(denominator)
-            raise self.error(f"malformed number {text!r}", line)
+            return self.read_number(text, line)
         return Symbol(text)
+
+    def read_number(self, text: str, line: int) -> Any:
+        if len(text) > MAX_DIGITS:
+            raise self.error(f"number of {len(text)} characters (at most {MAX_DIGITS})", line)
+        if _INT.match(text):
+            return int(text.rstrip("N"))
+        if _FLOAT.match(text):
+            value = float(text.rstrip("M"))
+            if value in (float("inf"), float("-inf")):
+                raise self.error(f"number {text[:40]!r} is out of range", line)
+            return value
+        if _RATIO.match(text):
+            numerator, denominator = text.split("/")
+            try:
+                return int(numerator) / int(denominator)
+            except ZeroDivisionError:
+                raise self.error(f"ratio {text[:40]!r} divides by zero", line) from None
+            except OverflowError:
+                raise self.error(f"ratio {text[:40]!r} is out of range", line) from None
+        raise self.error(f"malformed number {text[:40]!r}", line)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _hashable(value: Any) -> Any:
-    """Map keys and set members must hash: freeze vectors and maps."""
+    """Map keys and set members must hash: freeze vectors, maps and tagged values (the
+    reader bounds their depth, so this recursion is bounded too)."""
     if isinstance(value, list):
         return tuple(_hashable(v) for v in value)
     if isinstance(value, dict):
         return tuple(sorted(((repr(k), _hashable(v)) for k, v in value.items())))
+    if isinstance(value, Tagged):
+        return Tagged(value.tag, _hashable(value.value))
     return value
 
 
 def iter_forms(text: str, source: str = "<edn>") -> Iterator[tuple[Any, int]]:
     """Read every top-level form, yielding (form, line where it starts)."""
-    reader = _Reader(text, source)
-    while True:
-        token = reader.next_token()
-        if token is None:
-            return
-        if token[0] == "discard":
-            reader.read_form(reader.next_token())
-            continue
-        yield reader.read_form(token), token[2]
+    return _Reader(text, source).forms()
 
 
 def loads(text: str, source: str = "<edn>") -> Any:

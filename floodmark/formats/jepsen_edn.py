@@ -20,7 +20,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from floodmark.formats import edn
-from floodmark.history import NEMESIS, OP_TYPES, HistoryError, Op
+from floodmark.history import NEMESIS, OP_TYPES, HistoryError, Op, ProcessPairing
+from floodmark.sources import decode_utf8, read_source
 
 _OP_FIELDS = ("index", "time", "type", "process", "f", "value", "node", "error")
 
@@ -49,17 +50,20 @@ def op_from_edn(form: Any, position: int, source: str, line: int) -> Op:
         if name not in fields:
             raise HistoryError(source, line, f"op map has no :{name}")
     op_type = plain(fields["type"])
-    if op_type not in OP_TYPES:
-        raise HistoryError(source, line, f":type must be :invoke/:ok/:fail/:info, got {fields['type']!r}")
+    if not isinstance(op_type, str) or op_type not in OP_TYPES:
+        raise HistoryError(source, line, f":type must be :invoke/:ok/:fail/:info, got {_short(fields['type'])}")
     process = fields["process"]
     if isinstance(process, bool) or not isinstance(process, int | str):
-        raise HistoryError(source, line, f":process must be an integer or a keyword, got {process!r}")
+        raise HistoryError(source, line, f":process must be an integer or a keyword, got {_short(process)}")
     process = plain(process)
     time = fields.get("time")
     if time is None:
         time = position  # no clock recorded: file order is the only order
     elif not isinstance(time, int) or isinstance(time, bool):
-        raise HistoryError(source, line, f":time must be an integer, got {time!r}")
+        raise HistoryError(source, line, f":time must be an integer, got {_short(time)}")
+    f = fields["f"]
+    if not isinstance(f, str):
+        raise HistoryError(source, line, f":f must be a keyword or a string, got {_short(f)}")
     node = fields.get("node")
     extra = {str(k): plain(v) for k, v in fields.items() if k not in _OP_FIELDS}
     original_index = fields.get("index")
@@ -68,9 +72,9 @@ def op_from_edn(form: Any, position: int, source: str, line: int) -> Op:
     return Op(
         index=position,
         time=time,
-        type=op_type,
+        type=op_type,  # type: ignore[arg-type]  # checked against OP_TYPES above
         process=process,
-        f=str(plain(fields["f"])),
+        f=str.__str__(f),
         value=plain(fields.get("value")),
         node=None if node is None else str(plain(node)),
         error=plain(fields.get("error")),
@@ -78,8 +82,14 @@ def op_from_edn(form: Any, position: int, source: str, line: int) -> Op:
     )
 
 
-def parse_edn_history(text: str, source: str = "<edn>") -> list[Op]:
-    """A history from EDN text: one vector of op maps, or a stream of op maps."""
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def parse_edn_history(text: str, source: str = "<edn>", *, check_pairs: bool = False) -> list[Op]:
+    """A history from EDN text: one vector of op maps, or a stream of op maps; with
+    ``check_pairs``, every completion must close its process's invocation."""
     try:
         forms = list(edn.iter_forms(text, source))
     except edn.EdnError as e:
@@ -91,13 +101,22 @@ def parse_edn_history(text: str, source: str = "<edn>") -> list[Op]:
         if len(forms) > 1:
             raise HistoryError(source, forms[1][1], "unexpected form after the history vector")
         # A vector's elements do not carry their own lines; name the vector's line.
-        return [op_from_edn(f, i, source, first_line) for i, f in enumerate(first)]
-    return [op_from_edn(f, i, source, line) for i, (f, line) in enumerate(forms)]
+        numbered = [(first_line, f) for f in first]
+    else:
+        numbered = [(line, f) for f, line in forms]
+    pairing = ProcessPairing(source) if check_pairs else None
+    ops = []
+    for position, (line, form) in enumerate(numbered):
+        op = op_from_edn(form, position, source, line)
+        if pairing is not None:
+            pairing.see(op, line)
+        ops.append(op)
+    return ops
 
 
 def read_edn_history(path: str | os.PathLike[str]) -> list[Op]:
-    with open(path, encoding="utf-8") as f:
-        return parse_edn_history(f.read(), str(path))
+    source = str(path)
+    return parse_edn_history(decode_utf8(read_source(source), source), source)
 
 
 def op_to_edn(op: Op) -> str:

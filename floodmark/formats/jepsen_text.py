@@ -5,7 +5,8 @@ test data) logged every op through ``jepsen.util``:
 
     INFO  jepsen.util - 3	:invoke	:cas	[1 4]
 
-that is, process, type, f and value separated by tabs, the value in EDN. Every other line
+that is, process, type, f and value separated by tabs (or, as some Jepsen versions print
+them, runs of spaces), the value in EDN. Every other line
 (set-up chatter, stack traces) is not history and is skipped.
 
 Two conventions of that client are made explicit on reading, because the checker must
@@ -22,21 +23,27 @@ import re
 
 from floodmark.formats import edn
 from floodmark.formats.jepsen_edn import plain
-from floodmark.history import OP_TYPES, HistoryError, Op
+from floodmark.history import OP_TYPES, HistoryError, Op, ProcessPairing
+from floodmark.sources import read_source
 
-_LINE = re.compile(r"jepsen\.util - (\S+)\t:(\w+)\t:([\w-]+)\t?(.*)$")
+# Fields are separated by a tab, or by a run of spaces in logs that some Jepsen versions
+# (and copies through a terminal) print.
+_LINE = re.compile(r"jepsen\.util - (\S+)[ \t]+:(\w+)[ \t]+:([\w-]+)(?:[ \t]+(.*))?$")
 MARKER = "jepsen.util - "
 
 
-def parse_text_history(text: str, source: str = "<log>") -> list[Op]:
+def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = False) -> list[Op]:
     ops: list[Op] = []
+    pairing = ProcessPairing(source) if check_pairs else None
     for number, raw in enumerate(text.splitlines(), start=1):
         if MARKER not in raw:
             continue
         m = _LINE.search(raw)
         if m is None:
-            raise HistoryError(source, number, "a jepsen.util line that is not 'process<TAB>:type<TAB>:f<TAB>value'")
+            raise HistoryError(source, number, "a jepsen.util line that is not 'process :type :f value' "
+                               "(separated by tabs or spaces)")
         process_text, op_type, f, value_text = m.groups()
+        value_text = (value_text or "").rstrip(" \t\r")
         if op_type not in OP_TYPES:
             raise HistoryError(source, number, f"unknown op type :{op_type}")
         try:
@@ -51,10 +58,14 @@ def parse_text_history(text: str, source: str = "<log>") -> list[Op]:
             value, error = None, "timed-out"
             op_type = "info"  # the client gave up waiting: the outcome is unknown, not a failure
         index = len(ops)
-        ops.append(Op(index, index, op_type, process, f, value, None, error))  # type: ignore[arg-type]
+        op = Op(index, index, op_type, process, f, value, None, error)  # type: ignore[arg-type]
+        if pairing is not None:
+            pairing.see(op, number)
+        ops.append(op)
     return ops
 
 
 def read_text_history(path: str | os.PathLike[str]) -> list[Op]:
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return parse_text_history(f.read(), str(path))
+    # Only the jepsen.util lines are history; a stray byte in the chatter around them is not
+    # worth refusing the log for, so undecodable bytes are replaced.
+    return parse_text_history(read_source(path).decode("utf-8", errors="replace"), str(path))

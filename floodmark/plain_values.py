@@ -1,0 +1,111 @@
+"""Values from outside: what a parsed JSON or EDN value must be before floodmark holds it.
+
+A parser accepts more than the rest of the program can carry. JSON allows nesting as deep as
+the text goes, and every part that walks a value (freezing it for the checker's cache,
+writing it back as JSON or EDN, rendering it in a report) recurses, so a value nested a few
+thousand deep would end in ``RecursionError`` far from the file that caused it. Python's
+``json`` reads ``NaN`` and ``Infinity``, which then compare unequal to themselves; ``"\\ud800"``
+decodes to a lone surrogate that no UTF-8 writer can write back; and an integer can be as
+long as the text. So every value read from a user's file is checked once, where the file and
+line are known: nested at most :data:`MAX_DEPTH` deep, numbers finite, text encodable,
+integers of at most :data:`MAX_INT_DIGITS` digits. The walk is iterative, so checking a
+hostile value cannot itself overflow the stack.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+MAX_DEPTH = 100  # Jepsen's and our own histories nest values a few levels deep
+MAX_INT_DIGITS = 400  # a 64-bit id has 20; beyond this a number is damage, not data
+_MAX_INT = 10**MAX_INT_DIGITS
+
+
+def value_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
+    """What is wrong with a parsed value, or None when it is fit to hold."""
+    if value is None or value is True or value is False:
+        return None
+    kind = type(value)
+    if kind is str:
+        return None if value.isascii() else _text_problem(value)
+    if kind is int:
+        return None if -_MAX_INT < value < _MAX_INT else f"an integer of more than {MAX_INT_DIGITS} digits"
+    if kind is float:
+        return None if math.isfinite(value) else f"{value!r} is not a finite number"
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = [*item.keys(), *item.values()]
+        elif isinstance(item, list | tuple | frozenset | set):
+            children = item
+        else:
+            problem = _scalar_problem(item)
+            if problem:
+                return problem
+            continue
+        if depth > max_depth:
+            return f"nested more than {max_depth} levels deep"
+        for child in children:
+            if isinstance(child, dict | list | tuple | frozenset | set):
+                stack.append((child, depth + 1))
+            else:
+                problem = _scalar_problem(child)
+                if problem:
+                    return problem
+    return None
+
+
+def _scalar_problem(item: Any) -> str | None:
+    if isinstance(item, str):
+        return None if item.isascii() else _text_problem(item)
+    if isinstance(item, bool) or item is None:
+        return None
+    if isinstance(item, int):
+        return None if -_MAX_INT < item < _MAX_INT else f"an integer of more than {MAX_INT_DIGITS} digits"
+    if isinstance(item, float):
+        return None if math.isfinite(item) else f"{item!r} is not a finite number"
+    return None
+
+
+def _text_problem(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "text with a lone surrogate (not Unicode)"
+    return None
+
+
+def parse_json(raw: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
+    """One JSON text as a value fit to hold; raises ValueError with the problem in words.
+
+    orjson (through :mod:`floodmark.fast_json`) already refuses NaN, infinities and lone
+    surrogates, so a value it parsed is walked only when it may nest deeper than allowed.
+    """
+    from floodmark.fast_json import parse  # orjson loads in 10 ms: only for readers of JSON
+
+    try:
+        value, strict = parse(raw)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not valid JSON ({e.msg} at column {e.colno})") from None
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    except RecursionError:
+        raise ValueError(f"nested more than {max_depth} levels deep") from None
+    except ValueError as e:  # an integer literal past Python's conversion limit
+        raise ValueError(f"not a usable number ({e})") from None
+    if strict and isinstance(value, int | float | str | bool) or value is None:
+        return value
+    if not strict or _brackets(raw) > max_depth:
+        problem = value_problem(value, max_depth)
+        if problem:
+            raise ValueError(problem)
+    return value
+
+
+def _brackets(raw: bytes | str) -> int:
+    if isinstance(raw, str):
+        return raw.count("[") + raw.count("{")
+    return raw.count(b"[") + raw.count(b"{")

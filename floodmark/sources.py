@@ -1,0 +1,111 @@
+"""Reading what a user hands us: a file, a pipe, a FIFO or standard input, read once.
+
+Every reader of user-supplied input (histories, node events, configurations, schedules,
+results) takes its bytes from here, because a path is not always a file. ``<(cat h.edn)``
+and ``/dev/stdin`` are pipes: whoever reads them first takes the data, so a reader that
+peeks at the head to detect a format and then reopens the path finds nothing, and judging
+nothing gives a wrong verdict. A named FIFO with no writer blocks ``open`` for ever, and
+``/dev/zero`` never ends. So a source is read exactly once, into memory, and then parsed:
+
+- ``-`` is standard input;
+- a FIFO (named or a pipe) is opened without blocking and must see its first byte within
+  :data:`WRITER_WAIT` seconds, else it has no writer and is refused;
+- ``limit`` bounds the size (configurations are small; a history is not bounded), and a
+  NUL byte in the first block of a text source refuses it at once, so ``/dev/zero`` or a
+  binary file is named as such instead of being read without end;
+- text must be UTF-8: a bad byte is reported with its line, never replaced silently.
+
+Every failure is a :class:`~floodmark.errors.SourceError` naming the source and, where it
+has one, the line.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import select
+import stat
+import sys
+
+from floodmark.errors import SourceError
+
+STDIN = "-"
+WRITER_WAIT = 10.0  # seconds a FIFO may take to produce its first byte
+_BLOCK = 1 << 20
+
+
+def describe_os_error(error: OSError) -> str:
+    """An OSError in a few words, without the path (the caller names the source)."""
+    if error.errno == errno.ENOENT:
+        return "no such file or directory"
+    if error.errno == errno.ELOOP:
+        return "too many levels of symbolic links"
+    if error.errno == errno.ENAMETOOLONG:
+        return "file name too long"
+    if error.errno == errno.EISDIR:
+        return "is a directory, not a file"
+    return (error.strerror or str(error)).lower()
+
+
+def read_source(path: str | os.PathLike[str], *, limit: int | None = None, text: bool = True,
+                writer_wait: float = WRITER_WAIT) -> bytes:
+    """All the bytes of ``path`` (``-`` for standard input), read once; raises SourceError."""
+    source = os.fspath(path)
+    if source == STDIN:
+        return _read_fd(sys.stdin.fileno(), "<stdin>", limit, text, fifo=False, writer_wait=writer_wait)
+    try:
+        mode = os.stat(source).st_mode
+        fifo = stat.S_ISFIFO(mode)
+        if stat.S_ISDIR(mode):
+            raise SourceError(source, 0, "is a directory, not a file")
+        fd = os.open(source, os.O_RDONLY | (os.O_NONBLOCK if fifo else 0))
+    except OSError as e:
+        raise SourceError(source, 0, f"cannot read: {describe_os_error(e)}") from None
+    try:
+        return _read_fd(fd, source, limit, text, fifo=fifo, writer_wait=writer_wait)
+    finally:
+        os.close(fd)
+
+
+def _read_fd(fd: int, source: str, limit: int | None, text: bool, *, fifo: bool, writer_wait: float) -> bytes:
+    if fifo:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP)
+        if not poller.poll(int(writer_wait * 1000)):
+            raise SourceError(source, 0, f"a FIFO with nothing written to it within {writer_wait:g} s (no writer?)")
+        os.set_blocking(fd, True)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        try:
+            chunk = os.read(fd, _BLOCK)
+        except OSError as e:
+            raise SourceError(source, 0, f"cannot read: {describe_os_error(e)}") from None
+        if not chunk:
+            break
+        if text and not chunks and b"\0" in chunk:
+            line = chunk[: chunk.index(b"\0")].count(b"\n") + 1
+            raise SourceError(source, line, "binary data (a NUL byte), not text")
+        chunks.append(chunk)
+        size += len(chunk)
+        if limit is not None and size > limit:
+            raise SourceError(source, 0, f"larger than {limit} bytes: not a file of this kind")
+    return b"".join(chunks)
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    """``data`` as text; a byte that is not UTF-8 is an error naming its line."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise SourceError(source, line, f"not UTF-8 text (byte 0x{data[e.start]:02x})") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_text(path: str | os.PathLike[str], *, limit: int | None = None,
+              writer_wait: float = WRITER_WAIT) -> str:
+    """The UTF-8 text of ``path`` (``-`` for standard input), read once."""
+    source = os.fspath(path)
+    return decode_utf8(read_source(source, limit=limit, writer_wait=writer_wait),
+                       "<stdin>" if source == STDIN else source)
