@@ -4,9 +4,10 @@ The history is first cut into calls (an invocation with its completion), prepare
 model and grouped by the independent object they touch: a key, or a log partition. An
 object's operations commute with every other object's, so each object has a linearization
 on its own if and only if the whole history has one (Herlihy and Wing's locality,
-"P-compositionality" in Lowe's terms). Objects are searched one at a time with
-:func:`floodmark.checkers.wgl.search`, smallest first; the first invalid object ends the
-check (fail-fast), and an overall deadline turns what is left into "unknown", never a guess.
+"P-compositionality" in Lowe's terms). Objects are searched with :func:`floodmark.checkers.wgl.search_steps`, all of them interleaved a
+slice at a time (as Porcupine searches partitions in parallel); the first object found
+invalid ends every search (fail-fast), and an overall deadline turns what is left into
+"unknown", never a guess.
 
 Outcomes follow Jepsen: ``ok`` happened, ``fail`` did not (except a failed compare-and-set
 where the model is told it is an observed compare failure), ``info`` or no completion may
@@ -19,13 +20,13 @@ reached (each op with the model state after it) and the ops it could not lineari
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable
+from collections.abc import Generator, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.models import _UNSET, INCONSISTENT, Log, Model, Mutex, make_model
-from floodmark.checkers.wgl import DEFAULT_CACHE_LIMIT, Call, SearchResult, search
+from floodmark.checkers.wgl import DEFAULT_CACHE_LIMIT, Call, SearchResult, search_steps
 from floodmark.history import NEMESIS, Op
 from floodmark.results import Anomaly, CheckerResult, Validity, merge_validity
 
@@ -42,48 +43,55 @@ class ObjectHistory:
 
 def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
     """Pair client invocations with completions and group the model's calls by object."""
-    open_calls: dict[Any, tuple[int, Op]] = {}
-    completed: list[tuple[int, Op, int | None, Op | None]] = []
+    # One record per invocation, in invocation order: [position, invocation, completed at, completion].
+    completed: list[list[Any]] = []
+    open_calls: dict[Any, Any] = {}
     for position, op in enumerate(ops):
-        if op.process == NEMESIS:
+        process = op.process
+        if process == NEMESIS:
             continue
         if op.type == "invoke":
-            if op.process in open_calls:  # a process never has two open calls; keep the first
-                position_before, before = open_calls.pop(op.process)
-                completed.append((position_before, before, None, None))
-            open_calls[op.process] = (position, op)
-        elif op.process in open_calls:
-            invoked_at, invocation = open_calls.pop(op.process)
-            completed.append((invoked_at, invocation, position, op))
-    completed.extend((position, op, None, None) for position, op in open_calls.values())
-    completed.sort(key=lambda c: c[0])
+            # a process never has two open calls; an earlier one left open stays indeterminate
+            record = [position, op, None, None]
+            open_calls[process] = record
+            completed.append(record)
+        else:
+            record = open_calls.pop(process, None)
+            if record is not None:
+                record[2] = position
+                record[3] = op
 
     objects: dict[Hashable, list[Call]] = {}
+    split, prepare = model.split, model.prepare
     for invoked_at, invocation, completed_at, completion in completed:
         outcome = "info" if completion is None else completion.type
         try:
-            key, invoked_value = model.split(invocation.value, invocation.extra)
+            key, invoked_value = split(invocation.value, invocation.extra)
             completed_value = None
-            if completion is not None and outcome == "ok":
+            if outcome == "ok":
                 try:
-                    completed_value = model.split(completion.value, completion.extra)[1]
+                    completed_value = split(completion.value, completion.extra)[1]
                 except ValueError:
                     completed_value = completion.value
-            call = model.prepare(invocation.f, invoked_value, completed_value, outcome)
+            call = prepare(invocation.f, invoked_value, completed_value, outcome)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise ModelMismatch(f"op {invocation.index} ({invocation.f} {invocation.value!r}): {e}") from None
+            raise ModelMismatch(f"op {invocation.index} ({invocation.f} {_short(invocation.value)}): {e}") from None
         if call is None:
             continue
-        objects.setdefault(key, []).append(
-            Call(
-                op=invocation.index,
-                completion=None if completion is None else completion.index,
-                call=call,
-                invoked_at=invoked_at,
-                completed_at=completed_at if outcome == "ok" or outcome == "fail" else None,
-            )
-        )
+        # (op, completion, call, invoked at, completed at: None when the outcome is unknown)
+        made = Call(invocation.index, None if completion is None else completion.index, call, invoked_at,
+                    completed_at if outcome == "ok" or outcome == "fail" else None)
+        calls = objects.get(key)
+        if calls is None:
+            objects[key] = [made]
+        else:
+            calls.append(made)
     return [ObjectHistory(k, calls) for k, calls in objects.items()]
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def infer_model(ops: list[Op], workload: str | None = None) -> str:
@@ -158,20 +166,36 @@ class LinearizableChecker:
         unknown: list[str] = []
         explored = 0
         checked = 0
-        for obj in objects:
-            model = build()
-            result = search(model, obj.calls, deadline=deadline, cache_limit=self.cache_limit)
-            explored += result.explored
-            verdicts.append(result.valid)
-            if result.valid is False:
-                anomalies.append(_anomaly(model, obj, result, run.history))
-                break  # fail-fast: one object without a linearization decides the history
-            if result.valid == "unknown":
-                unknown.append(f"{_describe_key(obj.key)}: {result.reason}")
-                if deadline is not None and time.monotonic() > deadline:
-                    verdicts.append("unknown")
-                    break
-            checked += 1
+        # Every object's search runs interleaved with the others', a slice at a time, so the
+        # first object without a linearization stops them all early (fail-fast) even when
+        # larger valid objects come before it.
+        active = [(obj, model, search_steps(model, obj.calls, deadline=deadline, cache_limit=self.cache_limit))
+                  for obj in objects for model in (build(),)]
+        while active:
+            still: list[tuple[ObjectHistory, Model, Generator[None, None, SearchResult]]] = []
+            failed = False
+            for obj, model, steps in active:
+                try:
+                    next(steps)
+                except StopIteration as done:
+                    result: SearchResult = done.value
+                else:
+                    still.append((obj, model, steps))
+                    continue
+                explored += result.explored
+                verdicts.append(result.valid)
+                if result.valid is False:
+                    anomalies.append(_anomaly(model, obj, result, run.history))
+                    failed = True
+                    break  # fail-fast: one object without a linearization decides the history
+                if result.valid == "unknown":
+                    unknown.append(f"{_describe_key(obj.key)}: {result.reason}")
+                checked += 1
+            if failed:
+                for _, _, steps in still + active:
+                    steps.close()
+                break
+            active = still
         valid = merge_validity(verdicts)
         stats = {
             "model": model_name,

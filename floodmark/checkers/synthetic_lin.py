@@ -123,3 +123,40 @@ def corrupt_read(run: SyntheticRun, seed: int = 0) -> SyntheticRun:
     history = list(run.history)
     history[target.index] = replace(target, value=corrupted)
     return SyntheticRun(history, run.events, run.config)
+
+
+def kv_run(seed: int, *, ops: int = 2000, processes: int = 50, keys: int = 10) -> SyntheticRun:
+    """A correct key-value history in the shape of Porcupine's test data: string registers
+    per key with get, put and append (``"x <process> <n> y"``), every op acknowledged."""
+    rng = random.Random(seed)
+    store: dict[str, str] = {}
+    counter = iter(range(10**12))
+
+    def invoke(rng: random.Random) -> tuple[str, Any]:
+        key = str(rng.randrange(keys))
+        roll = rng.random()
+        if roll < 0.45:
+            return "get", {"key": key, "value": None}
+        return ("put" if roll < 0.5 else "append"), {"key": key, "value": f"x {next(counter)} y"}
+
+    def complete(rng: random.Random, op: Op, unknown: bool) -> tuple[str, Any]:
+        key = op.value["key"]
+        if op.f == "get":
+            return "ok", {"key": key, "value": store.get(key, "")}
+        store[key] = op.value["value"] if op.f == "put" else store.get(key, "") + op.value["value"]
+        return "ok", op.value
+
+    history = _loop(rng, ops, processes, 0.0, invoke, complete)
+    return SyntheticRun(history, {})
+
+
+def stale_get(run: SyntheticRun, seed: int = 0) -> SyntheticRun:
+    """One get of a key that had been appended to returns the value from before the append:
+    a stale read, the bug a key-value store without linearizable reads has."""
+    rng = random.Random(seed)
+    gets = [op for op in run.history if op.type == "ok" and op.f == "get" and " y" in op.value["value"]]
+    target = rng.choice(gets[: max(1, len(gets) // 4)])
+    stale = target.value["value"].rsplit("x ", 1)[0]
+    history = list(run.history)
+    history[target.index] = replace(target, value={**target.value, "value": stale})
+    return SyntheticRun(history, run.events, run.config)

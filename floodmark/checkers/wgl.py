@@ -33,16 +33,17 @@ linearizations reached and the calls the search could not linearize next.
 from __future__ import annotations
 
 import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from floodmark.checkers.models import INCONSISTENT, Model
 from floodmark.results import Validity
 
 
-@dataclass(frozen=True)
-class Call:
-    """One operation of one object, ready for the search."""
+class Call(NamedTuple):
+    """One operation of one object, ready for the search (a named tuple: histories have
+    hundreds of thousands, and a tuple is built several times faster than a dataclass)."""
 
     op: int  # history index of the invocation
     completion: int | None  # history index of the completion (None: never completed)
@@ -75,6 +76,23 @@ def search(
     cache_limit: int = DEFAULT_CACHE_LIMIT,
 ) -> SearchResult:
     """Is there a linearization of ``calls`` (one object's operations) under ``model``?"""
+    steps = search_steps(model, calls, deadline=deadline, cache_limit=cache_limit)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+
+def search_steps(
+    model: Model,
+    calls: list[Call],
+    *,
+    deadline: float | None = None,
+    cache_limit: int = DEFAULT_CACHE_LIMIT,
+) -> Generator[None, None, SearchResult]:
+    """:func:`search` in slices: each ``next`` runs a few thousand steps and the result is
+    the generator's return value, so the searches of several objects can be interleaved."""
     n = len(calls)
     if n == 0:
         return SearchResult(True)
@@ -83,15 +101,12 @@ def search(
     # Entries 0..2n-1: call entry of call i is 2i, its completion entry 2i+1. Indeterminate
     # completions sort after every determinate one (their time is infinity).
     end_of_time = max(max(c.invoked_at for c in calls), max(c.completed_at or 0 for c in calls)) + 1
-    order = sorted(
-        range(2 * n),
-        key=lambda e: (
-            calls[e >> 1].invoked_at if not e & 1
-            else (calls[e >> 1].completed_at if calls[e >> 1].completed_at is not None else end_of_time),
-            e & 1 == 0,  # a completion at the same instant as an invocation comes first
-            e,
-        ),
-    )
+    # (a completion at the same instant as an invocation comes first)
+    keys: list[tuple[int, bool, int]] = []
+    for number, c in enumerate(calls):
+        keys.append((c.invoked_at, True, 2 * number))
+        keys.append((end_of_time if c.completed_at is None else c.completed_at, False, 2 * number + 1))
+    order = [k[2] for k in sorted(keys)]
     head = 2 * n  # sentinel entry
     nxt = [-1] * (2 * n + 1)
     prv = [-1] * (2 * n + 1)
@@ -139,6 +154,7 @@ def search(
     while remaining:
         iterations += 1
         if iterations % _DEADLINE_CHECK_EVERY == 0:
+            yield
             if deadline is not None and time.monotonic() > deadline:
                 return SearchResult("unknown", explored, "time limit reached")
             if explored > cache_limit:
@@ -160,10 +176,15 @@ def search(
                 # configuration fails.
                 forced = first_pass and read_only[number]
                 new_linearized = linearized | (1 << number)
-                key = (new_linearized & determinate_mask, new_state)
-                used = new_linearized & ~determinate_mask
+                if any_indeterminate:
+                    key = (new_linearized & determinate_mask, new_state)
+                    used = new_linearized & ~determinate_mask
+                else:
+                    key = (new_linearized, new_state)
+                    used = 0
                 known = cache.get(key)
-                if known is None or all(k & ~used for k in known):
+                # (an exact repeat is the common case: no indeterminate call is linearized)
+                if known is None or (used not in known and all(k & ~used for k in known)):
                     if known is None:
                         cache[key] = [used]
                     else:

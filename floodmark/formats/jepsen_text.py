@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from floodmark.formats import edn
 from floodmark.formats.jepsen_edn import plain
@@ -35,24 +36,32 @@ MARKER = "jepsen.util - "
 def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = False) -> list[Op]:
     ops: list[Op] = []
     pairing = ProcessPairing(source) if check_pairs else None
-    for number, raw in enumerate(text.splitlines(), start=1):
+    # A log repeats a handful of processes and values thousands of times: each distinct text
+    # is read as EDN once (values are rebuilt per op, so no two ops share a list).
+    processes: dict[str, Any] = {}
+    values: dict[str, Any] = {}
+    line_of = _LINE.search
+    number = 0
+    for raw in text.split("\n"):
+        number += 1
         if MARKER not in raw:
             continue
-        m = _LINE.search(raw)
+        m = line_of(raw)
         if m is None:
             raise HistoryError(source, number, "a jepsen.util line that is not 'process :type :f value' "
                                "(separated by tabs or spaces)")
         process_text, op_type, f, value_text = m.groups()
-        value_text = (value_text or "").rstrip(" \t\r")
         if op_type not in OP_TYPES:
             raise HistoryError(source, number, f"unknown op type :{op_type}")
-        try:
-            process = plain(edn.loads(process_text, source))
-            value = plain(edn.loads(value_text, source)) if value_text.strip() else None
-        except edn.EdnError as e:
-            raise HistoryError(source, number, e.problem) from None
-        if isinstance(process, bool) or not isinstance(process, int | str):
-            raise HistoryError(source, number, f"process must be an integer or a keyword, got {process_text!r}")
+        process = processes.get(process_text, _UNREAD)
+        if process is _UNREAD:
+            process = processes[process_text] = _process(process_text, source, number)
+        value_text = (value_text or "").rstrip(" \t\r")
+        value = values.get(value_text, _UNREAD)
+        if value is _UNREAD:
+            value = values[value_text] = _value(value_text, source, number)
+        if type(value) is list:
+            value = _copy(value)
         error = None
         if value == "timed-out" and op_type in ("info", "fail"):
             value, error = None, "timed-out"
@@ -63,6 +72,36 @@ def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = 
             pairing.see(op, number)
         ops.append(op)
     return ops
+
+
+_UNREAD: Any = object()
+
+
+def _process(text: str, source: str, number: int) -> int | str:
+    try:
+        process = plain(edn.loads(text, source))
+    except edn.EdnError as e:
+        raise HistoryError(source, number, e.problem) from None
+    if isinstance(process, bool) or not isinstance(process, int | str):
+        raise HistoryError(source, number, f"process must be an integer or a keyword, got {text[:40]!r}")
+    return process  # type: ignore[no-any-return]
+
+
+def _value(text: str, source: str, number: int) -> Any:
+    if not text:
+        return None
+    try:
+        return plain(edn.loads(text, source))
+    except edn.EdnError as e:
+        raise HistoryError(source, number, e.problem) from None
+
+
+def _copy(value: Any) -> Any:
+    if type(value) is list:
+        return [_copy(v) for v in value]
+    if type(value) is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    return value
 
 
 def read_text_history(path: str | os.PathLike[str]) -> list[Op]:
