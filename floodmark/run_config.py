@@ -27,6 +27,7 @@ existed read the same way (an old file without ``unclean_leader_election`` state
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,13 +161,25 @@ def read_test_config(path: str | Path) -> TestConfig | None:
     return config_from_dict(read_yaml_mapping(path), str(path))
 
 
+MAX_CONFIG_BYTES = 1 << 20  # a test definition is a few hundred bytes; more is not one
+
+
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
-    """A YAML file of configuration keys (an empty file has none); raises ConfigError."""
+    """A YAML file of configuration keys (an empty file has none); raises ConfigError.
+
+    The file is read once and at most :data:`MAX_CONFIG_BYTES` (so ``-f /dev/zero`` or a FIFO
+    is refused, not read for ever); it must be UTF-8, and a key given twice is refused."""
+    from floodmark.sources import decode_utf8, read_source
+
     source = str(path)
     try:
-        text = Path(path).read_bytes()
-    except OSError as e:
-        raise ConfigError(source, None, f"cannot read the file ({e.strerror or e})") from None
+        data_bytes = read_source(source, limit=MAX_CONFIG_BYTES)
+    except SourceError as e:
+        raise ConfigError(source, None, e.problem) from None
+    try:
+        text = decode_utf8(data_bytes, source)
+    except SourceError as e:
+        raise ConfigError(source, None, f"not valid YAML (line {e.line}: {e.problem})") from None
     try:
         data = load_yaml(text, source)
     except yaml.YAMLError as e:
@@ -176,6 +189,17 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(source, None, f"expected a mapping, got {_kind(data)}")
     return data
+
+
+def unknown_key(source: str, raw_key: Any) -> ConfigError:
+    """The error for a key no configuration has, with the nearest known key if one is close."""
+    import difflib
+
+    key = str(raw_key)
+    shown = key if len(key) <= 40 else key[:37] + "..."
+    close = difflib.get_close_matches(key.replace("-", "_"), list(FIELDS), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(FIELDS)}"
+    return ConfigError(source, shown, f"unknown key{hint}")
 
 
 def config_from_dict(values: Mapping[Any, Any], source: str) -> TestConfig:
@@ -188,7 +212,9 @@ def config_from_dict(values: Mapping[Any, Any], source: str) -> TestConfig:
     for raw_key, value in values.items():
         key = str(raw_key).replace("-", "_")
         if key not in FIELDS:
-            raise ConfigError(source, str(raw_key), f"unknown key; known keys: {', '.join(FIELDS)}")
+            raise unknown_key(source, raw_key)
+        if key in typed:
+            raise ConfigError(source, key, "given twice (as dashes and as underscores)")
         typed[key] = _typed(source, key, value)
     return TestConfig(**typed)
 
@@ -205,7 +231,7 @@ def _typed(source: str, key: str, value: Any) -> Any:
     if key == "name":
         if value is None:
             return ""
-        return _text(source, key, value)
+        return read_name(source, key, _text(source, key, value))
     if key == "seed":
         return None if value is None else read_number(source, key, value, int, 0, 2**63 - 1)
     if key == "code_version":
@@ -213,15 +239,15 @@ def _typed(source: str, key: str, value: Any) -> Any:
             raise ConfigError(source, key, f"expected a string, got {_kind(value)}")
         return str(value)
     if key in _WORDS:
-        return _text(source, key, value)
+        return read_name(source, key, _text(source, key, value))
     if key == "nemesis":
         return fault_kinds(source, value)
     if key == "acks":
         return read_acks(source, key, value)
     if key in _WHOLE:
-        return read_number(source, key, value, int, 1)
+        return read_number(source, key, value, int, 1, MAX_COUNT)
     if key in _SECONDS:
-        return read_number(source, key, value, float, 0.0)
+        return read_number(source, key, value, float, 0.0, MAX_RATE if key == "rate" else MAX_SECONDS)
     if key in ("fault_duration", "quiet_period"):
         return read_range(source, key, value)
     if key in _FLAGS:
@@ -263,16 +289,40 @@ def read_acks(source: str, key: str, value: Any) -> str | int:
     raise ConfigError(source, key, f"must be one of all, 1, 0, got {_shown(value)}")
 
 
+# Bounds every configuration respects, whatever the harness can run: beyond them a value
+# is a typo or damage (a week-long phase, a million ops a second, a million topics).
+MAX_SECONDS = 7 * 24 * 3600.0
+MAX_RATE = 1_000_000.0
+MAX_COUNT = 100_000
+MAX_NAME = 100  # characters in a test, cluster, workload or variant name
+
+
+def read_name(source: str, key: str, value: str) -> str:
+    """A name that is safe as a path component (the store directory is named after the test)."""
+    if len(value) > MAX_NAME:
+        raise ConfigError(source, key, f"at most {MAX_NAME} characters, got {len(value)}")
+    if value in (".", "..") or any(c in value for c in "/\\") or not value.isprintable():
+        raise ConfigError(source, key, f"must be usable as a directory name (no '/', '\\', control "
+                                       f"characters, '.' or '..'), got {_shown(value)}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(source, key, "must be Unicode text") from None
+    return value
+
+
 def read_number(source: str, key: str, value: Any, kind: type, minimum: float, maximum: float | None = None) -> Any:
-    """A number of ``kind`` (int or float) within bounds; numeric strings are accepted."""
+    """A finite number of ``kind`` (int or float) within bounds; numeric strings are accepted."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        if isinstance(value, str):
+        if isinstance(value, str) and len(value) <= 40:
             try:
                 value = kind(value)
             except ValueError:
                 raise ConfigError(source, key, f"expected a number, got {_shown(value)}") from None
         else:
             raise ConfigError(source, key, f"expected a number, got {_shown(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(source, key, f"must be a finite number, got {value}")
     if kind is int and isinstance(value, float):
         if not value.is_integer():
             raise ConfigError(source, key, f"expected a whole number, got {_shown(value)}")
@@ -280,7 +330,7 @@ def read_number(source: str, key: str, value: Any, kind: type, minimum: float, m
     if value < minimum:
         raise ConfigError(source, key, f"must be at least {minimum}, got {_shown(value)}")
     if maximum is not None and value > maximum:
-        raise ConfigError(source, key, f"must be at most {maximum}, got {_shown(value)}")
+        raise ConfigError(source, key, f"must be at most {maximum:g}, got {_shown(value)}")
     return kind(value)
 
 
@@ -288,8 +338,8 @@ def read_range(source: str, key: str, value: Any) -> tuple[float, float]:
     """``[min, max]`` in seconds."""
     if not isinstance(value, list | tuple) or len(value) != 2:
         raise ConfigError(source, key, f"expected [min, max] in seconds, got {_shown(value)}")
-    low = read_number(source, key, value[0], float, 0.1)
-    high = read_number(source, key, value[1], float, 0.1)
+    low = read_number(source, key, value[0], float, 0.1, MAX_SECONDS)
+    high = read_number(source, key, value[1], float, 0.1, MAX_SECONDS)
     if low > high:
         raise ConfigError(source, key, f"min {low} is greater than max {high}")
     return (low, high)
@@ -298,6 +348,8 @@ def read_range(source: str, key: str, value: Any) -> tuple[float, float]:
 def _shown(value: Any) -> str:
     """A value for an error message: a scalar as written (cut short), anything else by kind,
     since a damaged file's value may be nested deeply or be huge."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**40:
+        return "a number of more than 40 digits"
     if value is None or isinstance(value, str | int | float):
         text = repr(value)
         return text if len(text) <= 60 else f"{text[:57]}..."

@@ -27,13 +27,16 @@ from floodmark.run_config import (
     DEFAULT_NEMESIS,
     FIELDS,
     SIMULATED_NEMESIS,
+    MAX_SECONDS,
     ConfigError,
     TestConfig,
     all_kinds,
     default_name,
+    read_name,
     read_number,
     read_range,
     read_yaml_mapping,
+    unknown_key,
 )
 
 CLUSTERS = ("docker", "local", "sim")
@@ -44,6 +47,10 @@ SIMULATED_KINDS = SIMULATED_NEMESIS
 ALL_KINDS = NEMESIS_KINDS + SIMULATED_KINDS
 ACKS = ("all", 1, 0)
 MAX_NODES = 9
+# What one machine can run: more is a typo, and would only fail later (or never end).
+MAX_LAYOUT = {"topics": 100, "partitions": 100, "replication_factor": MAX_NODES, "min_insync_replicas": MAX_NODES,
+              "concurrency": 1000}
+MAX_RATE = 100_000.0  # client ops per second
 
 
 def parse_nemesis(value: Any, source: str = "<options>") -> tuple[str, ...]:
@@ -52,10 +59,11 @@ def parse_nemesis(value: Any, source: str = "<options>") -> tuple[str, ...]:
         return ()
     if isinstance(value, str):
         words = [w.strip() for w in value.split(",") if w.strip()]
-    elif isinstance(value, list | tuple):
-        words = [str(w).strip() for w in value]
+    elif isinstance(value, list | tuple) and all(isinstance(w, str) for w in value):
+        words = [w.strip() for w in value]
     else:
-        raise ConfigError(source, "nemesis", f"expected a list of kinds or a comma-separated string, got {value!r}")
+        raise ConfigError(source, "nemesis", "expected a list of kinds or a comma-separated string, "
+                                             f"got a {type(value).__name__}")
     if words == ["all"]:
         return ALL_KINDS  # narrowed to what the cluster can apply by make_config
     if words in ([], ["none"]):
@@ -64,14 +72,15 @@ def parse_nemesis(value: Any, source: str = "<options>") -> tuple[str, ...]:
     if unknown:
         raise ConfigError(
             source, "nemesis",
-            f"unknown fault kind {unknown[0]!r}; choose from {', '.join(ALL_KINDS)}, 'all' or 'none'",
+            f"unknown fault kind {unknown[0][:40]!r}; choose from {', '.join(ALL_KINDS)}, 'all' or 'none'",
         )
     return tuple(k for k in ALL_KINDS if k in words)
 
 
 def _choice(source: str, key: str, value: Any, choices: tuple[Any, ...]) -> Any:
-    if value not in choices:
-        raise ConfigError(source, key, f"must be one of {', '.join(map(str, choices))}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, str | int) or value not in choices:
+        shown = repr(value) if isinstance(value, str | int) and len(repr(value)) <= 40 else type(value).__name__
+        raise ConfigError(source, key, f"must be one of {', '.join(map(str, choices))}, got {shown}")
     return value
 
 
@@ -81,12 +90,16 @@ def make_config(values: Mapping[str, Any], source: str = "<options>", base: Test
     for raw_key, value in values.items():
         key = str(raw_key).replace("-", "_")
         if key not in FIELDS:
-            raise ConfigError(source, str(raw_key), f"unknown key; known keys: {', '.join(FIELDS)}")
+            raise unknown_key(source, raw_key)
+        if key in known:
+            raise ConfigError(source, key, "given twice (as dashes and as underscores)")
         known[key] = value
     base = base or TestConfig()
     name = known.pop("name", base.name if _custom_name(base) else "")
     if not isinstance(name, str | type(None)):
-        raise ConfigError(source, "name", f"expected a string, got {name!r}")
+        raise ConfigError(source, "name", f"expected a string, got {type(name).__name__}")
+    if name:
+        name = read_name(source, "name", name)
     converted = {k: _convert(source, k, v) for k, v in known.items()}
     stated = {k: converted.pop(k) for k in RECORDED if k in converted}
     # "all" means every kind the backend applies: the default, or asked for in so many words.
@@ -142,8 +155,9 @@ def _convert(source: str, key: str, value: Any) -> Any:
     if key == "nemesis":
         return parse_nemesis(value, source)
     if key == "variant":
-        if value not in VARIANTS:
-            raise ConfigError(source, key, f"unknown variant {value!r}; choose one of: {', '.join(VARIANTS)}")
+        if not isinstance(value, str) or value not in VARIANTS:
+            shown = repr(value) if isinstance(value, str) and len(value) <= 40 else type(value).__name__
+            raise ConfigError(source, key, f"unknown variant {shown}; choose one of: {', '.join(VARIANTS)}")
         return value
     if key == "acks":
         if value in ("all", "-1", -1):
@@ -153,13 +167,14 @@ def _convert(source: str, key: str, value: Any) -> Any:
         return _choice(source, key, value, ACKS)
     if key == "nodes":
         return read_number(source, key, value, int, 1, MAX_NODES)
-    if key in ("topics", "partitions", "replication_factor", "min_insync_replicas", "concurrency"):
-        return read_number(source, key, value, int, 1)
+    if key in MAX_LAYOUT:
+        return read_number(source, key, value, int, 1, MAX_LAYOUT[key])
     if key in ("fault_duration", "quiet_period"):
         return read_range(source, key, value)
     if key in ("time_limit", "rate", "recovery_time", "op_timeout", "drain_timeout",
                "check_time_limit", "zk_session_timeout"):
-        return read_number(source, key, value, float, 0.0 if key == "recovery_time" else 0.01)
+        return read_number(source, key, value, float, 0.0 if key == "recovery_time" else 0.01,
+                           MAX_RATE if key == "rate" else MAX_SECONDS)
     if key in RECORDED:
         if not isinstance(value, bool):
             raise ConfigError(source, key, f"expected true or false, got {value!r}")
