@@ -61,6 +61,8 @@ from floodmark.node_event_kinds import (
     leader_epoch_of,
     partition_of,
 )
+from floodmark.plain_values import parse_json
+from floodmark.sources import read_source
 
 try:
     import orjson
@@ -245,6 +247,10 @@ _ABSENT: Any = object()
 
 
 def _short(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**40:
+        return "a number of more than 40 digits"
+    if isinstance(value, list | dict) :
+        return "a list" if isinstance(value, list) else "an object"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -256,27 +262,36 @@ def event_from_dict(d: Any, source: str = "<events>", line: int = 0) -> NodeEven
     for name in ("node", "seq", "kind"):
         if name not in d:
             raise NodeEventError(source, line, f"missing field {name!r}")
-    if not isinstance(d["seq"], int):
-        raise NodeEventError(source, line, f"seq must be an integer, got {d['seq']!r}")
-    kind = str(d["kind"])
+    seq, wall, node, kind = d["seq"], d.get("wall"), d["node"], d["kind"]
+    if type(seq) is not int or not 0 <= seq < 2**63:
+        raise NodeEventError(source, line, f"seq must be a non-negative integer, got {_short(seq)}")
+    if not isinstance(node, str) or not isinstance(kind, str):
+        raise NodeEventError(source, line, "node and kind must be strings")
+    if wall is None:
+        wall = 0.0
+    elif isinstance(wall, bool) or not isinstance(wall, int | float) or not -1e15 < wall < 1e15:
+        raise NodeEventError(source, line, f"wall must be a time in seconds, got {_short(wall)}")
     body, extra = _body(kind, d, 3 + ("wall" in d), source, line)
-    return NodeEvent(str(d["node"]), d["seq"], float(d.get("wall") or 0.0), body, extra)
+    return NodeEvent(node, seq, float(wall), body, extra)
 
 
 def iter_events(path: str | os.PathLike[str]) -> Iterator[NodeEvent]:
     """Read one node's event file. A torn last line (the node was killed) is ignored."""
     source = str(path)
-    with open(path, encoding="utf-8") as f:
-        lines = f.readlines()
+    try:
+        data = read_source(source)
+    except SourceError as e:
+        raise NodeEventError(source, e.line, e.problem) from None
+    lines = data.splitlines(keepends=True)
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:
-            d = json.loads(raw)
-        except json.JSONDecodeError as e:
-            if number == len(lines) and not raw.endswith("\n"):
+            d = parse_json(raw)
+        except ValueError as e:
+            if number == len(lines) and not raw.endswith(b"\n"):
                 return
-            raise NodeEventError(source, number, f"not valid JSON ({e.msg})") from None
+            raise NodeEventError(source, number, str(e)) from None
         yield event_from_dict(d, source, number)
 
 

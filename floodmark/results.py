@@ -22,6 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from floodmark.errors import SourceError
+
 Validity = bool | Literal["unknown"]
 
 
@@ -118,14 +120,17 @@ def write_results(path: str | os.PathLike[str], results: dict[str, Any]) -> None
 
 
 def read_results(path: str | os.PathLike[str]) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as f:
-        try:
-            data = json.load(f)
-        except RecursionError:
-            raise ValueError(f"{path}: not a results file (nested too deeply)") from None
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: not valid JSON at line {error.lineno}, column {error.colno}:"
-                             f" {error.msg}") from None
+    """A results file; ValueError (naming the file) when it is not one. Read once, as JSON
+    without NaN, lone surrogates or nesting deeper than the checkers ever write."""
+    from floodmark.plain_values import parse_json
+    from floodmark.sources import read_source
+
+    try:
+        data = parse_json(read_source(path))
+    except SourceError as error:
+        raise ValueError(str(error)) from None
+    except ValueError as error:
+        raise ValueError(f"{path}: not a results file: {error}") from None
     if not isinstance(data, dict) or "valid" not in data:
         raise ValueError(f"{path}: not a results file (no 'valid' field)")
     return data

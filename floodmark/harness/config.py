@@ -26,8 +26,8 @@ from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.run_config import (
     DEFAULT_NEMESIS,
     FIELDS,
-    SIMULATED_NEMESIS,
     MAX_SECONDS,
+    SIMULATED_NEMESIS,
     ConfigError,
     TestConfig,
     all_kinds,

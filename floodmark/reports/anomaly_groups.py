@@ -91,14 +91,21 @@ def checker_views(data: RunData, tables: ContextTables | None = None) -> list[Ch
             if not isinstance(anomaly, dict):
                 problems.append(f"results.json: an anomaly is not an object: {short_json(anomaly, 80)}")
                 continue
-            by_type.setdefault(str(anomaly.get("type", "untyped")), []).append(anomaly)
+            kind = anomaly.get("type", "untyped")
+            by_type.setdefault(kind if isinstance(kind, str) else short_json(kind, 40), []).append(anomaly)
         counts = result.get("anomaly_counts")
         reported: dict[str, Any] = counts if isinstance(counts, dict) else {}
         for kind, count in reported.items():
             if kind not in by_type and isinstance(count, int) and count > 0:
                 by_type[str(kind)] = []
-        groups = [_group(next(group_ids), str(name), kind, items, reported.get(kind), builder, tables, data)
-                  for kind, items in sorted(by_type.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+        groups = []
+        for kind, items in sorted(by_type.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            try:
+                groups.append(_group(next(group_ids), str(name), kind, items, reported.get(kind), builder, tables, data))
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as e:
+                # a malformed anomaly (a non-numeric offset, ops that are not a list) is a note in place
+                problems.append(f"results.json: {kind[:60]} anomalies could not be shown "
+                                f"({type(e).__name__}: {str(e)[:120]})")
         stats, omitted = flatten_stats(result.get("stats"))
         views.append(CheckerView(str(name), result.get("valid"), groups, stats, omitted, problems))
     rank = {False: 0, "unknown": 1}

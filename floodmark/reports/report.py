@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,21 +55,33 @@ def write_report(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | 
     with paused_gc():  # the charts build large acyclic structures too
         html = render_report(data, target.parent)
     tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(html, encoding="utf-8")
-    os.replace(tmp, target)
+    try:
+        # (a string the run recorded that is not Unicode text is shown replaced, never fatal)
+        tmp.write_text(html, encoding="utf-8", errors="replace")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)  # nothing written half is left behind
     return target
 
 
 def render_report(data: RunData, out_dir: Path) -> str:
+    """The report's HTML. A section whose input is malformed (a damaged results.json, odd
+    node events) becomes a note in its place; the rest of the report is still shown."""
     config = data.config
     concurrency = config.concurrency if config is not None else None
+    if concurrency is not None and not 0 < concurrency <= MAX_LANES:
+        data.warnings.append(f"concurrency {concurrency} is not plausible: lanes are packed by overlap instead")
+        concurrency = None
     history = data.history
     table = build_op_table(history, data.completion_of, concurrency)
-    faults = fault_intervals((history[i] for i in history.nemesis_indices), history.end_time)
+    faults = _section(data, "faults", list,
+                      lambda: fault_intervals((history[i] for i in history.nemesis_indices), history.end_time))
     tables = ContextTables()
-    checkers = checker_views(data, tables)
-    plots: list[Plot] = [latency_plot(table, faults), throughput_plot(table, faults)] if len(table) else []
-    partitions = [(lanes.label, render_partition_lanes(lanes)) for lanes in build_partition_lanes(data.events)]
+    checkers = _section(data, "the checkers' verdicts", list, lambda: checker_views(data, tables))
+    plots: list[Plot] = _section(data, "the plots", list, lambda: [latency_plot(table, faults),
+                                                                 throughput_plot(table, faults)] if len(table) else [])
+    partitions = _section(data, "the partition lanes", list, lambda: [
+        (lanes.label, render_partition_lanes(lanes)) for lanes in build_partition_lanes(data.events)])
     lin_anomalies = [a for c in checkers for g in c.groups for a in g.detailed if a.lin_charts]
     script = static_text("report.js")
     context: dict[str, Any] = {
@@ -87,7 +100,8 @@ def render_report(data: RunData, out_dir: Path) -> str:
         "faults": faults,
         "fault_kinds": _fault_legend(faults),
         "partitions": partitions,
-        "timeline": timeline_payload(table, faults, data.history, data.completion_of),
+        "timeline": _section(data, "the timeline", dict,
+                             lambda: timeline_payload(table, faults, data.history, data.completion_of)),
         "lin_anomalies": lin_anomalies,
         "files": _file_links(data, out_dir),
         "generated": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
@@ -97,6 +111,19 @@ def render_report(data: RunData, out_dir: Path) -> str:
         "op_count": len(data.history),
     }
     return environment().get_template("report.html.j2").render(context)
+
+
+MAX_LANES = 10_000  # a run's worker lanes in the timeline; more is a damaged configuration
+
+
+def _section(data: RunData, what: str, empty: Callable[[], Any], build: Callable[[], Any]) -> Any:
+    """``build()``, or (when the run's files are malformed in a way it trips on) an empty
+    section and a warning saying what could not be shown and why."""
+    try:
+        return build()
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as e:
+        data.warnings.append(f"{what} could not be shown: {type(e).__name__}: {str(e)[:200]}")
+        return empty()
 
 
 def _text(value: Any) -> str:

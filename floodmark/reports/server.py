@@ -42,6 +42,10 @@ class OutsideStore(Exception):
     """A request for a path that is not inside the store."""
 
 
+class UnusablePath(Exception):
+    """A request for a path the file system cannot follow (a symlink loop, a name too long)."""
+
+
 def resolve_in_store(root: Path, url_path: str) -> Path:
     """The file or directory a ``/store/...`` URL names, or OutsideStore.
 
@@ -55,7 +59,10 @@ def resolve_in_store(root: Path, url_path: str) -> Path:
     parts = [p for p in PurePosixPath("/" + relative).parts[1:]]
     if any(p in ("..", ".") for p in parts):
         raise OutsideStore(url_path)
-    target = root.joinpath(*parts).resolve()
+    try:
+        target = root.joinpath(*parts).resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError in 3.11), a name too long
+        raise UnusablePath(url_path) from None
     if target != root and root not in target.parents:
         raise OutsideStore(url_path)
     return target
@@ -103,6 +110,10 @@ class StoreHandler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.BAD_REQUEST, "The path is not valid UTF-8.")
         except (BrokenPipeError, ConnectionResetError):
             pass
+        except (UnusablePath, OSError, RuntimeError, ValueError):
+            # a symlink loop, a name too long, a file that vanished: the path cannot be served,
+            # and the client is told so rather than left without an answer
+            self._error(HTTPStatus.BAD_REQUEST, "That path cannot be served.")
 
     # --- the index -------------------------------------------------------------------
     def _index_page(self, query: dict[str, list[str]]) -> str:
@@ -178,7 +189,7 @@ class StoreHandler(BaseHTTPRequestHandler):
         for child in sorted(directory.iterdir(), key=lambda p: (not p.is_dir(), p.name)):
             try:
                 inside = child.resolve()
-            except OSError:
+            except (OSError, RuntimeError):
                 continue
             if inside != root and root not in inside.parents:
                 continue  # a symlink leading out of the store is not listed
