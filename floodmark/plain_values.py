@@ -23,17 +23,16 @@ MAX_INT_DIGITS = 400  # a 64-bit id has 20; beyond this a number is damage, not 
 _MAX_INT = 10**MAX_INT_DIGITS
 
 
-def value_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
+def value_problem(value: Any, max_depth: int = MAX_DEPTH, max_int_digits: int = MAX_INT_DIGITS) -> str | None:
     """What is wrong with a parsed value, or None when it is fit to hold."""
     if value is None or value is True or value is False:
         return None
-    kind = type(value)
-    if kind is str:
-        return None if value.isascii() else _text_problem(value)
-    if kind is int:
-        return None if -_MAX_INT < value < _MAX_INT else f"an integer of more than {MAX_INT_DIGITS} digits"
-    if kind is float:
-        return None if math.isfinite(value) else f"{value!r} is not a finite number"
+    if max_int_digits != MAX_INT_DIGITS:
+        return _walk(value, max_depth, 10**max_int_digits, max_int_digits)
+    return _walk(value, max_depth, _MAX_INT, MAX_INT_DIGITS)
+
+
+def _walk(value: Any, max_depth: int, max_int: int, digits: int) -> str | None:
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -42,7 +41,7 @@ def value_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
         elif isinstance(item, list | tuple | frozenset | set):
             children = item
         else:
-            problem = _scalar_problem(item)
+            problem = _scalar_problem(item, max_int, digits)
             if problem:
                 return problem
             continue
@@ -52,19 +51,19 @@ def value_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
             if isinstance(child, dict | list | tuple | frozenset | set):
                 stack.append((child, depth + 1))
             else:
-                problem = _scalar_problem(child)
+                problem = _scalar_problem(child, max_int, digits)
                 if problem:
                     return problem
     return None
 
 
-def _scalar_problem(item: Any) -> str | None:
+def _scalar_problem(item: Any, max_int: int = _MAX_INT, digits: int = MAX_INT_DIGITS) -> str | None:
     if isinstance(item, str):
         return None if item.isascii() else _text_problem(item)
     if isinstance(item, bool) or item is None:
         return None
     if isinstance(item, int):
-        return None if -_MAX_INT < item < _MAX_INT else f"an integer of more than {MAX_INT_DIGITS} digits"
+        return None if -max_int < item < max_int else f"an integer of more than {digits} digits"
     if isinstance(item, float):
         return None if math.isfinite(item) else f"{item!r} is not a finite number"
     return None
@@ -78,7 +77,7 @@ def _text_problem(text: str) -> str | None:
     return None
 
 
-def parse_json(raw: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
+def parse_json(raw: bytes | str, max_depth: int = MAX_DEPTH, max_int_digits: int = MAX_INT_DIGITS) -> Any:
     """One JSON text as a value fit to hold; raises ValueError with the problem in words.
 
     orjson (through :mod:`floodmark.fast_json`) already refuses NaN, infinities and lone
@@ -99,7 +98,7 @@ def parse_json(raw: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
     if strict and isinstance(value, int | float | str | bool) or value is None:
         return value
     if not strict or _brackets(raw) > max_depth:
-        problem = value_problem(value, max_depth)
+        problem = value_problem(value, max_depth, max_int_digits)
         if problem:
             raise ValueError(problem)
     return value

@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from floodmark.errors import SourceError
+
 # Chance that a fault is joined by an overlapping fault of another kind.
 OVERLAP_PROBABILITY = 0.25
 
@@ -80,15 +82,47 @@ class Schedule:
             raise ScheduleError(f"{source}: expected an object with a 'faults' list")
         faults = []
         for position, raw in enumerate(data["faults"]):
+            if not isinstance(raw, dict):
+                raise ScheduleError(f"{source}: fault {position}: expected an object")
             try:
                 fault = Fault(
-                    number=int(raw["number"]), kind=str(raw["kind"]), shape=str(raw["shape"]),
-                    start=float(raw["start"]), duration=float(raw["duration"]), seed=int(raw["seed"]),
+                    number=_whole(raw["number"], "number"), kind=_word(raw["kind"], "kind"),
+                    shape=_word(raw["shape"], "shape"), start=_seconds(raw["start"], "start"),
+                    duration=_seconds(raw["duration"], "duration"), seed=_whole(raw["seed"], "seed"),
                 )
-            except (KeyError, TypeError, ValueError) as e:
-                raise ScheduleError(f"{source}: fault {position}: missing or bad field ({e})") from None
+            except KeyError as e:
+                raise ScheduleError(f"{source}: fault {position}: missing field {e}") from None
+            except ValueError as e:
+                raise ScheduleError(f"{source}: fault {position}: {e}") from None
             faults.append(fault)
-        return Schedule(tuple(faults), float(data.get("time_limit", max((f.end for f in faults), default=0.0))))
+        try:
+            time_limit = (_seconds(data["time_limit"], "time_limit") if "time_limit" in data
+                          else max((f.end for f in faults), default=0.0))
+        except ValueError as e:
+            raise ScheduleError(f"{source}: {e}") from None
+        return Schedule(tuple(faults), time_limit)
+
+
+MAX_SCHEDULE_SECONDS = 7 * 24 * 3600.0  # as long as a configuration's time limit may be
+MAX_SCHEDULE_BYTES = 64 << 20
+
+
+def _whole(value: Any, name: str) -> int:
+    if type(value) is not int or not 0 <= value < 2**63:
+        raise ValueError(f"{name} must be a non-negative integer")
+    return value
+
+
+def _word(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= 100:
+        raise ValueError(f"{name} must be a name of 1 to 100 characters")
+    return value
+
+
+def _seconds(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_SCHEDULE_SECONDS:
+        raise ValueError(f"{name} must be a number of seconds from 0 to {MAX_SCHEDULE_SECONDS:g}")
+    return float(value)
 
 
 # (kind, shape, drawn duration, rng) -> how long the fault lasts: a shape defined against a
@@ -204,13 +238,15 @@ class ScheduleLog:
 
 def load_schedule(path: str | os.PathLike[str]) -> tuple[int | None, Schedule]:
     """Read the planned schedule (and the seed) back from a run's schedule.json."""
+    from floodmark.plain_values import parse_json
+    from floodmark.sources import read_source
+
     source = str(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise ScheduleError(f"{source}: cannot read ({e.strerror})") from None
-    except json.JSONDecodeError as e:
-        raise ScheduleError(f"{source}: not valid JSON (line {e.lineno}: {e.msg})") from None
+        data = parse_json(read_source(source, limit=MAX_SCHEDULE_BYTES))
+    except SourceError as e:
+        raise ScheduleError(str(e)) from None
+    except ValueError as e:
+        raise ScheduleError(f"{source}: not a schedule: {e}") from None
     seed = data.get("seed") if isinstance(data, dict) else None
-    return (int(seed) if isinstance(seed, int) else None), Schedule.from_dict(data, source)
+    return (seed if type(seed) is int and 0 <= seed < 2**63 else None), Schedule.from_dict(data, source)

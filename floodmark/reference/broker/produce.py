@@ -30,11 +30,13 @@ from floodmark.reference.protocol.messages import (
 )
 from floodmark.reference.runtime import Runtime
 
+MAX_PRODUCE_CHARS = 1 << 20  # Kafka's message.max.bytes: a larger batch is refused, not stored
+
 
 async def handle_produce(runtime: Runtime, replicas: ReplicaManager, request: ProduceRequest) -> ProduceResponse:
     topic, number = request.topic, request.partition
-    if not request.values:
-        return ProduceResponse(Errors.INVALID_REQUEST)
+    if not request.values or sum(len(v) for v in request.values) > MAX_PRODUCE_CHARS:
+        return ProduceResponse(Errors.INVALID_REQUEST)  # nothing, or more than one request may carry
     if request.acks not in (0, 1, ACKS_ALL):
         return ProduceResponse(Errors.INVALID_REQUEST)
     p, error = replicas.leader_error(topic, number)

@@ -10,7 +10,11 @@ the field, instead of a crash deep in the protocol code.
 On a connection every message travels in a *frame*: a 4-byte big-endian length followed by
 that many bytes of JSON ``{"id": correlation id, "body": message}``. The correlation id
 pairs a response with its request, so many requests can be in flight on one connection.
-Frames longer than :data:`MAX_FRAME_BYTES` are refused before they are read.
+Frames longer than :data:`MAX_FRAME_BYTES` are refused before they are read. A peer may
+send anything, so a frame's JSON must also be fit for the protocol: nested at most
+:data:`MAX_NESTING` deep, numbers finite, strings Unicode text, and a
+wait (``max_wait``, ``timeout``) of at most :data:`MAX_WAIT_SECONDS`; anything else is a
+:class:`WireError`, which a server answers by closing the connection with one log line.
 
 JSON is written with orjson when it is installed (the harness has it; a broker image may
 not), else with the standard library, and parsed by :mod:`floodmark.fast_json`: both ways
@@ -30,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from floodmark import fast_json
+from floodmark.plain_values import value_problem
 from floodmark.reference.protocol import messages
 
 try:
@@ -39,6 +44,11 @@ except ImportError:  # pragma: no cover - a node without orjson uses the standar
 
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 LENGTH_PREFIX = struct.Struct(">I")
+MAX_NESTING = 32  # messages nest a few levels; a frame nested deeper is not one of ours
+# Fields that make a node wait: a peer asking for longer than this is refused, never obeyed
+# (a fetch holding for 1e308 seconds would never be answered).
+WAIT_FIELDS = frozenset(("max_wait", "timeout"))
+MAX_WAIT_SECONDS = 300.0
 
 
 class WireError(ValueError):
@@ -179,13 +189,24 @@ def _plan(cls: type) -> tuple[_Field, ...] | None:
             return None
         hints = typing.get_type_hints(cls)
         plan = tuple(
-            _Field(f.name, _decoder_for(hints[f.name]),
+            _Field(f.name, _bounded_wait(f.name, _decoder_for(hints[f.name])) if f.name in WAIT_FIELDS
+                   else _decoder_for(hints[f.name]),
                    f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
                    _encoding_kind(hints[f.name]), _exact_types(hints[f.name]))
             for f in dataclasses.fields(cls)
         )
         _PLANS[cls] = plan
     return plan
+
+
+def _bounded_wait(name: str, decode: Decoder) -> Decoder:
+    def bounded(v: Any) -> Any:
+        value = decode(v)
+        if isinstance(value, int | float) and not 0 <= value <= MAX_WAIT_SECONDS:
+            raise _Mismatch(f"{name} must be from 0 to {MAX_WAIT_SECONDS:g} seconds, got {_describe(v)}")
+        return value
+
+    return bounded
 
 
 # Exact JSON types each plain hint accepts (``type(v) in ...``: a bool is not an int here).
@@ -257,11 +278,18 @@ def _plain_decoder(hint: Any, accepted: tuple[type, ...]) -> Decoder:
 
     def decode(v: Any) -> Any:
         if type(v) in accepted:
-            return float(v) if to_float else v
+            if to_float:
+                if type(v) is int and not -_FLOAT_INT < v < _FLOAT_INT:
+                    raise _Mismatch("expected a number, got an integer out of range")
+                return float(v)
+            return v
         raise _Mismatch(f"expected {expected}, got {_describe(v)}" if expected
                         else f"{_describe(v)} does not fit {hint}")
 
     return decode
+
+
+_FLOAT_INT = 2**63
 
 
 def _list_decoder(item: Decoder, plain: tuple[type, ...] | None) -> Decoder:
@@ -371,12 +399,25 @@ def _dumps(data: Any) -> bytes:
 
 
 def _loads(payload: bytes) -> Any:
+    """The JSON of a frame, fit for the protocol: nested at most :data:`MAX_NESTING` deep,
+    numbers finite, integers of at most 400 digits, strings Unicode text (a peer may send anything)."""
     try:
-        return fast_json.loads(payload)
+        value, strict = fast_json.parse(payload)
     except UnicodeDecodeError as e:
         raise WireError(f"frame is not UTF-8 (byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise WireError(f"frame is not valid JSON ({e.msg} at character {e.pos})") from None
+    except RecursionError:
+        raise WireError(f"frame is nested more than {MAX_NESTING} levels deep") from None
+    except ValueError as e:  # an integer literal past Python's conversion limit
+        raise WireError(f"frame holds an unusable number ({str(e)[:80]})") from None
+    # orjson took only finite numbers, 64-bit integers and Unicode text; what the standard
+    # library parsed, or what may nest too deep, is checked here.
+    if not strict or payload.count(b"[") + payload.count(b"{") > MAX_NESTING:
+        problem = value_problem(value, MAX_NESTING)
+        if problem:
+            raise WireError(f"frame holds {problem}")
+    return value
 
 
 def decode_payload(payload: bytes) -> tuple[int, Any]:

@@ -29,7 +29,7 @@ import logging
 from typing import Any
 
 from floodmark.reference.protocol import wire
-from floodmark.reference.protocol.messages import ErrorResponse
+from floodmark.reference.protocol.messages import ErrorResponse, Errors
 from floodmark.reference.runtime import Handler
 
 UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"  # a handler raised instead of answering
@@ -238,6 +238,9 @@ class TcpNetwork:
             frame = wire.encode_frame(correlation_id, response)
         except asyncio.CancelledError:
             raise
+        except wire.WireError as e:  # a field the protocol cannot carry: a protocol error, not a bug
+            self._log.warning("cannot answer %s from %s: %s", type(message).__name__, sender, e)
+            frame = wire.encode_frame(correlation_id, ErrorResponse(Errors.INVALID_REQUEST, str(e)[:200]))
         except Exception as e:  # a handler bug must not take the node down; the caller hears of it
             self._log.exception("handler failed on %s from %s", type(message).__name__, sender)
             frame = wire.encode_frame(correlation_id, ErrorResponse(UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}"))
