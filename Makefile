@@ -3,7 +3,7 @@ PYTHON ?= python3
 STAMP  := build/.deps-stamp
 PYTEST := $(PYTHON) -m pytest
 
-.PHONY: deps chaos test test-chaos lint typecheck unit images bench clean
+.PHONY: deps chaos test test-chaos lint typecheck unit images bench clean fuzz
 
 $(STAMP): pyproject.toml scripts/install-deps.sh
 	PYTHON=$(PYTHON) bash scripts/install-deps.sh
@@ -43,3 +43,8 @@ bench: deps
 clean:
 	floodmark cleanup || true
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache test-artifacts
+
+## The long fuzz run for nightly use: 10,000 generated and mutated inputs per reader; failing
+## inputs are kept in tests/fuzz_regressions/ (replayed by `make test`).
+fuzz: deps
+	$(PYTHON) scripts/fuzz.py --examples $${FUZZ_EXAMPLES:-10000}

@@ -1,0 +1,32 @@
+"""Property-based tests: every reader accepts or refuses (one line) generated and mutated
+inputs, never a traceback; every failing input ever found is replayed as a regression.
+
+The number of examples per reader is ``FLOODMARK_FUZZ_EXAMPLES`` (120 in ``make test``, so the
+whole file stays within about a minute; ``make fuzz`` runs 10,000 per reader).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from fuzz_readers import TARGETS, inputs, regression_cases, run_target
+from hypothesis import HealthCheck, given, settings
+
+EXAMPLES = int(os.environ.get("FLOODMARK_FUZZ_EXAMPLES", "120"))
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_a_reader_accepts_or_refuses_in_one_line(target: str) -> None:
+    @settings(max_examples=EXAMPLES, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(inputs(target))
+    def check(data: bytes) -> None:
+        run_target(target, data)
+
+    check()
+
+
+@pytest.mark.parametrize(("target", "path"), regression_cases(), ids=lambda v: getattr(v, "name", v))
+def test_every_input_that_once_failed_is_handled(target: str, path) -> None:
+    run_target(target, path.read_bytes())

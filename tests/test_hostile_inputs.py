@@ -1,0 +1,147 @@
+"""What a hostile user meets: every input read once, refused in one line, never a wrong verdict."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import subprocess
+import sys
+import threading
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from floodmark.errors import EXIT_BAD_ARGUMENTS, EXIT_INVALID, EXIT_VALID, SourceError
+from floodmark.formats import edn
+from floodmark.formats.jepsen_text import parse_text_history
+from floodmark.harness.config import load_config
+from floodmark.run_config import ConfigError
+from floodmark.sources import read_source
+
+REPO = Path(__file__).resolve().parents[1]
+INVALID_EDN = b"{:process 0 :type :invoke :f :write :value 1}\n{:process 0 :type :ok :f :write :value 1}\n" \
+              b"{:process 1 :type :invoke :f :read :value nil}\n{:process 1 :type :ok :f :read :value 2}\n"
+VALID_EDN = INVALID_EDN.replace(b":value 2}", b":value 1}")
+
+
+def floodmark(*args: str, stdin: bytes | None = None, module: str = "floodmark") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", module, *args], input=stdin.decode() if stdin else None,
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_a_piped_history_is_read_once_and_judged() -> None:
+    for path in ("-", "/dev/stdin"):
+        done = floodmark("check", path, stdin=INVALID_EDN)
+        assert done.returncode == EXIT_INVALID, done.stderr
+        assert done.stdout.startswith("INVALID")
+
+
+def test_a_completion_with_no_invocation_is_unusable_input(tmp_path: Path) -> None:
+    path = tmp_path / "h.edn"
+    path.write_bytes(b"{:process 3 :type :ok :f :read :value 1}\n")
+    done = floodmark("check", str(path))
+    assert done.returncode == EXIT_BAD_ARGUMENTS
+    assert f"{path}:1: a ok completion of process 3 with no invocation open" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_batch_checks_every_file_and_exits_with_the_worst(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.edn", tmp_path / "bad.edn"
+    good.write_bytes(VALID_EDN)
+    bad.write_bytes(INVALID_EDN)
+    done = floodmark("check", str(good), str(tmp_path / "missing.edn"), str(bad))
+    assert done.returncode == EXIT_BAD_ARGUMENTS
+    assert f"VALID    {good}" in done.stdout and f"INVALID  {bad}" in done.stdout
+    assert done.stderr.count("\n") == 1 and "missing.edn: cannot read: no such file" in done.stderr
+    assert floodmark("check", str(good), str(bad)).returncode == EXIT_INVALID
+    assert floodmark("check", str(good)).returncode == EXIT_VALID
+
+
+def test_the_cli_module_run_directly_reports_usage_errors_without_a_traceback() -> None:
+    done = floodmark("check", "/nonexistent", module="floodmark.cli")
+    assert done.returncode == EXIT_BAD_ARGUMENTS and "Traceback" not in done.stderr
+    assert "/nonexistent: cannot read: no such file or directory" in done.stderr
+
+
+def test_a_fifo_without_a_writer_is_refused_not_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    with pytest.raises(SourceError, match="no writer"):
+        read_source(fifo, writer_wait=0.2)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(b"abc"))
+    writer.start()
+    assert read_source(fifo, writer_wait=10) == b"abc"
+    writer.join()
+
+
+def test_an_endless_binary_source_is_refused_at_its_first_block() -> None:
+    with pytest.raises(SourceError, match="NUL byte"):
+        read_source("/dev/zero")
+
+
+def test_jepsen_text_fields_separated_by_runs_of_spaces_read_like_tabs() -> None:
+    tabs = "INFO  jepsen.util - 3\t:invoke\t:cas\t[1 4]\nINFO  jepsen.util - 3\t:ok\t:cas\t[1 4]\n"
+    spaces = tabs.replace("\t", "    ")
+    assert parse_text_history(spaces) == parse_text_history(tabs)
+    assert parse_text_history(spaces)[0].value == [1, 4]
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("1/0", "divides by zero"), ("1" * 401 + "/3", "characters"), ("[" * 5000, "nested more than"),
+    ("#_ " * 5000 + "1", "nested more than"), ("#a " * 5000 + "1", "nested more than"),
+    ("{[1] 1 [1] 2}", "twice"), ('"\\ud800"', "surrogate"), ("1e400", "out of range"),
+])
+def test_hostile_edn_is_one_line_naming_the_problem(text: str, problem: str) -> None:
+    with pytest.raises(edn.EdnError, match=problem):
+        edn.loads(text, "x.edn")
+
+
+def test_edn_tags_with_collection_values_can_be_map_keys() -> None:
+    assert edn.loads("{#t [1 2] :x}") == {edn.Tagged("t", (1, 2)): edn.Keyword("x")}
+
+
+def test_reading_a_long_edn_string_takes_memory_linear_in_it() -> None:
+    text = '"' + "x" * 4_000_000 + '"'
+    tracemalloc.start()
+    assert len(edn.loads(text)) == 4_000_000
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 10 * len(text)
+
+
+@pytest.mark.parametrize(("yaml_text", "problem"), [
+    ("time_limit: .inf\n", "finite"), ("rate: .nan\n", "finite"), ("topics: 1000000000\n", "at most"),
+    ("time_limit: 1" + "0" * 400 + "\n", "at most"), ("variant: [a]\n", "unknown variant"),
+    ("seed: 1\nseed: 2\n", "given twice"), ("tim_limit: 3\n", "did you mean 'time_limit'"),
+    ("name: ../../etc\n", "directory name"), ("name: " + "x" * 100_000 + "\n", "at most 100 characters"),
+])
+def test_absurd_configuration_is_refused_naming_the_key(tmp_path: Path, yaml_text: str, problem: str) -> None:
+    path = tmp_path / "test.yaml"
+    path.write_text(yaml_text)
+    with pytest.raises(ConfigError, match=problem) as refused:
+        load_config(path)
+    assert str(refused.value).startswith(str(path)) and "\n" not in str(refused.value)
+
+
+def test_serve_answers_400_to_a_symlink_loop_and_an_over_long_path(tmp_path: Path) -> None:
+    from floodmark.reports.server import make_server
+
+    store = tmp_path / "store"
+    store.mkdir()
+    os.symlink(store / "loop", store / "loop")
+    server = make_server(store, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host, port = server.server_address[:2]
+        for path in ("/store/loop/x", "/store/" + "a" * 5000):
+            conn = http.client.HTTPConnection(str(host), int(port), timeout=60)
+            conn.request("GET", path)
+            assert conn.getresponse().status == 400
+            conn.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
