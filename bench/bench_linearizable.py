@@ -1,8 +1,11 @@
 """Linearizability checking time: the reference histories, and generated ones by concurrency.
 
     python bench/bench_linearizable.py [--histories DIR] [--repeat 5] [--ops 2000] [--time-limit 30]
+                                       [--etcd DIR] [--porcupine-kv DIR]
 
-Prints, for every history in ``EXPECTED.tsv``, the verdict, whether it matches, and the median
+First, beside Porcupine v1.3.0's figures on this machine: the start-up of ``floodmark check``,
+the whole-process CPU time of checking a batch of Jepsen etcd histories in one process, and
+the check-only time of Porcupine's key-value histories. Then, for every history in ``EXPECTED.tsv``, the verdict, whether it matches, and the median
 checking time (CPU seconds of this process, so other load on the machine does not inflate
 it) over ``--repeat`` runs; then, for generated ``log-lin`` and CAS-register histories with
 10, 50 and 100 concurrent processes, the median time for the correct history and for the
@@ -17,6 +20,7 @@ import csv
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -93,6 +97,57 @@ def generated(ops: int, repeat: int, time_limit: float) -> None:
 
 
 
+# Porcupine v1.3.0's figures on this machine (issue #13): its check time per batch or file.
+PORCUPINE_ETCD_BATCH = (99, 0.47)  # 99 Jepsen etcd histories, seconds in all
+PORCUPINE_KV_MS = {"c10-ok.txt": 1.8, "c10-bad.txt": 1.6, "c50-ok.txt": 409.0, "c50-bad.txt": 55.0}
+
+
+def _child_cpu(command: list[str]) -> tuple[float, float, int]:
+    """(CPU seconds, wall seconds, exit code) of a whole ``floodmark`` process."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall, done.returncode
+
+
+def against_porcupine(directory: Path, etcd_dir: Path | None, kv_dir: Path | None, repeat: int) -> None:
+    """Whole-process and check-only times beside Porcupine's (the best of ``repeat`` runs)."""
+    print(f"== against Porcupine v1.3.0 (best of {repeat}; CPU seconds of the whole process) ==")
+    python = [sys.executable, "-m", "floodmark"]
+    startup = min(_child_cpu(python + ["check", "--help"])[0] for _ in range(repeat))
+    bare = min(_child_cpu([sys.executable, "-c", "pass"])[0] for _ in range(repeat))
+    print(f"start-up: floodmark check --help {startup:.3f} s (a bare interpreter: {bare:.3f} s; target 0.1 s)")
+    etcd = sorted((etcd_dir or directory / "porcupine/jepsen-etcd").glob("*.log"))
+    if etcd:
+        runs = [_child_cpu(python + ["check", *map(str, etcd)]) for _ in range(repeat)]
+        cpu, wall = min(r[0] for r in runs), min(r[1] for r in runs)
+        count, seconds = PORCUPINE_ETCD_BATCH
+        anchor = seconds * len(etcd) / count
+        print(f"etcd batch: {len(etcd)} histories in one process: {cpu:.3f} CPU s ({wall:.3f} s wall); "
+              f"Porcupine {anchor:.3f} s ({seconds} s for {count}, scaled); ratio {cpu / anchor:.2f}")
+    kv = kv_dir or directory / "porcupine/kv"
+    for name, porcupine_ms in PORCUPINE_KV_MS.items():
+        path = kv / name
+        if not path.is_file():
+            print(f"kv {name:12} (not here: pass --porcupine-kv DIR with Porcupine's test_data/kv)")
+            continue
+        loaded = load_history(path)
+        checker = LinearizableChecker(model="kv")
+        valid, median, _ = timed(checker, CheckInput(loaded.ops), max(repeat, 5))
+        print(f"kv {name:12} check only {median * 1e3:8.2f} ms  {str(valid):5}  Porcupine {porcupine_ms:6.1f} ms  "
+              f"ratio {median * 1e3 / porcupine_ms:.2f}")
+    from floodmark.checkers.synthetic_lin import kv_run, stale_get
+
+    for label, run in (("synthetic 50 clients ok", kv_run(7, ops=2000, processes=50)),
+                       ("synthetic 10 clients stale get", stale_get(kv_run(7, ops=337, processes=10), 3))):
+        valid, median, stats = timed(LinearizableChecker(model="kv"), CheckInput(run.history), repeat)
+        print(f"kv {label:30} check only {median * 1e3:8.2f} ms  {str(valid):5}  "
+              f"{stats['configurations_explored']} configurations")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--histories", type=Path,
@@ -101,9 +156,14 @@ def main() -> int:
     parser.add_argument("--ops", type=int, default=2000)
     parser.add_argument("--time-limit", type=float, default=30.0)
     parser.add_argument("--skip-generated", action="store_true")
+    parser.add_argument("--etcd", type=Path, default=None,
+                        help="a folder of Jepsen etcd logs for the whole-process batch (default: the reference ones)")
+    parser.add_argument("--porcupine-kv", type=Path, default=None,
+                        help="Porcupine's test_data/kv, for the c50 figures")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
           f"reference loop {machine_speed():.2f} CPU s (about 0.3 s when idle)")
+    against_porcupine(args.histories, args.etcd, args.porcupine_kv, args.repeat)
     if (args.histories / "EXPECTED.tsv").is_file():
         reference(args.histories, args.repeat, args.time_limit)
     else:
