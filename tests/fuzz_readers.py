@@ -101,9 +101,10 @@ def _edn(value: Any) -> str:
 def edn_history(draw: Any) -> bytes:
     ops = []
     for _ in range(draw(st.integers(0, 8))):
-        ops.append("{:process %d, :type :%s, :f :%s, :value %s}" % (
-            draw(st.integers(0, 3)), draw(st.sampled_from(("invoke", "ok", "fail", "info"))),
-            draw(st.sampled_from(("read", "write", "cas", "get", "append"))), _edn(draw(_values))))
+        process = draw(st.integers(0, 3))
+        op_type = draw(st.sampled_from(("invoke", "ok", "fail", "info")))
+        f = draw(st.sampled_from(("read", "write", "cas", "get", "append")))
+        ops.append(f"{{:process {process}, :type :{op_type}, :f :{f}, :value {_edn(draw(_values))}}}")
     vector = draw(st.booleans())
     return (("[" + "\n".join(ops) + "]") if vector else "\n".join(ops)).encode()
 
