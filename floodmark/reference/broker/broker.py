@@ -341,6 +341,12 @@ class Broker:
             return handle_offset_for_leader_epoch(self.runtime, replicas, message)
         if isinstance(message, MetadataRequest):
             return self.metadata.describe(message)
+        if isinstance(message, (LeaderAndIsrRequest, StopReplicaRequest)) and not self.incarnation:
+            # KIP-380's gap at start-up: a deposed controller, cut off from ZooKeeper, may
+            # still be retrying a request for this broker's previous incarnation (a restarted
+            # broker with an empty log once became leader that way). Judge it once this
+            # process knows its own incarnation.
+            await self.session.wait_registered()
         if isinstance(message, LeaderAndIsrRequest):
             if (self.session.unclean_recovery and message.broker_incarnation
                     and not replicas.stale_incarnation(message.broker_incarnation)):

@@ -6,7 +6,9 @@ Some of a broker's state changes over its life and is read by several of its par
   is lost (the replica manager writes ISR changes and log directory events with it, the
   heartbeat finds the controller through it);
 * the **incarnation** (KIP-343): the czxid of its current ``/brokers/ids/<id>`` node,
-  changed by every re-registration; requests from or for an older incarnation are refused;
+  changed by every re-registration; requests from or for an older incarnation are refused,
+  and controller requests that reach a process before it first registered wait until it
+  knows its incarnation;
 * **self-fenced** (KIP-343): which incarnation stopped acting as leader after hearing
   nothing from the controller for too long; a newer incarnation that the controller hears
   ends it;
@@ -24,6 +26,8 @@ controller) are lent it to read.
 
 from __future__ import annotations
 
+import asyncio
+
 from floodmark.reference.runtime import Coordination
 
 
@@ -31,6 +35,7 @@ class BrokerSession:
     def __init__(self) -> None:
         self._zk: Coordination | None = None
         self._incarnation = 0
+        self._registered = asyncio.Event()
         self._fenced_incarnation: int | None = None
         self._stopping = False
         self._unclean_recovery = False
@@ -70,6 +75,12 @@ class BrokerSession:
 
     def registered(self, incarnation: int) -> None:
         self._incarnation = incarnation
+        self._registered.set()
+
+    async def wait_registered(self) -> None:
+        """Until this process first registered, it cannot tell a request meant for it from
+        one a deposed controller still retries for its previous incarnation."""
+        await self._registered.wait()
 
     def fence(self) -> None:
         self._fenced_incarnation = self._incarnation
