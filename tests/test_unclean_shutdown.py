@@ -23,8 +23,16 @@ from dataclasses import dataclass
 import pytest
 from broker_fixtures import SimCluster
 
+from floodmark.reference.broker.broker import Broker
 from floodmark.reference.protocol import zk_layout as zk
-from floodmark.reference.protocol.messages import ProduceRequest, ProduceResponse
+from floodmark.reference.protocol.messages import (
+    Errors,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    PartitionState,
+    ProduceRequest,
+    ProduceResponse,
+)
 
 ACKED_BATCHES = 40
 
@@ -188,3 +196,54 @@ def test_the_last_in_sync_replica_killed_loses_nothing(variant: str) -> None:
         assert (out.final.leader, out.final.isr) == (zk.NO_LEADER, ())
     else:
         assert out.final.leader == 2 and held(out.logs["n2"], out.acked)
+
+
+# ----------------------------------------------------------------------------- before registering
+
+
+def test_a_restarted_broker_ignores_what_a_deposed_controller_meant_for_its_previous_incarnation() -> None:
+    """The random faults found a second way in (KIP-380's gap at start-up).
+
+    A controller cut off from ZooKeeper keeps retrying its requests until they are
+    delivered. If the broker they are for lost power and restarts, the retried LeaderAndIsr,
+    meant for the previous incarnation, reaches a process that has not registered yet and so
+    cannot tell it is stale. Acted on, it made a broker with an empty log leader in the
+    epoch its followers were following it in; they truncated to it. The broker holds such a
+    request until it knows its own incarnation, and then refuses it.
+    """
+    cluster = SimCluster(seed=3, nodes=4)
+    world = cluster.world
+    cluster.create_topic("t", 1, 3, min_isr=2, assignment={0: (2, 3, 4)})
+    result = cluster.send("t", 0, [f"v{i}" for i in range(20)])
+    assert result.status == "ok"
+    previous = cluster.brokers["n2"].incarnation
+    state = cluster.state("t", 0)
+    assert state is not None and state.leader == 2
+    stale = LeaderAndIsrRequest(
+        controller_id=1, controller_epoch=state.controller_epoch, broker_incarnation=previous,
+        partitions=(PartitionState("t", 0, 2, state.leader_epoch, state.isr, state.zk_version, (2, 3, 4),
+                                   state.controller_epoch),),
+        live_leaders=())
+    cluster.crash("n2")
+    world.restart("n2")
+    broker = Broker(world.runtime("n2"), cluster.configs["n2"])
+    cluster.brokers["n2"] = broker
+    starting = world.runtime("n2").spawn(broker.start(), name="start")
+
+    async def retry_until_delivered() -> object:
+        while True:  # as the deposed controller's channel does
+            try:
+                return await cluster.client.network.request("n2", stale, 30.0)
+            except (ConnectionError, TimeoutError):
+                await cluster.client.sleep(0.01)
+
+    response = cluster.run(retry_until_delivered())
+    assert starting.done() or broker.incarnation > previous
+    assert response == LeaderAndIsrResponse(Errors.STALE_BROKER_EPOCH)
+    world.run_for(20.0)
+    assert cluster.consume_all("t", 0) == [f"v{i}" for i in range(20)]
+    events = world.events("n2")
+    restarted = max(i for i, e in enumerate(events) if e.kind == "started")
+    assert [e for e in events[restarted:] if e.kind == "became_leader" and e["leader_epoch"] == state.leader_epoch] == []
+    assert world.failures == [], world.failures
+    cluster.close()
