@@ -95,9 +95,9 @@ def run(seed: int, episodes: int = 4, variant: str = "default") -> list[str]:
 
 
 # Of seeds 1-40, eleven lost acknowledged records before KIP-966 and the start-up hold of
-# controller requests (1 and 24 among these), four with the no-kip-966 variant (14, 24, 29);
+# controller requests (1 and 24 among these), four with the no-kip-966 variant (24 and 29);
 # the schedules shift whenever the protocol's timing does.
-@pytest.mark.parametrize("seed", [1, 14, 24, 29])
+@pytest.mark.parametrize("seed", [1, 24, 29])
 def test_no_acknowledged_write_is_lost_when_faults_hit_the_controller(seed: int) -> None:
     applied = run(seed)
     assert any(e.startswith("power-loss") for e in applied), applied

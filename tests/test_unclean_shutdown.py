@@ -24,6 +24,8 @@ import pytest
 from broker_fixtures import SimCluster
 
 from floodmark.reference.broker.broker import Broker
+from floodmark.reference.broker.config import BrokerConfig
+from floodmark.reference.log.log_dirs import CLEAN_SHUTDOWN_FILE
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import (
     Errors,
@@ -33,6 +35,7 @@ from floodmark.reference.protocol.messages import (
     ProduceRequest,
     ProduceResponse,
 )
+from floodmark.reference.sim import SimWorld
 
 ACKED_BATCHES = 40
 
@@ -247,3 +250,71 @@ def test_a_restarted_broker_ignores_what_a_deposed_controller_meant_for_its_prev
     assert [e for e in events[restarted:] if e.kind == "became_leader" and e["leader_epoch"] == state.leader_epoch] == []
     assert world.failures == [], world.failures
     cluster.close()
+
+
+# ----------------------------------------------------------------------------- the broker's side
+
+
+def registration(cluster: SimCluster, broker_id: int) -> zk.BrokerRegistration:
+    data, stat = cluster.world.zk.get(zk.broker_path(broker_id))
+    return zk.decode_broker(broker_id, data, stat.czxid)
+
+
+def test_a_killed_broker_says_so_until_a_controller_took_it_out_of_the_isrs() -> None:
+    cluster = SimCluster(seed=4, nodes=4)
+    world = cluster.world
+    cluster.create_topic("t", 1, 3, min_isr=2, assignment={0: (2, 3, 4)})
+    assert cluster.send("t", 0, ["a", "b"]).status == "ok"
+    cluster.kill("n3")
+    world.restart("n3")
+    broker = Broker(world.runtime("n3"), cluster.configs["n3"])
+    cluster.brokers["n3"] = broker
+    said: list[bool] = []
+
+    async def watch_registration() -> None:  # what the registration said when it appeared
+        while world.zk.exists(zk.broker_path(3)) is None or not broker.incarnation:
+            await cluster.client.sleep(0.0005)
+        said.append(registration(cluster, 3).unclean_shutdown)
+
+    watching = cluster.client.spawn(watch_registration(), name="watch")
+    cluster.run(broker.start())
+    world.run_until(watching.done, 10.0)
+    assert said == [True]
+    world.run_for(5.0)
+    assert not registration(cluster, 3).unclean_shutdown and not broker.session.unclean_recovery
+    state = cluster.state("t", 0)
+    assert state is not None and 3 in state.isr  # back by catching up, as any follower
+    assert cluster.values("n3", "t", 0) == ["a", "b"]
+    assert world.failures == [], world.failures
+    cluster.close()
+
+
+def test_a_clean_restart_says_nothing_and_keeps_its_place() -> None:
+    cluster = SimCluster(seed=4, nodes=4)
+    cluster.create_topic("t", 1, 3, min_isr=2, assignment={0: (2, 3, 4)})
+    assert cluster.send("t", 0, ["a", "b"]).status == "ok"
+    cluster.run(cluster.brokers["n3"].stop())
+    cluster.crash("n3")  # the process exits: its clean shutdown left nothing unsynced
+    cluster.restart("n3")
+    assert not registration(cluster, 3).unclean_shutdown
+    assert not any(e.get("broker") == 3 and "unclean" in e.get("why", "")
+                   for name in cluster.names for e in cluster.events(name, "broker_state"))
+    assert cluster.values("n3", "t", 0) == ["a", "b"]
+    assert cluster.world.failures == [], cluster.world.failures
+    cluster.close()
+
+
+def test_no_clean_shutdown_while_no_controller_has_acknowledged_the_unclean_recovery() -> None:
+    world = SimWorld(seed=2)
+    try:
+        runtime = world.add_node("n1")
+        config = BrokerConfig(broker_id=1, log_dirs=("/data/a",), controller_candidate=False,
+                              broker_fence_timeout=None, request_timeout=0.5)
+        world.disk("n1").make_dirs("/data/a/t-0")  # a replica, and no clean shutdown marker
+        broker = Broker(runtime, config)
+        world.run(broker.start())
+        assert broker.session.unclean_recovery  # no controller ever sends it anything
+        world.run(broker.stop())
+        assert not world.disk("n1").exists(f"/data/a/{CLEAN_SHUTDOWN_FILE}")
+    finally:
+        world.close()
