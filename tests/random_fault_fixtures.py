@@ -120,5 +120,7 @@ def check_high_watermarks_never_decrease(cluster: SimCluster, seed: int) -> None
                 seen = {}  # a power loss may take unsynced records below the HW with it
             elif isinstance(body, HwChanged):
                 key = (body.topic, body.partition, body.leader_epoch)
-                assert body.high_watermark >= seen.get(key, -1), (seed, name, event)
+                assert body.high_watermark >= seen.get(key, -1), (
+                    f"seed {seed}: the HW of {body.topic}-{body.partition} on {name} fell in leader "
+                    f"epoch {body.leader_epoch} from {seen[key]} to {body.high_watermark}")
                 seen[key] = body.high_watermark

@@ -161,8 +161,8 @@ def test_the_last_isr_member_back_from_an_unclean_shutdown_does_not_lead(world: 
     told = cluster.brokers[a].leader_epochs[m.TopicPartition("t", 0)]  # told only once out of the ISR
     assert (told.leader, told.isr, told.leader_epoch) == (zk.NO_LEADER, (), s.leader_epoch)
     controller = cluster.brokers[cluster.controller_id()].node
-    recovered = [e for e in world.events(controller) if e.kind == "broker_state" and e.get("broker") == a
-                 and "unclean shutdown" in e.get("why", "")]
+    recovered = [e.body for e in world.events(controller) if isinstance(e.body, BrokerState)
+                 and e.body.broker == a and "unclean shutdown" in (e.body.why or "")]
     assert len(recovered) == 1
 
 

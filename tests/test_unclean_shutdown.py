@@ -23,6 +23,13 @@ from dataclasses import dataclass
 import pytest
 from broker_fixtures import SimCluster
 
+from floodmark.node_events import (
+    BecameLeader,
+    BrokerState,
+    ControllerResigned,
+    LeaderElected,
+    Started,
+)
 from floodmark.reference.broker.broker import Broker
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.log.log_dirs import CLEAN_SHUTDOWN_FILE
@@ -82,8 +89,8 @@ def isolated_controller_sequence(variant: str, *, power_loss: bool) -> Outcome:
                            and zk.decode_controller(world.zk.get(zk.CONTROLLER)[0]) != 1, 30.0)
     registration, election = world.zk.exists(zk.broker_path(2)), world.zk.exists(zk.CONTROLLER)
     assert registration is not None and election is not None and registration.czxid < election.czxid
-    assert world.run_until(lambda: bool(cluster.events("n1", "controller_resigned")), 20.0)
-    assert [e for e in cluster.events("n1", "leader_elected") if e["leader_epoch"] > 0] == []
+    assert world.run_until(lambda: bool(cluster.events("n1", ControllerResigned)), 20.0)
+    assert [e for e in cluster.events("n1", LeaderElected) if e.leader_epoch > 0] == []
     world.run_for(10.0)
     world.heal()
     world.run_for(20.0)
@@ -111,8 +118,8 @@ def test_power_loss_of_the_leader_while_the_controller_is_isolated_loses_nothing
     # n2 caught up as a follower and is back in the ISR.
     assert out.final.leader in (3, 4) and out.final.leader_epoch > out.leader_before.leader_epoch
     assert 2 in out.final.isr and out.cluster.values("n2", "t", 0)[:len(out.acked)] == out.read[:len(out.acked)]
-    recovered = [e for name in ("n3", "n4") for e in out.cluster.events(name, "broker_state")
-                 if e.get("broker") == 2 and "unclean shutdown" in e.get("why", "")]
+    recovered = [e for name in ("n3", "n4") for e in out.cluster.events(name, BrokerState)
+                 if e.broker == 2 and "unclean shutdown" in (e.why or "")]
     assert len(recovered) == 1
     finish(out)
 
@@ -245,9 +252,9 @@ def test_a_restarted_broker_ignores_what_a_deposed_controller_meant_for_its_prev
     assert response == LeaderAndIsrResponse(Errors.STALE_BROKER_EPOCH)
     world.run_for(20.0)
     assert cluster.consume_all("t", 0) == [f"v{i}" for i in range(20)]
-    events = world.events("n2")
-    restarted = max(i for i, e in enumerate(events) if e.kind == "started")
-    assert [e for e in events[restarted:] if e.kind == "became_leader" and e["leader_epoch"] == state.leader_epoch] == []
+    events = [e.body for e in world.events("n2")]
+    restarted = max(i for i, e in enumerate(events) if isinstance(e, Started))
+    assert [e for e in events[restarted:] if isinstance(e, BecameLeader) and e.leader_epoch == state.leader_epoch] == []
     assert world.failures == [], world.failures
     cluster.close()
 
@@ -297,8 +304,8 @@ def test_a_clean_restart_says_nothing_and_keeps_its_place() -> None:
     cluster.crash("n3")  # the process exits: its clean shutdown left nothing unsynced
     cluster.restart("n3")
     assert not registration(cluster, 3).unclean_shutdown
-    assert not any(e.get("broker") == 3 and "unclean" in e.get("why", "")
-                   for name in cluster.names for e in cluster.events(name, "broker_state"))
+    assert not any(e.broker == 3 and "unclean" in (e.why or "")
+                   for name in cluster.names for e in cluster.events(name, BrokerState))
     assert cluster.values("n3", "t", 0) == ["a", "b"]
     assert cluster.world.failures == [], cluster.world.failures
     cluster.close()
