@@ -4,11 +4,12 @@ A broker's life, after the V3 design and KIP-343:
 
 * **Start-up.** Open the log directories (a directory that fails goes offline at once), read
   the HW checkpoints and the clean shutdown markers (removing them), open a ZooKeeper
-  session and start serving. Read the assignment and
-  state of every local replica: replicas the assignment no longer gives this broker are
-  deleted; the others are opened, which recovers their logs (a torn tail is cut here, before
-  anything is served), and wait without a role for the controller's LeaderAndIsr, which the
-  controller sends every newly registered broker. Then register as the ephemeral
+  session and start serving. Read the assignment and state of every local replica: replicas
+  the assignment no longer gives this broker are deleted; the others are opened, which
+  recovers their logs (a torn tail is cut here, before anything is served), and wait without
+  a role for the controller's LeaderAndIsr, which the controller sends every newly
+  registered broker (a controller request that arrives before the broker has registered
+  waits until it has). Then register as the ephemeral
   ``/brokers/ids/<id>``. The node's czxid is this *incarnation*'s id: requests meant for an
   older incarnation are refused. If a log directory was not shut down cleanly, the
   registration says so (KIP-966): the controller takes the broker out of every ISR before

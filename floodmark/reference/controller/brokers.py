@@ -20,9 +20,8 @@ offline, or elect unclean if the variant allows); it leaves the ISR of partition
 followed. Broker start-up: a broker whose registration says it recovered from an unclean
 shutdown first leaves every ISR (KIP-966, ``unclean_recovery``); then it gets
 UpdateMetadata and LeaderAndIsr for all its replicas, and offline partitions it can lead
-are elected. Controlled shutdown moves every leadership it
-holds to another in-sync replica first and takes it out of every ISR, so clients never see
-an unavailable leader.
+are elected. Controlled shutdown moves every leadership it holds to another in-sync
+replica first and takes it out of every ISR, so clients never see an unavailable leader.
 """
 
 from __future__ import annotations
