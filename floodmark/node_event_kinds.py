@@ -217,13 +217,16 @@ class BrokerState(NodeEventBody):
     """``broker_state``: a broker's state ("Inactive" | "Active" | "Stopping" | "Fenced" |
     "Offline") in incarnation ``incarnation``. Written by the controller about ``broker``
     ("Offline": its registration went, so the controller now handles its failure), and by a
-    broker about itself (no ``broker``)."""
+    broker about itself (no ``broker``). On registration, ``unclean_shutdown`` says whether
+    the broker's logs were recovered from an unclean shutdown, which takes it out of every
+    ISR (KIP-966)."""
 
     kind: ClassVar[str] = "broker_state"
     broker: int | None = None
     state: str
     incarnation: int
     why: str | None = None
+    unclean_shutdown: bool | None = None
 
 
 # --------------------------------------------------------------------------- the process

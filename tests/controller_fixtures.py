@@ -39,13 +39,15 @@ class StubBroker:
     zk: Coordination | None = None
     controller: Controller | None = None
     incarnation: int = 0
+    unclean_shutdown: bool = False  # what its registration says (KIP-966)
 
     async def start(self) -> None:
         self.rt = self.world.runtime(self.node)
         self.zk = await self.rt.coordination(self.session_timeout)
         await self.zk.ensure_path(zk.BROKER_IDS)
         await self.rt.network.serve(self.handle)
-        await self.zk.create(zk.broker_path(self.broker_id), zk.encode_broker(self.node), ephemeral=True)
+        await self.zk.create(zk.broker_path(self.broker_id),
+                             zk.encode_broker(self.node, unclean_shutdown=self.unclean_shutdown), ephemeral=True)
         stat = await self.zk.exists(zk.broker_path(self.broker_id))
         assert stat is not None
         self.incarnation = stat.czxid
@@ -175,12 +177,13 @@ class StubCluster:
     def crash(self, broker_id: int) -> None:
         self.world.crash(self.brokers[broker_id].node)
 
-    def restart(self, broker_id: int) -> StubBroker:
+    def restart(self, broker_id: int, *, unclean_shutdown: bool = False) -> StubBroker:
         old = self.brokers[broker_id]
         # A real broker waits until its previous session's ephemeral node has expired.
         assert self.world.run_until(lambda: self.world.zk.exists(zk.broker_path(broker_id)) is None, 30.0)
         self.world.restart(old.node)
-        new = StubBroker(self.world, old.node, broker_id, self.config, offline=set())
+        new = StubBroker(self.world, old.node, broker_id, self.config, offline=set(),
+                         unclean_shutdown=unclean_shutdown)
         self.brokers[broker_id] = new
         self.world.run(new.start())
         return new

@@ -140,3 +140,58 @@ def test_controlled_shutdown_moves_leaders_first_and_reports_what_remains(world:
     assert stops and not stops[-1].delete
     stale = world.run(controller.handle_controlled_shutdown(m.ControlledShutdownRequest(a, 1)))
     assert stale.error == m.Errors.STALE_BROKER_EPOCH
+
+
+# ----------------------------------------------------------------------------- KIP-966
+
+
+def test_the_last_isr_member_back_from_an_unclean_shutdown_does_not_lead(world: SimWorld) -> None:
+    cluster = StubCluster(world, 3)
+    cluster.start()
+    a, b = non_controllers(cluster)
+    cluster.create_topic("t", {0: (a, b)})
+    shrink_isr(world, cluster, "t", 0, (a,))  # b fell behind
+    cluster.crash(a)
+    assert world.run_until(lambda: cluster.state("t", 0).leader == zk.NO_LEADER, 20.0)
+    cluster.restart(a, unclean_shutdown=True)
+    assert world.run_until(lambda: cluster.state("t", 0).isr == (), 20.0)
+    world.run_for(5.0)
+    s = cluster.state("t", 0)
+    assert (s.leader, s.isr) == (zk.NO_LEADER, ())
+    told = cluster.brokers[a].leader_epochs[m.TopicPartition("t", 0)]  # told only once out of the ISR
+    assert (told.leader, told.isr, told.leader_epoch) == (zk.NO_LEADER, (), s.leader_epoch)
+    controller = cluster.brokers[cluster.controller_id()].node
+    recovered = [e.body for e in world.events(controller) if isinstance(e.body, BrokerState)
+                 and e.body.broker == a and "unclean shutdown" in (e.body.why or "")]
+    assert len(recovered) == 1
+
+
+def unclean_registration_at_failover(world: SimWorld, variant: str) -> tuple[StubCluster, int, int]:
+    """A new controller finds a registered broker that says it recovered from an unclean
+    shutdown (its predecessor never saw it fail) and that ZooKeeper still names leader."""
+    cluster = StubCluster(world, 4, ControllerConfig(variant=VARIANTS[variant], heartbeat_timeout=None))
+    cluster.start()
+    first = cluster.controller_id()
+    a, b, c = non_controllers(cluster)
+    cluster.create_topic("t", {0: (a, b, c), 1: (b, a, c)})
+    cluster.write(zk.broker_path(a), zk.encode_broker(f"n{a}", unclean_shutdown=True))
+    world.run(cluster.admin_zk.delete(zk.CONTROLLER))  # type: ignore[union-attr]
+    assert world.run_until(lambda: cluster.controller_id() not in (-1, first) or cluster.epoch() > 1, 10.0)
+    world.run_for(2.0)
+    return cluster, a, b
+
+
+def test_at_failover_a_broker_back_from_an_unclean_shutdown_leaves_every_isr(world: SimWorld) -> None:
+    cluster, a, b = unclean_registration_at_failover(world, "default")
+    s0, s1 = cluster.state("t", 0), cluster.state("t", 1)
+    assert (s0.leader, s0.leader_epoch, a in s0.isr) == (b, 1, False)  # led by a: moved, new epoch
+    assert (s1.leader, s1.leader_epoch, a in s1.isr) == (b, 1, False)  # followed by a: left the ISR
+    for replica in s0.isr + (a,):
+        told = cluster.brokers[replica].leader_epochs.get(m.TopicPartition("t", 0))
+        assert told is not None and (told.leader, told.leader_epoch) == (b, 1)
+
+
+def test_before_kip_966_a_new_controller_keeps_it_leader_in_the_same_epoch(world: SimWorld) -> None:
+    cluster, a, b = unclean_registration_at_failover(world, "no-kip-966")
+    s0 = cluster.state("t", 0)
+    assert (s0.leader, s0.leader_epoch, a in s0.isr) == (a, 0, True)

@@ -8,6 +8,7 @@ from floodmark.reference.controller.election import (
     preferred_leader,
     reassignment_leader,
     remove_from_isr,
+    remove_recovered_replicas,
 )
 from floodmark.reference.protocol.zk_layout import NO_LEADER, LeaderIsr
 
@@ -63,3 +64,26 @@ def test_preferred_leader_only_when_in_sync_and_eligible() -> None:
     assert d is not None and d.state.leader == 1 and d.state.leader_epoch == 6
     assert preferred_leader((1, 2), LeaderIsr(2, 5, (2,), 1), alive(1, 2), 2) is None
     assert preferred_leader((1, 2), s, alive(2), 2) is None
+
+
+def test_a_recovered_replica_leaves_the_isr_and_its_leadership_moves() -> None:
+    s = LeaderIsr(1, 3, (1, 2, 3), 1, zk_version=7)
+    d = remove_recovered_replicas((1, 2, 3), s, {1}, alive(1, 2, 3), 2)
+    assert d is not None and d.state == LeaderIsr(2, 4, (2, 3), 2, zk_version=7) and not d.unclean
+    follower = remove_recovered_replicas((1, 2, 3), s, {3}, alive(1, 2, 3), 2)
+    assert follower is not None and follower.state == LeaderIsr(1, 4, (1, 2), 2, zk_version=7)
+    assert remove_recovered_replicas((1, 2, 3), LeaderIsr(1, 3, (1, 2), 1), {3}, alive(1, 2, 3), 2) is None
+
+
+def test_a_recovered_last_isr_member_leaves_too_and_the_partition_stays_offline() -> None:
+    # A failed broker keeps its place as the last member (it can lead again when it returns);
+    # one that lost unsynced records may not lead: the ISR becomes empty.
+    offline = LeaderIsr(NO_LEADER, 4, (1,), 2)
+    d = remove_recovered_replicas((1, 2), offline, {1}, alive(1, 2), 3)
+    assert d is not None and d.state == LeaderIsr(NO_LEADER, 5, (), 3) and not d.unclean
+    assert elect_leader((1, 2), d.state, alive(1, 2), 3) is None  # nobody in sync: stays offline
+    led = remove_recovered_replicas((1, 2), LeaderIsr(1, 4, (1,), 2), {1}, alive(1, 2), 3)
+    assert led is not None and led.state == LeaderIsr(NO_LEADER, 5, (), 3)
+    # Only unclean election, when allowed, brings such a partition back.
+    u = remove_recovered_replicas((1, 2), offline, {1}, alive(2), 3, allow_unclean=True)
+    assert u is not None and u.unclean and (u.state.leader, u.state.isr) == (2, (2,))

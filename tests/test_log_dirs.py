@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from floodmark.reference.log.checkpoint import HIGH_WATERMARK_FILE
-from floodmark.reference.log.log_dirs import LogDirOfflineError, LogDirs, parse_partition_dir_name
+from floodmark.reference.log.log_dirs import (
+    CLEAN_SHUTDOWN_FILE,
+    LogDirOfflineError,
+    LogDirs,
+    parse_partition_dir_name,
+)
 from floodmark.reference.sim.disk import SimDisk
 from tests.storage_fixtures import STORAGE_KINDS, StorageRoot, make_storage_root
 
@@ -162,3 +167,59 @@ def test_high_watermark_checkpoints_are_per_dir_and_failures_isolate() -> None:
     found, failures = dirs.read_high_watermarks()
     assert found == {} and [f.directory for f in failures] == ["/data/b"]
     assert "line 3" in failures[0].cause
+
+
+# ----------------------------------------------------------------------------- clean shutdown markers
+
+
+def test_a_clean_shutdown_leaves_a_marker_that_the_next_start_up_takes(storage_root: StorageRoot) -> None:
+    dirs = LogDirs(storage_root.storage, two_dirs(storage_root))
+    dirs.open_log("t0", 0).append_as_leader(["x"], 0)
+    assert dirs.clear_clean_shutdown_markers() == (False, [])  # holds a replica, no marker
+    dirs.open_log("t0", 0).flush()
+    dirs.close()
+    dirs.write_clean_shutdown_markers()
+    for d in two_dirs(storage_root):
+        assert storage_root.storage.exists(f"{d}/{CLEAN_SHUTDOWN_FILE}")
+
+    restarted = LogDirs(storage_root.storage, two_dirs(storage_root))
+    assert restarted.replicas() == [("t0", 0)]  # the marker is not taken for a replica
+    assert restarted.clear_clean_shutdown_markers() == (True, [])
+    for d in two_dirs(storage_root):
+        assert not storage_root.storage.exists(f"{d}/{CLEAN_SHUTDOWN_FILE}")
+    # The next start after this one finds no marker: whatever ends this run was not clean.
+    assert LogDirs(storage_root.storage, two_dirs(storage_root)).clear_clean_shutdown_markers() == (False, [])
+
+
+def test_directories_without_replicas_need_no_marker(storage_root: StorageRoot) -> None:
+    dirs = LogDirs(storage_root.storage, two_dirs(storage_root))
+    assert dirs.clear_clean_shutdown_markers() == (True, [])  # a fresh broker has nothing to lose
+    dirs.open_log("t0", 0)  # lands in a; b stays empty
+    assert dirs.clear_clean_shutdown_markers() == (False, [])
+
+
+def test_a_marker_taken_at_start_up_stays_taken_after_a_power_loss() -> None:
+    disk = SimDisk()
+    dirs = LogDirs(disk, ["/data/a"])
+    dirs.open_log("t0", 0).append_as_leader(["x"], 0)
+    dirs.open_log("t0", 0).flush()
+    dirs.close()
+    dirs.write_clean_shutdown_markers()
+    disk.crash()  # the marker was written durably
+    assert LogDirs(disk, ["/data/a"]).clear_clean_shutdown_markers() == (True, [])
+    disk.crash()  # a power loss right after start-up: the removal was durable too
+    assert LogDirs(disk, ["/data/a"]).clear_clean_shutdown_markers() == (False, [])
+
+
+def test_a_directory_that_fails_while_taking_its_marker_goes_offline() -> None:
+    disk = SimDisk()
+    dirs = LogDirs(disk, ["/data/a", "/data/b"])
+    dirs.open_log("t0", 0)
+    dirs.open_log("t0", 1)
+    dirs.close()
+    dirs.write_clean_shutdown_markers()
+    restarted = LogDirs(disk, ["/data/a", "/data/b"])
+    disk.fail_io("/data/b")
+    clean, failures = restarted.clear_clean_shutdown_markers()
+    assert clean and [f.directory for f in failures] == ["/data/b"]
+    assert restarted.online_dirs == ["/data/a"]

@@ -40,6 +40,18 @@ def test_broker_registration_takes_incarnation_from_czxid() -> None:
         zk.decode_broker(2, b'{"version":1}', 1)
 
 
+def test_broker_registration_says_whether_it_recovered_from_an_unclean_shutdown() -> None:
+    data = zk.encode_broker("n2", unclean_shutdown=True)
+    assert json.loads(data)["unclean_shutdown"] is True
+    assert zk.decode_broker(2, data, czxid=9) == zk.BrokerRegistration(2, "n2", 9, unclean_shutdown=True)
+    assert not zk.decode_broker(2, zk.encode_broker("n2"), czxid=9).unclean_shutdown
+    # A registration written before the field existed makes no claim: it reads as clean.
+    old = zk.decode_broker(2, b'{"version":1,"address":"n2"}', czxid=9)
+    assert old == zk.BrokerRegistration(2, "n2", 9) and not old.unclean_shutdown
+    with pytest.raises(zk.LayoutError, match="'unclean_shutdown' must be true or false"):
+        zk.decode_broker(2, b'{"version":1,"address":"n2","unclean_shutdown":1}', 9)
+
+
 def test_topic_assignment_round_trip_and_config() -> None:
     a = zk.TopicAssignment("t0", {1: (2, 3, 1), 0: (1, 2, 3)}, {"min.insync.replicas": "2"})
     data = zk.encode_topic(a)

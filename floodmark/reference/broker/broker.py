@@ -3,13 +3,18 @@
 A broker's life, after the V3 design and KIP-343:
 
 * **Start-up.** Open the log directories (a directory that fails goes offline at once), read
-  the HW checkpoints, open a ZooKeeper session and start serving. Read the assignment and
-  state of every local replica: replicas the assignment no longer gives this broker are
-  deleted; the others are opened, which recovers their logs (a torn tail is cut here, before
-  anything is served), and wait without a role for the controller's LeaderAndIsr, which the
-  controller sends every newly registered broker. Then register as the ephemeral
+  the HW checkpoints and the clean shutdown markers (removing them), open a ZooKeeper
+  session and start serving. Read the assignment and state of every local replica: replicas
+  the assignment no longer gives this broker are deleted; the others are opened, which
+  recovers their logs (a torn tail is cut here, before anything is served), and wait without
+  a role for the controller's LeaderAndIsr, which the controller sends every newly
+  registered broker (a controller request that arrives before the broker has registered
+  waits until it has). Then register as the ephemeral
   ``/brokers/ids/<id>``. The node's czxid is this *incarnation*'s id: requests meant for an
-  older incarnation are refused.
+  older incarnation are refused. If a log directory was not shut down cleanly, the
+  registration says so (KIP-966): the controller takes the broker out of every ISR before
+  it may lead again, and the first LeaderAndIsr it then sends is the acknowledgement, after
+  which the registration is rewritten clean.
 * **Serving.** Produce, Fetch, OffsetForLeaderEpoch and Metadata from clients and peers;
   LeaderAndIsr, StopReplica and UpdateMetadata from the controller; DescribeLogDirs from
   admins. BrokerHeartbeat and ControlledShutdown go to the controller this broker hosts
@@ -18,10 +23,11 @@ A broker's life, after the V3 design and KIP-343:
   controller has moved its leaderships; the broker stops acting as leader of anything,
   opens a new session and registers again as a new incarnation.
 * **Shutdown.** Controlled shutdown first (the controller moves its leaderships away), then
-  the fetchers stop, the HWs are checkpointed and the logs flushed.
+  the fetchers stop, the HWs are checkpointed, the logs flushed and, last, the clean
+  shutdown markers written. A crash or a kill leaves no marker.
 
 The broker owns its parts and passes each what it uses. What changes over its life (the
-ZooKeeper session, the incarnation, self-fencing, stopping) lives in one
+ZooKeeper session, the incarnation, self-fencing, stopping, unclean recovery) lives in one
 :class:`~floodmark.reference.broker.session.BrokerSession` that the broker owns and lends
 to the replica manager (which owns the fetchers), the heartbeat and the route to the
 controller; it hosts its controller candidate itself.
@@ -126,6 +132,11 @@ class Broker:
         await self._retry_startup_step(self._ensure_paths, deadline)
         for failure in failures:
             self.replicas.handle_offline_error(failure)
+        clean, failures = self.log_dirs.clear_clean_shutdown_markers()
+        for failure in failures:
+            self.replicas.handle_offline_error(failure)
+        if not clean:
+            self.session.recovered_uncleanly()
         if self.log_dirs.offline_dirs and not failures:
             self.runtime.spawn(self.replicas.notify_log_dir_failure(), name="log-dir-event")
         await self.runtime.network.serve(self.handle)
@@ -161,6 +172,10 @@ class Broker:
             await self.controller.stop()
         self.replicas.close()
         self.log_dirs.close()
+        if not self.session.unclean_recovery:
+            # KIP-966: only now is the shutdown clean. A broker whose unclean recovery no
+            # controller acted on yet may still be counted in an ISR it lacks records of.
+            self.log_dirs.write_clean_shutdown_markers()
         if self.zk is not None:
             await self.zk.close()
         self.runtime.emit(Stopped())
@@ -205,7 +220,7 @@ class Broker:
         zk_client = self.session.zk
         assert zk_client is not None
         path = zk.broker_path(self.config.broker_id)
-        data = zk.encode_broker(self.runtime.advertised_address)
+        data = zk.encode_broker(self.runtime.advertised_address, unclean_shutdown=self.session.unclean_recovery)
         while True:
             try:
                 await zk_client.create(path, data, ephemeral=True, makepath=True)
@@ -220,7 +235,24 @@ class Broker:
                 await self.runtime.sleep(0.5)
         stat = await zk_client.exists(path)
         self.session.registered(stat.czxid if stat is not None else 0)
-        self.runtime.emit(BrokerState(state="Inactive", incarnation=self.incarnation))
+        self.runtime.emit(BrokerState(state="Inactive", incarnation=self.incarnation,
+                                      unclean_shutdown=self.session.unclean_recovery))
+
+    async def _unclean_recovery_acknowledged(self) -> None:
+        """KIP-966: a controller took this broker out of every ISR (it does so before sending
+        a registration that says "unclean" anything), so the registration stops saying it;
+        a successor controller would otherwise take it out again after it caught up. Done
+        before the broker acts on that first LeaderAndIsr, hence before it can rejoin an ISR."""
+        self.session.unclean_recovery_acknowledged()  # a re-registration from now on says clean
+        zk_client = self.session.zk
+        assert zk_client is not None
+        try:
+            await zk_client.set(zk.broker_path(self.config.broker_id),
+                                zk.encode_broker(self.runtime.advertised_address))
+        except (NoNodeError, ConnectionLossError, SessionExpiredError) as e:
+            # Gone with its session (the next registration says clean), or unknown: at worst
+            # a successor controller takes this broker out of the ISRs once more.
+            self.runtime.log.warning("could not mark the registration clean: %s", e)
 
     def _on_session_state(self, state: SessionState) -> None:
         if state == "LOST" and not self.session.stopping:
@@ -310,7 +342,16 @@ class Broker:
             return handle_offset_for_leader_epoch(self.runtime, replicas, message)
         if isinstance(message, MetadataRequest):
             return self.metadata.describe(message)
+        if isinstance(message, (LeaderAndIsrRequest, StopReplicaRequest)) and not self.incarnation:
+            # KIP-380's gap at start-up: a deposed controller, cut off from ZooKeeper, may
+            # still be retrying a request for this broker's previous incarnation (a restarted
+            # broker with an empty log once became leader that way). Judge it once this
+            # process knows its own incarnation.
+            await self.session.wait_registered()
         if isinstance(message, LeaderAndIsrRequest):
+            if (self.session.unclean_recovery and message.broker_incarnation
+                    and not replicas.stale_incarnation(message.broker_incarnation)):
+                await self._unclean_recovery_acknowledged()
             return await replicas.handle_leader_and_isr(message)
         if isinstance(message, UpdateMetadataRequest):
             error = self.metadata.update(message)

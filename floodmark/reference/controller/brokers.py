@@ -17,10 +17,11 @@ controller"); it would then never hear that it lost leadership. KIP-343 closes t
 
 Broker failure (V3 design): partitions it led elect a new leader from the live ISR (or go
 offline, or elect unclean if the variant allows); it leaves the ISR of partitions it
-followed. Broker start-up: it gets UpdateMetadata and LeaderAndIsr for all its replicas, and
-offline partitions it can lead are elected. Controlled shutdown moves every leadership it
-holds to another in-sync replica first and takes it out of every ISR, so clients never see
-an unavailable leader.
+followed. Broker start-up: a broker whose registration says it recovered from an unclean
+shutdown first leaves every ISR (KIP-966, ``unclean_recovery``); then it gets
+UpdateMetadata and LeaderAndIsr for all its replicas, and offline partitions it can lead
+are elected. Controlled shutdown moves every leadership it holds to another in-sync
+replica first and takes it out of every ISR, so clients never see an unavailable leader.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import functools
 from collections.abc import Iterable
 
 from floodmark.node_event_kinds import BrokerState
-from floodmark.reference.controller import reassignment
+from floodmark.reference.controller import reassignment, unclean_recovery
 from floodmark.reference.controller.context import (
     ACTIVE,
     INACTIVE,
@@ -122,9 +123,14 @@ async def on_broker_startup(ctl: ControllerParts, registrations: Iterable[Broker
         ctx.brokers[reg.broker_id] = BrokerLiveness(reg, last_heartbeat=now)
         ctx.offline_replicas.pop(reg.broker_id, None)  # a new incarnation reports its dirs afresh
         ctl.channel.add_broker(reg.broker_id, reg.address)
-        ctl.runtime.emit(BrokerState(broker=reg.broker_id, state=INACTIVE,
-                                     incarnation=reg.incarnation, why="registered"))
+        ctl.runtime.emit(BrokerState(broker=reg.broker_id, state=INACTIVE, incarnation=reg.incarnation,
+                                     why="registered", unclean_shutdown=reg.unclean_shutdown))
         started.append(reg.broker_id)
+    # KIP-966: out of every ISR before it hears anything, so that it cannot lead what it lost.
+    changed = await unclean_recovery.remove_recovered_brokers(ctl, started)
+    if changed:  # the others hear of it now; the started brokers get their full state next
+        send_leader_and_isr(ctl, changed, brokers=[b for b in ctx.live_broker_ids() if b not in started],
+                            update_metadata=False)
     await _set_up_brokers(ctl, started)
 
 

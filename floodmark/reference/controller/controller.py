@@ -6,7 +6,8 @@ node, so the epoch it holds identifies its reign: all its ZooKeeper writes are c
 that node's version (KAFKA-6082) and every request it sends carries the epoch, so brokers
 ignore a deposed controller.
 
-Once elected it re-reads the cluster state from ZooKeeper, sends every live broker its full
+Once elected it re-reads the cluster state from ZooKeeper, takes brokers that registered
+after an unclean shutdown out of every ISR (KIP-966), sends every live broker its full
 state (LeaderAndIsr with the init flag), elects leaders for partitions whose leader is gone
 and finishes whatever its predecessor left pending: reassignments, topic deletions,
 preferred elections, log-directory events. It then reacts to ZooKeeper watches and to the
@@ -31,7 +32,7 @@ from floodmark.node_event_kinds import ControllerElected, ControllerResigned
 from floodmark.reference.controller import admin as controller_admin
 from floodmark.reference.controller import brokers as controller_brokers
 from floodmark.reference.controller import log_dirs as controller_log_dirs
-from floodmark.reference.controller import reassignment
+from floodmark.reference.controller import reassignment, unclean_recovery
 from floodmark.reference.controller.channel import ControllerChannel
 from floodmark.reference.controller.config import ControllerConfig
 from floodmark.reference.controller.context import ControllerContext
@@ -239,8 +240,11 @@ class Controller:
         await controller_brokers.load_brokers(self)
         await controller_admin.load_topics(self)
         await reassignment.load(self)
-        # Leaders for partitions whose leader is gone first, so that every broker gets one
-        # LeaderAndIsr with the complete, current state (is_init) rather than two.
+        # Brokers that registered after an unclean shutdown leave every ISR (KIP-966): the
+        # predecessor may have had no time to (or, cut off from ZooKeeper, no way to) see
+        # them fail. Then leaders for partitions whose leader is gone, so that every broker
+        # gets one LeaderAndIsr with the complete, current state (is_init) rather than two.
+        await unclean_recovery.remove_recovered_brokers(self, self.ctx.brokers)
         await controller_brokers.elect_offline_partitions(self, send=False)
         send_leader_and_isr(self, self.ctx.partitions(), is_init=True)
         await controller_admin.init_missing_partitions(self)

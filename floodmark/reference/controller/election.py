@@ -14,6 +14,11 @@ The rules follow Kafka's ZooKeeper-era controller:
   case the first eligible out-of-sync replica leads with an ISR of itself and whatever it had
   not replicated is lost (the Kafka HA overview's availability/durability trade-off).
 * **follower removal**: an ineligible follower leaves the ISR so the HW can advance.
+* **unclean recovery** (KIP-966): a replica whose broker recovered from an unclean shutdown
+  may lack records the ISR counted on (a power loss took what it had not fsynced). It
+  leaves the ISR, even as its last member: it must not lead again until it has caught up
+  as a follower, and when no in-sync replica is left the partition stays offline (unless
+  unclean election is allowed).
 * **reassignment** (V3 design): the leader must be in the target replicas and the ISR.
 * **preferred**: the first assigned replica leads again when it is eligible and in sync.
 * **controlled shutdown**: leadership moves to another in-sync replica before the broker stops.
@@ -87,6 +92,24 @@ def remove_from_isr(
     def still_eligible(r: int) -> bool:
         return r not in removed and eligible(r)
     return elect_leader(replicas, state, still_eligible, controller_epoch, allow_unclean=allow_unclean)
+
+
+def remove_recovered_replicas(
+    replicas: Sequence[int], state: LeaderIsr, recovered: Collection[int], eligible: Eligible,
+    controller_epoch: int, *, allow_unclean: bool = False,
+) -> Decision | None:
+    """Take replicas that recovered from an unclean shutdown out of the ISR (KIP-966).
+
+    Unlike a failed broker, which keeps its place as the last ISR member so that it can lead
+    again when it returns, a recovered replica leaves even then: the ISR may become empty.
+    """
+    if state.leader not in recovered and not any(r in recovered for r in state.isr):
+        return None
+    rest = LeaderIsr(NO_LEADER if state.leader in recovered else state.leader, state.leader_epoch,
+                     tuple(r for r in state.isr if r not in recovered), state.controller_epoch,
+                     state.zk_version)
+    decision = elect_leader(replicas, rest, eligible, controller_epoch, allow_unclean=allow_unclean)
+    return decision or Decision(_bump(state, rest.leader, rest.isr, controller_epoch))
 
 
 def reassignment_leader(

@@ -16,10 +16,20 @@ the broker restarts.
 operations raise :class:`LogDirOfflineError` carrying the directory and the replicas that
 just went offline, and the broker calls ``mark_offline`` itself when an ``OSError`` comes
 out of a log it holds.
+
+**Clean shutdown markers** (Kafka's ``.kafka_cleanshutdown``, the signal KIP-966 builds
+on). The broker acknowledges records without fsync, so a power loss takes the unsynced
+tail of its logs, records the ISR may have counted on. A clean shutdown, after its final
+flush, durably writes an empty marker in every online directory; start-up removes the
+markers, durably, before anything is written. A directory that holds replicas but no marker
+was therefore not shut down cleanly (power loss, kill, a disk that failed meanwhile), and
+its replicas may lack records they had; the broker says so when it registers. A directory
+without replicas has nothing to lose (a fresh one, say): no marker is needed there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 from collections import Counter
 from dataclasses import dataclass
@@ -33,6 +43,7 @@ from floodmark.reference.log.partition_log import (
 from floodmark.reference.runtime import Storage
 
 TopicPartitionKey = tuple[str, int]
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 
 class LogDirOfflineError(OSError):
@@ -249,6 +260,37 @@ class LogDirs:
     def close(self) -> None:
         for key in sorted(self._open):
             self._open.pop(key).close()
+
+    # ------------------------------------------------------------------ clean shutdown markers
+
+    def clear_clean_shutdown_markers(self) -> tuple[bool, list[LogDirOfflineError]]:
+        """Start-up: whether every online directory holding replicas was shut down cleanly,
+        and the directories that failed finding out (they go offline). The markers are
+        removed, durably, so that from now on a crash is an unclean shutdown."""
+        clean = True
+        failures: list[LogDirOfflineError] = []
+        for directory in self.online_dirs:
+            marker = posixpath.join(directory, CLEAN_SHUTDOWN_FILE)
+            try:
+                if not self.storage.exists(marker):
+                    clean = clean and not self.partitions_in(directory)
+                    continue
+                self.storage.remove(marker)
+                # A removal is durable once its directory is synced: rewriting the HW
+                # checkpoint beside it (write_atomic syncs the directory) does that.
+                checkpoint = self.high_watermark_checkpoint(directory)
+                checkpoint.write(checkpoint.read())
+            except OSError as error:
+                # Offline for this run, so nothing in it changes: the next start judges it.
+                failures.append(self._failed(directory, error))
+        return clean, failures
+
+    def write_clean_shutdown_markers(self) -> None:
+        """Clean shutdown, after the final flush: a durable marker in every online directory.
+        A directory that cannot take one is judged unclean at the next start, which is safe."""
+        for directory in self.online_dirs:
+            with contextlib.suppress(OSError):
+                self.storage.write_atomic(posixpath.join(directory, CLEAN_SHUTDOWN_FILE), b"")
 
     def _failed(self, directory: str, error: OSError) -> LogDirOfflineError:
         newly = self.mark_offline(directory, error)

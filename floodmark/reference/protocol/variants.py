@@ -43,6 +43,10 @@ class Variant:
     # Jepsen 2013: acks=all is satisfied by the current ISR even when the ISR is just the
     # leader (min.insync.replicas is not enforced).
     acks_all_with_isr_of_one: bool = False
+    # Before KIP-966 (ZooKeeper-era Kafka): a broker that recovered from an unclean shutdown
+    # (a power loss took its unsynced records) keeps its place in the ISR, so a controller
+    # that finds it registered and in the ISR may let it lead what it no longer has.
+    unclean_recovery_keeps_isr: bool = False
 
 
 _ALL = (
@@ -63,6 +67,8 @@ _ALL = (
             unclean_leader_election=True),
     Variant("acks-all-isr-of-one", "acks=all accepted with ISR = {leader} (Jepsen 2013)",
             acks_all_with_isr_of_one=True),
+    Variant("no-kip-966", "a broker that recovered from an unclean shutdown stays in the ISR (before KIP-966)",
+            unclean_recovery_keeps_isr=True),
 )
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in _ALL}

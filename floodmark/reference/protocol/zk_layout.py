@@ -9,8 +9,12 @@ raises :class:`LayoutError` naming the path and what is wrong, never a bare ``Ke
     /controller                          ephemeral {"version":1,"brokerid":N}: who is controller
     /controller_epoch                    "N": bumped by every election; the controller's
                                          writes are conditional on its version (KAFKA-6082)
-    /brokers/ids/<id>                    ephemeral {"version":1,"address":"host:port"}; the
-                                         node's czxid is the broker's incarnation id (KIP-343)
+    /brokers/ids/<id>                    ephemeral {"version":1,"address":"host:port",
+                                          "unclean_shutdown":false}; the node's czxid is the
+                                         broker's incarnation id (KIP-343); unclean_shutdown
+                                         (absent in older registrations: false) says its logs
+                                         were recovered from an unclean shutdown that no
+                                         controller has acted on yet (KIP-966)
     /brokers/topics/<topic>              {"version":1,"partitions":{"0":[1,2,3]},"config":{..}}
                                          replica assignment (first replica preferred) and
                                          topic config such as min.insync.replicas
@@ -222,15 +226,24 @@ class BrokerRegistration:
     broker_id: int
     address: str
     incarnation: int  # czxid of the ephemeral node: changes on every re-registration
+    # KIP-966: the broker's logs were recovered from an unclean shutdown (power loss, kill)
+    # and may lack records the ISR counted on; no controller has taken it out of the ISRs yet.
+    unclean_shutdown: bool = False
 
 
-def encode_broker(address: str) -> bytes:
-    return _dump({"address": address})
+def encode_broker(address: str, *, unclean_shutdown: bool = False) -> bytes:
+    return _dump({"address": address, "unclean_shutdown": unclean_shutdown})
 
 
 def decode_broker(broker_id: int, data: bytes, czxid: int) -> BrokerRegistration:
+    """A registration; one written before ``unclean_shutdown`` existed reads as clean (its
+    broker makes no claim, as every broker did before KIP-966)."""
     path = broker_path(broker_id)
-    return BrokerRegistration(broker_id, _str(path, _load(path, data), "address"), czxid)
+    obj = _load(path, data)
+    unclean = obj.get("unclean_shutdown", False)
+    if not isinstance(unclean, bool):
+        raise LayoutError(path, f"field 'unclean_shutdown' must be true or false, got {unclean!r}")
+    return BrokerRegistration(broker_id, _str(path, obj, "address"), czxid, unclean)
 
 
 # ----------------------------------------------------------------------------- topics

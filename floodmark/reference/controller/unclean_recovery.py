@@ -1,0 +1,68 @@
+"""Brokers that recovered from an unclean shutdown leave every ISR before they may lead (KIP-966).
+
+A broker acknowledges records without fsync (Kafka's default: durability comes from the
+ISR, not the disk), so a power loss takes the unsynced tail of its logs with it: records a
+leader acknowledged, records a follower reported and the leader counted toward its HW. Its
+place in the ISR then claims records it no longer has. Usually that claim dies with the
+broker, since the controller takes a failed broker out of the ISR (or moves its leadership)
+when its registration goes. Not always: a controller cut off from ZooKeeper when the broker
+failed cannot write that down, and its successor finds the broker registered again, in
+the ISR and maybe still leader, and keeps it there in the same epoch; the followers then
+truncate to the empty log by leader epoch. And a broker that was the last ISR member keeps
+its place while it is down, so that it can lead again when it returns.
+
+KIP-966's answer, in the ZooKeeper-era design: the broker tells the controller in its
+registration that it did not shut down cleanly (its log directories lacked the clean
+shutdown marker); the controller, on learning of such a registration (a broker starting,
+or every registered broker at failover), takes the broker out of the ISR of every partition
+it is in, even as the last member, and elects another in-sync replica, in a new leader
+epoch, where it led. All of this is written to ZooKeeper before the controller sends the
+broker anything, so a successor never finds less; the broker takes the first LeaderAndIsr
+meant for that registration as the acknowledgement and rewrites its registration as clean,
+so that a successor does not take it out again after it caught up. It rejoins the ISR as
+any follower does, by catching up with the leader. A partition whose only in-sync replica
+recovered uncleanly stays offline (as Kafka does), unless unclean election is allowed.
+
+A SIGKILL is an unclean shutdown too (no marker): it loses nothing on disk, so the rule is
+merely conservative there. The ``no-kip-966`` variant switches the rule off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from floodmark.node_event_kinds import BrokerState
+from floodmark.reference.controller.context import INACTIVE
+from floodmark.reference.controller.election import remove_recovered_replicas
+from floodmark.reference.controller.partitions import change_partitions
+from floodmark.reference.controller.parts import ControllerParts
+from floodmark.reference.protocol.messages import TopicPartition
+from floodmark.reference.protocol.variants import Variant
+from floodmark.reference.protocol.zk_layout import BrokerRegistration
+
+
+def leaves_isr(registration: BrokerRegistration, variant: Variant) -> bool:
+    """Must this registration's broker leave every ISR before it may lead again?
+
+    Yes when its logs were recovered from an unclean shutdown: they may lack records the
+    ISR counted on. Before KIP-966 (``unclean_recovery_keeps_isr``) it kept its place.
+    """
+    return registration.unclean_shutdown and not variant.unclean_recovery_keeps_isr
+
+
+async def remove_recovered_brokers(ctl: ControllerParts, brokers: Iterable[int]) -> list[TopicPartition]:
+    """Take those of ``brokers`` that registered after an unclean shutdown out of every ISR,
+    electing new leaders where they led; returns the partitions changed (written, not sent)."""
+    ctx = ctl.ctx
+    recovered = sorted(b for b in set(brokers)
+                       if b in ctx.brokers and leaves_isr(ctx.brokers[b].registration, ctl.config.variant))
+    if not recovered:
+        return []
+    for b in recovered:
+        ctl.runtime.emit(BrokerState(broker=b, state=INACTIVE, incarnation=ctx.incarnation(b),
+                                     why="recovered from an unclean shutdown: leaves every ISR"))
+    affected = [tp for tp in ctx.partitions()
+                if ctx.states[tp].leader in recovered or any(r in recovered for r in ctx.states[tp].isr)]
+    return await change_partitions(ctl, affected, lambda tp, s: remove_recovered_replicas(
+        ctx.replicas(tp), s, recovered, lambda r: ctx.may_lead(r, tp), ctx.epoch,
+        allow_unclean=ctl.config.variant.unclean_leader_election))
