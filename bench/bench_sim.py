@@ -1,41 +1,62 @@
-"""Simulator speed: CPU seconds per simulated minute of a 3-broker queue workload.
+"""Simulator speed: simulated seconds per CPU second of the product's simulated runs.
 
 The ``sim`` backend runs ZooKeeper, the brokers, the network, the disks and the clients in
 one process on virtual time, and ``floodmark explore`` runs thousands of seeds on it, so
 what a simulated second costs in real CPU decides how much can be explored. The target is
 60 simulated seconds of the default queue test (3 brokers, 2 topics of 3 partitions,
 replication factor 3, 200 client ops per second over 8 workers: half send with acks=all,
-half poll) in about one CPU second.
+half poll) in at most one CPU second: 60 simulated seconds per CPU second.
 
-The workers here are the queue workload's in miniature (sends to random partitions through
-the batching producer, polls from remembered positions), paced on virtual time; the
-harness's generator and recorder are left out, as they cost the same on every backend.
-``--cpu-model`` switches on the simulated CPU (handling takes virtual time); ``--profile``
-prints the hottest functions.
+By default each shape is a whole ``floodmark run --cluster sim --nemesis none`` as the
+product runs it (the runner, the generator, the recorder, ``SimBackend``'s world with the
+CPU model and without the wire check), without the checkers and the report, which cost the
+same on every backend. The simulated time is the virtual time of the history's last op (the
+whole run: set-up, workload, recovery and drain). Shapes are ``BROKERSxPARTITIONS`` (two
+topics, so ``3x24`` is 2 topics of 12 partitions); the figures show how the cost scales
+with brokers and partitions. Each figure is the median of ``--runs`` runs, printed with the
+load average and the calibration anchor (``calibration.machine_speed``).
 
-    python bench/bench_sim.py [--seconds 60] [--runs 3] [--seed 1] [--cpu-model] [--profile]
+``--bare`` measures the older miniature instead: the queue workload's workers straight on
+the client library and the test fixtures' cluster, without the harness (``--cpu-model``
+switches on the simulated CPU there). ``--profile`` prints the hottest functions of one run.
+
+    python bench/bench_sim.py [--shapes 3x6,5x6,3x24,5x24] [--seconds 60] [--runs 3] [--seed 1] [--profile]
+    python bench/bench_sim.py --bare [--cpu-model] [--seconds 60] [--runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import io
+import os
 import pstats
 import statistics
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from broker_fixtures import SimCluster  # noqa: E402
+from calibration import machine_speed  # noqa: E402
 
+from floodmark.harness.config import make_config  # noqa: E402
 from floodmark.reference.client.accumulator import SendAccumulator  # noqa: E402
 from floodmark.reference.client.consumer import Consumer  # noqa: E402
 from floodmark.reference.client.producer import Producer  # noqa: E402
 from floodmark.reference.sim.cpu import CpuCosts  # noqa: E402
 from floodmark.reference.sim.runtime import SimRuntime  # noqa: E402
+from floodmark.run.runner import Runner  # noqa: E402
+
+TARGET = 60.0  # simulated seconds per CPU second
+DEFAULT_SHAPES = "3x6,5x6,3x24,5x24"
 
 TOPICS = ("t0", "t1")
 PARTITIONS = 3
@@ -106,14 +127,81 @@ def measure(seed: int, seconds: float, cpu_model: bool, profile: bool) -> tuple[
     return spent, counts
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=60.0, help="simulated seconds of workload")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--cpu-model", action="store_true", help="handling takes virtual time")
-    parser.add_argument("--profile", action="store_true", help="print the hottest functions (one run)")
-    args = parser.parse_args(argv)
+@dataclass(frozen=True)
+class ProductRun:
+    """One simulated run as the product does it: its CPU time, virtual time and size."""
+
+    cpu: float  # CPU seconds of the whole run, set-up to teardown
+    simulated: float  # virtual seconds, to the history's last op
+    ops: int  # history entries
+    error: str | None
+
+    @property
+    def speed(self) -> float:
+        return self.simulated / self.cpu
+
+
+def product_run(brokers: int, partitions: int, seconds: float, seed: int, profile: bool) -> ProductRun:
+    """``floodmark run --cluster sim --nemesis none`` at one shape, without checkers or report."""
+    config = make_config({"cluster": "sim", "nemesis": "none", "nodes": brokers, "topics": 2,
+                          "partitions": partitions // 2, "time_limit": seconds, "seed": seed})
+    with tempfile.TemporaryDirectory(prefix="fm-bench-sim-") as store:
+        runner = Runner(config, store, out=io.StringIO(), check=False, report=False)
+        profiler = cProfile.Profile() if profile else None
+        started = time.process_time()
+        if profiler is not None:
+            profiler.enable()
+        outcome = runner.run()
+        if profiler is not None:
+            profiler.disable()
+        cpu = time.process_time() - started
+        lines = runner.run_dir.history.read_bytes().splitlines()
+        simulated = orjson.loads(lines[-1])["time"] / 1e9 if lines else 0.0
+    if profiler is not None:
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
+    return ProductRun(cpu, simulated, len(lines), outcome.error)
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+def shapes(text: str) -> list[tuple[int, int]]:
+    pairs = [tuple(int(n) for n in shape.split("x")) for shape in text.split(",") if shape]
+    if any(len(p) != 2 or p[1] % 2 for p in pairs):
+        raise SystemExit(f"--shapes: BROKERSxPARTITIONS with an even partition count, got {text!r}")
+    return [(p[0], p[1]) for p in pairs]
+
+
+def product(args: argparse.Namespace) -> None:
+    anchor = machine_speed()
+    print(f"calibration: machine_speed {anchor:.3f} s (about 0.3 on a quiet 3 GHz core); {load_average()}",
+          flush=True)
+    default_speed: float | None = None
+    for brokers, partitions in shapes(args.shapes):
+        runs: list[ProductRun] = []
+        for n in range(1 if args.profile else args.runs):
+            run = product_run(brokers, partitions, args.seconds, args.seed, args.profile)
+            runs.append(run)
+            print(f"  {brokers} brokers, {partitions} partitions, run {n + 1}: {run.cpu:.2f} CPU s for "
+                  f"{run.simulated:.1f} simulated s ({run.ops} history entries{', ' + run.error if run.error else ''})"
+                  f" = {run.speed:.1f} simulated s per CPU s; {load_average()}", flush=True)
+        speed = statistics.median(r.speed for r in runs)
+        cpu = statistics.median(r.cpu for r in runs)
+        print(f"{brokers} brokers, {partitions} partitions: median {speed:.1f} simulated s per CPU s "
+              f"({cpu:.2f} CPU s per run of {args.seconds:.0f} s workload)", flush=True)
+        if (brokers, partitions) == (3, 6):
+            default_speed = speed
+    if default_speed is not None:
+        verdict = "met" if default_speed >= TARGET else f"not met ({TARGET / default_speed:.1f}x short)"
+        print(f"target: {TARGET:.0f} simulated s per CPU s on the default test (3 brokers, 6 partitions): "
+              f"{verdict}; anchor ratio {anchor / 0.3:.2f}, so about {default_speed * anchor / 0.3:.1f} "
+              f"simulated s per CPU s on a quiet 3 GHz core")
+    print(f"calibration after the runs: machine_speed {machine_speed():.3f} s; {load_average()}")
+
+
+def bare(args: argparse.Namespace) -> None:
     figures: list[float] = []
     counts: dict[str, Any] = {}
     for _ in range(1 if args.profile else args.runs):
@@ -122,7 +210,23 @@ def main(argv: list[str] | None = None) -> None:
     ops = sum(counts.values())
     print(f"{args.seconds:.0f} simulated s, {ops} ops {counts}: "
           f"median {statistics.median(figures):.2f} CPU s over {len(figures)} run(s) "
-          f"({', '.join(f'{f:.2f}' for f in figures)})")
+          f"({', '.join(f'{f:.2f}' for f in figures)}); {load_average()}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=60.0, help="simulated seconds of workload")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--shapes", default=DEFAULT_SHAPES, help="BROKERSxPARTITIONS, comma-separated")
+    parser.add_argument("--bare", action="store_true", help="the miniature workload without the harness")
+    parser.add_argument("--cpu-model", action="store_true", help="(--bare) handling takes virtual time")
+    parser.add_argument("--profile", action="store_true", help="print the hottest functions (one run)")
+    args = parser.parse_args(argv)
+    if args.bare:
+        bare(args)
+    else:
+        product(args)
 
 
 if __name__ == "__main__":
