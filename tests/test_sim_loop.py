@@ -66,3 +66,44 @@ def test_call_soon_threadsafe_wakes_the_loop(loop: VirtualTimeLoop) -> None:
         return future.result()
 
     assert loop.run_until_complete(wait_for_thread()) == "from thread"
+
+
+def test_timers_due_at_the_same_time_run_in_the_order_they_were_set(loop: VirtualTimeLoop) -> None:
+    fired: list[int] = []
+    # Interleave two due times so the heap's shape differs from the insertion order.
+    for n in range(40):
+        loop.call_at(2.0 if n % 3 else 1.0, fired.append, n)
+    loop.run_until_complete(asyncio.sleep(3))
+    assert fired == [n for n in range(40) if n % 3 == 0] + [n for n in range(40) if n % 3]
+
+
+def test_ready_callbacks_run_first_in_first_out_before_the_clock_moves(loop: VirtualTimeLoop) -> None:
+    order: list[tuple[str, float]] = []
+
+    def first() -> None:
+        order.append(("first", loop.time()))
+        loop.call_soon(lambda: order.append(("added by first", loop.time())))
+
+    loop.call_later(0.5, lambda: order.append(("timer", loop.time())))
+    loop.call_soon(first)
+    loop.call_soon(lambda: order.append(("second", loop.time())))
+    loop.run_until_complete(asyncio.sleep(1))
+    assert order == [("first", 0.0), ("second", 0.0), ("added by first", 0.0), ("timer", 0.5)]
+
+
+def test_cancelled_timers_never_run_and_the_others_run_exactly_once(loop: VirtualTimeLoop) -> None:
+    fired: list[int] = []
+    timers = [loop.call_at(float(n), fired.append, n) for n in range(1, 301)]
+
+    def cancel_most() -> None:
+        # Enough cancelled timers that the loop rebuilds its heap on its next turn, the turn
+        # that also runs the first live timer.
+        for n, timer in enumerate(timers, start=1):
+            if n % 3:
+                timer.cancel()
+
+    loop.call_at(0.5, cancel_most)
+    assert loop.pending_timers() == 301
+    loop.run_until_complete(asyncio.sleep(400))
+    assert fired == [n for n in range(1, 301) if n % 3 == 0]
+    assert loop.pending_timers() == 0

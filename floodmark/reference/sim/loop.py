@@ -1,22 +1,42 @@
 """Virtual time: an asyncio event loop whose clock only moves when nothing else can happen.
 
-An ordinary asyncio loop waits in its selector until the next timer is due. This loop's
-selector never waits: when the loop would wait, it polls the real file descriptors without
-blocking (only the loop's own wake-up pipe is registered) and, when nothing is ready, moves
-the virtual clock forward to the next timer instead of sleeping. ``loop.time()`` is that virtual clock. So a simulated
-six-second ZooKeeper session timeout passes in microseconds of real time, and since asyncio
-runs ready callbacks in FIFO order and timers in (time, insertion) order, the same program
-with the same seed runs the same way every time.
+An ordinary asyncio loop waits in its selector until the next timer is due. This loop never
+waits: when no callback is ready it moves the virtual clock forward to the next timer
+instead of sleeping. ``loop.time()`` is that virtual clock. So a simulated six-second
+ZooKeeper session timeout passes in microseconds of real time.
 
-When no callback is ready and no timer is pending, nothing can ever happen again: the loop
-raises :class:`SimulationDeadlock` rather than hang.
+The loop promises an order, so the same program with the same seed runs the same way every
+time: ready callbacks run first in, first out; timers run by time, and timers due at the
+same time in the order they were set (each carries a sequence number). When no callback is
+ready and no timer is pending, nothing can ever happen again: the loop raises
+:class:`SimulationDeadlock` rather than hang.
+
+A simulated run turns the loop hundreds of thousands of times a minute, so the loop keeps
+its own timers and its own turn instead of asyncio's: timers sit in a heap of
+``(when, sequence, handle)`` tuples, compared in C, and a turn polls the real file
+descriptors (the loop's wake-up pipe, and whatever a test registers) only when it must: when
+something besides the wake-up pipe is registered, every :data:`WAKEUP_POLL_INTERVAL` moves
+of the clock (so a signal's wake-up byte is read promptly), and before declaring a deadlock.
+A callback another thread adds (``call_soon_threadsafe``) goes straight into the ready queue
+and needs no poll.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextvars
+import heapq
+import itertools
 import selectors
-from typing import Any
+from asyncio import events
+from collections.abc import Callable
+from typing import Any, TypeVarTuple
+
+_Ts = TypeVarTuple("_Ts")
+
+WAKEUP_POLL_INTERVAL = 64  # clock moves between polls of the wake-up pipe alone
+_CLEANUP_MINIMUM = 100  # cancelled timers before the heap is worth rebuilding
 
 
 class SimulationDeadlock(RuntimeError):
@@ -26,19 +46,16 @@ class SimulationDeadlock(RuntimeError):
 class VirtualClock:
     """Seconds of simulated time since the simulation began."""
 
-    def __init__(self) -> None:
-        self.now = 0.0
+    __slots__ = ("now",)
 
-    def advance(self, seconds: float) -> None:
-        if seconds > 0:
-            self.now += seconds
+    def __init__(self) -> None:
+        self.now = 0.0  # only the loop moves it, and only forward
 
 
 class VirtualTimeSelector(selectors.BaseSelector):
-    """A selector that polls without blocking and advances the virtual clock instead."""
+    """A selector that never blocks: the loop moves the virtual clock instead of waiting."""
 
-    def __init__(self, clock: VirtualClock) -> None:
-        self._clock = clock
+    def __init__(self) -> None:
         self._real = selectors.DefaultSelector()
 
     def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
@@ -51,22 +68,10 @@ class VirtualTimeSelector(selectors.BaseSelector):
         return self._real.modify(fileobj, events, data)
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        if timeout == 0:
-            # Callbacks are ready: run them first. The real descriptors (only the loop's
-            # wake-up pipe) can wait until the loop would otherwise move the clock; a
-            # callback another thread adds is in the ready queue already. One system call
-            # less per loop iteration.
-            return []
-        ready = self._real.select(0)
-        if ready:
-            return ready
-        if timeout is None:
-            raise SimulationDeadlock(
-                "no task can make progress and no timer is pending "
-                "(a coroutine awaits something nothing will ever deliver)"
-            )
-        self._clock.advance(timeout)
-        return []
+        return self._real.select(0)
+
+    def registered(self) -> int:
+        return len(self._real.get_map())
 
     def get_map(self) -> Any:
         return self._real.get_map()
@@ -75,12 +80,168 @@ class VirtualTimeSelector(selectors.BaseSelector):
         self._real.close()
 
 
+class _Timer(events.TimerHandle):
+    """asyncio's timer handle, set up without the debug bookkeeping (checked by the caller)."""
+
+    __slots__ = ()
+    # asyncio's own slots, which typeshed does not declare.
+    _scheduled: bool
+    _cancelled: bool
+
+    def __init__(self, when: float, callback: Callable[..., object], args: tuple[Any, ...],
+                 loop: VirtualTimeLoop, context: contextvars.Context | None) -> None:
+        self._callback = callback
+        self._args = args
+        self._cancelled = False
+        self._loop = loop
+        self._source_traceback = None
+        self._repr = None
+        self._context = context if context is not None else contextvars.copy_context()
+        self._when = when
+        self._scheduled = True
+
+
+class _Ready(events.Handle):
+    """asyncio's handle for a ready callback, set up without the debug bookkeeping."""
+
+    __slots__ = ()
+    _cancelled: bool
+
+    def __init__(self, callback: Callable[..., object], args: tuple[Any, ...],
+                 loop: VirtualTimeLoop, context: contextvars.Context | None) -> None:
+        self._callback = callback
+        self._args = args
+        self._cancelled = False
+        self._loop = loop
+        self._source_traceback = None
+        self._repr = None
+        self._context = context if context is not None else contextvars.copy_context()
+
+
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
     """An asyncio loop running on a :class:`VirtualClock`."""
 
+    # asyncio.BaseEventLoop's own state and helpers, which typeshed does not declare.
+    _ready: collections.deque[_Ready | _Timer]
+    _stopping: bool
+    _closed: bool
+    _debug: bool
+    _process_events: Callable[[list[tuple[selectors.SelectorKey, int]]], None]
+    _check_thread: Callable[[], None]
+    _check_callback: Callable[[Callable[..., object], str], None]
+
     def __init__(self) -> None:
         self.clock = VirtualClock()
-        super().__init__(VirtualTimeSelector(self.clock))
+        self._timers: list[tuple[float, int, _Timer]] = []
+        self._timer_sequence = itertools.count()
+        self._cancelled_timers = 0
+        self._moves_until_poll = WAKEUP_POLL_INTERVAL
+        self._virtual_selector = VirtualTimeSelector()
+        super().__init__(self._virtual_selector)
+        self._wakeup_only = self._virtual_selector.registered()  # the wake-up pipe
 
     def time(self) -> float:
         return self.clock.now
+
+    # ------------------------------------------------------------------ scheduling
+
+    def call_soon(self, callback: Callable[[*_Ts], object], *args: *_Ts,
+                  context: contextvars.Context | None = None) -> events.Handle:
+        if self._debug:
+            return super().call_soon(callback, *args, context=context)
+        if self._closed:
+            raise RuntimeError("Event loop is closed")
+        handle = _Ready(callback, args, self, context)
+        self._ready.append(handle)
+        return handle
+
+    def call_later(self, delay: float, callback: Callable[[*_Ts], object], *args: *_Ts,
+                   context: contextvars.Context | None = None) -> events.TimerHandle:
+        if delay is None:
+            raise TypeError("delay must not be None")
+        return self.call_at(self.clock.now + delay, callback, *args, context=context)
+
+    def call_at(self, when: float, callback: Callable[[*_Ts], object], *args: *_Ts,
+                context: contextvars.Context | None = None) -> events.TimerHandle:
+        if when is None:
+            raise TypeError("when cannot be None")
+        if self._closed:
+            raise RuntimeError("Event loop is closed")
+        if self._debug:
+            self._check_thread()
+            self._check_callback(callback, "call_at")
+        timer = _Timer(when, callback, args, self, context)
+        heapq.heappush(self._timers, (when, next(self._timer_sequence), timer))
+        return timer
+
+    def _timer_handle_cancelled(self, handle: _Timer) -> None:
+        if handle._scheduled:
+            self._cancelled_timers += 1
+
+    def pending_timers(self) -> int:
+        """Timers set and neither run nor cancelled."""
+        return len(self._timers) - self._cancelled_timers
+
+    # ------------------------------------------------------------------ one turn
+
+    def _run_once(self) -> None:
+        ready = self._ready
+        timers = self._timers
+        if self._cancelled_timers > _CLEANUP_MINIMUM and 2 * self._cancelled_timers > len(timers):
+            self._drop_cancelled_timers()
+        if not ready and not self._stopping:
+            self._advance()
+        now = self.clock.now
+        while timers and timers[0][0] <= now:
+            timer = heapq.heappop(timers)[2]
+            timer._scheduled = False
+            if timer._cancelled:
+                self._cancelled_timers -= 1
+            else:
+                ready.append(timer)
+        # Only what is ready now: callbacks these add run on the next turn, as in asyncio.
+        for _ in range(len(ready)):
+            handle = ready.popleft()
+            if not handle._cancelled:
+                handle._run()
+
+    def _advance(self) -> None:
+        """Nothing is ready: poll the real descriptors if due, else move the clock to the
+        next timer; raise SimulationDeadlock if there is none."""
+        timers = self._timers
+        while timers and timers[0][2]._cancelled:
+            heapq.heappop(timers)[2]._scheduled = False
+            self._cancelled_timers -= 1
+        self._moves_until_poll -= 1
+        if (self._moves_until_poll <= 0 or not timers
+                or self._virtual_selector.registered() > self._wakeup_only):
+            self._moves_until_poll = WAKEUP_POLL_INTERVAL
+            self._process_events(self._virtual_selector.select(0))
+            if self._ready:
+                return
+        if not timers:
+            raise SimulationDeadlock(
+                "no task can make progress and no timer is pending "
+                "(a coroutine awaits something nothing will ever deliver)"
+            )
+        when = timers[0][0]
+        if when > self.clock.now:
+            self.clock.now = when
+
+    def _drop_cancelled_timers(self) -> None:
+        live = []
+        for entry in self._timers:
+            if entry[2]._cancelled:
+                entry[2]._scheduled = False
+            else:
+                live.append(entry)
+        heapq.heapify(live)
+        self._timers[:] = live  # in place: callers hold the list
+        self._cancelled_timers = 0
+
+    def close(self) -> None:
+        super().close()
+        for _, _, timer in self._timers:
+            timer._scheduled = False
+        self._timers.clear()
+        self._cancelled_timers = 0
