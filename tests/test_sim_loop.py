@@ -107,3 +107,19 @@ def test_cancelled_timers_never_run_and_the_others_run_exactly_once(loop: Virtua
     loop.run_until_complete(asyncio.sleep(400))
     assert fired == [n for n in range(1, 301) if n % 3 == 0]
     assert loop.pending_timers() == 0
+
+
+def test_a_registered_descriptor_is_served_before_the_clock_moves(loop: VirtualTimeLoop) -> None:
+    import socket
+
+    reader, writer = socket.socketpair()
+    heard: list[float] = []
+    loop.add_reader(reader.fileno(), lambda: (heard.append(loop.time()), reader.recv(1)))
+    try:
+        writer.send(b"x")
+        loop.run_until_complete(asyncio.sleep(10))
+    finally:
+        loop.remove_reader(reader.fileno())
+        reader.close()
+        writer.close()
+    assert heard == [0.0]

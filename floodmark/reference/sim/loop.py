@@ -57,21 +57,23 @@ class VirtualTimeSelector(selectors.BaseSelector):
 
     def __init__(self) -> None:
         self._real = selectors.DefaultSelector()
+        self.registered = 0  # file objects registered, counted here: the loop asks every turn
 
     def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
-        return self._real.register(fileobj, events, data)
+        key = self._real.register(fileobj, events, data)
+        self.registered += 1
+        return key
 
     def unregister(self, fileobj: Any) -> selectors.SelectorKey:
-        return self._real.unregister(fileobj)
+        key = self._real.unregister(fileobj)
+        self.registered -= 1
+        return key
 
     def modify(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
         return self._real.modify(fileobj, events, data)
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         return self._real.select(0)
-
-    def registered(self) -> int:
-        return len(self._real.get_map())
 
     def get_map(self) -> Any:
         return self._real.get_map()
@@ -138,7 +140,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._moves_until_poll = WAKEUP_POLL_INTERVAL
         self._virtual_selector = VirtualTimeSelector()
         super().__init__(self._virtual_selector)
-        self._wakeup_only = self._virtual_selector.registered()  # the wake-up pipe
+        self._wakeup_only = self._virtual_selector.registered  # the wake-up pipe
 
     def time(self) -> float:
         return self.clock.now
@@ -214,7 +216,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             self._cancelled_timers -= 1
         self._moves_until_poll -= 1
         if (self._moves_until_poll <= 0 or not timers
-                or self._virtual_selector.registered() > self._wakeup_only):
+                or self._virtual_selector.registered > self._wakeup_only):
             self._moves_until_poll = WAKEUP_POLL_INTERVAL
             self._process_events(self._virtual_selector.select(0))
             if self._ready:
