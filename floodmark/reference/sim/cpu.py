@@ -92,18 +92,24 @@ class SimCpu:
         self.jobs = 0
         self.queued = 0.0  # seconds jobs waited for the CPU, in total
 
+    def charge(self, seconds: float) -> float:
+        """Queue ``seconds`` of work behind the work queued before it; returns the virtual
+        time at which it is done. The caller schedules what follows the work at that time,
+        so queued work costs the simulation one timer, not a sleeping task."""
+        now = self._loop.time()
+        start = self.busy_until if self.busy_until > now else now
+        self.busy_until = start + seconds
+        self.busy += seconds
+        self.jobs += 1
+        self.queued += start - now
+        return self.busy_until
+
     async def handle(self, message: Any) -> None:
         """Spend the CPU time ``message`` costs, after the work queued before it."""
         await self.work(self.costs.cost(message))
 
     async def work(self, seconds: float) -> None:
-        now = self._loop.time()
-        start = max(now, self.busy_until)
-        self.busy_until = start + seconds
-        self.busy += seconds
-        self.jobs += 1
-        self.queued += start - now
-        await asyncio.sleep(self.busy_until - now)
+        await asyncio.sleep(self.charge(seconds) - self._loop.time())
 
     def process_died(self) -> None:
         """The process's queued work died with it: the CPU is idle from now."""

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -64,12 +63,17 @@ class _Delivery:
 
 
 class _Call:
-    """One request in flight, so a crash can break it."""
+    """One request in flight, so a crash can break it, and what its response needs on arrival."""
 
-    def __init__(self, source: str, destination: str, reply: asyncio.Future[Any]) -> None:
+    __slots__ = ("source", "destination", "reply", "requester", "timeout", "charged")
+
+    def __init__(self, source: str, destination: str, reply: asyncio.Future[Any], requester: SimNode) -> None:
         self.source = source
         self.destination = destination
         self.reply = reply
+        self.requester = requester
+        self.timeout: asyncio.TimerHandle | None = None
+        self.charged = False  # the requester's CPU has been charged for reading the response
 
 
 class NetworkWorld(Protocol):
@@ -216,9 +220,9 @@ class SimNetwork:
     def _schedule(self, link: Link, on_arrival: Callable[[], None], on_lost: Callable[[], None] | None,
                   latency: float, delay: float = 0.0) -> float:
         loop = self.world.loop
-        # Strictly later than the previous message on the link: the loop's timer heap does
-        # not keep insertion order among equal times.
-        arrival = max(loop.time() + latency, math.nextafter(self._last_arrival.get(link, -1.0), math.inf))
+        # Not before the previous message on the link; at the same time it still arrives
+        # after it, as the loop runs timers due together in the order they were set.
+        arrival = max(loop.time() + latency, self._last_arrival.get(link, 0.0))
         if delay:
             arrival += delay  # travels on its own: later messages on the link overtake it
         else:
@@ -255,27 +259,47 @@ class SimNetwork:
     async def request(self, source: str, incarnation: int, destination: str, message: Any,
                       timeout: float) -> Any:
         node = self.world.node(source)
-        await node.gate(incarnation)
+        if not node.can_act(incarnation):
+            await node.gate(incarnation)
         if self.check_wire:
             message = wire.round_trip(message)
-        reply: asyncio.Future[Any] = self.world.loop.create_future()
-        call = _Call(source, destination, reply)
+        loop = self.world.loop
+        reply: asyncio.Future[Any] = loop.create_future()
+        call = _Call(source, destination, reply, node)
         self._calls[call] = None
         self.deliver(source, destination, lambda: self._arrive(call, message), kind=type(message).__name__)
-        if node.cpu is None:
-            try:
-                return await asyncio.wait_for(reply, timeout)
-            finally:
-                self._calls.pop(call, None)
-                await node.gate(incarnation)
+        # A plain timer on the reply, not asyncio.wait_for: one timer and no extra future or
+        # callback per request. The response's arrival cancels it (see ``_hear``).
+        call.timeout = loop.call_at(loop.time() + timeout, _time_out, reply)
         try:
-            response = await asyncio.wait_for(reply, timeout)
+            response = await reply
         finally:
+            call.timeout.cancel()
             self._calls.pop(call, None)
-            await node.gate(incarnation)
-        await node.cpu.handle(response)  # decoding it, applying what it brought
-        await node.gate(incarnation)
+            if not node.can_act(incarnation):
+                await node.gate(incarnation)
+        if node.cpu is not None and not call.charged:
+            # The response arrived while the node was paused: it reads it now it has resumed.
+            await node.cpu.handle(response)
+            if not node.can_act(incarnation):
+                await node.gate(incarnation)
         return response
+
+    def _hear(self, call: _Call, response: Any) -> None:
+        """The response reached the requester: the timeout no longer applies and the
+        connection's fate no longer matters; its CPU reads the response, then the caller has it."""
+        reply = call.reply
+        if reply.done():
+            return
+        if call.timeout is not None:
+            call.timeout.cancel()
+        self._calls.pop(call, None)
+        cpu = call.requester.cpu
+        if cpu is None or call.requester.paused:
+            reply.set_result(response)
+            return
+        call.charged = True
+        self.world.loop.call_at(cpu.charge(cpu.costs.cost(response)), _resolve, reply, response)
 
     def _arrive(self, call: _Call, message: Any) -> None:
         target = self.world.nodes.get(call.destination)
@@ -283,17 +307,31 @@ class SimNetwork:
         if target is None or serving is None or not target.is_current(serving[0]):
             self._answer_with_error(call, ConnectionRefusedError(f"{call.destination} refused the connection"))
             return
+        cpu = target.cpu
+        if cpu is None or target.paused:
+            self._start_handler(call, message, target, serving, False)
+            return
+        # The CPU works through the request after the work queued before it; the handler
+        # starts when that is done: one timer, not a task sleeping in the queue.
+        self.world.loop.call_at(cpu.charge(cpu.costs.cost(message)), self._start_handler,
+                                call, message, target, serving, True)
+
+    def _start_handler(self, call: _Call, message: Any, target: SimNode, serving: tuple[int, Handler],
+                       charged: bool) -> None:
         incarnation, handler = serving
+        if self._handlers.get(call.destination) is not serving or not target.is_current(incarnation):
+            return  # the process died or closed its network meanwhile: the caller heard of it
         handling = self._handling.setdefault(call.destination, {})
         task = target.start_task(self.world.loop, incarnation,
-                                 self._handle(call, handler, message, target, incarnation),
+                                 self._handle(call, handler, message, target, incarnation, charged),
                                  f"handle {type(message).__name__} from {call.source}",
                                  lambda t: handling.pop(t, None))
         handling[task] = None
 
-    async def _handle(self, call: _Call, handler: Handler, message: Any, node: SimNode, incarnation: int) -> None:
+    async def _handle(self, call: _Call, handler: Handler, message: Any, node: SimNode, incarnation: int,
+                      charged: bool) -> None:
         cpu = node.cpu
-        if cpu is not None:
+        if cpu is not None and not charged:  # arrived while the node was paused: work on it now
             await cpu.handle(message)
             await node.gate(incarnation)  # paused while its CPU worked: the handler waits
         try:
@@ -306,10 +344,25 @@ class SimNetwork:
             response = ErrorResponse(UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
         if self.check_wire:
             response = wire.round_trip(response)
-        if cpu is not None:
-            await cpu.handle(response)
-            await node.gate(incarnation)
-        self.deliver(call.destination, call.source, lambda: _resolve(call.reply, response),
+        if cpu is None:
+            self._send_response(call, response, node, incarnation)
+        else:
+            # Building the response takes CPU time; it leaves when that is done.
+            self.world.loop.call_at(cpu.charge(cpu.costs.cost(response)), self._send_response,
+                                    call, response, node, incarnation)
+
+    def _send_response(self, call: _Call, response: Any, node: SimNode, incarnation: int) -> None:
+        if not node.is_current(incarnation) or self._handlers.get(call.destination, (None,))[0] != incarnation:
+            return  # died or closed its network before the response left: it never does
+        if node.paused:
+            # Paused before the response left: it leaves when the node resumes.
+            async def send_on_resume() -> None:
+                self._send_response(call, response, node, incarnation)
+
+            node.start_task(self.world.loop, incarnation, send_on_resume(),
+                            f"send {type(response).__name__} to {call.source}")
+            return
+        self.deliver(call.destination, call.source, lambda: self._hear(call, response),
                      kind=type(response).__name__)
 
     def _answer_with_error(self, call: _Call, error: Exception) -> None:
@@ -332,6 +385,11 @@ class SimNetwork:
 def _resolve(reply: asyncio.Future[Any], value: Any) -> None:
     if not reply.done():
         reply.set_result(value)
+
+
+def _time_out(reply: asyncio.Future[Any]) -> None:
+    if not reply.done():
+        reply.set_exception(TimeoutError())
 
 
 def _fail(reply: asyncio.Future[Any], error: Exception) -> None:
