@@ -88,6 +88,7 @@ class PartitionLog:
         self.segment_bytes = segment_bytes
         self._segments = segments
         self._bases = [s.base_offset for s in segments]  # for bisect
+        self._end = segments[-1].end_offset  # kept as the segments change: read on every fetch
         self._last_epoch = last_epoch
         self._closed = False
 
@@ -169,7 +170,7 @@ class PartitionLog:
 
     @property
     def log_end(self) -> int:
-        return self._segments[-1].end_offset
+        return self._end
 
     @property
     def last_epoch(self) -> int:
@@ -248,6 +249,7 @@ class PartitionLog:
             active.positions.append(position)
             position += len(frame)
         active.size = position
+        self._end = active.end_offset
         self._last_epoch = records[-1][1]
 
     def _roll(self) -> Segment:
@@ -329,6 +331,7 @@ class PartitionLog:
         self.storage.truncate(active.path, new_size)
         del active.positions[offset - active.base_offset:]
         active.size = new_size
+        self._end = active.end_offset
         active.file.fsync()  # commits the truncation and removals: a crash must not undo them
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -347,6 +350,7 @@ class PartitionLog:
             self.close()
             raise
         self._segments, self._bases = [segment], [offset]
+        self._end = offset
         self._last_epoch = -1
         self.epoch_cache.clear()
 
