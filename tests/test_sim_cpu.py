@@ -120,3 +120,42 @@ def test_a_node_paused_while_its_cpu_works_handles_the_request_only_on_resume() 
         world.loop.call_later(3.0, world.resume, "n2")
         world.run(n1.network.request("n2", leader_and_isr(2000), 10.0))
         assert 3.0 < world.now() < 3.01
+
+
+def test_a_response_being_built_when_the_node_pauses_leaves_only_on_resume() -> None:
+    world = SimWorld(seed=3, cpu=COSTS, latency=(0.001, 0.001))
+    with world:
+        n1, n2 = world.add_node("n1"), world.add_node("n2")
+
+        async def big_answer(sender: str, message: Any) -> Any:
+            return m.LeaderAndIsrResponse(None, tuple(m.PartitionError("t", p, None) for p in range(2000)))
+
+        world.run(n2.network.serve(big_answer))
+        # The request arrives at 0.001 and costs 0.001; building the answer takes 0.201 more.
+        world.loop.call_later(0.1, world.pause, "n2")
+        world.loop.call_later(3.0, world.resume, "n2")
+        world.run(n1.network.request("n2", m.BrokerHeartbeatRequest(1, 0), 10.0))
+        # It leaves at 3.0, arrives at 3.001, and n1 reads it for another 0.201 s.
+        assert world.now() == pytest.approx(3.0 + 0.001 + 0.201)
+
+
+def test_a_requester_paused_when_the_response_arrives_reads_it_after_resuming() -> None:
+    world, n1, _ = cpu_world()
+    with world:
+        # The response arrives at 0.004 (two latencies, two jobs of n2); n1 is paused then.
+        world.loop.call_later(0.003, world.pause, "n1")
+        world.loop.call_later(2.0, world.resume, "n1")
+        world.run(n1.network.request("n2", m.ProduceRequest("t", 0, ()), 10.0))
+        assert world.now() == pytest.approx(2.0 + 0.001)  # reading it takes 0.001 once resumed
+        assert world.cpu("n1").jobs == 1  # type: ignore[union-attr]
+
+
+def test_a_request_whose_response_arrived_is_not_timed_out_while_the_requester_reads_it() -> None:
+    world, n1, _ = cpu_world()
+    with world:
+        # n1's CPU is busy for 1 s when the response arrives: reading it ends past the timeout,
+        # but a response that has arrived is no longer subject to it.
+        world.loop.call_later(0.003, lambda: world.cpu("n1").charge(1.0))  # type: ignore[union-attr]
+        response = world.run(n1.network.request("n2", m.ProduceRequest("t", 7, ()), 0.5))
+        assert response.base_offset == 7
+        assert world.now() == pytest.approx(0.003 + 1.0 + 0.001)
