@@ -64,3 +64,18 @@ def test_change_signal_wakes_every_waiter_once_and_times_out_otherwise() -> None
 
         woke, timed_out, total = world.run(scenario())
         assert 0.5 <= woke < 0.6 and 1.0 <= timed_out < 1.1 and total < 2.0
+
+
+def test_waits_that_time_out_leave_nothing_behind() -> None:
+    from floodmark.reference.broker.offset_waiters import ChangeSignal
+
+    with SimWorld(seed=1) as world:
+        signal, waiters = ChangeSignal(), OffsetWaiters()
+
+        async def scenario() -> None:
+            for _ in range(5):
+                await signal.wait(0.1)
+                assert await waiters.wait(1, 0.1) is False
+
+        world.run(scenario())
+        assert signal.waiting == 0 and len(waiters) == 0

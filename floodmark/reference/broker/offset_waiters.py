@@ -6,12 +6,19 @@ until the log end (follower) or the HW (consumer) moves past its fetch offset. W
 the watermark calls :meth:`OffsetWaiters.advance`, which wakes exactly the requests whose
 offset is now reached, so an acknowledgement costs no timer ticks. A leadership change
 calls :meth:`abort`: the waiting requests must re-check the partition's state.
+
+A wait is a future and one timer on it, not ``asyncio.wait_for`` (and, for the change
+signal, not ``asyncio.shield``): every fetch and every acks=all produce waits here, and
+those wrappers cost extra futures and turns of the event loop on each.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class OffsetWaiters:
@@ -23,15 +30,16 @@ class OffsetWaiters:
 
     async def wait(self, offset: int, timeout: float) -> bool:
         """Wait until ``advance(v)`` with ``v >= offset``: True; False on timeout or abort."""
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
         entry = (offset, future)
         self._waiting.append(entry)
+        # The loop's clock is the runtime's (virtual under simulation).
+        timer = loop.call_later(max(timeout, 0.0), _settle, future, False)
         try:
-            # The loop's clock is the runtime's (virtual under simulation).
-            return await asyncio.wait_for(future, max(timeout, 0.0))
-        except TimeoutError:
-            return False
+            return await future
         finally:
+            timer.cancel()
             if not future.done():
                 future.cancel()
             with contextlib.suppress(ValueError):
@@ -58,17 +66,34 @@ class ChangeSignal:
     """
 
     def __init__(self) -> None:
-        self._future: asyncio.Future[None] | None = None
+        self._waiting: list[asyncio.Future[None]] = []  # one future per waiter
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
 
     async def wait(self, timeout: float) -> None:
         """Return at the next :meth:`notify`, or after ``timeout`` seconds."""
-        if self._future is None or self._future.done():
-            self._future = asyncio.get_running_loop().create_future()
-        # Shielded: one waiter timing out must not cancel the future the others wait on.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._future), max(timeout, 0.0))
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        self._waiting.append(future)
+        timer = loop.call_later(max(timeout, 0.0), _settle, future, None)
+        try:
+            await future
+        finally:
+            timer.cancel()
+            if not future.done():
+                future.cancel()
+            with contextlib.suppress(ValueError):  # gone already if a notify woke it
+                self._waiting.remove(future)
 
     def notify(self) -> None:
-        future, self._future = self._future, None
-        if future is not None and not future.done():
-            future.set_result(None)
+        waiting, self._waiting = self._waiting, []
+        for future in waiting:
+            if not future.done():
+                future.set_result(None)
+
+
+def _settle(future: asyncio.Future[T], value: T) -> None:
+    if not future.done():
+        future.set_result(value)
