@@ -325,11 +325,13 @@ class SimNetwork:
         task = target.start_task(self.world.loop, incarnation,
                                  self._handle(call, handler, message, target, incarnation, charged),
                                  f"handle {type(message).__name__} from {call.source}",
-                                 lambda t: handling.pop(t, None))
+                                 lambda t: handling.pop(t, None), gated=False)
         handling[task] = None
 
     async def _handle(self, call: _Call, handler: Handler, message: Any, node: SimNode, incarnation: int,
                       charged: bool) -> None:
+        if not node.can_act(incarnation):
+            await node.gate(incarnation)
         cpu = node.cpu
         if cpu is not None and not charged:  # arrived while the node was paused: work on it now
             await cpu.handle(message)

@@ -64,9 +64,12 @@ class SimRuntime:
         return self._world.epoch + now + self._sim_node.clock.skew(now)
 
     async def sleep(self, seconds: float) -> None:
-        await self._sim_node.gate(self.incarnation)
+        node = self._sim_node
+        if not node.can_act(self.incarnation):
+            await node.gate(self.incarnation)
         await asyncio.sleep(seconds)
-        await self._sim_node.gate(self.incarnation)
+        if not node.can_act(self.incarnation):
+            await node.gate(self.incarnation)
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         return self._sim_node.start_task(self._world.loop, self.incarnation, coro, name, self._report_failure)
