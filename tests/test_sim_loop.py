@@ -123,3 +123,17 @@ def test_a_registered_descriptor_is_served_before_the_clock_moves(loop: VirtualT
         reader.close()
         writer.close()
     assert heard == [0.0]
+
+
+def test_a_failing_callback_goes_to_the_exception_handler_and_the_loop_goes_on(loop: VirtualTimeLoop) -> None:
+    reported: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+
+    def broken() -> None:
+        raise ValueError("boom")
+
+    loop.call_soon(broken)
+    loop.call_later(1.0, broken)
+    assert loop.run_until_complete(asyncio.sleep(2, result="on")) == "on"
+    assert [type(c["exception"]) for c in reported] == [ValueError, ValueError]
+    assert all("broken" in str(c["message"]) for c in reported)
