@@ -105,6 +105,16 @@ class _Timer(events.TimerHandle):
         self._when = when
         self._scheduled = True
 
+    def cancel(self) -> None:
+        # TimerHandle.cancel without its two extra calls (a request's timeout, a long poll's
+        # wait: most timers are cancelled).
+        if not self._cancelled:
+            self._cancelled = True
+            if self._scheduled:
+                self._loop._cancelled_timers += 1  # type: ignore[attr-defined]
+            self._callback = None  # type: ignore[assignment]
+            self._args = None  # type: ignore[assignment]
+
 
 class _Ready(events.Handle):
     """asyncio's handle for a ready callback, set up without the debug bookkeeping."""
