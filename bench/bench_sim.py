@@ -14,7 +14,8 @@ same on every backend. The simulated time is the virtual time of the history's l
 whole run: set-up, workload, recovery and drain). Shapes are ``BROKERSxPARTITIONS`` (two
 topics, so ``3x24`` is 2 topics of 12 partitions); the figures show how the cost scales
 with brokers and partitions. Each figure is the median of ``--runs`` runs, printed with the
-load average and the calibration anchor (``calibration.machine_speed``).
+load average and the calibration anchor (``calibration.machine_speed``), after one short
+untimed run that loads what a run imports lazily (once per process, as in ``explore``).
 
 ``--bare`` measures the older miniature instead: the queue workload's workers straight on
 the client library and the test fixtures' cluster, without the harness (``--cpu-model``
@@ -175,6 +176,9 @@ def shapes(text: str) -> list[tuple[int, int]]:
 
 
 def product(args: argparse.Namespace) -> None:
+    # One short untimed run first: the modules a run imports lazily are loaded (and, where
+    # bytecode is not cached, compiled) once per process, as in an exploration's workers.
+    product_run(3, 6, 1.0, args.seed, profile=False)
     anchor = machine_speed()
     print(f"calibration: machine_speed {anchor:.3f} s (about 0.3 on a quiet 3 GHz core); {load_average()}",
           flush=True)
