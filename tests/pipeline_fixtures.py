@@ -138,6 +138,11 @@ def write_large_queue_run(store: Path, name: str, seed: int, *, entries: int, pa
     (run_dir / "events").mkdir(parents=True)
     (run_dir / "logs").mkdir()
     nodes = ["n1", "n2", "n3"]
+    broker_ids = [1, 2, 3]
+
+    def broker_id(node: str) -> int:
+        return int(node[1:])
+
     keys = [("t0", p) for p in range(partitions)]
     logs: dict[tuple[str, int], list[str]] = {k: [] for k in keys}
     leader = {k: nodes[i % len(nodes)] for i, k in enumerate(keys)}
@@ -177,17 +182,18 @@ def write_large_queue_run(store: Path, name: str, seed: int, *, entries: int, pa
         replicate(key)
         epoch[key] += 1
         leader[key] = node
-        event("n1", "leader_elected", topic=key[0], partition=key[1], leader=node, leader_epoch=epoch[key],
-              isr=list(nodes), controller_epoch=1, zk_version=epoch[key], unclean=False)
+        # Events name brokers by id, as the reference does (node "n<id>").
+        event("n1", "leader_elected", topic=key[0], partition=key[1], leader=broker_id(node), leader_epoch=epoch[key],
+              isr=broker_ids, controller_epoch=1, zk_version=epoch[key], unclean=False)
         end = len(logs[key])
-        event(node, "became_leader", topic=key[0], partition=key[1], leader_epoch=epoch[key], isr=list(nodes),
+        event(node, "became_leader", topic=key[0], partition=key[1], leader_epoch=epoch[key], isr=broker_ids,
               log_end=end, high_watermark=end)
         for other in nodes:
             if other != node:
                 event(other, "became_follower", topic=key[0], partition=key[1], leader_epoch=epoch[key],
-                      leader=node, log_end=end)
+                      leader=broker_id(node), log_end=end)
 
-    event("n1", "controller_elected", controller_epoch=1, broker="n1")
+    event("n1", "controller_elected", controller_epoch=1, broker=1)
     for key in keys:
         elect(key, leader[key])
     process_of = list(range(processes))
@@ -245,7 +251,7 @@ def write_large_queue_run(store: Path, name: str, seed: int, *, entries: int, pa
                 if offset + 1 - replicated[payload] >= replicate_every:
                     replicate(payload)
                 event(leader[payload], "acked", topic=payload[0], partition=payload[1], offset=offset,
-                      high_watermark=max(replicated[payload], offset + 1), acks="all")
+                      high_watermark=max(replicated[payload], offset + 1), acks=-1)
                 op("ok", process_of[w], "send", {**value, "offset": offset})
             if rng.random() < 0.002:
                 elect(payload, rng.choice([n for n in nodes if n != leader[payload]]))

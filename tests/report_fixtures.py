@@ -250,7 +250,7 @@ def make_run(store: Path, *, name: str = "queue-partition", seed: int = 1, stamp
              verdict: Any = None, with_results: bool = True, unseen: int = 250) -> GeneratedRun:
     """Write one synthetic run directory under ``store/<name>/<stamp>-s<seed>/``."""
     rng = random.Random(seed)
-    test_name = name + (" " + HOSTILE_SCRIPT if hostile else "")
+    test_name = name  # a test name must be usable as a directory name: no payload fits in it
     workload = "log-lin" if lin_failure else "queue"
     config = _config(test_name, seed, workload, variant, list(nemesis), concurrency=4, partitions=2)
     run = store / name / f"{stamp}-s{seed}"
