@@ -52,6 +52,21 @@ def test_unseen_above_highest_read() -> None:
     assert types(h) == {"unseen": 1}
 
 
+def test_unseen_in_a_partition_no_drain_read_is_unknown_not_invalid() -> None:
+    # The final drain could not read partition 0 (offline): the sends above the highest poll
+    # may well be there. Nobody looked, so the verdict is unknown; a loss below the highest
+    # read stays a lost write.
+    h = sent()
+    h.poll(3, 0, 0, [(0, "v0"), (1, "v1")])
+    result = check(h)
+    assert result.valid == "unknown" and result.anomalies == []
+    assert result.stats["unseen_undrained"] == 2 and "drain" in result.stats["unjudged_because"]
+    read_past = sent()
+    read_past.poll(3, 0, 0, [(0, "v0"), (1, "v1")])
+    read_past.poll(3, 0, 3, [(3, "v3")])
+    assert types(read_past)["lost-write"] == 1
+
+
 def test_duplicate_unless_configuration_allows_it() -> None:
     h = sent(2)
     h.poll(3, 0, 0, [(0, "v0"), (1, "v1"), (2, "v1")], f="drain")

@@ -77,13 +77,40 @@ def test_a_recovered_replica_leaves_the_isr_and_its_leadership_moves() -> None:
 
 def test_a_recovered_last_isr_member_leaves_too_and_the_partition_stays_offline() -> None:
     # A failed broker keeps its place as the last member (it can lead again when it returns);
-    # one that lost unsynced records may not lead: the ISR becomes empty.
+    # one that lost unsynced records may not lead while the ISR was below min.insync.replicas
+    # (the replicas that left it hold what was acknowledged): the ISR becomes empty.
     offline = LeaderIsr(NO_LEADER, 4, (1,), 2)
     d = remove_recovered_replicas((1, 2), offline, {1}, alive(1, 2), 3)
-    assert d is not None and d.state == LeaderIsr(NO_LEADER, 5, (), 3) and not d.unclean
+    assert d is not None and d.state == LeaderIsr(NO_LEADER, 5, (), 3, last_known_elr=(1,)) and not d.unclean
     assert elect_leader((1, 2), d.state, alive(1, 2), 3) is None  # nobody in sync: stays offline
     led = remove_recovered_replicas((1, 2), LeaderIsr(1, 4, (1,), 2), {1}, alive(1, 2), 3)
-    assert led is not None and led.state == LeaderIsr(NO_LEADER, 5, (), 3)
+    assert led is not None and led.state == LeaderIsr(NO_LEADER, 5, (), 3, last_known_elr=(1,))
     # Only unclean election, when allowed, brings such a partition back.
     u = remove_recovered_replicas((1, 2), offline, {1}, alive(2), 3, allow_unclean=True)
     assert u is not None and u.unclean and (u.state.leader, u.state.isr) == (2, (2,))
+
+
+def test_an_isr_that_all_recovered_uncleanly_leads_again_with_its_first_member_back() -> None:
+    # KIP-966 Balanced: with min.insync.replicas 1 the last member alone held what was
+    # acknowledged; a SIGKILL lost none of it, so it leads again (recorded as unclean).
+    d = remove_recovered_replicas((1, 2), LeaderIsr(NO_LEADER, 4, (1,), 2), {1}, alive(1, 2), 3, min_insync=1)
+    assert d is not None and d.unclean and (d.state.leader, d.state.isr, d.state.leader_epoch) == (1, (1,), 5)
+
+
+def test_members_that_recover_one_by_one_are_remembered_until_the_last_one_returns() -> None:
+    s = LeaderIsr(NO_LEADER, 4, (1, 2), 2)
+    first = remove_recovered_replicas((1, 2, 3), s, {1}, alive(1, 3), 3, min_insync=2)
+    assert first is not None and (first.state.leader, first.state.isr) == (NO_LEADER, (2,))
+    assert first.state.last_known_elr == (1,) and not first.unclean
+    assert elect_leader((1, 2, 3), first.state, alive(1, 3), 3) is None  # 2 still away: offline
+    second = remove_recovered_replicas((1, 2, 3), first.state, {2}, alive(1, 2, 3), 3, min_insync=2)
+    assert second is not None and second.unclean
+    assert (second.state.leader, second.state.isr, second.state.last_known_elr) == (1, (1,), ())
+
+
+def test_the_last_known_elr_survives_zookeeper() -> None:
+    from floodmark.reference.protocol import zk_layout as zk
+    state = LeaderIsr(NO_LEADER, 5, (2,), 3, last_known_elr=(1,))
+    assert zk.decode_leader_isr("t", 0, zk.encode_leader_isr(state), 7) == state.with_version(7)
+    plain = LeaderIsr(1, 5, (1, 2), 3)
+    assert b"last_known_elr" not in zk.encode_leader_isr(plain)

@@ -149,7 +149,7 @@ class LastReplicaOutcome:
     logs: dict[str, list[str]]  # each replica's log once everything settled
 
 
-def last_replica_standing_sequence(variant: str, *, power_loss: bool) -> LastReplicaOutcome:
+def last_replica_standing_sequence(variant: str, *, power_loss: bool, min_isr: int = 2) -> LastReplicaOutcome:
     """KIP-966's own example: the ISR shrinks to the leader, which then loses power.
 
     t-0 on n2 (leader), n3, n4 with min.insync.replicas=2; records are acknowledged while all
@@ -159,7 +159,7 @@ def last_replica_standing_sequence(variant: str, *, power_loss: bool) -> LastRep
     """
     cluster = SimCluster(seed=5, nodes=4, variant=variant, replica_lag_time_max=3.0)
     world = cluster.world
-    cluster.create_topic("t", 1, 3, min_isr=2, assignment={0: (2, 3, 4)})
+    cluster.create_topic("t", 1, 3, min_isr=min_isr, assignment={0: (2, 3, 4)})
     acked: dict[int, str] = {}
     for i in range(10):
         values = [f"v{i}-{j}" for j in range(3)]
@@ -206,6 +206,15 @@ def test_the_last_in_sync_replica_killed_loses_nothing(variant: str) -> None:
         assert (out.final.leader, out.final.isr) == (zk.NO_LEADER, ())
     else:
         assert out.final.leader == 2 and held(out.logs["n2"], out.acked)
+
+
+def test_a_killed_last_in_sync_replica_of_an_isr_at_min_insync_leads_again() -> None:
+    # min.insync.replicas=1: n2 alone acknowledged records once n3 and n4 left; a SIGKILL took
+    # none of them, and KIP-966's Balanced recovery lets n2 lead again rather than leave the
+    # partition offline for ever; the others catch up from it.
+    out = last_replica_standing_sequence("default", power_loss=False, min_isr=1)
+    assert out.final.leader == 2
+    assert all(held(log, out.acked) for log in out.logs.values())
 
 
 # ----------------------------------------------------------------------------- before registering

@@ -79,4 +79,5 @@ class BrokerConfig:
         return ControllerConfig(
             variant=self.variant,
             heartbeat_timeout=None if fence is None else fence + self.heartbeat_interval,
+            min_insync_replicas=self.min_insync_replicas,
         )

@@ -27,3 +27,5 @@ class ControllerConfig:
     # the naive way ``bench/bench_failover.py`` compares against).
     batched_writes: bool = True
     ops_per_multi: int = 500
+    # The brokers' default min.insync.replicas, for topics that do not set their own.
+    min_insync_replicas: int = 2

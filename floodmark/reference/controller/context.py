@@ -70,6 +70,12 @@ class ControllerContext:
             return ()
         return assignment.partitions.get(tp.partition, ())
 
+    def min_insync_replicas(self, tp: TopicPartition, default: int) -> int:
+        """The topic's min.insync.replicas, or the brokers' ``default`` when it sets none."""
+        assignment = self.assignments.get(tp.topic)
+        configured = assignment.min_insync_replicas if assignment is not None else None
+        return configured if configured is not None else default
+
     def partitions(self) -> list[TopicPartition]:
         return sorted_partitions(self.states)
 

@@ -16,9 +16,10 @@ The rules follow Kafka's ZooKeeper-era controller:
 * **follower removal**: an ineligible follower leaves the ISR so the HW can advance.
 * **unclean recovery** (KIP-966): a replica whose broker recovered from an unclean shutdown
   may lack records the ISR counted on (a power loss took what it had not fsynced). It
-  leaves the ISR, even as its last member: it must not lead again until it has caught up
-  as a follower, and when no in-sync replica is left the partition stays offline (unless
-  unclean election is allowed).
+  leaves the ISR: it must not lead again until it has caught up as a follower. When every
+  member of an ISR of at least min.insync.replicas recovered uncleanly, no replica is safer
+  than they are: the first of them back leads in a new epoch (KIP-966's ``Balanced``
+  unclean recovery, recorded as unclean); a smaller ISR leaves the partition offline.
 * **reassignment** (V3 design): the leader must be in the target replicas and the ISR.
 * **preferred**: the first assigned replica leads again when it is eligible and in sync.
 * **controlled shutdown**: leadership moves to another in-sync replica before the broker stops.
@@ -96,7 +97,7 @@ def remove_from_isr(
 
 def remove_recovered_replicas(
     replicas: Sequence[int], state: LeaderIsr, recovered: Collection[int], eligible: Eligible,
-    controller_epoch: int, *, allow_unclean: bool = False,
+    controller_epoch: int, *, allow_unclean: bool = False, min_insync: int = 2,
 ) -> Decision | None:
     """Take replicas that recovered from an unclean shutdown out of the ISR (KIP-966).
 
@@ -105,11 +106,49 @@ def remove_recovered_replicas(
     """
     if state.leader not in recovered and not any(r in recovered for r in state.isr):
         return None
+    removed = tuple(r for r in state.isr if r in recovered)
     rest = LeaderIsr(NO_LEADER if state.leader in recovered else state.leader, state.leader_epoch,
                      tuple(r for r in state.isr if r not in recovered), state.controller_epoch,
                      state.zk_version)
+    if not rest.isr and len(state.isr) + len(state.last_known_elr) >= min_insync and not allow_unclean:
+        return balanced_recovery(replicas, state, recovered, eligible, controller_epoch)
     decision = elect_leader(replicas, rest, eligible, controller_epoch, allow_unclean=allow_unclean)
-    return decision or Decision(_bump(state, rest.leader, rest.isr, controller_epoch))
+    decision = decision or Decision(_bump(state, rest.leader, rest.isr, controller_epoch))
+    if decision.state.leader != NO_LEADER:
+        return decision
+    # Offline, waiting for the rest of the ISR: remember who left, in case the rest recovers
+    # uncleanly too (then any of them may hold the most).
+    return Decision(_remember(decision.state, replicas, (*state.last_known_elr, *removed)))
+
+
+def _remember(state: LeaderIsr, replicas: Sequence[int], elr: Collection[int]) -> LeaderIsr:
+    return LeaderIsr(state.leader, state.leader_epoch, state.isr, state.controller_epoch, state.zk_version,
+                     tuple(r for r in replicas if r in elr))
+
+
+def balanced_recovery(
+    replicas: Sequence[int], state: LeaderIsr, recovered: Collection[int], eligible: Eligible,
+    controller_epoch: int,
+) -> Decision:
+    """Every ISR member recovered from an unclean shutdown: lead with one of them (KIP-966's
+    ``Balanced`` unclean recovery), in a new epoch, rather than stay offline for ever.
+
+    Only for an ISR of at least min.insync.replicas members (the caller's condition): then
+    every acknowledged record went to all of them and no replica outside the ISR was counted
+    on since it left, so electing one of them loses only what the crash itself took (nothing
+    after a SIGKILL, the unsynced tail after a power loss). Below min.insync.replicas the
+    replicas that left last hold what was acknowledged (KIP-966's ELR), and the partition
+    waits offline for one of them to be chosen by unclean election. The choice is recorded
+    as unclean, because it may lose acknowledged records. Kafka's strategy waits for every
+    last-known member and asks each for its log end; this controller elects the first back
+    in assignment order.
+    """
+    candidates = [r for r in replicas
+                  if (r in state.last_known_elr or (r in state.isr and r in recovered)) and eligible(r)]
+    if not candidates:
+        removed = (*state.last_known_elr, *(r for r in state.isr if r in recovered))
+        return Decision(_remember(_bump(state, NO_LEADER, (), controller_epoch), replicas, removed))
+    return Decision(_bump(state, candidates[0], (candidates[0],), controller_epoch), unclean=True)
 
 
 def reassignment_leader(

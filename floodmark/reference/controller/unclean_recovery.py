@@ -20,8 +20,10 @@ epoch, where it led. All of this is written to ZooKeeper before the controller s
 broker anything, so a successor never finds less; the broker takes the first LeaderAndIsr
 meant for that registration as the acknowledgement and rewrites its registration as clean,
 so that a successor does not take it out again after it caught up. It rejoins the ISR as
-any follower does, by catching up with the leader. A partition whose only in-sync replica
-recovered uncleanly stays offline (as Kafka does), unless unclean election is allowed.
+any follower does, by catching up with the leader. When every member of the ISR recovered
+uncleanly, the first back leads (KIP-966's ``Balanced`` unclean recovery) if the ISR had at
+least min.insync.replicas members; otherwise the partition stays offline, unless unclean
+election is allowed (see :func:`~floodmark.reference.controller.election.balanced_recovery`).
 
 A SIGKILL is an unclean shutdown too (no marker): it loses nothing on disk, so the rule is
 merely conservative there. The ``no-kip-966`` variant switches the rule off.
@@ -65,4 +67,5 @@ async def remove_recovered_brokers(ctl: ControllerParts, brokers: Iterable[int])
                 if ctx.states[tp].leader in recovered or any(r in recovered for r in ctx.states[tp].isr)]
     return await change_partitions(ctl, affected, lambda tp, s: remove_recovered_replicas(
         ctx.replicas(tp), s, recovered, lambda r: ctx.may_lead(r, tp), ctx.epoch,
-        allow_unclean=ctl.config.variant.unclean_leader_election))
+        allow_unclean=ctl.config.variant.unclean_leader_election,
+        min_insync=ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas)))

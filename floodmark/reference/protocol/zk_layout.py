@@ -308,9 +308,15 @@ class LeaderIsr:
     isr: tuple[int, ...]
     controller_epoch: int
     zk_version: int = -1  # not part of the JSON: the node's version, for conditional writes
+    # KIP-966's LastKnownELR: former ISR members the controller took out because they
+    # recovered from an unclean shutdown while the partition had no leader. When the rest of
+    # the ISR recovers uncleanly too, they are among those that may lead again. Every new
+    # leader clears it.
+    last_known_elr: tuple[int, ...] = ()
 
     def with_version(self, zk_version: int) -> LeaderIsr:
-        return LeaderIsr(self.leader, self.leader_epoch, self.isr, self.controller_epoch, zk_version)
+        return LeaderIsr(self.leader, self.leader_epoch, self.isr, self.controller_epoch, zk_version,
+                         self.last_known_elr)
 
 
 NO_LEADER = -1
@@ -320,7 +326,9 @@ def encode_leader_isr(state: LeaderIsr) -> bytes:
     # Written for every partition on every leader change: formatted directly (the same JSON
     # _dump would produce, keys sorted) because json.dumps dominated failover time.
     isr = ",".join(str(int(r)) for r in state.isr)
-    return (f'{{"controller_epoch":{int(state.controller_epoch)},"isr":[{isr}],'
+    elr = ",".join(str(int(r)) for r in state.last_known_elr)
+    elr_field = f'"last_known_elr":[{elr}],' if elr else ""
+    return (f'{{"controller_epoch":{int(state.controller_epoch)},"isr":[{isr}],{elr_field}'
             f'"leader":{int(state.leader)},"leader_epoch":{int(state.leader_epoch)},'
             f'"version":{_FORMAT_VERSION}}}').encode()
 
@@ -334,6 +342,7 @@ def decode_leader_isr(topic: str, partition: int, data: bytes, zk_version: int) 
         isr=_int_list(path, obj.get("isr"), "field 'isr'"),
         controller_epoch=_int(path, obj, "controller_epoch"),
         zk_version=zk_version,
+        last_known_elr=_int_list(path, obj.get("last_known_elr", []), "field 'last_known_elr'"),
     )
 
 
