@@ -24,8 +24,8 @@ from floodmark.run_config import ConfigError, TestConfig
 
 
 def test_names_and_defaults() -> None:
-    assert set(CHECKER_NAMES) == {"durability", "hw", "leader", "queue", "linearizable", "stats"}
-    assert [c.name for c in default_checkers("queue")] == ["durability", "queue", "hw", "leader", "stats"]
+    assert set(CHECKER_NAMES) == {"durability", "hw", "leader", "invariants", "queue", "linearizable", "stats"}
+    assert [c.name for c in default_checkers("queue")] == ["durability", "queue", "hw", "leader", "invariants", "stats"]
     assert [c.name for c in default_checkers("log-lin")] == ["linearizable", "hw", "leader", "stats"]
 
 
@@ -36,7 +36,7 @@ def test_check_run_writes_results(tmp_path: Path) -> None:
     assert results["seed"] == 11 and results["config"]["workload"] == "queue"
     written = json.loads((path / "results.json").read_text())
     assert written["valid"] is True
-    assert set(written["checkers"]) == {"durability", "queue", "hw", "leader", "stats"}
+    assert set(written["checkers"]) == {"durability", "queue", "hw", "leader", "invariants", "stats"}
 
 
 def test_check_run_on_a_broken_run_and_partial_update(tmp_path: Path) -> None:

@@ -25,10 +25,10 @@ if TYPE_CHECKING:
     from floodmark.node_events import NodeEvent
     from floodmark.run_config import TestConfig
 
-CHECKER_NAMES: tuple[str, ...] = ("durability", "hw", "leader", "queue", "linearizable", "stats")
+CHECKER_NAMES: tuple[str, ...] = ("durability", "hw", "leader", "invariants", "queue", "linearizable", "stats")
 
 _DEFAULTS = {
-    "queue": ("durability", "queue", "hw", "leader", "stats"),
+    "queue": ("durability", "queue", "hw", "leader", "invariants", "stats"),
     "log-lin": ("linearizable", "hw", "leader", "stats"),
 }
 
@@ -50,6 +50,10 @@ def make_checker(name: str, **linearizable_options: Any) -> Checker:
         from floodmark.checkers.leader import LeaderChecker
 
         return LeaderChecker()
+    if name == "invariants":
+        from floodmark.checkers.invariants import InvariantsChecker
+
+        return InvariantsChecker()
     if name == "queue":
         from floodmark.checkers.queue import QueueChecker
 
@@ -71,7 +75,7 @@ def default_checker_names(workload: str | None) -> tuple[str, ...]:
 
 def default_checkers(workload: str) -> list[Checker]:
     """The checkers that judge a workload's runs: the queue workload gets durability, queue,
-    hw, leader and stats; ``log-lin`` gets linearizable (log model), hw, leader and stats;
+    hw, leader, invariants and stats; ``log-lin`` gets linearizable (log model), hw, leader and stats;
     anything else (e.g. a foreign register history) linearizable and stats."""
     return [make_checker(n) for n in default_checker_names(workload)]
 

@@ -1,0 +1,228 @@
+"""White-box invariants: what the brokers say they did, held against the replication contract.
+
+The black-box checkers (durability, queue) see a flaw only when a run's faults turned it into
+lost or reordered data. A flaw can be exercised without that: a leader that acknowledges
+acks=all records while its ISR is itself alone loses nothing if it then survives. The
+invariants of the protocol's TLA+ specification catch the exercise itself, from the node
+events each broker records:
+
+- ``acked-below-min-isr``: every acks=all acknowledgement was covered by at least
+  min.insync.replicas members of the ISR the leader held at that moment (its view from
+  ``became_leader`` and ``isr_changed``, in its own event order, in the same leader epoch).
+- ``acked-above-hw``: an acks=all acknowledgement covers only records below the leader's HW
+  at that moment: the whole ISR had them.
+- ``isr-member-lacks-committed`` (StrongIsr): when a leader moves its HW past an offset, every
+  member of the ISR it holds in that epoch has that offset with the same value. Events of
+  different nodes cannot be ordered, so the check is the one that needs no order: the member
+  must have appended that value at that offset at some point of the run (value ids are unique
+  per send, so the same value at the same offset is the same record). A member that never
+  did was counted toward a commit it did not hold (KAFKA-7128's ISR admission, divergent
+  logs after a lost epoch fence).
+
+Brokers are named by id in ISRs and by node name in event files; a node's id is the one
+broker id present in every ISR it held as leader (see :func:`_broker_id`).
+
+Only one node's own events are ever compared with each other: node clocks are skewed under
+clock faults, so nothing here orders events of different nodes. What the run promised is
+read from its configuration (its min.insync.replicas), never from the implementation: a run
+that states no configuration cannot be judged, and a run with acknowledged sends but no
+acknowledgement in any node's events is unknown, never valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from floodmark.checkers.api import CheckInput
+from floodmark.node_events import (
+    Acked,
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    HwChanged,
+    IsrChanged,
+    NodeEvent,
+    PartitionKey,
+    Truncated,
+)
+from floodmark.results import Anomaly, CheckerResult, Validity
+
+ACKS_ALL = -1
+
+
+@dataclass(frozen=True)
+class LeaderView:
+    """What a leader believed about its partition: its epoch and ISR."""
+
+    leader_epoch: int
+    isr: tuple[int, ...]
+
+
+class InvariantsChecker:
+    name = "invariants"
+
+    def check(self, run: CheckInput) -> CheckerResult:
+        stats: dict[str, Any] = {"acks_judged": 0, "acks_unjudged": 0}
+        if run.config is None:
+            stats["unjudged_because"] = "the run states no configuration (no min.insync.replicas to hold acks to)"
+            return CheckerResult("unknown", [], stats)
+        min_isr = run.config.min_insync_replicas
+        anomalies: list[Anomaly] = []
+        for node in sorted(run.events):
+            anomalies.extend(_scan_node(run.events[node], min_isr, stats))
+        anomalies.extend(strong_isr(run.events, stats))
+        counts: dict[str, int] = {}
+        for a in anomalies:
+            counts[a.type] = counts.get(a.type, 0) + 1
+        stats["anomalies"] = dict(sorted(counts.items()))
+        valid: Validity = not anomalies
+        if valid and stats["acks_judged"] == 0 and _acknowledged_sends(run):
+            valid = "unknown"
+            stats["unjudged_because"] = "acknowledged sends, but no node event records an acks=all acknowledgement"
+        return CheckerResult(valid, anomalies, stats)
+
+
+def _scan_node(events: list[NodeEvent], min_isr: int, stats: dict[str, Any]) -> list[Anomaly]:
+    views: dict[PartitionKey, LeaderView] = {}
+    anomalies: list[Anomaly] = []
+    for event in events:
+        body = event.body
+        if isinstance(body, (BecameLeader, IsrChanged)):
+            views[(body.topic, body.partition)] = LeaderView(body.leader_epoch, tuple(body.isr))
+        elif isinstance(body, BecameFollower):
+            views.pop((body.topic, body.partition), None)
+        elif isinstance(body, Acked) and body.acks == ACKS_ALL:
+            view = views.get((body.topic, body.partition))
+            if view is None or (body.leader_epoch is not None and body.leader_epoch != view.leader_epoch):
+                stats["acks_unjudged"] += 1  # the leader's view of this epoch is not in its events
+                continue
+            stats["acks_judged"] += 1
+            anomalies.extend(_judge_ack(event, body, view, min_isr))
+    return anomalies
+
+
+def _judge_ack(event: NodeEvent, ack: Acked, view: LeaderView, min_isr: int) -> list[Anomaly]:
+    where = f"{ack.topic}/{ack.partition}"
+    first = ack.first_offset if ack.first_offset is not None else ack.offset
+    offsets = tuple(range(first, ack.offset + 1))
+    witness = ((event.node, event.seq),)
+    found = []
+    if len(view.isr) < min_isr:
+        found.append(Anomaly(
+            "acked-below-min-isr",
+            f"{event.node} acknowledged offsets {first}..{ack.offset} of {where} with acks=all in leader "
+            f"epoch {view.leader_epoch} while its ISR was {list(view.isr)}, fewer than "
+            f"min.insync.replicas={min_isr}.",
+            ack.topic, ack.partition, offsets, events=witness,
+            details={"isr": list(view.isr), "min_insync_replicas": min_isr, "leader_epoch": view.leader_epoch}))
+    if ack.high_watermark <= ack.offset:
+        found.append(Anomaly(
+            "acked-above-hw",
+            f"{event.node} acknowledged offsets {first}..{ack.offset} of {where} with acks=all while its "
+            f"HW was {ack.high_watermark}: the ISR did not have them all yet.",
+            ack.topic, ack.partition, offsets, events=witness,
+            details={"high_watermark": ack.high_watermark, "leader_epoch": view.leader_epoch}))
+    return found
+
+
+# ----------------------------------------------------------------------------- StrongIsr
+
+Held = dict[PartitionKey, dict[int, set[str]]]  # partition -> offset -> every value appended there
+
+
+def strong_isr(events: dict[str, list[NodeEvent]], stats: dict[str, Any]) -> list[Anomaly]:
+    """Every ISR member a leader counted toward its HW appended each committed record."""
+    held = {node: _ever_appended(node_events) for node, node_events in events.items()}
+    node_of = {broker: node for node, broker in ((n, _broker_id(n, e)) for n, e in sorted(events.items()))
+               if broker is not None}
+    anomalies: list[Anomaly] = []
+    stats["committed_checked"] = 0
+    for node in sorted(events):
+        anomalies.extend(_check_commits(node, events[node], held, node_of, stats))
+    return anomalies
+
+
+def _ever_appended(events: list[NodeEvent]) -> Held:
+    held: Held = {}
+    for event in events:
+        body = event.body
+        if isinstance(body, Appended):
+            offsets = held.setdefault((body.topic, body.partition), {})
+            for i, value in enumerate(body.values):
+                offsets.setdefault(body.offset + i, set()).add(value)
+    return held
+
+
+def _broker_id(node: str, events: list[NodeEvent]) -> int | None:
+    """The node's broker id: the one id in every ISR it held as leader and never the leader it
+    followed. Where that leaves several (every ISR full), the number that ends the node's
+    name (``n3``), if it is one of them; else None, and the node is not judged."""
+    common: set[int] | None = None
+    followed: set[int] = set()
+    for event in events:
+        body = event.body
+        if isinstance(body, BecameLeader):
+            common = set(body.isr) if common is None else common & set(body.isr)
+        elif isinstance(body, BecameFollower):
+            followed.add(body.leader)
+    if common is None:
+        return None
+    common -= followed
+    if len(common) == 1:
+        return next(iter(common))
+    digits = node[len(node.rstrip("0123456789")):]
+    return int(digits) if digits and int(digits) in common else None
+
+
+def _check_commits(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: dict[int, str],
+                   stats: dict[str, Any]) -> list[Anomaly]:
+    me = next((b for b, n in node_of.items() if n == node), None)
+    logs: dict[PartitionKey, dict[int, str]] = {}  # this node's own log, as its events built it
+    views: dict[PartitionKey, LeaderView] = {}
+    anomalies: list[Anomaly] = []
+    for event in events:
+        body = event.body
+        if isinstance(body, Appended):
+            log = logs.setdefault((body.topic, body.partition), {})
+            for i, value in enumerate(body.values):
+                log[body.offset + i] = value
+        elif isinstance(body, Truncated):
+            log = logs.get((body.topic, body.partition), {})
+            for offset in [o for o in log if o >= body.to_offset]:
+                del log[offset]
+        elif isinstance(body, (BecameLeader, IsrChanged)):
+            views[(body.topic, body.partition)] = LeaderView(body.leader_epoch, tuple(body.isr))
+        elif isinstance(body, BecameFollower):
+            views.pop((body.topic, body.partition), None)
+        elif isinstance(body, HwChanged) and body.role == "leader":
+            key = (body.topic, body.partition)
+            view = views.get(key)
+            if view is None or view.leader_epoch != body.leader_epoch:
+                continue
+            log = logs.get(key, {})
+            for member in view.isr:
+                other = node_of.get(member)
+                if member == me or other is None:
+                    continue
+                missing = [o for o in range(body.previous, body.high_watermark)
+                           if o in log and log[o] not in held[other].get(key, {}).get(o, ())]
+                stats["committed_checked"] += body.high_watermark - body.previous
+                if missing:
+                    anomalies.append(_lacks(event, body, view, other, missing, log))
+    return anomalies
+
+
+def _lacks(event: NodeEvent, hw: HwChanged, view: LeaderView, member: str, missing: list[int],
+           log: dict[int, str]) -> Anomaly:
+    shown = ", ".join(f"{o} ({log[o]!r})" for o in missing[:5]) + (" ..." if len(missing) > 5 else "")
+    return Anomaly(
+        "isr-member-lacks-committed",
+        f"{event.node} moved the HW of {hw.topic}/{hw.partition} to {hw.high_watermark} in leader epoch "
+        f"{hw.leader_epoch} counting ISR member {member}, which never held offsets {shown}.",
+        hw.topic, hw.partition, tuple(missing), events=((event.node, event.seq),),
+        details={"member": member, "isr": list(view.isr), "leader_epoch": hw.leader_epoch})
+
+
+def _acknowledged_sends(run: CheckInput) -> bool:
+    return any(op.f == "send" and op.type == "ok" for op in run.history)
