@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -255,10 +256,16 @@ with cleanup.interruptible():
 """
 
 
-def start_child_harness(backend: str) -> tuple[subprocess.Popen[str], str]:
+def start_child_harness(backend: str, *, sigint_ignored: bool = False) -> tuple[subprocess.Popen[str], str]:
+    """The miniature harness in a child; ``sigint_ignored``: started as a shell's background
+    job is, with SIGINT ignored."""
     tests_dir = os.path.dirname(os.path.abspath(__file__))
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     child = subprocess.Popen([sys.executable, "-c", HARNESS_SCRIPT, backend, tests_dir],
-                             stdout=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, text=True, preexec_fn=ignore_sigint if sigint_ignored else None)
     assert child.stdout is not None
     run_id = child.stdout.readline().strip()
     assert run_id, "the child harness did not set its cluster up"

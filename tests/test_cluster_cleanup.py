@@ -32,11 +32,28 @@ def test_state_files_of_dead_owners_are_forgotten(tmp_path, monkeypatch) -> None
     assert cleanup.live_runs() == set()
 
 
+def test_libfaketime_files_of_dead_processes_are_removed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import subprocess
+
+    gone = subprocess.Popen(["true"])  # a pid that has exited
+    gone.wait()
+    mine = os.getpid()
+    for name in (f"faketime_shm_{gone.pid}", f"sem.faketime_sem_{gone.pid}", f"faketime_shm_{mine}",
+                 f"sem.faketime_sem_{mine}", "faketime_shm_notapid", "other_shm_1"):
+        (tmp_path / name).write_text("")
+    removed = cleanup.remove_stale_faketime_files(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"faketime_shm_{mine}", f"sem.faketime_sem_{mine}", "faketime_shm_notapid", "other_shm_1"])
+    assert len(removed) == 2
+
+
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["foreground", "background-job"])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_sigint_tears_the_cluster_down(backend: str) -> None:
+def test_sigint_tears_the_cluster_down(backend: str, sigint_ignored: bool) -> None:
     with standin_cluster(backend, brokers=1):
         pass  # the fixture checks the backend is usable
-    child, run_id = start_child_harness(backend)
+    child, run_id = start_child_harness(backend, sigint_ignored=sigint_ignored)
     assert leftovers(backend, run_id)
     child.send_signal(signal.SIGINT)
     child.wait(timeout=60)

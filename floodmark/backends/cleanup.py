@@ -9,7 +9,8 @@ harness was killed) and every ``fm-`` resource that belongs to no registered run
 SIGKILLed harness leaves nothing behind once the next one starts. Runs of other live
 harnesses on the same machine are left alone.
 
-``interruptible()`` turns SIGTERM into KeyboardInterrupt so ``finally`` blocks run on either.
+``interruptible()`` turns SIGTERM into KeyboardInterrupt so ``finally`` blocks run on either,
+and restores SIGINT's handler when the process inherited it ignored (a background job).
 """
 
 from __future__ import annotations
@@ -168,6 +169,38 @@ def remove_docker_resources(run_id: str | None = None, stale_only: bool = True) 
     return removed
 
 
+_FAKETIME_SHM = re.compile(r"^(?:faketime_shm_|sem\.faketime_sem_)([0-9]+)$")
+
+
+def remove_stale_faketime_files(shm_dir: Path = Path("/dev/shm")) -> list[str]:
+    """Remove libfaketime's shared-memory files of processes that are gone.
+
+    libfaketime creates ``faketime_shm_<pid>`` and ``sem.faketime_sem_<pid>`` in every process
+    it is preloaded into and removes them only when that process exits normally: a killed
+    broker (the kill nemesis, a teardown) leaves them behind. Local brokers share the host's
+    ``/dev/shm``; a container's goes with the container.
+    """
+    removed = []
+    for path in sorted(shm_dir.glob("*faketime_*")) if shm_dir.is_dir() else []:
+        match = _FAKETIME_SHM.match(path.name)
+        if match is None or _process_exists(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed.append(f"file {path}")
+    return removed
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def remove_stale_runs(docker_too: bool = True) -> list[str]:
     """Remove everything left by runs whose harness is gone; returns what was removed."""
     alive = live_runs()
@@ -177,7 +210,7 @@ def remove_stale_runs(docker_too: bool = True) -> list[str]:
             removed += remove_local_run(run_id)
     if docker_too:
         removed += remove_docker_resources(stale_only=True)
-    return removed
+    return removed + remove_stale_faketime_files()
 
 
 @contextlib.contextmanager
@@ -188,7 +221,11 @@ def interruptible() -> Iterator[None]:
         raise KeyboardInterrupt(f"signal {signum}")
 
     previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    # A harness started as a background job inherits SIGINT ignored: take it back, so an
+    # interrupt tears the cluster down whatever disposition the process was given.
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)

@@ -264,6 +264,7 @@ class LocalCluster(NodeRoster):
         if self.network is not None:
             self.network.destroy([n.name for n in self._nodes])
         shutil.rmtree(self.workdir, ignore_errors=True)
+        cleanup.remove_stale_faketime_files()  # the brokers were killed: libfaketime could not
         cleanup.unregister_run(self.spec.run_id)
 
     def _collect(self, run_dir: RunDir) -> None:

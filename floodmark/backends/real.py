@@ -42,7 +42,9 @@ class RealBackend:
         return time.monotonic_ns()
 
     def remove_leftovers(self) -> list[str]:
-        return cleanup.remove_stale_runs(docker_too=self.name == "docker")
+        # Every backend's leftovers, not only this one's: a SIGKILLed Docker run is cleaned
+        # by the next local run too.
+        return cleanup.remove_stale_runs(docker_too=True)
 
     def setup(self) -> None:
         self.cluster.setup()
