@@ -127,7 +127,7 @@ def _decode_tagged(data: Any) -> Any:
     cls = _MESSAGE_TYPES.get(tag) if isinstance(tag, str) else None
     plan = _plan(cls) if cls is not None else None
     if cls is None or plan is None:
-        raise _Mismatch(f"unknown message type {tag!r}")
+        raise _Mismatch(f"unknown message type {_quoted(tag)}")
     kwargs: dict[str, Any] = {}
     for field in plan:
         value = data.get(field.name, _ABSENT)
@@ -145,7 +145,7 @@ def _decode_tagged(data: Any) -> Any:
             raise
     if len(kwargs) != len(data) - 1:
         extra = sorted(k for k in data if k != "type" and k not in kwargs)
-        raise _Mismatch(f"{tag} has no field {extra[0]!r}")
+        raise _Mismatch(f"{tag} has no field {_quoted(extra[0])}")
     return cls(**kwargs)
 
 
@@ -346,6 +346,12 @@ def _or_describe(decode: Decoder, v: Any, hint: Any) -> Any:
         return decode(v)
     except _Mismatch:
         raise _Mismatch(f"{_describe(v)} does not fit {hint}") from None
+
+
+def _quoted(name: Any) -> str:
+    """A name from the frame, quoted and cut short: a peer chooses its length."""
+    text = repr(name)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _describe(v: Any) -> str:
