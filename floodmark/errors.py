@@ -25,10 +25,21 @@ class SourceError(ValueError):
     """Malformed input at ``source:line`` (line 0 when the problem is the whole file)."""
 
     def __init__(self, source: str, line: int, problem: str) -> None:
+        problem = one_line(problem)
         super().__init__(f"{source}:{line}: {problem}" if line else f"{source}: {problem}")
         self.source = source
         self.line = line
         self.problem = problem
+
+
+MAX_PROBLEM_CHARS = 300
+
+
+def one_line(problem: str) -> str:
+    """A problem as one line of bounded length: the input it quotes is the user's, of any
+    length and with any characters (a refusal must not repeat a megabyte back)."""
+    flat = problem.replace("\r", "\\r").replace("\n", "\\n")
+    return flat if len(flat) <= MAX_PROBLEM_CHARS else flat[:MAX_PROBLEM_CHARS - 3] + "..."
 
 
 def exit_code(valid: object) -> int:

@@ -95,9 +95,10 @@ def test_chmod_fault_records_the_mode_it_restores() -> None:
     assert run(applier.apply(plan)) == {"previous_mode": "755"}
     argv, user = cluster.node("n1").commands[-1]
     assert user == BROKER_USER and "chmod 000" in argv[2] and argv[-1] == "/data/logdir1"
-    assert run(applier.heal(plan)) == {"restored_mode": "755"}
-    argv, _ = cluster.node("n1").commands[-1]
-    assert argv[-2:] == ["/data/logdir1", "755"]
+    healed = run(applier.heal(plan))
+    assert healed["restored_mode"] == "755" and healed["restarted"]["node"] == "n1"
+    chmod = next(argv for argv, _ in reversed(cluster.node("n1").commands) if "chmod" in argv[2])
+    assert chmod[-2:] == ["/data/logdir1", "755"]
 
 
 def test_heal_all_runs_every_kind_even_when_one_fails_and_restarts_last() -> None:
@@ -332,7 +333,10 @@ def test_the_broker_user_loses_its_log_dir_until_healed(cluster, shape: str, err
         other = next(d for d in node.log_dirs if d != log_dir)
         assert as_broker(node, f"cat {other}/segment").stdout == "kept\n"
     finally:
-        run(applier.heal(plan))
+        healed = run(applier.heal(plan))
+    # ... and the broker restarts, to bring the directory back online (KIP-112).
+    assert healed["restarted"]["node"] == node.name and healed["restarted"]["pid"] == node.pid()
+    assert healed["restarted"]["pid"] != healed["restarted"]["pid_before"] and node.is_running()
     assert as_broker(node, f"cat {log_dir}/segment").stdout == "kept\n"
     assert as_broker(node, f"touch {log_dir}/new && rm {log_dir}/new").ok
 
@@ -343,6 +347,7 @@ def test_heal_all_repairs_disk_faults_nobody_remembers(cluster) -> None:  # type
     run(NodeFaultApplier(cluster).apply(DiskFault(broker.name, broker.log_dirs[1], "replace-with-file")))
     healed = run(NodeFaultApplier(cluster).heal_all(("disk",)))
     assert sum(len(lines) for lines in healed["disk"]["healed"].values()) >= 2
+    assert healed["disk"]["restarted"][broker.name]["pid"] == broker.pid()
     for node in cluster.brokers:
         for log_dir in node.log_dirs:
             assert as_broker(node, f"ls {log_dir}").ok

@@ -120,6 +120,8 @@ def test_every_plan_takes_effect_and_heals_with_evidence(backend: Any) -> None:
     world = backend.world
     cut, healed = applied(backend, NetworkCut((("n1", ("n2", "zk")),)))
     assert cut == {"links_down": 2, "links": 2} and healed == {"links_up": 2, "links": 2}
+    expired, _ = applied(backend, SessionExpiry("n2"))  # while n2 is registered: before it restarts
+    assert expired["ephemerals_deleted"] and "/brokers/ids/2" in expired["ephemerals_deleted"]
     killed, restarted = applied(backend, ProcessCrash("n2", "kill"))
     assert killed["running"] is False and killed["lost_unsynced_bytes"] == 0
     assert restarted["restarted"]["n2"] != killed["pid"]
@@ -132,9 +134,8 @@ def test_every_plan_takes_effect_and_heals_with_evidence(backend: Any) -> None:
     strobe, _ = applied(backend, ClockStrobe(("n3",), 50.0, 0.3))
     assert strobe == {"strobing": ["n3"]} and world.clock_skew("n3") == 0.0
     disk, usable = applied(backend, DiskFault("n1", "/data/logdir1", "replace-with-file"))
-    assert disk == {"unusable": True} and usable == {"usable": True}
-    expired, _ = applied(backend, SessionExpiry("n2"))
-    assert expired["ephemerals_deleted"] and "/brokers/ids/2" in expired["ephemerals_deleted"]
+    assert disk == {"unusable": True} and usable["usable"] is True
+    assert usable["restarted"]["node"] == "n1" and backend.cluster.broker_node("n1").is_running()
     _, rule = applied(backend, MessageFault("BrokerHeartbeatRequest", "drop"))
     assert rule["rule"]["dropped"] > 0
     assert backend.faults.refuses("message", "drop-fetch-response") is None

@@ -12,7 +12,8 @@ so one applier serves them all:
   meanwhile was never paused);
 - a clock fault rewrites the broker's libfaketime timestamp file (see ``backends.faketime``);
 - a disk fault runs ``chmod 000`` or moves the directory aside and puts a file in its place,
-  as the broker's own user, and undoes it on heal.
+  as the broker's own user; healing undoes it and restarts the broker cleanly (SIGTERM, then
+  start), because a broker keeps a failed log directory offline until it restarts.
 
 Node commands block, so they run in worker threads while the clients keep going on the event
 loop. Heal-all finds what to undo on the nodes themselves (floodmark's iptables rules, stopped
@@ -233,10 +234,21 @@ class NodeFaultApplier:
             if plan.mode == "chmod":
                 mode = self._undo.pop(plan, {}).get("mode", "755")
                 _as_broker(node, 'chmod "$2" "$1"', plan.directory, mode)
-                return {"restored_mode": mode}
+                return {"restored_mode": mode, **self._restart_cleanly(node)}
             _as_broker(node, 'rm -f "$1" && mv "$1$2" "$1"', plan.directory, DISPLACED)
-            return {"restored": plan.directory}
+            return {"restored": plan.directory, **self._restart_cleanly(node)}
         raise ClusterError(f"a real cluster cannot heal {type(plan).__name__}")
+
+    def _restart_cleanly(self, node: Node) -> Evidence:
+        """Restart a broker whose log directory came back: as in Kafka, a directory the broker
+        took offline stays offline until the broker restarts (KIP-112), so healing the disk
+        alone would leave its partitions unserved for the rest of the run."""
+        if not node.is_running():
+            return {"restarted": None}
+        before = node.pid()
+        node.stop(timeout=self.stop_timeout)
+        node.start()
+        return {"restarted": {"node": node.name, "pid_before": before, "pid": node.pid()}}
 
     def _resume(self, plan: ProcessPause) -> Evidence:
         undo = self._undo.pop(plan, None)
@@ -290,12 +302,14 @@ class NodeFaultApplier:
                   'if [ "$(stat -c %a "$d")" = 0 ]; then chmod 755 "$d"; echo "chmod $d"; fi; '
                   'done')
         healed = {}
+        restarted = {}
         for node in self.cluster.brokers:
             if node.log_dirs:
                 output = _as_broker(node, script, *node.log_dirs)
                 if output:
                     healed[node.name] = output.splitlines()
-        return {"healed": healed}
+                    restarted[node.name] = self._restart_cleanly(node)["restarted"]
+        return {"healed": healed, "restarted": restarted}
 
     def _restart_every_process(self) -> Evidence:
         restarted = {}

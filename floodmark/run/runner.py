@@ -191,9 +191,10 @@ class Runner:
         self.say("healing every fault")
         await driver.heal_all()
         self.say("waiting for the cluster to recover")
-        recovered = await clients.wait_for_recovery(config.recovery_time)
-        if not recovered:
-            self.say(f"the cluster had not fully recovered after {config.recovery_time:.0f} s; reading anyway")
+        unrecovered = await clients.wait_for_recovery(config.recovery_time)
+        if unrecovered:
+            self.say(f"the cluster had not fully recovered after {config.recovery_time:.0f} s; reading anyway. "
+                     f"Not serving: {'; '.join(unrecovered[:8])}{' ...' if len(unrecovered) > 8 else ''}")
         failures = await final_reads(config, clients, recorder, generator.highest_process + 1)
         if failures:
             self.say(f"the final drain could not read {failures} partitions to their end")

@@ -41,7 +41,7 @@ from floodmark.reference.client.consumer import Consumer
 from floodmark.reference.client.metadata import ClientMetadata
 from floodmark.reference.client.producer import Producer
 from floodmark.reference.protocol import zk_layout
-from floodmark.reference.protocol.messages import Errors
+from floodmark.reference.protocol.messages import Errors, TopicPartition
 from floodmark.reference.runtime import Runtime
 
 
@@ -186,16 +186,19 @@ class LibraryClients:
                     )
             finally:
                 await admin.close()
-            if not await self._wait_healthy(runtime, max(1.0, deadline - runtime.monotonic())):
-                raise TimeoutError(f"topics had no leader with a whole ISR after {timeout:.0f} s")
+            unhealthy = await self._wait_healthy(runtime, max(1.0, deadline - runtime.monotonic()))
+            if unhealthy:
+                raise TimeoutError(f"topics had no leader with a whole ISR after {timeout:.0f} s: "
+                                   f"{', '.join(unhealthy[:5])}")
         finally:
             await self.host.end_session(runtime)
 
-    async def wait_for_recovery(self, timeout: float) -> bool:
-        """Wait until every partition has a leader and at least min.insync.replicas in its ISR.
+    async def wait_for_recovery(self, timeout: float) -> list[str]:
+        """Wait until every partition has a leader and at least min.insync.replicas in its ISR;
+        returns the partitions that had not, each with why (empty: recovered).
 
-        Not a whole ISR: a replica whose log directory failed stays offline until its broker
-        restarts (KIP-112), and the final reads need only a leader that can serve them.
+        Not a whole ISR: the final reads need only a leader that can serve them, and a
+        replica that is still catching up must not hold them back.
         """
         runtime = self._runtime("recovery")
         try:
@@ -203,20 +206,34 @@ class LibraryClients:
         finally:
             await self.host.end_session(runtime)
 
-    async def _wait_healthy(self, runtime: Runtime, timeout: float, min_isr: int | None = None) -> bool:
-        """Until each partition has a leader and an ISR of ``min_isr`` (None: all replicas)."""
+    async def _wait_healthy(self, runtime: Runtime, timeout: float, min_isr: int | None = None) -> list[str]:
+        """Until each partition has a leader and an ISR of ``min_isr`` (None: all replicas);
+        returns the partitions still short of that at the deadline, each with why."""
         metadata = ClientMetadata(runtime, self.bootstrap)
         deadline = runtime.monotonic() + timeout
-        wanted = set(self.config.topic_partitions)
+        wanted = sorted(self.config.topic_partitions)
         while True:
+            problems = ["metadata: no broker answered"]
             if await metadata.refresh(list(self.config.topic_names)):
-                healthy = {
-                    (tp.topic, tp.partition) for tp, p in metadata.partitions.items()
-                    if p.error is None and p.leader >= 0
-                    and (set(p.isr) == set(p.replicas) if min_isr is None else len(p.isr) >= min_isr)
-                }
-                if wanted <= healthy:
-                    return True
+                problems = [f"{topic}/{number}: {why}" for topic, number in wanted
+                            if (why := partition_unhealthy(metadata, topic, number, min_isr)) is not None]
+                if not problems:
+                    return []
             if runtime.monotonic() >= deadline:
-                return False
+                return problems
             await runtime.sleep(0.25)
+
+
+def partition_unhealthy(metadata: ClientMetadata, topic: str, number: int, min_isr: int | None) -> str | None:
+    """Why the partition cannot serve the final reads yet, or None."""
+    p = metadata.partitions.get(TopicPartition(topic, number))
+    if p is None:
+        return "not in the metadata"
+    if p.error is not None:
+        return f"error {p.error}"
+    if p.leader < 0:
+        return f"no leader (ISR {list(p.isr)}, offline replicas {list(p.offline_replicas)})"
+    wanted = len(p.replicas) if min_isr is None else min_isr
+    if len(p.isr) < wanted or (min_isr is None and set(p.isr) != set(p.replicas)):
+        return f"ISR {list(p.isr)} of replicas {list(p.replicas)}, below {wanted}"
+    return None

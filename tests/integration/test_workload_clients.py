@@ -61,7 +61,7 @@ def test_queue_workload_against_real_brokers(tmp_path: Path) -> None:
                 recorder = Recorder(tmp_path / "history.jsonl")
                 generator = Generator(recorder, make_workers(config, clients, Seeds(1)), config.rate, 7.0)
                 await generator.run(3.0)
-                assert await clients.wait_for_recovery(10)
+                assert await clients.wait_for_recovery(10) == []
                 failures = await final_reads(config, clients, recorder, generator.highest_process + 1)
                 recorder.close()
                 await clients.close()

@@ -139,7 +139,14 @@ class SimFaultApplier:
             disk = world.disk(plan.node)
             if fault is not None:
                 disk.heal_fault(fault)
-            return {"usable": not unusable(disk, plan.directory)}
+            usable = not unusable(disk, plan.directory)
+            # As on real nodes: the broker keeps a failed directory offline until it restarts.
+            node = self.cluster.broker_node(plan.node)
+            if not node.is_running():
+                return {"usable": usable, "restarted": None}
+            await node.shut_down()
+            node.start()
+            return {"usable": usable, "restarted": {"node": node.name, "pid": node.pid()}}
         if isinstance(plan, SessionExpiry):
             return {}  # the broker opens a new session itself, as after a real expiry
         if isinstance(plan, MessageFault):
