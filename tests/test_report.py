@@ -176,6 +176,11 @@ def test_report_without_anomalies_says_so_and_still_draws_timelines(store: Path)
     assert timeline["count"] == sum(1 for line in run.path.joinpath("history.jsonl").read_text().splitlines()
                                     if '"invoke"' in line and '"nemesis"' not in line)
     assert [f["kind"] for f in timeline["faults"]] == ["partition", "kill"]
+    # The fixture's faults ended indeterminate (info): the coverage table and the line by the
+    # verdict say that none is known to have taken effect.
+    assert "fault-coverage" in page.ids and "fault-coverage-line" in page.ids
+    assert "faults that took effect: kill 0/1, partition 0/1 (2 did not)" in html
+    assert "not applied (info)" in html
 
 
 def test_linearizability_failure_chart_marks_linearized_and_stuck_ops(store: Path) -> None:

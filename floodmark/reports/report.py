@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from floodmark.fault_coverage import fault_coverage, summary_line
 from floodmark.reports.anomaly_context import ContextTables
 from floodmark.reports.anomaly_groups import checker_views
 from floodmark.reports.faults import FAULT_COLOURS, FaultInterval, fault_colour, fault_intervals
@@ -76,6 +77,7 @@ def render_report(data: RunData, out_dir: Path) -> str:
     table = build_op_table(history, data.completion_of, concurrency)
     faults = _section(data, "faults", list,
                       lambda: fault_intervals((history[i] for i in history.nemesis_indices), history.end_time))
+    coverage = _section(data, "fault coverage", dict, lambda: fault_coverage(history[i] for i in history.nemesis_indices))
     tables = ContextTables()
     checkers = _section(data, "the checkers' verdicts", list, lambda: checker_views(data, tables))
     plots: list[Plot] = _section(data, "the plots", list, lambda: [latency_plot(table, faults),
@@ -98,6 +100,8 @@ def render_report(data: RunData, out_dir: Path) -> str:
         "context_tables": tables.tables(),
         "plots": plots,
         "faults": faults,
+        "coverage": sorted(coverage.items()),
+        "coverage_line": summary_line(coverage) if coverage else "",
         "fault_kinds": _fault_legend(faults),
         "partitions": partitions,
         "timeline": _section(data, "the timeline", dict,

@@ -239,6 +239,22 @@ class Runner:
         self._report()
         word = {True: "VALID", False: "INVALID"}.get(valid, "UNKNOWN") if isinstance(valid, bool) else "UNKNOWN"
         self.say(f"verdict: {word}  (results {self.run_dir.results})")
+        self._say_fault_coverage()
+
+    def _say_fault_coverage(self) -> None:
+        """Next to the verdict: which faults took effect (a verdict is worth what they did)."""
+        from floodmark.fault_coverage import fault_coverage, summary_line
+        from floodmark.history import read_history
+
+        try:
+            coverage = fault_coverage(read_history(self.run_dir.history))
+        except (OSError, ValueError) as e:
+            self.say(f"fault coverage unknown: {e}")
+            return
+        self.say(summary_line(coverage))
+        for kind, counted in coverage.items():
+            for missed in counted.missed[:5]:
+                self.say(f"  {kind} did not take effect: {missed}")
 
     def _report(self) -> None:
         if not self.report:

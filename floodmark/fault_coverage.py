@@ -1,0 +1,137 @@
+"""Fault coverage: which planned faults were applied, and which demonstrably took effect.
+
+A fault that was applied is not yet a fault that happened: a message rule that matched no
+message, a kill of a broker that was not running, a partition planned on a single broker, a
+pause that a restart cut short all leave the run as if they had not been planned. A verdict
+is worth what its faults did, so the report and the run's last lines say it per kind.
+
+The evidence is what the backend recorded when it applied and healed each fault (the values
+of the nemesis's ``start-<kind>`` and ``stop-<kind>`` ops in the history); each kind has one
+rule for reading it, below. A fault whose evidence this module cannot read is counted as
+applied but unconfirmed, never as having taken effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from floodmark.history import NEMESIS, Op
+
+Value = Mapping[str, Any]
+
+
+def _partition(start: Value, stop: Value | None) -> str | None:
+    if start.get("links_down", 0) > 0 or start.get("rules"):
+        return None
+    return "no link went down"
+
+
+def _crash(start: Value, stop: Value | None) -> str | None:
+    return None if start.get("running") is False else "the process was still running"
+
+
+def _pause(start: Value, stop: Value | None) -> str | None:
+    if start.get("stopped") is not True:
+        return "the process was not seen stopped"
+    resumed = (stop or {}).get("resumed")
+    if isinstance(resumed, Mapping) and resumed.get("gone"):
+        return "the process was killed while paused"
+    paused_for = resumed.get("paused_for") if isinstance(resumed, Mapping) else None
+    if start.get("longer_than_session") and isinstance(paused_for, int | float) \
+            and paused_for <= float(start.get("session_timeout", 0)):
+        return f"a long pause lasted {paused_for} s, not past the session timeout"
+    return None
+
+
+def _clock(start: Value, stop: Value | None) -> str | None:
+    return None if start.get("skew") or start.get("written") or start.get("strobing") else "no clock was moved"
+
+
+def _disk(start: Value, stop: Value | None) -> str | None:
+    if start.get("unusable") is True or "previous_mode" in start or "moved_to" in start:
+        return None
+    return "the directory stayed usable"
+
+
+def _session(start: Value, stop: Value | None) -> str | None:
+    return None if start.get("expired_sessions") else "no session expired"
+
+
+def _message(start: Value, stop: Value | None) -> str | None:
+    rule = (stop or {}).get("rule")
+    if not isinstance(rule, Mapping):
+        return "its rule's count was not recorded"
+    return None if rule.get("matched", 0) > 0 else "no message matched its rule"
+
+
+TOOK_EFFECT: dict[str, Callable[[Value, Value | None], str | None]] = {
+    "partition": _partition, "kill": _crash, "power": _crash, "pause": _pause, "clock": _clock,
+    "disk": _disk, "session": _session, "message": _message,
+}
+
+
+@dataclass
+class KindCoverage:
+    """One fault kind's count: planned (started), applied, took effect, and why not."""
+
+    planned: int = 0
+    applied: int = 0
+    took_effect: int = 0
+    missed: list[str] = field(default_factory=list)  # "shape at 12.3 s: why", one per fault
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"planned": self.planned, "applied": self.applied, "took_effect": self.took_effect,
+                "missed": list(self.missed)}
+
+
+def fault_coverage(history: Iterable[Op]) -> dict[str, KindCoverage]:
+    """Per fault kind, from the nemesis's ops: what was planned, applied and took effect."""
+    coverage: dict[str, KindCoverage] = {}
+    started: dict[str, tuple[Op, Value]] = {}  # kind -> the applied fault still in force
+    for op in history:
+        if op.process != NEMESIS or op.type == "invoke":
+            continue
+        kind = op.f.partition("-")[2] if op.f.startswith(("start-", "stop-")) else ""
+        if op.f.startswith("start-"):
+            counted = coverage.setdefault(kind, KindCoverage())
+            counted.planned += 1
+            if op.type == "ok" and isinstance(op.value, Mapping):
+                counted.applied += 1
+                if kind in started:  # a second fault of the kind replaced the first
+                    _judge(kind, counted, *started.pop(kind))
+                started[kind] = (op, op.value)
+            else:
+                counted.missed.append(f"{_label(op, op.value)}: not applied ({op.type})")
+        elif op.f.startswith("stop-") and kind in started:
+            _judge(kind, coverage[kind], *started.pop(kind), op.value if isinstance(op.value, Mapping) else None)
+    for kind, (op, value) in sorted(started.items()):  # ended by heal-all or by the run's end
+        _judge(kind, coverage[kind], op, value)
+    return dict(sorted(coverage.items()))
+
+
+def _judge(kind: str, counted: KindCoverage, op: Op, start: Value, stop: Value | None = None) -> None:
+    if "skipped" in start:
+        counted.missed.append(f"{_label(op, start)}: skipped ({start['skipped']})")
+        return
+    rule = TOOK_EFFECT.get(kind)
+    why = "no rule reads this kind's evidence" if rule is None else rule(start, stop)
+    if why is None:
+        counted.took_effect += 1
+    else:
+        counted.missed.append(f"{_label(op, start)}: {why}")
+
+
+def _label(op: Op, value: Any) -> str:
+    shape = value.get("shape") if isinstance(value, Mapping) else None
+    return f"{shape or op.f} at {op.time / 1e9:.1f} s"
+
+
+def summary_line(coverage: Mapping[str, KindCoverage]) -> str:
+    """One line for the end of a run: per kind, took effect / planned."""
+    if not coverage:
+        return "no faults were planned"
+    parts = [f"{kind} {c.took_effect}/{c.planned}" for kind, c in coverage.items()]
+    missed = sum(len(c.missed) for c in coverage.values())
+    return f"faults that took effect: {', '.join(parts)}" + (f" ({missed} did not)" if missed else "")

@@ -1,0 +1,58 @@
+"""Fault coverage: planned, applied, and took effect, read from the evidence in the history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from floodmark.fault_coverage import fault_coverage, summary_line
+from floodmark.history import NEMESIS, Op
+
+
+def nemesis(*steps: tuple[str, str, Any]) -> list[Op]:
+    """Ops of the nemesis: (f, type, value) each, invoked then completed, one second apart."""
+    ops: list[Op] = []
+    for second, (f, outcome, value) in enumerate(steps):
+        ops.append(Op(len(ops), second * 10**9, "invoke", NEMESIS, f, None))
+        ops.append(Op(len(ops), second * 10**9 + 1, outcome, NEMESIS, f, value))  # type: ignore[arg-type]
+    return ops
+
+
+def test_faults_that_demonstrably_took_effect_are_counted() -> None:
+    coverage = fault_coverage(nemesis(
+        ("start-partition", "ok", {"shape": "halves", "links_down": 8, "links": 8}),
+        ("start-kill", "ok", {"shape": "leader", "pid": 7, "running": False}),
+        ("stop-partition", "ok", {"links_up": 8, "links": 8}),
+        ("start-pause", "ok", {"shape": "leader-long", "stopped": True, "longer_than_session": True,
+                               "session_timeout": 6.0}),
+        ("stop-pause", "ok", {"resumed": {"node": "n1", "paused_for": 12.0}}),
+        ("start-message", "ok", {"shape": "drop-fetch-response", "rule": "in force"}),
+        ("stop-message", "ok", {"rule": {"action": "drop", "matched": 40, "dropped": 20}}),
+        ("heal-all", "ok", {}),
+    ))
+    assert {k: (c.planned, c.applied, c.took_effect, c.missed) for k, c in coverage.items()} == {
+        "kill": (1, 1, 1, []), "message": (1, 1, 1, []), "partition": (1, 1, 1, []), "pause": (1, 1, 1, [])}
+    assert summary_line(coverage) == "faults that took effect: kill 1/1, message 1/1, partition 1/1, pause 1/1"
+
+
+def test_faults_that_did_nothing_are_named_with_why() -> None:
+    coverage = fault_coverage(nemesis(
+        ("start-message", "ok", {"shape": "reorder-epoch-response", "rule": "in force"}),
+        ("stop-message", "ok", {"rule": {"action": "reorder", "matched": 0}}),
+        ("start-pause", "ok", {"shape": "controller-long", "stopped": True, "longer_than_session": True,
+                               "session_timeout": 6.0}),
+        ("stop-pause", "ok", {"resumed": {"node": "n1", "paused_for": 5.4}}),
+        ("start-kill", "ok", {"shape": "leader", "skipped": "n2 is not running"}),
+        ("start-disk", "fail", "the node refused"),
+        ("start-clock", "ok", {"shape": "strobe"}),
+    ))
+    missed = {kind: c.missed for kind, c in coverage.items()}
+    assert missed == {
+        "clock": ["strobe at 6.0 s: no clock was moved"],
+        "disk": ["start-disk at 5.0 s: not applied (fail)"],
+        "kill": ["leader at 4.0 s: skipped (n2 is not running)"],
+        "message": ["reorder-epoch-response at 0.0 s: no message matched its rule"],
+        "pause": ["controller-long at 2.0 s: a long pause lasted 5.4 s, not past the session timeout"],
+    }
+    assert coverage["disk"].applied == 0 and coverage["kill"].applied == 1
+    assert summary_line(coverage).endswith("(5 did not)")
+    assert summary_line({}) == "no faults were planned"
