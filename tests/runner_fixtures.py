@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cluster_fixtures import local_run_leftovers
+
 RUN_ID = re.compile(r"run id ([0-9a-f]+)")
 
 
@@ -41,15 +43,7 @@ def needs_docker() -> pytest.MarkDecorator:
 
 def leftovers(run_id: str) -> list[str]:
     """Everything of a local run still present: namespaces, links, rules, files, processes."""
-    found = []
-    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    found += [f"netns {line.split()[0]}" for line in names.splitlines() if f"fm-{run_id}" in line]
-    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    found += [f"link {line.split(':')[1].strip()}" for line in links.splitlines() if f"fm-{run_id}" in line]
-    rules = subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True).stdout
-    found += [f"rule {line}" for line in rules.splitlines() if f"fm-{run_id}" in line]
-    if Path(f"/tmp/floodmark-{run_id}").exists():
-        found.append(f"dir /tmp/floodmark-{run_id}")
+    found = local_run_leftovers(run_id)
     ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
     found += [f"process {line.strip()}" for line in ps.splitlines() if f"floodmark-{run_id}" in line]
     return found
