@@ -77,6 +77,31 @@ class ClientFactory(Protocol):
         ...
 
 
+class SessionWorker:
+    """A worker's client session: opened on first use, closed when the worker's process ends.
+
+    The queue and log-lin workers share this; each sets ``clients``, ``worker`` and
+    ``session`` (None) in its ``__init__``.
+    """
+
+    clients: ClientFactory
+    worker: int
+    session: ClientSession | None
+
+    async def _session(self) -> ClientSession:
+        if self.session is None:
+            self.session = await self.clients.open(f"w{self.worker}")
+        return self.session
+
+    async def reopen(self) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        session, self.session = self.session, None
+        if session is not None:
+            await session.close()
+
+
 class ClientHost(Protocol):
     """Where a run's client runtimes come from: processes on real sockets, or simulated nodes.
 
