@@ -7,13 +7,16 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from tests.cluster_fixtures import local_run_leftovers
 
 RUN_ID = re.compile(r"run id ([0-9a-f]+)")
+Test = TypeVar("Test", bound=Callable[..., None])
 
 
 def needs_local_cluster() -> pytest.MarkDecorator:
@@ -26,6 +29,14 @@ def needs_local_cluster() -> pytest.MarkDecorator:
     elif not Path("/usr/share/java/zookeeper.jar").exists():
         reason = "the local cluster needs ZooKeeper (/usr/share/java/zookeeper.jar)"
     return pytest.mark.skipif(reason is not None, reason=reason or "")
+
+
+def on_the_local_cluster(test: Test) -> Test:
+    """Marks an integration test of whole runs on the local cluster (root, skipped without
+    the cluster's tools)."""
+    for mark in (needs_local_cluster(), pytest.mark.root, pytest.mark.integration):
+        test = mark(test)
+    return test
 
 
 def needs_docker() -> pytest.MarkDecorator:
