@@ -195,8 +195,7 @@ class LibraryClients:
         runtime = self._runtime("admin")
         deadline = runtime.monotonic() + timeout
         try:
-            admin = await Admin.connect(runtime, bootstrap=self.bootstrap)
-            try:
+            async with await Admin.connect(runtime, bootstrap=self.bootstrap) as admin:
                 while len(await admin.brokers()) < self.config.nodes:
                     if runtime.monotonic() >= deadline:
                         raise TimeoutError(f"fewer than {self.config.nodes} brokers registered after {timeout:.0f} s")
@@ -209,8 +208,6 @@ class LibraryClients:
                         topic, self.config.partitions, self.config.replication_factor,
                         {zk_layout.MIN_INSYNC_REPLICAS: str(self.config.min_insync_replicas)},
                     )
-            finally:
-                await admin.close()
             if not await self._wait_healthy(runtime, max(1.0, deadline - runtime.monotonic())):
                 raise TimeoutError(f"topics had no leader with a whole ISR after {timeout:.0f} s")
         finally:
