@@ -55,8 +55,7 @@ class HighWatermarkChecker:
 
     def check(self, run: CheckInput) -> CheckerResult:
         exposed, committed_values = _client_exposure(run)
-        reason = run.loss_permitted_by
-        details = {"permitted_by": reason} if reason else {}
+        details = run.loss_details
         scan = _Scan(committed_values, details)
         for node in sorted(run.events):
             scan.node(node, run.events[node])
