@@ -87,6 +87,17 @@ class CheckerResult:
         return d
 
 
+def verdict_word(valid: Any) -> str:
+    """``valid`` as results.json holds it, in a word: valid, invalid, unknown or unchecked."""
+    if valid is True:
+        return "valid"
+    if valid is False:
+        return "invalid"
+    if valid == "unknown":
+        return "unknown"
+    return "unchecked"
+
+
 def anomaly_counts(anomalies: Iterable[Anomaly]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for a in anomalies:

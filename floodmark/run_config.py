@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -208,15 +208,23 @@ def config_from_dict(values: Mapping[Any, Any], source: str) -> TestConfig:
     Keys may be spelled with dashes; absent keys take the defaults. Raises ConfigError
     naming ``source`` and the key for an unknown key or a value of the wrong type.
     """
-    typed: dict[str, Any] = {}
+    return TestConfig(**{key: _typed(source, key, value) for key, value in field_items(values, source)})
+
+
+def field_items(values: Mapping[Any, Any], source: str) -> Iterator[tuple[str, Any]]:
+    """Each key as its field's name (dashes read as underscores) with its value, in order.
+
+    A key no field has, or one given in both spellings, is a ConfigError naming ``source``.
+    """
+    seen: set[str] = set()
     for raw_key, value in values.items():
         key = str(raw_key).replace("-", "_")
         if key not in FIELDS:
             raise unknown_key(source, raw_key)
-        if key in typed:
+        if key in seen:
             raise ConfigError(source, key, "given twice (as dashes and as underscores)")
-        typed[key] = _typed(source, key, value)
-    return TestConfig(**typed)
+        seen.add(key)
+        yield key, value
 
 
 _WHOLE = ("nodes", "topics", "partitions", "replication_factor", "min_insync_replicas", "concurrency")
@@ -265,19 +273,25 @@ def _text(source: str, key: str, value: Any) -> str:
 
 def fault_kinds(source: str, value: Any) -> tuple[str, ...]:
     """Fault kinds as a list or a comma-separated string; ``none`` is none, ``all`` the defaults."""
+    words = fault_kind_words(source, value, f"expected a list of fault kinds, got {_shown(value)}")
+    return DEFAULT_NEMESIS if words == ["all"] else tuple(words)
+
+
+def fault_kind_words(source: str, value: Any, wrong_type: str) -> list[str]:
+    """The stripped words of a list or comma-separated string of fault kinds.
+
+    None, an empty list and ``none`` are no words; any other type is a ConfigError on
+    ``nemesis`` saying ``wrong_type``. What the words may be is the reader's business.
+    """
     if value is None:
-        return ()
+        return []
     if isinstance(value, str):
         words = [w.strip() for w in value.split(",") if w.strip()]
     elif isinstance(value, list | tuple) and all(isinstance(w, str) for w in value):
         words = [w.strip() for w in value]
     else:
-        raise ConfigError(source, "nemesis", f"expected a list of fault kinds, got {_shown(value)}")
-    if words == ["all"]:
-        return DEFAULT_NEMESIS
-    if words in ([], ["none"]):
-        return ()
-    return tuple(words)
+        raise ConfigError(source, "nemesis", wrong_type)
+    return [] if words == ["none"] else words
 
 
 def read_acks(source: str, key: str, value: Any) -> str | int:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from yaml.composer import Composer
@@ -37,6 +37,9 @@ MAX_DEPTH = 100
 
 class YamlTooDeep(yaml.MarkedYAMLError):
     """A document nested deeper than the loader allows (or containing itself)."""
+
+
+_Collection = TypeVar("_Collection", SequenceNode, MappingNode)
 
 
 class _DepthLimited(Composer):
@@ -58,24 +61,20 @@ class _DepthLimited(Composer):
         return node
 
     def compose_sequence_node(self, anchor: Any) -> SequenceNode:
-        self._enter()
-        try:
-            return super().compose_sequence_node(anchor)
-        finally:
-            self._open -= 1
+        return self._one_level_deeper(super().compose_sequence_node, anchor)
 
     def compose_mapping_node(self, anchor: Any) -> MappingNode:
-        self._enter()
-        try:
-            return super().compose_mapping_node(anchor)
-        finally:
-            self._open -= 1
+        return self._one_level_deeper(super().compose_mapping_node, anchor)
 
-    def _enter(self) -> None:
+    def _one_level_deeper(self, compose: Callable[[Any], _Collection], anchor: Any) -> _Collection:
         if self._open >= self.max_depth:
             mark: Any = self.peek_event().start_mark  # libyaml's own Mark class when the parser is libyaml's
             raise YamlTooDeep(None, None, f"nested more than {self.max_depth} levels deep", mark)
         self._open += 1
+        try:
+            return compose(anchor)
+        finally:
+            self._open -= 1
 
 
 class _SafeValues(yaml.constructor.SafeConstructor):

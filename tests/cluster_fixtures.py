@@ -272,17 +272,23 @@ def start_child_harness(backend: str, *, sigint_ignored: bool = False) -> tuple[
     return child, run_id
 
 
-def local_leftovers(run_id: str) -> list[str]:
-    """Everything of run ``run_id`` still present on this machine (local backend)."""
+def local_run_leftovers(run_id: str) -> list[str]:
+    """The namespaces, links, forwarding rules and work directory of local run ``run_id`` still here."""
     found = []
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     found += [f"netns {line.split()[0]}" for line in names.splitlines() if f"fm-{run_id}" in line]
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    found += [f"link {line}" for line in links.splitlines() if f"fm-{run_id}" in line]
+    found += [f"link {line.split(':')[1].strip()}" for line in links.splitlines() if f"fm-{run_id}" in line]
     rules = subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True).stdout
     found += [f"rule {line}" for line in rules.splitlines() if f"fm-{run_id}" in line]
     if os.path.exists(f"/tmp/floodmark-{run_id}"):
         found.append(f"dir /tmp/floodmark-{run_id}")
+    return found
+
+
+def local_leftovers(run_id: str) -> list[str]:
+    """Everything of run ``run_id`` still present on this machine (local backend)."""
+    found = local_run_leftovers(run_id)
     if os.path.exists(f"/run/floodmark/{run_id}.json"):
         found.append("state file")
     return found

@@ -3,13 +3,25 @@
 Tests that need real infrastructure (root, Docker, Java, Chromium) skip with a reason when it
 is missing; CI installs all of it, and ``FLOODMARK_REQUIRE_ALL=1`` (set by .ci/run) turns
 those skips into failures so nothing is silently skipped there.
+
+The ``world`` fixture is the simulated world most reference tests run in; a test module
+chooses its seed (and any other ``SimWorld`` option) with ``pytest.mark.sim_world(seed=...)``.
+The ``storage_root`` fixture runs a storage test on every storage kind (a SimDisk and files).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+from tests.storage_fixtures import STORAGE_KINDS, StorageRoot, make_storage_root
+
+if TYPE_CHECKING:
+    from floodmark.reference.sim import SimWorld
 
 
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
@@ -18,3 +30,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.excinfo.errisinstance(pytest.skip.Exception):
         reason = str(call.excinfo.value)
         raise AssertionError(f"{item.nodeid} skipped in CI where everything must run: {reason}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sim_world(**options): the options of the ``world`` fixture's SimWorld")
+
+
+@pytest.fixture
+def world(request: pytest.FixtureRequest) -> Iterator[SimWorld]:
+    """A simulated world, closed after the test; options from the closest ``sim_world`` mark."""
+    from floodmark.reference.sim import SimWorld
+
+    marker = request.node.get_closest_marker("sim_world")
+    if marker is None:
+        raise pytest.UsageError(f"{request.node.nodeid}: the world fixture needs pytest.mark.sim_world(seed=...)")
+    w = SimWorld(**marker.kwargs)
+    yield w
+    w.close()
+
+
+@pytest.fixture(params=STORAGE_KINDS)
+def storage_root(request: pytest.FixtureRequest, tmp_path: Path) -> StorageRoot:
+    """An empty directory on each storage kind in turn (see ``tests.storage_fixtures``)."""
+    return make_storage_root(request.param, tmp_path)

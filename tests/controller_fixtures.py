@@ -244,3 +244,11 @@ class SimBrokerCluster:
         self.world.restart(f"n{broker_id}")
         self.brokers[broker_id] = self._make(broker_id)
         self.world.run(self.brokers[broker_id].start())
+
+
+def sim_broker_cluster_with_topic(world: SimWorld) -> SimBrokerCluster:
+    """Three started real brokers with topic "t" (2 partitions, 3 replicas) created and in sync."""
+    cluster = SimBrokerCluster(world, 3)
+    cluster.start()
+    cluster.create_topic("t", 2, 3)
+    return cluster

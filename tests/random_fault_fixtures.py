@@ -72,6 +72,17 @@ class AckedProducers:
             await cluster.client.sleep(0.05)  # ~20 batches/s per producer
 
 
+def settle_and_check(cluster: SimCluster, producers: AckedProducers, topic: str, partitions: int,
+                     seed: int) -> None:
+    """After the faults: run on, stop the producers, let replication settle, then check
+    that nothing acknowledged was lost and that no node's task failed."""
+    cluster.world.run_for(20.0)
+    producers.stop()
+    cluster.world.run_for(20.0)
+    check_nothing_acknowledged_lost(cluster, topic, partitions, producers.acked, seed)
+    assert cluster.world.failures == [], cluster.world.failures
+
+
 def check_nothing_acknowledged_lost(cluster: SimCluster, topic: str, partitions: int,
                                     acked: dict[tuple[int, int], str], seed: int) -> list[int]:
     """The end-of-run checks (module docstring); returns the partitions left offline."""

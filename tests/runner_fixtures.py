@@ -7,11 +7,16 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
+from tests.cluster_fixtures import local_run_leftovers
+
 RUN_ID = re.compile(r"run id ([0-9a-f]+)")
+Test = TypeVar("Test", bound=Callable[..., None])
 
 
 def needs_local_cluster() -> pytest.MarkDecorator:
@@ -24,6 +29,14 @@ def needs_local_cluster() -> pytest.MarkDecorator:
     elif not Path("/usr/share/java/zookeeper.jar").exists():
         reason = "the local cluster needs ZooKeeper (/usr/share/java/zookeeper.jar)"
     return pytest.mark.skipif(reason is not None, reason=reason or "")
+
+
+def on_the_local_cluster(test: Test) -> Test:
+    """Marks an integration test of whole runs on the local cluster (root, skipped without
+    the cluster's tools)."""
+    for mark in (needs_local_cluster(), pytest.mark.root, pytest.mark.integration):
+        test = mark(test)
+    return test
 
 
 def needs_docker() -> pytest.MarkDecorator:
@@ -41,15 +54,7 @@ def needs_docker() -> pytest.MarkDecorator:
 
 def leftovers(run_id: str) -> list[str]:
     """Everything of a local run still present: namespaces, links, rules, files, processes."""
-    found = []
-    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    found += [f"netns {line.split()[0]}" for line in names.splitlines() if f"fm-{run_id}" in line]
-    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    found += [f"link {line.split(':')[1].strip()}" for line in links.splitlines() if f"fm-{run_id}" in line]
-    rules = subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True).stdout
-    found += [f"rule {line}" for line in rules.splitlines() if f"fm-{run_id}" in line]
-    if Path(f"/tmp/floodmark-{run_id}").exists():
-        found.append(f"dir /tmp/floodmark-{run_id}")
+    found = local_run_leftovers(run_id)
     ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
     found += [f"process {line.strip()}" for line in ps.splitlines() if f"floodmark-{run_id}" in line]
     return found

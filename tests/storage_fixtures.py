@@ -35,7 +35,8 @@ STORAGE_KINDS = ["sim", "file"]
 def make_storage_root(kind: str, tmp_path: Path) -> StorageRoot:
     """An empty directory on a fresh SimDisk ("sim") or under pytest's tmp_path ("file").
 
-    Test modules wrap it in a parametrised fixture, so every test runs on both storages.
+    ``tests/conftest.py`` wraps it in the parametrised ``storage_root`` fixture, so every test
+    that takes it runs on both storages.
     """
     if kind == "sim":
         disk = SimDisk()

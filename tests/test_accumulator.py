@@ -3,30 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
-from controller_fixtures import SimBrokerCluster
+from controller_fixtures import SimBrokerCluster, sim_broker_cluster_with_topic
 
 from floodmark.reference.client.accumulator import SendAccumulator
 from floodmark.reference.client.consumer import Consumer
 from floodmark.reference.client.producer import Producer, SendResult
 from floodmark.reference.sim import SimWorld
 
-
-@pytest.fixture
-def world() -> Iterator[SimWorld]:
-    w = SimWorld(seed=5)
-    yield w
-    w.close()
+pytestmark = pytest.mark.sim_world(seed=5)
 
 
 @pytest.fixture
 def cluster(world: SimWorld) -> SimBrokerCluster:
-    c = SimBrokerCluster(world, 3)
-    c.start()
-    c.create_topic("t", 2, 3)
-    return c
+    return sim_broker_cluster_with_topic(world)
 
 
 async def send_all(sender: SendAccumulator, sends: list[tuple[int, str]], timeout: float = 10.0) -> list[SendResult]:

@@ -13,7 +13,7 @@ import random
 
 import pytest
 from broker_fixtures import SimCluster
-from random_fault_fixtures import AckedProducers, check_nothing_acknowledged_lost
+from random_fault_fixtures import AckedProducers, settle_and_check
 
 
 def run(seed: int) -> None:
@@ -48,11 +48,7 @@ def run(seed: int) -> None:
         cluster.world.heal()
         for name in sorted(down):
             cluster.restart(name)
-        cluster.world.run_for(20.0)
-        producers.stop()
-        cluster.world.run_for(20.0)
-        check_nothing_acknowledged_lost(cluster, "t", 2, producers.acked, seed)
-        assert cluster.world.failures == [], cluster.world.failures
+        settle_and_check(cluster, producers, "t", 2, seed)
     finally:
         cluster.close()
 

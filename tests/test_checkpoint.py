@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from floodmark.reference.log.checkpoint import (
@@ -14,12 +12,7 @@ from floodmark.reference.log.checkpoint import (
     parse_entries,
 )
 from floodmark.reference.sim.disk import SimDisk
-from tests.storage_fixtures import STORAGE_KINDS, StorageRoot, make_storage_root
-
-
-@pytest.fixture(params=STORAGE_KINDS)
-def storage_root(request: pytest.FixtureRequest, tmp_path: Path) -> StorageRoot:
-    return make_storage_root(request.param, tmp_path)
+from tests.storage_fixtures import StorageRoot
 
 
 def checkpoint(sr: StorageRoot) -> OffsetCheckpoint:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from controller_fixtures import SimBrokerCluster
+from controller_fixtures import SimBrokerCluster, sim_broker_cluster_with_topic
 
 from floodmark.reference.client.consumer import Consumer
 from floodmark.reference.client.metadata import ClientError, ClientMetadata
@@ -13,20 +11,12 @@ from floodmark.reference.client.producer import Producer
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.sim import SimWorld
 
-
-@pytest.fixture
-def world() -> Iterator[SimWorld]:
-    w = SimWorld(seed=21)
-    yield w
-    w.close()
+pytestmark = pytest.mark.sim_world(seed=21)
 
 
 @pytest.fixture
 def cluster(world: SimWorld) -> SimBrokerCluster:
-    c = SimBrokerCluster(world, 3)
-    c.start()
-    c.create_topic("t", 2, 3)
-    return c
+    return sim_broker_cluster_with_topic(world)
 
 
 def test_producer_follows_a_leader_change_and_every_ack_is_read_back(world: SimWorld, cluster: SimBrokerCluster) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from controller_fixtures import StubBroker, StubCluster
 
@@ -14,12 +12,7 @@ from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.runtime import SetDataOp
 from floodmark.reference.sim import SimWorld
 
-
-@pytest.fixture
-def world() -> Iterator[SimWorld]:
-    w = SimWorld(seed=7)
-    yield w
-    w.close()
+pytestmark = pytest.mark.sim_world(seed=7)
 
 
 def three_partitions(cluster: StubCluster) -> None:

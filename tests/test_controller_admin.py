@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from controller_fixtures import StubCluster
 
@@ -12,12 +10,7 @@ from floodmark.reference.protocol import messages as m
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.sim import SimWorld
 
-
-@pytest.fixture
-def world() -> Iterator[SimWorld]:
-    w = SimWorld(seed=5)
-    yield w
-    w.close()
+pytestmark = pytest.mark.sim_world(seed=5)
 
 
 @pytest.fixture

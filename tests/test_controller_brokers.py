@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from controller_fixtures import StubCluster
 
@@ -14,12 +12,7 @@ from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.reference.sim import SimWorld
 
-
-@pytest.fixture
-def world() -> Iterator[SimWorld]:
-    w = SimWorld(seed=11)
-    yield w
-    w.close()
+pytestmark = pytest.mark.sim_world(seed=11)
 
 
 def non_controllers(cluster: StubCluster) -> list[int]:
@@ -51,13 +44,19 @@ def test_leader_failure_elects_first_live_isr_member_and_shrinks_isr(world: SimW
     assert events and events[0].leader == b and events[0].unclean is False
 
 
-def test_no_live_isr_means_offline_then_the_isr_member_returns_and_leads(world: SimWorld) -> None:
-    cluster = StubCluster(world, 3)
+def isr_member_crashed(world: SimWorld, config: ControllerConfig | None = None) -> tuple[StubCluster, int, int]:
+    """Partition t-0 on (a, b) with the ISR shrunk to (a,) (b fell behind), then a crashes."""
+    cluster = StubCluster(world, 3, config)
     cluster.start()
     a, b = non_controllers(cluster)
     cluster.create_topic("t", {0: (a, b)})
-    shrink_isr(world, cluster, "t", 0, (a,))  # b fell behind
+    shrink_isr(world, cluster, "t", 0, (a,))
     cluster.crash(a)
+    return cluster, a, b
+
+
+def test_no_live_isr_means_offline_then_the_isr_member_returns_and_leads(world: SimWorld) -> None:
+    cluster, a, _ = isr_member_crashed(world)
     assert world.run_until(lambda: cluster.state("t", 0).leader == zk.NO_LEADER, 20.0)
     assert cluster.state("t", 0).isr == (a,)  # kept, so that a can lead again
     cluster.restart(a)
@@ -65,12 +64,8 @@ def test_no_live_isr_means_offline_then_the_isr_member_returns_and_leads(world: 
 
 
 def test_unclean_variant_elects_an_out_of_sync_replica(world: SimWorld) -> None:
-    cluster = StubCluster(world, 3, ControllerConfig(variant=VARIANTS["unclean-election"], heartbeat_timeout=None))
-    cluster.start()
-    a, b = non_controllers(cluster)
-    cluster.create_topic("t", {0: (a, b)})
-    shrink_isr(world, cluster, "t", 0, (a,))
-    cluster.crash(a)
+    cluster, _, b = isr_member_crashed(
+        world, ControllerConfig(variant=VARIANTS["unclean-election"], heartbeat_timeout=None))
     assert world.run_until(lambda: cluster.state("t", 0).leader == b, 20.0)
     assert cluster.state("t", 0).isr == (b,)
     # The event is emitted once the controller has ZooKeeper's reply, a network hop later.
@@ -146,12 +141,7 @@ def test_controlled_shutdown_moves_leaders_first_and_reports_what_remains(world:
 
 
 def test_the_last_isr_member_back_from_an_unclean_shutdown_does_not_lead(world: SimWorld) -> None:
-    cluster = StubCluster(world, 3)
-    cluster.start()
-    a, b = non_controllers(cluster)
-    cluster.create_topic("t", {0: (a, b)})
-    shrink_isr(world, cluster, "t", 0, (a,))  # b fell behind
-    cluster.crash(a)
+    cluster, a, _ = isr_member_crashed(world)
     assert world.run_until(lambda: cluster.state("t", 0).leader == zk.NO_LEADER, 20.0)
     cluster.restart(a, unclean_shutdown=True)
     assert world.run_until(lambda: cluster.state("t", 0).isr == (), 20.0)

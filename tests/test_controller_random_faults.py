@@ -23,7 +23,7 @@ import random
 
 import pytest
 from broker_fixtures import SimCluster
-from random_fault_fixtures import AckedProducers, check_nothing_acknowledged_lost
+from random_fault_fixtures import AckedProducers, settle_and_check
 
 from floodmark.reference.protocol import zk_layout as zk
 
@@ -84,11 +84,7 @@ def run(seed: int, episodes: int = 4, variant: str = "default") -> list[str]:
         for _ in range(episodes):
             cluster.world.run_for(rng.uniform(1.0, 4.0))
             applied.append(episode(cluster, rng))
-        cluster.world.run_for(20.0)
-        producers.stop()
-        cluster.world.run_for(20.0)
-        check_nothing_acknowledged_lost(cluster, "t", 2, producers.acked, seed)
-        assert cluster.world.failures == [], cluster.world.failures
+        settle_and_check(cluster, producers, "t", 2, seed)
     finally:
         cluster.close()
     return applied

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from controller_fixtures import StubCluster
 
@@ -12,14 +10,9 @@ from floodmark.reference.protocol import messages as m
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.sim import SimWorld
 
+pytestmark = pytest.mark.sim_world(seed=3)
+
 TP = m.TopicPartition("t", 0)
-
-
-@pytest.fixture
-def world() -> Iterator[SimWorld]:
-    w = SimWorld(seed=3)
-    yield w
-    w.close()
 
 
 def setup(world: SimWorld, n: int = 5) -> tuple[StubCluster, Admin, list[int]]:

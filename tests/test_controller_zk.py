@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from controller_fixtures import StubCluster
 
@@ -13,12 +11,7 @@ from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.runtime import SetDataOp
 from floodmark.reference.sim import SimWorld
 
-
-@pytest.fixture
-def world() -> Iterator[SimWorld]:
-    w = SimWorld(seed=17, check_wire=False)
-    yield w
-    w.close()
+pytestmark = pytest.mark.sim_world(seed=17, check_wire=False)
 
 
 def big_topic(world: SimWorld, batched: bool, partitions: int) -> tuple[StubCluster, int, int]:

@@ -8,7 +8,6 @@ requests are not starved. A newer controller heard from meanwhile makes the rest
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
@@ -28,14 +27,9 @@ from floodmark.reference.protocol.messages import (
 )
 from floodmark.reference.sim import SimWorld
 
+pytestmark = pytest.mark.sim_world(seed=5)
+
 CONTROLLER_EPOCH = 3
-
-
-@pytest.fixture
-def world() -> Iterator[SimWorld]:
-    w = SimWorld(seed=5)
-    yield w
-    w.close()
 
 
 def manager(world: SimWorld) -> ReplicaManager:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -20,12 +19,7 @@ from floodmark.reference.log.segment import encode_record, segment_name
 from floodmark.reference.protocol.messages import Record
 from floodmark.reference.runtime import Storage
 from floodmark.reference.sim.disk import SimDisk
-from tests.storage_fixtures import STORAGE_KINDS, CountingStorage, StorageRoot, make_storage_root
-
-
-@pytest.fixture(params=STORAGE_KINDS)
-def storage_root(request: pytest.FixtureRequest, tmp_path: Path) -> StorageRoot:
-    return make_storage_root(request.param, tmp_path)
+from tests.storage_fixtures import CountingStorage, StorageRoot
 
 
 def open_log(sr: StorageRoot, **kwargs: Any) -> PartitionLog:

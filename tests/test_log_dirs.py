@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-from pathlib import Path
 
 import pytest
 
@@ -15,12 +14,7 @@ from floodmark.reference.log.log_dirs import (
     parse_partition_dir_name,
 )
 from floodmark.reference.sim.disk import SimDisk
-from tests.storage_fixtures import STORAGE_KINDS, StorageRoot, make_storage_root
-
-
-@pytest.fixture(params=STORAGE_KINDS)
-def storage_root(request: pytest.FixtureRequest, tmp_path: Path) -> StorageRoot:
-    return make_storage_root(request.param, tmp_path)
+from tests.storage_fixtures import StorageRoot
 
 
 def two_dirs(sr: StorageRoot) -> list[str]:

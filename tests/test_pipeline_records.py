@@ -20,19 +20,34 @@ def test_a_run_becomes_rows_with_lifted_columns(tmp_path):
     assert anomaly["first_op_time"] == run.ops[anomaly["ops"][0]].time
 
 
-def test_malformed_history_is_rejected_with_file_and_line(tmp_path):
-    run = make_run(tmp_path, seed=4)
-    lines = run.path.joinpath("history.jsonl").read_text().splitlines()
-    lines[5] = '{"index": 5, "time": "soon"}'
-    run.path.joinpath("history.jsonl").write_text("\n".join(lines) + "\n")
-    with pytest.raises(RunRejected, match=r"history.jsonl:6: "):
+def _time_is_not_a_number(lines: list[str]) -> list[str]:
+    return [*lines[:5], '{"index": 5, "time": "soon"}', *lines[6:]]
+
+
+def _op_3_is_gone(lines: list[str]) -> list[str]:
+    return lines[:3] + lines[4:]  # the next line holds index 4
+
+
+@pytest.mark.parametrize(("seed", "rewrite", "problem"), [
+    (4, _time_is_not_a_number, r"history.jsonl:6: "),
+    (6, _op_3_is_gone, r"history.jsonl:4: op index 4 out of sequence \(expected 3\)"),
+])
+def test_a_malformed_history_is_rejected_with_file_and_line(tmp_path, seed, rewrite, problem):
+    run = make_run(tmp_path, seed=seed)
+    history = run.path.joinpath("history.jsonl")
+    history.write_text("\n".join(rewrite(history.read_text().splitlines())) + "\n")
+    with pytest.raises(RunRejected, match=problem):
         read_run(run.path, tmp_path)
 
 
-def test_malformed_config_is_rejected(tmp_path):
-    run = make_run(tmp_path, seed=5)
-    run.path.joinpath("test.yaml").write_text("seed: [unclosed\n")
-    with pytest.raises(RunRejected, match="test.yaml"):
+@pytest.mark.parametrize(("seed", "content", "problem"), [
+    (5, "seed: [unclosed\n", "test.yaml"),
+    (7, "seed: 7\nmin_insync_replicas: two\n", r"test.yaml: min_insync_replicas: expected a number, got 'two'"),
+])
+def test_a_malformed_or_mistyped_config_is_rejected_naming_the_file(tmp_path, seed, content, problem):
+    run = make_run(tmp_path, seed=seed)
+    run.path.joinpath("test.yaml").write_text(content)
+    with pytest.raises(RunRejected, match=problem):
         read_run(run.path, tmp_path)
 
 
@@ -40,22 +55,6 @@ def test_find_runs_skips_run_subfolders(tmp_path):
     a = make_run(tmp_path, seed=1)
     b = make_run(tmp_path, test="other", seed=2)
     assert sorted(find_runs(tmp_path)) == sorted([a.path, b.path])
-
-
-def test_an_op_index_out_of_sequence_is_rejected_with_file_and_line(tmp_path):
-    run = make_run(tmp_path, seed=6)
-    lines = run.path.joinpath("history.jsonl").read_text().splitlines()
-    del lines[3]  # the op at index 3 is gone: the next line holds index 4
-    run.path.joinpath("history.jsonl").write_text("\n".join(lines) + "\n")
-    with pytest.raises(RunRejected, match=r"history.jsonl:4: op index 4 out of sequence \(expected 3\)"):
-        read_run(run.path, tmp_path)
-
-
-def test_a_mistyped_config_value_is_rejected_naming_the_file_and_key(tmp_path):
-    run = make_run(tmp_path, seed=7)
-    run.path.joinpath("test.yaml").write_text("seed: 7\nmin_insync_replicas: two\n")
-    with pytest.raises(RunRejected, match=r"test.yaml: min_insync_replicas: expected a number, got 'two'"):
-        read_run(run.path, tmp_path)
 
 
 def test_the_run_row_carries_the_typed_configuration(tmp_path):

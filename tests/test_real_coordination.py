@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +31,27 @@ from tests.runtime_fixtures import (  # noqa: F401
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture
+def backend(zookeeper_server: ZooKeeperServer) -> Iterator[RealZooKeeperBackend]:
+    """Sessions straight to the shared server (the proxy's partitions do not reach them)."""
+    backend = RealZooKeeperBackend(zookeeper_server)
+    yield backend  # pytest runs the rest after the test, passed or failed
+    backend.close()
+
+
+@pytest.fixture
+def own_zookeeper(tmp_path: Path) -> Iterator[ZooKeeperServer]:
+    """A started ZooKeeper server of the test's own, which it may stop, pause and restart."""
+    from zookeeper_server import missing_requirements
+
+    if missing_requirements():
+        pytest.skip(f"needs a real ZooKeeper: {missing_requirements()}")
+    server = ZooKeeperServer(tmp_path / "zk")
+    server.start()
+    yield server
+    server.cleanup()
+
+
 async def wait_until(predicate: Any, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -39,8 +62,7 @@ async def wait_until(predicate: Any, timeout: float) -> bool:
 
 
 def test_partition_past_the_timeout_loses_the_session_and_its_ephemerals(
-        zookeeper_server: ZooKeeperServer, zookeeper_proxy: BlockableProxy) -> None:
-    backend = RealZooKeeperBackend(zookeeper_server)
+        backend: RealZooKeeperBackend, zookeeper_proxy: BlockableProxy) -> None:
 
     async def scenario() -> None:
         observer = await backend.session()
@@ -69,15 +91,11 @@ def test_partition_past_the_timeout_loses_the_session_and_its_ephemerals(
         finally:
             await owner.close()
 
-    try:
-        backend.run(scenario())
-    finally:
-        backend.close()
+    backend.run(scenario())
 
 
 def test_short_partition_keeps_the_session_and_watches_catch_up(
-        zookeeper_server: ZooKeeperServer, zookeeper_proxy: BlockableProxy) -> None:
-    backend = RealZooKeeperBackend(zookeeper_server)
+        backend: RealZooKeeperBackend, zookeeper_proxy: BlockableProxy) -> None:
 
     async def scenario() -> None:
         writer = await backend.session()
@@ -106,23 +124,15 @@ def test_short_partition_keeps_the_session_and_watches_catch_up(
         finally:
             await reader.close()
 
-    try:
-        backend.run(scenario())
-    finally:
-        backend.close()
+    backend.run(scenario())
 
 
-def test_stopped_zookeeper_suspends_sessions_which_survive_its_restart(tmp_path: Any) -> None:
+def test_stopped_zookeeper_suspends_sessions_which_survive_its_restart(own_zookeeper: ZooKeeperServer) -> None:
     """ZooKeeper persists sessions and restarts their timers when it loads them, so stopping
     it past the session timeout does not expire anyone: clients suspend, their requests fail
     fast, and after the restart they reconnect to the same session with their ephemerals.
     (Sessions are lost when the *client* stays away: see the partition test above.)"""
-    from zookeeper_server import missing_requirements
-
-    if missing_requirements():
-        pytest.skip(f"needs a real ZooKeeper: {missing_requirements()}")
-    server = ZooKeeperServer(tmp_path / "zk")
-    server.start()
+    server = own_zookeeper
 
     async def scenario() -> None:
         zk = await KazooCoordination.connect(server.address, session_timeout=2.0)
@@ -142,23 +152,15 @@ def test_stopped_zookeeper_suspends_sessions_which_survive_its_restart(tmp_path:
         assert stat is not None and stat.ephemeral_owner == zk.session_id
         await zk.close()
 
-    try:
-        asyncio.run(scenario())
-    finally:
-        server.cleanup()
+    asyncio.run(scenario())
 
 
-def test_paused_zookeeper_suspends_clients_and_the_outcome_is_consistent(tmp_path: Any) -> None:
+def test_paused_zookeeper_suspends_clients_and_the_outcome_is_consistent(own_zookeeper: ZooKeeperServer) -> None:
     """A frozen server (SIGSTOP) answers nothing and clients suspend. When it resumes past the
     session timeout, its expiry thread and the client's reconnection race (both outcomes were
     observed on ZooKeeper 3.8); whichever wins, what the client is told must match the server:
     LOST with the ephemeral gone, or CONNECTED to the same session with the ephemeral kept."""
-    from zookeeper_server import missing_requirements
-
-    if missing_requirements():
-        pytest.skip(f"needs a real ZooKeeper: {missing_requirements()}")
-    server = ZooKeeperServer(tmp_path / "zk")
-    server.start()
+    server = own_zookeeper
 
     async def scenario() -> None:
         zk = await KazooCoordination.connect(server.address, session_timeout=2.0)
@@ -184,10 +186,7 @@ def test_paused_zookeeper_suspends_clients_and_the_outcome_is_consistent(tmp_pat
         await observer.close()
         await zk.close()
 
-    try:
-        asyncio.run(scenario())
-    finally:
-        server.cleanup()
+    asyncio.run(scenario())
 
 
 def test_unreachable_zookeeper_fails_to_connect_in_time() -> None:
@@ -212,12 +211,11 @@ def test_kazoo_errors_become_runtime_errors() -> None:
 
 
 def test_a_killed_clients_ephemerals_vanish_after_its_session_timeout(
-        zookeeper_server: ZooKeeperServer) -> None:
+        zookeeper_server: ZooKeeperServer, backend: RealZooKeeperBackend) -> None:
     """The real counterpart of the simulation's crash test (test_sim_world.py)."""
     import subprocess
     import sys
 
-    backend = RealZooKeeperBackend(zookeeper_server)
     path = f"{backend.root}/brokers/ids/1"
     script = (
         "import asyncio, os\n"
@@ -242,7 +240,4 @@ def test_a_killed_clients_ephemerals_vanish_after_its_session_timeout(
         assert 2.0 < time.monotonic() - killed_at < 12.0  # about the 4 s timeout, not at once
         assert await observer.exists(path) is None
 
-    try:
-        backend.run(scenario())
-    finally:
-        backend.close()
+    backend.run(scenario())

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -20,11 +21,19 @@ def run(coro_fn: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
     return asyncio.run(asyncio.wait_for(coro_fn(), 30))
 
 
-async def serving(handler: Any) -> tuple[TcpNetwork, str]:
+@contextlib.asynccontextmanager
+async def serving(handler: Any) -> AsyncIterator[tuple[TcpNetwork, TcpNetwork, str]]:
+    """A server running ``handler`` on a free loopback port, a client, and the server's
+    address; both closed at the end (closing the server twice is harmless)."""
     address = f"127.0.0.1:{free_port()}"
     server = TcpNetwork(address, log)
     await server.serve(handler)
-    return server, address
+    client = TcpNetwork(None, log)
+    try:
+        yield server, client, address
+    finally:
+        await client.close()
+        await server.close()
 
 
 async def offsets(sender: str, message: Any) -> Any:
@@ -42,17 +51,12 @@ def test_pipelined_requests_on_one_reused_connection() -> None:
             connections.append(sender)
             return await offsets(sender, message)
 
-        server, address = await serving(handler)
-        client = TcpNetwork(None, log)
-        try:
+        async with serving(handler) as (_, client, address):
             replies = await asyncio.gather(*(
                 client.request(address, m.ProduceRequest("t", i, ("v",)), 5.0) for i in range(300)))
             # Slow and fast handlers interleave, yet every reply reaches its own request.
             assert [r.base_offset for r in replies] == list(range(300))
             assert len(set(connections)) == 1
-        finally:
-            await client.close()
-            await server.close()
 
     run(scenario)
 
@@ -64,16 +68,11 @@ def test_handler_failure_is_answered_and_the_server_keeps_serving() -> None:
                 raise RuntimeError("bug")
             return await offsets(sender, message)
 
-        server, address = await serving(handler)
-        client = TcpNetwork(None, log)
-        try:
+        async with serving(handler) as (_, client, address):
             failed = await client.request(address, m.MetadataRequest(), 5.0)
             assert isinstance(failed, m.ErrorResponse) and failed.error == UNKNOWN_SERVER_ERROR
             assert "RuntimeError: bug" in failed.message
             assert (await client.request(address, m.ProduceRequest("t", 1, ()), 5.0)).base_offset == 1
-        finally:
-            await client.close()
-            await server.close()
 
     run(scenario)
 
@@ -87,9 +86,7 @@ def test_handler_failure_is_answered_and_the_server_keeps_serving() -> None:
 def test_malformed_frames_close_only_that_connection(garbage: bytes, logged: str,
                                                      caplog: pytest.LogCaptureFixture) -> None:
     async def scenario() -> None:
-        server, address = await serving(offsets)
-        client = TcpNetwork(None, log)
-        try:
+        async with serving(offsets) as (_, client, address):
             host, port = split_address(address)
             reader, writer = await asyncio.open_connection(host, port)
             writer.write(garbage)
@@ -97,9 +94,6 @@ def test_malformed_frames_close_only_that_connection(garbage: bytes, logged: str
             assert await asyncio.wait_for(reader.read(), 5) == b""  # closed on us
             writer.close()
             assert (await client.request(address, m.ProduceRequest("t", 3, ()), 5.0)).base_offset == 3
-        finally:
-            await client.close()
-            await server.close()
 
     with caplog.at_level(logging.WARNING, logger="test"):
         run(scenario)
@@ -124,16 +118,11 @@ def test_timeout_then_the_connection_still_works() -> None:
                 await asyncio.sleep(0.5)
             return await offsets(sender, message)
 
-        server, address = await serving(handler)
-        client = TcpNetwork(None, log)
-        try:
+        async with serving(handler) as (_, client, address):
             with pytest.raises(TimeoutError):
                 await client.request(address, m.MetadataRequest(), 0.1)
             await asyncio.sleep(0.6)  # the late answer arrives and is dropped
             assert (await client.request(address, m.ProduceRequest("t", 4, ()), 5.0)).base_offset == 4
-        finally:
-            await client.close()
-            await server.close()
 
     run(scenario)
 
@@ -147,9 +136,7 @@ def test_server_going_away_breaks_requests_in_flight() -> None:
             await asyncio.sleep(30)
             return m.ProduceResponse(None)
 
-        server, address = await serving(handler)
-        client = TcpNetwork(None, log)
-        try:
+        async with serving(handler) as (server, client, address):
             pending = asyncio.ensure_future(client.request(address, m.ProduceRequest("t", 0, ()), 20.0))
             await started.wait()
             await server.close()
@@ -157,8 +144,6 @@ def test_server_going_away_breaks_requests_in_flight() -> None:
                 await pending
             with pytest.raises(ConnectionError):  # and a new connection is refused
                 await client.request(address, m.MetadataRequest(), 2.0)
-        finally:
-            await client.close()
 
     run(scenario)
 

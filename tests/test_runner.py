@@ -12,8 +12,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 from floodmark import rundir
 from floodmark.backends import cleanup
 from floodmark.harness.code_version import code_version
@@ -21,7 +19,7 @@ from floodmark.harness.config import NEMESIS_KINDS, TestConfig, load_config
 from floodmark.harness.schedule import load_schedule
 from floodmark.history import read_history
 from floodmark.run.runner import EXIT_INTERRUPTED, Runner, RunOutcome
-from tests.runner_fixtures import RUN_ID, floodmark_run, leftovers, needs_local_cluster
+from tests.runner_fixtures import RUN_ID, floodmark_run, leftovers, on_the_local_cluster
 
 
 def test_exit_codes_follow_the_verdict(tmp_path: Path) -> None:
@@ -52,9 +50,7 @@ def wait_for_client_ops(store: Path, process: subprocess.Popen[str], count: int,
     raise AssertionError(f"no client ops within {timeout} s: {process.communicate()[1][-3000:]}")
 
 
-@pytest.mark.integration
-@pytest.mark.root
-@needs_local_cluster()
+@on_the_local_cluster
 def test_a_short_run_on_the_local_cluster_is_valid_and_reproducible(tmp_path: Path) -> None:
     config = TestConfig(cluster="local", nemesis=("kill", "partition"), time_limit=20, seed=5, rate=100,
                         fault_duration=(3.0, 6.0), quiet_period=(2.0, 4.0), recovery_time=20)
@@ -84,9 +80,7 @@ def test_a_short_run_on_the_local_cluster_is_valid_and_reproducible(tmp_path: Pa
         assert length > 5 and choices[:length] == second[worker][:length]
 
 
-@pytest.mark.integration
-@pytest.mark.root
-@needs_local_cluster()
+@on_the_local_cluster
 def test_the_default_variant_survives_every_nemesis_on_the_local_cluster(tmp_path: Path) -> None:
     # The Docker backend's counterpart is the chaos suite's every-fault-together run.
     config = TestConfig(cluster="local", nemesis=NEMESIS_KINDS, time_limit=30, seed=8, rate=150,
@@ -108,9 +102,7 @@ def producer_choices(ops: list) -> dict[str, list[tuple[str, str, int]]]:
     return by_worker
 
 
-@pytest.mark.integration
-@pytest.mark.root
-@needs_local_cluster()
+@on_the_local_cluster
 def test_sigint_tears_everything_down(tmp_path: Path) -> None:
     process = floodmark_run("--cluster", "local", "--nemesis", "partition", "--time-limit", "60",
                             "--seed", "3", store=tmp_path)
@@ -124,9 +116,7 @@ def test_sigint_tears_everything_down(tmp_path: Path) -> None:
     read_history(tmp_path / "latest" / "history.jsonl")
 
 
-@pytest.mark.integration
-@pytest.mark.root
-@needs_local_cluster()
+@on_the_local_cluster
 def test_a_killed_harness_leaves_a_readable_history_and_the_next_start_cleans_up(tmp_path: Path) -> None:
     process = floodmark_run("--cluster", "local", "--nemesis", "none", "--time-limit", "60",
                             "--seed", "4", store=tmp_path)

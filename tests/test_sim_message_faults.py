@@ -14,14 +14,9 @@ from floodmark.reference.runtime import ConnectionLossError, WatchEvent
 from floodmark.reference.sim import SimRuntime, SimWorld
 from floodmark.reference.sim.message_faults import MessageRule
 
+pytestmark = pytest.mark.sim_world(seed=21)
+
 PRODUCE = frozenset({"ProduceRequest"})
-
-
-@pytest.fixture
-def world():
-    world = SimWorld(seed=21)
-    yield world
-    world.close()
 
 
 class Recorder:

@@ -11,17 +11,12 @@ from floodmark.reference.protocol import messages as m
 from floodmark.reference.sim import SimWorld
 from floodmark.reference.sim.network import UNKNOWN_SERVER_ERROR
 
+pytestmark = pytest.mark.sim_world(seed=11)
+
 
 async def echo_offsets(sender: str, message: Any) -> Any:
     assert isinstance(message, m.ProduceRequest)
     return m.ProduceResponse(None, base_offset=len(message.values), high_watermark=int(sender[1:]))
-
-
-@pytest.fixture
-def world():
-    world = SimWorld(seed=11)
-    yield world
-    world.close()
 
 
 def start_three(world: SimWorld) -> tuple[Any, Any, Any]:

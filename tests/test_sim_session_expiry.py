@@ -10,12 +10,7 @@ from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.runtime import Coordination, SessionExpiredError, WatchEvent
 from floodmark.reference.sim import SimWorld
 
-
-@pytest.fixture
-def world():
-    world = SimWorld(seed=9)
-    yield world
-    world.close()
+pytestmark = pytest.mark.sim_world(seed=9)
 
 
 def registered(world: SimWorld) -> tuple[Coordination, Coordination, list[WatchEvent], list[str]]:

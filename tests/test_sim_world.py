@@ -12,12 +12,7 @@ from floodmark.reference.protocol import messages as m
 from floodmark.reference.sim import SimRuntime, SimWorld
 from floodmark.reference.sim.world import VIRTUAL_EPOCH
 
-
-@pytest.fixture
-def world():
-    world = SimWorld(seed=5)
-    yield world
-    world.close()
+pytestmark = pytest.mark.sim_world(seed=5)
 
 
 def test_clocks_are_virtual_and_clock_offsets_move_only_wall_time(world: SimWorld) -> None:

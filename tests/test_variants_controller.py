@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,12 +38,7 @@ from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.reference.sim import SimWorld
 
-
-@pytest.fixture
-def world() -> Iterator[SimWorld]:
-    w = SimWorld(seed=29)
-    yield w
-    w.close()
+pytestmark = pytest.mark.sim_world(seed=29)
 
 
 def zombie_sequence(world: SimWorld, variant: str) -> tuple[StubCluster, int, int]:

@@ -22,13 +22,18 @@ def process_group_alive(pgid: int) -> bool:
         return False
 
 
+def started_server(directory: Path) -> tuple[ZooKeeperServer, int]:
+    """A started server and its process group (its process leads a group of its own)."""
+    server = ZooKeeperServer(directory)
+    server.start()
+    assert server.process is not None
+    return server, server.process.pid
+
+
 @needs_zookeeper
 @pytest.mark.integration
 def test_server_starts_serves_and_leaves_nothing_behind(tmp_path: Path) -> None:
-    server = ZooKeeperServer(tmp_path / "zk")
-    server.start()
-    assert server.process is not None
-    pgid = server.process.pid
+    server, pgid = started_server(tmp_path / "zk")
     try:
         config = (tmp_path / "zk" / "zoo.cfg").read_text()
         assert "admin.enableServer=false" in config and f"clientPort={server.port}" in config
@@ -65,10 +70,7 @@ def test_data_survives_a_restart_in_the_same_directory(tmp_path: Path) -> None:
 @needs_zookeeper
 @pytest.mark.integration
 def test_stop_kills_a_paused_server(tmp_path: Path) -> None:
-    server = ZooKeeperServer(tmp_path / "zk")
-    server.start()
-    assert server.process is not None
-    pgid = server.process.pid
+    server, pgid = started_server(tmp_path / "zk")
     server.pause()
     server.stop(grace=2.0)
     assert not process_group_alive(pgid)

@@ -111,11 +111,7 @@ class NodeFaultApplier:
         return await asyncio.to_thread(self._apply, plan)
 
     async def heal(self, plan: FaultPlan) -> Evidence:
-        strobe = self._strobes.pop(plan, None)
-        if strobe is not None:
-            strobe.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await strobe
+        await stop_strobe(self._strobes, plan)
         return await asyncio.to_thread(self._heal, plan)
 
     async def heal_all(self, kinds: tuple[str, ...]) -> dict[str, Evidence]:
@@ -220,11 +216,7 @@ class NodeFaultApplier:
                 removed[name] = rule
             return {"removed": removed}
         if isinstance(plan, ProcessCrash):
-            node = self.cluster.node(plan.node)
-            if node.is_running():
-                return {"restarted": {}}
-            node.start()
-            return {"restarted": {node.name: node.pid()}}
+            return restart_crashed(self.cluster.node(plan.node))
         if isinstance(plan, ProcessPause):
             return self._resume(plan)
         if isinstance(plan, ClockSkew | ClockStrobe):
@@ -320,3 +312,20 @@ class NodeFaultApplier:
         if any(pid is None for pid in restarted.values()):
             raise ClusterError(f"restart failed for {restarted}")
         return {"restarted": restarted}
+
+
+def restart_crashed(node: Node) -> Evidence:
+    """Heal a crash: start the node's process again, unless it runs already (restarted since)."""
+    if node.is_running():
+        return {"restarted": {}}
+    node.start()
+    return {"restarted": {node.name: node.pid()}}
+
+
+async def stop_strobe(strobes: dict[FaultPlan, asyncio.Task[None]], plan: FaultPlan) -> None:
+    """Cancel ``plan``'s clock strobe, if one runs, and wait until it has stopped."""
+    task = strobes.pop(plan, None)
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

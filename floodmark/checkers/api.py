@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from floodmark.history import Op
 from floodmark.results import CheckerResult
@@ -36,6 +36,13 @@ class CheckInput:
         from floodmark.checkers.permitted import loss_permitted_by
 
         return loss_permitted_by(self.config, self.events)
+
+    @property
+    def loss_details(self) -> dict[str, Any]:
+        """What every loss anomaly's details carry: ``permitted_by`` when losses are permitted
+        (a new dict each time, for the checker to extend)."""
+        reason = self.loss_permitted_by
+        return {"permitted_by": reason} if reason else {}
 
 
 class Checker(Protocol):

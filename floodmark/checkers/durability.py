@@ -30,8 +30,7 @@ class DurabilityChecker:
 
     def check(self, run: CheckInput) -> CheckerResult:
         index = index_for(run.history)
-        permitted_by = run.loss_permitted_by
-        details = {"permitted_by": permitted_by} if permitted_by else {}
+        details = run.loss_details
         anomalies: list[Anomaly] = []
         stats: dict[str, Any] = {"acknowledged": 0, "judged": 0, "unjudged": 0, "lost": 0, "moved": 0,
                  "inconsistent_offsets": 0, "indeterminate_present": 0, "indeterminate_absent": 0}

@@ -47,7 +47,7 @@ from floodmark.node_events import (
     Started,
     Truncated,
 )
-from floodmark.results import Anomaly, CheckerResult
+from floodmark.results import Anomaly, CheckerResult, anomaly_counts
 
 
 class HighWatermarkChecker:
@@ -55,8 +55,7 @@ class HighWatermarkChecker:
 
     def check(self, run: CheckInput) -> CheckerResult:
         exposed, committed_values = _client_exposure(run)
-        reason = run.loss_permitted_by
-        details = {"permitted_by": reason} if reason else {}
+        details = run.loss_details
         scan = _Scan(committed_values, details)
         for node in sorted(run.events):
             scan.node(node, run.events[node])
@@ -67,10 +66,7 @@ class HighWatermarkChecker:
             "events": sum(len(e) for e in run.events.values()),
             "committed_offsets": {f"{t}/{p}": c for (t, p), c in sorted(exposed.items())},
         }
-        counts: dict[str, int] = {}
-        for a in anomalies:
-            counts[a.type] = counts.get(a.type, 0) + 1
-        stats["anomalies"] = dict(sorted(counts.items()))
+        stats["anomalies"] = anomaly_counts(anomalies)
         stats["permitted"] = sum("permitted_by" in a.details for a in anomalies)
         stats["violations"] = len(anomalies) - stats["permitted"]
         return CheckerResult(not anomalies, anomalies, stats)

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from floodmark.errors import SourceError
+
 
 class Keyword(str):
     """An EDN keyword, e.g. ``:invoke``; its ``str`` value is the name without the colon."""
@@ -44,14 +46,8 @@ class Tagged:
     value: Any
 
 
-class EdnError(ValueError):
-    """Malformed EDN: names the source, the line and the problem."""
-
-    def __init__(self, source: str, line: int, problem: str) -> None:
-        super().__init__(f"{source}:{line}: {problem}")
-        self.source = source
-        self.line = line
-        self.problem = problem
+class EdnError(SourceError):
+    """Malformed EDN: names the source, the line (from 1) and the problem."""
 
 
 # A string is matched by an unrolled loop (runs of plain characters between escapes) so the

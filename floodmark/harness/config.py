@@ -25,18 +25,18 @@ import yaml
 from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.run_config import (
     DEFAULT_NEMESIS,
-    FIELDS,
     MAX_SECONDS,
     SIMULATED_NEMESIS,
     ConfigError,
     TestConfig,
     all_kinds,
     default_name,
+    fault_kind_words,
+    field_items,
     read_name,
     read_number,
     read_range,
     read_yaml_mapping,
-    unknown_key,
 )
 
 CLUSTERS = ("docker", "local", "sim")
@@ -55,19 +55,10 @@ MAX_RATE = 100_000.0  # client ops per second
 
 def parse_nemesis(value: Any, source: str = "<options>") -> tuple[str, ...]:
     """`all`, `none`, `partition,kill` or a list of kinds -> a tuple of kinds in canonical order."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        words = [w.strip() for w in value.split(",") if w.strip()]
-    elif isinstance(value, list | tuple) and all(isinstance(w, str) for w in value):
-        words = [w.strip() for w in value]
-    else:
-        raise ConfigError(source, "nemesis", "expected a list of kinds or a comma-separated string, "
-                                             f"got a {type(value).__name__}")
+    words = fault_kind_words(source, value, "expected a list of kinds or a comma-separated string, "
+                                            f"got a {type(value).__name__}")
     if words == ["all"]:
         return ALL_KINDS  # narrowed to what the cluster can apply by make_config
-    if words in ([], ["none"]):
-        return ()
     unknown = [w for w in words if w not in ALL_KINDS]
     if unknown:
         raise ConfigError(
@@ -86,14 +77,7 @@ def _choice(source: str, key: str, value: Any, choices: tuple[Any, ...]) -> Any:
 
 def make_config(values: Mapping[str, Any], source: str = "<options>", base: TestConfig | None = None) -> TestConfig:
     """Validate raw values (from YAML or options) on top of ``base`` (defaults when None)."""
-    known: dict[str, Any] = {}
-    for raw_key, value in values.items():
-        key = str(raw_key).replace("-", "_")
-        if key not in FIELDS:
-            raise unknown_key(source, raw_key)
-        if key in known:
-            raise ConfigError(source, key, "given twice (as dashes and as underscores)")
-        known[key] = value
+    known = dict(field_items(values, source))
     base = base or TestConfig()
     name = known.pop("name", base.name if _custom_name(base) else "")
     if not isinstance(name, str | type(None)):

@@ -86,6 +86,17 @@ class FaultPlan:
 
 
 @dataclass(frozen=True)
+class NodeFault(FaultPlan):
+    """A fault on one node: its process, its disk or its ZooKeeper session."""
+
+    node: str
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return (self.node,)
+
+
+@dataclass(frozen=True)
 class NetworkCut(FaultPlan):
     kind: ClassVar[str] = "partition"
     # (node, the nodes whose packets it drops), sorted by node.
@@ -107,26 +118,16 @@ CrashMode = Literal["kill", "terminate", "power-loss"]
 
 
 @dataclass(frozen=True)
-class ProcessCrash(FaultPlan):
+class ProcessCrash(NodeFault):
     kind: ClassVar[str] = "kill"
-    node: str
     mode: CrashMode  # kill: SIGKILL; terminate: SIGTERM (controlled shutdown); power-loss
-
-    @property
-    def nodes(self) -> tuple[str, ...]:
-        return (self.node,)
 
 
 @dataclass(frozen=True)
-class ProcessPause(FaultPlan):
+class ProcessPause(NodeFault):
     kind: ClassVar[str] = "pause"
-    node: str
     seconds: float  # resumed after this long, or at heal, whichever comes first
     session_timeout: float  # what the pause is measured against (short or long)
-
-    @property
-    def nodes(self) -> tuple[str, ...]:
-        return (self.node,)
 
 
 @dataclass(frozen=True)
@@ -160,25 +161,15 @@ DiskMode = Literal["chmod", "replace-with-file"]
 
 
 @dataclass(frozen=True)
-class DiskFault(FaultPlan):
+class DiskFault(NodeFault):
     kind: ClassVar[str] = "disk"
-    node: str
     directory: str
     mode: DiskMode
 
-    @property
-    def nodes(self) -> tuple[str, ...]:
-        return (self.node,)
-
 
 @dataclass(frozen=True)
-class SessionExpiry(FaultPlan):
+class SessionExpiry(NodeFault):
     kind: ClassVar[str] = "session"
-    node: str
-
-    @property
-    def nodes(self) -> tuple[str, ...]:
-        return (self.node,)
 
 
 MessageAction = Literal["drop", "delay", "duplicate", "reorder"]

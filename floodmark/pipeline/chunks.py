@@ -23,7 +23,7 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import pyarrow as pa
@@ -31,9 +31,10 @@ import pyarrow as pa
 from floodmark import fast_json
 from floodmark.errors import SourceError
 from floodmark.history import OP_TYPES, op_from_dict
-from floodmark.node_events import event_from_dict
+from floodmark.node_events import NodeEvent, event_from_dict
 from floodmark.pipeline.records import event_columns, json_text
 
+T = TypeVar("T")
 CHUNK_BYTES = 32 * 1024 * 1024
 _READ_BYTES = 4 * 1024 * 1024  # rows go out in Arrow batches of about this much input
 
@@ -142,6 +143,45 @@ class _Columns:
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
+def _parsed_lines(chunk: Chunk, summary: ChunkSummary, parse: Callable[[Any, int], T],
+                  json_problem: Callable[[json.JSONDecodeError], str], *, torn_source_errors: bool,
+                  other_errors: tuple[type[Exception], ...] = ()) -> Iterator[tuple[int, Any, bool, T]]:
+    """Each non-blank line of ``chunk`` as (line number, its JSON, whether fast_json parsed it,
+    what ``parse(json, line number)`` made of it), up to the first problem, which goes into
+    ``summary``. A torn last line that is not JSON (the harness died mid-write) is skipped, as
+    the readers skip it; so is one ``parse`` rejects, with ``torn_source_errors``.
+    ``other_errors`` from ``parse`` are problems too (say, a wall clock that is not a number).
+    """
+    for number, raw, whole in iter_lines(chunk):
+        summary.lines = number
+        if not raw.strip():
+            continue
+        try:
+            d, fast = fast_json.parse(raw)
+            parsed = parse(d, number)
+        except json.JSONDecodeError as e:
+            if not whole:
+                continue
+            summary.error = (number, json_problem(e))
+            return
+        except UnicodeDecodeError as e:
+            summary.error = (number, f"not valid UTF-8 ({e.reason} at byte {e.start})")
+            return
+        except SourceError as e:
+            if torn_source_errors and not whole:
+                continue
+            summary.error = (number, e.problem)
+            return
+        except other_errors as e:
+            summary.error = (number, f"{type(e).__name__}: {e}")
+            return
+        yield number, d, fast, parsed
+
+
+def _json_problem_at_column(e: json.JSONDecodeError) -> str:
+    return f"not valid JSON ({e.msg} at column {e.colno})"
+
+
 def history_rows(chunk: Chunk, run_id: str, witnesses: frozenset[int],
                  report: Callable[[ChunkSummary], None]) -> Iterator[pa.RecordBatch]:
     """Parse one chunk of a history into ``ops`` rows; stop at the first problem."""
@@ -150,27 +190,13 @@ def history_rows(chunk: Chunk, run_id: str, witnesses: frozenset[int],
     (c_run, c_index, c_time, c_type, c_process, c_f, c_topic, c_partition, c_offset, c_node, c_error,
      c_value) = cols.data
     pending = 0
-    for number, raw, whole in iter_lines(chunk):
-        summary.lines = number
-        if not raw.strip():
-            continue
-        try:
-            d, fast = fast_json.parse(raw)
-            if not _valid_op(d):
-                op_from_dict(d, chunk.path, number)  # raises with the reader's own message
-        except json.JSONDecodeError as e:
-            if not whole:
-                continue  # a torn tail: the harness died mid-write; the reader ignores it too
-            summary.error = (number, f"not valid JSON ({e.msg} at column {e.colno})")
-            break
-        except UnicodeDecodeError as e:
-            summary.error = (number, f"not valid UTF-8 ({e.reason} at byte {e.start})")
-            break
-        except SourceError as e:
-            if not whole:
-                continue
-            summary.error = (number, e.problem)
-            break
+
+    def check_op(d: Any, number: int) -> None:
+        if not _valid_op(d):
+            op_from_dict(d, chunk.path, number)  # raises with the reader's own message
+
+    for number, d, fast, _ in _parsed_lines(chunk, summary, check_op, _json_problem_at_column,
+                                            torn_source_errors=True):
         index = d["index"]
         if summary.first_index is None:
             summary.first_index, summary.first_row_line, summary.first_time = index, number, d["time"]
@@ -216,27 +242,12 @@ def event_rows(chunk: Chunk, run_id: str, report: Callable[[ChunkSummary], None]
     summary = ChunkSummary(chunk.path, chunk.number)
     cols = _Columns(EVENTS_ARROW)
     pending = 0
-    for number, raw, whole in iter_lines(chunk):
-        summary.lines = number
-        if not raw.strip():
-            continue
-        try:
-            d, fast = fast_json.parse(raw)
-            event = event_from_dict(d, chunk.path, number)
-        except json.JSONDecodeError as e:
-            if not whole:
-                continue
-            summary.error = (number, f"not valid JSON ({e.msg})")
-            break
-        except UnicodeDecodeError as e:
-            summary.error = (number, f"not valid UTF-8 ({e.reason} at byte {e.start})")
-            break
-        except SourceError as e:
-            summary.error = (number, e.problem)
-            break
-        except (TypeError, ValueError) as e:  # e.g. a wall clock that is not a number
-            summary.error = (number, f"{type(e).__name__}: {e}")
-            break
+
+    def parse(d: Any, number: int) -> NodeEvent:
+        return event_from_dict(d, chunk.path, number)
+
+    for _, _, fast, event in _parsed_lines(chunk, summary, parse, lambda e: f"not valid JSON ({e.msg})",
+                                           torn_source_errors=False, other_errors=(TypeError, ValueError)):
         summary.rows += 1
         row = (run_id, event.node, event.seq, event.wall, event.kind, *event_columns(event),
                _dumps(event.fields(), fast))

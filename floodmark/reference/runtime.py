@@ -191,6 +191,19 @@ class Coordination(Protocol):
     async def close(self) -> None: ...
 
 
+class SessionListeners:
+    """Where a Coordination keeps its session-state listeners (the real and the simulated one).
+
+    The implementation sets ``_listeners`` to an empty list and tells them of each change
+    in its own way (its own log, its own failure record).
+    """
+
+    _listeners: list[Callable[[SessionState], None]]
+
+    def add_session_listener(self, listener: Callable[[SessionState], None]) -> None:
+        self._listeners.append(listener)
+
+
 # --------------------------------------------------------------------------- storage
 
 

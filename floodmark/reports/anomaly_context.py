@@ -331,30 +331,30 @@ class ContextTables:
     def payload(self, context: AnomalyContext) -> dict[str, Any]:
         witnesses = []
         for block in context.witnesses:
-            rows: list[Any] = []
             for row in block.rows:
-                if isinstance(row, Gap):
-                    rows.append([row.count, row.first_index, row.last_index])
-                else:
-                    rows.append(row.index)
+                if isinstance(row, OpRow):
                     self.ops.setdefault(row.index, [round(row.time_s, 6), row.process, row.type, row.f,
                                                     row.value, row.node, row.error])
             witnesses.append({"witness": block.witness, "partition": block.partition, "elsewhere": block.elsewhere,
-                              "rows": rows, "highlight": [r.index for r in block.rows
-                                                          if isinstance(r, OpRow) and r.witness]})
+                              "rows": [_script_row(r) for r in block.rows],
+                              "highlight": [r.index for r in block.rows if isinstance(r, OpRow) and r.witness]})
         nodes = []
         for node in context.nodes:
             table = self.events.setdefault(node.node, {})
-            events: list[Any] = []
             for event in node.rows:
-                if isinstance(event, Gap):
-                    events.append([event.count, event.first_index, event.last_index])
-                else:
-                    events.append(event.seq)
+                if isinstance(event, EventRow):
                     table.setdefault(event.seq, [event.kind, event.summary])
-            nodes.append({"node": node.node, "rows": events, "omitted": node.omitted,
+            nodes.append({"node": node.node, "rows": [_script_row(e) for e in node.rows], "omitted": node.omitted,
                           "named": [e.seq for e in node.rows if isinstance(e, EventRow) and e.named]})
         return {"witnesses": witnesses, "not_shown": context.witnesses_not_shown, "nodes": nodes}
 
     def tables(self) -> dict[str, Any]:
         return {"ops": self.ops, "events": self.events}
+
+
+def _script_row(row: OpRow | EventRow | Gap) -> Any:
+    """A row as the page's script reads it: an op by its history index, an event by its
+    sequence number, a gap as [count, first index, last index]."""
+    if isinstance(row, Gap):
+        return [row.count, row.first_index, row.last_index]
+    return row.index if isinstance(row, OpRow) else row.seq

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from floodmark.results import verdict_word
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir, find_run_dirs
 
@@ -58,17 +59,7 @@ class RunFilter:
             return False
         if self.nemesis and self.nemesis not in run.nemesis:
             return False
-        return not self.verdict or verdict_name(run.verdict) == self.verdict
-
-
-def verdict_name(verdict: Any) -> str:
-    if verdict is True:
-        return "valid"
-    if verdict is False:
-        return "invalid"
-    if verdict == "unknown":
-        return "unknown"
-    return "unchecked"
+        return not self.verdict or verdict_word(run.verdict) == self.verdict
 
 
 class RunIndex:

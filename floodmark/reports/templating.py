@@ -23,6 +23,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from floodmark.results import verdict_word
+
 _JSON_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026",
                  0x2028: "\\u2028", 0x2029: "\\u2029"}
 
@@ -55,7 +57,7 @@ def environment() -> Environment:
     )
     env.filters["json_for_script"] = json_for_script
     env.filters["seconds"] = format_seconds
-    env.filters["verdict_class"] = verdict_class
+    env.filters["verdict_class"] = verdict_word
     env.filters["verdict_text"] = verdict_text
     return env
 
@@ -68,16 +70,6 @@ def format_seconds(value: Any) -> str:
     return f"{value:.3f} s" if value < 10 else f"{value:.1f} s"
 
 
-def verdict_class(valid: Any) -> str:
-    if valid is True:
-        return "valid"
-    if valid is False:
-        return "invalid"
-    if valid == "unknown":
-        return "unknown"
-    return "unchecked"
-
-
 def verdict_text(valid: Any) -> str:
     return {"valid": "valid", "invalid": "INVALID", "unknown": "unknown",
-            "unchecked": "not checked"}[verdict_class(valid)]
+            "unchecked": "not checked"}[verdict_word(valid)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,8 +100,8 @@ CONFIG_OPTIONS = (
 
 
 def register(subparsers: Any) -> None:
-    run = subparsers.add_parser(
-        "run", help="run a chaos test", description=RUN_DESCRIPTION,
+    run = _add_command(
+        subparsers, "run", run_command, help="run a chaos test", description=RUN_DESCRIPTION,
         epilog=RUN_EXAMPLES.format(variants=", ".join(VARIANTS)),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -129,10 +130,9 @@ def register(subparsers: Any) -> None:
     run.add_argument("--schedule", metavar="FILE",
                      help="replay this fault schedule (schedule.json format) instead of drawing one")
     run.add_argument("--store", default=None, metavar="DIR", help=f"where run directories go (default ./{DEFAULT_STORE})")
-    run.set_defaults(func=run_command)
 
-    repro = subparsers.add_parser(
-        "repro", help="run a stored run again with the same config, seed and fault schedule",
+    repro = _add_command(
+        subparsers, "repro", repro_command, help="run a stored run again with the same config, seed and fault schedule",
         description="Run a stored test again: the same test.yaml (seed included) and the same "
                     "fault schedule from schedule.json. The new run gets its own run directory.",
         epilog="exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments, 130 interrupted.",
@@ -140,10 +140,9 @@ def register(subparsers: Any) -> None:
     repro.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (or store/latest)")
     repro.add_argument("--store", default=None, metavar="DIR",
                        help="where the new run directory goes (default: the store RUN_DIR is in)")
-    repro.set_defaults(func=repro_command)
 
-    explore = subparsers.add_parser(
-        "explore", help="run many seeds on the simulator, each its own test; report what fails",
+    explore = _add_command(
+        subparsers, "explore", explore_command, help="run many seeds on the simulator, each its own test; report what fails",
         description=EXPLORE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="exit codes: 1 if any run was invalid, else 2 if any was unknown, else 0; 254 bad arguments.",
     )
@@ -164,10 +163,9 @@ def register(subparsers: Any) -> None:
     explore.add_argument("--shrink-budget", type=int, default=40, metavar="N",
                          help="runs the shrinker may spend per failure (default 40)")
     explore.add_argument("--store", default=None, metavar="DIR", help=f"where runs go (default ./{DEFAULT_STORE})")
-    explore.set_defaults(func=explore_command)
 
-    shrink = subparsers.add_parser(
-        "shrink", help="reduce a failing simulated run to a minimal one that fails the same way",
+    shrink = _add_command(
+        subparsers, "shrink", shrink_command, help="reduce a failing simulated run to a minimal one that fails the same way",
         description="Run smaller and smaller versions of a failing simulated run (fewer faults, "
                     "shorter, shorter faults, fewer brokers, lighter load), keeping each that is "
                     "still invalid with one of the original anomaly types. The smallest becomes a "
@@ -178,23 +176,28 @@ def register(subparsers: Any) -> None:
     shrink.add_argument("--budget", type=int, default=60, metavar="N", help="at most this many runs (default 60)")
     shrink.add_argument("--store", default=None, metavar="DIR",
                         help="where the candidate runs go (default: the store RUN_DIR is in)")
-    shrink.set_defaults(func=shrink_command)
 
-    images = subparsers.add_parser(
-        "images", help="build the Docker images the docker cluster uses (if missing)",
+    _add_command(
+        subparsers, "images", images_command, help="build the Docker images the docker cluster uses (if missing)",
         description="Build floodmark/base (debootstrap + docker import, or FLOODMARK_BASE_IMAGE), "
                     "floodmark/zookeeper and floodmark/broker. Images whose content is unchanged "
                     "are reused; the broker image is rebuilt when the reference sources change.",
     )
-    images.set_defaults(func=images_command)
 
-    cleanup_parser = subparsers.add_parser(
-        "cleanup", help="remove what crashed runs left behind (containers, namespaces, rules)",
+    _add_command(
+        subparsers, "cleanup", cleanup_command, help="remove what crashed runs left behind (containers, namespaces, rules)",
         description="Remove the containers, networks, network namespaces, bridges, iptables rules "
                     "and processes of runs whose harness is no longer alive. Live runs are untouched. "
                     "Every run does this at start; this command does it on demand.",
     )
-    cleanup_parser.set_defaults(func=cleanup_command)
+
+
+def _add_command(subparsers: Any, name: str, func: Callable[[argparse.Namespace], int],
+                 **options: Any) -> argparse.ArgumentParser:
+    """The subcommand ``name``, which runs ``func``; ``options`` go to ``add_parser`` (help, ...)."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(name, **options)
+    parser.set_defaults(func=func)
+    return parser
 
 
 def config_from_args(args: argparse.Namespace) -> TestConfig:

@@ -77,6 +77,31 @@ class ClientFactory(Protocol):
         ...
 
 
+class SessionWorker:
+    """A worker's client session: opened on first use, closed when the worker's process ends.
+
+    The queue and log-lin workers share this; each sets ``clients``, ``worker`` and
+    ``session`` (None) in its ``__init__``.
+    """
+
+    clients: ClientFactory
+    worker: int
+    session: ClientSession | None
+
+    async def _session(self) -> ClientSession:
+        if self.session is None:
+            self.session = await self.clients.open(f"w{self.worker}")
+        return self.session
+
+    async def reopen(self) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        session, self.session = self.session, None
+        if session is not None:
+            await session.close()
+
+
 class ClientHost(Protocol):
     """Where a run's client runtimes come from: processes on real sockets, or simulated nodes.
 
@@ -170,8 +195,7 @@ class LibraryClients:
         runtime = self._runtime("admin")
         deadline = runtime.monotonic() + timeout
         try:
-            admin = await Admin.connect(runtime, bootstrap=self.bootstrap)
-            try:
+            async with await Admin.connect(runtime, bootstrap=self.bootstrap) as admin:
                 while len(await admin.brokers()) < self.config.nodes:
                     if runtime.monotonic() >= deadline:
                         raise TimeoutError(f"fewer than {self.config.nodes} brokers registered after {timeout:.0f} s")
@@ -184,8 +208,6 @@ class LibraryClients:
                         topic, self.config.partitions, self.config.replication_factor,
                         {zk_layout.MIN_INSYNC_REPLICAS: str(self.config.min_insync_replicas)},
                     )
-            finally:
-                await admin.close()
             unhealthy = await self._wait_healthy(runtime, max(1.0, deadline - runtime.monotonic()))
             if unhealthy:
                 raise TimeoutError(f"topics had no leader with a whole ISR after {timeout:.0f} s: "

@@ -24,7 +24,7 @@ from typing import Any
 
 from floodmark.harness.config import TestConfig
 from floodmark.harness.generator import Completion, CompletionType, Invocation
-from floodmark.workloads.clients import ClientFactory, ClientSession
+from floodmark.workloads.clients import ClientFactory, ClientSession, SessionWorker
 
 Partition = tuple[str, int]
 
@@ -32,7 +32,7 @@ APPEND_PROBABILITY = 0.5
 READ_WINDOW = 4  # reads land within this many offsets of the known log end
 
 
-class LogLinWorker:
+class LogLinWorker(SessionWorker):
     def __init__(self, config: TestConfig, clients: ClientFactory, worker: int, rng: random.Random) -> None:
         self.config = config
         self.clients = clients
@@ -57,18 +57,17 @@ class LogLinWorker:
         return "info" if f == "append" else "fail"
 
     async def invoke(self, op: Invocation) -> Completion:
-        if self.session is None:
-            self.session = await self.clients.open(f"w{self.worker}")
+        session = await self._session()
         value: dict[str, Any] = op.value
         tp = (value["topic"], value["partition"])
         if op.f == "append":
-            sent = await self.session.send(value["topic"], value["partition"], value["value"], self.config.acks_code)
+            sent = await session.send(value["topic"], value["partition"], value["value"], self.config.acks_code)
             if sent.type != "ok" or sent.offset is None:
                 return Completion(sent.type if sent.type != "ok" else "info", value, error=sent.error, node=sent.node)
             self._saw(tp, sent.offset + 1)
             return Completion("ok", {**value, "offset": sent.offset}, node=sent.node)
         if op.f == "read":
-            fetched = await self.session.fetch(value["topic"], value["partition"], value["offset"], 1)
+            fetched = await session.fetch(value["topic"], value["partition"], value["offset"], 1)
             if fetched.error is not None:
                 return Completion("fail", value, error=fetched.error, node=fetched.node)
             self._saw(tp, fetched.high_watermark)
@@ -83,11 +82,3 @@ class LogLinWorker:
     def _saw(self, tp: Partition, end: int) -> None:
         if end > self.known_end.get(tp, 0):
             self.known_end[tp] = end
-
-    async def reopen(self) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        session, self.session = self.session, None
-        if session is not None:
-            await session.close()

@@ -31,7 +31,7 @@ from typing import Any
 
 from floodmark.harness.config import TestConfig
 from floodmark.harness.generator import Completion, CompletionType, Invocation
-from floodmark.workloads.clients import ClientFactory, ClientSession, FetchOutcome
+from floodmark.workloads.clients import ClientFactory, ClientSession, FetchOutcome, SessionWorker
 
 Partition = tuple[str, int]
 
@@ -45,7 +45,7 @@ def positions_value(positions: Sequence[tuple[Partition, int]]) -> list[dict[str
     return [{"topic": t, "partition": p, "offset": o} for (t, p), o in positions]
 
 
-class QueueWorker:
+class QueueWorker(SessionWorker):
     """One worker: a producer or a consumer, by role."""
 
     def __init__(
@@ -90,20 +90,7 @@ class QueueWorker:
             return await self._poll(session, op.value)
         raise ValueError(f"queue workload has no op {op.f!r}")
 
-    async def reopen(self) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        session, self.session = self.session, None
-        if session is not None:
-            await session.close()
-
     # -- ops
-
-    async def _session(self) -> ClientSession:
-        if self.session is None:
-            self.session = await self.clients.open(f"w{self.worker}")
-        return self.session
 
     def _new_assignment(self) -> list[tuple[Partition, int]]:
         if self.pending_reset and self.assigned:

@@ -190,11 +190,8 @@ def run(zookeeper: str | None, work: Callable[[Admin], Awaitable[T]], *, bootstr
     async def main() -> T:
         runtime = client_runtime("test-client", 0, zookeeper_hosts=zookeeper)
         try:
-            admin = await Admin.connect(runtime, bootstrap=bootstrap or [])  # type: ignore[arg-type]
-            try:
+            async with await Admin.connect(runtime, bootstrap=bootstrap or []) as admin:  # type: ignore[arg-type]
                 return await work(admin)
-            finally:
-                await admin.close()
         finally:
             await runtime.close()
     return asyncio.run(main())

@@ -13,9 +13,9 @@ ZooKeeper (``zk``) takes part in partitions only; the simulator applies every fa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import TYPE_CHECKING, Any
 
+from floodmark.backends.node_faults import restart_crashed, stop_strobe
 from floodmark.harness.faults import (
     ClockSkew,
     ClockStrobe,
@@ -117,11 +117,7 @@ class SimFaultApplier:
             links = plan.links()
             return {"links_up": sum(world.network.link_up(s, d) for s, d in links), "links": len(links)}
         if isinstance(plan, ProcessCrash):
-            node = self.cluster.broker_node(plan.node)
-            if node.is_running():
-                return {"restarted": {}}
-            node.start()
-            return {"restarted": {node.name: node.pid()}}
+            return restart_crashed(self.cluster.broker_node(plan.node))
         if isinstance(plan, ProcessPause):
             node = self.cluster.broker_node(plan.node)
             pid, paused_at = self._undo.pop(plan, (None, world.now()))
@@ -130,7 +126,7 @@ class SimFaultApplier:
             node.resume()
             return {"resumed": {"node": node.name, "paused_for": round(world.now() - paused_at, 6)}}
         if isinstance(plan, ClockSkew | ClockStrobe):
-            await self._end_strobe(plan)
+            await stop_strobe(self._strobes, plan)
             for name in plan.nodes:
                 world.reset_clock(name)
             return {"skew": {name: round(world.clock_skew(name), 6) for name in plan.nodes}}
@@ -159,7 +155,7 @@ class SimFaultApplier:
 
     async def heal_all(self, kinds: tuple[str, ...]) -> dict[str, Evidence]:
         for plan in list(self._strobes):
-            await self._end_strobe(plan)
+            await stop_strobe(self._strobes, plan)
         report: dict[str, Evidence] = {}
         for kind in sorted(kinds, key=lambda k: k in ("kill", "power")):
             try:
@@ -205,13 +201,6 @@ class SimFaultApplier:
             skewed = not skewed
             for name in plan.targets:
                 self.world.set_clock_offset(name, plan.delta if skewed else 0.0)
-
-    async def _end_strobe(self, plan: FaultPlan) -> None:
-        task = self._strobes.pop(plan, None)
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
 
 def unusable(disk: SimDisk, directory: str) -> bool:

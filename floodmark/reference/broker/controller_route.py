@@ -11,6 +11,9 @@ tries again on its next beat.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.session import BrokerSession
 from floodmark.reference.controller.controller import Controller
@@ -27,6 +30,8 @@ from floodmark.reference.runtime import (
     Runtime,
     SessionExpiredError,
 )
+
+Answer = TypeVar("Answer")
 
 
 class ControllerRoute:
@@ -47,18 +52,21 @@ class ControllerRoute:
         return hosted if hosted is not None and hosted.is_active else None
 
     async def heartbeat(self, request: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse | None:
-        hosted = self._hosted_if_active()
-        if hosted is not None:
-            return await hosted.handle_heartbeat(request)
-        response = await self._send(request)
-        return response if isinstance(response, BrokerHeartbeatResponse) else None
+        return await self._ask(request, lambda hosted: hosted.handle_heartbeat(request), BrokerHeartbeatResponse)
 
     async def controlled_shutdown(self, request: ControlledShutdownRequest) -> ControlledShutdownResponse | None:
+        return await self._ask(request, lambda hosted: hosted.handle_controlled_shutdown(request),
+                               ControlledShutdownResponse)
+
+    async def _ask(self, request: object, handle: Callable[[Controller], Awaitable[Answer]],
+                   answer: type[Answer]) -> Answer | None:
+        """``handle`` it if this broker hosts the active controller, else send it there; None
+        if no controller answered (or answered something else)."""
         hosted = self._hosted_if_active()
         if hosted is not None:
-            return await hosted.handle_controlled_shutdown(request)
+            return await handle(hosted)
         response = await self._send(request)
-        return response if isinstance(response, ControlledShutdownResponse) else None
+        return response if isinstance(response, answer) else None
 
     async def _send(self, request: object) -> object | None:
         address = await self.controller_address()

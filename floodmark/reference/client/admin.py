@@ -88,6 +88,12 @@ class Admin:
     async def close(self) -> None:
         await self.zk.close()
 
+    async def __aenter__(self) -> Admin:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
     # ------------------------------------------------------------------ cluster
 
     async def brokers(self) -> list[zk.BrokerRegistration]:

@@ -34,7 +34,14 @@ from floodmark.reference.controller.partitions import (
 from floodmark.reference.controller.parts import ControllerParts
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import LEADER_DURING_DELETE, TopicPartition
-from floodmark.reference.runtime import CreateOp, DeleteOp, NodeExistsError, NoNodeError, TxnOp
+from floodmark.reference.runtime import (
+    CreateOp,
+    DeleteOp,
+    NodeExistsError,
+    NoNodeError,
+    TxnOp,
+    WatchCallback,
+)
 
 # ----------------------------------------------------------------------------- loading
 
@@ -104,22 +111,7 @@ async def _create_partitions(ctl: ControllerParts, tps: list[TopicPartition]) ->
         ops.append(CreateOp(zk.partition_state_path(tp.topic, tp.partition), zk.encode_leader_isr(state)))
         states[tp] = state
     step = ctl.zkw.ops_per_multi if ctl.zkw.batched else 3
-    collided = False
-    for start in range(0, len(ops), step):
-        chunk = ops[start:start + step]
-        try:
-            await ctl.zkw.multi(chunk)
-        except Exception as e:
-            if not isinstance(getattr(e, "cause", None), NodeExistsError):
-                raise
-            collided = True  # a predecessor got part of the way: one op at a time, keep what exists
-            for op in chunk:
-                try:
-                    await ctl.zkw.multi([op])
-                except Exception as inner:
-                    if not isinstance(getattr(inner, "cause", None), NodeExistsError):
-                        raise
-    if collided:
+    if await ctl.zkw.multi_in_chunks(ops, step, NodeExistsError):
         for tp, found in zip(tps, await ctl.zkw.read_states(tps)):
             if found is not None:
                 states[tp] = found
@@ -203,20 +195,7 @@ async def _delete_partitions(
 
 
 async def _delete_nodes(ctl: ControllerParts, ops: list[TxnOp]) -> None:
-    step = ctl.zkw.ops_per_multi
-    for start in range(0, len(ops), step):
-        chunk = ops[start:start + step]
-        try:
-            await ctl.zkw.multi(chunk)
-        except Exception as e:
-            if not isinstance(getattr(e, "cause", None), NoNodeError):
-                raise
-            for op in chunk:  # some already gone (a predecessor got half way): one by one
-                try:
-                    await ctl.zkw.multi([op])
-                except Exception as inner:
-                    if not isinstance(getattr(inner, "cause", None), NoNodeError):
-                        raise
+    await ctl.zkw.multi_in_chunks(ops, ctl.zkw.ops_per_multi, NoNodeError)
 
 
 async def on_delete_topics(ctl: ControllerParts) -> None:
@@ -240,25 +219,39 @@ async def on_delete_topics(ctl: ControllerParts) -> None:
         ctl.runtime.log.info("controller deleted topic %s", topic)
 
 
+async def read_partition_request(ctl: ControllerParts, path: str, watch: WatchCallback,
+                                 what: str) -> tuple[list[TopicPartition] | None, int] | None:
+    """The partitions an admin request node lists, and the node's version; watches the node.
+
+    None when there is no request; a list that does not parse is logged and read as None
+    (the caller decides what a malformed request means).
+    """
+    if await ctl.zk.exists(path, watch=watch) is None:
+        return None
+    try:
+        data, stat = await ctl.zk.get(path)
+    except NoNodeError:
+        return None
+    try:
+        return zk.decode_partition_list(path, data), stat.version
+    except zk.LayoutError as e:
+        ctl.runtime.log.error("ignoring malformed %s: %s", what, e)
+        return None, stat.version
+
+
 async def on_preferred_election(ctl: ControllerParts) -> None:
     ctx = ctl.ctx
     watch = ctl.watcher("preferred-election", lambda: on_preferred_election(ctl))
-    if await ctl.zk.exists(zk.PREFERRED_REPLICA_ELECTION, watch=watch) is None:
+    request = await read_partition_request(ctl, zk.PREFERRED_REPLICA_ELECTION, watch,
+                                           "preferred election request")
+    if request is None:
         return
-    try:
-        data, stat = await ctl.zk.get(zk.PREFERRED_REPLICA_ELECTION)
-    except NoNodeError:
-        return
-    try:
-        wanted = zk.decode_partition_list(zk.PREFERRED_REPLICA_ELECTION, data)
-    except zk.LayoutError as e:
-        ctl.runtime.log.error("ignoring malformed preferred election request: %s", e)
-        wanted = []
-    if not wanted:
+    wanted, version = request
+    if not wanted:  # none listed, or a malformed list: every partition
         wanted = ctx.partitions()
     changed = await change_partitions(ctl, [tp for tp in wanted if tp in ctx.states], lambda tp, s: preferred_leader(
         ctx.replicas(tp), s, lambda r: ctx.may_lead(r, tp), ctx.epoch), reread=True)
     send_leader_and_isr(ctl, changed)
-    await _delete_nodes(ctl, [DeleteOp(zk.PREFERRED_REPLICA_ELECTION, stat.version)])
+    await _delete_nodes(ctl, [DeleteOp(zk.PREFERRED_REPLICA_ELECTION, version)])
     await ctl.zk.exists(zk.PREFERRED_REPLICA_ELECTION, watch=watch)
     send_update_metadata(ctl, [])

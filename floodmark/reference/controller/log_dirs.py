@@ -17,7 +17,8 @@ metadata (and notice that reassigned replicas caught up).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from floodmark.reference.controller import reassignment
 from floodmark.reference.controller.election import elect_leader
@@ -26,35 +27,50 @@ from floodmark.reference.controller.partitions import (
     send_leader_and_isr,
     send_update_metadata,
 )
-from floodmark.reference.controller.parts import ControllerParts
+from floodmark.reference.controller.parts import ControllerParts, Handler
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import TopicPartition
 from floodmark.reference.runtime import DeleteOp, NoNodeError
 
+T = TypeVar("T")
 
-async def on_log_dir_events(ctl: ControllerParts) -> None:
-    ctx = ctl.ctx
-    names = await ctl.zk.get_children(
-        zk.LOG_DIR_EVENTS, watch=ctl.watcher("log-dir-events", lambda: on_log_dir_events(ctl)))
-    brokers: set[int] = set()
+
+async def _take_notifications(ctl: ControllerParts, parent: str, handler: str,
+                              reread: Handler, what: str,
+                              read: Callable[[str, str, bytes], Iterable[T]], prefix: str = "") -> list[T]:
+    """Read and delete each notification under ``parent`` whose name starts with ``prefix``.
+
+    Watches ``parent`` for more (``reread`` runs as ``handler`` when one comes). ``read(name,
+    path, data)`` is what a notification says; one that does not parse is logged as a
+    malformed ``what`` and deleted all the same; one that vanished meanwhile is skipped.
+    """
+    names = await ctl.zk.get_children(parent, watch=ctl.watcher(handler, reread))
+    found: list[T] = []
     for name in sorted(names):
-        if not name.startswith(zk.LOG_DIR_EVENT_PREFIX):
+        if not name.startswith(prefix):
             continue
-        path = zk.log_dir_event_path(name)
+        path = f"{parent}/{name}"
         try:
-            data, stat = await ctl.zk.get(path)
-            brokers.add(zk.decode_log_dir_event(name, data).broker_id)
+            data, _ = await ctl.zk.get(path)
+            found.extend(read(name, path, data))
         except NoNodeError:
             continue
         except zk.LayoutError as e:
-            ctl.runtime.log.error("ignoring malformed log dir event: %s", e)
-            stat = None
+            ctl.runtime.log.error("ignoring malformed %s: %s", what, e)
         try:
             await ctl.zkw.multi([DeleteOp(path)])
         except Exception as e:
             if not isinstance(getattr(e, "cause", None), NoNodeError):
                 raise
-        del stat
+    return found
+
+
+async def on_log_dir_events(ctl: ControllerParts) -> None:
+    ctx = ctl.ctx
+    brokers = set(await _take_notifications(
+        ctl, zk.LOG_DIR_EVENTS, "log-dir-events", lambda: on_log_dir_events(ctl), "log dir event",
+        lambda name, _path, data: [zk.decode_log_dir_event(name, data).broker_id],
+        prefix=zk.LOG_DIR_EVENT_PREFIX))
     for broker in sorted(brokers):
         if ctx.is_serving(broker):
             ctl.runtime.log.info("log dir failure on broker %s: asking it which replicas are offline", broker)
@@ -82,23 +98,9 @@ async def on_offline_replicas(ctl: ControllerParts, broker: int, partitions: Ite
 
 async def on_isr_changes(ctl: ControllerParts) -> None:
     ctx = ctl.ctx
-    names = await ctl.zk.get_children(
-        zk.ISR_CHANGES, watch=ctl.watcher("isr-changes", lambda: on_isr_changes(ctl)))
-    changed: set[TopicPartition] = set()
-    for name in sorted(names):
-        path = zk.isr_change_path(name)
-        try:
-            data, _ = await ctl.zk.get(path)
-            changed.update(zk.decode_partition_list(path, data))
-        except NoNodeError:
-            continue
-        except zk.LayoutError as e:
-            ctl.runtime.log.error("ignoring malformed ISR change notification: %s", e)
-        try:
-            await ctl.zkw.multi([DeleteOp(path)])
-        except Exception as e:
-            if not isinstance(getattr(e, "cause", None), NoNodeError):
-                raise
+    changed = set(await _take_notifications(
+        ctl, zk.ISR_CHANGES, "isr-changes", lambda: on_isr_changes(ctl), "ISR change notification",
+        lambda _name, path, data: zk.decode_partition_list(path, data)))
     tps = [tp for tp in zk.sorted_partitions(changed) if tp in ctx.states]
     for tp, fresh in zip(tps, await ctl.zkw.read_states(tps)):
         if fresh is not None:

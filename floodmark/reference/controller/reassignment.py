@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
+from floodmark.reference.controller.admin import read_partition_request
 from floodmark.reference.controller.election import Decision, reassignment_leader
 from floodmark.reference.controller.partitions import (
     Decide,
@@ -180,18 +181,12 @@ async def on_cancel_node(ctl: ControllerParts) -> None:
     """KIP-236: revert reassignments in progress to their original replicas."""
     ctx = ctl.ctx
     watch = ctl.watcher("reassign-cancel", lambda: on_cancel_node(ctl))
-    if await ctl.zk.exists(zk.REASSIGN_CANCEL, watch=watch) is None:
+    request = await read_partition_request(ctl, zk.REASSIGN_CANCEL, watch, "reassignment cancellation")
+    if request is None:
         return
-    try:
-        data, stat = await ctl.zk.get(zk.REASSIGN_CANCEL)
-    except NoNodeError:
-        return
-    try:
-        wanted = zk.decode_partition_list(zk.REASSIGN_CANCEL, data)
-        targets = wanted or list(ctx.reassignments)
-    except zk.LayoutError as e:
-        ctl.runtime.log.error("ignoring malformed reassignment cancellation: %s", e)
-        targets = []
+    wanted, version = request
+    # None listed cancels every reassignment; a malformed list cancels none.
+    targets = [] if wanted is None else wanted or list(ctx.reassignments)
     for tp in zk.sorted_partitions(set(targets)):
         r = ctx.reassignments.get(tp)
         if r is None:
@@ -201,5 +196,5 @@ async def on_cancel_node(ctl: ControllerParts) -> None:
             ctx.states[tp] = fresh
         await _complete(ctl, r, r.original_replicas)
         ctl.runtime.log.info("reassignment of %s-%s cancelled", tp.topic, tp.partition)
-    await ctl.zkw.multi([DeleteOp(zk.REASSIGN_CANCEL, stat.version)])
+    await ctl.zkw.multi([DeleteOp(zk.REASSIGN_CANCEL, version)])
     await ctl.zk.exists(zk.REASSIGN_CANCEL, watch=watch)

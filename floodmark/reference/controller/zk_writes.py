@@ -93,6 +93,30 @@ class ControllerZk:
             raise TransactionFailed(e.index - len(guard), e.cause) from None
         return results[len(guard):]
 
+    async def multi_in_chunks(self, ops: Sequence[TxnOp], step: int, leftover: type[Exception]) -> bool:
+        """Apply ``ops`` in transactions of ``step`` ops, taking ``leftover`` errors as done.
+
+        A predecessor controller may have got part of the way (created a node, or deleted
+        one): a transaction that fails because an op met ``leftover`` is applied again one
+        op at a time, keeping what is already there. True if any transaction failed so.
+        """
+        met_leftovers = False
+        for start in range(0, len(ops), step):
+            chunk = ops[start:start + step]
+            try:
+                await self.multi(chunk)
+            except Exception as e:
+                if not isinstance(getattr(e, "cause", None), leftover):
+                    raise
+                met_leftovers = True
+                for op in chunk:
+                    try:
+                        await self.multi([op])
+                    except Exception as inner:
+                        if not isinstance(getattr(inner, "cause", None), leftover):
+                            raise
+        return met_leftovers
+
     # ------------------------------------------------------------------ partition states
 
     async def write_states(

@@ -116,10 +116,8 @@ def _run_admin(zookeeper: str, work: Callable[[Admin], Awaitable[int]]) -> int:
             except (CoordinationError, OSError, TimeoutError, RuntimeError) as e:
                 print(f"error: cannot reach ZooKeeper at {zookeeper}: {e}", file=sys.stderr)
                 return EXIT_UNKNOWN
-            try:
+            async with admin:
                 return await work(admin)
-            finally:
-                await admin.close()
         finally:
             await runtime.close()
 

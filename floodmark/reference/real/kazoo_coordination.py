@@ -54,6 +54,7 @@ from floodmark.reference.runtime import (
     NoNodeError,
     NotEmptyError,
     SessionExpiredError,
+    SessionListeners,
     SessionState,
     SetDataOp,
     Stat,
@@ -109,7 +110,7 @@ class _Watch:
     seen: int | None  # mzxid (data/exists; None: node absent) or pzxid (children)
 
 
-class KazooCoordination:
+class KazooCoordination(SessionListeners):
     """``runtime.Coordination`` over one kazoo session."""
 
     def __init__(self, client: KazooClient, loop: asyncio.AbstractEventLoop,
@@ -327,9 +328,6 @@ class KazooCoordination:
         if any(isinstance(r, Exception) for r in results):
             raise TransactionFailed(0, CoordinationError("transaction rolled back"))
         return [to_stat(r) if isinstance(r, ZnodeStat) else r for r in results]
-
-    def add_session_listener(self, listener: Callable[[SessionState], None]) -> None:
-        self._listeners.append(listener)
 
     async def close(self) -> None:
         if self._closed:

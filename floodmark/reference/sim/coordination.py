@@ -41,6 +41,7 @@ from floodmark.reference.runtime import (
     ConnectionLossError,
     NoNodeError,
     SessionExpiredError,
+    SessionListeners,
     SessionState,
     Stat,
     TxnOp,
@@ -57,7 +58,7 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-class SimCoordination:
+class SimCoordination(SessionListeners):
     """Implements ``runtime.Coordination`` against :class:`SimZooKeeper`."""
 
     def __init__(self, world: WorldView, node: str, incarnation: int, session: Session) -> None:
@@ -179,9 +180,6 @@ class SimCoordination:
             validate_path(op.path)
         ops = list(ops)
         return await self._call("Multi", lambda: self._server.multi(self._session, ops))
-
-    def add_session_listener(self, listener: Callable[[SessionState], None]) -> None:
-        self._listeners.append(listener)
 
     async def close(self) -> None:
         if self._closed:

@@ -227,9 +227,7 @@ class SimDisk:
 
     def list_dir(self, path: str) -> list[str]:
         path = self._norm(path)
-        node = self._resolve(path)
-        if not isinstance(node, Directory):
-            raise os_error(errno_codes.ENOTDIR, path)
+        node = self._resolve_directory(path)
         self._need(path, _READ)
         return sorted(node.entries)
 
@@ -334,9 +332,7 @@ class SimDisk:
 
     def remove_tree(self, path: str) -> None:
         path = self._norm(path)
-        node = self._resolve(path)
-        if not isinstance(node, Directory):
-            raise os_error(errno_codes.ENOTDIR, path)
+        node = self._resolve_directory(path)
         self._need_entry_change(path)
         for name in sorted(node.entries):  # rmtree needs to list and empty every directory
             child = posixpath.join(path, name)
@@ -383,6 +379,14 @@ class SimDisk:
         self._check_traverse(path)
         return self._live.lookup(path)
 
+    def _resolve_directory(self, path: str, reported: str | None = None) -> Directory:
+        """Look up ``path`` as :meth:`_resolve` does; ENOTDIR (naming ``reported``, by default
+        ``path``) if it is not a directory."""
+        node = self._resolve(path)
+        if not isinstance(node, Directory):
+            raise os_error(errno_codes.ENOTDIR, reported or path)
+        return node
+
     def _stat(self, path: str) -> Directory | Inode | None:
         """Like ``os.stat``: None when absent (ENOENT/ENOTDIR), other errors raised."""
         path = self._norm(path)
@@ -405,9 +409,7 @@ class SimDisk:
     def _need_entry_change(self, path: str) -> None:
         """Creating, removing or renaming ``path`` needs w+x on its parent directory."""
         parent = posixpath.dirname(path)
-        node = self._resolve(parent)
-        if not isinstance(node, Directory):
-            raise os_error(errno_codes.ENOTDIR, path)
+        self._resolve_directory(parent, reported=path)
         self._check_fault(path)
         mode = self._modes.get(parent)
         if mode is not None and (mode & (_WRITE | _SEARCH)) != (_WRITE | _SEARCH):
