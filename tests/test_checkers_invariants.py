@@ -4,18 +4,10 @@ from __future__ import annotations
 
 from checkers_fixtures import History, events
 
+from floodmark import node_events as kinds
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.invariants import InvariantsChecker
-from floodmark.node_events import (
-    Acked,
-    Appended,
-    BecameFollower,
-    BecameLeader,
-    HwChanged,
-    IsrChanged,
-    NodeEvent,
-    Truncated,
-)
+from floodmark.node_events import NodeEvent
 from floodmark.results import CheckerResult
 from floodmark.run_config import TestConfig
 
@@ -27,16 +19,16 @@ def check(node_events: dict[str, list[NodeEvent]], *, min_isr: int = 2, history:
                                                 if config else None))
 
 
-def leads(epoch: int, *isr: int) -> BecameLeader:
-    return BecameLeader(topic="t0", partition=0, leader_epoch=epoch, isr=isr, log_end=0, high_watermark=0)
+def leads(epoch: int, *isr: int) -> kinds.BecameLeader:
+    return kinds.BecameLeader(topic="t0", partition=0, leader_epoch=epoch, isr=isr, log_end=0, high_watermark=0)
 
 
-def shrinks(epoch: int, *isr: int) -> IsrChanged:
-    return IsrChanged(topic="t0", partition=0, leader_epoch=epoch, isr=isr, zk_version=3, change="shrink")
+def shrinks(epoch: int, *isr: int) -> kinds.IsrChanged:
+    return kinds.IsrChanged(topic="t0", partition=0, leader_epoch=epoch, isr=isr, zk_version=3, change="shrink")
 
 
-def acked(offset: int, epoch: int, *, hw: int | None = None, acks: int = -1) -> Acked:
-    return Acked(topic="t0", partition=0, offset=offset, first_offset=offset,
+def acked(offset: int, epoch: int, *, hw: int | None = None, acks: int = -1) -> kinds.Acked:
+    return kinds.Acked(topic="t0", partition=0, offset=offset, first_offset=offset,
                  high_watermark=offset + 1 if hw is None else hw, acks=acks, leader_epoch=epoch)
 
 
@@ -72,7 +64,7 @@ def test_an_ack_is_judged_only_against_the_same_nodes_view_of_the_same_epoch() -
     # n2's view never judges n1's ack; a follower has no view; an ack of another epoch than
     # the one the node's events describe cannot be judged.
     result = check({
-        "n1": events("n1", leads(2, 1, 2), BecameFollower(topic="t0", partition=0, leader_epoch=3, leader=2,
+        "n1": events("n1", leads(2, 1, 2), kinds.BecameFollower(topic="t0", partition=0, leader_epoch=3, leader=2,
                                                           log_end=5), acked(0, 3), leads(4, 1, 2), acked(1, 3)),
         "n2": events("n2", leads(3, 2)),
     })
@@ -92,12 +84,12 @@ def test_it_never_says_valid_about_what_it_did_not_read() -> None:
 # ----------------------------------------------------------------------------- StrongIsr
 
 
-def appended(offset: int, epoch: int, *values: str, role: str = "leader") -> Appended:
-    return Appended(topic="t0", partition=0, offset=offset, epoch=epoch, values=values, role=role)
+def appended(offset: int, epoch: int, *values: str, role: str = "leader") -> kinds.Appended:
+    return kinds.Appended(topic="t0", partition=0, offset=offset, epoch=epoch, values=values, role=role)
 
 
-def hw(previous: int, to: int, epoch: int) -> HwChanged:
-    return HwChanged(topic="t0", partition=0, leader_epoch=epoch, role="leader", previous=previous,
+def hw(previous: int, to: int, epoch: int) -> kinds.HwChanged:
+    return kinds.HwChanged(topic="t0", partition=0, leader_epoch=epoch, role="leader", previous=previous,
                      high_watermark=to, log_end=to)
 
 
@@ -111,7 +103,7 @@ def test_a_commit_counted_on_members_that_hold_it_is_valid() -> None:
     renamed = check({
         "alpha": events("alpha", leads(1, 1, 2), appended(0, 1, "a", "b"), hw(0, 2, 1)),
         "beta": events("beta", appended(0, 1, "a", "x", role="follower"), leads(2, 2),
-                       BecameFollower(topic="t0", partition=0, leader_epoch=3, leader=1, log_end=2)),
+                       kinds.BecameFollower(topic="t0", partition=0, leader_epoch=3, leader=1, log_end=2)),
     })
     assert types(renamed) == ["isr-member-lacks-committed"] and renamed.anomalies[0].details["member"] == "beta"
 
@@ -131,7 +123,7 @@ def test_an_isr_member_that_never_held_a_committed_record_is_caught() -> None:
 def test_truncated_records_are_no_longer_the_leaders_to_commit() -> None:
     result = check({
         "n1": events("n1", leads(1, 1, 2), appended(0, 1, "a", "z"),
-                     Truncated(topic="t0", partition=0, leader_epoch=1, from_offset=2, to_offset=1, reason="recovery"),
+                     kinds.Truncated(topic="t0", partition=0, leader_epoch=1, from_offset=2, to_offset=1, reason="recovery"),
                      appended(1, 1, "b"), hw(0, 2, 1)),
         "n2": events("n2", appended(0, 1, "a", "b", role="follower"), leads(2, 2, 1)),
     })
