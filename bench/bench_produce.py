@@ -26,7 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from zookeeper_server import ZooKeeperServer, free_port, missing_requirements
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test support
+from zookeeper_server import ZooKeeperServer, free_port, missing_requirements  # noqa: E402
 
 from floodmark.reference.client.admin import Admin
 from floodmark.reference.client.producer import Producer

@@ -21,10 +21,13 @@ import logging
 import multiprocessing
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from zookeeper_server import free_port
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test support
+from zookeeper_server import free_port  # noqa: E402
 
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.real.transport import TcpNetwork
