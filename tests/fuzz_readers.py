@@ -189,6 +189,13 @@ def _history(path: str) -> None:
     load_history(path)
 
 
+def _report_history(path: str) -> None:
+    from floodmark.reports.history_columns import load_history as load_columns
+
+    columns = load_columns(path)
+    list(columns)  # every op through the contract's own validation, as the report's tables do
+
+
 def _events(path: str) -> None:
     list(iter_events(path))
 
@@ -207,6 +214,7 @@ TARGETS: dict[str, tuple[st.SearchStrategy[bytes], Callable[[bytes], None], tupl
     "history-jsonl": (jsonl_history(), lambda d: _through_file(d, "h.jsonl", _history), (SourceError,)),
     "history-edn": (edn_history(), lambda d: _through_file(d, "h.edn", _history), (SourceError,)),
     "history-jepsen-text": (text_log(), lambda d: _through_file(d, "h.log", _history), (SourceError,)),
+    "report-history": (jsonl_history(), lambda d: _through_file(d, "history.jsonl", _report_history), (SourceError,)),
     "node-events": (node_events(), lambda d: _through_file(d, "n1.jsonl", _events), (SourceError,)),
     "results-json": (results_file(), lambda d: _through_file(d, "results.json", read_results), (ValueError,)),
     "test-yaml": (test_yaml(), lambda d: _through_file(d, "test.yaml", _config), (SourceError,)),

@@ -64,9 +64,13 @@ class HistoryColumns(Sequence[Op]):
         if not columns:
             return
         indices, times, types, processes, fs = (list(c) for c in columns)
-        if (indices != list(range(len(raw))) or set(map(type, indices)) != {int}
-                or set(map(type, times)) != {int} or not set(types) <= OP_TYPES
-                or not set(map(type, processes)) <= {int, str} or set(map(type, fs)) != {str}):
+        try:
+            malformed = (indices != list(range(len(raw))) or set(map(type, indices)) != {int}
+                         or set(map(type, times)) != {int} or not set(types) <= OP_TYPES
+                         or not set(map(type, processes)) <= {int, str} or set(map(type, fs)) != {str})
+        except TypeError:  # an unhashable value (a list, an object) where a word belongs
+            malformed = True
+        if malformed:
             self._find_bad_line()
         self.time, self.type, self.process, self.f = times, types, processes, fs
         self.nemesis_indices = [i for i, p in enumerate(processes) if p == NEMESIS]
