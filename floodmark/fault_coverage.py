@@ -23,9 +23,19 @@ Value = Mapping[str, Any]
 
 
 def _partition(start: Value, stop: Value | None) -> str | None:
+    probe = start.get("probe")
+    if isinstance(probe, Mapping):  # real nodes: a connection along a cut path must time out
+        if probe.get("verified") is True:
+            return None
+        return f"the probe saw cut {_result(probe, 'cut')}, kept {_result(probe, 'kept')}"
     if start.get("links_down", 0) > 0 or start.get("rules"):
         return None
     return "no link went down"
+
+
+def _result(probe: Value, path: str) -> str:
+    found = probe.get(path)
+    return str(found.get("result")) if isinstance(found, Mapping) else "not probed"
 
 
 def _crash(start: Value, stop: Value | None) -> str | None:

@@ -44,6 +44,8 @@ def test_faults_that_did_nothing_are_named_with_why() -> None:
         ("start-kill", "ok", {"shape": "leader", "skipped": "n2 is not running"}),
         ("start-disk", "fail", "the node refused"),
         ("start-clock", "ok", {"shape": "strobe"}),
+        ("start-partition", "ok", {"shape": "halves", "rules": {"n1": ["-s", "x"]},
+                                   "probe": {"cut": {"from": "n2", "to": "n1", "result": "open"}, "verified": False}}),
     ))
     missed = {kind: c.missed for kind, c in coverage.items()}
     assert missed == {
@@ -52,7 +54,8 @@ def test_faults_that_did_nothing_are_named_with_why() -> None:
         "kill": ["leader at 4.0 s: skipped (n2 is not running)"],
         "message": ["reorder-epoch-response at 0.0 s: no message matched its rule"],
         "pause": ["controller-long at 2.0 s: a long pause lasted 5.4 s, not past the session timeout"],
+        "partition": ["halves at 7.0 s: the probe saw cut open, kept not probed"],
     }
     assert coverage["disk"].applied == 0 and coverage["kill"].applied == 1
-    assert summary_line(coverage).endswith("(5 did not)")
+    assert summary_line(coverage).endswith("(6 did not)")
     assert summary_line({}) == "no faults were planned"

@@ -62,8 +62,10 @@ def test_a_cut_adds_one_rule_per_grudging_node_and_heal_deletes_exactly_those() 
     healed = run(applier.heal(plan))
     assert healed["removed"] == evidence["rules"]
     for name, rule in evidence["rules"].items():
-        commands = [argv for argv, _ in cluster.node(name).commands]
+        commands = [argv for argv, _ in cluster.node(name).commands if argv[0] == "iptables"]
         assert commands == [["iptables", "-w", "-A", *rule], ["iptables", "-w", "-D", *rule]]
+    # The fake nodes answer every probe alike, so the cut is not proven: said, not assumed.
+    assert evidence["probe"]["verified"] is False and "cut" in evidence["probe"]
 
 
 def test_kill_and_restart_signal_the_planned_node() -> None:
@@ -136,9 +138,15 @@ def test_isolating_a_node_cuts_exactly_its_traffic_and_heals(cluster) -> None:  
     applier = NodeFaultApplier(cluster)
     plan, how = planned(cluster, "partition", "isolate-one", 7)
     assert all(connectivity(cluster).values())
-    run(applier.apply(plan))
+    evidence = run(applier.apply(plan))
     isolated = how["node"]
     try:
+        # The applier proved its own cut: a path into the isolated node timed out, another answered.
+        probe = evidence["probe"]
+        assert probe["verified"] is True and probe["cut"]["result"] == "timeout", probe
+        assert isolated in (probe["cut"]["from"], probe["cut"]["to"]), probe
+        assert isolated not in (probe["kept"]["from"], probe["kept"]["to"]), probe
+        assert probe["kept"]["result"] in ("open", "refused"), probe
         for (a, b), ok in connectivity(cluster).items():
             assert ok == (isolated not in (a, b)), f"{a}->{b} connected={ok} with {isolated} isolated"
         assert ask(cluster.node(isolated).address) is not None, "the harness must still reach it"

@@ -5,7 +5,9 @@ so one applier serves them all:
 
 - a network cut is one iptables rule per grudging node, in its own INPUT chain,
   ``-s <peer ips> -j DROP`` tagged with a ``floodmark`` comment, so only traffic between exactly
-  the chosen nodes stops (the harness, on the host, still reaches everyone);
+  the chosen nodes stops (the harness, on the host, still reaches everyone); a probe then
+  proves it: a TCP connection along a cut path must time out, one along a kept path must be
+  answered;
 - a kill is SIGKILL (or SIGTERM for a clean restart), healed by starting the process again on
   the same machine with the same data;
 - a pause is SIGSTOP, healed by SIGCONT of the same pid (a process killed and restarted
@@ -86,10 +88,47 @@ def _as_broker(node: Node, script: str, *args: str) -> str:
     return result.stdout.strip()
 
 
+PROBE_TIMEOUT = 1.0  # seconds a probe waits for a connection through a cut path
+
+_PROBE = """
+import socket, sys
+try:
+    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=float(sys.argv[3])).close()
+    print("open")
+except socket.timeout:
+    print("timeout")
+except ConnectionRefusedError:
+    print("refused")
+except OSError as e:
+    print("error", e.errno)
+"""
+
+
+def _connect(src: Node, dst: Node) -> str:
+    """What a TCP connection from ``src`` to ``dst``'s service port meets: open, refused
+    (the path works, nothing listens), timeout (dropped), or why no probe could run."""
+    host, _, port = dst.address.rpartition(":")
+    done = src.exec(["python3", "-c", _PROBE, host, port, str(PROBE_TIMEOUT)], timeout=PROBE_TIMEOUT + 10)
+    if not done.ok:
+        return f"no probe ({done.stderr.strip()[-80:] or f'exit {done.exit_code}'})"
+    return done.stdout.strip() or "no answer"
+
+
 def is_stopped(node: Node, pid: int) -> bool:
     """Is the process in state T (stopped by a signal)?"""
     result = node.exec(["cat", f"/proc/{pid}/stat"])
     return result.ok and result.stdout.rsplit(")", 1)[-1].split()[:1] == ["T"]
+
+
+def seen_stopped(node: Node, pid: int, within: float = 2.0) -> bool:
+    """Is the process seen stopped within ``within`` seconds? A signal is delivered
+    asynchronously: on a loaded machine the state lags the kill call."""
+    deadline = time.monotonic() + within
+    while not is_stopped(node, pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 class NodeFaultApplier:
@@ -145,7 +184,25 @@ class NodeFaultApplier:
             rule = iptables_rule(self.cluster.node(src).ip for src in sources)
             _iptables(node, ["-A", *rule])
             added[name] = rule
-        return {"rules": dict(added)}
+        return {"rules": dict(added), "probe": self._probe(plan)}
+
+    def _probe(self, plan: NetworkCut) -> Evidence:
+        """Prove the cut: a path it cut must time out, a path it kept must answer (a refused
+        connection answers too: the peer's process may be down, its network is not)."""
+        drops = dict(plan.drops)
+        names = [n.name for n in self.cluster.nodes]
+        cut = next(((src, dst) for dst, sources in plan.drops for src in sources), None)
+        kept = next(((src, dst) for dst in names for src in names
+                     if src != dst and src not in drops.get(dst, ()) and dst not in drops.get(src, ())), None)
+        evidence: Evidence = {}
+        for label, pair in (("cut", cut), ("kept", kept)):
+            if pair is not None:
+                evidence[label] = {"from": pair[0], "to": pair[1],
+                                   "result": _connect(self.cluster.node(pair[0]), self.cluster.node(pair[1]))}
+        cut_result = evidence.get("cut", {}).get("result")
+        kept_result = evidence.get("kept", {}).get("result")
+        evidence["verified"] = cut_result == "timeout" and kept_result in (None, "open", "refused")
+        return evidence
 
     def _crash(self, plan: ProcessCrash) -> Evidence:
         node = self.cluster.node(plan.node)
@@ -168,7 +225,7 @@ class NodeFaultApplier:
             return {"skipped": f"{node.name} is not running"}
         node.pause()
         self._undo[plan] = {"pid": pid, "paused_at": time.monotonic()}
-        return {"pid": pid, "stopped": is_stopped(node, pid)}
+        return {"pid": pid, "stopped": seen_stopped(node, pid)}
 
     def _skew(self, plan: ClockSkew) -> Evidence:
         written = {}
