@@ -206,18 +206,15 @@ class DockerCluster(NodeRoster):
         return {RUN_LABEL: self.spec.run_id, OWNER_LABEL: cleanup.owner_token()}
 
     def setup(self) -> None:
+        self.setup_seconds = readiness.set_up(self, "docker", self._create_from_images,
+                                              ready_timeout=self.spec.ready_timeout,
+                                              brokers_register=self.broker_command is None)
+
+    def _create_from_images(self) -> None:
         started = time.monotonic()
-        cleanup.register_run(self.spec.run_id, "docker")
-        try:
-            tags = images.ensure_images(self.client)
-            self.image_seconds = time.monotonic() - started
-            self._create(tags)
-            readiness.wait_until_ready(self, self.spec.ready_timeout,
-                                       brokers_register=self.broker_command is None)
-        except BaseException:
-            self.teardown()
-            raise
-        self.setup_seconds = time.monotonic() - started
+        tags = images.ensure_images(self.client)
+        self.image_seconds = time.monotonic() - started
+        self._create(tags)
 
     def _create_network(self) -> tuple[str, Any]:
         import docker.errors

@@ -193,16 +193,9 @@ class LocalCluster(NodeRoster):
         self.setup_seconds: float | None = None
 
     def setup(self) -> None:
-        started = time.monotonic()
-        cleanup.register_run(self.spec.run_id, "local")
-        try:
-            self._create()
-            readiness.wait_until_ready(self, self.spec.ready_timeout,
-                                       brokers_register=self.broker_command is None)
-        except BaseException:
-            self.teardown()
-            raise
-        self.setup_seconds = time.monotonic() - started
+        self.setup_seconds = readiness.set_up(self, "local", self._create,
+                                              ready_timeout=self.spec.ready_timeout,
+                                              brokers_register=self.broker_command is None)
 
     def _create(self) -> None:
         self.network = network = LocalNetwork(self.spec.run_id, choose_subnet(self.spec.run_id))

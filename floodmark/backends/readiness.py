@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from floodmark.backends import cleanup
 from floodmark.harness.cluster import ClusterError
 
 if TYPE_CHECKING:
@@ -80,3 +82,21 @@ def wait_for_registration(zookeeper_address: str, wanted: set[int], timeout: flo
     finally:
         client.stop()
         client.close()
+
+
+def set_up(cluster: Cluster, backend: str, create: Callable[[], None], *, ready_timeout: float,
+           brokers_register: bool) -> float:
+    """Make ``cluster``'s nodes with ``create`` and wait until it is ready; the seconds it took.
+
+    The run is registered for cleanup first, so whatever a killed harness leaves behind the
+    next start removes; on any failure (an interrupt included) what was made is torn down.
+    """
+    started = time.monotonic()
+    cleanup.register_run(cluster.run_id, backend)
+    try:
+        create()
+        wait_until_ready(cluster, ready_timeout, brokers_register=brokers_register)
+    except BaseException:
+        cluster.teardown()
+        raise
+    return time.monotonic() - started

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import json
 import operator
 import struct
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from floodmark import fast_json
@@ -298,14 +299,7 @@ def _list_decoder(item: Decoder, plain: tuple[type, ...] | None) -> Decoder:
             raise _Mismatch(f"expected a list, got {_describe(v)}")
         if plain is not None and float not in plain and all(type(x) in plain for x in v):
             return tuple(v)  # the common case, checked in one pass
-        out = []
-        for i, x in enumerate(v):
-            try:
-                out.append(item(x))
-            except _Mismatch as e:
-                e.path.append(f"[{i}]")
-                raise
-        return tuple(out)
+        return _decode_each(itertools.repeat(item), v)
 
     return decode
 
@@ -315,13 +309,18 @@ def _fixed_tuple(items: list[Decoder], v: Any) -> tuple[Any, ...]:
         raise _Mismatch(f"expected a list, got {_describe(v)}")
     if len(v) != len(items):
         raise _Mismatch(f"expected a list of {len(items)} items, got {len(v)}")
-    out = []
-    for i, (item, x) in enumerate(zip(items, v)):
-        try:
-            out.append(item(x))
-        except _Mismatch as e:
-            e.path.append(f"[{i}]")
-            raise
+    return _decode_each(items, v)
+
+
+def _decode_each(decoders: Iterable[Decoder], values: list[Any]) -> tuple[Any, ...]:
+    """Each value by its decoder, in order; a mismatch names the index it happened at."""
+    out: list[Any] = []
+    try:
+        for decode, x in zip(decoders, values):
+            out.append(decode(x))
+    except _Mismatch as e:
+        e.path.append(f"[{len(out)}]")  # the values before it all decoded
+        raise
     return tuple(out)
 
 
