@@ -1,4 +1,4 @@
-"""Throughput and memory of the log checkers (durability, queue, hw, leader, stats) by history length.
+"""Throughput and memory of the log checkers (durability, queue, hw, leader, invariants, stats) by history length.
 
     python bench/bench_checkers.py [--sizes 10000,100000,1000000] [--repeat 3]
     python bench/bench_checkers.py --sizes 10000000 --repeat 1     # about 14 GB of RAM
@@ -7,7 +7,7 @@ For each size (history entries: invocations plus completions) a correct queue ru
 generated (:mod:`floodmark.checkers.synthetic`: 10 processes, 6 partitions, 3 brokers, and
 their node events, about 1.9 per entry), then each checker is timed from scratch (the shared
 history index rebuilt each time) with the garbage collector paused, as
-:func:`floodmark.checkers.registry.run_checkers` runs them; the five are also timed together,
+:func:`floodmark.checkers.registry.run_checkers` runs them; the six are also timed together,
 sharing the index as they do in a real check. Caches the checkers keep between calls on the
 same run (the index, the scan for unclean elections) are dropped before every timed run.
 
@@ -39,7 +39,7 @@ from floodmark.checkers.api import CheckInput
 from floodmark.checkers.registry import make_checker
 from floodmark.checkers.synthetic import queue_run
 
-CHECKERS = ("durability", "queue", "hw", "leader", "stats")
+CHECKERS = ("durability", "queue", "hw", "leader", "invariants", "stats")  # the queue workload's
 IDLE_ANCHOR = 0.3  # CPU s of machine_speed() on an idle 3 GHz core with CPython 3.11
 MIB = 2**20
 
@@ -100,7 +100,7 @@ def bench_size(size: int, names: tuple[str, ...], repeat: int, trace: bool) -> N
     print(f"{entries:,} entries, {events:,} node events: generated in {generated:.1f} CPU s, "
           f"RSS +{run_bytes / MIB:,.0f} MiB ({run_bytes / entries:,.0f} bytes per entry)")
     loaded = resident()
-    for name, group in [*((n, (n,)) for n in names), ("all five", CHECKERS)]:
+    for name, group in [*((n, (n,)) for n in names), ("all six", CHECKERS)]:
         median, anchor = measure(run, group, repeat)
         print(f"{entries:12,} {name:>12} {median:12.3f} {entries / median:12,.0f} {median / anchor:9.2f} "
               f"{entries / median * anchor / IDLE_ANCHOR:14,.0f} {anchor:7.2f}")
@@ -115,7 +115,7 @@ def bench_size(size: int, names: tuple[str, ...], repeat: int, trace: bool) -> N
         forget_cached_scans(run)
         tracemalloc.stop()
         gc.enable()
-        print(f"{'':12} peak memory: checkers allocated {peak / MIB:,.0f} MiB at most (tracemalloc, all five)")
+        print(f"{'':12} peak memory: checkers allocated {peak / MIB:,.0f} MiB at most (tracemalloc, all six)")
     del run, synthetic
     gc.unfreeze()
     gc.collect()
@@ -129,7 +129,7 @@ def main() -> int:
     parser.add_argument("--tracemalloc-up-to", type=int, default=1_000_000, metavar="ENTRIES",
                         help="also trace the checkers' allocations for sizes up to this many entries")
     parser.add_argument("--checkers", default=",".join(CHECKERS),
-                        help="checkers to time one by one, comma-separated (all five are also timed together)")
+                        help="checkers to time one by one, comma-separated (all six are also timed together)")
     args = parser.parse_args()
     names = tuple(args.checkers.split(","))
     unknown = sorted(set(names) - set(CHECKERS))

@@ -46,7 +46,7 @@ from floodmark.node_events import (
     PartitionKey,
     Truncated,
 )
-from floodmark.results import Anomaly, CheckerResult, Validity
+from floodmark.results import Anomaly, CheckerResult, Validity, anomaly_counts
 
 ACKS_ALL = -1
 
@@ -72,10 +72,7 @@ class InvariantsChecker:
         for node in sorted(run.events):
             anomalies.extend(_scan_node(run.events[node], min_isr, stats))
         anomalies.extend(strong_isr(run.events, stats))
-        counts: dict[str, int] = {}
-        for a in anomalies:
-            counts[a.type] = counts.get(a.type, 0) + 1
-        stats["anomalies"] = dict(sorted(counts.items()))
+        stats["anomalies"] = anomaly_counts(anomalies)
         valid: Validity = not anomalies
         if valid and stats["acks_judged"] == 0 and _acknowledged_sends(run):
             valid = "unknown"

@@ -33,7 +33,7 @@ from typing import Any
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.durability import inconsistent_offsets
 from floodmark.checkers.queue_index import PartitionIndex, QueueIndex, Send, index_for
-from floodmark.results import Anomaly, CheckerResult, Validity
+from floodmark.results import Anomaly, CheckerResult, Validity, anomaly_counts
 from floodmark.run_config import TestConfig
 
 
@@ -50,8 +50,7 @@ class QueueChecker:
 
     def check(self, run: CheckInput) -> CheckerResult:
         index = index_for(run.history)
-        loss_reason = run.loss_permitted_by
-        loss_details = {"permitted_by": loss_reason} if loss_reason else {}
+        loss_details = run.loss_details
         duplicate_reason = duplicates_permitted_by(run.config)
         anomalies: list[Anomaly] = []
         stats: dict[str, Any] = {"sends": {"ok": 0, "fail": 0, "info": 0}, "records_read": 0,
@@ -73,10 +72,7 @@ class QueueChecker:
             anomalies.extend(_nonmonotonic_sends(part))
             ranks[key] = _version_order(part)
         anomalies.extend(_poll_order(index, ranks))
-        counts: dict[str, int] = {}
-        for a in anomalies:
-            counts[a.type] = counts.get(a.type, 0) + 1
-        stats["anomalies"] = dict(sorted(counts.items()))
+        stats["anomalies"] = anomaly_counts(anomalies)
         stats["permitted"] = sum("permitted_by" in a.details for a in anomalies)
         stats["violations"] = len(anomalies) - stats["permitted"]
         if duplicate_reason:
