@@ -20,7 +20,7 @@ events each broker records:
   logs after a lost epoch fence).
 
 Brokers are named by id in ISRs and by node name in event files; a node's id is the one
-broker id present in every ISR it held as leader (see :func:`_broker_id`).
+broker id present in every ISR it held as leader (see :func:`_first_pass`).
 
 Only one node's own events are ever compared with each other: node clocks are skewed under
 clock faults, so nothing here orders events of different nodes. What the run promised is
@@ -63,40 +63,24 @@ class InvariantsChecker:
     name = "invariants"
 
     def check(self, run: CheckInput) -> CheckerResult:
-        stats: dict[str, Any] = {"acks_judged": 0, "acks_unjudged": 0}
+        stats: dict[str, Any] = {"acks_judged": 0, "acks_unjudged": 0, "committed_checked": 0}
         if run.config is None:
             stats["unjudged_because"] = "the run states no configuration (no min.insync.replicas to hold acks to)"
             return CheckerResult("unknown", [], stats)
-        min_isr = run.config.min_insync_replicas
+        # Two passes: what every node ever appended (and who it is) first, because a leader's
+        # commit is held against its followers' whole record; then each node's own story.
+        firsts = {node: _first_pass(node, events) for node, events in sorted(run.events.items())}
+        held = {node: first.held for node, first in firsts.items()}
+        node_of = {first.broker: node for node, first in firsts.items() if first.broker is not None}
         anomalies: list[Anomaly] = []
         for node in sorted(run.events):
-            anomalies.extend(_scan_node(run.events[node], min_isr, stats))
-        anomalies.extend(strong_isr(run.events, stats))
+            anomalies.extend(_replay(node, run.events[node], held, node_of, run.config.min_insync_replicas, stats))
         stats["anomalies"] = anomaly_counts(anomalies)
         valid: Validity = not anomalies
         if valid and stats["acks_judged"] == 0 and _acknowledged_sends(run):
             valid = "unknown"
             stats["unjudged_because"] = "acknowledged sends, but no node event records an acks=all acknowledgement"
         return CheckerResult(valid, anomalies, stats)
-
-
-def _scan_node(events: list[NodeEvent], min_isr: int, stats: dict[str, Any]) -> list[Anomaly]:
-    views: dict[PartitionKey, LeaderView] = {}
-    anomalies: list[Anomaly] = []
-    for event in events:
-        body = event.body
-        if isinstance(body, (BecameLeader, IsrChanged)):
-            views[(body.topic, body.partition)] = LeaderView(body.leader_epoch, tuple(body.isr))
-        elif isinstance(body, BecameFollower):
-            views.pop((body.topic, body.partition), None)
-        elif isinstance(body, Acked) and body.acks == ACKS_ALL:
-            view = views.get((body.topic, body.partition))
-            if view is None or (body.leader_epoch is not None and body.leader_epoch != view.leader_epoch):
-                stats["acks_unjudged"] += 1  # the leader's view of this epoch is not in its events
-                continue
-            stats["acks_judged"] += 1
-            anomalies.extend(_judge_ack(event, body, view, min_isr))
-    return anomalies
 
 
 def _judge_ack(event: NodeEvent, ack: Acked, view: LeaderView, min_isr: int) -> list[Anomaly]:
@@ -123,91 +107,123 @@ def _judge_ack(event: NodeEvent, ack: Acked, view: LeaderView, min_isr: int) -> 
     return found
 
 
-# ----------------------------------------------------------------------------- StrongIsr
+# ----------------------------------------------------------------------------- the two passes
 
 Held = dict[PartitionKey, dict[int, set[str]]]  # partition -> offset -> every value appended there
 
 
-def strong_isr(events: dict[str, list[NodeEvent]], stats: dict[str, Any]) -> list[Anomaly]:
-    """Every ISR member a leader counted toward its HW appended each committed record."""
-    held = {node: _ever_appended(node_events) for node, node_events in events.items()}
-    node_of = {broker: node for node, broker in ((n, _broker_id(n, e)) for n, e in sorted(events.items()))
-               if broker is not None}
-    anomalies: list[Anomaly] = []
-    stats["committed_checked"] = 0
-    for node in sorted(events):
-        anomalies.extend(_check_commits(node, events[node], held, node_of, stats))
-    return anomalies
+@dataclass
+class FirstPass:
+    """What one node ever appended, and its broker id (see :func:`_first_pass`)."""
+
+    held: Held
+    broker: int | None
 
 
-def _ever_appended(events: list[NodeEvent]) -> Held:
+def _first_pass(node: str, events: list[NodeEvent]) -> FirstPass:
+    """Every value the node ever appended at each offset; its broker id: the one id in every
+    ISR it held as leader and never the leader it followed. Where that leaves several (every
+    ISR full), the number that ends the node's name (``n3``), if it is one of them; else
+    None, and the node is not held to commits."""
     held: Held = {}
-    for event in events:
-        body = event.body
-        if isinstance(body, Appended):
-            offsets = held.setdefault((body.topic, body.partition), {})
-            for i, value in enumerate(body.values):
-                offsets.setdefault(body.offset + i, set()).add(value)
-    return held
-
-
-def _broker_id(node: str, events: list[NodeEvent]) -> int | None:
-    """The node's broker id: the one id in every ISR it held as leader and never the leader it
-    followed. Where that leaves several (every ISR full), the number that ends the node's
-    name (``n3``), if it is one of them; else None, and the node is not judged."""
     common: set[int] | None = None
     followed: set[int] = set()
     for event in events:
         body = event.body
-        if isinstance(body, BecameLeader):
+        if type(body) is Appended:
+            offsets = held.setdefault((body.topic, body.partition), {})
+            for i, value in enumerate(body.values):
+                offsets.setdefault(body.offset + i, set()).add(value)
+        elif type(body) is BecameLeader:
             common = set(body.isr) if common is None else common & set(body.isr)
-        elif isinstance(body, BecameFollower):
+        elif type(body) is BecameFollower:
             followed.add(body.leader)
     if common is None:
-        return None
+        return FirstPass(held, None)
     common -= followed
     if len(common) == 1:
-        return next(iter(common))
+        return FirstPass(held, next(iter(common)))
     digits = node[len(node.rstrip("0123456789")):]
-    return int(digits) if digits and int(digits) in common else None
+    return FirstPass(held, int(digits) if digits and int(digits) in common else None)
 
 
-def _check_commits(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: dict[int, str],
-                   stats: dict[str, Any]) -> list[Anomaly]:
+def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: dict[int, str],
+            min_isr: int, stats: dict[str, Any]) -> list[Anomaly]:
+    """The node's own story: its log, its leader views, its acks and its commits."""
     me = next((b for b, n in node_of.items() if n == node), None)
     logs: dict[PartitionKey, dict[int, str]] = {}  # this node's own log, as its events built it
+    ends: dict[PartitionKey, int] = {}  # its log end
+    # Offsets below this were already held against the member (what a member ever appended
+    # only grows, so a check passed stays passed until this node's own log changes there).
+    checked: dict[tuple[PartitionKey, str], int] = {}
     views: dict[PartitionKey, LeaderView] = {}
     anomalies: list[Anomaly] = []
     for event in events:
         body = event.body
-        if isinstance(body, Appended):
-            log = logs.setdefault((body.topic, body.partition), {})
+        if type(body) is Appended:
+            key = (body.topic, body.partition)
+            log = logs.setdefault(key, {})
+            if body.offset < ends.get(key, 0):  # written over, not appended at the end
+                _forget_from(checked, key, body.offset)
             for i, value in enumerate(body.values):
                 log[body.offset + i] = value
-        elif isinstance(body, Truncated):
-            log = logs.get((body.topic, body.partition), {})
-            for offset in [o for o in log if o >= body.to_offset]:
-                del log[offset]
-        elif isinstance(body, (BecameLeader, IsrChanged)):
-            views[(body.topic, body.partition)] = LeaderView(body.leader_epoch, tuple(body.isr))
-        elif isinstance(body, BecameFollower):
-            views.pop((body.topic, body.partition), None)
-        elif isinstance(body, HwChanged) and body.role == "leader":
-            key = (body.topic, body.partition)
-            view = views.get(key)
-            if view is None or view.leader_epoch != body.leader_epoch:
+            ends[key] = max(ends.get(key, 0), body.offset + len(body.values))
+        elif type(body) is Acked:
+            if body.acks != ACKS_ALL:
                 continue
+            view = views.get((body.topic, body.partition))
+            if view is None or (body.leader_epoch is not None and body.leader_epoch != view.leader_epoch):
+                stats["acks_unjudged"] += 1  # the leader's view of this epoch is not in its events
+                continue
+            stats["acks_judged"] += 1
+            anomalies.extend(_judge_ack(event, body, view, min_isr))
+        elif type(body) is HwChanged:
+            if body.role == "leader":
+                anomalies.extend(_check_commit(event, body, views, logs, held, node_of, me, checked, stats))
+        elif type(body) is BecameLeader or type(body) is IsrChanged:
+            views[(body.topic, body.partition)] = LeaderView(body.leader_epoch, tuple(body.isr))
+        elif type(body) is BecameFollower:
+            views.pop((body.topic, body.partition), None)
+        elif type(body) is Truncated:
+            key = (body.topic, body.partition)
             log = logs.get(key, {})
-            for member in view.isr:
-                other = node_of.get(member)
-                if member == me or other is None:
-                    continue
-                missing = [o for o in range(body.previous, body.high_watermark)
-                           if o in log and log[o] not in held[other].get(key, {}).get(o, ())]
-                stats["committed_checked"] += body.high_watermark - body.previous
-                if missing:
-                    anomalies.append(_lacks(event, body, view, other, missing, log))
+            for offset in range(body.to_offset, ends.get(key, 0)):
+                log.pop(offset, None)
+            ends[key] = min(ends.get(key, 0), body.to_offset)
+            _forget_from(checked, key, body.to_offset)
     return anomalies
+
+
+def _check_commit(event: NodeEvent, hw: HwChanged, views: dict[PartitionKey, LeaderView],
+                  logs: dict[PartitionKey, dict[int, str]], held: dict[str, Held], node_of: dict[int, str],
+                  me: int | None, checked: dict[tuple[PartitionKey, str], int],
+                  stats: dict[str, Any]) -> list[Anomaly]:
+    """StrongIsr for one HW advance: every other ISR member appended each newly committed record."""
+    key = (hw.topic, hw.partition)
+    view = views.get(key)
+    if view is None or view.leader_epoch != hw.leader_epoch:
+        return []
+    log = logs.get(key, {})
+    found = []
+    for member in view.isr:
+        other = node_of.get(member)
+        if member == me or other is None:
+            continue
+        first = max(hw.previous, checked.get((key, other), 0))
+        theirs = held[other].get(key, {})
+        missing = [o for o in range(first, hw.high_watermark) if o in log and log[o] not in theirs.get(o, ())]
+        stats["committed_checked"] += max(0, hw.high_watermark - first)
+        checked[(key, other)] = max(first, hw.high_watermark)
+        if missing:
+            found.append(_lacks(event, hw, view, other, missing, log))
+    return found
+
+
+def _forget_from(checked: dict[tuple[PartitionKey, str], int], key: PartitionKey, offset: int) -> None:
+    """This node's log changed from ``offset`` on: what was checked there must be again."""
+    for (k, member), upto in checked.items():
+        if k == key and upto > offset:
+            checked[(k, member)] = offset
 
 
 def _lacks(event: NodeEvent, hw: HwChanged, view: LeaderView, member: str, missing: list[int],
