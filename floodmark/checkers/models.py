@@ -27,6 +27,7 @@ from collections.abc import Hashable
 from typing import Any, Final
 
 INCONSISTENT: Final = object()  # a step's answer when the op cannot happen in that state
+NOTHING_OBSERVED: Final = object()  # Model.observed's answer for a call that reads no whole state
 DROP: Final = None  # prepare's answer for an op that neither happened nor constrains anything
 
 Outcome = str  # "ok" | "fail" | "info" (info also covers ops that never completed)
@@ -63,6 +64,23 @@ class Model:
         """One object's prepared calls, with details no call can observe made identical, so
         the search can treat such calls as interchangeable. By default, nothing changes."""
         return calls
+
+    # Growth (a lookahead for the search): in some models most calls only ever *extend* the
+    # state (an append to a string), so a state that no future read can extend into is a dead
+    # end the moment it is reached, not when the search meets that read's completion.
+    grows = False  # True if may_shrink, observed and may_become below say anything
+
+    def may_shrink(self, call: tuple[Any, ...]) -> bool:
+        """False if the call only ever extends the state (or leaves it unchanged)."""
+        return True
+
+    def observed(self, call: tuple[Any, ...]) -> Any:
+        """The whole state a read-only call saw, or :data:`NOTHING_OBSERVED`."""
+        return NOTHING_OBSERVED
+
+    def may_become(self, state: Any, later: Any) -> bool:
+        """False if no sequence of extending calls turns ``state`` into ``later``."""
+        return True
 
 
 def _freeze(value: Any) -> Any:
@@ -180,6 +198,18 @@ class KeyValue(Model):
         if kind == "write":
             return call[1]
         return self.register.step(state, call)
+
+    grows = True  # between puts a key's string only grows: appends extend it, gets read it whole
+
+    def may_shrink(self, call: tuple[Any, ...]) -> bool:
+        return call[0] != "append" and call[0] != "read"
+
+    def observed(self, call: tuple[Any, ...]) -> Any:
+        return call[1] if call[0] == "read" else NOTHING_OBSERVED
+
+    def may_become(self, state: Any, later: Any) -> bool:
+        # (a state that is not a string yet, such as an initial nil, may become anything)
+        return type(state) is not str or type(later) is not str or later.startswith(state)
 
     def split(self, value: Any, extra: dict[str, Any]) -> tuple[Hashable, Any]:
         key = extra.get("key")

@@ -160,3 +160,21 @@ def stale_get(run: SyntheticRun, seed: int = 0) -> SyntheticRun:
     history = list(run.history)
     history[target.index] = replace(target, value={**target.value, "value": stale})
     return SyntheticRun(history, run.events, run.config)
+
+
+def illegal_gets(run: SyntheticRun, seed: int = 0, *, keys: int = 3) -> SyntheticRun:
+    """In ``keys`` keys chosen from the seed, the first get that saw two appends or more now
+    returns its value without the first of them: a string no state of that key ever held
+    (appended values are unique, so a key's states are the prefixes of its put or first
+    append and what followed), hence one illegal read early in each of those keys."""
+    rng = random.Random(seed)
+    first: dict[str, Op] = {}
+    for op in run.history:
+        if op.type == "ok" and op.f == "get" and op.value["value"].count(" y") >= 2:
+            first.setdefault(op.value["key"], op)
+    history = list(run.history)
+    for key in rng.sample(sorted(first), min(keys, len(first))):
+        target = first[key]
+        value = target.value["value"]
+        history[target.index] = replace(target, value={**target.value, "value": value[value.index(" y") + 2:].lstrip()})
+    return SyntheticRun(history, run.events, run.config)

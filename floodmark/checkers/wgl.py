@@ -37,7 +37,7 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from floodmark.checkers.models import INCONSISTENT, Model
+from floodmark.checkers.models import INCONSISTENT, NOTHING_OBSERVED, Model
 from floodmark.results import Validity
 
 
@@ -66,6 +66,7 @@ DEFAULT_CACHE_LIMIT = 4_000_000  # configurations
 MEMORY_BUDGET = 1_200_000_000  # bytes the cache may take (roughly), well under 2 GB in all
 _DEADLINE_CHECK_EVERY = 2048
 _KEEP_PATHS = 3
+_LOOKAHEAD = 24  # list entries the growth lookahead walks past at most
 
 
 def search(
@@ -74,9 +75,12 @@ def search(
     *,
     deadline: float | None = None,
     cache_limit: int = DEFAULT_CACHE_LIMIT,
+    lookahead_after: int | None = None,
 ) -> SearchResult:
-    """Is there a linearization of ``calls`` (one object's operations) under ``model``?"""
-    steps = search_steps(model, calls, deadline=deadline, cache_limit=cache_limit)
+    """Is there a linearization of ``calls`` (one object's operations) under ``model``?
+
+    ``lookahead_after``: backtracks before the growth lookahead starts (default: one per call)."""
+    steps = search_steps(model, calls, deadline=deadline, cache_limit=cache_limit, lookahead_after=lookahead_after)
     while True:
         try:
             next(steps)
@@ -90,6 +94,7 @@ def search_steps(
     *,
     deadline: float | None = None,
     cache_limit: int = DEFAULT_CACHE_LIMIT,
+    lookahead_after: int | None = None,
 ) -> Generator[None, None, SearchResult]:
     """:func:`search` in slices: each ``next`` runs a few thousand steps and the result is
     the generator's return value, so the searches of several objects can be interleaved."""
@@ -129,6 +134,20 @@ def search_steps(
         if not determinate[number]:
             twin_before[number] = latest.get(prepared[number], -1)
             latest[prepared[number]] = number
+    # The growth lookahead (see Model.grows): per call, whether it may shrink the state, and
+    # the whole state a determinate read saw (None: none).
+    # It costs a walk per step, so it starts only once the search has backtracked about as
+    # often as there are calls: a history that is searched in a straight line never pays.
+    grows = model.grows
+    backtracks_before_looking = n if lookahead_after is None else lookahead_after
+    looking = grows and backtracks_before_looking <= 0
+    may_become = model.may_become
+    may_shrink = [model.may_shrink(c) for c in prepared] if grows else []
+    observed: list[Any] = []
+    if grows:
+        for prepared_call, sure in zip(prepared, determinate):
+            seen = model.observed(prepared_call) if sure else NOTHING_OBSERVED
+            observed.append(None if seen is NOTHING_OBSERVED else (seen,))
     remaining = sum(determinate)
     state: Any = model.initial()
     linearized = 0
@@ -169,7 +188,9 @@ def search_steps(
             new_state = step(state, prepared[number])
             # An indeterminate call that would change nothing is dominated by its never
             # happening, which is always allowed: skip it instead of caching a new branch.
-            if new_state is not INCONSISTENT and (first_pass or new_state != state):
+            if new_state is not INCONSISTENT and (first_pass or new_state != state) and (
+                    not looking or new_state == state or _may_grow_into_reads(
+                        new_state, number, nxt[head], nxt, observed, may_shrink, may_become)):
                 # A determinate read-only call that fits the state can be moved to the front
                 # of any linearization from here (it changes no state, wherever it sits), so
                 # it is linearized now with no alternatives tried: if that fails, this whole
@@ -227,6 +248,9 @@ def search_steps(
                     snapshots.append((stack[:], state))  # a C-level copy; paths are built at the end
                 if (entry >> 1) not in result.stuck and len(result.stuck) < 10:
                     result.stuck.append(entry >> 1)
+        if grows and not looking:
+            backtracks_before_looking -= 1
+            looking = backtracks_before_looking < 0
         while True:  # backtrack past every forced step: their configurations are dead too
             if not stack:
                 result.explored = explored
@@ -248,6 +272,31 @@ def search_steps(
                 break
         entry = nxt[entry]
     return SearchResult(True, explored)
+
+
+def _may_grow_into_reads(state: Any, number: int, entry: int, nxt: list[int], observed: list[Any],
+                         may_shrink: list[bool], may_become: Any) -> bool:
+    """Can every read that must come soon still see a growth of ``state`` (just reached by
+    linearizing call ``number``)?
+
+    Walking the list from the front, the calls that may be linearized before the read
+    whose completion comes next are exactly the pending ones met on the way. While none of
+    them may shrink the state, that read will see ``state`` or a growth of it; so will
+    the reads completing after it, until a call that may shrink is met. The walk stops
+    after a few entries: the reads nearest the front decide nearly every dead end."""
+    for _ in range(_LOOKAHEAD):
+        if entry == -1:
+            break
+        other = entry >> 1
+        if other != number:
+            if entry & 1:
+                seen = observed[other]
+                if seen is not None and not may_become(state, seen[0]):
+                    return False
+            elif may_shrink[other]:
+                return True
+        entry = nxt[entry]
+    return True
 
 
 def _path(stack: list[tuple[int, Any, bool, bool]], last_state: Any) -> list[tuple[int, Any]]:
