@@ -63,6 +63,7 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
 
     objects: dict[Hashable, list[Call]] = {}
     split, prepare = model.split, model.prepare
+    make_call = tuple.__new__  # Call(...) without its Python-level __new__: this loop is hot
     for invoked_at, invocation, completed_at, completion in completed:
         outcome = "info" if completion is None else completion.type
         try:
@@ -79,8 +80,8 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
         if call is None:
             continue
         # (op, completion, call, invoked at, completed at: None when the outcome is unknown)
-        made = Call(invocation.index, None if completion is None else completion.index, call, invoked_at,
-                    completed_at if outcome == "ok" or outcome == "fail" else None)
+        made = make_call(Call, (invocation.index, None if completion is None else completion.index, call,
+                                invoked_at, completed_at if outcome == "ok" or outcome == "fail" else None))
         calls = objects.get(key)
         if calls is None:
             objects[key] = [made]

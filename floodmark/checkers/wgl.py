@@ -105,13 +105,19 @@ def search_steps(
     cache_limit = min(cache_limit, MEMORY_BUDGET // (n // 8 + 200))
     # Entries 0..2n-1: call entry of call i is 2i, its completion entry 2i+1. Indeterminate
     # completions sort after every determinate one (their time is infinity).
-    end_of_time = max(max(c.invoked_at for c in calls), max(c.completed_at or 0 for c in calls)) + 1
-    # (a completion at the same instant as an invocation comes first)
-    keys: list[tuple[int, bool, int]] = []
-    for number, c in enumerate(calls):
-        keys.append((c.invoked_at, True, 2 * number))
-        keys.append((end_of_time if c.completed_at is None else c.completed_at, False, 2 * number + 1))
-    order = [k[2] for k in sorted(keys)]
+    _, _, originals, invoked_at, completed_at = zip(*calls)  # (columns: one C-level pass)
+    determinate = [at is not None for at in completed_at]
+    any_indeterminate = not all(determinate)
+    end_of_time = 1 + max(max(invoked_at), max([at for at in completed_at if at is not None], default=0))
+    # Sort keys as ints (a completion at the same instant as an invocation comes first):
+    # (instant, 1 for an invocation, entry), packed.
+    shift = (2 * n).bit_length()
+    keys = [(at * 2 + 1 << shift) | entry for at, entry in zip(invoked_at, range(0, 2 * n, 2))]
+    keys += [((end_of_time if at is None else at) * 2 << shift) | entry
+             for at, entry in zip(completed_at, range(1, 2 * n, 2))]
+    keys.sort()
+    mask = (1 << shift) - 1
+    order = [k & mask for k in keys]
     head = 2 * n  # sentinel entry
     nxt = [-1] * (2 * n + 1)
     prv = [-1] * (2 * n + 1)
@@ -123,31 +129,24 @@ def search_steps(
     nxt[previous] = -1
 
     step = model.step
-    prepared = model.anonymize([c.call for c in calls], [c.completed_at is None for c in calls])
-    determinate = [c.completed_at is not None for c in calls]
-    read_only = [model.read_only(c.call) for c in calls]
+    prepared = model.anonymize(list(originals), [not sure for sure in determinate])
+    read_only = list(map(model.read_only, originals))
     # Identical indeterminate calls are interchangeable, and the one invoked first can go
     # wherever a later one can: only the earliest unused one of each kind is ever tried.
     twin_before = [-1] * n
     latest: dict[Any, int] = {}
-    for number in sorted(range(n), key=lambda i: calls[i].invoked_at):
+    for number in sorted(range(n), key=invoked_at.__getitem__) if any_indeterminate else ():
         if not determinate[number]:
             twin_before[number] = latest.get(prepared[number], -1)
             latest[prepared[number]] = number
-    # The growth lookahead (see Model.grows): per call, whether it may shrink the state, and
-    # the whole state a determinate read saw (None: none).
-    # It costs a walk per step, so it starts only once the search has backtracked about as
-    # often as there are calls: a history that is searched in a straight line never pays.
+    # The growth lookahead (see Model.grows) costs a walk per step, so it starts only once
+    # the search has backtracked about as often as there are calls: a history searched in
+    # a straight line never pays for it.
     grows = model.grows
     backtracks_before_looking = n if lookahead_after is None else lookahead_after
     looking = grows and backtracks_before_looking <= 0
     may_become = model.may_become
-    may_shrink = [model.may_shrink(c) for c in prepared] if grows else []
-    observed: list[Any] = []
-    if grows:
-        for prepared_call, sure in zip(prepared, determinate):
-            seen = model.observed(prepared_call) if sure else NOTHING_OBSERVED
-            observed.append(None if seen is NOTHING_OBSERVED else (seen,))
+    may_shrink, observed = _growth_tables(model, prepared, determinate) if looking else ([], [])
     remaining = sum(determinate)
     state: Any = model.initial()
     linearized = 0
@@ -156,8 +155,9 @@ def search_steps(
     # indeterminate calls can do nothing the other cannot (those calls may also never
     # happen), so it is dominated and cut, like an exact repeat.
     cache: dict[tuple[int, Any], list[int]] = {}
+    seen: set[tuple[int, Any]] = set()
     explored = 0
-    determinate_mask = sum(1 << i for i, d in enumerate(determinate) if d)
+    determinate_mask = sum(1 << i for i, d in enumerate(determinate) if d) if any_indeterminate else 0
     stack: list[tuple[int, Any, bool, bool]] = []  # (entry linearized, state before, first pass, forced)
     result = SearchResult(False)
     best_depth = -1
@@ -167,8 +167,10 @@ def search_steps(
     # Candidates are tried in two passes over the pending calls: determinate calls first,
     # then indeterminate ones. Either order is complete; this one meets a valid history's
     # linearization sooner, since an unknown op rarely needs to take effect early.
-    any_indeterminate = not all(determinate)
     first_pass = True
+    # False while every call entry before ``entry`` in the list was inconsistent with the
+    # state (so linearizing a read, which keeps the state, need not rescan them)
+    retry_before = False
     entry = nxt[head]
     while remaining:
         iterations += 1
@@ -200,16 +202,20 @@ def search_steps(
                 if any_indeterminate:
                     key = (new_linearized & determinate_mask, new_state)
                     used = new_linearized & ~determinate_mask
-                else:
+                    known = cache.get(key)
+                    # (an exact repeat is the common case: no indeterminate call is linearized)
+                    fresh = known is None or (used not in known and all(k & ~used for k in known))
+                    if fresh:
+                        if known is None:
+                            cache[key] = [used]
+                        else:
+                            known.append(used)
+                else:  # every call determinate: the cache is a plain set
                     key = (new_linearized, new_state)
-                    used = 0
-                known = cache.get(key)
-                # (an exact repeat is the common case: no indeterminate call is linearized)
-                if known is None or (used not in known and all(k & ~used for k in known)):
-                    if known is None:
-                        cache[key] = [used]
-                    else:
-                        known.append(used)
+                    fresh = key not in seen
+                    if fresh:
+                        seen.add(key)
+                if fresh:
                     explored += 1
                     stack.append((entry, state, first_pass, forced))
                     state = new_state
@@ -217,24 +223,34 @@ def search_steps(
                     if first_pass:
                         remaining -= 1
                     # lift the call and its completion out of the list
+                    before = prv[entry]
                     after = nxt[entry]
-                    nxt[prv[entry]] = after
-                    prv[after] = prv[entry]
+                    nxt[before] = after
+                    prv[after] = before
                     match = entry | 1
                     after = nxt[match]
                     nxt[prv[match]] = after
                     if after != -1:
                         prv[after] = prv[match]
-                    entry = nxt[head]
-                    first_pass = True
+                    if forced and not retry_before:
+                        # The state is unchanged and every call before this one in the list
+                        # was found inconsistent with it: they still are, so the scan goes on.
+                        entry = nxt[before]
+                    else:
+                        entry = nxt[head]
+                        retry_before = False
+                        first_pass = True
                     continue
                 dead = forced  # its successor was explored already and failed
+            if new_state is not INCONSISTENT:
+                retry_before = True  # it fits but was cut: with one more call linearized it might not be
             if not dead:
                 entry = nxt[entry]
                 continue
         elif first_pass and any_indeterminate:
             first_pass = False
             entry = nxt[head]
+            retry_before = False
             continue
         if not dead:
             # A completion whose call is not linearized: this branch is dead.
@@ -250,7 +266,9 @@ def search_steps(
                     result.stuck.append(entry >> 1)
         if grows and not looking:
             backtracks_before_looking -= 1
-            looking = backtracks_before_looking < 0
+            if backtracks_before_looking < 0:
+                looking = True
+                may_shrink, observed = _growth_tables(model, prepared, determinate)
         while True:  # backtrack past every forced step: their configurations are dead too
             if not stack:
                 result.explored = explored
@@ -270,8 +288,20 @@ def search_steps(
             prv[nxt[entry]] = entry
             if not forced:
                 break
+        retry_before = True
         entry = nxt[entry]
     return SearchResult(True, explored)
+
+
+def _growth_tables(model: Model, prepared: list[tuple[Any, ...]],
+                   determinate: list[bool]) -> tuple[list[bool], list[Any]]:
+    """Per call: whether it may shrink the state; and the whole state it saw, as ``(state,)``,
+    if it is a determinate read (None otherwise)."""
+    observed: list[Any] = []
+    for call, sure in zip(prepared, determinate):
+        seen = model.observed(call) if sure else NOTHING_OBSERVED
+        observed.append(None if seen is NOTHING_OBSERVED else (seen,))
+    return [model.may_shrink(call) for call in prepared], observed
 
 
 def _may_grow_into_reads(state: Any, number: int, entry: int, nxt: list[int], observed: list[Any],
