@@ -181,12 +181,15 @@ class KeyValue(Model):
         return self.register.initial()
 
     def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
-        if f == "get":
-            return ("read", _freeze(completed)) if outcome == "ok" else DROP
-        if f == "put":
-            return DROP if outcome == "fail" else ("write", _freeze(invoked))
+        # (the common ops first, strings not frozen: a history has hundreds of thousands)
         if f == "append":
             return DROP if outcome == "fail" else ("append", invoked)
+        if f == "get":
+            if outcome != "ok":
+                return DROP
+            return ("read", completed if type(completed) is str else _freeze(completed))
+        if f == "put":
+            return DROP if outcome == "fail" else ("write", invoked if type(invoked) is str else _freeze(invoked))
         return self.register.prepare(f, invoked, completed, outcome)
 
     def step(self, state: Any, call: tuple[Any, ...]) -> Any:

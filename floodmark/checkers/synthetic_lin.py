@@ -127,26 +127,46 @@ def corrupt_read(run: SyntheticRun, seed: int = 0) -> SyntheticRun:
 
 def kv_run(seed: int, *, ops: int = 2000, processes: int = 50, keys: int = 10) -> SyntheticRun:
     """A correct key-value history in the shape of Porcupine's test data: string registers
-    per key with get, put and append (``"x <process> <n> y"``), every op acknowledged."""
+    per key with get, put and append (``"x <process> <n> y"``), every op acknowledged.
+
+    Each op takes effect at a random instant inside its interval, as on a server that
+    applies a request and then answers: not at its completion, which would let a checker
+    that tries ops in completion order meet the linearization without ever backtracking."""
     rng = random.Random(seed)
     store: dict[str, str] = {}
-    counter = iter(range(10**12))
+    history: list[Op] = []
+    sequence = [0] * processes  # Porcupine numbers each client's appends and puts
+    in_flight: list[list[Any] | None] = [None] * processes  # [invocation, result once it took effect]
 
-    def invoke(rng: random.Random) -> tuple[str, Any]:
-        key = str(rng.randrange(keys))
-        roll = rng.random()
-        if roll < 0.45:
-            return "get", {"key": key, "value": None}
-        return ("put" if roll < 0.5 else "append"), {"key": key, "value": f"x {next(counter)} y"}
+    def record(type: str, process: int, f: str, value: Any) -> Op:
+        op = Op(len(history), len(history) * 1_000_000, type, process, f, value)  # type: ignore[arg-type]
+        history.append(op)
+        return op
 
-    def complete(rng: random.Random, op: Op, unknown: bool) -> tuple[str, Any]:
-        key = op.value["key"]
-        if op.f == "get":
-            return "ok", {"key": key, "value": store.get(key, "")}
-        store[key] = op.value["value"] if op.f == "put" else store.get(key, "") + op.value["value"]
-        return "ok", op.value
-
-    history = _loop(rng, ops, processes, 0.0, invoke, complete)
+    while len(history) < 2 * ops or any(in_flight):
+        w = rng.randrange(processes)
+        pending = in_flight[w]
+        if pending is None:
+            if len(history) < 2 * ops:
+                key = str(rng.randrange(keys))
+                roll = rng.random()
+                f = "get" if roll < 0.45 else "put" if roll < 0.5 else "append"
+                value = None if f == "get" else f"x {w} {sequence[w]} y"
+                sequence[w] += f != "get"
+                in_flight[w] = [record("invoke", w, f, {"key": key, "value": value}), None]
+            continue
+        invocation, result = pending
+        key = invocation.value["key"]
+        if result is None:  # it takes effect now
+            if invocation.f == "get":
+                pending[1] = store.get(key, "")
+            else:
+                written = invocation.value["value"]
+                store[key] = written if invocation.f == "put" else store.get(key, "") + written
+                pending[1] = written
+            continue
+        in_flight[w] = None
+        record("ok", w, invocation.f, {"key": key, "value": result})
     return SyntheticRun(history, {})
 
 

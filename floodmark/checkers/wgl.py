@@ -64,7 +64,7 @@ class SearchResult:
 
 DEFAULT_CACHE_LIMIT = 4_000_000  # configurations
 MEMORY_BUDGET = 1_200_000_000  # bytes the cache may take (roughly), well under 2 GB in all
-_DEADLINE_CHECK_EVERY = 2048
+_DEADLINE_CHECK_EVERY = 128  # iterations in a slice of search_steps, between deadline checks
 _KEEP_PATHS = 3
 _LOOKAHEAD = 24  # list entries the growth lookahead walks past at most
 
@@ -143,7 +143,7 @@ def search_steps(
     # the search has backtracked about as often as there are calls: a history searched in
     # a straight line never pays for it.
     grows = model.grows
-    backtracks_before_looking = n if lookahead_after is None else lookahead_after
+    backtracks_before_looking = n // 4 if lookahead_after is None else lookahead_after
     looking = grows and backtracks_before_looking <= 0
     may_become = model.may_become
     may_shrink, observed = _growth_tables(model, prepared, determinate) if looking else ([], [])
@@ -158,20 +158,32 @@ def search_steps(
     seen: set[tuple[int, Any]] = set()
     explored = 0
     determinate_mask = sum(1 << i for i, d in enumerate(determinate) if d) if any_indeterminate else 0
-    stack: list[tuple[int, Any, bool, bool]] = []  # (entry linearized, state before, first pass, forced)
+    # (entry linearized, state before, first pass, forced, tried before its turn in the list)
+    stack: list[tuple[int, Any, bool, bool, bool]] = []
     result = SearchResult(False)
     best_depth = -1
-    snapshots: list[tuple[list[tuple[int, Any, bool, bool]], Any]] = []  # deepest stacks reached
+    snapshots: list[tuple[list[tuple[int, Any, bool, bool, bool]], Any]] = []  # deepest stacks reached
     iterations = 0
 
     # Candidates are tried in two passes over the pending calls: determinate calls first,
     # then indeterminate ones. Either order is complete; this one meets a valid history's
     # linearization sooner, since an unknown op rarely needs to take effect early.
+    # After each step forward, the call due first (the earliest completion among the
+    # determinate calls not linearized) is tried before the list is scanned: ops mostly take
+    # effect in the order they complete, so a valid history is met nearly without
+    # backtracking. ``due`` indexes ``by_completion``; ``due_first`` is True while that call
+    # is being tried ahead of its turn (when it does not fit, the scan starts at the front).
+    by_completion = sorted((i for i in range(n) if determinate[i]), key=completed_at.__getitem__)
+    rank = [-1] * n
+    for position, number in enumerate(by_completion):
+        rank[number] = position
+    due = 0
+    due_first = remaining > 0
     first_pass = True
     # False while every call entry before ``entry`` in the list was inconsistent with the
     # state (so linearizing a read, which keeps the state, need not rescan them)
     retry_before = False
-    entry = nxt[head]
+    entry = 2 * by_completion[0] if due_first else nxt[head]
     while remaining:
         iterations += 1
         if iterations % _DEADLINE_CHECK_EVERY == 0:
@@ -217,11 +229,15 @@ def search_steps(
                         seen.add(key)
                 if fresh:
                     explored += 1
-                    stack.append((entry, state, first_pass, forced))
+                    stack.append((entry, state, first_pass, forced, due_first))
                     state = new_state
                     linearized = new_linearized
                     if first_pass:
                         remaining -= 1
+                        if rank[number] == due:
+                            due += 1
+                            while due < len(by_completion) and linearized >> by_completion[due] & 1:
+                                due += 1
                     # lift the call and its completion out of the list
                     before = prv[entry]
                     after = nxt[entry]
@@ -232,18 +248,24 @@ def search_steps(
                     nxt[prv[match]] = after
                     if after != -1:
                         prv[after] = prv[match]
-                    if forced and not retry_before:
+                    if forced and not retry_before and not due_first:
                         # The state is unchanged and every call before this one in the list
                         # was found inconsistent with it: they still are, so the scan goes on.
                         entry = nxt[before]
                     else:
-                        entry = nxt[head]
+                        due_first = remaining > 0
+                        entry = 2 * by_completion[due] if due_first else nxt[head]
                         retry_before = False
                         first_pass = True
                     continue
                 dead = forced  # its successor was explored already and failed
             if new_state is not INCONSISTENT:
                 retry_before = True  # it fits but was cut: with one more call linearized it might not be
+            if due_first and not dead:  # the due call does not fit: scan from the front
+                due_first = False
+                retry_before = False
+                entry = nxt[head]
+                continue
             if not dead:
                 entry = nxt[entry]
                 continue
@@ -274,11 +296,12 @@ def search_steps(
                 result.explored = explored
                 result.longest = [_path(snapshot, last) for snapshot, last in snapshots]
                 return result
-            entry, state, first_pass, forced = stack.pop()
+            entry, state, first_pass, forced, due_first = stack.pop()
             number = entry >> 1
             linearized &= ~(1 << number)
             if determinate[number]:
                 remaining += 1
+                due = min(due, rank[number])
             # put the call and its completion back
             match = entry | 1
             nxt[prv[match]] = match
@@ -288,8 +311,13 @@ def search_steps(
             prv[nxt[entry]] = entry
             if not forced:
                 break
-        retry_before = True
-        entry = nxt[entry]
+        if due_first:  # tried ahead of its turn: the calls before it in the list are still untried
+            due_first = False
+            retry_before = False
+            entry = nxt[head]
+        else:
+            retry_before = True
+            entry = nxt[entry]
     return SearchResult(True, explored)
 
 
@@ -329,7 +357,7 @@ def _may_grow_into_reads(state: Any, number: int, entry: int, nxt: list[int], ob
     return True
 
 
-def _path(stack: list[tuple[int, Any, bool, bool]], last_state: Any) -> list[tuple[int, Any]]:
+def _path(stack: list[tuple[int, Any, bool, bool, bool]], last_state: Any) -> list[tuple[int, Any]]:
     """A partial linearization as (call number, state after it), from a saved search stack."""
     after = [entry[1] for entry in stack[1:]] + [last_state]
     return [(entry[0] >> 1, state) for entry, state in zip(stack, after)]
