@@ -7,7 +7,9 @@ construction. Ops whose outcome is unknown (``info``) took effect or not at rand
 their process retires, as in a real harness. :func:`corrupt_read` then makes one read
 return something no linearization can explain.
 
-Two objects: the ``log-lin`` workload's partitioned append-only logs, and a CAS register.
+Three objects: the ``log-lin`` workload's partitioned append-only logs, a CAS register, and
+Porcupine-style key-value stores (:func:`kv_run`, where each op takes effect at a random
+instant inside its interval; :func:`illegal_gets` makes an early get illegal in some keys).
 """
 
 from __future__ import annotations
@@ -168,18 +170,6 @@ def kv_run(seed: int, *, ops: int = 2000, processes: int = 50, keys: int = 10) -
         in_flight[w] = None
         record("ok", w, invocation.f, {"key": key, "value": result})
     return SyntheticRun(history, {})
-
-
-def stale_get(run: SyntheticRun, seed: int = 0) -> SyntheticRun:
-    """One get of a key that had been appended to returns the value from before the append:
-    a stale read, the bug a key-value store without linearizable reads has."""
-    rng = random.Random(seed)
-    gets = [op for op in run.history if op.type == "ok" and op.f == "get" and " y" in op.value["value"]]
-    target = rng.choice(gets[: max(1, len(gets) // 4)])
-    stale = target.value["value"].rsplit("x ", 1)[0]
-    history = list(run.history)
-    history[target.index] = replace(target, value={**target.value, "value": stale})
-    return SyntheticRun(history, run.events, run.config)
 
 
 def illegal_gets(run: SyntheticRun, seed: int = 0, *, keys: int = 3) -> SyntheticRun:
