@@ -70,10 +70,14 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
             key, invoked_value = split(invocation.value, invocation.extra)
             completed_value = None
             if outcome == "ok":
-                try:
-                    completed_value = split(completion.value, completion.extra)[1]
-                except ValueError:
-                    completed_value = completion.value
+                value, extra = completion.value, completion.extra
+                if value == invocation.value and extra == invocation.extra:
+                    completed_value = invoked_value  # (an echoed write: no second split)
+                else:
+                    try:
+                        completed_value = split(value, extra)[1]
+                    except ValueError:
+                        completed_value = value
             call = prepare(invocation.f, invoked_value, completed_value, outcome)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise ModelMismatch(f"op {invocation.index} ({invocation.f} {_short(invocation.value)}): {e}") from None

@@ -173,7 +173,8 @@ def search_steps(
     # effect in the order they complete, so a valid history is met nearly without
     # backtracking. ``due`` indexes ``by_completion``; ``due_first`` is True while that call
     # is being tried ahead of its turn (when it does not fit, the scan starts at the front).
-    by_completion = sorted((i for i in range(n) if determinate[i]), key=completed_at.__getitem__)
+    # (the list's completion entries in order; the indeterminate ones come last)
+    by_completion = [entry >> 1 for entry in order if entry & 1][:remaining]
     rank = [-1] * n
     for position, number in enumerate(by_completion):
         rank[number] = position
