@@ -28,6 +28,8 @@ from typing import Any, Final
 
 INCONSISTENT: Final = object()  # a step's answer when the op cannot happen in that state
 NOTHING_OBSERVED: Final = object()  # Model.observed's answer for a call that reads no whole state
+GROWS_ONLY: Final = object()  # Model.resets_to's answer for a call that only extends the state (or keeps it)
+ANY_STATE: Final = object()  # Model.resets_to's answer for a call that may leave any state
 DROP: Final = None  # prepare's answer for an op that neither happened nor constrains anything
 
 Outcome = str  # "ok" | "fail" | "info" (info also covers ops that never completed)
@@ -68,11 +70,12 @@ class Model:
     # Growth (a lookahead for the search): in some models most calls only ever *extend* the
     # state (an append to a string), so a state that no future read can extend into is a dead
     # end the moment it is reached, not when the search meets that read's completion.
-    grows = False  # True if may_shrink, observed and may_become below say anything
+    grows = False  # True if resets_to, observed and may_become below say anything
 
-    def may_shrink(self, call: tuple[Any, ...]) -> bool:
-        """False if the call only ever extends the state (or leaves it unchanged)."""
-        return True
+    def resets_to(self, call: tuple[Any, ...]) -> Any:
+        """:data:`GROWS_ONLY` if the call only ever extends the state (or leaves it unchanged);
+        the state it sets, if it sets one whatever the state was (a put); else :data:`ANY_STATE`."""
+        return ANY_STATE
 
     def observed(self, call: tuple[Any, ...]) -> Any:
         """The whole state a read-only call saw, or :data:`NOTHING_OBSERVED`."""
@@ -204,8 +207,11 @@ class KeyValue(Model):
 
     grows = True  # between puts a key's string only grows: appends extend it, gets read it whole
 
-    def may_shrink(self, call: tuple[Any, ...]) -> bool:
-        return call[0] != "append" and call[0] != "read"
+    def resets_to(self, call: tuple[Any, ...]) -> Any:
+        kind = call[0]
+        if kind == "append" or kind == "read":
+            return GROWS_ONLY
+        return call[1] if kind == "write" else ANY_STATE
 
     def observed(self, call: tuple[Any, ...]) -> Any:
         return call[1] if call[0] == "read" else NOTHING_OBSERVED

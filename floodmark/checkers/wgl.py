@@ -25,6 +25,13 @@ an indeterminate call that would leave the state unchanged is never linearized: 
 happening reaches everything it could. And of several identical indeterminate calls only the
 earliest-invoked unused one is tried, since any of them can stand in for the others.
 
+Two orderings and a lookahead find a valid history's linearization with little
+backtracking: after each step the call due first (the earliest completion not yet
+linearized) is tried before the list is scanned, since ops mostly take effect in the order
+they complete; and in models whose state only grows between resets (a key-value string
+under appends, :attr:`Model.grows`), once a search has backtracked a while, a state that a
+soon-completing read can no longer grow into is cut when it is reached.
+
 The search stops with "unknown" at a deadline or when the cache grows past a size that
 would exceed the memory budget. For an invalid history it keeps the longest partial
 linearizations reached and the calls the search could not linearize next.
@@ -37,7 +44,7 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from floodmark.checkers.models import INCONSISTENT, NOTHING_OBSERVED, Model
+from floodmark.checkers.models import ANY_STATE, GROWS_ONLY, INCONSISTENT, NOTHING_OBSERVED, Model
 from floodmark.results import Validity
 
 
@@ -146,7 +153,7 @@ def search_steps(
     backtracks_before_looking = n // 4 if lookahead_after is None else lookahead_after
     looking = grows and backtracks_before_looking <= 0
     may_become = model.may_become
-    may_shrink, observed = _growth_tables(model, prepared, determinate) if looking else ([], [])
+    resets_to, observed = _growth_tables(model, prepared, determinate) if looking else ([], [])
     remaining = sum(determinate)
     state: Any = model.initial()
     linearized = 0
@@ -205,7 +212,7 @@ def search_steps(
             # happening, which is always allowed: skip it instead of caching a new branch.
             if new_state is not INCONSISTENT and (first_pass or new_state != state) and (
                     not looking or new_state == state or _may_grow_into_reads(
-                        new_state, number, nxt[head], nxt, observed, may_shrink, may_become)):
+                        new_state, number, nxt[head], nxt, observed, resets_to, may_become)):
                 # A determinate read-only call that fits the state can be moved to the front
                 # of any linearization from here (it changes no state, wherever it sits), so
                 # it is linearized now with no alternatives tried: if that fails, this whole
@@ -291,7 +298,7 @@ def search_steps(
             backtracks_before_looking -= 1
             if backtracks_before_looking < 0:
                 looking = True
-                may_shrink, observed = _growth_tables(model, prepared, determinate)
+                resets_to, observed = _growth_tables(model, prepared, determinate)
         while True:  # backtrack past every forced step: their configurations are dead too
             if not stack:
                 result.explored = explored
@@ -323,26 +330,28 @@ def search_steps(
 
 
 def _growth_tables(model: Model, prepared: list[tuple[Any, ...]],
-                   determinate: list[bool]) -> tuple[list[bool], list[Any]]:
-    """Per call: whether it may shrink the state; and the whole state it saw, as ``(state,)``,
-    if it is a determinate read (None otherwise)."""
+                   determinate: list[bool]) -> tuple[list[Any], list[Any]]:
+    """Per call: what it may reset the state to (:meth:`Model.resets_to`); and the whole
+    state it saw, as ``(state,)``, if it is a determinate read (None otherwise)."""
     observed: list[Any] = []
     for call, sure in zip(prepared, determinate):
         seen = model.observed(call) if sure else NOTHING_OBSERVED
         observed.append(None if seen is NOTHING_OBSERVED else (seen,))
-    return [model.may_shrink(call) for call in prepared], observed
+    return [model.resets_to(call) for call in prepared], observed
 
 
 def _may_grow_into_reads(state: Any, number: int, entry: int, nxt: list[int], observed: list[Any],
-                         may_shrink: list[bool], may_become: Any) -> bool:
+                         resets_to: list[Any], may_become: Any) -> bool:
     """Can every read that must come soon still see a growth of ``state`` (just reached by
     linearizing call ``number``)?
 
     Walking the list from the front, the calls that may be linearized before the read
-    whose completion comes next are exactly the pending ones met on the way. While none of
-    them may shrink the state, that read will see ``state`` or a growth of it; so will
-    the reads completing after it, until a call that may shrink is met. The walk stops
-    after a few entries: the reads nearest the front decide nearly every dead end."""
+    whose completion comes next are exactly the pending ones met on the way. That read will
+    see a growth of ``state``, or of a state one of those calls may reset it to (a put's
+    value); so will the reads completing after it, with the resets met before them, until
+    a call that may leave any state is met. The walk stops after a few entries: the reads
+    nearest the front decide nearly every dead end."""
+    resets: list[Any] = []
     for _ in range(_LOOKAHEAD):
         if entry == -1:
             break
@@ -350,10 +359,15 @@ def _may_grow_into_reads(state: Any, number: int, entry: int, nxt: list[int], ob
         if other != number:
             if entry & 1:
                 seen = observed[other]
-                if seen is not None and not may_become(state, seen[0]):
+                if seen is not None and not may_become(state, seen[0]) and not any(
+                        may_become(reset, seen[0]) for reset in resets):
                     return False
-            elif may_shrink[other]:
-                return True
+            else:
+                reset = resets_to[other]
+                if reset is not GROWS_ONLY:
+                    if reset is ANY_STATE:
+                        return True
+                    resets.append(reset)
         entry = nxt[entry]
     return True
 
