@@ -86,7 +86,7 @@ def search(
 ) -> SearchResult:
     """Is there a linearization of ``calls`` (one object's operations) under ``model``?
 
-    ``lookahead_after``: backtracks before the growth lookahead starts (default: one per call)."""
+    ``lookahead_after``: backtracks before the growth lookahead starts (default: two per call)."""
     steps = search_steps(model, calls, deadline=deadline, cache_limit=cache_limit, lookahead_after=lookahead_after)
     while True:
         try:
@@ -128,12 +128,9 @@ def search_steps(
     head = 2 * n  # sentinel entry
     nxt = [-1] * (2 * n + 1)
     prv = [-1] * (2 * n + 1)
-    previous = head
-    for e in order:
+    for previous, e in zip([head, *order], order):
         nxt[previous] = e
         prv[e] = previous
-        previous = e
-    nxt[previous] = -1
 
     step = model.step
     prepared = model.anonymize(list(originals), [not sure for sure in determinate])
@@ -147,10 +144,10 @@ def search_steps(
             twin_before[number] = latest.get(prepared[number], -1)
             latest[prepared[number]] = number
     # The growth lookahead (see Model.grows) costs a walk per step, so it starts only once
-    # the search has backtracked about as often as there are calls: a history searched in
+    # the search has backtracked twice as often as there are calls: a history searched in
     # a straight line never pays for it.
     grows = model.grows
-    backtracks_before_looking = n // 4 if lookahead_after is None else lookahead_after
+    backtracks_before_looking = 2 * n if lookahead_after is None else lookahead_after
     looking = grows and backtracks_before_looking <= 0
     may_become = model.may_become
     resets_to, observed = _growth_tables(model, prepared, determinate) if looking else ([], [])
@@ -165,11 +162,12 @@ def search_steps(
     seen: set[tuple[int, Any]] = set()
     explored = 0
     determinate_mask = sum(1 << i for i, d in enumerate(determinate) if d) if any_indeterminate else 0
-    # (entry linearized, state before, first pass, forced, tried before its turn in the list)
-    stack: list[tuple[int, Any, bool, bool, bool]] = []
+    # (entry linearized, state before, first pass, forced, tried before its turn in the list,
+    # the due call's index before)
+    stack: list[tuple[int, Any, bool, bool, bool, int]] = []
     result = SearchResult(False)
     best_depth = -1
-    snapshots: list[tuple[list[tuple[int, Any, bool, bool, bool]], Any]] = []  # deepest stacks reached
+    snapshots: list[tuple[list[tuple[int, Any, bool, bool, bool, int]], Any]] = []  # deepest stacks reached
     iterations = 0
 
     # Candidates are tried in two passes over the pending calls: determinate calls first,
@@ -178,13 +176,11 @@ def search_steps(
     # After each step forward, the call due first (the earliest completion among the
     # determinate calls not linearized) is tried before the list is scanned: ops mostly take
     # effect in the order they complete, so a valid history is met nearly without
-    # backtracking. ``due`` indexes ``by_completion``; ``due_first`` is True while that call
-    # is being tried ahead of its turn (when it does not fit, the scan starts at the front).
-    # (the list's completion entries in order; the indeterminate ones come last)
+    # backtracking. ``due`` indexes ``by_completion`` (the list's completion entries in order,
+    # the indeterminate ones cut off the end) and is restored from the stack when backtracking;
+    # ``due_first`` is True while that call is being tried ahead of its turn (when it does not
+    # fit, the scan starts at the front).
     by_completion = [entry >> 1 for entry in order if entry & 1][:remaining]
-    rank = [-1] * n
-    for position, number in enumerate(by_completion):
-        rank[number] = position
     due = 0
     due_first = remaining > 0
     first_pass = True
@@ -237,12 +233,12 @@ def search_steps(
                         seen.add(key)
                 if fresh:
                     explored += 1
-                    stack.append((entry, state, first_pass, forced, due_first))
+                    stack.append((entry, state, first_pass, forced, due_first, due))
                     state = new_state
                     linearized = new_linearized
                     if first_pass:
                         remaining -= 1
-                        if rank[number] == due:
+                        if by_completion[due] == number:
                             due += 1
                             while due < len(by_completion) and linearized >> by_completion[due] & 1:
                                 due += 1
@@ -304,12 +300,11 @@ def search_steps(
                 result.explored = explored
                 result.longest = [_path(snapshot, last) for snapshot, last in snapshots]
                 return result
-            entry, state, first_pass, forced, due_first = stack.pop()
+            entry, state, first_pass, forced, due_first, due = stack.pop()
             number = entry >> 1
             linearized &= ~(1 << number)
             if determinate[number]:
                 remaining += 1
-                due = min(due, rank[number])
             # put the call and its completion back
             match = entry | 1
             nxt[prv[match]] = match
@@ -351,7 +346,7 @@ def _may_grow_into_reads(state: Any, number: int, entry: int, nxt: list[int], ob
     value); so will the reads completing after it, with the resets met before them, until
     a call that may leave any state is met. The walk stops after a few entries: the reads
     nearest the front decide nearly every dead end."""
-    resets: list[Any] = []
+    resets: list[Any] | None = None
     for _ in range(_LOOKAHEAD):
         if entry == -1:
             break
@@ -359,20 +354,28 @@ def _may_grow_into_reads(state: Any, number: int, entry: int, nxt: list[int], ob
         if other != number:
             if entry & 1:
                 seen = observed[other]
-                if seen is not None and not may_become(state, seen[0]) and not any(
-                        may_become(reset, seen[0]) for reset in resets):
-                    return False
+                if seen is not None and not may_become(state, seen[0]):
+                    if resets is None:
+                        return False
+                    for reset in resets:
+                        if may_become(reset, seen[0]):
+                            break
+                    else:
+                        return False
             else:
                 reset = resets_to[other]
                 if reset is not GROWS_ONLY:
                     if reset is ANY_STATE:
                         return True
-                    resets.append(reset)
+                    if resets is None:
+                        resets = [reset]
+                    else:
+                        resets.append(reset)
         entry = nxt[entry]
     return True
 
 
-def _path(stack: list[tuple[int, Any, bool, bool, bool]], last_state: Any) -> list[tuple[int, Any]]:
+def _path(stack: list[tuple[int, Any, bool, bool, bool, int]], last_state: Any) -> list[tuple[int, Any]]:
     """A partial linearization as (call number, state after it), from a saved search stack."""
     after = [entry[1] for entry in stack[1:]] + [last_state]
     return [(entry[0] >> 1, state) for entry, state in zip(stack, after)]
