@@ -113,15 +113,19 @@ def search_steps(
     # Entries 0..2n-1: call entry of call i is 2i, its completion entry 2i+1. Indeterminate
     # completions sort after every determinate one (their time is infinity).
     _, _, originals, invoked_at, completed_at = zip(*calls)  # (columns: one C-level pass)
-    determinate = [at is not None for at in completed_at]
-    any_indeterminate = not all(determinate)
-    end_of_time = 1 + max(max(invoked_at), max([at for at in completed_at if at is not None], default=0))
+    any_indeterminate = None in completed_at
     # Sort keys as ints (a completion at the same instant as an invocation comes first):
     # (instant, 1 for an invocation, entry), packed.
     shift = (2 * n).bit_length()
     keys = [(at * 2 + 1 << shift) | entry for at, entry in zip(invoked_at, range(0, 2 * n, 2))]
-    keys += [((end_of_time if at is None else at) * 2 << shift) | entry
-             for at, entry in zip(completed_at, range(1, 2 * n, 2))]
+    if any_indeterminate:
+        determinate = [at is not None for at in completed_at]
+        end_of_time = 1 + max(max(invoked_at), max([at for at in completed_at if at is not None], default=0))
+        keys += [((end_of_time if at is None else at) * 2 << shift) | entry
+                 for at, entry in zip(completed_at, range(1, 2 * n, 2))]
+    else:
+        determinate = [True] * n
+        keys += [(at * 2 << shift) | entry for at, entry in zip(completed_at, range(1, 2 * n, 2))]
     keys.sort()
     mask = (1 << shift) - 1
     order = [k & mask for k in keys]
@@ -133,7 +137,7 @@ def search_steps(
         prv[e] = previous
 
     step = model.step
-    prepared = model.anonymize(list(originals), [not sure for sure in determinate])
+    prepared = model.anonymize(list(originals), [not sure for sure in determinate] if any_indeterminate else [False] * n)
     read_only = list(map(model.read_only, originals))
     # Identical indeterminate calls are interchangeable, and the one invoked first can go
     # wherever a later one can: only the earliest unused one of each kind is ever tried.
