@@ -86,6 +86,10 @@ def test_kv_with_fifty_clients_is_linearizable_until_early_gets_are_made_illegal
     assert bad.valid is False
     assert len(bad.anomalies) == 1  # fail-fast: the first illegal key found ends the check
     assert bad.anomalies[0].details["key"] in {repr(key) for key in corrupted}
+    every = LinearizableChecker(model="kv", every_object=True).check(CheckInput(bad_run.history, time_limit=60))
+    assert every.valid is False
+    assert {a.details["key"] for a in every.anomalies} == {repr(key) for key in corrupted}
+    assert every.stats["objects_checked"] == every.stats["objects"] - len(corrupted)
 
 
 def test_log_model_on_log_lin_ops_is_per_partition() -> None:

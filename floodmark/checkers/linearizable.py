@@ -6,7 +6,8 @@ object's operations commute with every other object's, so each object has a line
 on its own if and only if the whole history has one (Herlihy and Wing's locality,
 "P-compositionality" in Lowe's terms). Objects are searched with :func:`floodmark.checkers.wgl.search_steps`, all of them interleaved a
 slice at a time (as Porcupine searches partitions in parallel); the first object found
-invalid ends every search (fail-fast), and an overall deadline turns what is left into
+invalid ends every search (fail-fast; ``every_object`` searches on to name every invalid
+object), and an overall deadline turns what is left into
 "unknown", never a guess.
 
 Outcomes follow Jepsen: ``ok`` happened, ``fail`` did not (except a failed compare-and-set
@@ -156,6 +157,7 @@ class LinearizableChecker:
     failed_cas_observed: bool = False
     nil_reads_unknown: bool = False
     cache_limit: int = DEFAULT_CACHE_LIMIT
+    every_object: bool = False  # search on past an invalid object, to name every one (no fail-fast)
     name: str = field(default="linearizable")
 
     def check(self, run: CheckInput) -> CheckerResult:
@@ -191,8 +193,10 @@ class LinearizableChecker:
                 verdicts.append(result.valid)
                 if result.valid is False:
                     anomalies.append(_anomaly(model, obj, result, run.history))
-                    failed = True
-                    break  # fail-fast: one object without a linearization decides the history
+                    if not self.every_object:
+                        failed = True
+                        break  # fail-fast: one object without a linearization decides the history
+                    continue
                 if result.valid == "unknown":
                     unknown.append(f"{_describe_key(obj.key)}: {result.reason}")
                 checked += 1
