@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from floodmark.checkers.models import INCONSISTENT, CasRegister, KeyValue, Model, Mutex
-from floodmark.checkers.wgl import Call, search
+from floodmark.checkers.wgl import Call, SearchResult, search, search_either
 
 
 def brute_force(model: Model, calls: list[Call]) -> bool:
@@ -90,6 +90,20 @@ def test_kv_search_with_growth_lookahead_agrees_with_brute_force(calls: list[Cal
     # (lookahead from the first step, and only after backtracking once per call)
     model = KeyValue()
     assert search(model, calls, lookahead_after=after).valid is brute_force(model, calls)
+
+
+@settings(max_examples=300, deadline=None)
+@given(kv_histories(), st.sampled_from([0, 1, 3]))
+def test_two_searches_in_two_orders_agree_with_brute_force(calls: list[Call], second_after: int) -> None:
+    steps = search_either(KeyValue(), calls, KeyValue, second_after=second_after)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            model, result = done.value
+            break
+    assert isinstance(model, KeyValue) and isinstance(result, SearchResult)
+    assert result.valid is brute_force(KeyValue(), calls)
 
 
 def test_stale_read_has_no_linearization_and_names_the_stuck_op() -> None:

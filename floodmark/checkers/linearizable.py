@@ -4,7 +4,7 @@ The history is first cut into calls (an invocation with its completion), prepare
 model and grouped by the independent object they touch: a key, or a log partition. An
 object's operations commute with every other object's, so each object has a linearization
 on its own if and only if the whole history has one (Herlihy and Wing's locality,
-"P-compositionality" in Lowe's terms). Objects are searched with :func:`floodmark.checkers.wgl.search_steps`, all of them interleaved a
+"P-compositionality" in Lowe's terms). Objects are searched with :func:`floodmark.checkers.wgl.search_either`, all of them interleaved a
 slice at a time (as Porcupine searches partitions in parallel); the first object found
 invalid ends every search (fail-fast; ``every_object`` searches on to name every invalid
 object), and an overall deadline turns what is left into
@@ -27,7 +27,7 @@ from typing import Any
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.models import _UNSET, INCONSISTENT, Log, Model, Mutex, make_model
-from floodmark.checkers.wgl import DEFAULT_CACHE_LIMIT, Call, SearchResult, search_steps
+from floodmark.checkers.wgl import DEFAULT_CACHE_LIMIT, Call, SearchResult, search_either
 from floodmark.history import NEMESIS, Op
 from floodmark.results import Anomaly, CheckerResult, Validity, merge_validity
 
@@ -176,18 +176,19 @@ class LinearizableChecker:
         # Every object's search runs interleaved with the others', a slice at a time, so the
         # first object without a linearization stops them all early (fail-fast) even when
         # larger valid objects come before it.
-        active = [(obj, model, search_steps(model, obj.calls, deadline=deadline, cache_limit=self.cache_limit))
-                  for obj in objects for model in (build(),)]
+        # (a hard object gets a second search in another order beside the first: search_either)
+        active = [(obj, search_either(build(), obj.calls, build, deadline=deadline, cache_limit=self.cache_limit))
+                  for obj in objects]
         while active:
-            still: list[tuple[ObjectHistory, Model, Generator[None, None, SearchResult]]] = []
+            still: list[tuple[ObjectHistory, Generator[None, None, tuple[Model, SearchResult]]]] = []
             failed = False
-            for obj, model, steps in active:
+            for obj, steps in active:
                 try:
                     next(steps)
                 except StopIteration as done:
-                    result: SearchResult = done.value
+                    model, result = done.value
                 else:
-                    still.append((obj, model, steps))
+                    still.append((obj, steps))
                     continue
                 explored += result.explored
                 verdicts.append(result.valid)
@@ -201,7 +202,7 @@ class LinearizableChecker:
                     unknown.append(f"{_describe_key(obj.key)}: {result.reason}")
                 checked += 1
             if failed:
-                for _, _, steps in still + active:
+                for _, steps in still + active:
                     steps.close()
                 break
             active = still

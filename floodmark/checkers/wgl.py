@@ -40,7 +40,7 @@ linearizations reached and the calls the search could not linearize next.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -102,14 +102,19 @@ def search_steps(
     deadline: float | None = None,
     cache_limit: int = DEFAULT_CACHE_LIMIT,
     lookahead_after: int | None = None,
+    due_first_order: bool = True,
+    memory_share: int = 1,
 ) -> Generator[None, None, SearchResult]:
     """:func:`search` in slices: each ``next`` runs a few thousand steps and the result is
-    the generator's return value, so the searches of several objects can be interleaved."""
+    the generator's return value, so the searches of several objects can be interleaved.
+
+    ``due_first_order``: try the call due first before scanning (else the list order only);
+    ``memory_share``: how many searches share the memory budget at once."""
     n = len(calls)
     if n == 0:
         return SearchResult(True)
     # Each cached configuration holds an n-bit set: keep the cache inside the memory budget.
-    cache_limit = min(cache_limit, MEMORY_BUDGET // (n // 8 + 200))
+    cache_limit = min(cache_limit, MEMORY_BUDGET // memory_share // (n // 8 + 200))
     # Entries 0..2n-1: call entry of call i is 2i, its completion entry 2i+1. Indeterminate
     # completions sort after every determinate one (their time is infinity).
     _, _, originals, invoked_at, completed_at = zip(*calls)  # (columns: one C-level pass)
@@ -186,7 +191,7 @@ def search_steps(
     # fit, the scan starts at the front).
     by_completion = [entry >> 1 for entry in order if entry & 1][:remaining]
     due = 0
-    due_first = remaining > 0
+    due_first = due_first_order and remaining > 0
     first_pass = True
     # False while every call entry before ``entry`` in the list was inconsistent with the
     # state (so linearizing a read, which keeps the state, need not rescan them)
@@ -261,7 +266,7 @@ def search_steps(
                         # was found inconsistent with it: they still are, so the scan goes on.
                         entry = nxt[before]
                     else:
-                        due_first = remaining > 0
+                        due_first = due_first_order and remaining > 0
                         entry = 2 * by_completion[due] if due_first else nxt[head]
                         retry_before = False
                         first_pass = True
@@ -326,6 +331,45 @@ def search_steps(
             retry_before = True
             entry = nxt[entry]
     return SearchResult(True, explored)
+
+
+def search_either(
+    model: Model,
+    calls: list[Call],
+    second_model: Callable[[], Model],
+    *,
+    deadline: float | None = None,
+    cache_limit: int = DEFAULT_CACHE_LIMIT,
+    second_after: int | None = None,
+) -> Generator[None, None, tuple[Model, SearchResult]]:
+    """Two complete searches of one object, in slices: the due-first one runs alone, and once
+    it has taken ``second_after`` slices (default 16 + one per four calls) a list-order one
+    starts beside it, slice for slice, with a model of its own (from ``second_model``). On some valid histories
+    either order meets the linearization thousands of times sooner than the other, so
+    running both bounds a hard object's time by about twice the better one; an easy object
+    never starts the second. The first answer wins, except that an "unknown" waits for the
+    other's answer. The generator's value is (the model of the winning search, its result)."""
+    wait = 16 + len(calls) // 4 if second_after is None else second_after
+    searches = [(model, search_steps(model, calls, deadline=deadline, cache_limit=cache_limit,
+                                         memory_share=2))]
+    slices = 0
+    while True:
+        for searched, steps in list(searches):
+            try:
+                next(steps)
+            except StopIteration as done:
+                result: SearchResult = done.value
+                searches.remove((searched, steps))
+                if result.valid != "unknown" or not searches:
+                    for _, other in searches:
+                        other.close()
+                    return searched, result
+        yield
+        slices += 1
+        if slices == wait and len(searches) == 1:
+            second = second_model()
+            searches.append((second, search_steps(second, calls, deadline=deadline, cache_limit=cache_limit,
+                                                  due_first_order=False, memory_share=2)))
 
 
 def _growth_tables(model: Model, prepared: list[tuple[Any, ...]],
