@@ -1,11 +1,13 @@
 """Linearizability checking time: the reference histories, and generated ones by concurrency.
 
     python bench/bench_linearizable.py [--histories DIR] [--repeat 5] [--ops 2000] [--time-limit 30]
-                                       [--etcd DIR] [--porcupine-kv DIR]
+                                       [--etcd DIR] [--porcupine-kv DIR] [--kv-only]
 
 First, beside Porcupine v1.3.0's figures on this machine: the start-up of ``floodmark check``,
 the whole-process CPU time of checking a batch of Jepsen etcd histories in one process, and
-the check-only time of Porcupine's key-value histories. Then, for every history in ``EXPECTED.tsv``, the verdict, whether it matches, and the median
+the check-only time of key-value histories (the shared c10 ones, and generated 50-client ones
+correct and with an illegal early get in three keys) with Porcupine's figure and the ratio
+(``--kv-only``: just that table). Then, for every history in ``EXPECTED.tsv``, the verdict, whether it matches, and the median
 checking time (CPU seconds of this process, so other load on the machine does not inflate
 it) over ``--repeat`` runs; then, for generated ``log-lin`` and CAS-register histories with
 10, 50 and 100 concurrent processes, the median time for the correct history and for the
@@ -31,8 +33,15 @@ from calibration import machine_speed
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.linearizable import LinearizableChecker, format_conventions, infer_model
-from floodmark.checkers.synthetic_lin import corrupt_read, log_lin_run, register_run
+from floodmark.checkers.synthetic_lin import (
+    corrupt_read,
+    illegal_gets,
+    kv_run,
+    log_lin_run,
+    register_run,
+)
 from floodmark.formats.detect import load_history
+from floodmark.history import Op
 
 REPO = Path(__file__).resolve().parents[1]
 CANDIDATES = [REPO / "data/histories", REPO.parent / "shared/data/histories", Path("/work/shared/data/histories")]
@@ -99,7 +108,8 @@ def generated(ops: int, repeat: int, time_limit: float) -> None:
 
 # Porcupine v1.3.0's figures on this machine (issue #13): its check time per batch or file.
 PORCUPINE_ETCD_BATCH = (99, 0.47)  # 99 Jepsen etcd histories, seconds in all
-PORCUPINE_KV_MS = {"c10-ok.txt": 1.8, "c10-bad.txt": 1.6, "c50-ok.txt": 409.0, "c50-bad.txt": 55.0}
+PORCUPINE_KV_MS = {"c10-ok.txt": 1.8, "c10-bad.txt": 1.6, "c50-ok.txt": 409.0, "c50-bad.txt": 55.0}  # check only, ms
+GENERATED_KV_SEEDS = (7, 8)
 
 
 def _child_cpu(command: list[str]) -> tuple[float, float, int]:
@@ -128,24 +138,27 @@ def against_porcupine(directory: Path, etcd_dir: Path | None, kv_dir: Path | Non
         anchor = seconds * len(etcd) / count
         print(f"etcd batch: {len(etcd)} histories in one process: {cpu:.3f} CPU s ({wall:.3f} s wall); "
               f"Porcupine {anchor:.3f} s ({seconds} s for {count}, scaled); ratio {cpu / anchor:.2f}")
-    kv = kv_dir or directory / "porcupine/kv"
-    for name, porcupine_ms in PORCUPINE_KV_MS.items():
-        path = kv / name
-        if not path.is_file():
-            print(f"kv {name:12} (not here: pass --porcupine-kv DIR with Porcupine's test_data/kv)")
-            continue
-        loaded = load_history(path)
-        checker = LinearizableChecker(model="kv")
-        valid, median, _ = timed(checker, CheckInput(loaded.ops), max(repeat, 5))
-        print(f"kv {name:12} check only {median * 1e3:8.2f} ms  {str(valid):5}  Porcupine {porcupine_ms:6.1f} ms  "
-              f"ratio {median * 1e3 / porcupine_ms:.2f}")
-    from floodmark.checkers.synthetic_lin import kv_run, stale_get
+    kv_against_porcupine(kv_dir or directory / "porcupine/kv", max(repeat, 7))
 
-    for label, run in (("synthetic 50 clients ok", kv_run(7, ops=2000, processes=50)),
-                       ("synthetic 10 clients stale get", stale_get(kv_run(7, ops=337, processes=10), 3))):
-        valid, median, stats = timed(LinearizableChecker(model="kv"), CheckInput(run.history), repeat)
-        print(f"kv {label:30} check only {median * 1e3:8.2f} ms  {str(valid):5}  "
-              f"{stats['configurations_explored']} configurations")
+
+def kv_against_porcupine(kv: Path, repeat: int) -> None:
+    """Check-only time of key-value histories beside Porcupine's: the shared c10 files, c50
+    files if given, and generated 50-client histories of the same shape (Porcupine's own c50
+    files are kept aside, so its c50 figures are the anchor, not a same-file comparison)."""
+    print(f"== kv, check only (median of {repeat} runs, CPU ms) ==")
+    print(f"{'history':36} {'verdict':8} {'floodmark':>10} {'Porcupine':>10} {'ratio':>6}  configurations")
+    rows: list[tuple[str, list[Op], float]] = []
+    for name, porcupine_ms in PORCUPINE_KV_MS.items():
+        if (kv / name).is_file():
+            rows.append((f"{name} (Porcupine's)", load_history(kv / name).ops, porcupine_ms))
+    for seed in GENERATED_KV_SEEDS:
+        run = kv_run(seed, ops=2000, processes=50)
+        rows.append((f"generated c50-ok seed {seed}", run.history, PORCUPINE_KV_MS["c50-ok.txt"]))
+        rows.append((f"generated c50-bad seed {seed}", illegal_gets(run, seed).history, PORCUPINE_KV_MS["c50-bad.txt"]))
+    for label, ops, porcupine_ms in rows:
+        valid, median, stats = timed(LinearizableChecker(model="kv"), CheckInput(ops), repeat)
+        print(f"{label:36} {str(valid):8} {median * 1e3:10.2f} {porcupine_ms:10.1f} {median * 1e3 / porcupine_ms:6.2f}"
+              f"  {stats['configurations_explored']}")
 
 
 def main() -> int:
@@ -156,6 +169,7 @@ def main() -> int:
     parser.add_argument("--ops", type=int, default=2000)
     parser.add_argument("--time-limit", type=float, default=30.0)
     parser.add_argument("--skip-generated", action="store_true")
+    parser.add_argument("--kv-only", action="store_true", help="only the key-value table beside Porcupine")
     parser.add_argument("--etcd", type=Path, default=None,
                         help="a folder of Jepsen etcd logs for the whole-process batch (default: the reference ones)")
     parser.add_argument("--porcupine-kv", type=Path, default=None,
@@ -163,6 +177,9 @@ def main() -> int:
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
           f"reference loop {machine_speed():.2f} CPU s (about 0.3 s when idle)")
+    if args.kv_only:
+        kv_against_porcupine(args.porcupine_kv or args.histories / "porcupine/kv", max(args.repeat, 7))
+        return 0
     against_porcupine(args.histories, args.etcd, args.porcupine_kv, args.repeat)
     if (args.histories / "EXPECTED.tsv").is_file():
         reference(args.histories, args.repeat, args.time_limit)

@@ -67,6 +67,21 @@ def test_model_and_initial_options(tmp_path: Path) -> None:
     assert main(["check", str(reads_zero), "--model", "register", "--initial", "0"]) == 0
 
 
+def test_every_key_names_each_invalid_key_instead_of_stopping_at_the_first(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = []
+    for key in "abc":
+        lines += [f'{{:process 0, :type :invoke, :f :append, :key "{key}", :value "x"}}',
+                  f'{{:process 0, :type :ok, :f :append, :key "{key}", :value "x"}}',
+                  f'{{:process 1, :type :invoke, :f :get, :key "{key}", :value nil}}',
+                  f'{{:process 1, :type :ok, :f :get, :key "{key}", :value "{"x" if key == "a" else "stale"}"}}']
+    history = write(tmp_path, "kv.txt", "\n".join(lines) + "\n")
+    assert main(["check", str(history)]) == 1
+    assert "1 nonlinearizable" in capsys.readouterr().out
+    assert main(["check", str(history), "--every-key"]) == 1
+    assert "2 nonlinearizable" in capsys.readouterr().out
+
+
 def test_to_edn_export_reads_back(tmp_path: Path) -> None:
     path = make_run_dir(tmp_path)
     out = tmp_path / "history.edn"

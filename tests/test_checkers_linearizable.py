@@ -14,7 +14,7 @@ from floodmark.checkers.linearizable import (
     prepare_history,
 )
 from floodmark.checkers.models import make_model
-from floodmark.checkers.synthetic_lin import log_lin_run
+from floodmark.checkers.synthetic_lin import illegal_gets, kv_run, log_lin_run
 from floodmark.run_config import TestConfig
 
 
@@ -72,6 +72,24 @@ def test_kv_is_checked_per_key_and_fails_fast() -> None:
     assert result.valid is False
     assert result.stats["objects"] == 3
     assert result.anomalies[0].details["key"] == "'b'"
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_kv_with_fifty_clients_is_linearizable_until_early_gets_are_made_illegal(seed: int) -> None:
+    run = kv_run(seed, ops=800, processes=50)
+    good = LinearizableChecker(model="kv").check(CheckInput(run.history, time_limit=60))
+    assert good.valid is True
+    bad_run = illegal_gets(run, seed)
+    corrupted = {op.value["key"] for op, was in zip(bad_run.history, run.history) if op != was}
+    assert len(corrupted) == 3
+    bad = LinearizableChecker(model="kv").check(CheckInput(bad_run.history, time_limit=60))
+    assert bad.valid is False
+    assert len(bad.anomalies) == 1  # fail-fast: the first illegal key found ends the check
+    assert bad.anomalies[0].details["key"] in {repr(key) for key in corrupted}
+    every = LinearizableChecker(model="kv", every_object=True).check(CheckInput(bad_run.history, time_limit=60))
+    assert every.valid is False
+    assert {a.details["key"] for a in every.anomalies} == {repr(key) for key in corrupted}
+    assert every.stats["objects_checked"] == every.stats["objects"] - len(corrupted)
 
 
 def test_log_model_on_log_lin_ops_is_per_partition() -> None:

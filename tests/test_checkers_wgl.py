@@ -8,8 +8,8 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from floodmark.checkers.models import INCONSISTENT, CasRegister, Model, Mutex
-from floodmark.checkers.wgl import Call, search
+from floodmark.checkers.models import INCONSISTENT, CasRegister, KeyValue, Model, Mutex
+from floodmark.checkers.wgl import Call, SearchResult, search, search_either
 
 
 def brute_force(model: Model, calls: list[Call]) -> bool:
@@ -63,6 +63,47 @@ def register_histories(draw: st.DrawFn) -> list[Call]:
 def test_search_agrees_with_brute_force(calls: list[Call]) -> None:
     model = CasRegister(0)
     assert search(model, calls).valid is brute_force(model, calls)
+
+
+@st.composite
+def kv_histories(draw: st.DrawFn) -> list[Call]:
+    """One key's gets, appends and puts, some of unknown outcome; the values are short and
+    repeat, so a get can often be explained in more than one way."""
+    n = draw(st.integers(1, 6))
+    calls = []
+    for i in range(n):
+        start = draw(st.integers(0, 20))
+        length = draw(st.integers(1, 8))
+        kind = draw(st.sampled_from(["get", "get", "append", "append", "put", "append?", "put?"]))
+        if kind == "get":
+            call: tuple[object, ...] = ("read", draw(st.sampled_from(["", "a", "b", "ab", "ba", "aa", "abb"])))
+        else:
+            call = ("append" if kind.startswith("append") else "write", draw(st.sampled_from(["a", "b"])))
+        indeterminate = kind.endswith("?")
+        calls.append(Call(i, None, call, 2 * start, None if indeterminate else 2 * (start + length) + 1))
+    return calls
+
+
+@settings(max_examples=600, deadline=None)
+@given(kv_histories(), st.sampled_from([0, None]))
+def test_kv_search_with_growth_lookahead_agrees_with_brute_force(calls: list[Call], after: int | None) -> None:
+    # (lookahead from the first step, and only after backtracking once per call)
+    model = KeyValue()
+    assert search(model, calls, lookahead_after=after).valid is brute_force(model, calls)
+
+
+@settings(max_examples=300, deadline=None)
+@given(kv_histories(), st.sampled_from([0, 1, 3]))
+def test_two_searches_in_two_orders_agree_with_brute_force(calls: list[Call], second_after: int) -> None:
+    steps = search_either(KeyValue(), calls, KeyValue, second_after=second_after)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            model, result = done.value
+            break
+    assert isinstance(model, KeyValue) and isinstance(result, SearchResult)
+    assert result.valid is brute_force(KeyValue(), calls)
 
 
 def test_stale_read_has_no_linearization_and_names_the_stuck_op() -> None:

@@ -1,6 +1,6 @@
 """``floodmark check``: judge run directories and history files from the command line.
 
-    floodmark check PATH... [--model M] [--checker NAME,...] [--time-limit S] [--to-edn OUT]
+    floodmark check PATH... [--model M] [--checker NAME,...] [--time-limit S] [--every-key] [--to-edn OUT]
 
 A PATH is a run directory (its history, node events and ``test.yaml`` are judged by the
 workload's checkers and ``results.json`` is written or updated) or a history file in any
@@ -51,6 +51,9 @@ def register(subparsers: Any) -> None:
                         help=f"checkers to run, comma-separated, from: {', '.join(CHECKER_NAMES)}")
     parser.add_argument("--time-limit", type=float, metavar="S",
                         help="seconds the searching checkers may take before answering 'unknown'")
+    parser.add_argument("--every-key", action="store_true",
+                        help="linearizability: check every key (or partition) and name each invalid one, "
+                             "instead of stopping at the first")
     parser.add_argument("--initial", metavar="EDN",
                         help="the register model's initial value, in EDN (e.g. 0, nil, '{:x 0}')")
     parser.add_argument("--to-edn", metavar="OUT",
@@ -74,6 +77,8 @@ def _lin_options(args: argparse.Namespace, history_format: str, model: str) -> d
     options: dict[str, Any] = {"model": model, **format_conventions(history_format, model)}
     if args.initial is not None:
         options["initial"] = _initial(args.initial)
+    if args.every_key:
+        options["every_object"] = True
     return options
 
 
@@ -118,6 +123,8 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
         options: dict[str, Any] = {"model": args.model} if args.model else {}
         if args.initial is not None:
             options["initial"] = _initial(args.initial)
+        if args.every_key:
+            options["every_object"] = True
         return check_run(path, checkers=checkers, time_limit=args.time_limit, **options)
     loaded = load_history(name)
     if args.to_edn:

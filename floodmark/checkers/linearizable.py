@@ -4,9 +4,10 @@ The history is first cut into calls (an invocation with its completion), prepare
 model and grouped by the independent object they touch: a key, or a log partition. An
 object's operations commute with every other object's, so each object has a linearization
 on its own if and only if the whole history has one (Herlihy and Wing's locality,
-"P-compositionality" in Lowe's terms). Objects are searched with :func:`floodmark.checkers.wgl.search_steps`, all of them interleaved a
+"P-compositionality" in Lowe's terms). Objects are searched with :func:`floodmark.checkers.wgl.search_either`, all of them interleaved a
 slice at a time (as Porcupine searches partitions in parallel); the first object found
-invalid ends every search (fail-fast), and an overall deadline turns what is left into
+invalid ends every search (fail-fast; ``every_object`` searches on to name every invalid
+object), and an overall deadline turns what is left into
 "unknown", never a guess.
 
 Outcomes follow Jepsen: ``ok`` happened, ``fail`` did not (except a failed compare-and-set
@@ -26,7 +27,7 @@ from typing import Any
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.models import _UNSET, INCONSISTENT, Log, Model, Mutex, make_model
-from floodmark.checkers.wgl import DEFAULT_CACHE_LIMIT, Call, SearchResult, search_steps
+from floodmark.checkers.wgl import DEFAULT_CACHE_LIMIT, Call, SearchResult, search_either
 from floodmark.history import NEMESIS, Op
 from floodmark.results import Anomaly, CheckerResult, Validity, merge_validity
 
@@ -63,24 +64,29 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
 
     objects: dict[Hashable, list[Call]] = {}
     split, prepare = model.split, model.prepare
+    make_call = tuple.__new__  # Call(...) without its Python-level __new__: this loop is hot
     for invoked_at, invocation, completed_at, completion in completed:
         outcome = "info" if completion is None else completion.type
         try:
             key, invoked_value = split(invocation.value, invocation.extra)
             completed_value = None
             if outcome == "ok":
-                try:
-                    completed_value = split(completion.value, completion.extra)[1]
-                except ValueError:
-                    completed_value = completion.value
+                value, extra = completion.value, completion.extra
+                if value == invocation.value and extra == invocation.extra:
+                    completed_value = invoked_value  # (an echoed write: no second split)
+                else:
+                    try:
+                        completed_value = split(value, extra)[1]
+                    except ValueError:
+                        completed_value = value
             call = prepare(invocation.f, invoked_value, completed_value, outcome)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise ModelMismatch(f"op {invocation.index} ({invocation.f} {_short(invocation.value)}): {e}") from None
         if call is None:
             continue
         # (op, completion, call, invoked at, completed at: None when the outcome is unknown)
-        made = Call(invocation.index, None if completion is None else completion.index, call, invoked_at,
-                    completed_at if outcome == "ok" or outcome == "fail" else None)
+        made = make_call(Call, (invocation.index, None if completion is None else completion.index, call,
+                                invoked_at, completed_at if outcome == "ok" or outcome == "fail" else None))
         calls = objects.get(key)
         if calls is None:
             objects[key] = [made]
@@ -151,6 +157,7 @@ class LinearizableChecker:
     failed_cas_observed: bool = False
     nil_reads_unknown: bool = False
     cache_limit: int = DEFAULT_CACHE_LIMIT
+    every_object: bool = False  # search on past an invalid object, to name every one (no fail-fast)
     name: str = field(default="linearizable")
 
     def check(self, run: CheckInput) -> CheckerResult:
@@ -169,30 +176,33 @@ class LinearizableChecker:
         # Every object's search runs interleaved with the others', a slice at a time, so the
         # first object without a linearization stops them all early (fail-fast) even when
         # larger valid objects come before it.
-        active = [(obj, model, search_steps(model, obj.calls, deadline=deadline, cache_limit=self.cache_limit))
-                  for obj in objects for model in (build(),)]
+        # (a hard object gets a second search in another order beside the first: search_either)
+        active = [(obj, search_either(build(), obj.calls, build, deadline=deadline, cache_limit=self.cache_limit))
+                  for obj in objects]
         while active:
-            still: list[tuple[ObjectHistory, Model, Generator[None, None, SearchResult]]] = []
+            still: list[tuple[ObjectHistory, Generator[None, None, tuple[Model, SearchResult]]]] = []
             failed = False
-            for obj, model, steps in active:
+            for obj, steps in active:
                 try:
                     next(steps)
                 except StopIteration as done:
-                    result: SearchResult = done.value
+                    model, result = done.value
                 else:
-                    still.append((obj, model, steps))
+                    still.append((obj, steps))
                     continue
                 explored += result.explored
                 verdicts.append(result.valid)
                 if result.valid is False:
                     anomalies.append(_anomaly(model, obj, result, run.history))
-                    failed = True
-                    break  # fail-fast: one object without a linearization decides the history
+                    if not self.every_object:
+                        failed = True
+                        break  # fail-fast: one object without a linearization decides the history
+                    continue
                 if result.valid == "unknown":
                     unknown.append(f"{_describe_key(obj.key)}: {result.reason}")
                 checked += 1
             if failed:
-                for _, _, steps in still + active:
+                for _, steps in still + active:
                     steps.close()
                 break
             active = still

@@ -27,6 +27,9 @@ from collections.abc import Hashable
 from typing import Any, Final
 
 INCONSISTENT: Final = object()  # a step's answer when the op cannot happen in that state
+NOTHING_OBSERVED: Final = object()  # Model.observed's answer for a call that reads no whole state
+GROWS_ONLY: Final = object()  # Model.resets_to's answer for a call that only extends the state (or keeps it)
+ANY_STATE: Final = object()  # Model.resets_to's answer for a call that may leave any state
 DROP: Final = None  # prepare's answer for an op that neither happened nor constrains anything
 
 Outcome = str  # "ok" | "fail" | "info" (info also covers ops that never completed)
@@ -63,6 +66,24 @@ class Model:
         """One object's prepared calls, with details no call can observe made identical, so
         the search can treat such calls as interchangeable. By default, nothing changes."""
         return calls
+
+    # Growth (a lookahead for the search): in some models most calls only ever *extend* the
+    # state (an append to a string), so a state that no future read can extend into is a dead
+    # end the moment it is reached, not when the search meets that read's completion.
+    grows = False  # True if resets_to, observed and may_become below say anything
+
+    def resets_to(self, call: tuple[Any, ...]) -> Any:
+        """:data:`GROWS_ONLY` if the call only ever extends the state (or leaves it unchanged);
+        the state it sets, if it sets one whatever the state was (a put); else :data:`ANY_STATE`."""
+        return ANY_STATE
+
+    def observed(self, call: tuple[Any, ...]) -> Any:
+        """The whole state a read-only call saw, or :data:`NOTHING_OBSERVED`."""
+        return NOTHING_OBSERVED
+
+    def may_become(self, state: Any, later: Any) -> bool:
+        """False if no sequence of extending calls turns ``state`` into ``later``."""
+        return True
 
 
 def _freeze(value: Any) -> Any:
@@ -163,12 +184,15 @@ class KeyValue(Model):
         return self.register.initial()
 
     def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
-        if f == "get":
-            return ("read", _freeze(completed)) if outcome == "ok" else DROP
-        if f == "put":
-            return DROP if outcome == "fail" else ("write", _freeze(invoked))
+        # (the common ops first, strings not frozen: a history has hundreds of thousands)
         if f == "append":
             return DROP if outcome == "fail" else ("append", invoked)
+        if f == "get":
+            if outcome != "ok":
+                return DROP
+            return ("read", completed if type(completed) is str else _freeze(completed))
+        if f == "put":
+            return DROP if outcome == "fail" else ("write", invoked if type(invoked) is str else _freeze(invoked))
         return self.register.prepare(f, invoked, completed, outcome)
 
     def step(self, state: Any, call: tuple[Any, ...]) -> Any:
@@ -180,6 +204,21 @@ class KeyValue(Model):
         if kind == "write":
             return call[1]
         return self.register.step(state, call)
+
+    grows = True  # between puts a key's string only grows: appends extend it, gets read it whole
+
+    def resets_to(self, call: tuple[Any, ...]) -> Any:
+        kind = call[0]
+        if kind == "append" or kind == "read":
+            return GROWS_ONLY
+        return call[1] if kind == "write" else ANY_STATE
+
+    def observed(self, call: tuple[Any, ...]) -> Any:
+        return call[1] if call[0] == "read" else NOTHING_OBSERVED
+
+    def may_become(self, state: Any, later: Any) -> bool:
+        # (a state that is not a string yet, such as an initial nil, may become anything)
+        return type(state) is not str or type(later) is not str or later.startswith(state)
 
     def split(self, value: Any, extra: dict[str, Any]) -> tuple[Hashable, Any]:
         key = extra.get("key")

@@ -7,7 +7,9 @@ construction. Ops whose outcome is unknown (``info``) took effect or not at rand
 their process retires, as in a real harness. :func:`corrupt_read` then makes one read
 return something no linearization can explain.
 
-Two objects: the ``log-lin`` workload's partitioned append-only logs, and a CAS register.
+Three objects: the ``log-lin`` workload's partitioned append-only logs, a CAS register, and
+Porcupine-style key-value stores (:func:`kv_run`, where each op takes effect at a random
+instant inside its interval; :func:`illegal_gets` makes an early get illegal in some keys).
 """
 
 from __future__ import annotations
@@ -127,36 +129,62 @@ def corrupt_read(run: SyntheticRun, seed: int = 0) -> SyntheticRun:
 
 def kv_run(seed: int, *, ops: int = 2000, processes: int = 50, keys: int = 10) -> SyntheticRun:
     """A correct key-value history in the shape of Porcupine's test data: string registers
-    per key with get, put and append (``"x <process> <n> y"``), every op acknowledged."""
+    per key with get, put and append (``"x <process> <n> y"``), every op acknowledged.
+
+    Each op takes effect at a random instant inside its interval, as on a server that
+    applies a request and then answers: not at its completion, which would let a checker
+    that tries ops in completion order meet the linearization without ever backtracking."""
     rng = random.Random(seed)
     store: dict[str, str] = {}
-    counter = iter(range(10**12))
+    history: list[Op] = []
+    sequence = [0] * processes  # Porcupine numbers each client's appends and puts
+    in_flight: list[list[Any] | None] = [None] * processes  # [invocation, result once it took effect]
 
-    def invoke(rng: random.Random) -> tuple[str, Any]:
-        key = str(rng.randrange(keys))
-        roll = rng.random()
-        if roll < 0.45:
-            return "get", {"key": key, "value": None}
-        return ("put" if roll < 0.5 else "append"), {"key": key, "value": f"x {next(counter)} y"}
+    def record(type: str, process: int, f: str, value: Any) -> Op:
+        op = Op(len(history), len(history) * 1_000_000, type, process, f, value)  # type: ignore[arg-type]
+        history.append(op)
+        return op
 
-    def complete(rng: random.Random, op: Op, unknown: bool) -> tuple[str, Any]:
-        key = op.value["key"]
-        if op.f == "get":
-            return "ok", {"key": key, "value": store.get(key, "")}
-        store[key] = op.value["value"] if op.f == "put" else store.get(key, "") + op.value["value"]
-        return "ok", op.value
-
-    history = _loop(rng, ops, processes, 0.0, invoke, complete)
+    while len(history) < 2 * ops or any(in_flight):
+        w = rng.randrange(processes)
+        pending = in_flight[w]
+        if pending is None:
+            if len(history) < 2 * ops:
+                key = str(rng.randrange(keys))
+                roll = rng.random()
+                f = "get" if roll < 0.45 else "put" if roll < 0.5 else "append"
+                value = None if f == "get" else f"x {w} {sequence[w]} y"
+                sequence[w] += f != "get"
+                in_flight[w] = [record("invoke", w, f, {"key": key, "value": value}), None]
+            continue
+        invocation, result = pending
+        key = invocation.value["key"]
+        if result is None:  # it takes effect now
+            if invocation.f == "get":
+                pending[1] = store.get(key, "")
+            else:
+                written = invocation.value["value"]
+                store[key] = written if invocation.f == "put" else store.get(key, "") + written
+                pending[1] = written
+            continue
+        in_flight[w] = None
+        record("ok", w, invocation.f, {"key": key, "value": result})
     return SyntheticRun(history, {})
 
 
-def stale_get(run: SyntheticRun, seed: int = 0) -> SyntheticRun:
-    """One get of a key that had been appended to returns the value from before the append:
-    a stale read, the bug a key-value store without linearizable reads has."""
+def illegal_gets(run: SyntheticRun, seed: int = 0, *, keys: int = 3) -> SyntheticRun:
+    """In ``keys`` keys chosen from the seed, the first get that saw two appends or more now
+    returns its value without the first of them: a string no state of that key ever held
+    (appended values are unique, so a key's states are the prefixes of its put or first
+    append and what followed), hence one illegal read early in each of those keys."""
     rng = random.Random(seed)
-    gets = [op for op in run.history if op.type == "ok" and op.f == "get" and " y" in op.value["value"]]
-    target = rng.choice(gets[: max(1, len(gets) // 4)])
-    stale = target.value["value"].rsplit("x ", 1)[0]
+    first: dict[str, Op] = {}
+    for op in run.history:
+        if op.type == "ok" and op.f == "get" and op.value["value"].count(" y") >= 2:
+            first.setdefault(op.value["key"], op)
     history = list(run.history)
-    history[target.index] = replace(target, value={**target.value, "value": stale})
+    for key in rng.sample(sorted(first), min(keys, len(first))):
+        target = first[key]
+        value = target.value["value"]
+        history[target.index] = replace(target, value={**target.value, "value": value[value.index(" y") + 2:].lstrip()})
     return SyntheticRun(history, run.events, run.config)
