@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -144,8 +145,14 @@ def ticks_path(node: Node) -> str:
 
 
 def ticks(node: Node) -> int:
-    result = node.exec(["cat", ticks_path(node)])
-    return int(result.stdout.strip() or 0)
+    """The stand-in's tick count. It rewrites the file in place, so a read can land between
+    the truncation and the write: an empty read is taken again, not as zero."""
+    for _ in range(50):
+        text = node.exec(["cat", ticks_path(node)]).stdout.strip()
+        if text:
+            return int(text)
+        time.sleep(0.02)
+    return 0
 
 
 def can_connect(src: Node, dst: Node, timeout: float = 0.7) -> bool:
