@@ -128,3 +128,16 @@ def test_truncated_records_are_no_longer_the_leaders_to_commit() -> None:
         "n2": events("n2", appended(0, 1, "a", "b", role="follower"), leads(2, 2, 1)),
     })
     assert result.valid is True
+
+
+def test_a_replicas_record_keeps_what_it_held_before_it_was_written_over_or_cut() -> None:
+    from floodmark.checkers.invariants import Appends
+
+    record = Appends()
+    assert record.append(0, ("a", "b")) is False and record.append(4, ("e",)) is False  # a gap at 2..3
+    assert record.log == ["a", "b", None, None, "e"]
+    assert record.append(1, ("x", "y")) is True  # written over at 1, filled at 2
+    record.truncate(2)
+    assert record.log == ["a", "x"]
+    assert all(record.ever_held(o, v) for o, v in ((0, "a"), (1, "b"), (1, "x"), (2, "y"), (4, "e")))
+    assert not record.ever_held(3, "e") and not record.ever_held(0, "b")

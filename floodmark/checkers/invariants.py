@@ -109,7 +109,51 @@ def _judge_ack(event: NodeEvent, ack: Acked, view: LeaderView, min_isr: int) -> 
 
 # ----------------------------------------------------------------------------- the two passes
 
-Held = dict[PartitionKey, dict[int, set[str]]]  # partition -> offset -> every value appended there
+class Appends:
+    """One replica's record of one partition, as its ``appended`` and ``truncated`` events
+    built it: the log as it stands (a list: appends come at the end almost always) and every
+    value it ever held at an offset since written over or cut away."""
+
+    __slots__ = ("log", "earlier")
+
+    def __init__(self) -> None:
+        self.log: list[str | None] = []  # None: a gap no event filled
+        self.earlier: dict[int, set[str]] = {}
+
+    def append(self, offset: int, values: tuple[str, ...]) -> bool:
+        """Record an append; True if it wrote over records (not at the end)."""
+        log = self.log
+        if offset == len(log):
+            log.extend(values)
+            return False
+        if offset > len(log):
+            log.extend([None] * (offset - len(log)))
+            log.extend(values)
+            return False
+        for i, value in enumerate(values, offset):
+            if i < len(log):
+                self._keep(i)
+                log[i] = value
+            else:
+                log.append(value)
+        return True
+
+    def truncate(self, offset: int) -> None:
+        for i in range(offset, len(self.log)):
+            self._keep(i)
+        del self.log[offset:]
+
+    def _keep(self, offset: int) -> None:
+        old = self.log[offset]
+        if old is not None:
+            self.earlier.setdefault(offset, set()).add(old)
+
+    def ever_held(self, offset: int, value: str) -> bool:
+        log = self.log
+        return (offset < len(log) and log[offset] == value) or value in self.earlier.get(offset, ())
+
+
+Held = dict[PartitionKey, Appends]  # partition -> what the node ever held there
 
 
 @dataclass
@@ -131,9 +175,11 @@ def _first_pass(node: str, events: list[NodeEvent]) -> FirstPass:
     for event in events:
         body = event.body
         if type(body) is Appended:
-            offsets = held.setdefault((body.topic, body.partition), {})
-            for i, value in enumerate(body.values):
-                offsets.setdefault(body.offset + i, set()).add(value)
+            key = (body.topic, body.partition)
+            appends = held.get(key)
+            if appends is None:
+                appends = held[key] = Appends()
+            appends.append(body.offset, body.values)
         elif type(body) is BecameLeader:
             common = set(body.isr) if common is None else common & set(body.isr)
         elif type(body) is BecameFollower:
@@ -151,8 +197,7 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
             min_isr: int, stats: dict[str, Any]) -> list[Anomaly]:
     """The node's own story: its log, its leader views, its acks and its commits."""
     me = next((b for b, n in node_of.items() if n == node), None)
-    logs: dict[PartitionKey, dict[int, str]] = {}  # this node's own log, as its events built it
-    ends: dict[PartitionKey, int] = {}  # its log end
+    logs: dict[PartitionKey, list[str | None]] = {}  # this node's own log, as its events built it
     # Offsets below this were already held against the member (what a member ever appended
     # only grows, so a check passed stays passed until this node's own log changes there).
     checked: dict[tuple[PartitionKey, str], int] = {}
@@ -162,12 +207,18 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
         body = event.body
         if type(body) is Appended:
             key = (body.topic, body.partition)
-            log = logs.setdefault(key, {})
-            if body.offset < ends.get(key, 0):  # written over, not appended at the end
-                _forget_from(checked, key, body.offset)
-            for i, value in enumerate(body.values):
-                log[body.offset + i] = value
-            ends[key] = max(ends.get(key, 0), body.offset + len(body.values))
+            log = logs.get(key)
+            if log is None:
+                log = logs[key] = []
+            offset = body.offset
+            if offset == len(log):
+                log.extend(body.values)
+            elif offset > len(log):  # a gap no event filled
+                log.extend([None] * (offset - len(log)))
+                log.extend(body.values)
+            else:  # written over, not appended at the end
+                _forget_from(checked, key, offset)
+                log[offset:offset + len(body.values)] = body.values
         elif type(body) is Acked:
             if body.acks != ACKS_ALL:
                 continue
@@ -186,16 +237,13 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
             views.pop((body.topic, body.partition), None)
         elif type(body) is Truncated:
             key = (body.topic, body.partition)
-            log = logs.get(key, {})
-            for offset in range(body.to_offset, ends.get(key, 0)):
-                log.pop(offset, None)
-            ends[key] = min(ends.get(key, 0), body.to_offset)
+            del logs.setdefault(key, [])[body.to_offset:]
             _forget_from(checked, key, body.to_offset)
     return anomalies
 
 
 def _check_commit(event: NodeEvent, hw: HwChanged, views: dict[PartitionKey, LeaderView],
-                  logs: dict[PartitionKey, dict[int, str]], held: dict[str, Held], node_of: dict[int, str],
+                  logs: dict[PartitionKey, list[str | None]], held: dict[str, Held], node_of: dict[int, str],
                   me: int | None, checked: dict[tuple[PartitionKey, str], int],
                   stats: dict[str, Any]) -> list[Anomaly]:
     """StrongIsr for one HW advance: every other ISR member appended each newly committed record."""
@@ -203,15 +251,16 @@ def _check_commit(event: NodeEvent, hw: HwChanged, views: dict[PartitionKey, Lea
     view = views.get(key)
     if view is None or view.leader_epoch != hw.leader_epoch:
         return []
-    log = logs.get(key, {})
+    log = logs.get(key, [])
     found = []
     for member in view.isr:
         other = node_of.get(member)
         if member == me or other is None:
             continue
         first = max(hw.previous, checked.get((key, other), 0))
-        theirs = held[other].get(key, {})
-        missing = [o for o in range(first, hw.high_watermark) if o in log and log[o] not in theirs.get(o, ())]
+        theirs = held[other].get(key) or Appends()
+        missing = [o for o in range(first, min(hw.high_watermark, len(log)))
+                   if (value := log[o]) is not None and not theirs.ever_held(o, value)]
         stats["committed_checked"] += max(0, hw.high_watermark - first)
         checked[(key, other)] = max(first, hw.high_watermark)
         if missing:
@@ -227,7 +276,7 @@ def _forget_from(checked: dict[tuple[PartitionKey, str], int], key: PartitionKey
 
 
 def _lacks(event: NodeEvent, hw: HwChanged, view: LeaderView, member: str, missing: list[int],
-           log: dict[int, str]) -> Anomaly:
+           log: list[str | None]) -> Anomaly:
     shown = ", ".join(f"{o} ({log[o]!r})" for o in missing[:5]) + (" ..." if len(missing) > 5 else "")
     return Anomaly(
         "isr-member-lacks-committed",
