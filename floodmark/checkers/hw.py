@@ -25,6 +25,10 @@ offset it returns. It must never be un-committed:
   (``reason: recovery``) are not counted: Kafka gets durability from replication, not fsync,
   so the replica fetches them again, and a leader elected without them is reported above.
 
+It also reports acks=all acknowledgements given while the leader's ISR was below
+min.insync.replicas (``ack-below-min-insync``, :mod:`floodmark.checkers.ack_coverage`): the
+commit that acknowledgement exposed was never covered.
+
 Losses the configuration permits carry ``permitted_by`` (see :mod:`floodmark.checkers.permitted`).
 """
 
@@ -33,6 +37,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
+from floodmark.checkers.ack_coverage import acks_below_min_insync
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.permitted import acks_all
 from floodmark.checkers.queue_index import index_for
@@ -62,6 +67,9 @@ class HighWatermarkChecker:
             scan.node(node, run.events[node])
         anomalies = scan.anomalies
         anomalies.extend(_leaders_lacking_committed(scan.leaderships, exposed, scan.leader_hw, details))
+        # A commit needs min.insync replicas behind it: an ack without them breaks the promise
+        # even when no later fault turns it into a loss.
+        anomalies.extend(acks_below_min_insync(run.events, run.config))
         stats: dict[str, Any] = {
             "nodes": len(run.events),
             "events": sum(len(e) for e in run.events.values()),
