@@ -10,7 +10,7 @@ until one is invalid or the cap of seeds (or of seconds, with ``--time-cap``) is
 Printed per variant: how many seeds it took, the wall seconds it took, the anomalies the
 catching run showed, and whether that meets the target (200 seeds and 300 s). Variants run
 one after another, never in parallel: the figures are single-core seconds, so the machine's
-load (printed first, from ``uptime``'s source) matters and is reported beside them.
+load (the load average, printed before and after) matters and is reported beside them.
 """
 
 from __future__ import annotations
@@ -68,9 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{variant:28} {ran if seed is not None else '>' + str(ran):>6} {seconds:8.1f} "
               f"{'yes' if meets else 'no':>6}  {what}", flush=True)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    print(f"{len(variants) - missed} of {len(variants)} variants meet the target", flush=True)
     if args.store is None:
         shutil.rmtree(store, ignore_errors=True)
-    return 1 if missed else 0
+    return 0  # a measurement, not a gate (tests/chaos/test_sim_corpus.py is the gate)
 
 
 if __name__ == "__main__":
