@@ -3,7 +3,7 @@ PYTHON ?= python3
 STAMP  := build/.deps-stamp
 PYTEST := $(PYTHON) -m pytest
 
-.PHONY: deps chaos test test-chaos lint typecheck unit images bench clean fuzz
+.PHONY: deps chaos test test-chaos test-chaos-sim lint typecheck unit images bench clean fuzz
 
 $(STAMP): pyproject.toml scripts/install-deps.sh
 	PYTHON=$(PYTHON) bash scripts/install-deps.sh
@@ -33,9 +33,13 @@ typecheck: deps
 unit: deps
 	$(PYTEST) -q -m "not chaos and not integration and not docker and not root and not spark and not browser"
 
-## The chaos regression matrix used in CI (Docker).
+## The chaos regression matrix used in CI (Docker), and the simulator's variant corpus.
 test-chaos: images
 	$(PYTEST) -q -m chaos tests/chaos
+
+## The simulator's part of test-chaos alone (every variant's catching seed; no Docker).
+test-chaos-sim: deps
+	$(PYTEST) -q -m chaos tests/chaos/test_sim_corpus.py
 
 bench: deps
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done

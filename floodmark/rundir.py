@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,8 +103,11 @@ def create_run_dir(store: str | os.PathLike[str], test_name: str, seed: int) -> 
 
 
 def update_latest(store: str | os.PathLike[str], path: Path) -> None:
+    """Point ``store/latest`` at ``path``, atomically. Several runs may finish at once into
+    one store (``explore --jobs``): each builds its link under its own name, and the last
+    rename wins."""
     latest = Path(store) / LATEST
-    tmp = Path(store) / f".{LATEST}.tmp"
+    tmp = Path(store) / f".{LATEST}.{os.getpid()}.{threading.get_ident()}.tmp"
     if tmp.is_symlink() or tmp.exists():
         tmp.unlink()
     tmp.symlink_to(os.path.relpath(path, store))

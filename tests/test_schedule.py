@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -112,3 +113,20 @@ def test_bad_schedule_files(tmp_path: Path) -> None:
         load_schedule(path)
     with pytest.raises(ScheduleError, match="cannot read"):
         load_schedule(tmp_path / "missing.json")
+
+
+def test_a_kind_with_a_recovery_time_waits_that_long_after_its_last_fault_healed() -> None:
+    kinds = ("power", "kill")
+    shapes = {"power": ("leader",), "kill": ("random",)}
+    for seed in range(30):
+        spaced = generate(random.Random(seed), kinds, shapes, 120, (1, 4), (0.5, 2),
+                          recovery=lambda kind: 20.0 if kind == "power" else 0.0)
+        power = [f for f in spaced.faults if f.kind == "power"]
+        assert all(later.start >= earlier.end + 20.0 for earlier, later in itertools.pairwise(power))
+        # Kinds without a recovery time are planned exactly as before.
+        plain = generate(random.Random(seed), ("kill", "disk"), {}, 120, (1, 4), (0.5, 2),
+                         recovery=lambda kind: 0.0)
+        assert plain == generate(random.Random(seed), ("kill", "disk"), {}, 120, (1, 4), (0.5, 2))
+    unspaced = [generate(random.Random(seed), kinds, shapes, 120, (1, 4), (0.5, 2)) for seed in range(30)]
+    assert any(later.start < earlier.end + 20.0
+               for s in unspaced for earlier, later in itertools.pairwise([f for f in s.faults if f.kind == "power"]))

@@ -128,6 +128,9 @@ def _seconds(value: Any, name: str) -> float:
 # (kind, shape, drawn duration, rng) -> how long the fault lasts: a shape defined against a
 # timeout (a pause longer than the session) sets its own duration.
 DurationRule = Callable[[str, str, float, random.Random], float]
+# kind -> seconds after a fault of that kind heals before the next one of that kind may start
+# (what the cluster needs to recover from it, so faults add up only as the contract allows).
+RecoveryRule = Callable[[str], float]
 
 
 def generate(
@@ -138,20 +141,31 @@ def generate(
     fault_duration: tuple[float, float],
     quiet_period: tuple[float, float],
     duration_rule: DurationRule | None = None,
+    recovery: RecoveryRule | None = None,
 ) -> Schedule:
     """Plan faults of ``kinds`` over ``time_limit`` seconds, drawing only from ``rng``.
 
     ``shapes`` lists each kind's shapes (in the nemesis's order; a kind without shapes gets
-    "default"). A fault whose shape needs longer than the time left is not planned. The same
-    arguments always give the same schedule.
+    "default"). A fault whose shape needs longer than the time left is not planned, nor one
+    that would start sooner than ``recovery(kind)`` seconds after the last fault of its kind
+    healed. The same arguments always give the same schedule.
     """
     faults: list[Fault] = []
     if not kinds:
         return Schedule((), time_limit)
+    ready_at: dict[str, float] = {}  # kind -> when the cluster has recovered from its last fault
+
+    def plan(kind: str, start: float) -> Fault | None:
+        if start < ready_at.get(kind, 0.0):
+            return None
+        fault = _plan(rng, len(faults), kind, shapes, start, fault_duration, time_limit, duration_rule)
+        if fault is not None and recovery is not None:
+            ready_at[kind] = fault.end + recovery(kind)
+        return fault
+
     t = rng.uniform(*quiet_period)  # let the workload warm up first
     while t + fault_duration[0] <= time_limit:
-        first = _plan(rng, len(faults), rng.choice(list(kinds)), shapes, t, fault_duration,
-                      time_limit, duration_rule)
+        first = plan(rng.choice(list(kinds)), t)
         if first is None:
             t += rng.uniform(*quiet_period)
             continue
@@ -161,8 +175,7 @@ def generate(
         if others and rng.random() < OVERLAP_PROBABILITY:
             start = t + rng.uniform(0, first.duration / 2)
             if start + fault_duration[0] <= time_limit:
-                second = _plan(rng, len(faults), rng.choice(others), shapes, start, fault_duration,
-                               time_limit, duration_rule)
+                second = plan(rng.choice(others), start)
                 if second is not None:
                     faults.append(second)
                     group_end = max(group_end, second.end)

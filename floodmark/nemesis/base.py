@@ -46,6 +46,15 @@ class Nemesis(ABC):
         """
         return drawn
 
+    def recovery(self, session_timeout: float) -> float:
+        """Seconds after a fault of this kind heals before the next one of its kind may start.
+
+        Most kinds need none; one whose effects add up beyond the durability contract when
+        they come back to back (power losses on several replicas of a partition) needs the
+        cluster to recover from the last one first.
+        """
+        return 0.0
+
     def check_shape(self, shape: str) -> str:
         if shape not in self.shapes:
             raise NemesisError(f"{self.kind}: unknown shape {shape!r}; known: {', '.join(self.shapes)}")

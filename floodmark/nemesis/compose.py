@@ -55,3 +55,6 @@ class Composite:
     def duration(self, kind: str, shape: str, drawn: float, session_timeout: float,
                  rng: random.Random) -> float:
         return self.get(kind).duration(shape, drawn, session_timeout, rng)
+
+    def recovery(self, kind: str, session_timeout: float) -> float:
+        return self.get(kind).recovery(session_timeout)

@@ -109,6 +109,7 @@ class Runner:
             self.seeds.schedule(), config.nemesis, nemeses.shapes(),
             config.time_limit, config.fault_duration, config.quiet_period,
             lambda kind, shape, drawn, rng: nemeses.duration(kind, shape, drawn, config.zk_session_timeout, rng),
+            lambda kind: nemeses.recovery(kind, config.zk_session_timeout),
         )
         problems = refusals(config.cluster, schedule, nemeses)
         if problems:

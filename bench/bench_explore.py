@@ -1,0 +1,78 @@
+"""How fast exploration catches each protocol variant: seeds and seconds to the first invalid run.
+
+    python bench/bench_explore.py [--first-seed 1] [--cap 200] [--variants truncate-to-hw,...]
+                                  [--time-cap SECONDS] [--store DIR]
+
+For each variant (all but ``default`` unless ``--variants`` names some), seeds from the same
+fixed first seed run one at a time on the simulator, exactly as ``floodmark explore --jobs 1
+--no-shrink`` runs them (:func:`floodmark.run.explore.run_seed`: the seed's swarm test),
+until one is invalid or the cap of seeds (or of seconds, with ``--time-cap``) is reached.
+Printed per variant: how many seeds it took, the wall seconds it took, the anomalies the
+catching run showed, and whether that meets the target (200 seeds and 300 s). Variants run
+one after another, never in parallel: the figures are single-core seconds, so the machine's
+load (the load average, printed before and after) matters and is reported beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+from floodmark.reference.protocol.variants import VARIANTS
+from floodmark.run.explore import run_seed
+
+TARGET_SEEDS = 200
+TARGET_SECONDS = 300.0
+
+
+def first_catch(variant: str, first_seed: int, cap: int, time_cap: float | None,
+                store: str) -> tuple[int | None, int, float, tuple[str, ...]]:
+    """(seed that caught it or None, seeds run, wall seconds, anomalies of the catching run)."""
+    started = time.monotonic()
+    for ran, seed in enumerate(range(first_seed, first_seed + cap), start=1):
+        found = run_seed(seed, variant, store)
+        if found.valid is False:
+            return seed, ran, time.monotonic() - started, found.anomalies
+        if time_cap is not None and time.monotonic() - started >= time_cap:
+            return None, ran, time.monotonic() - started, ()
+    return None, cap, time.monotonic() - started, ()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--cap", type=int, default=TARGET_SEEDS, help="seeds per variant at most")
+    parser.add_argument("--time-cap", type=float, default=None, help="seconds per variant at most")
+    parser.add_argument("--variants", default=",".join(v for v in VARIANTS if v != "default"))
+    parser.add_argument("--store", default=None, help="keep failing runs here (default: a temporary directory)")
+    args = parser.parse_args(argv)
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
+    store = args.store or tempfile.mkdtemp(prefix="bench-explore-")
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; first seed {args.first_seed}, "
+          f"cap {args.cap} seeds{f', {args.time_cap:.0f} s' if args.time_cap else ''}; "
+          f"target {TARGET_SEEDS} seeds / {TARGET_SECONDS:.0f} s", flush=True)
+    print(f"{'variant':28} {'seeds':>6} {'seconds':>8} {'meets':>6}  caught by", flush=True)
+    missed = 0
+    for variant in variants:
+        seed, ran, seconds, anomalies = first_catch(variant, args.first_seed, args.cap, args.time_cap, store)
+        meets = seed is not None and ran <= TARGET_SEEDS and seconds <= TARGET_SECONDS
+        missed += not meets
+        what = f"seed {seed}: {', '.join(anomalies)}" if seed is not None else f"not caught in {ran} seeds"
+        print(f"{variant:28} {ran if seed is not None else '>' + str(ran):>6} {seconds:8.1f} "
+              f"{'yes' if meets else 'no':>6}  {what}", flush=True)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    print(f"{len(variants) - missed} of {len(variants)} variants meet the target", flush=True)
+    if args.store is None:
+        shutil.rmtree(store, ignore_errors=True)
+    return 0  # a measurement, not a gate (tests/chaos/test_sim_corpus.py is the gate)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

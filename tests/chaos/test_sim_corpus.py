@@ -1,0 +1,99 @@
+"""The simulator's regression corpus: every protocol variant's flaw, caught by a named checker.
+
+``corpus.json`` holds, per variant, one seed that ``floodmark explore`` found invalid (and
+the explicit overrides of that seed's swarm test, when the seed alone is not enough), with
+the checker and the anomaly type that caught it. Each entry is replayed on the ``sim``
+backend (no Docker: the run is a pure function of its seed) and must be invalid in that
+checker with that anomaly; the same test with the ``default`` variant must be valid, which
+proves the flaw, not the faults, is what is caught. A small sweep of default-variant seeds
+must then give neither invalid nor unknown runs.
+
+Part of ``make test-chaos`` (marker ``chaos``); about two minutes on one core.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from floodmark.reference.protocol.variants import VARIANTS
+from floodmark.run.explore import swarm_config
+from floodmark.run.runner import Runner
+from floodmark.run_config import TestConfig
+
+pytestmark = [pytest.mark.chaos]
+
+_FILE = json.loads((Path(__file__).parent / "corpus.json").read_text())
+CORPUS: list[dict[str, Any]] = _FILE["caught"]
+NOT_YET_CAUGHT: dict[str, str] = _FILE["not_yet_caught"]
+SWEEP_FIRST_SEED = 1  # the first seeds explore runs by default in CI's sweeps
+SWEEP_SEEDS = 30
+
+
+def entry_config(entry: dict[str, Any], variant: str) -> TestConfig:
+    config = swarm_config(int(entry["seed"]), variant)
+    return config.replace(**entry["overrides"]) if entry.get("overrides") else config
+
+
+@pytest.fixture(autouse=True)
+def quiet_runs() -> Iterator[None]:
+    """A run's own warnings (a fault that could not apply) belong in its directory, not here."""
+    logger = logging.getLogger("floodmark")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    yield
+    logger.setLevel(level)
+
+
+def judged(config: TestConfig, store: Path) -> tuple[object, dict[str, Any], str]:
+    """(verdict, each checker's result, where the run is) of one simulated run."""
+    outcome = Runner(config, store, out=io.StringIO(), check=True, report=False).run()
+    assert outcome.error is None, f"the run itself failed: {outcome.error} ({outcome.run_dir.path})"
+    checkers = json.loads(outcome.run_dir.results.read_text())["checkers"]
+    summary = {name: (c["valid"], c.get("anomaly_counts")) for name, c in checkers.items()}
+    return outcome.valid, checkers, f"{outcome.run_dir.path}: {summary}"
+
+
+def test_the_corpus_accounts_for_every_variant_once() -> None:
+    named = [e["variant"] for e in CORPUS] + list(NOT_YET_CAUGHT)
+    assert sorted(named) == sorted(v for v in VARIANTS if v != "default")
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=[e["variant"] for e in CORPUS])
+def test_the_flaw_is_caught_and_the_default_variant_passes_the_same_test(entry: dict[str, Any], tmp_path: Path) -> None:
+    valid, checkers, where = judged(entry_config(entry, entry["variant"]), tmp_path)
+    assert valid is False, f"the {entry['variant']} flaw went unnoticed: {where}"
+    caught = checkers[entry["checker"]]
+    assert caught["valid"] is False and entry["anomaly"] in (caught.get("anomaly_counts") or {}), where
+    valid, _, where = judged(entry_config(entry, "default"), tmp_path)
+    # An entry may state why the default variant cannot be judged there (a partition left
+    # unavailable): then it must still never be invalid.
+    expected = (True, "unknown") if entry.get("default_unknown_because") else (True,)
+    assert valid in expected, f"seed {entry['seed']} fails without the {entry['variant']} flaw: {where}"
+
+
+@pytest.fixture(scope="module")
+def default_sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[object, str]]:
+    store = tmp_path_factory.mktemp("sweep")
+    logger = logging.getLogger("floodmark")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        found = {}
+        for seed in range(SWEEP_FIRST_SEED, SWEEP_FIRST_SEED + SWEEP_SEEDS):
+            valid, _, where = judged(swarm_config(seed, "default"), store)
+            found[seed] = (valid, where)
+        return found
+    finally:
+        logger.setLevel(level)
+
+
+def test_the_default_variant_sweep_has_no_invalid_run(default_sweep: dict[int, tuple[object, str]]) -> None:
+    invalid = [where for valid, where in default_sweep.values() if valid is False]
+    assert not invalid, "\n".join(invalid)
