@@ -156,6 +156,15 @@ class Appends:
 Held = dict[PartitionKey, Appends]  # partition -> what the node ever held there
 
 
+def _record(records: Held, appended: Appended) -> Appends:
+    """The record of the partition ``appended`` went to, begun on its first append."""
+    key = (appended.topic, appended.partition)
+    found = records.get(key)
+    if found is None:
+        found = records[key] = Appends()
+    return found
+
+
 @dataclass
 class FirstPass:
     """What one node ever appended, and its broker id (see :func:`_first_pass`)."""
@@ -175,11 +184,7 @@ def _first_pass(node: str, events: list[NodeEvent]) -> FirstPass:
     for event in events:
         body = event.body
         if type(body) is Appended:
-            key = (body.topic, body.partition)
-            appends = held.get(key)
-            if appends is None:
-                appends = held[key] = Appends()
-            appends.append(body.offset, body.values)
+            _record(held, body).append(body.offset, body.values)
         elif type(body) is BecameLeader:
             common = set(body.isr) if common is None else common & set(body.isr)
         elif type(body) is BecameFollower:
@@ -197,7 +202,7 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
             min_isr: int, stats: dict[str, Any]) -> list[Anomaly]:
     """The node's own story: its log, its leader views, its acks and its commits."""
     me = next((b for b, n in node_of.items() if n == node), None)
-    logs: dict[PartitionKey, list[str | None]] = {}  # this node's own log, as its events built it
+    logs: Held = {}  # this node's own log, as its events built it
     # Offsets below this were already held against the member (what a member ever appended
     # only grows, so a check passed stays passed until this node's own log changes there).
     checked: dict[tuple[PartitionKey, str], int] = {}
@@ -206,19 +211,8 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
     for event in events:
         body = event.body
         if type(body) is Appended:
-            key = (body.topic, body.partition)
-            log = logs.get(key)
-            if log is None:
-                log = logs[key] = []
-            offset = body.offset
-            if offset == len(log):
-                log.extend(body.values)
-            elif offset > len(log):  # a gap no event filled
-                log.extend([None] * (offset - len(log)))
-                log.extend(body.values)
-            else:  # written over, not appended at the end
-                _forget_from(checked, key, offset)
-                log[offset:offset + len(body.values)] = body.values
+            if _record(logs, body).append(body.offset, body.values):  # written over, not at the end
+                _forget_from(checked, (body.topic, body.partition), body.offset)
         elif type(body) is Acked:
             if body.acks != ACKS_ALL:
                 continue
@@ -237,13 +231,13 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
             views.pop((body.topic, body.partition), None)
         elif type(body) is Truncated:
             key = (body.topic, body.partition)
-            del logs.setdefault(key, [])[body.to_offset:]
+            logs.setdefault(key, Appends()).truncate(body.to_offset)
             _forget_from(checked, key, body.to_offset)
     return anomalies
 
 
 def _check_commit(event: NodeEvent, hw: HwChanged, views: dict[PartitionKey, LeaderView],
-                  logs: dict[PartitionKey, list[str | None]], held: dict[str, Held], node_of: dict[int, str],
+                  logs: Held, held: dict[str, Held], node_of: dict[int, str],
                   me: int | None, checked: dict[tuple[PartitionKey, str], int],
                   stats: dict[str, Any]) -> list[Anomaly]:
     """StrongIsr for one HW advance: every other ISR member appended each newly committed record."""
@@ -251,7 +245,8 @@ def _check_commit(event: NodeEvent, hw: HwChanged, views: dict[PartitionKey, Lea
     view = views.get(key)
     if view is None or view.leader_epoch != hw.leader_epoch:
         return []
-    log = logs.get(key, [])
+    own = logs.get(key)
+    log = own.log if own is not None else []
     found = []
     for member in view.isr:
         other = node_of.get(member)
