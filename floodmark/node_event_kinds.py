@@ -124,6 +124,9 @@ class IsrChanged(PartitionEvent):
     change: str
 
 
+ACKS_ALL = -1  # how a broker records the acks of an acks=all produce (Acked.acks)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Acked(PartitionEvent):
     """``acked``: the leader acknowledged a produce of ``first_offset``..``offset`` with this

@@ -192,12 +192,13 @@ def remove_stale_faketime_files(shm_dir: Path = Path("/dev/shm")) -> list[str]:
 
 
 def _process_exists(pid: int) -> bool:
+    """Signal 0 checks without signalling; another user's process refuses it, but exists."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
     return True
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
+from floodmark.node_event_kinds import ACKS_ALL
 from floodmark.node_events import (
     Acked,
     Appended,
@@ -47,8 +48,6 @@ from floodmark.node_events import (
     Truncated,
 )
 from floodmark.results import Anomaly, CheckerResult, Validity, anomaly_counts
-
-ACKS_ALL = -1
 
 
 @dataclass(frozen=True)

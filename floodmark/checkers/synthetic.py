@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from floodmark.history import Op
+from floodmark.node_event_kinds import ACKS_ALL
 from floodmark.node_events import (
     Acked,
     Appended,
@@ -35,7 +36,6 @@ from floodmark.node_events import (
 from floodmark.run_config import TestConfig
 
 Partition = tuple[str, int]
-ACKS_ALL = -1  # how brokers record the acks of an acks=all produce (Acked.acks)
 
 
 def broker_id(node: str) -> int:

@@ -13,6 +13,7 @@ Part of ``make test-chaos`` (marker ``chaos``); about two minutes on one core.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
@@ -41,14 +42,22 @@ def entry_config(entry: dict[str, Any], variant: str) -> TestConfig:
     return config.replace(**entry["overrides"]) if entry.get("overrides") else config
 
 
-@pytest.fixture(autouse=True)
+@contextlib.contextmanager
 def quiet_runs() -> Iterator[None]:
     """A run's own warnings (a fault that could not apply) belong in its directory, not here."""
     logger = logging.getLogger("floodmark")
     level = logger.level
     logger.setLevel(logging.CRITICAL)
-    yield
-    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+@pytest.fixture(autouse=True)
+def quiet() -> Iterator[None]:
+    with quiet_runs():
+        yield
 
 
 def judged(config: TestConfig, store: Path) -> tuple[object, dict[str, Any], str]:
@@ -81,17 +90,12 @@ def test_the_flaw_is_caught_and_the_default_variant_passes_the_same_test(entry: 
 @pytest.fixture(scope="module")
 def default_sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[object, str]]:
     store = tmp_path_factory.mktemp("sweep")
-    logger = logging.getLogger("floodmark")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        found = {}
+    found = {}
+    with quiet_runs():
         for seed in range(SWEEP_FIRST_SEED, SWEEP_FIRST_SEED + SWEEP_SEEDS):
             valid, _, where = judged(swarm_config(seed, "default"), store)
             found[seed] = (valid, where)
-        return found
-    finally:
-        logger.setLevel(level)
+    return found
 
 
 def test_the_default_variant_sweep_has_no_invalid_run(default_sweep: dict[int, tuple[object, str]]) -> None:
