@@ -152,7 +152,7 @@ try:
     out["newly_offline"] = dirs.mark_offline(a, "roll failed")
     attempt("append_other_dir", lambda: on_b.append_as_leader(["b1"], 0))
     attempt("read_other_dir", lambda: [r.value for r in on_b.read(0, 10)])
-    attempt("new_replica_dir", lambda: dirs.open_log("t1", 0).directory)
+    attempt("new_replica_dir", lambda: dirs.open_log("t1", 0, is_new=True).directory)
     attempt("restart_discovery", lambda: LogDirs(storage, [a, b]).online_dirs)
 finally:
     os.chmod(a, 0o755)

@@ -104,12 +104,28 @@ def test_mark_offline_closes_that_dirs_replicas_only() -> None:
     # The good directory keeps serving, and takes every new replica.
     logs[("t0", 1)].append_as_leader(["more"], 0)
     assert [r.value for r in logs[("t0", 1)].read(0, 5)] == ["v1", "more"]
-    dirs.open_log("t1", 0)
+    dirs.open_log("t1", 0, is_new=True)
     assert dirs.dir_of("t1", 0) == "/data/b"
     with pytest.raises(LogDirOfflineError, match="/data/a is offline"):
         dirs.open_log("t0", 0)
     with pytest.raises(ValueError, match="not one of the log directories"):
         dirs.mark_offline("/data/c", "x")
+
+
+def test_an_existing_partition_is_not_created_again_while_a_dir_is_offline() -> None:
+    # The broker restarted while /data/a was unreadable: it does not know t0-0 is there. A
+    # copy created in /data/b would leave it unable to start once /data/a is back.
+    disk, dirs = sim_dirs()
+    dirs.close()
+    disk.chmod("/data/a", 0)
+    restarted = LogDirs(disk, ["/data/a", "/data/b"])
+    assert restarted.online_dirs == ["/data/b"] and restarted.dir_of("t0", 0) is None
+    with pytest.raises(LogDirOfflineError, match="t0-0 may be in it"):
+        restarted.open_log("t0", 0)
+    restarted.open_log("t9", 0, is_new=True)  # a new partition cannot be anywhere else
+    restarted.close()
+    disk.chmod("/data/a", 0o755)
+    assert LogDirs(disk, ["/data/a", "/data/b"]).replicas() == [("t0", 0), ("t0", 1), ("t0", 2), ("t0", 3), ("t9", 0)]
 
 
 def test_permission_fault_on_open_takes_the_dir_offline() -> None:
@@ -135,7 +151,9 @@ def test_a_broken_dir_at_start_up_is_offline_from_the_start() -> None:
     dirs = LogDirs(disk, ["/data/a", "/data/b"])
     assert dirs.online_dirs == ["/data/b"]
     assert "FileExistsError" in dirs.offline_dirs[0].error
-    assert dirs.open_log("t0", 0).directory == "/data/b/t0-0"
+    with pytest.raises(LogDirOfflineError):  # t0-0 may be in /data/a: no second copy in /data/b
+        dirs.open_log("t0", 0)
+    assert dirs.open_log("t1", 0, is_new=True).directory == "/data/b/t1-0"
 
 
 def test_every_dir_offline() -> None:
@@ -143,7 +161,7 @@ def test_every_dir_offline() -> None:
     dirs.mark_offline("/data/a", "x")
     dirs.mark_offline("/data/b", "y")
     with pytest.raises(LogDirOfflineError, match="none online"):
-        dirs.open_log("t9", 0)
+        dirs.open_log("t9", 0, is_new=True)
 
 
 def test_high_watermark_checkpoints_are_per_dir_and_failures_isolate() -> None:

@@ -118,6 +118,18 @@ class ReplicaManager:
                 return self.config.min_insync_replicas
         return self.topic_min_isr.get(topic, self.config.min_insync_replicas)
 
+    async def _learn_min_insync_replicas(self, topic: str) -> None:
+        """Read a topic's min.insync.replicas and hand it to its replicas (their HW rule).
+
+        In the background, so that a slow ZooKeeper never holds up a LeaderAndIsr; until it
+        is known, the broker default (which the harness sets to the topic's) applies.
+        """
+        value = await self.min_insync_replicas(topic)
+        for (name, _), p in sorted(self.partitions.items()):
+            if name == topic:
+                p.min_insync_replicas = value
+                p.maybe_advance_high_watermark()
+
     # ------------------------------------------------------------------ storage guard
 
     def guarded(self, p: Partition, action: Callable[[], T]) -> T:
@@ -199,6 +211,8 @@ class ReplicaManager:
                 return LeaderAndIsrResponse(refused)
             self.metadata.remember_brokers(request.live_leaders)
             mine = [s for s in request.partitions if self.config.broker_id in s.replicas]
+            for topic in sorted({s.topic for s in mine} - set(self.topic_min_isr)):
+                self.runtime.spawn(self._learn_min_insync_replicas(topic), name=f"min-isr-{topic}")
             errors: list[PartitionError] = []
             while len(errors) < len(mine):
                 if errors:
@@ -240,7 +254,7 @@ class ReplicaManager:
         p = self.partitions.get(key)
         if p is None:
             try:
-                p = self._open(state.topic, state.partition)
+                p = self._open(state.topic, state.partition, is_new=state.is_new)
             except LogDirOfflineError as error:
                 self.handle_offline_error(error)
                 return Errors.KAFKA_STORAGE_ERROR
@@ -250,6 +264,7 @@ class ReplicaManager:
                                        leader_epoch=state.leader_epoch, current_leader_epoch=p.leader_epoch))
             return Errors.FENCED_LEADER_EPOCH
         was_leader_epoch = (p.role, p.leader_epoch)
+        p.min_insync_replicas = self.topic_min_isr.get(state.topic, self.config.min_insync_replicas)
         try:
             if state.leader == self.config.broker_id:
                 self.fetchers.remove(key)
@@ -276,8 +291,8 @@ class ReplicaManager:
         except LogDirOfflineError as error:
             self.handle_offline_error(error)
 
-    def _open(self, topic: str, partition: int) -> Partition:
-        log = self.log_dirs.open_log(topic, partition)
+    def _open(self, topic: str, partition: int, *, is_new: bool = False) -> Partition:
+        log = self.log_dirs.open_log(topic, partition, is_new=is_new)
         key = (topic, partition)
         checkpointed = self.checkpointed_high_watermarks.get(key, 0)
         recovery = getattr(log, "recovery", None)

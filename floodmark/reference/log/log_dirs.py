@@ -168,12 +168,21 @@ class LogDirs:
 
     # ------------------------------------------------------------------ changes
 
-    def open_log(self, topic: str, partition: int) -> PartitionLog:
-        """The replica's log, opened (and recovered) once; created in a chosen dir if new."""
+    def open_log(self, topic: str, partition: int, *, is_new: bool = False) -> PartitionLog:
+        """The replica's log, opened (and recovered) once; created in a chosen dir if absent.
+
+        A log that is found nowhere is created only for a new partition or while every
+        directory is online (Kafka's rule): an offline directory may hold it, and a second
+        copy elsewhere would leave the broker unable to start once that directory is back.
+        """
         key = (topic, partition)
         if key in self._open:
             return self._open[key]
-        directory = self._location.get(key) or self.choose_dir()
+        directory = self._location.get(key)
+        if directory is None and not is_new and self._offline:
+            offline = next(d for d in self.dirs if d in self._offline)
+            raise LogDirOfflineError(offline, f"{topic}-{partition} may be in it: not created elsewhere", [])
+        directory = directory or self.choose_dir()
         if directory in self._offline:
             raise LogDirOfflineError(directory, self._offline[directory].error, [])
         try:
