@@ -256,12 +256,16 @@ def test_isr_shrinking_below_min_insync_while_waiting_is_reported_as_ambiguous(c
     leader = cluster.leader_name("t", 0)
     cluster.world.partition({leader}, {n for n in cluster.names if n != leader})
     # Appended with ISR {1,2,3}; the followers never fetch it; after 3 s the ISR is the
-    # leader alone, the HW covers the record, but fewer than 2 replicas have it.
+    # leader alone. With fewer than min.insync.replicas in the ISR the HW stands still
+    # (KIP-966's strict min ISR), so the record is never committed: the wait ends in a
+    # timeout, which says "maybe written", never "not written".
     response = request(cluster, leader, ProduceRequest("t", 0, ("x",), timeout=20.0), 30.0)
     assert isinstance(response, ProduceResponse)
-    assert response.error == Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    assert response.error == Errors.REQUEST_TIMED_OUT
     assert response.error not in Errors.DEFINITELY_NOT_WRITTEN
-    assert "x" in cluster.values(leader, "t", 0)
+    replica = cluster.replica(leader, "t", 0)
+    assert replica is not None and replica.isr == (replica.broker_id,)
+    assert "x" in cluster.values(leader, "t", 0) and replica.high_watermark == 0
     assert not any(e.offset == 0 for e in cluster.events(leader, Acked))
 
 

@@ -22,6 +22,7 @@ import contextlib
 
 from floodmark.reference.broker.partition import Partition
 from floodmark.reference.protocol import zk_layout as zk
+from floodmark.reference.protocol.eligible_leaders import next_elr, tracks_elr
 from floodmark.reference.protocol.messages import TopicPartition
 from floodmark.reference.runtime import (
     BadVersionError,
@@ -38,9 +39,11 @@ async def write_isr(runtime: Runtime, zk_client: Coordination, partition: Partit
     """Write ``new_isr`` for ``partition`` (which must be leader); True if it was applied."""
     epoch = partition.leader_epoch
     path = zk.partition_state_path(partition.topic, partition.partition)
+    elr = (next_elr(partition.replicas, partition.isr, partition.elr, new_isr, partition.min_insync_replicas)
+           if tracks_elr(partition.variant) else ())
     data = zk.encode_leader_isr(zk.LeaderIsr(
         leader=partition.broker_id, leader_epoch=epoch, isr=new_isr,
-        controller_epoch=partition.controller_epoch))
+        controller_epoch=partition.controller_epoch, elr=elr))
     version = -1 if partition.variant.unconditional_isr_write else partition.zk_version
     partition.isr_update_pending = True
     try:
@@ -55,7 +58,7 @@ async def write_isr(runtime: Runtime, zk_client: Coordination, partition: Partit
         return False
     if partition.leader_epoch != epoch or partition.role != "leader":
         return False  # the controller moved on while we were writing; its LeaderAndIsr rules
-    partition.apply_isr(new_isr, stat.version, change)
+    partition.apply_isr(new_isr, stat.version, change, elr)
     await _notify_controller(zk_client, partition)
     return True
 
@@ -73,7 +76,7 @@ async def _reconcile(zk_client: Coordination, partition: Partition, epoch: int) 
     if current.leader == partition.broker_id and current.leader_epoch == epoch:
         partition.isr_update_pending = False
         if current.isr != partition.isr:
-            partition.apply_isr(current.isr, stat.version, "controller")
+            partition.apply_isr(current.isr, stat.version, "controller", current.elr)
         else:
             partition.zk_version = stat.version
         return

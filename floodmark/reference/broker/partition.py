@@ -43,6 +43,7 @@ from floodmark.node_event_kinds import (
 )
 from floodmark.reference.broker.follower_progress import UNKNOWN_OFFSET, FollowerProgress
 from floodmark.reference.log.epoch_cache import LeaderEpochCache
+from floodmark.reference.protocol.eligible_leaders import may_advance_high_watermark, strict_min_isr
 from floodmark.reference.protocol.messages import NO_EPOCH, Errors, PartitionState, Record
 from floodmark.reference.protocol.variants import Variant
 
@@ -108,6 +109,10 @@ class Partition:
         self.controller_epoch = -1
         self.replicas: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
+        self.elr: tuple[int, ...] = ()  # KIP-966's eligible leader replicas, as ZooKeeper has them
+        # The topic's min.insync.replicas: the HW stands still while the ISR is smaller
+        # (KIP-966's strict min ISR). Set by the replica manager, which reads the topic config.
+        self.min_insync_replicas = 1
         self.zk_version = -1
         # The HW from the checkpoint can exceed a log that lost its unsynced tail in a crash.
         self.high_watermark = min(max(high_watermark, log.log_start), log.log_end)
@@ -194,6 +199,7 @@ class Partition:
         self.controller_epoch = state.controller_epoch
         self.replicas = tuple(state.replicas)
         self.isr = tuple(state.isr)
+        self.elr = tuple(state.elr)
         self.zk_version = state.zk_version
         self.isr_update_pending = False
         self.stale = False
@@ -271,8 +277,11 @@ class Partition:
         return self.maybe_advance_high_watermark()
 
     def maybe_advance_high_watermark(self) -> bool:
-        """HW = min log end over the ISR (leader included), never backwards."""
+        """HW = min log end over the ISR (leader included), never backwards, and only while
+        the ISR has min.insync.replicas members (KIP-966: what keeps the ELR safe to elect)."""
         if not self.is_leader:
+            return False
+        if strict_min_isr(self.variant) and not may_advance_high_watermark(self.isr, self.min_insync_replicas):
             return False
         candidate = self.log.log_end
         for replica in self.isr:
@@ -311,9 +320,10 @@ class Partition:
         # previous leader committed but this leader's lagging HW does not cover yet.
         return progress.log_end >= self.epoch_start_offset
 
-    def apply_isr(self, isr: tuple[int, ...], zk_version: int, change: str) -> None:
-        """The ISR write succeeded at ``zk_version``."""
+    def apply_isr(self, isr: tuple[int, ...], zk_version: int, change: str, elr: tuple[int, ...] = ()) -> None:
+        """The ISR write succeeded at ``zk_version`` (with ``elr`` beside it)."""
         self.isr = isr
+        self.elr = elr
         self.zk_version = zk_version
         self.isr_update_pending = False
         self._emit(IsrChanged(topic=self.topic, partition=self.partition, leader_epoch=self.leader_epoch,

@@ -134,5 +134,5 @@ class ControllerContext:
             topic=tp.topic, partition=tp.partition, leader=s.leader, leader_epoch=s.leader_epoch,
             isr=s.isr, zk_version=s.zk_version, replicas=replicas,
             controller_epoch=s.controller_epoch, adding_replicas=adding,
-            removing_replicas=removing, is_new=is_new,
+            removing_replicas=removing, is_new=is_new, elr=s.elr,
         )

@@ -9,8 +9,10 @@ The rules follow Kafka's ZooKeeper-era controller:
 
 * **offline election** (the leader died or was fenced): the first replica in assignment order
   that is still in the ISR and eligible becomes leader and the ISR shrinks to eligible
-  members. With no such replica the partition goes offline (leader -1, ISR kept, so the last
-  ISR member can lead again when it returns), unless *unclean* election is allowed, in which
+  members. With no such replica, an eligible member of the ELR leads (KIP-966: it left an
+  ISR below min.insync.replicas, so it holds every committed record; see
+  ``protocol/eligible_leaders``). With neither the partition goes offline (leader -1, ISR
+  kept, so the last ISR member can lead again when it returns), unless *unclean* election is allowed, in which
   case the first eligible out-of-sync replica leads with an ISR of itself and whatever it had
   not replicated is lost (the Kafka HA overview's availability/durability trade-off).
 * **follower removal**: an ineligible follower leaves the ISR so the HW can advance.
@@ -31,10 +33,12 @@ read, because the write is conditional on it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from floodmark.reference.protocol.zk_layout import NO_LEADER, LeaderIsr
+from floodmark.reference.protocol.variants import Variant
+from floodmark.reference.protocol.zk_layout import NO_LEADER, BrokerRegistration, LeaderIsr
 
 Eligible = Callable[[int], bool]
 
@@ -45,6 +49,15 @@ class Decision:
 
     state: LeaderIsr
     unclean: bool = False
+
+
+def leaves_isr(registration: BrokerRegistration, variant: Variant) -> bool:
+    """Must this registration's broker leave every ISR (and the ELR) before it may lead again?
+
+    Yes when its logs were recovered from an unclean shutdown: they may lack records the
+    ISR counted on. Before KIP-966 (``unclean_recovery_keeps_isr``) it kept its place.
+    """
+    return registration.unclean_shutdown and not variant.unclean_recovery_keeps_isr
 
 
 def _bump(old: LeaderIsr, leader: int, isr: Sequence[int], controller_epoch: int) -> LeaderIsr:
@@ -75,6 +88,9 @@ def elect_leader(
     candidates = [r for r in replicas if r in live_isr]
     if candidates:
         return Decision(_bump(state, candidates[0], live_isr, controller_epoch))
+    eligible_elr = [r for r in replicas if r in state.elr and eligible(r)]
+    if eligible_elr:  # KIP-966: it left an ISR below min.insync, so it has every committed record
+        return Decision(_bump(state, eligible_elr[0], eligible_elr[:1], controller_epoch))
     if allow_unclean:
         out_of_sync = [r for r in replicas if eligible(r)]
         if out_of_sync:
@@ -104,13 +120,16 @@ def remove_recovered_replicas(
     Unlike a failed broker, which keeps its place as the last ISR member so that it can lead
     again when it returns, a recovered replica leaves even then: the ISR may become empty.
     """
-    if state.leader not in recovered and not any(r in recovered for r in state.isr):
+    members = (*state.isr, *state.elr)
+    if state.leader not in recovered and not any(r in recovered for r in members):
         return None
-    removed = tuple(r for r in state.isr if r in recovered)
-    rest = LeaderIsr(NO_LEADER if state.leader in recovered else state.leader, state.leader_epoch,
-                     tuple(r for r in state.isr if r not in recovered), state.controller_epoch,
-                     state.zk_version)
-    if not rest.isr and len(state.isr) + len(state.last_known_elr) >= min_insync and not allow_unclean:
+    removed = tuple(r for r in members if r in recovered)
+    rest = dataclasses.replace(
+        state, leader=NO_LEADER if state.leader in recovered else state.leader,
+        isr=tuple(r for r in state.isr if r not in recovered),
+        elr=tuple(r for r in state.elr if r not in recovered), last_known_elr=())
+    if (not rest.isr and not rest.elr and len(members) + len(state.last_known_elr) >= min_insync
+            and not allow_unclean):
         return balanced_recovery(replicas, state, recovered, eligible, controller_epoch)
     decision = elect_leader(replicas, rest, eligible, controller_epoch, allow_unclean=allow_unclean)
     decision = decision or Decision(_bump(state, rest.leader, rest.isr, controller_epoch))
@@ -122,8 +141,7 @@ def remove_recovered_replicas(
 
 
 def _remember(state: LeaderIsr, replicas: Sequence[int], elr: Collection[int]) -> LeaderIsr:
-    return LeaderIsr(state.leader, state.leader_epoch, state.isr, state.controller_epoch, state.zk_version,
-                     tuple(r for r in replicas if r in elr))
+    return dataclasses.replace(state, last_known_elr=tuple(r for r in replicas if r in elr))
 
 
 def balanced_recovery(
@@ -143,10 +161,11 @@ def balanced_recovery(
     last-known member and asks each for its log end; this controller elects the first back
     in assignment order.
     """
+    members = (*state.isr, *state.elr)
     candidates = [r for r in replicas
-                  if (r in state.last_known_elr or (r in state.isr and r in recovered)) and eligible(r)]
+                  if (r in state.last_known_elr or (r in members and r in recovered)) and eligible(r)]
     if not candidates:
-        removed = (*state.last_known_elr, *(r for r in state.isr if r in recovered))
+        removed = (*state.last_known_elr, *(r for r in members if r in recovered))
         return Decision(_remember(_bump(state, NO_LEADER, (), controller_epoch), replicas, removed))
     return Decision(_bump(state, candidates[0], (candidates[0],), controller_epoch), unclean=True)
 

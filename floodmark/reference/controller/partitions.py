@@ -10,12 +10,14 @@ controller reading ZooKeeper therefore never finds less than the brokers were to
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 
 from floodmark.node_event_kinds import LeaderElected
-from floodmark.reference.controller.election import Decision
+from floodmark.reference.controller.election import Decision, leaves_isr
 from floodmark.reference.controller.parts import ControllerParts
+from floodmark.reference.protocol.eligible_leaders import next_elr, tracks_elr
 from floodmark.reference.protocol.messages import (
     LeaderAndIsrRequest,
     PartitionState,
@@ -46,6 +48,7 @@ async def change_partitions(
         for tp, fresh in zip(pending, await ctl.zkw.read_states(pending)):
             if fresh is not None:
                 ctx.states[tp] = fresh
+    recovered = [b for b in sorted(ctx.brokers) if leaves_isr(ctx.brokers[b].registration, ctl.config.variant)]
     for _ in range(MAX_CONFLICT_ROUNDS):
         decisions: dict[TopicPartition, Decision] = {}
         for tp in pending:
@@ -54,7 +57,7 @@ async def change_partitions(
                 continue
             decision = decide(tp, state)
             if decision is not None:
-                decisions[tp] = decision
+                decisions[tp] = _with_elr(ctl, tp, state, decision, recovered)
         if not decisions:
             break
         written, conflicts = await ctl.zkw.write_states({tp: d.state for tp, d in decisions.items()})
@@ -77,6 +80,18 @@ async def change_partitions(
                 ctx.states[tp] = fresh
         pending = conflicts
     return changed
+
+
+def _with_elr(ctl: ControllerParts, tp: TopicPartition, old: LeaderIsr, decision: Decision,
+              recovered: list[int]) -> Decision:
+    """The decision with its ELR (KIP-966) brought up to date, whichever rule made it."""
+    new = decision.state
+    if decision.unclean or not tracks_elr(ctl.config.variant):
+        elr: tuple[int, ...] = ()  # after an unclean election the new leader's log is the reference
+    else:
+        min_insync = ctl.ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas)
+        elr = next_elr(ctl.ctx.replicas(tp), old.isr, old.elr, new.isr, min_insync, not_eligible=recovered)
+    return decision if elr == new.elr else Decision(dataclasses.replace(new, elr=elr), decision.unclean)
 
 
 def send_leader_and_isr(

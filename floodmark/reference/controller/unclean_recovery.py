@@ -35,21 +35,10 @@ from collections.abc import Iterable
 
 from floodmark.node_event_kinds import BrokerState
 from floodmark.reference.controller.context import INACTIVE
-from floodmark.reference.controller.election import remove_recovered_replicas
+from floodmark.reference.controller.election import leaves_isr, remove_recovered_replicas
 from floodmark.reference.controller.partitions import change_partitions
 from floodmark.reference.controller.parts import ControllerParts
 from floodmark.reference.protocol.messages import TopicPartition
-from floodmark.reference.protocol.variants import Variant
-from floodmark.reference.protocol.zk_layout import BrokerRegistration
-
-
-def leaves_isr(registration: BrokerRegistration, variant: Variant) -> bool:
-    """Must this registration's broker leave every ISR before it may lead again?
-
-    Yes when its logs were recovered from an unclean shutdown: they may lack records the
-    ISR counted on. Before KIP-966 (``unclean_recovery_keeps_isr``) it kept its place.
-    """
-    return registration.unclean_shutdown and not variant.unclean_recovery_keeps_isr
 
 
 async def remove_recovered_brokers(ctl: ControllerParts, brokers: Iterable[int]) -> list[TopicPartition]:
@@ -64,7 +53,8 @@ async def remove_recovered_brokers(ctl: ControllerParts, brokers: Iterable[int])
         ctl.runtime.emit(BrokerState(broker=b, state=INACTIVE, incarnation=ctx.incarnation(b),
                                      why="recovered from an unclean shutdown: leaves every ISR"))
     affected = [tp for tp in ctx.partitions()
-                if ctx.states[tp].leader in recovered or any(r in recovered for r in ctx.states[tp].isr)]
+                if ctx.states[tp].leader in recovered
+        or any(r in recovered for r in (*ctx.states[tp].isr, *ctx.states[tp].elr))]
     return await change_partitions(ctl, affected, lambda tp, s: remove_recovered_replicas(
         ctx.replicas(tp), s, recovered, lambda r: ctx.may_lead(r, tp), ctx.epoch,
         allow_unclean=ctl.config.variant.unclean_leader_election,

@@ -120,6 +120,7 @@ class PartitionState:
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
     is_new: bool = False
+    elr: tuple[int, ...] = ()  # KIP-966's eligible leader replicas (see zk_layout.LeaderIsr)
 
 
 # ----------------------------------------------------------------------------- clients

@@ -45,7 +45,8 @@ class Variant:
     acks_all_with_isr_of_one: bool = False
     # Before KIP-966 (ZooKeeper-era Kafka): a broker that recovered from an unclean shutdown
     # (a power loss took its unsynced records) keeps its place in the ISR, so a controller
-    # that finds it registered and in the ISR may let it lead what it no longer has.
+    # that finds it registered and in the ISR may let it lead what it no longer has. The
+    # rest of KIP-966 goes with it: no eligible leader replicas, no strict min ISR.
     unclean_recovery_keeps_isr: bool = False
 
 

@@ -39,6 +39,7 @@ watches it and creates or deletes the partitions that appeared or disappeared.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -313,10 +314,14 @@ class LeaderIsr:
     # the ISR recovers uncleanly too, they are among those that may lead again. Every new
     # leader clears it.
     last_known_elr: tuple[int, ...] = ()
+    # KIP-966's Eligible Leader Replicas: members that left an ISR smaller than
+    # min.insync.replicas. The HW stands still while the ISR is that small, so each of them
+    # holds every committed record and may lead cleanly when no ISR member can
+    # (see floodmark.reference.protocol.eligible_leaders).
+    elr: tuple[int, ...] = ()
 
     def with_version(self, zk_version: int) -> LeaderIsr:
-        return LeaderIsr(self.leader, self.leader_epoch, self.isr, self.controller_epoch, zk_version,
-                         self.last_known_elr)
+        return dataclasses.replace(self, zk_version=zk_version)
 
 
 NO_LEADER = -1
@@ -326,9 +331,11 @@ def encode_leader_isr(state: LeaderIsr) -> bytes:
     # Written for every partition on every leader change: formatted directly (the same JSON
     # _dump would produce, keys sorted) because json.dumps dominated failover time.
     isr = ",".join(str(int(r)) for r in state.isr)
-    elr = ",".join(str(int(r)) for r in state.last_known_elr)
-    elr_field = f'"last_known_elr":[{elr}],' if elr else ""
-    return (f'{{"controller_epoch":{int(state.controller_epoch)},"isr":[{isr}],{elr_field}'
+    last_known = ",".join(str(int(r)) for r in state.last_known_elr)
+    elr = ",".join(str(int(r)) for r in state.elr)
+    elr_field = f'"eligible_leader_replicas":[{elr}],' if elr else ""
+    last_known_field = f'"last_known_elr":[{last_known}],' if last_known else ""
+    return (f'{{"controller_epoch":{int(state.controller_epoch)},{elr_field}"isr":[{isr}],{last_known_field}'
             f'"leader":{int(state.leader)},"leader_epoch":{int(state.leader_epoch)},'
             f'"version":{_FORMAT_VERSION}}}').encode()
 
@@ -343,6 +350,7 @@ def decode_leader_isr(topic: str, partition: int, data: bytes, zk_version: int) 
         controller_epoch=_int(path, obj, "controller_epoch"),
         zk_version=zk_version,
         last_known_elr=_int_list(path, obj.get("last_known_elr", []), "field 'last_known_elr'"),
+        elr=_int_list(path, obj.get("eligible_leader_replicas", []), "field 'eligible_leader_replicas'"),
     )
 
 

@@ -1,0 +1,82 @@
+"""KIP-966's eligible leader replicas: the rule, the elections it allows, ZooKeeper, a broker's HW."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from floodmark.reference.controller.election import elect_leader, remove_recovered_replicas
+from floodmark.reference.protocol import zk_layout as zk
+from floodmark.reference.protocol.eligible_leaders import next_elr, strict_min_isr, tracks_elr
+from floodmark.reference.protocol.variants import VARIANTS
+from floodmark.reference.protocol.zk_layout import NO_LEADER, LeaderIsr
+
+
+def alive(*ids: int):  # type: ignore[no-untyped-def]
+    return lambda r: r in ids
+
+
+def test_replicas_that_leave_an_isr_below_min_insync_become_eligible() -> None:
+    assert next_elr((1, 2, 3), (1, 2, 3), (), (1, 2), 2) == ()  # still at min.insync: the HW moves
+    assert next_elr((1, 2, 3), (1, 2), (), (1,), 2) == (2,)
+    assert next_elr((1, 2, 3), (1,), (2,), (1,), 2) == (2,)  # kept while the ISR stays small
+    assert next_elr((1, 2, 3), (1, 2, 3), (), (1,), 2) == (2, 3)  # in assignment order
+
+
+def test_the_elr_empties_when_the_isr_is_back_at_min_insync_and_loses_rejoining_members() -> None:
+    assert next_elr((1, 2, 3), (1,), (2, 3), (1, 3), 2) == ()
+    assert next_elr((1, 2, 3), (1,), (2, 3), (1, 3), 3) == (2,)
+    assert next_elr((1, 2, 3), (1,), (2, 3), (1,), 2, not_eligible=(3,)) == (2,)  # unclean restart
+
+
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=6, unique=True),
+       st.data(), st.integers(1, 4))
+def test_the_elr_never_overlaps_the_isr_and_stays_within_the_replicas(replicas: list[int], data: st.DataObject,
+                                                                     min_insync: int) -> None:
+    subset = st.lists(st.sampled_from(replicas), unique=True)
+    old_isr, old_elr, new_isr = data.draw(subset), data.draw(subset), data.draw(subset)
+    elr = next_elr(replicas, old_isr, old_elr, new_isr, min_insync)
+    assert not set(elr) & set(new_isr) and set(elr) <= set(replicas)
+    assert elr == () or len(new_isr) < min_insync
+    assert set(elr) <= set(old_elr) | set(old_isr)
+
+
+def test_with_no_live_isr_member_an_eligible_leader_replica_leads_cleanly() -> None:
+    state = LeaderIsr(1, 4, (1,), 2, elr=(3, 2))
+    d = elect_leader((1, 2, 3), state, alive(2, 3), 3)
+    assert d is not None and not d.unclean and (d.state.leader, d.state.isr) == (2, (2,))
+    assert elect_leader((1, 2, 3), state, alive(), 3) is not None  # nobody: offline ...
+    offline = LeaderIsr(NO_LEADER, 5, (1,), 2, elr=(2,))
+    assert elect_leader((1, 2, 3), offline, alive(3), 3) is None  # ... and it stays so
+
+
+def test_a_recovered_last_isr_member_gives_way_to_the_elr() -> None:
+    # KIP-966's example: ISR {1} (2 and 3 left below min.insync 2), 1 loses power.
+    state = LeaderIsr(1, 4, (1,), 2, elr=(2, 3))
+    d = remove_recovered_replicas((1, 2, 3), state, {1}, alive(1, 2, 3), 3, min_insync=2)
+    assert d is not None and not d.unclean and (d.state.leader, d.state.isr) == (2, (2,))
+
+
+def test_recovered_elr_members_are_last_known_and_lead_only_by_balanced_recovery() -> None:
+    state = LeaderIsr(NO_LEADER, 4, (1,), 2, elr=(2,))
+    first = remove_recovered_replicas((1, 2, 3), state, {2}, alive(2, 3), 3, min_insync=2)
+    assert first is not None and first.state.elr == () and first.state.last_known_elr == (2,)
+    assert first.state.leader == NO_LEADER  # 1, still in the ISR, may hold more: wait for it
+    second = remove_recovered_replicas((1, 2, 3), first.state, {1}, alive(1, 2, 3), 3, min_insync=2)
+    assert second is not None and second.unclean and second.state.leader in (1, 2)
+
+
+def test_the_elr_survives_zookeeper_and_is_left_out_when_empty() -> None:
+    state = LeaderIsr(1, 5, (1,), 3, elr=(2, 3), last_known_elr=(4,))
+    data = zk.encode_leader_isr(state)
+    assert zk.decode_leader_isr("t", 0, data, 7) == state.with_version(7)
+    assert list(json.loads(data)) == sorted(json.loads(data))  # the keys sorted, as json.dumps would
+    assert b"eligible_leader_replicas" not in zk.encode_leader_isr(LeaderIsr(1, 5, (1, 2), 3))
+
+
+def test_before_kip_966_there_is_no_elr_and_no_strict_min_isr() -> None:
+    assert tracks_elr(VARIANTS["default"]) and strict_min_isr(VARIANTS["default"])
+    assert not tracks_elr(VARIANTS["no-kip-966"]) and not strict_min_isr(VARIANTS["no-kip-966"])
+    assert tracks_elr(VARIANTS["acks-all-isr-of-one"]) and not strict_min_isr(VARIANTS["acks-all-isr-of-one"])
