@@ -49,9 +49,14 @@ def _pause(start: Value, stop: Value | None) -> str | None:
     if isinstance(resumed, Mapping) and resumed.get("gone"):
         return "the process was killed while paused"
     paused_for = resumed.get("paused_for") if isinstance(resumed, Mapping) else None
-    if start.get("longer_than_session") and isinstance(paused_for, int | float) \
-            and paused_for <= float(start.get("session_timeout", 0)):
-        return f"a long pause lasted {paused_for} s, not past the session timeout"
+    if start.get("longer_than_session"):
+        if isinstance(paused_for, int | float) and paused_for <= float(start.get("session_timeout", 0)):
+            return f"a long pause lasted {paused_for} s, not past the session timeout"
+        expired = resumed.get("session_expired") if isinstance(resumed, Mapping) else None
+        if expired is False:
+            return "a long pause ended with the broker still registered: its session did not expire"
+        if expired is None:
+            return "a long pause's session expiry was not confirmed (ZooKeeper did not answer)"
     return None
 
 

@@ -24,7 +24,7 @@ def test_faults_that_demonstrably_took_effect_are_counted() -> None:
         ("stop-partition", "ok", {"links_up": 8, "links": 8}),
         ("start-pause", "ok", {"shape": "leader-long", "stopped": True, "longer_than_session": True,
                                "session_timeout": 6.0}),
-        ("stop-pause", "ok", {"resumed": {"node": "n1", "paused_for": 12.0}}),
+        ("stop-pause", "ok", {"resumed": {"node": "n1", "paused_for": 12.0, "session_expired": True}}),
         ("start-message", "ok", {"shape": "drop-fetch-response", "rule": "in force"}),
         ("stop-message", "ok", {"rule": {"action": "drop", "matched": 40, "dropped": 20}}),
         ("heal-all", "ok", {}),
@@ -58,4 +58,19 @@ def test_faults_that_did_nothing_are_named_with_why() -> None:
     }
     assert coverage["disk"].applied == 0 and coverage["kill"].applied == 1
     assert summary_line(coverage).endswith("(6 did not)")
+
+
+def test_a_long_pause_must_show_the_session_expired() -> None:
+    def long_pause(resumed: dict[str, object]) -> list[str]:
+        return fault_coverage(nemesis(
+            ("start-pause", "ok", {"shape": "leader-long", "stopped": True, "longer_than_session": True,
+                                   "session_timeout": 6.0}),
+            ("stop-pause", "ok", {"resumed": {"node": "n1", "paused_for": 12.0, **resumed}}),
+        ))["pause"].missed
+
+    assert long_pause({"session_expired": True}) == []
+    assert long_pause({"session_expired": False}) == [
+        "leader-long at 0.0 s: a long pause ended with the broker still registered: its session did not expire"]
+    assert long_pause({}) == [
+        "leader-long at 0.0 s: a long pause's session expiry was not confirmed (ZooKeeper did not answer)"]
     assert summary_line({}) == "no faults were planned"

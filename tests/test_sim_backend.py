@@ -116,6 +116,21 @@ def applied(backend: Any, plan: FaultPlan) -> tuple[dict[str, Any], dict[str, An
     return backend.run(both())  # type: ignore[no-any-return]
 
 
+def test_a_pause_longer_than_the_session_confirms_the_session_expired(backend: Any) -> None:
+    timeout = backend.config.zk_session_timeout
+    plan = ProcessPause("n2", 2.5 * timeout, timeout)
+
+    async def pause() -> dict[str, Any]:
+        await backend.faults.apply(plan)
+        await asyncio.sleep(plan.seconds)
+        return await backend.faults.heal(plan)  # type: ignore[no-any-return]
+
+    assert backend.run(pause())["resumed"]["session_expired"] is True
+    short = ProcessPause("n2", 0.3 * timeout, timeout)
+    _, resumed = applied(backend, short)
+    assert "session_expired" not in resumed["resumed"]  # a short pause promises no expiry
+
+
 def test_every_plan_takes_effect_and_heals_with_evidence(backend: Any) -> None:
     world = backend.world
     cut, healed = applied(backend, NetworkCut((("n1", ("n2", "zk")),)))

@@ -49,6 +49,18 @@ DISPLACED = ".floodmark-displaced"
 REAL_KINDS = ("partition", "clock", "pause", "disk", "kill")
 
 
+Registered = Callable[[int], bool | None]
+"""Whether a broker id is registered in ZooKeeper now (None: ZooKeeper did not answer)."""
+
+
+def session_expired(plan: ProcessPause, registered: bool | None) -> Evidence:
+    """A pause meant to outlast the session proves it did: the broker's ephemeral
+    registration is gone by the time it resumes. Read just before resuming."""
+    if plan.seconds <= plan.session_timeout:
+        return {}
+    return {"session_expired": None if registered is None else not registered}
+
+
 def refuses(kind: str, shape: str) -> str | None:
     """Why a real cluster cannot apply a fault of this kind and shape (None: it can)."""
     if kind not in REAL_KINDS:
@@ -134,9 +146,11 @@ def seen_stopped(node: Node, pid: int, within: float = 2.0) -> bool:
 class NodeFaultApplier:
     """Applies plans to a real cluster's nodes, remembering what each plan changed."""
 
-    def __init__(self, cluster: Cluster, stop_timeout: float = 12.0) -> None:
+    def __init__(self, cluster: Cluster, stop_timeout: float = 12.0,
+                 registered: Registered = lambda broker_id: None) -> None:
         self.cluster = cluster
         self.stop_timeout = stop_timeout  # SIGTERM grace of a clean restart
+        self.registered = registered  # a long pause is confirmed by the registration it cost
         self._rules: dict[FaultPlan, dict[str, list[str]]] = {}
         self._undo: dict[FaultPlan, dict[str, Any]] = {}
         self._strobes: dict[FaultPlan, asyncio.Task[None]] = {}
@@ -307,8 +321,10 @@ class NodeFaultApplier:
         paused_for = round(time.monotonic() - undo["paused_at"], 3)
         if node.pid() != undo["pid"]:  # killed and restarted meanwhile: never paused
             return {"resumed": {"node": node.name, "pid": undo["pid"], "gone": True}}
+        expired = session_expired(plan, self.registered(node.broker_id or 0))
         node.resume()
-        return {"resumed": {"node": node.name, "pid": undo["pid"], "paused_for": paused_for}}
+        return {"resumed": {"node": node.name, "pid": undo["pid"], "paused_for": paused_for,
+                            **expired}}
 
     def _heal_all(self, kinds: tuple[str, ...]) -> dict[str, Evidence]:
         report: dict[str, Evidence] = {}

@@ -35,8 +35,12 @@ class RealBackend:
         self.cluster = cluster
         self.config = config
         self.seed = seed
-        self.faults = NodeFaultApplier(cluster, stop_timeout=2 * config.zk_session_timeout)
+        self.faults = NodeFaultApplier(cluster, stop_timeout=2 * config.zk_session_timeout,
+                                       registered=self._registered)
         self._view: ZooKeeperView | None = None
+
+    def _registered(self, broker_id: int) -> bool | None:
+        return None if self._view is None else self._view.registered(broker_id)
 
     def clock_ns(self) -> int:
         return time.monotonic_ns()

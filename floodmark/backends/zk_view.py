@@ -59,6 +59,13 @@ class ZooKeeperView:
             return None
         return data, stat.version
 
+    def registered(self, broker_id: int) -> bool | None:
+        """Is the broker's ephemeral registration there (None: ZooKeeper did not answer)?"""
+        try:
+            return self._client.exists(zk_layout.broker_path(broker_id)) is not None
+        except KazooException:
+            return None
+
     def roles(self, partitions: Sequence[tuple[str, int]]) -> tuple[int | None, dict[tuple[str, int], int]]:
         return read_roles(self.read, partitions)
 

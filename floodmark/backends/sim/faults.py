@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from floodmark.backends.node_faults import restart_crashed, stop_strobe
+from floodmark.backends.node_faults import restart_crashed, session_expired, stop_strobe
 from floodmark.harness.faults import (
     ClockSkew,
     ClockStrobe,
@@ -28,6 +28,7 @@ from floodmark.harness.faults import (
     ProcessPause,
     SessionExpiry,
 )
+from floodmark.reference.protocol import zk_layout
 from floodmark.reference.sim.disk import SimDisk
 from floodmark.reference.sim.message_faults import ZK_RESPONSES, MessageRule
 
@@ -123,8 +124,10 @@ class SimFaultApplier:
             pid, paused_at = self._undo.pop(plan, (None, world.now()))
             if pid is None or node.pid() != pid:
                 return {"resumed": {"node": node.name, "gone": True}}
+            registered = world.zk.exists(zk_layout.broker_path(node.broker_id or 0)) is not None
             node.resume()
-            return {"resumed": {"node": node.name, "paused_for": round(world.now() - paused_at, 6)}}
+            return {"resumed": {"node": node.name, "paused_for": round(world.now() - paused_at, 6),
+                                **session_expired(plan, registered)}}
         if isinstance(plan, ClockSkew | ClockStrobe):
             await stop_strobe(self._strobes, plan)
             for name in plan.nodes:
