@@ -17,7 +17,10 @@ events each broker records:
   must have appended that value at that offset at some point of the run (value ids are unique
   per send, so the same value at the same offset is the same record). A member that never
   did was counted toward a commit it did not hold (KAFKA-7128's ISR admission, divergent
-  logs after a lost epoch fence).
+  logs after a lost epoch fence). The same holds when a member *enters* a leader's ISR (the
+  ISR it was elected with, or an expansion): it must have held every record already below
+  that leader's HW, which no later HW advance looks at again (a follower that kept a
+  divergent record below the HW after a lookup for an epoch its leader never had, KAFKA-6361).
 
 Brokers are named by id in ISRs and by node name in event files; a node's id is the one
 broker id present in every ISR it held as leader (see :func:`_first_pass`).
