@@ -189,3 +189,17 @@ def test_an_elected_leaders_isr_is_held_to_the_hw_it_starts_from() -> None:
         "n2": events("n2", appended(0, 0, "a", "b", role="follower"), leads(1, 2)),
     })
     assert holding.valid is True and holding.stats["committed_checked"] == 2
+
+
+def test_a_follower_that_never_led_is_known_by_the_id_it_gave_as_controller() -> None:
+    # n3 never led t0/0 (it hosts the controller); n1 counts it in epoch 2 at offset 1,
+    # which n3 holds with another value (a stale fetch counted by a leader that moved away
+    # and came back, KIP-320).
+    def run(*n3: kinds.NodeEventBody) -> CheckerResult:
+        return check({
+            "n1": events("n1", leads(2, 1, 3), appended(0, 1, "a", "b"), hw(0, 2, 2)),
+            "n3": events("n3", *n3, appended(0, 0, "a", "x", role="follower")),
+        })
+    known = run(kinds.ControllerElected(controller_epoch=1, broker=3))
+    assert types(known) == ["isr-member-lacks-committed"] and known.anomalies[0].details["member"] == "n3"
+    assert run().valid is True  # unknown by id: not held to commits (never guessed)

@@ -22,8 +22,9 @@ events each broker records:
   that leader's HW, which no later HW advance looks at again (a follower that kept a
   divergent record below the HW after a lookup for an epoch its leader never had, KAFKA-6361).
 
-Brokers are named by id in ISRs and by node name in event files; a node's id is the one
-broker id present in every ISR it held as leader (see :func:`_first_pass`).
+Brokers are named by id in ISRs and by node name in event files; a node's id is the one it
+gave as controller, or the one broker id present in every ISR it held as leader (see
+:func:`_first_pass`).
 
 Only one node's own events are ever compared with each other: node clocks are skewed under
 clock faults, so nothing here orders events of different nodes. What the run promised is
@@ -44,6 +45,7 @@ from floodmark.node_events import (
     Appended,
     BecameFollower,
     BecameLeader,
+    ControllerElected,
     HwChanged,
     IsrChanged,
     NodeEvent,
@@ -176,13 +178,15 @@ class FirstPass:
 
 
 def _first_pass(node: str, events: list[NodeEvent]) -> FirstPass:
-    """Every value the node ever appended at each offset; its broker id: the one id in every
-    ISR it held as leader and never the leader it followed. Where that leaves several (every
-    ISR full), the number that ends the node's name (``n3``), if it is one of them; else
-    None, and the node is not held to commits."""
+    """Every value the node ever appended at each offset; its broker id: the id it gave when it
+    became controller (the controller runs inside a broker and names itself), else the one id
+    in every ISR it held as leader and never the leader it followed. Where that leaves several
+    (every ISR full), the number that ends the node's name (``n3``), if it is one of them;
+    else None, and the node is not held to commits."""
     held: Held = {}
     common: set[int] | None = None
     followed: set[int] = set()
+    controller: int | None = None
     for event in events:
         body = event.body
         if type(body) is Appended:
@@ -191,6 +195,10 @@ def _first_pass(node: str, events: list[NodeEvent]) -> FirstPass:
             common = set(body.isr) if common is None else common & set(body.isr)
         elif type(body) is BecameFollower:
             followed.add(body.leader)
+        elif type(body) is ControllerElected:
+            controller = body.broker
+    if controller is not None and controller not in followed and (common is None or controller in common):
+        return FirstPass(held, controller)
     if common is None:
         return FirstPass(held, None)
     common -= followed
