@@ -141,3 +141,65 @@ def test_a_replicas_record_keeps_what_it_held_before_it_was_written_over_or_cut(
     assert record.log == ["a", "x"]
     assert all(record.ever_held(o, v) for o, v in ((0, "a"), (1, "b"), (1, "x"), (2, "y"), (4, "e")))
     assert not record.ever_held(3, "e") and not record.ever_held(0, "b")
+
+
+def expands(epoch: int, *isr: int) -> kinds.IsrChanged:
+    return kinds.IsrChanged(topic="t0", partition=0, leader_epoch=epoch, isr=isr, zk_version=4, change="expand")
+
+
+def leads_at(epoch: int, high_watermark: int, *isr: int) -> kinds.BecameLeader:
+    return kinds.BecameLeader(topic="t0", partition=0, leader_epoch=epoch, isr=isr, log_end=high_watermark,
+                              high_watermark=high_watermark)
+
+
+def test_a_member_admitted_below_the_hw_must_hold_what_is_already_committed() -> None:
+    # KAFKA-6361's end: n2 led epoch 1 and wrote x at offset 1 where n3 (which never
+    # followed it) has b; n3 leads epoch 2, commits offset 1 alone, and then takes n2 back
+    # into its ISR, whose log still has x there. No later HW advance covers offset 1 again.
+    result = check({
+        "n3": events("n3", appended(0, 0, "a", "b", role="follower"), leads(2, 3), hw(0, 2, 2),
+                     appended(2, 2, "c"), expands(2, 3, 2), hw(2, 3, 2)),
+        "n2": events("n2", appended(0, 0, "a", role="follower"), leads(1, 2, 3), appended(1, 1, "x"),
+                     appended(2, 2, "c", role="follower")),
+    })
+    assert types(result) == ["isr-member-lacks-committed"]
+    anomaly = result.anomalies[0]
+    assert anomaly.offsets == (1,) and anomaly.details["member"] == "n2" and anomaly.events == (("n3", 4),)  # the expansion
+    # The same story where n2 fetched b before it was admitted is the protocol at work.
+    healed = check({
+        "n3": events("n3", appended(0, 0, "a", "b", role="follower"), leads(2, 3), hw(0, 2, 2),
+                     appended(2, 2, "c"), expands(2, 3, 2), hw(2, 3, 2)),
+        "n2": events("n2", appended(0, 0, "a", role="follower"), leads(1, 2, 3), appended(1, 1, "x"),
+                     kinds.Truncated(topic="t0", partition=0, leader_epoch=2, from_offset=2, to_offset=1,
+                                     reason="leader_epoch"),
+                     appended(1, 0, "b", "c", role="follower")),
+    })
+    assert healed.valid is True
+
+
+def test_an_elected_leaders_isr_is_held_to_the_hw_it_starts_from() -> None:
+    # n1 starts epoch 3 with HW 2 and n2 in its ISR, but n2 never had offset 1.
+    lacking = check({
+        "n1": events("n1", appended(0, 0, "a", "b", role="follower"), leads_at(3, 2, 1, 2)),
+        "n2": events("n2", appended(0, 0, "a", role="follower"), leads(1, 2)),
+    })
+    assert types(lacking) == ["isr-member-lacks-committed"] and lacking.anomalies[0].offsets == (1,)
+    holding = check({
+        "n1": events("n1", appended(0, 0, "a", "b", role="follower"), leads_at(3, 2, 1, 2)),
+        "n2": events("n2", appended(0, 0, "a", "b", role="follower"), leads(1, 2)),
+    })
+    assert holding.valid is True and holding.stats["committed_checked"] == 2
+
+
+def test_a_follower_that_never_led_is_known_by_the_id_it_gave_as_controller() -> None:
+    # n3 never led t0/0 (it hosts the controller); n1 counts it in epoch 2 at offset 1,
+    # which n3 holds with another value (a stale fetch counted by a leader that moved away
+    # and came back, KIP-320).
+    def run(*n3: kinds.NodeEventBody) -> CheckerResult:
+        return check({
+            "n1": events("n1", leads(2, 1, 3), appended(0, 1, "a", "b"), hw(0, 2, 2)),
+            "n3": events("n3", *n3, appended(0, 0, "a", "x", role="follower")),
+        })
+    known = run(kinds.ControllerElected(controller_epoch=1, broker=3))
+    assert types(known) == ["isr-member-lacks-committed"] and known.anomalies[0].details["member"] == "n3"
+    assert run().valid is True  # unknown by id: not held to commits (never guessed)

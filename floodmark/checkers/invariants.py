@@ -17,10 +17,14 @@ events each broker records:
   must have appended that value at that offset at some point of the run (value ids are unique
   per send, so the same value at the same offset is the same record). A member that never
   did was counted toward a commit it did not hold (KAFKA-7128's ISR admission, divergent
-  logs after a lost epoch fence).
+  logs after a lost epoch fence). The same holds when a member *enters* a leader's ISR (the
+  ISR it was elected with, or an expansion): it must have held every record already below
+  that leader's HW, which no later HW advance looks at again (a follower that kept a
+  divergent record below the HW after a lookup for an epoch its leader never had, KAFKA-6361).
 
-Brokers are named by id in ISRs and by node name in event files; a node's id is the one
-broker id present in every ISR it held as leader (see :func:`_first_pass`).
+Brokers are named by id in ISRs and by node name in event files; a node's id is the one it
+gave as controller, or the one broker id present in every ISR it held as leader (see
+:func:`_first_pass`).
 
 Only one node's own events are ever compared with each other: node clocks are skewed under
 clock faults, so nothing here orders events of different nodes. What the run promised is
@@ -41,6 +45,7 @@ from floodmark.node_events import (
     Appended,
     BecameFollower,
     BecameLeader,
+    ControllerElected,
     HwChanged,
     IsrChanged,
     NodeEvent,
@@ -173,13 +178,15 @@ class FirstPass:
 
 
 def _first_pass(node: str, events: list[NodeEvent]) -> FirstPass:
-    """Every value the node ever appended at each offset; its broker id: the one id in every
-    ISR it held as leader and never the leader it followed. Where that leaves several (every
-    ISR full), the number that ends the node's name (``n3``), if it is one of them; else
-    None, and the node is not held to commits."""
+    """Every value the node ever appended at each offset; its broker id: the id it gave when it
+    became controller (the controller runs inside a broker and names itself), else the one id
+    in every ISR it held as leader and never the leader it followed. Where that leaves several
+    (every ISR full), the number that ends the node's name (``n3``), if it is one of them;
+    else None, and the node is not held to commits."""
     held: Held = {}
     common: set[int] | None = None
     followed: set[int] = set()
+    controller: int | None = None
     for event in events:
         body = event.body
         if type(body) is Appended:
@@ -188,6 +195,10 @@ def _first_pass(node: str, events: list[NodeEvent]) -> FirstPass:
             common = set(body.isr) if common is None else common & set(body.isr)
         elif type(body) is BecameFollower:
             followed.add(body.leader)
+        elif type(body) is ControllerElected:
+            controller = body.broker
+    if controller is not None and controller not in followed and (common is None or controller in common):
+        return FirstPass(held, controller)
     if common is None:
         return FirstPass(held, None)
     common -= followed
@@ -206,6 +217,7 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
     # only grows, so a check passed stays passed until this node's own log changes there).
     checked: dict[tuple[PartitionKey, str], int] = {}
     views: dict[PartitionKey, LeaderView] = {}
+    hws: dict[PartitionKey, int] = {}  # this node's HW of each partition, as its events say
     anomalies: list[Anomaly] = []
     for event in events:
         body = event.body
@@ -222,10 +234,19 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
             stats["acks_judged"] += 1
             anomalies.extend(_judge_ack(event, body, view, min_isr))
         elif type(body) is HwChanged:
+            hws[(body.topic, body.partition)] = body.high_watermark
             if body.role == "leader":
                 anomalies.extend(_check_commit(event, body, views, logs, held, node_of, me, checked, stats))
         elif type(body) is BecameLeader or type(body) is IsrChanged:
-            views[(body.topic, body.partition)] = LeaderView(body.leader_epoch, tuple(body.isr))
+            key = (body.topic, body.partition)
+            before = views.get(key)
+            view = views[key] = LeaderView(body.leader_epoch, tuple(body.isr))
+            if type(body) is BecameLeader:
+                hws[key] = body.high_watermark
+            joined = [m for m in view.isr
+                      if before is None or before.leader_epoch != view.leader_epoch or m not in before.isr]
+            anomalies.extend(_check_admitted(event, key, view, joined, hws.get(key, 0), logs, held, node_of,
+                                             me, checked, stats))
         elif type(body) is BecameFollower:
             views.pop((body.topic, body.partition), None)
         elif type(body) is Truncated:
@@ -251,15 +272,47 @@ def _check_commit(event: NodeEvent, hw: HwChanged, views: dict[PartitionKey, Lea
         other = node_of.get(member)
         if member == me or other is None:
             continue
-        first = max(hw.previous, checked.get((key, other), 0))
-        theirs = held[other].get(key) or Appends()
-        missing = [o for o in range(first, min(hw.high_watermark, len(log)))
-                   if (value := log[o]) is not None and not theirs.ever_held(o, value)]
-        stats["committed_checked"] += max(0, hw.high_watermark - first)
-        checked[(key, other)] = max(first, hw.high_watermark)
+        missing = _unheld(key, log, other, max(hw.previous, checked.get((key, other), 0)), hw.high_watermark,
+                          held, checked, stats)
         if missing:
-            found.append(_lacks(event, hw, view, other, missing, log))
+            found.append(_lacks(event, key, hw.high_watermark, view, other, missing, log,
+                                f"moved the HW of {key[0]}/{key[1]} to {hw.high_watermark} in leader epoch "
+                                f"{view.leader_epoch} counting ISR member {other}"))
     return found
+
+
+def _check_admitted(event: NodeEvent, key: PartitionKey, view: LeaderView, joined: list[int], hw: int,
+                    logs: Held, held: dict[str, Held], node_of: dict[int, str], me: int | None,
+                    checked: dict[tuple[PartitionKey, str], int], stats: dict[str, Any]) -> list[Anomaly]:
+    """StrongIsr for members entering a leader's ISR (its election's ISR, or an expansion): each
+    must hold every record already below the leader's HW, not only those committed later (a
+    follower that kept a divergent record below the HW, and is admitted past it, would never be
+    held to that offset by the HW advances that follow)."""
+    own = logs.get(key)
+    log = own.log if own is not None else []
+    found = []
+    for member in joined:
+        other = node_of.get(member)
+        if member == me or other is None:
+            continue
+        missing = _unheld(key, log, other, checked.get((key, other), 0), hw, held, checked, stats)
+        if missing:
+            found.append(_lacks(event, key, hw, view, other, missing, log,
+                                f"holds {other} in the ISR of {key[0]}/{key[1]} in leader epoch "
+                                f"{view.leader_epoch} from below its HW {hw}"))
+    return found
+
+
+def _unheld(key: PartitionKey, log: list[str | None], member: str, first: int, upto: int,
+            held: dict[str, Held], checked: dict[tuple[PartitionKey, str], int],
+            stats: dict[str, Any]) -> list[int]:
+    """Offsets in [first, upto) of this node's log whose record ``member`` never appended."""
+    theirs = held[member].get(key) or Appends()
+    missing = [o for o in range(first, min(upto, len(log)))
+               if (value := log[o]) is not None and not theirs.ever_held(o, value)]
+    stats["committed_checked"] += max(0, upto - first)
+    checked[(key, member)] = max(first, upto, checked.get((key, member), 0))
+    return missing
 
 
 def _forget_from(checked: dict[tuple[PartitionKey, str], int], key: PartitionKey, offset: int) -> None:
@@ -269,15 +322,14 @@ def _forget_from(checked: dict[tuple[PartitionKey, str], int], key: PartitionKey
             checked[(k, member)] = offset
 
 
-def _lacks(event: NodeEvent, hw: HwChanged, view: LeaderView, member: str, missing: list[int],
-           log: list[str | None]) -> Anomaly:
+def _lacks(event: NodeEvent, key: PartitionKey, hw: int, view: LeaderView, member: str, missing: list[int],
+           log: list[str | None], what: str) -> Anomaly:
     shown = ", ".join(f"{o} ({log[o]!r})" for o in missing[:5]) + (" ..." if len(missing) > 5 else "")
     return Anomaly(
         "isr-member-lacks-committed",
-        f"{event.node} moved the HW of {hw.topic}/{hw.partition} to {hw.high_watermark} in leader epoch "
-        f"{hw.leader_epoch} counting ISR member {member}, which never held offsets {shown}.",
-        hw.topic, hw.partition, tuple(missing), events=((event.node, event.seq),),
-        details={"member": member, "isr": list(view.isr), "leader_epoch": hw.leader_epoch})
+        f"{event.node} {what}, but {member} never held offsets {shown}.",
+        key[0], key[1], tuple(missing), events=((event.node, event.seq),),
+        details={"member": member, "isr": list(view.isr), "leader_epoch": view.leader_epoch, "high_watermark": hw})
 
 
 def _acknowledged_sends(run: CheckInput) -> bool:

@@ -2,11 +2,15 @@
 
 ``corpus.json`` holds, per variant, one seed that ``floodmark explore`` found invalid (and
 the explicit overrides of that seed's swarm test, when the seed alone is not enough), with
-the checker and the anomaly type that caught it. Each entry is replayed on the ``sim``
-backend (no Docker: the run is a pure function of its seed) and must be invalid in that
-checker with that anomaly; the same test with the ``default`` variant must be valid, which
-proves the flaw, not the faults, is what is caught. Then ``floodmark explore`` of the
-default variant over seeds 1..500 must give neither an invalid nor an unknown run.
+the checker and the anomaly type that caught it. A variant that random seeds do not reach
+within the exploration budget has a hand-written schedule instead (``schedules/``, the
+``schedule.json`` format ``floodmark run --schedule`` replays), with the test's
+configuration and the seed of the run; it says why it is hand-written. Each entry is
+replayed on the ``sim`` backend (no Docker: the run is a pure function of its seed and
+schedule) and must be invalid in that checker with that anomaly; the same test with the
+``default`` variant must be valid, which proves the flaw, not the faults, is what is
+caught. Then ``floodmark explore`` of the default variant over seeds 1..500 must give
+neither an invalid nor an unknown run.
 
 Part of ``make test-chaos`` (marker ``chaos``); about fifteen minutes on two cores.
 """
@@ -26,6 +30,8 @@ from typing import Any
 
 import pytest
 
+from floodmark.harness.config import make_config
+from floodmark.harness.schedule import Schedule, load_schedule
 from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.run.explore import swarm_config
 from floodmark.run.runner import Runner
@@ -33,7 +39,8 @@ from floodmark.run_config import TestConfig
 
 pytestmark = [pytest.mark.chaos]
 
-_FILE = json.loads((Path(__file__).parent / "corpus.json").read_text())
+HERE = Path(__file__).parent
+_FILE = json.loads((HERE / "corpus.json").read_text())
 CORPUS: list[dict[str, Any]] = _FILE["caught"]
 NOT_YET_CAUGHT: dict[str, str] = _FILE["not_yet_caught"]
 SWEEP_FIRST_SEED = 1  # the default variant's exploration in CI: seeds 1..500
@@ -42,8 +49,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def entry_config(entry: dict[str, Any], variant: str) -> TestConfig:
+    if "schedule" in entry:  # a hand-written schedule: the test it was written for
+        values = {"cluster": "sim", "workload": "queue", **entry["config"], "seed": int(entry["seed"]),
+                  "variant": variant}
+        return make_config(values, f"corpus entry {entry['variant']}").replace(name=f"corpus-{variant}")
     config = swarm_config(int(entry["seed"]), variant)
     return config.replace(**entry["overrides"]) if entry.get("overrides") else config
+
+
+def entry_schedule(entry: dict[str, Any]) -> Schedule | None:
+    return load_schedule(HERE / entry["schedule"])[1] if "schedule" in entry else None
 
 
 @contextlib.contextmanager
@@ -64,9 +79,9 @@ def quiet() -> Iterator[None]:
         yield
 
 
-def judged(config: TestConfig, store: Path) -> tuple[object, dict[str, Any], str]:
+def judged(config: TestConfig, store: Path, schedule: Schedule | None = None) -> tuple[object, dict[str, Any], str]:
     """(verdict, each checker's result, where the run is) of one simulated run."""
-    outcome = Runner(config, store, out=io.StringIO(), check=True, report=False).run()
+    outcome = Runner(config, store, schedule, out=io.StringIO(), check=True, report=False).run()
     assert outcome.error is None, f"the run itself failed: {outcome.error} ({outcome.run_dir.path})"
     checkers = json.loads(outcome.run_dir.results.read_text())["checkers"]
     summary = {name: (c["valid"], c.get("anomaly_counts")) for name, c in checkers.items()}
@@ -78,13 +93,23 @@ def test_the_corpus_accounts_for_every_variant_once() -> None:
     assert sorted(named) == sorted(v for v in VARIANTS if v != "default")
 
 
+def test_a_hand_written_schedule_says_why_and_states_its_whole_test() -> None:
+    for entry in (e for e in CORPUS if "schedule" in e):
+        assert entry.get("hand_written_because"), entry["variant"]
+        config = entry_config(entry, entry["variant"])
+        schedule = entry_schedule(entry)
+        assert schedule is not None and schedule.faults
+        assert {f.kind for f in schedule.faults} <= set(config.nemesis), entry["variant"]
+
+
 @pytest.mark.parametrize("entry", CORPUS, ids=[e["variant"] for e in CORPUS])
 def test_the_flaw_is_caught_and_the_default_variant_passes_the_same_test(entry: dict[str, Any], tmp_path: Path) -> None:
-    valid, checkers, where = judged(entry_config(entry, entry["variant"]), tmp_path)
+    schedule = entry_schedule(entry)
+    valid, checkers, where = judged(entry_config(entry, entry["variant"]), tmp_path, schedule)
     assert valid is False, f"the {entry['variant']} flaw went unnoticed: {where}"
     caught = checkers[entry["checker"]]
     assert caught["valid"] is False and entry["anomaly"] in (caught.get("anomaly_counts") or {}), where
-    valid, _, where = judged(entry_config(entry, "default"), tmp_path)
+    valid, _, where = judged(entry_config(entry, "default"), tmp_path, schedule)
     assert valid is True, f"seed {entry['seed']} fails without the {entry['variant']} flaw: {where}"
 
 
