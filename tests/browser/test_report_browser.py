@@ -248,3 +248,36 @@ def test_results_browser_index_filter_and_report(browser: Any, served: str) -> N
         assert '"f":' in p.page.locator("body").inner_text() or '"f": ' in p.page.locator("body").inner_text()
         p.not_pwned()
         assert p.errors == []
+
+
+def test_a_real_runs_fault_coverage_and_white_box_invariants(browser: Any, tmp_path: Path) -> None:
+    """The corpus run that catches acks-all-isr-of-one, simulated for real: the report says
+    which faults took effect, and shows the invariants checker's acknowledgement that fewer
+    than min.insync.replicas held. The screenshots are the README's (docs/)."""
+    import concurrent.futures
+    import io
+
+    from floodmark.run.explore import swarm_config
+    from floodmark.run.runner import Runner
+
+    corpus = json.loads((Path(__file__).resolve().parents[1] / "chaos" / "corpus.json").read_text())
+    entry = next(e for e in corpus["caught"] if e["variant"] == "acks-all-isr-of-one")
+    config = swarm_config(int(entry["seed"]), entry["variant"]).replace(**entry.get("overrides", {}))
+    # In a thread of its own: Playwright's sync API keeps an event loop running in this one.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        outcome = pool.submit(Runner(config, tmp_path, out=io.StringIO(), check=True, report=True).run).result()
+    assert outcome.valid is False, outcome.error
+    with Page(browser) as p:
+        p.page.goto((outcome.run_dir.path / "report.html").as_uri())
+        line = p.page.locator("#fault-coverage-line")
+        assert line.is_visible() and line.inner_text().startswith("faults that took effect:")
+        table = p.page.locator("#fault-coverage")
+        assert table.is_visible() and table.locator("tr").count() == 1 + len(config.nemesis)
+        group = p.page.locator("details.group", has_text="acked-below-min-isr").first
+        assert group.is_visible()
+        assert group.locator("article.anomaly").first.is_visible()
+        p.page.add_style_tag(content="nav.sections { position: static; }")  # not over the pictures
+        p.page.locator("#top").screenshot(path=str(ARTIFACTS / "report-fault-coverage-header.png"))
+        table.screenshot(path=str(ARTIFACTS / "report-fault-coverage.png"))
+        group.locator("article.anomaly").first.screenshot(path=str(ARTIFACTS / "report-invariants.png"))
+        assert p.errors == []
