@@ -10,7 +10,10 @@ from checkers_fixtures import events
 
 from floodmark import node_events as kinds
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.epoch_invariants import admissions_lacking_committed, stale_controller_writes
+from floodmark.checkers.epoch_invariants import (
+    admissions_lacking_committed,
+    stale_controller_writes,
+)
 from floodmark.checkers.invariants import InvariantsChecker
 from floodmark.node_events import NodeEvent
 from floodmark.run_config import TestConfig
