@@ -115,13 +115,19 @@ class Truncated(PartitionEvent):
 class IsrChanged(PartitionEvent):
     """``isr_changed``: the leader's ISR changed, at this version of the partition's state
     node: it wrote a new one (``change``: "shrink" | "expand"), or it lost that conditional
-    write and adopted the one the controller had written meanwhile ("controller")."""
+    write and adopted the one the controller had written meanwhile ("controller"). ``zxid``:
+    the ZooKeeper transaction id of its own write (where it wrote one), which orders it
+    against every other ZooKeeper write. An "expand" names the ``joined`` replica and the
+    log end it had reached when it was admitted (``joined_log_end``)."""
 
     kind: ClassVar[str] = "isr_changed"
     leader_epoch: int
     isr: tuple[int, ...]
     zk_version: int
     change: str
+    zxid: int | None = None
+    joined: int | None = None
+    joined_log_end: int | None = None
 
 
 ACKS_ALL = -1  # how a broker records the acks of an acks=all produce (Acked.acks)
@@ -184,11 +190,14 @@ class Rejected(NodeEventBody):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ControllerElected(NodeEventBody):
-    """``controller_elected``: ``broker`` became controller in ``controller_epoch``."""
+    """``controller_elected``: ``broker`` became controller in ``controller_epoch``, by the
+    ZooKeeper write of transaction id ``zxid`` (where known): any write made on behalf of an
+    older controller epoch after that zxid was made by a deposed controller."""
 
     kind: ClassVar[str] = "controller_elected"
     controller_epoch: int
     broker: int
+    zxid: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -204,7 +213,7 @@ class ControllerResigned(NodeEventBody):
 class LeaderElected(PartitionEvent):
     """``leader_elected``: the controller chose ``leader`` (-1: none) and this ISR for
     ``leader_epoch`` and wrote it to ZooKeeper at ``zk_version``; ``unclean`` if the leader
-    was not in the ISR."""
+    was not in the ISR. ``zxid``: the ZooKeeper transaction id of that write, where known."""
 
     kind: ClassVar[str] = "leader_elected"
     leader: int
@@ -213,6 +222,7 @@ class LeaderElected(PartitionEvent):
     controller_epoch: int
     zk_version: int
     unclean: bool
+    zxid: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

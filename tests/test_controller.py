@@ -28,7 +28,8 @@ def test_exactly_one_controller_is_elected_and_epoch_starts_at_one(world: SimWor
     assert cluster.epoch() == 1
     elected = [e.body for b in cluster.brokers.values() for e in world.events(b.node)
                if isinstance(e.body, ControllerElected)]
-    assert elected == [ControllerElected(controller_epoch=1, broker=active[0].broker_id)]
+    assert [(e.controller_epoch, e.broker) for e in elected] == [(1, active[0].broker_id)]
+    assert elected[0].zxid is not None and elected[0].zxid > 0  # the election's place in ZooKeeper's order
     # The others know who the controller is.
     for b in cluster.brokers.values():
         assert b.controller is not None and b.controller.active_controller_id == active[0].broker_id

@@ -27,6 +27,16 @@ def test_each_seed_draws_its_own_test_inside_the_durability_contract() -> None:
     assert swarm_config(7, "truncate-to-hw").variant == "truncate-to-hw"
 
 
+def test_some_seeds_pause_brokers_under_long_sessions_without_restarting_them() -> None:
+    configs = [swarm_config(seed) for seed in range(200)]
+    long = [c for c in configs if c.zk_session_timeout > 10.0]
+    assert 0.15 < len(long) / len(configs) < 0.5
+    for config in long:
+        assert config.zk_session_timeout in (18.0, 30.0) and "pause" in config.nemesis
+        assert not {"kill", "power", "disk"} & set(config.nemesis)
+    assert all(c.zk_session_timeout in (4.0, 6.0, 8.0) for c in configs if c not in long)
+
+
 def test_a_tally_exits_like_a_run() -> None:
     tally = Tally()
     assert tally.exit_code == 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from broker_fixtures import SimCluster
 
+from floodmark.checkers.epoch_invariants import admissions_lacking_committed
 from floodmark.node_events import Fenced, IsrChanged
 from floodmark.reference.protocol.messages import (
     ACKS_ALL,
@@ -196,7 +197,7 @@ def test_unfenced_fetch_variant_loses_acked_records() -> None:
 # ----------------------------------------------------------------------------- isr admission
 
 
-def isr_admission_scenario(variant: str) -> tuple[str, list[str]]:
+def isr_admission_scenario(variant: str) -> tuple[str, list[str], list[tuple[str, int]]]:
     """KAFKA-7128: a follower admitted at a lagging HW, below the leader's epoch start.
 
     Replicas n2 (A, leader), n3 (B), n4 (C), n5 (D). C is cut off and leaves the ISR. a0 is
@@ -221,21 +222,24 @@ def isr_admission_scenario(variant: str) -> tuple[str, list[str]]:
     assert cluster.world.run_until(lambda: leader.followers[4].log_end == 0, 10.0)
     cluster.world.run_for(0.2)  # time for an ISR write to reach ZooKeeper
     assert 5 in leader.isr and leader.high_watermark == 0  # D never reported: the HW lags
+    admitted = admissions_lacking_committed({n: cluster.world.events(n) for n in ("n2", "n3", "n4", "n5")})
     cluster.kill("n3")
     new = cluster.wait_leader("t", 0, 2)
-    result = new, cluster.consume_all("t", 0)
+    result = new, cluster.consume_all("t", 0), [(a.type, a.details["joined"]) for a in admitted]
     finish(cluster)
     return result
 
 
 def test_isr_admission_default_needs_the_epoch_start() -> None:
-    leader, consumed = isr_admission_scenario("default")
-    assert leader == "n5" and consumed == ["a0"]
+    leader, consumed, admitted = isr_admission_scenario("default")
+    assert leader == "n5" and consumed == ["a0"] and admitted == []
 
 
 def test_isr_admission_below_epoch_start_variant_loses_an_acked_record() -> None:
-    leader, consumed = isr_admission_scenario("isr-admission-below-epoch")
+    leader, consumed, admitted = isr_admission_scenario("isr-admission-below-epoch")
     assert leader == "n4" and consumed == []  # a0 was acknowledged with acks=all
+    # StrongIsr broke when C joined, before any loss: the invariants checker sees that.
+    assert admitted == [("isr-admitted-lacking-committed", 4)]
 
 
 # ----------------------------------------------------------------------------- unconditional ISR write

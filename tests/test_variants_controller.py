@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from controller_fixtures import SimBrokerCluster, StubCluster
 
+from floodmark.checkers.epoch_invariants import stale_controller_writes
 from floodmark.node_events import ControllerResigned
 from floodmark.reference.client.consumer import Consumer
 from floodmark.reference.client.producer import Producer
@@ -95,6 +96,20 @@ def test_with_the_epoch_check_the_zombie_is_refused_and_resigns(world: SimWorld)
     resigned = [e for broker in cluster.brokers.values() for e in cluster.world.events(broker.node)
                 if isinstance(e.body, ControllerResigned) and e.body.controller_epoch == 1]
     assert resigned
+
+
+def test_the_zombies_write_breaks_the_controller_fencing_invariant(world: SimWorld) -> None:
+    """What the invariants checker sees in the node events: the deposed controller's write,
+    ordered by zxid after its successor's election; with the check there is no such write."""
+    cluster, _, _ = zombie_sequence(world, "no-controller-epoch-check")
+    found = stale_controller_writes({b.node: cluster.world.events(b.node) for b in cluster.brokers.values()})
+    assert [(a.type, a.details["controller_epoch"]) for a in found] == [("stale-controller-write", 1)]
+
+
+@pytest.mark.sim_world(seed=29)
+def test_with_the_epoch_check_no_stale_controller_write_is_seen(world: SimWorld) -> None:
+    cluster, _, _ = zombie_sequence(world, "default")
+    assert stale_controller_writes({b.node: cluster.world.events(b.node) for b in cluster.brokers.values()}) == []
 
 
 def controller_id(world: SimWorld) -> int:

@@ -22,6 +22,10 @@ events each broker records:
   that leader's HW, which no later HW advance looks at again (a follower that kept a
   divergent record below the HW after a lookup for an epoch its leader never had, KAFKA-6361).
 
+- ``isr-admitted-lacking-committed`` and ``stale-controller-write``: StrongIsr when a follower
+  joins the ISR, and the controller-epoch fencing of ZooKeeper writes; they order events of
+  several nodes by leader epochs and ZooKeeper zxids (see :mod:`.epoch_invariants`).
+
 Brokers are named by id in ISRs and by node name in event files; a node's id is the one it
 gave as controller, or the one broker id present in every ISR it held as leader (see
 :func:`_first_pass`).
@@ -39,6 +43,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
+from floodmark.checkers.epoch_invariants import (
+    admissions_lacking_committed,
+    stale_controller_writes,
+)
 from floodmark.node_event_kinds import ACKS_ALL
 from floodmark.node_events import (
     Acked,
@@ -79,6 +87,9 @@ class InvariantsChecker:
         anomalies: list[Anomaly] = []
         for node in sorted(run.events):
             anomalies.extend(_replay(node, run.events[node], held, node_of, run.config.min_insync_replicas, stats))
+        # Invariants across nodes, ordered by epochs and ZooKeeper zxids (see epoch_invariants).
+        anomalies.extend(admissions_lacking_committed(run.events))
+        anomalies.extend(stale_controller_writes(run.events))
         stats["anomalies"] = anomaly_counts(anomalies)
         valid: Validity = not anomalies
         if valid and stats["acks_judged"] == 0 and _acknowledged_sends(run):

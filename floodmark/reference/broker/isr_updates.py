@@ -58,7 +58,7 @@ async def write_isr(runtime: Runtime, zk_client: Coordination, partition: Partit
         return False
     if partition.leader_epoch != epoch or partition.role != "leader":
         return False  # the controller moved on while we were writing; its LeaderAndIsr rules
-    partition.apply_isr(new_isr, stat.version, change, elr)
+    partition.apply_isr(new_isr, stat.version, change, elr, zxid=stat.mzxid)
     await _notify_controller(zk_client, partition)
     return True
 

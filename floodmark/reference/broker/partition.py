@@ -119,6 +119,8 @@ class Partition:
         self.epoch_start_offset = UNKNOWN_OFFSET  # where the current epoch began (leader only)
         self.followers: dict[int, FollowerProgress] = {}
         self.isr_update_pending = False  # an ISR write to ZooKeeper is in flight
+        # Followers being admitted to the ISR: the log end each had reached when admitted.
+        self.admitted_log_ends: dict[int, int] = {}
         self.stale = False  # lost a conditional ISR write: stop acting until the controller speaks
         # Called after the HW or the log end moved (wakes waiting produce and fetch requests).
         self.on_high_watermark: Callable[[Partition], None] | None = None
@@ -320,14 +322,19 @@ class Partition:
         # previous leader committed but this leader's lagging HW does not cover yet.
         return progress.log_end >= self.epoch_start_offset
 
-    def apply_isr(self, isr: tuple[int, ...], zk_version: int, change: str, elr: tuple[int, ...] = ()) -> None:
-        """The ISR write succeeded at ``zk_version`` (with ``elr`` beside it)."""
+    def apply_isr(self, isr: tuple[int, ...], zk_version: int, change: str, elr: tuple[int, ...] = (),
+                  *, zxid: int | None = None) -> None:
+        """The ISR write succeeded at ``zk_version`` (ZooKeeper transaction ``zxid``), with
+        ``elr`` beside it."""
+        joined = next((r for r in isr if r not in self.isr), None) if change == "expand" else None
+        admitted_at = self.admitted_log_ends.pop(joined, None) if joined is not None else None
         self.isr = isr
         self.elr = elr
         self.zk_version = zk_version
         self.isr_update_pending = False
         self._emit(IsrChanged(topic=self.topic, partition=self.partition, leader_epoch=self.leader_epoch,
-                              isr=isr, zk_version=zk_version, change=change))
+                              isr=isr, zk_version=zk_version, change=change, zxid=zxid, joined=joined,
+                              joined_log_end=admitted_at))
         self.maybe_advance_high_watermark()
 
     def fence(self, why: str) -> None:

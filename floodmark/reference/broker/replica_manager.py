@@ -381,6 +381,7 @@ class ReplicaManager:
             return
         new_isr = tuple(r for r in p.replicas if r in p.isr or r == joining)
         p.isr_update_pending = True
+        p.admitted_log_ends = {joining: p.followers[joining].log_end}
         self.runtime.spawn(self._write_isr(p, new_isr, "expand"), name=f"isr-{p.topic}-{p.partition}")
 
     async def _write_isr(self, p: Partition, new_isr: tuple[int, ...], change: str) -> None:

@@ -183,7 +183,8 @@ class Controller:
         self.ctx.epoch_zk_version = results[1].version
         self.is_active = True
         self.active_controller_id = self.broker_id
-        self.runtime.emit(ControllerElected(controller_epoch=self.ctx.epoch, broker=self.broker_id))
+        self.runtime.emit(ControllerElected(controller_epoch=self.ctx.epoch, broker=self.broker_id,
+                                            zxid=results[1].mzxid))
         self.runtime.log.info("broker %s is controller at epoch %s", self.broker_id, self.ctx.epoch)
         try:
             await self._on_become_controller()

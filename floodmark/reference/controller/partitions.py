@@ -69,7 +69,7 @@ async def change_partitions(
                 topic=tp.topic, partition=tp.partition, leader=state.leader,
                 leader_epoch=state.leader_epoch, isr=state.isr,
                 controller_epoch=ctx.epoch, zk_version=state.zk_version,
-                unclean=decisions[tp].unclean,
+                unclean=decisions[tp].unclean, zxid=ctl.zkw.written_zxids.pop(tp, None),
             ))
         if not conflicts:
             break

@@ -63,6 +63,8 @@ class ControllerZk:
         self.batched = batched
         self.ops_per_multi = max(1, ops_per_multi)
         self.transactions = 0  # for the benchmark: ZooKeeper round trips made
+        # The ZooKeeper transaction id of the last state write per partition (for its event).
+        self.written_zxids: dict[TopicPartition, int] = {}
 
     def replace_session(self, zk_client: Coordination) -> None:
         """Write through a new ZooKeeper session (the broker's old one was lost)."""
@@ -174,6 +176,7 @@ class ControllerZk:
                 continue
             for (tp, _), stat in zip(chunk, results):
                 written[tp] = updates[tp].with_version(stat.version)
+                self.written_zxids[tp] = stat.mzxid
             break
         return written, conflicts
 
