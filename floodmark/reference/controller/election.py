@@ -133,10 +133,10 @@ def remove_recovered_replicas(
         return balanced_recovery(replicas, state, recovered, eligible, controller_epoch)
     decision = elect_leader(replicas, rest, eligible, controller_epoch, allow_unclean=allow_unclean)
     decision = decision or Decision(_bump(state, rest.leader, rest.isr, controller_epoch))
-    if decision.state.leader != NO_LEADER:
+    if decision.unclean or len(decision.state.isr) >= min_insync:
         return decision
-    # Offline, waiting for the rest of the ISR: remember who left, in case the rest recovers
-    # uncleanly too (then any of them may hold the most).
+    # Remember who left, in case the rest recovers uncleanly too (then any of them may hold
+    # the most); forgotten once the ISR is back at min.insync.replicas (controller/partitions).
     return Decision(_remember(decision.state, replicas, (*state.last_known_elr, *removed)))
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from floodmark.node_event_kinds import LeaderElected
 from floodmark.reference.controller.election import Decision, leaves_isr
 from floodmark.reference.controller.parts import ControllerParts
-from floodmark.reference.protocol.eligible_leaders import next_elr, tracks_elr
+from floodmark.reference.protocol.eligible_leaders import last_known_elr, next_elr, tracks_elr
 from floodmark.reference.protocol.messages import (
     LeaderAndIsrRequest,
     PartitionState,
@@ -87,11 +87,15 @@ def _with_elr(ctl: ControllerParts, tp: TopicPartition, old: LeaderIsr, decision
     """The decision with its ELR (KIP-966) brought up to date, whichever rule made it."""
     new = decision.state
     if decision.unclean or not tracks_elr(ctl.config.variant):
-        elr: tuple[int, ...] = ()  # after an unclean election the new leader's log is the reference
-    else:
-        min_insync = ctl.ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas)
-        elr = next_elr(ctl.ctx.replicas(tp), old.isr, old.elr, new.isr, min_insync, not_eligible=recovered)
-    return decision if elr == new.elr else Decision(dataclasses.replace(new, elr=elr), decision.unclean)
+        # After an unclean election the new leader's log is the reference: nobody is safer.
+        return decision if not new.elr else Decision(dataclasses.replace(new, elr=()), decision.unclean)
+    replicas = ctl.ctx.replicas(tp)
+    min_insync = ctl.ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas)
+    elr = next_elr(replicas, old.isr, old.elr, new.isr, min_insync, not_eligible=recovered)
+    last_known = last_known_elr(replicas, (*old.last_known_elr, *new.last_known_elr), new.isr, elr, min_insync)
+    if (elr, last_known) == (new.elr, new.last_known_elr):
+        return decision
+    return Decision(dataclasses.replace(new, elr=elr, last_known_elr=last_known), decision.unclean)
 
 
 def send_leader_and_isr(

@@ -50,6 +50,16 @@ def next_elr(replicas: Sequence[int], old_isr: Sequence[int], old_elr: Sequence[
     return tuple(r for r in replicas if r in left and r not in new_isr and r not in not_eligible)
 
 
+def last_known_elr(replicas: Sequence[int], known: Collection[int], new_isr: Sequence[int],
+                   elr: Sequence[int], min_insync: int) -> tuple[int, ...]:
+    """Members that left the ISR or the ELR after an unclean shutdown (KIP-966's LastKnownELR),
+    kept until the ISR is back at min.insync.replicas: if every one of the rest recovers
+    uncleanly too, they are among those that may lead (``Balanced`` unclean recovery)."""
+    if len(new_isr) >= min_insync:
+        return ()
+    return tuple(r for r in replicas if r in known and r not in new_isr and r not in elr)
+
+
 def may_advance_high_watermark(isr: Sequence[int], min_insync: int) -> bool:
     """Rule 1: the HW stands still while the ISR is smaller than min.insync.replicas."""
     return len(isr) >= min_insync

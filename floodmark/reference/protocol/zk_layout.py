@@ -309,10 +309,9 @@ class LeaderIsr:
     isr: tuple[int, ...]
     controller_epoch: int
     zk_version: int = -1  # not part of the JSON: the node's version, for conditional writes
-    # KIP-966's LastKnownELR: former ISR members the controller took out because they
-    # recovered from an unclean shutdown while the partition had no leader. When the rest of
-    # the ISR recovers uncleanly too, they are among those that may lead again. Every new
-    # leader clears it.
+    # KIP-966's LastKnownELR: former ISR or ELR members the controller took out because they
+    # recovered from an unclean shutdown. When the rest recovers uncleanly too, they are among
+    # those that may lead again. Cleared once the ISR is back at min.insync.replicas.
     last_known_elr: tuple[int, ...] = ()
     # KIP-966's Eligible Leader Replicas: members that left an ISR smaller than
     # min.insync.replicas. The HW stands still while the ISR is that small, so each of them
