@@ -116,6 +116,20 @@ def applied(backend: Any, plan: FaultPlan) -> tuple[dict[str, Any], dict[str, An
     return backend.run(both())  # type: ignore[no-any-return]
 
 
+def test_a_broker_killed_during_its_clean_restart_is_down_not_an_error(backend: Any) -> None:
+    # Explore seeds overlap faults: a kill can land while a clean restart's controlled
+    # shutdown is under way on the same broker. The shutdown then ends with the broker down.
+    async def both() -> tuple[dict[str, Any], dict[str, Any]]:
+        terminating = asyncio.ensure_future(backend.faults.apply(ProcessCrash("n2", "terminate")))
+        await asyncio.sleep(0.05)
+        killed = await backend.faults.apply(ProcessCrash("n2", "kill"))
+        return await terminating, killed
+
+    terminated, killed = backend.run(both())
+    assert terminated["running"] is False and killed["running"] is False
+    assert not backend.cluster.broker_node("n2").is_running()
+
+
 def test_a_pause_longer_than_the_session_confirms_the_session_expired(backend: Any) -> None:
     timeout = backend.config.zk_session_timeout
     plan = ProcessPause("n2", 2.5 * timeout, timeout)

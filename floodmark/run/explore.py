@@ -18,6 +18,7 @@ shrunk (:mod:`floodmark.run.shrink`) unless told not to.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import logging
@@ -196,7 +197,7 @@ def explore_local(seeds: list[int], variant: str, store: str, jobs: int, *, keep
                 seed = pending.pop(future)
                 try:
                     found = future.result()
-                except Exception as e:  # noqa: BLE001 - a crashed worker is an unknown run
+                except (Exception, asyncio.CancelledError) as e:  # a crashed worker is an unknown run
                     found = Explored(seed, "unknown", (), None, 0.0, 0.0, f"{type(e).__name__}: {e}")
                 results[seed] = found
                 if on_result is not None:

@@ -146,7 +146,7 @@ class Runner:
         except KeyboardInterrupt:
             self.outcome.interrupted = True
             self.say("interrupted: healing and tearing down")
-        except Exception as e:
+        except (Exception, asyncio.CancelledError) as e:  # a cancellation that escaped the run's tasks too
             self.outcome.error = f"{type(e).__name__}: {e}"
             self.say(f"run failed: {self.outcome.error}")
             log.debug("run failed\n%s", traceback.format_exc())
