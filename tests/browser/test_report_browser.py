@@ -272,7 +272,7 @@ def test_a_real_runs_fault_coverage_and_white_box_invariants(browser: Any, tmp_p
         line = p.page.locator("#fault-coverage-line")
         assert line.is_visible() and line.inner_text().startswith("faults that took effect:")
         table = p.page.locator("#fault-coverage")
-        assert table.is_visible() and table.locator("tr").count() == 1 + len(config.nemesis)
+        assert table.is_visible() and 2 <= table.locator("tr").count() <= 1 + len(config.nemesis)  # kinds planned
         group = p.page.locator("details.group", has_text="acked-below-min-isr").first
         assert group.is_visible()
         assert group.locator("article.anomaly").first.is_visible()
