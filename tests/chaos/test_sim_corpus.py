@@ -117,8 +117,9 @@ def test_the_default_variant_passes_an_exploration_of_500_seeds(tmp_path: Path) 
     """``floodmark explore`` itself, as a user runs it: every seed valid, none unknown (exit 0)."""
     command = [sys.executable, "-m", "floodmark", "explore", "--runs", str(SWEEP_SEEDS),
                "--seed", str(SWEEP_FIRST_SEED), "--jobs", "2", "--no-shrink", "--store", str(tmp_path)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=3600, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
-    findings = [line for line in done.stdout.splitlines() if "INVALID" in line or "UNKNOWN" in line]
-    assert done.returncode == 0, "\n".join(findings or [done.stdout[-2000:], done.stderr[-2000:]])
-    assert f"{SWEEP_SEEDS} runs in" in done.stdout and "0 invalid, 0 unknown" in done.stdout, done.stdout[-2000:]
+    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3600,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    output = done.stdout  # explore reports on stderr, merged here
+    findings = [line for line in output.splitlines() if "INVALID" in line or "UNKNOWN" in line]
+    assert done.returncode == 0, "\n".join(findings or [output[-2000:]])
+    assert f"{SWEEP_SEEDS} runs in" in output and "0 invalid, 0 unknown" in output, output[-2000:]
