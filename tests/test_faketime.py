@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from floodmark.backends.cleanup import remove_stale_faketime_files
 from floodmark.backends.faketime import NO_SKEW, broker_environment, clock_spec, libfaketime_library
 
 
@@ -41,3 +42,6 @@ def test_a_process_under_libfaketime_follows_the_timestamp_file(tmp_path: Path) 
     finally:
         child.kill()
         child.wait()
+        # libfaketime removes its shared-memory files only on a normal exit: a killed
+        # process leaves them, and the harness's cleanup is what removes them.
+        assert any(str(child.pid) in r for r in remove_stale_faketime_files())
