@@ -61,7 +61,20 @@ def _pause(start: Value, stop: Value | None) -> str | None:
 
 
 def _clock(start: Value, stop: Value | None) -> str | None:
-    return None if start.get("skew") or start.get("written") or start.get("strobing") else "no clock was moved"
+    if "written" in start or start.get("via") == "libfaketime":  # real nodes: their events must show it
+        seen = (stop or {}).get("clock_seen")
+        if not isinstance(seen, Mapping):
+            return "no event was watched for the moved clock (healed with the run's end)"
+        if any(isinstance(node, Mapping) and node.get("verified") is True for node in seen.values()):
+            return None
+        return "no event showed the moved clock (" + "; ".join(
+            f"{name}: expected {_field(node, 'expected')} s, {_field(node, 'events')} events, "
+            f"last skew {_field(node, 'skew_between')}" for name, node in sorted(seen.items())) + ")"
+    return None if start.get("skew") or start.get("strobing") else "no clock was moved"
+
+
+def _field(node: object, name: str) -> str:
+    return str(node.get(name)) if isinstance(node, Mapping) else "?"
 
 
 def _disk(start: Value, stop: Value | None) -> str | None:

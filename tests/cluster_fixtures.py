@@ -24,7 +24,7 @@ import pytest
 from floodmark.harness.cluster import Cluster, ExecResult, Node
 
 STANDIN = r"""
-import os, socket, sys, threading, time
+import json, os, socket, sys, threading, time
 port = int(sys.argv[1])
 def tick():
     n = 0
@@ -32,6 +32,10 @@ def tick():
         n += 1
         with open("ticks", "w") as f:
             f.write(str(n))
+        if n % 5 == 0:  # a node event now and then, stamped with the process's wall clock
+            with open("events.jsonl", "a") as f:
+                f.write(json.dumps({"node": "standin", "seq": n // 5, "wall": time.time(),
+                                    "kind": "tick"}) + "\n")
         time.sleep(0.02)
 threading.Thread(target=tick, daemon=True).start()
 server = socket.create_server(("0.0.0.0", port), reuse_port=True)

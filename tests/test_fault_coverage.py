@@ -74,3 +74,25 @@ def test_a_long_pause_must_show_the_session_expired() -> None:
     assert long_pause({}) == [
         "leader-long at 0.0 s: a long pause's session expiry was not confirmed (ZooKeeper did not answer)"]
     assert summary_line({}) == "no faults were planned"
+
+
+def test_a_real_clock_fault_took_effect_only_when_the_brokers_events_showed_it() -> None:
+    def real_clock(start: dict[str, object], stop: dict[str, object] | None) -> list[str]:
+        steps: list[tuple[str, str, Any]] = [("start-clock", "ok", {"shape": "bump-forward", **start})]
+        if stop is not None:
+            steps.append(("stop-clock", "ok", stop))
+        return fault_coverage(nemesis(*steps))["clock"].missed
+
+    written = {"written": {"n1": "+40.000 x1"}}
+    shown = {"n1": {"expected": 40.0, "verified": True, "events": 3, "skew_between": [39.9, 40.1]}}
+    not_shown = {"n1": {"expected": 40.0, "verified": False, "events": 12, "skew_between": [-0.1, 0.05]}}
+    assert real_clock(written, {"reset": {}, "clock_seen": shown}) == []
+    assert real_clock(written, {"reset": {}, "clock_seen": not_shown}) == [
+        "bump-forward at 0.0 s: no event showed the moved clock "
+        "(n1: expected 40.0 s, 12 events, last skew [-0.1, 0.05])"]
+    assert real_clock(written, None) == [
+        "bump-forward at 0.0 s: no event was watched for the moved clock (healed with the run's end)"]
+    # A real strobe is judged the same way; the simulator's clocks are exact and need no watch.
+    assert real_clock({"strobing": ["n1"], "via": "libfaketime"}, {"reset": {}, "clock_seen": shown}) == []
+    assert real_clock({"strobing": ["n1"], "via": "libfaketime"}, {"reset": {}}) != []
+    assert real_clock({"skew": {"n1": 40.0}}, None) == []

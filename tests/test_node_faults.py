@@ -80,12 +80,16 @@ def test_kill_and_restart_signal_the_planned_node() -> None:
 
 def test_bumps_write_the_planned_offsets_and_heal_resets_them() -> None:
     cluster = FakeCluster(5)
-    applier = NodeFaultApplier(cluster)
+    applier = NodeFaultApplier(cluster, clock_watch=0.3)
     plan = ClockSkew((("n1", -12.5, 1.0), ("n3", 40.0, 1.0)))
     assert run(applier.apply(plan)) == {"written": {"n1": "-12.500 x1", "n3": "+40.000 x1"}}
     assert cluster.node("n1").files["/etc/floodmark/faketime"] == "-12.500 x1\n"
     assert not cluster.node("n2").files
-    assert run(applier.heal(plan)) == {"reset": {"n1": "+0.000 x1", "n3": "+0.000 x1"}}
+    healed = run(applier.heal(plan))
+    assert healed["reset"] == {"n1": "+0.000 x1", "n3": "+0.000 x1"}
+    # These nodes write no events, so nothing shows the clock moved.
+    assert {name: seen["verified"] for name, seen in healed["clock_seen"].items()} == {"n1": False, "n3": False}
+    assert healed["clock_seen"]["n1"]["expected"] == -12.5
 
 
 def test_chmod_fault_records_the_mode_it_restores() -> None:
@@ -275,9 +279,15 @@ def test_bump_moves_each_chosen_broker_by_its_planned_offset(cluster) -> None:  
             expected = offsets.get(broker.name, 0.0)
             assert abs(skew(broker) - expected) < 0.5, f"{broker.name}: expected {expected}"
     finally:
-        run(applier.heal(plan))
+        healed = run(applier.heal(plan))
     for broker in cluster.brokers:
         assert abs(skew(broker)) < 0.5
+    # The stand-ins' own events showed each planned offset before the heal.
+    assert sorted(healed["clock_seen"]) == sorted(offsets)
+    for name, seen in healed["clock_seen"].items():
+        assert seen["verified"] is True, (name, seen)
+        low, high = seen["skew_between"]
+        assert low - 0.3 <= offsets[name] <= high + 0.3
 
 
 def test_rate_change_is_continuous_and_runs_at_the_new_rate(cluster) -> None:  # type: ignore[no-untyped-def]
@@ -294,15 +304,17 @@ def test_rate_change_is_continuous_and_runs_at_the_new_rate(cluster) -> None:  #
         rate = (second[0] - first[0]) / (t1 - t0)
         assert abs(rate - 2.0) < 0.35, rate
     finally:
-        run(applier.heal(plan))
+        healed = run(applier.heal(plan))
     assert abs(skew(node)) < 0.5
+    seen = healed["clock_seen"][node.name]
+    assert seen["verified"] is True and seen["expected"] >= 1.5, seen  # drifted ~2 s by the heal
 
 
 def test_strobe_flips_between_true_time_and_the_planned_offset(cluster) -> None:  # type: ignore[no-untyped-def]
     node = cluster.brokers[0]
     plan = ClockStrobe((node.name,), 60.0, 0.1)
 
-    async def watch() -> list[float]:
+    async def watch() -> tuple[list[float], dict[str, Any]]:
         applier = NodeFaultApplier(cluster)
         await applier.apply(plan)
         seen = []
@@ -311,12 +323,28 @@ def test_strobe_flips_between_true_time_and_the_planned_offset(cluster) -> None:
                 seen.append(await asyncio.to_thread(skew, node))
                 await asyncio.sleep(0.04)
         finally:
-            await applier.heal(plan)
-        return seen
+            healed = await applier.heal(plan)
+        return seen, healed
 
-    seen = run(watch())
+    seen, healed = run(watch())
     assert any(abs(s) < 0.5 for s in seen) and any(abs(s - 60.0) < 0.5 for s in seen), seen
     assert abs(skew(node)) < 0.5
+    assert healed["clock_seen"][node.name]["verified"] is True, healed
+
+
+def test_a_clock_fault_that_never_reached_the_process_is_not_verified(cluster) -> None:  # type: ignore[no-untyped-def]
+    """The file is written but the process is paused: it writes no event, so nothing shows
+    the moved clock, and the heal says so instead of taking the write for the effect."""
+    node = cluster.brokers[1]
+    plan = ClockSkew(((node.name, 90.0, 1.0),))
+    applier = NodeFaultApplier(cluster, clock_watch=1.0)
+    node.pause()
+    try:
+        run(applier.apply(plan))
+        healed = run(applier.heal(plan))
+    finally:
+        node.resume()
+    assert healed["clock_seen"][node.name]["verified"] is False, healed
 
 
 def as_broker(node: Any, script: str) -> ExecResult:

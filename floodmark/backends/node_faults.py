@@ -12,7 +12,9 @@ so one applier serves them all:
   the same machine with the same data;
 - a pause is SIGSTOP, healed by SIGCONT of the same pid (a process killed and restarted
   meanwhile was never paused);
-- a clock fault rewrites the broker's libfaketime timestamp file (see ``backends.faketime``);
+- a clock fault rewrites the broker's libfaketime timestamp file (see ``backends.faketime``),
+  and before it is healed the broker's own event times must show the moved clock (see
+  ``backends.clock_evidence``);
 - a disk fault runs ``chmod 000`` or moves the directory aside and puts a file in its place,
   as the broker's own user; healing undoes it and restarts the broker cleanly (SIGTERM, then
   start), because a broker keeps a failed log directory offline until it restarts.
@@ -26,10 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from floodmark.backends.clock_evidence import WATCH, ExpectedSkew, watch_clocks
 from floodmark.backends.faketime import process_start_time, write_clock
 from floodmark.harness.cluster import BROKER_USER, Cluster, ClusterError, Node
 from floodmark.harness.faults import (
@@ -147,8 +151,9 @@ class NodeFaultApplier:
     """Applies plans to a real cluster's nodes, remembering what each plan changed."""
 
     def __init__(self, cluster: Cluster, stop_timeout: float = 12.0,
-                 registered: Registered = lambda broker_id: None) -> None:
+                 registered: Registered = lambda broker_id: None, clock_watch: float = WATCH) -> None:
         self.cluster = cluster
+        self.clock_watch = clock_watch  # seconds a skewed broker gets to show it in its events
         self.stop_timeout = stop_timeout  # SIGTERM grace of a clean restart
         self.registered = registered  # a long pause is confirmed by the registration it cost
         self._rules: dict[FaultPlan, dict[str, list[str]]] = {}
@@ -164,8 +169,9 @@ class NodeFaultApplier:
         return await asyncio.to_thread(self._apply, plan)
 
     async def heal(self, plan: FaultPlan) -> Evidence:
+        seen = await asyncio.to_thread(self._watch_clocks, plan) if isinstance(plan, ClockSkew | ClockStrobe) else {}
         await stop_strobe(self._strobes, plan)
-        return await asyncio.to_thread(self._heal, plan)
+        return {**await asyncio.to_thread(self._heal, plan), **seen}
 
     async def heal_all(self, kinds: tuple[str, ...]) -> dict[str, Evidence]:
         for task in self._strobes.values():
@@ -252,7 +258,23 @@ class NodeFaultApplier:
                 # ``rate`` from now without a jump the file's offset must absorb the past.
                 elapsed = time.time() - process_start_time(node)
                 written[name] = write_clock(node, round(offset - elapsed * (rate - 1.0), 3), rate)
+        self._undo[plan] = {"applied_at": time.time()}
         return {"written": written}
+
+    def _watch_clocks(self, plan: ClockSkew | ClockStrobe) -> Evidence:
+        """While the fault is still in force, the brokers' own events must show it."""
+        expected: dict[str, ExpectedSkew] = {}
+        if isinstance(plan, ClockStrobe):
+            for name in plan.targets:
+                expected[name] = functools.partial(strobed_skew, plan.delta)
+        else:
+            applied_at = self._undo.pop(plan, {}).get("applied_at")
+            if applied_at is None:
+                return {}
+            for name, offset, rate in plan.clocks:
+                expected[name] = functools.partial(drifted_skew, offset, rate, applied_at)
+        return watch_clocks([(self.cluster.node(name), skew) for name, skew in expected.items()],
+                            watch=self.clock_watch)
 
     def _start_strobe(self, plan: ClockStrobe) -> Evidence:
         nodes = [self.cluster.node(name) for name in plan.targets]
@@ -266,7 +288,7 @@ class NodeFaultApplier:
                     await asyncio.to_thread(write_clock, node, plan.delta if skewed else 0.0)
 
         self._strobes[plan] = asyncio.get_running_loop().create_task(flip(), name="clock-strobe")
-        return {"strobing": list(plan.targets)}
+        return {"strobing": list(plan.targets), "via": "libfaketime"}
 
     def _disk(self, plan: DiskFault) -> Evidence:
         node = self.cluster.node(plan.node)
@@ -385,6 +407,16 @@ class NodeFaultApplier:
         if any(pid is None for pid in restarted.values()):
             raise ClusterError(f"restart failed for {restarted}")
         return {"restarted": restarted}
+
+
+def strobed_skew(delta: float, now: float) -> float:
+    """A strobe's skew when the clock is off (the times it is true show zero)."""
+    return delta
+
+
+def drifted_skew(offset: float, rate: float, applied_at: float, now: float) -> float:
+    """A skewed clock's offset from true time at ``now``: the bump plus what the rate added."""
+    return offset + (now - applied_at) * (rate - 1.0)
 
 
 def restart_crashed(node: Node) -> Evidence:
