@@ -94,9 +94,20 @@ def _message(start: Value, stop: Value | None) -> str | None:
     return None if rule.get("matched", 0) > 0 else "no message matched its rule"
 
 
+def _admin(start: Value, stop: Value | None) -> str | None:
+    if "taken_up" in start:  # a reassignment
+        return None if start["taken_up"] is True else "the controller did not take the reassignment up"
+    if "consumed" in start:  # a preferred leader election
+        return None if start["consumed"] is True else "the controller did not consume the election request"
+    if "led" in start:  # partitions added
+        led, partitions = start.get("led"), start.get("partitions")
+        return None if led == partitions else f"{led} of {partitions} partitions had a leader"
+    return "no operation was recorded"
+
+
 TOOK_EFFECT: dict[str, Callable[[Value, Value | None], str | None]] = {
     "partition": _partition, "kill": _crash, "power": _crash, "pause": _pause, "clock": _clock,
-    "disk": _disk, "session": _session, "message": _message,
+    "disk": _disk, "session": _session, "message": _message, "admin": _admin,
 }
 
 

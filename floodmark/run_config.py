@@ -41,7 +41,7 @@ from floodmark.safe_yaml import describe_error, load_yaml
 # The faults a test injects unless it names others (every kind the real backends apply),
 # also the order in which a configuration lists fault kinds; kinds not listed here follow,
 # by name. A test whose faults are exactly these is named "all".
-DEFAULT_NEMESIS: tuple[str, ...] = ("partition", "clock", "pause", "disk", "kill")
+DEFAULT_NEMESIS: tuple[str, ...] = ("partition", "clock", "pause", "disk", "kill", "admin")
 # The kinds only the simulator applies; with them, "all" on ``cluster: sim``.
 SIMULATED_NEMESIS: tuple[str, ...] = ("power", "session", "message")
 

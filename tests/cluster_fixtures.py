@@ -333,5 +333,9 @@ def view_of(cluster: Any, controller: int | None = None,
     from floodmark.harness.faults import BrokerSlot, ClusterView
 
     brokers = tuple(BrokerSlot(b.name, b.broker_id, tuple(b.log_dirs)) for b in cluster.brokers)
-    return ClusterView(cluster.zookeeper.name, brokers, tuple(sorted(leaders or {})) or (("t0", 0),),
-                       session_timeout, controller, dict(leaders or {}))
+    partitions = tuple(sorted(leaders or {})) or (("t0", 0),)
+    ids = sorted(b.broker_id for b in brokers)
+    replicas = {tp: tuple(ids[(i + k) % len(ids)] for k in range(min(3, len(ids))))
+                for i, tp in enumerate(partitions)}  # as topic creation would spread them
+    return ClusterView(cluster.zookeeper.name, brokers, partitions,
+                       session_timeout, controller, dict(leaders or {}), replicas)

@@ -38,6 +38,7 @@ class RealBackend:
         self.faults = NodeFaultApplier(cluster, stop_timeout=2 * config.zk_session_timeout,
                                        registered=self._registered)
         self._view: ZooKeeperView | None = None
+        self._clients: RealClientHost | None = None
 
     def _registered(self, broker_id: int) -> bool | None:
         return None if self._view is None else self._view.registered(broker_id)
@@ -58,15 +59,20 @@ class RealBackend:
         return asyncio.run(main)
 
     def client_host(self) -> RealClientHost:
-        return RealClientHost(self.cluster.zookeeper_address, self.seed)
+        if self._clients is None:  # one per run: the workload's sessions and admin faults share it
+            self._clients = RealClientHost(self.cluster.zookeeper_address, self.seed)
+        return self._clients
 
     async def observe(self) -> ClusterView:
         brokers = tuple(BrokerSlot(b.name, b.broker_id or 0, b.log_dirs) for b in self.cluster.brokers)
         partitions = self.config.topic_partitions
-        controller, leaders = (None, {}) if self._view is None else \
-            await asyncio.to_thread(self._view.roles, partitions)
+        view = self._view
+        if view is None:
+            return ClusterView(self.cluster.zookeeper.name, brokers, partitions, self.config.zk_session_timeout)
+        controller, leaders = await asyncio.to_thread(view.roles, partitions)
+        replicas = await asyncio.to_thread(view.replicas, self.config.topic_names)
         return ClusterView(self.cluster.zookeeper.name, brokers, partitions,
-                           self.config.zk_session_timeout, controller, leaders)
+                           self.config.zk_session_timeout, controller, leaders, replicas)
 
     def teardown(self, collect_into: RunDir | None) -> None:
         if self._view is not None:

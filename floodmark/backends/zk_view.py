@@ -45,6 +45,22 @@ def read_roles(read: NodeReader, partitions: Sequence[tuple[str, int]]
     return controller, leaders
 
 
+def read_replicas(read: NodeReader, topics: Sequence[str]) -> dict[tuple[str, int], tuple[int, ...]]:
+    """Each partition's assigned replicas, from its topic's node (a topic unreadable now is left out)."""
+    replicas: dict[tuple[str, int], tuple[int, ...]] = {}
+    for topic in topics:
+        found = read(zk_layout.topic_path(topic))
+        if found is None:
+            continue
+        try:
+            assignment = zk_layout.decode_topic(topic, found[0])
+        except zk_layout.LayoutError:
+            continue
+        for partition, assigned in sorted(assignment.partitions.items()):
+            replicas[(topic, partition)] = tuple(assigned)
+    return replicas
+
+
 class ZooKeeperView:
     """Reads roles from a real ZooKeeper through one kazoo session."""
 
@@ -68,6 +84,9 @@ class ZooKeeperView:
 
     def roles(self, partitions: Sequence[tuple[str, int]]) -> tuple[int | None, dict[tuple[str, int], int]]:
         return read_roles(self.read, partitions)
+
+    def replicas(self, topics: Sequence[str]) -> dict[tuple[str, int], tuple[int, ...]]:
+        return read_replicas(self.read, topics)
 
     def close(self) -> None:
         self._client.stop()

@@ -13,7 +13,11 @@ effect. The plan is the contract between the two, so it names nodes, never how t
 - :class:`ClockStrobe`: brokers' wall clocks flipping between true time and an offset;
 - :class:`DiskFault`: a log directory made unusable (``chmod 000`` or replaced by a file);
 - :class:`SessionExpiry`: a broker's ZooKeeper session expired while the process lives on;
-- :class:`MessageFault`: messages of one type dropped, delayed, duplicated or reordered.
+- :class:`MessageFault`: messages of one type dropped, delayed, duplicated or reordered;
+- admin operations, Jepsen's "membership" faults, which the harness performs through the
+  admin client the way an operator would, on every backend: :class:`Reassignment` (replicas
+  moved, and with KIP-236 possibly cancelled mid-way), :class:`PreferredElection` and
+  :class:`PartitionsAdded`.
 
 Every plan describes itself as plain data (:meth:`FaultPlan.describe`) for the history and
 ``schedule.json``. A backend says up front which plans it cannot apply
@@ -52,6 +56,9 @@ class ClusterView:
     session_timeout: float = 6.0
     controller: int | None = None
     leaders: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    # Each partition's assigned replicas (preferred leader first), as ZooKeeper has them now:
+    # admin faults plan from it. It may list partitions an admin fault added.
+    replicas: Mapping[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def broker_names(self) -> list[str]:
@@ -188,6 +195,34 @@ class MessageFault(FaultPlan):
     @property
     def nodes(self) -> tuple[str, ...]:
         return tuple(n for n in (self.source, self.destination) if n is not None)
+
+
+@dataclass(frozen=True)
+class Reassignment(FaultPlan):
+    kind: ClassVar[str] = "admin"
+    # (topic, partition, its new replicas by broker id, preferred leader first).
+    moves: tuple[tuple[str, int, tuple[int, ...]], ...]
+    cancel_on_heal: bool  # KIP-236: healing cancels what has not completed by then
+
+    def describe(self) -> dict[str, Any]:
+        return {"moves": {f"{topic}/{partition}": list(replicas) for topic, partition, replicas in self.moves},
+                "cancel_on_heal": self.cancel_on_heal}
+
+
+@dataclass(frozen=True)
+class PreferredElection(FaultPlan):
+    kind: ClassVar[str] = "admin"
+    partitions: tuple[tuple[str, int], ...]  # each led by its first replica again, if it can
+
+    def describe(self) -> dict[str, Any]:
+        return {"partitions": [f"{topic}/{partition}" for topic, partition in self.partitions]}
+
+
+@dataclass(frozen=True)
+class PartitionsAdded(FaultPlan):
+    kind: ClassVar[str] = "admin"
+    topic: str
+    count: int  # the topic's number of partitions afterwards
 
 
 class FaultApplier(Protocol):

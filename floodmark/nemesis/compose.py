@@ -10,6 +10,7 @@ import random
 from collections.abc import Iterable
 
 from floodmark.harness.faults import ClusterView, FaultPlan
+from floodmark.nemesis.admin import AdminNemesis
 from floodmark.nemesis.base import Choice, Nemesis, NemesisError
 from floodmark.nemesis.clock import ClockNemesis
 from floodmark.nemesis.disk import DiskNemesis
@@ -22,7 +23,7 @@ from floodmark.nemesis.session import SessionNemesis
 NEMESES: dict[str, type[Nemesis]] = {
     cls.kind: cls
     for cls in (PartitionNemesis, ClockNemesis, PauseNemesis, DiskNemesis, KillNemesis,
-                PowerNemesis, SessionNemesis, MessageNemesis)
+                PowerNemesis, SessionNemesis, MessageNemesis, AdminNemesis)
 }
 KINDS = tuple(NEMESES)
 

@@ -47,6 +47,7 @@ from floodmark.harness.seeds import Seeds, new_seed
 from floodmark.nemesis.compose import Composite
 from floodmark.results import Validity, build_results, write_results
 from floodmark.run import digest
+from floodmark.run.admin_faults import AdminFaults, FaultRouter
 from floodmark.run.assemble import broker_args, make_backend, refusals
 from floodmark.run.backend import Backend
 from floodmark.run.fault_driver import FaultDriver
@@ -136,7 +137,8 @@ class Runner:
         recorder = Recorder(self.run_dir.history, clock_ns=backend.clock_ns)
         schedule_log = ScheduleLog(self.run_dir.schedule, self.seeds.seed, schedule)
         schedule_log.save()
-        driver = FaultDriver(recorder, nemeses, backend.faults, backend.observe, schedule_log)
+        applier = FaultRouter(backend.faults, AdminFaults(backend.client_host))
+        driver = FaultDriver(recorder, nemeses, applier, backend.observe, schedule_log)
         healed = False
         try:
             self.say(f"starting a {config.cluster} cluster of {config.nodes} brokers (run id {spec.run_id})")

@@ -22,7 +22,7 @@ import orjson
 from floodmark.backends.sim.clients import SimClientHost
 from floodmark.backends.sim.cluster import LOG_DIRS, SimCluster
 from floodmark.backends.sim.faults import SimFaultApplier
-from floodmark.backends.zk_view import read_roles
+from floodmark.backends.zk_view import read_replicas, read_roles
 from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import TestConfig
 from floodmark.harness.faults import BrokerSlot, ClusterView
@@ -105,7 +105,8 @@ class SimBackend:
         controller, leaders = read_roles(read, partitions)
         brokers = tuple(BrokerSlot(n.name, n.broker_id or 0, n.log_dirs) for n in self.cluster.broker_nodes)
         return ClusterView(self.cluster.zookeeper.name, brokers, partitions,
-                           self.config.zk_session_timeout, controller, leaders)
+                           self.config.zk_session_timeout, controller, leaders,
+                           read_replicas(read, self.config.topic_names))
 
     def teardown(self, collect_into: RunDir | None) -> None:
         try:
