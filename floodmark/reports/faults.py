@@ -25,6 +25,10 @@ FAULT_COLOURS: dict[str, str] = {
     "pause": "#f3a712",
     "disk": "#29335c",
     "kill": "#669bbc",
+    "power": "#7b2d26",
+    "session": "#2a9d8f",
+    "message": "#b5838d",
+    "admin": "#6a994e",
 }
 OTHER_FAULT_COLOUR = "#8d8d8d"
 
