@@ -81,9 +81,21 @@ def _message(start: Value, stop: Value | None) -> str | None:
     return None if rule.get("matched", 0) > 0 else "no message matched its rule"
 
 
+def _stall(start: Value, stop: Value | None) -> str | None:
+    stop = stop or {}
+    if stop.get("struck_at") is None:
+        return "the thread received no ZooKeeper reply while the stall was armed: it never stuck"
+    if stop.get("events_handled_while_stuck") != 0:
+        return f"the thread finished {stop.get('events_handled_while_stuck')} events while stuck"
+    session = stop.get("session")
+    if isinstance(session, Mapping) and not session.get("expired_sessions"):
+        return "no session expired while the thread was stuck"
+    return None
+
+
 TOOK_EFFECT: dict[str, Callable[[Value, Value | None], str | None]] = {
     "partition": _partition, "kill": _crash, "power": _crash, "pause": _pause, "clock": _clock,
-    "disk": _disk, "session": _session, "message": _message,
+    "disk": _disk, "session": _session, "message": _message, "stall": _stall,
 }
 
 

@@ -36,6 +36,10 @@ from floodmark.harness.seeds import Seeds
 from floodmark.results import Validity
 
 RESTARTING_KINDS = ("kill", "power", "disk")  # faults after which a broker starts again
+# The kinds drawn one by one, in the order seeds have always drawn them; "stall" is drawn
+# on its own, last (see swarm_config).
+SWARM_KINDS = tuple(kind for kind in ALL_KINDS if kind != "stall")
+STALL_PROBABILITY = 0.3
 
 
 def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = None) -> TestConfig:
@@ -44,7 +48,7 @@ def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = 
     nodes = rng.randint(3, 5)
     replication_factor = rng.choice((2, 3, 3))
     min_insync = 2 if replication_factor == 2 else rng.choice((2, 2, 3))
-    kinds = [kind for kind in ALL_KINDS if rng.random() < 0.5] or [rng.choice(ALL_KINDS)]
+    kinds = [kind for kind in SWARM_KINDS if rng.random() < 0.5] or [rng.choice(SWARM_KINDS)]
     fault_low = round(rng.uniform(1.0, 4.0), 1)
     quiet_low = round(rng.uniform(0.5, 3.0), 1)
     values = {
@@ -68,7 +72,12 @@ def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = 
     # last, so every earlier draw of every seed stays what it was.
     if "pause" in kinds and rng.random() < 0.6:
         values["zk_session_timeout"] = rng.choice((18.0, 30.0))
-        values["nemesis"] = [kind for kind in kinds if kind not in RESTARTING_KINDS]
+        kinds = [kind for kind in kinds if kind not in RESTARTING_KINDS]
+        values["nemesis"] = kinds
+    # Stalls of the controller's event thread came later than the other kinds: drawn after
+    # every other draw, so seeds that do not draw them keep the test they always had.
+    if rng.random() < STALL_PROBABILITY:
+        values["nemesis"] = [*kinds, "stall"]
     config = make_config(values, f"swarm seed {seed}", base)
     return config.replace(name=f"explore-{variant}")
 

@@ -65,10 +65,10 @@ class SimRuntime:
 
     async def sleep(self, seconds: float) -> None:
         node = self._sim_node
-        if not node.can_act(self.incarnation):
+        if not node.can_act(self.incarnation) or node.stalls:
             await node.gate(self.incarnation)
         await asyncio.sleep(seconds)
-        if not node.can_act(self.incarnation):
+        if not node.can_act(self.incarnation) or node.stalls:
             await node.gate(self.incarnation)
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
