@@ -84,7 +84,7 @@ def _message(start: Value, stop: Value | None) -> str | None:
 def _stall(start: Value, stop: Value | None) -> str | None:
     stop = stop or {}
     if stop.get("struck_at") is None:
-        return "the thread received no ZooKeeper reply while the stall was armed: it never stuck"
+        return "the thread reached no safepoint while the stall was armed: it never stuck"
     if stop.get("events_handled_while_stuck") != 0:
         return f"the thread finished {stop.get('events_handled_while_stuck')} events while stuck"
     session = stop.get("session")

@@ -12,6 +12,7 @@ from cluster_fixtures import FakeCluster, view_of
 
 from floodmark.backends.node_faults import refuses
 from floodmark.backends.sim import SimBackend
+from floodmark.checkers.epoch_invariants import stale_controller_writes
 from floodmark.fault_coverage import fault_coverage
 from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import make_config
@@ -21,6 +22,7 @@ from floodmark.nemesis.stall import StallNemesis
 from floodmark.reference.controller.controller import event_thread_name
 from floodmark.reference.protocol import zk_layout
 from floodmark.reference.sim.world import SimWorld
+from floodmark.workloads.clients import LibraryClients
 
 SMALL = {"cluster": "sim", "time_limit": 12.0, "rate": 50.0, "concurrency": 4, "topics": 1,
          "partitions": 2, "fault_duration": [2.0, 4.0], "quiet_period": [1.0, 2.0]}
@@ -41,7 +43,7 @@ def test_a_stall_is_planned_on_the_controller_and_only_the_simulator_applies_it(
     assert "stall" not in make_config({"cluster": "sim"}).nemesis  # "all" keeps its schedules
 
 
-def test_a_stalled_task_runs_until_its_next_reply_then_passes_no_gate_until_released() -> None:
+def test_a_stalled_task_runs_until_its_next_safepoint_then_passes_no_gate_until_released() -> None:
     with SimWorld(seed=1) as world:
         world.add_node("n1")
         node = world.node("n1")
@@ -49,27 +51,36 @@ def test_a_stalled_task_runs_until_its_next_reply_then_passes_no_gate_until_rele
 
         async def thread() -> None:
             await node.gate(0)
-            steps.append("sent")  # a stall is armed: the thread still runs up to a reply
-            await node.gate(0, reply=True)
-            steps.append("read")
+            steps.append("read")  # a stall is armed: the thread still runs up to a safepoint
+            await node.gate(0, safepoint=True)
+            steps.append("decided")
             await node.gate(0)
             steps.append("wrote")
 
         struck: list[float] = []
         stall = world.stall_task("n1", "worker", lambda: struck.append(world.now()))
         task = world.loop.create_task(thread(), name="n1:worker")
-        other = world.loop.create_task(node.gate(0, reply=True), name="n1:other")
+        other = world.loop.create_task(node.gate(0, safepoint=True), name="n1:other")
         world.run_for(1.0)
-        assert steps == ["sent"] and other.done() and struck == [0.0] and stall.holds == 1
+        assert steps == ["read"] and other.done() and struck == [0.0] and stall.holds == 1
         world.release_stall("n1", stall)
         world.run_for(0.1)
-        assert steps == ["sent", "read", "wrote"] and task.done() and not node.stalls
+        assert steps == ["read", "decided", "wrote"] and task.done() and not node.stalls
+
+
+def started(variant: str = "default") -> Any:
+    """Three brokers with their topic: the controller has partitions to decide about."""
+    sim = SimBackend(make_config({**SMALL, "seed": 3, "nodes": 3, "variant": variant}), ClusterSpec(brokers=3, seed=5))
+    sim.setup()
+    clients = LibraryClients(sim.config, sim.client_host(), sim.cluster.bootstrap_addresses)
+    sim.run(clients.create_topics())
+    sim.run(clients.close())
+    return sim
 
 
 @pytest.fixture
 def backend() -> Any:
-    sim = SimBackend(make_config({**SMALL, "seed": 3, "nodes": 3}), ClusterSpec(brokers=3, seed=5))
-    sim.setup()
+    sim = started()
     yield sim
     sim.force_cleanup()
 
@@ -97,7 +108,7 @@ def test_a_stalled_controller_handles_no_event_and_says_what_waited(backend: Any
     other = next(n for n in backend.cluster.broker_nodes if n is not controller)
     handled = controller.broker.controller.events_handled
 
-    async def a_broker_fails() -> None:  # the controller's next event reads ZooKeeper
+    async def a_broker_fails() -> None:  # the controller's next event decides partition states
         await backend.faults.apply(SessionExpiry(other.name))
 
     applied, released = stalled_while(backend, ThreadStall(controller.name, "controller"), a_broker_fails)
@@ -111,24 +122,34 @@ def test_a_stalled_controller_handles_no_event_and_says_what_waited(backend: Any
     assert controller.broker.controller.is_active
 
 
-def test_kafka_6082_the_controller_is_stuck_while_its_session_expires_and_another_takes_over(
-        backend: Any) -> None:
-    controller = controller_node(backend)
-    other = next(n for n in backend.cluster.broker_nodes if n is not controller)
-    world = backend.world
+@pytest.mark.parametrize("variant", ["default", "no-controller-epoch-check"])
+def test_kafka_6082_a_controller_stuck_while_another_takes_over_writes_only_without_the_epoch_check(
+        variant: str) -> None:
+    backend = started(variant)
+    try:
+        controller = controller_node(backend)
+        other = next(n for n in backend.cluster.broker_nodes if n is not controller)
+        world = backend.world
 
-    async def a_broker_fails() -> None:
-        await backend.faults.apply(SessionExpiry(other.name))
+        async def a_broker_fails() -> None:
+            await backend.faults.apply(SessionExpiry(other.name))
 
-    plan = ThreadStall(controller.name, "controller", expire_session=True)
-    _, released = stalled_while(backend, plan, a_broker_fails)
-    assert released["session"]["expired_sessions"]
-    assert f"/brokers/ids/{controller.broker_id}" in released["session"]["ephemerals_deleted"]
-    assert released["events_handled_while_stuck"] == 0
-    # While it was stuck its broker registered again and another broker became controller.
-    assert world.zk.exists(zk_layout.broker_path(controller.broker_id)) is not None
-    assert not controller.broker.controller.is_active
-    assert controller_node(backend) is not controller
+        plan = ThreadStall(controller.name, "controller", expire_session=True)
+        _, released = stalled_while(backend, plan, a_broker_fails)
+        assert released["session"]["expired_sessions"]
+        assert f"/brokers/ids/{controller.broker_id}" in released["session"]["ephemerals_deleted"]
+        assert released["events_handled_while_stuck"] == 0
+        # While it was stuck its broker registered again and another broker became controller.
+        assert world.zk.exists(zk_layout.broker_path(controller.broker_id)) is not None
+        assert controller_node(backend) is not controller
+        events = {n.name: world.events(n.name) for n in backend.cluster.broker_nodes}
+        stale = stale_controller_writes(events)
+        if variant == "default":  # the epoch check fenced what it had decided (the run is the
+            assert stale == []    # same as the variant's up to that write)
+        else:  # what it decided for its old reign landed after its successor's election
+            assert stale and all(a.events[1][0] == controller.name for a in stale)
+    finally:
+        backend.force_cleanup()
 
 
 def test_a_stall_that_never_struck_is_not_counted_as_taking_effect(backend: Any) -> None:

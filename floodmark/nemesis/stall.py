@@ -15,8 +15,9 @@ Shapes (aimed at the broker that is controller when the fault starts):
 - ``controller-session-expired``: the same, and its broker's session is expired as soon as
   the thread is stuck (KAFKA-6082 itself).
 
-The stall strikes when the thread next receives a ZooKeeper reply, so it is stuck mid-event
-(see ``reference.sim.node``). Only the simulator applies it.
+The stall strikes at the thread's next safepoint (``Runtime.safepoint``): where the
+controller has decided partition states and not yet written them, so it is stuck mid-event
+with a decision in hand (see ``reference.sim.node``). Only the simulator applies it.
 """
 
 from __future__ import annotations

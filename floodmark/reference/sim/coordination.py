@@ -117,7 +117,7 @@ class SimCoordination(SessionListeners):
         except TimeoutError:
             await self._node.gate(self._incarnation)
             raise ConnectionLossError("no reply from ZooKeeper within the read timeout") from None
-        await self._node.gate(self._incarnation, reply=True)
+        await self._node.gate(self._incarnation)
         if not ok:
             raise value
         return value  # type: ignore[no-any-return]

@@ -12,10 +12,11 @@ performs passes the node's *gate*:
   nothing the node does, receives or answers makes progress;
 * a *stalled task* (:class:`TaskStall`: one thread of the process, such as the controller's
   event thread, stuck while the rest of the process runs on) is held at its gates from the
-  moment the stall *strikes* until it is released. It strikes at the task's next gate that
-  follows a reply it awaited (``reply=True``): the thread is stuck with an answer in hand,
-  mid-event, which is where a stall does harm (KAFKA-6082: the controller's event thread
-  paused between reading ZooKeeper and writing what it decided).
+  moment the stall *strikes* until it is released. It strikes at the task's next *safepoint*
+  (``Runtime.safepoint``, a gate with ``safepoint=True``): a point the protocol code marks
+  where a stopped thread does harm, as the JVM stops threads for a collection at safepoints
+  (KAFKA-6082: the controller's event thread stopped between deciding partition states and
+  writing them).
 """
 
 from __future__ import annotations
@@ -75,9 +76,9 @@ class SimNode:
         """Up, not paused, and still the given incarnation."""
         return self.is_current(incarnation) and not self.paused
 
-    async def gate(self, incarnation: int, *, reply: bool = False) -> None:
+    async def gate(self, incarnation: int, *, safepoint: bool = False) -> None:
         """Pass only when the node runs this incarnation, is not paused and the calling task
-        is not stalled. ``reply``: the caller has just received what it awaited."""
+        is not stalled. ``safepoint``: the caller is at a safepoint, where a stall strikes."""
         while True:
             if not self.is_current(incarnation):
                 raise asyncio.CancelledError(f"node {self.name} crashed")
@@ -86,20 +87,20 @@ class SimNode:
                 continue
             if not self.stalls:
                 return
-            stall = self._stall_of_current_task(reply)
+            stall = self._stall_of_current_task(safepoint)
             if stall is None:
                 return
             stall.holds += 1
             await stall.released.wait()
 
-    def _stall_of_current_task(self, reply: bool) -> TaskStall | None:
-        """The stall holding the calling task now, striking an armed one at a reply."""
+    def _stall_of_current_task(self, safepoint: bool) -> TaskStall | None:
+        """The stall holding the calling task now, striking an armed one at a safepoint."""
         task = asyncio.current_task()
         stall = self.stalls.get(task.get_name()) if task is not None else None
         if stall is None or stall.released.is_set():
             return None
         if stall.struck_at is None:
-            if not reply:
+            if not safepoint:
                 return None
             stall.strike(asyncio.get_running_loop().time())
         return stall

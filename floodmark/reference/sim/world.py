@@ -223,7 +223,7 @@ class SimWorld:
 
     def stall_task(self, name: str, task: str, on_strike: Callable[[], None] | None = None) -> TaskStall:
         """Stall one task of the node (``task``: its name without the node's prefix) at its
-        next ZooKeeper reply, until :meth:`release_stall`; ``on_strike`` runs when it strikes.
+        next safepoint, until :meth:`release_stall`; ``on_strike`` runs when it strikes.
         The rest of the process runs on (see ``sim.node``)."""
         return self.node(name).stall(f"{name}:{task}", self.loop.time(), on_strike)
 
