@@ -49,10 +49,6 @@ class TaskStall:
         if self._on_strike is not None:
             self._on_strike()
 
-    @property
-    def holding(self) -> bool:
-        return self.struck_at is not None and not self.released.is_set()
-
 
 class SimNode:
     def __init__(self, name: str, disk: SimDisk, cpu: SimCpu | None = None) -> None:
