@@ -105,9 +105,21 @@ def _admin(start: Value, stop: Value | None) -> str | None:
     return "no operation was recorded"
 
 
+def _stall(start: Value, stop: Value | None) -> str | None:
+    stop = stop or {}
+    if stop.get("struck_at") is None:
+        return "the thread reached no safepoint while the stall was armed: it never stuck"
+    if stop.get("events_handled_while_stuck") != 0:
+        return f"the thread finished {stop.get('events_handled_while_stuck')} events while stuck"
+    session = stop.get("session")
+    if isinstance(session, Mapping) and not session.get("expired_sessions"):
+        return "no session expired while the thread was stuck"
+    return None
+
+
 TOOK_EFFECT: dict[str, Callable[[Value, Value | None], str | None]] = {
     "partition": _partition, "kill": _crash, "power": _crash, "pause": _pause, "clock": _clock,
-    "disk": _disk, "session": _session, "message": _message, "admin": _admin,
+    "disk": _disk, "session": _session, "message": _message, "admin": _admin, "stall": _stall,
 }
 
 

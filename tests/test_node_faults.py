@@ -121,7 +121,7 @@ def test_heal_all_runs_every_kind_even_when_one_fails_and_restarts_last() -> Non
 
 def test_real_clusters_refuse_what_only_the_simulator_can_do() -> None:
     assert refuses("partition", "halves") is None
-    for kind in ("power", "session", "message"):
+    for kind in ("power", "session", "message", "stall"):
         assert "only the simulator" in (refuses(kind, "random") or "")
 
 

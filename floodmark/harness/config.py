@@ -26,6 +26,7 @@ from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.run_config import (
     DEFAULT_NEMESIS,
     MAX_SECONDS,
+    NAMED_ONLY_NEMESIS,
     SIMULATED_NEMESIS,
     ConfigError,
     TestConfig,
@@ -43,7 +44,7 @@ CLUSTERS = ("docker", "local", "sim")
 WORKLOADS = ("queue", "log-lin")
 # The fault kinds every backend applies, and those only the simulator can.
 NEMESIS_KINDS = DEFAULT_NEMESIS
-SIMULATED_KINDS = SIMULATED_NEMESIS
+SIMULATED_KINDS = SIMULATED_NEMESIS + NAMED_ONLY_NEMESIS
 ALL_KINDS = NEMESIS_KINDS + SIMULATED_KINDS
 ACKS = ("all", 1, 0)
 MAX_NODES = 9

@@ -13,6 +13,8 @@ effect. The plan is the contract between the two, so it names nodes, never how t
 - :class:`ClockStrobe`: brokers' wall clocks flipping between true time and an offset;
 - :class:`DiskFault`: a log directory made unusable (``chmod 000`` or replaced by a file);
 - :class:`SessionExpiry`: a broker's ZooKeeper session expired while the process lives on;
+- :class:`ThreadStall`: one thread of a broker stuck (the controller's event thread) while the
+  rest of the process runs on, optionally with the broker's session expired meanwhile;
 - :class:`MessageFault`: messages of one type dropped, delayed, duplicated or reordered;
 - admin operations, Jepsen's "membership" faults, which the harness performs through the
   admin client the way an operator would, on every backend: :class:`Reassignment` (replicas
@@ -177,6 +179,18 @@ class DiskFault(NodeFault):
 @dataclass(frozen=True)
 class SessionExpiry(NodeFault):
     kind: ClassVar[str] = "session"
+
+
+StalledThread = Literal["controller"]
+
+
+@dataclass(frozen=True)
+class ThreadStall(NodeFault):
+    kind: ClassVar[str] = "stall"
+    thread: StalledThread  # "controller": the event thread of the broker's controller
+    # Expire the broker's ZooKeeper session once the thread is stuck: it comes back to a
+    # session, and maybe an office, that changed under it (KAFKA-6082).
+    expire_session: bool = False
 
 
 MessageAction = Literal["drop", "delay", "duplicate", "reorder"]

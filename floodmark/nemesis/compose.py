@@ -19,11 +19,12 @@ from floodmark.nemesis.message import MessageNemesis
 from floodmark.nemesis.partition import PartitionNemesis
 from floodmark.nemesis.pause import PauseNemesis
 from floodmark.nemesis.session import SessionNemesis
+from floodmark.nemesis.stall import StallNemesis
 
 NEMESES: dict[str, type[Nemesis]] = {
     cls.kind: cls
     for cls in (PartitionNemesis, ClockNemesis, PauseNemesis, DiskNemesis, KillNemesis,
-                PowerNemesis, SessionNemesis, MessageNemesis, AdminNemesis)
+                PowerNemesis, SessionNemesis, MessageNemesis, AdminNemesis, StallNemesis)
 }
 KINDS = tuple(NEMESES)
 

@@ -320,6 +320,12 @@ class Runtime(Protocol):
 
     async def sleep(self, seconds: float) -> None: ...
 
+    async def safepoint(self) -> None:
+        """A point where stopping this task does harm (a decision made, not yet acted on).
+        Returns at once, without yielding; the simulator's thread stalls strike here, as the
+        JVM stops threads for a collection at safepoints."""
+        ...
+
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> Any:
         """Run a coroutine in the background; returns a handle with ``cancel()``.
 

@@ -36,7 +36,9 @@ from floodmark.harness.seeds import Seeds
 from floodmark.results import Validity
 
 RESTARTING_KINDS = ("kill", "power", "disk")  # faults after which a broker starts again
-LATER_KINDS = ("admin",)  # drawn apart from the others (see swarm_config)
+# Kinds added after seeds were first pinned in the regression corpus, each with the share of
+# seeds that draw it: drawn from their own stream (see swarm_config).
+LATER_KINDS = {"admin": 0.5, "stall": 0.3}
 SWARM_KINDS = tuple(kind for kind in ALL_KINDS if kind not in LATER_KINDS)
 
 
@@ -72,10 +74,10 @@ def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = 
         values["zk_session_timeout"] = rng.choice((18.0, 30.0))
         values["nemesis"] = [kind for kind in kinds if kind not in RESTARTING_KINDS]
     # Kinds added since seeds were first pinned in the regression corpus draw from their own
-    # stream, half the seeds each, so a seed that does not draw them is the test it was.
+    # stream, so a seed that does not draw them is the test it always was.
     later = Seeds(seed).stream("swarm-later-kinds")
     drawn = list(values["nemesis"])  # type: ignore[call-overload]
-    values["nemesis"] = drawn + [kind for kind in LATER_KINDS if later.random() < 0.5]
+    values["nemesis"] = drawn + [kind for kind, share in LATER_KINDS.items() if later.random() < share]
     config = make_config(values, f"swarm seed {seed}", base)
     return config.replace(name=f"explore-{variant}")
 

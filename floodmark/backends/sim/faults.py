@@ -2,10 +2,11 @@
 
 Every plan becomes a change of the world's state, undone on heal: blocked links for a network
 cut, a node killed, powered off or frozen, its wall clock moved, a log directory taken away,
-its ZooKeeper session expired, or a rule on the network that drops, delays, duplicates or
-reorders one type of message. The evidence is read back from the world after the change
-(links down, the node dead or frozen, its clock's reading, the rule's counts), so a fault
-that did not take effect says so.
+its ZooKeeper session expired, a rule on the network that drops, delays, duplicates or
+reorders one type of message, or the controller's event thread stalled. The evidence is read
+back from the world after the change (links down, the node dead or frozen, its clock's
+reading, the rule's counts, when the stall struck and what the controller left undone), so a
+fault that did not take effect says so.
 
 ZooKeeper (``zk``) takes part in partitions only; the simulator applies every fault kind.
 """
@@ -27,7 +28,9 @@ from floodmark.harness.faults import (
     ProcessCrash,
     ProcessPause,
     SessionExpiry,
+    ThreadStall,
 )
+from floodmark.reference.controller.controller import event_thread_name
 from floodmark.reference.protocol import zk_layout
 from floodmark.reference.sim.disk import SimDisk
 from floodmark.reference.sim.message_faults import ZK_RESPONSES, MessageRule
@@ -100,6 +103,8 @@ class SimFaultApplier:
             expired = world.expire_session(plan.node)
             return {"expired_sessions": [hex(s) for s in expired.session_ids],
                     "ephemerals_deleted": list(expired.ephemerals_deleted)}
+        if isinstance(plan, ThreadStall):
+            return self._stall(plan)
         if isinstance(plan, MessageFault):
             rule = MessageRule(
                 plan.action, message_types(plan.message),
@@ -148,6 +153,8 @@ class SimFaultApplier:
             return {"usable": usable, "restarted": {"node": node.name, "pid": node.pid()}}
         if isinstance(plan, SessionExpiry):
             return {}  # the broker opens a new session itself, as after a real expiry
+        if isinstance(plan, ThreadStall):
+            return self._release(plan)
         if isinstance(plan, MessageFault):
             rule = self._undo.pop(plan, None)
             if rule is None:
@@ -188,6 +195,9 @@ class SimFaultApplier:
             return {"healed": {name: count for name, count in healed.items() if count}}
         if kind == "message":
             return {"rules_removed": [rule.evidence() for rule in world.remove_message_rules()]}
+        if kind == "stall":
+            released = [plan for plan in self._undo if isinstance(plan, ThreadStall)]
+            return {"released": [self._release(plan) for plan in released]}
         if kind in ("kill", "power"):
             restarted = {}
             for node in brokers:
@@ -196,6 +206,41 @@ class SimFaultApplier:
                     restarted[node.name] = node.pid()
             return {"restarted": restarted}
         return {}  # session: nothing stays broken
+
+    def _stall(self, plan: ThreadStall) -> Evidence:
+        node = self.cluster.broker_node(plan.node)
+        broker = node.broker
+        if not node.is_running() or broker is None or broker.controller is None:
+            return {"skipped": f"{plan.node} is not running a controller"}
+        controller = broker.controller
+        struck: Evidence = {}
+
+        def on_strike() -> None:  # the thread is stuck mid-event
+            struck["events_handled"] = controller.events_handled
+            if plan.expire_session:  # KAFKA-6082: its session goes while it is stuck
+                done = self.world.expire_session(plan.node)
+                struck["session"] = {"expired_sessions": [hex(s) for s in done.session_ids],
+                                     "ephemerals_deleted": list(done.ephemerals_deleted)}
+
+        stall = self.world.stall_task(plan.node, event_thread_name(controller.broker_id), on_strike)
+        self._undo[plan] = (stall, controller, struck)
+        return {"stalled": stall.task_name, "was_active": controller.is_active}
+
+    def _release(self, plan: ThreadStall) -> Evidence:
+        undo = self._undo.pop(plan, None)
+        if undo is None:
+            return {}
+        stall, controller, struck = undo
+        evidence: Evidence = {"struck_at": None if stall.struck_at is None else round(stall.struck_at, 6),
+                              "held": stall.holds}
+        if stall.struck_at is not None:
+            # What the stall withheld: nothing finished while stuck, and what queued behind it.
+            evidence["events_handled_while_stuck"] = controller.events_handled - struck["events_handled"]
+            evidence["events_waiting"] = controller.events_waiting
+            if plan.expire_session:
+                evidence["session"] = struck["session"]
+        self.world.release_stall(plan.node, stall)
+        return evidence
 
     async def _strobe(self, plan: ClockStrobe) -> None:
         skewed = False

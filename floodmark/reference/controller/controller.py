@@ -68,6 +68,12 @@ from floodmark.reference.runtime import (
 _ALWAYS = frozenset({"elect", "controller-change", "session-lost", "controlled-shutdown"})
 
 
+def event_thread_name(broker_id: int) -> str:
+    """The name of the task that handles the controller's events one at a time (what a
+    simulated stall of the event thread aims at)."""
+    return f"controller-{broker_id}"
+
+
 class Controller:
     def __init__(self, runtime: Runtime, broker_id: int, zk_client: Coordination,
                  config: ControllerConfig) -> None:
@@ -86,6 +92,7 @@ class Controller:
         self._events: asyncio.Queue[tuple[str, Handler]] = asyncio.Queue()
         self._tasks: list[Any] = []
         self._stopped = False
+        self.events_handled = 0  # events the event thread finished (evidence of a stall)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -97,7 +104,7 @@ class Controller:
         """Join the election; returns once the first attempt has been made."""
         self.zk.add_session_listener(self._on_session_state)
         await self.zkw.ensure_layout()
-        self._tasks.append(self.runtime.spawn(self._run_events(), name=f"controller-{self.broker_id}"))
+        self._tasks.append(self.runtime.spawn(self._run_events(), name=event_thread_name(self.broker_id)))
         self.enqueue("elect", self._elect)
 
     async def stop(self) -> None:
@@ -119,6 +126,11 @@ class Controller:
         self.zkw.replace_session(zk_client)
         zk_client.add_session_listener(self._on_session_state)
         self.enqueue("elect", self._elect)
+
+    @property
+    def events_waiting(self) -> int:
+        """Events queued for the event thread and not yet taken."""
+        return self._events.qsize()
 
     def enqueue(self, name: str, handler: Handler) -> None:
         if not self._stopped:
@@ -152,6 +164,7 @@ class Controller:
                 self.enqueue("elect", self._elect)
             except Exception:
                 self.runtime.log.exception("controller event %s failed", name)
+            self.events_handled += 1
 
     def _on_session_state(self, state: SessionState) -> None:
         if state == "LOST" and self.is_active:

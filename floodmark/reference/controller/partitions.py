@@ -60,6 +60,9 @@ async def change_partitions(
                 decisions[tp] = _with_elr(ctl, tp, state, decision, recovered)
         if not decisions:
             break
+        # Decided, not yet written: a controller stopped here writes, when it resumes, what it
+        # decided for its own reign (KAFKA-6082), unless the controller epoch fences it.
+        await ctl.runtime.safepoint()
         written, conflicts = await ctl.zkw.write_states({tp: d.state for tp, d in decisions.items()})
         for tp in sorted_partitions(written):
             ctx.states[tp] = written[tp]

@@ -54,6 +54,9 @@ class RealRuntime:
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
 
+    async def safepoint(self) -> None:
+        return None  # a real thread stops wherever its process is stopped
+
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro, name=name)
         self._tasks[task] = None  # a strong reference: the loop keeps only weak ones

@@ -9,7 +9,14 @@ performs passes the node's *gate*:
   next await, as a killed process would;
 * on a paused node the gate holds the caller until the node resumes, as SIGSTOP or a long
   garbage-collection pause would: timers keep running (the monotonic clock advances), but
-  nothing the node does, receives or answers makes progress.
+  nothing the node does, receives or answers makes progress;
+* a *stalled task* (:class:`TaskStall`: one thread of the process, such as the controller's
+  event thread, stuck while the rest of the process runs on) is held at its gates from the
+  moment the stall *strikes* until it is released. It strikes at the task's next *safepoint*
+  (``Runtime.safepoint``, a gate with ``safepoint=True``): a point the protocol code marks
+  where a stopped thread does harm, as the JVM stops threads for a collection at safepoints
+  (KAFKA-6082: the controller's event thread stopped between deciding partition states and
+  writing them).
 """
 
 from __future__ import annotations
@@ -21,6 +28,26 @@ from typing import Any
 from floodmark.reference.sim.clock import SimClock
 from floodmark.reference.sim.cpu import SimCpu
 from floodmark.reference.sim.disk import SimDisk
+
+
+class TaskStall:
+    """One task of a node stalled: armed until it strikes, then holding until released.
+
+    Its counters are the evidence that it took effect: when it struck and how many times the
+    task was held (each a gate the task could not pass)."""
+
+    def __init__(self, task_name: str, armed_at: float, on_strike: Callable[[], None] | None = None) -> None:
+        self.task_name = task_name
+        self.armed_at = armed_at
+        self.struck_at: float | None = None
+        self.holds = 0
+        self.released = asyncio.Event()
+        self._on_strike = on_strike
+
+    def strike(self, now: float) -> None:
+        self.struck_at = now
+        if self._on_strike is not None:
+            self._on_strike()
 
 
 class SimNode:
@@ -36,6 +63,7 @@ class SimNode:
         self._resumed.set()
         # Insertion-ordered, so a crash cancels tasks in a deterministic order.
         self.tasks: dict[asyncio.Task[Any], None] = {}
+        self.stalls: dict[str, TaskStall] = {}  # task name -> its stall (armed or holding)
 
     def is_current(self, incarnation: int) -> bool:
         return self.alive and self.incarnation == incarnation
@@ -44,14 +72,49 @@ class SimNode:
         """Up, not paused, and still the given incarnation."""
         return self.is_current(incarnation) and not self.paused
 
-    async def gate(self, incarnation: int) -> None:
-        """Pass only when the node runs this incarnation and is not paused."""
+    async def gate(self, incarnation: int, *, safepoint: bool = False) -> None:
+        """Pass only when the node runs this incarnation, is not paused and the calling task
+        is not stalled. ``safepoint``: the caller is at a safepoint, where a stall strikes."""
         while True:
             if not self.is_current(incarnation):
                 raise asyncio.CancelledError(f"node {self.name} crashed")
-            if not self.paused:
+            if self.paused:
+                await self._resumed.wait()
+                continue
+            if not self.stalls:
                 return
-            await self._resumed.wait()
+            stall = self._stall_of_current_task(safepoint)
+            if stall is None:
+                return
+            stall.holds += 1
+            await stall.released.wait()
+
+    def _stall_of_current_task(self, safepoint: bool) -> TaskStall | None:
+        """The stall holding the calling task now, striking an armed one at a safepoint."""
+        task = asyncio.current_task()
+        stall = self.stalls.get(task.get_name()) if task is not None else None
+        if stall is None or stall.released.is_set():
+            return None
+        if stall.struck_at is None:
+            if not safepoint:
+                return None
+            stall.strike(asyncio.get_running_loop().time())
+        return stall
+
+    def stall(self, task_name: str, now: float, on_strike: Callable[[], None] | None = None) -> TaskStall:
+        """Arm a stall of the task named ``task_name`` (replacing one in force)."""
+        stall = TaskStall(task_name, now, on_strike)
+        previous = self.stalls.get(task_name)
+        if previous is not None:
+            previous.released.set()
+        self.stalls[task_name] = stall
+        return stall
+
+    def release(self, stall: TaskStall) -> None:
+        """End the stall: the task passes its gate again."""
+        stall.released.set()
+        if self.stalls.get(stall.task_name) is stall:
+            del self.stalls[stall.task_name]
 
     def pause(self) -> None:
         self.paused = True
@@ -103,6 +166,8 @@ class SimNode:
         self.alive = False
         self.paused = False
         self._resumed.set()  # paused tasks wake up and meet the crashed gate
+        for stall in list(self.stalls.values()):  # a stall dies with its thread
+            self.release(stall)
         tasks = list(self.tasks)
         for task in tasks:
             task.cancel()

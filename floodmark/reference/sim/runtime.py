@@ -65,11 +65,16 @@ class SimRuntime:
 
     async def sleep(self, seconds: float) -> None:
         node = self._sim_node
-        if not node.can_act(self.incarnation):
+        if not node.can_act(self.incarnation) or node.stalls:
             await node.gate(self.incarnation)
         await asyncio.sleep(seconds)
-        if not node.can_act(self.incarnation):
+        if not node.can_act(self.incarnation) or node.stalls:
             await node.gate(self.incarnation)
+
+    async def safepoint(self) -> None:
+        node = self._sim_node
+        if node.stalls:  # else no suspension at all: runs without a stall keep their schedule
+            await node.gate(self.incarnation, safepoint=True)
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         return self._sim_node.start_task(self._world.loop, self.incarnation, coro, name, self._report_failure)

@@ -24,6 +24,8 @@ evidence that it took effect:
   ZooKeeper session to expire after its timeout; ``restart`` starts the next incarnation on
   the same disk. Both return a :class:`ProcessDeath`;
 * **pause** / ``resume`` (SIGSTOP, a long garbage-collection pause);
+* **task stall**: ``stall_task`` / ``release_stall`` (one thread of a process stuck, such as
+  the controller's event thread, while the rest of the process runs on);
 * **links**: ``partition`` and ``cut`` return a ``LinkFault`` that ``restore`` heals alone;
   ``uncut`` heals one cut of a link; ``heal`` lifts every link fault;
 * **clocks**: ``set_clock_offset`` (a step), ``set_clock_rate`` (from now on, continuous),
@@ -57,7 +59,7 @@ from floodmark.reference.sim.disk_faults import PowerLoss
 from floodmark.reference.sim.loop import SimulationDeadlock, VirtualTimeLoop
 from floodmark.reference.sim.message_faults import ActiveRule, MessageRule
 from floodmark.reference.sim.network import ZK, LinkFault, SimNetwork
-from floodmark.reference.sim.node import SimNode
+from floodmark.reference.sim.node import SimNode, TaskStall
 from floodmark.reference.sim.runtime import SimRuntime
 from floodmark.reference.sim.zookeeper import SimZooKeeper
 
@@ -218,6 +220,15 @@ class SimWorld:
 
     def resume(self, name: str) -> None:
         self.node(name).resume()
+
+    def stall_task(self, name: str, task: str, on_strike: Callable[[], None] | None = None) -> TaskStall:
+        """Stall one task of the node (``task``: its name without the node's prefix) at its
+        next safepoint, until :meth:`release_stall`; ``on_strike`` runs when it strikes.
+        The rest of the process runs on (see ``sim.node``)."""
+        return self.node(name).stall(f"{name}:{task}", self.loop.time(), on_strike)
+
+    def release_stall(self, name: str, stall: TaskStall) -> None:
+        self.node(name).release(stall)
 
     # ------------------------------------------------------------------ link faults
 
