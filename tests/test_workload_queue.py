@@ -165,3 +165,20 @@ def test_a_whole_run_against_the_fake_log(tmp_path: Path) -> None:
     # The info send retired its process and the worker opened new clients.
     assert generator.numbers.retired == 1 and logs.opened >= CONFIG.concurrency + 1
     assert logs.closed == logs.opened
+
+
+def test_each_role_splits_the_partitions_and_covers_every_one() -> None:
+    from floodmark.workloads.queue import roles, worker_partitions
+
+    parts = [("t0", p) for p in range(3)] + [("t1", p) for p in range(3)]
+    for concurrency in range(2, 20):
+        workers = roles(concurrency)
+        shares = worker_partitions(parts, workers)
+        assert len(shares) == concurrency and all(shares)
+        for role in ("producer", "consumer"):
+            members = [w for w, r in enumerate(workers) if r == role]
+            covered = [tp for w in members for tp in shares[w]]
+            assert sorted(set(covered)) == sorted(parts), (concurrency, role)
+            if len(members) <= len(parts):  # a share each, never overlapping
+                assert len(covered) == len(parts)
+    assert worker_partitions(parts, roles(8))[0] == [("t0", 0), ("t1", 1)]

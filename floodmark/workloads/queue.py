@@ -1,9 +1,9 @@
 """The queue workload: Jepsen's Kafka test, producers and consumers over a few topics.
 
-Producers send unique values (``"<worker>-<n>"``) to random partitions of the test's topics
-with the configured acks (``all`` by default) and record the offset each send was
-acknowledged at. Consumers *assign* themselves a few partitions and *poll* them from the
-offsets they remember, sometimes reassigning; a poll records, per partition, where it
+Producers send unique values (``"<worker>-<n>"``) to random partitions of their own share of
+the test's topics with the configured acks (``all`` by default) and record the offset each
+send was acknowledged at. Consumers *assign* themselves a few partitions of their share and
+*poll* them from the offsets they remember, sometimes reassigning; a poll records, per partition, where it
 started, the records it got and the high watermark the leader reported. After the fault
 phase the runner heals everything and waits for recovery, then the *final drain* reads every
 partition from offset 0 to its end, so the checkers can tell what survived.
@@ -16,6 +16,12 @@ Op shapes (history values), shared with the checkers and the report:
             ok [{"topic", "partition", "offset", "records": [[offset, value], ...],
                  "high_watermark"}]
     drain   as poll, one op per partition, starting at offset 0 and reading to the end
+
+Each role's workers split the partitions between them (:func:`worker_partitions`), as
+Jepsen's independent keys give each key its own group of threads: a worker blocks on one op
+at a time, so with every worker free to pick any partition a paused leader soon holds every
+worker until its op times out; with shares it holds only the workers of the partitions it
+leads, and the others go on.
 
 A send that may have been written (timeout, connection lost after sending, an ambiguous
 error) ends ``info``; its process is retired and the worker opens new clients as a new
@@ -50,13 +56,15 @@ class QueueWorker(SessionWorker):
 
     def __init__(
         self, config: TestConfig, clients: ClientFactory, worker: int, rng: random.Random, role: str,
+        partitions: Sequence[Partition] | None = None,
     ) -> None:
         self.config = config
         self.clients = clients
         self.worker = worker
         self.rng = rng
         self.role = role  # "producer" | "consumer"
-        self.partitions: list[Partition] = list(config.topic_partitions)
+        # The partitions this worker acts on (default: every partition of the test).
+        self.partitions: list[Partition] = list(config.topic_partitions if partitions is None else partitions)
         self.sent = 0
         # Consumer memory: the next offset to fetch per partition, kept across processes and
         # reassignments ("remembered offsets"), and the current assignment.
@@ -192,6 +200,19 @@ async def drain_partition(
                               error=f"no records at offset {offset} below high watermark {high_watermark}")
     return Completion("fail", positions_value([((topic, partition), 0)]),
                       error=f"drain timed out at offset {offset} (high watermark {high_watermark}): {last_error}")
+
+
+def worker_partitions(partitions: Sequence[Partition], roles: Sequence[str]) -> list[list[Partition]]:
+    """Each worker's share of the partitions: within a role, worker k of n takes every n-th
+    partition from the k-th, so each role covers every partition; with more workers than
+    partitions, workers share one."""
+    shares: list[list[Partition]] = []
+    for worker, role in enumerate(roles):
+        members = [w for w, r in enumerate(roles) if r == role]
+        k, n = members.index(worker), len(members)
+        share = [tp for j, tp in enumerate(partitions) if j % n == k]
+        shares.append(share or [partitions[k % len(partitions)]])
+    return shares
 
 
 def roles(concurrency: int) -> list[str]:

@@ -16,16 +16,21 @@ from floodmark.harness.recorder import Recorder
 from floodmark.harness.seeds import Seeds
 from floodmark.workloads.clients import ClientFactory
 from floodmark.workloads.log_lin import LogLinWorker
-from floodmark.workloads.queue import QueueWorker, drain_partition, positions_value, roles
+from floodmark.workloads.queue import (
+    QueueWorker,
+    drain_partition,
+    positions_value,
+    roles,
+    worker_partitions,
+)
 
 
 def make_workers(config: TestConfig, clients: ClientFactory, seeds: Seeds) -> list[Worker]:
     """One worker per unit of concurrency, each with its own seeded stream."""
     if config.workload == "queue":
-        return [
-            QueueWorker(config, clients, w, seeds.worker(w), role)
-            for w, role in enumerate(roles(config.concurrency))
-        ]
+        workers = roles(config.concurrency)
+        shares = worker_partitions(config.topic_partitions, workers)
+        return [QueueWorker(config, clients, w, seeds.worker(w), role, shares[w]) for w, role in enumerate(workers)]
     if config.workload == "log-lin":
         return [LogLinWorker(config, clients, w, seeds.worker(w)) for w in range(config.concurrency)]
     raise ValueError(f"unknown workload {config.workload!r}; choose one of {', '.join(WORKLOADS)}")
