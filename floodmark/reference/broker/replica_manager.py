@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from floodmark.node_event_kinds import LogDirOffline, Rejected, Truncated
@@ -57,6 +57,8 @@ from floodmark.reference.runtime import (
 
 Key = tuple[str, int]
 T = TypeVar("T")
+ProposeIsr = Callable[[Partition, tuple[int, ...], str], Awaitable[bool]]
+"""KIP-343: have the controller change a led partition's ISR (instead of writing ZooKeeper)."""
 
 LEADER_AND_ISR_CHUNK = 1000  # partitions applied between yields to the event loop ...
 LEADER_AND_ISR_CHUNK_SECONDS = 0.05  # ... or fewer, once this long has passed (real time only)
@@ -80,6 +82,8 @@ class ReplicaManager:
         self.closed = False  # the broker shut down and closed its logs
         self.state_change_lock = asyncio.Lock()
         self.fetchers = ReplicaFetchers(runtime, config, metadata, session, self.get, self.guarded)
+        # Set by the broker at the kip-343 inter-broker protocol; None: write ZooKeeper directly.
+        self.propose_isr: ProposeIsr | None = None
 
     # ------------------------------------------------------------------ lookups
 
@@ -385,6 +389,9 @@ class ReplicaManager:
         self.runtime.spawn(self._write_isr(p, new_isr, "expand"), name=f"isr-{p.topic}-{p.partition}")
 
     async def _write_isr(self, p: Partition, new_isr: tuple[int, ...], change: str) -> None:
+        if self.propose_isr is not None:
+            await self.propose_isr(p, new_isr, change)
+            return
         zk_client = self.session.zk
         if zk_client is None:
             p.isr_update_pending = False
