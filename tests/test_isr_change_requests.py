@@ -236,3 +236,21 @@ def test_the_leader_asks_the_next_controller_after_a_controller_change(cluster: 
     state = cluster.state("t", 0)
     assert state is not None and state.isr == (2, 3) and state.zk_version == leader.zk_version
     assert state.controller_epoch > old_epoch  # written by the successor
+
+
+def test_shrinks_found_by_one_isr_check_go_in_one_request(cluster: SimCluster) -> None:
+    controller = controller_of(cluster, "n1")
+    seen: list[IsrChangeRequest] = []
+    handle = controller.handle_isr_change
+
+    async def recorded(message: IsrChangeRequest) -> IsrChangeResponse:
+        seen.append(message)
+        return await handle(message)
+    controller.handle_isr_change = recorded  # type: ignore[method-assign]
+    writes = controller.zkw.transactions
+    cluster.world.partition({"n4"}, {"n2"})
+    assert cluster.world.run_until(
+        lambda: all(cluster.state("t", p).isr == (2, 3) for p in range(LED_BY_2)), 30.0)  # type: ignore[union-attr]
+    from_leader = [m for m in seen if m.broker_id == 2]
+    assert [sorted(e.partition for e in m.partitions) for m in from_leader] == [list(range(LED_BY_2))]
+    assert seen == from_leader and controller.zkw.transactions == writes + 1  # one batched write

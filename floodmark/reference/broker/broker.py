@@ -105,8 +105,8 @@ class Broker:
         self.heartbeat = BrokerHeartbeat(runtime, config, self.session, self.route, self.replicas,
                                          self.reregister)
         if config.protocol.isr_changes_by_request:
-            self.replicas.propose_isr = IsrChangeRequests(
-                runtime, config.broker_id, self.session, self.route, lambda: self.replicas.closed).propose
+            self.replicas.isr_proposer = IsrChangeRequests(
+                runtime, config.broker_id, self.session, self.route, lambda: self.replicas.closed)
         self.controller: Controller | None = None  # the controller candidate it hosts, once started
         self._tasks: list[Any] = []
         self._registering = False
