@@ -17,8 +17,10 @@ A broker's life, after the V3 design and KIP-343:
   which the registration is rewritten clean.
 * **Serving.** Produce, Fetch, OffsetForLeaderEpoch and Metadata from clients and peers;
   LeaderAndIsr, StopReplica and UpdateMetadata from the controller; DescribeLogDirs from
-  admins. BrokerHeartbeat and ControlledShutdown go to the controller this broker hosts
-  (every broker is a controller candidate).
+  admins. BrokerHeartbeat, IsrChange and ControlledShutdown go to the controller this broker
+  hosts (every broker is a controller candidate). What it sends the controller itself
+  depends on its inter-broker protocol version (``BrokerConfig.inter_broker_protocol``):
+  heartbeats unless legacy, ISR changes by request at kip-343.
 * **Losing ZooKeeper.** When the session is lost its ephemeral node is gone and the
   controller has moved its leaderships; the broker stops acting as leader of anything,
   opens a new session and registers again as a new incarnation.
