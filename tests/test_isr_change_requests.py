@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 from broker_fixtures import SimCluster, request
 
-from floodmark.node_events import BrokerState, IsrChanged
+from floodmark.node_events import BrokerState, IsrChanged, Rejected
 from floodmark.reference.broker import replica_manager
 from floodmark.reference.controller.controller import Controller
 from floodmark.reference.protocol import zk_layout as zk
@@ -254,3 +254,28 @@ def test_shrinks_found_by_one_isr_check_go_in_one_request(cluster: SimCluster) -
     from_leader = [m for m in seen if m.broker_id == 2]
     assert [sorted(e.partition for e in m.partitions) for m in from_leader] == [list(range(LED_BY_2))]
     assert seen == from_leader and controller.zkw.transactions == writes + 1  # one batched write
+
+
+def test_a_deposed_leader_drops_the_change_the_controller_refuses() -> None:
+    # n2 never fences itself, and no LeaderAndIsr reaches it: it goes on believing it leads.
+    c = kip343_cluster(node_config={"n2": {"broker_fence_timeout": None}})
+    try:
+        c.create_topic("t", 1, 3, min_isr=2, assignment={0: (2, 3, 4)})
+        c.world.add_message_rule(MessageRule("drop", frozenset({"LeaderAndIsrRequest"}),
+                                             destinations=frozenset({"n2"})))
+        cut = c.world.partition({"n2"}, {"n1"})
+        assert c.wait_leader("t", 0, 1) == "n3"  # the controller fenced n2 and moved its leadership
+        c.world.restore(cut)  # n2 is heard again; its followers now follow n3, so it shrinks
+        deposed = c.replica("n2", "t", 0)
+        assert deposed is not None and deposed.is_leader and deposed.leader_epoch == 0
+
+        def refusals() -> list[str]:
+            return [e.why for e in c.events("n2", Rejected) if e.request == "IsrChange"]
+        assert c.world.run_until(lambda: any(Errors.NOT_LEADER_FOR_PARTITION in why for why in refusals()), 30.0)
+        assert deposed.isr == (2, 3, 4) and not deposed.isr_update_pending  # dropped, never acted on
+        assert [e for e in c.events("n2", IsrChanged) if e.partition == 0] == []
+        state = c.state("t", 0)
+        assert state is not None and (state.leader, state.leader_epoch) == (3, 1) and 2 not in state.isr
+        assert c.world.failures == []
+    finally:
+        c.close()
