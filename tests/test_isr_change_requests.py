@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 from broker_fixtures import SimCluster, request
 
-from floodmark.node_events import BrokerState, IsrChanged, Rejected
+from floodmark.node_events import BrokerState, ControllerResigned, IsrChanged, Rejected
 from floodmark.reference.broker import replica_manager
 from floodmark.reference.controller.controller import Controller
 from floodmark.reference.protocol import zk_layout as zk
@@ -279,3 +279,17 @@ def test_a_deposed_leader_drops_the_change_the_controller_refuses() -> None:
         assert c.world.failures == []
     finally:
         c.close()
+
+
+def test_a_deposed_controller_writes_nothing_and_answers_not_controller(cluster: SimCluster) -> None:
+    # Another election bumped /controller_epoch behind n1's back (n1 has not noticed yet).
+    data, stat = cluster.world.zk.get(zk.CONTROLLER_EPOCH)
+    bumped = zk.encode_controller_epoch(zk.decode_controller_epoch(data) + 1)
+    cluster.run(cluster.admin.zk.set(zk.CONTROLLER_EPOCH, bumped, stat.version))
+    before = cluster.state("t", 0)
+    assert before is not None
+    response = ask(cluster, "n1", 2, cluster.brokers["n2"].incarnation, ("t", 0, before.leader_epoch, (2, 3)))
+    assert response == IsrChangeResponse(Errors.NOT_CONTROLLER)
+    assert cluster.state("t", 0) == before  # the epoch check refused the whole multi
+    resigned = cluster.events("n1", ControllerResigned)  # and n1 steps down
+    assert resigned and zk.CONTROLLER_EPOCH in resigned[-1].why
