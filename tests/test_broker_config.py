@@ -14,6 +14,10 @@ def test_defaults_have_every_fix_on_and_fence_before_the_controller_gives_up() -
     assert config.min_insync_replicas == 2
     assert config.broker_fence_timeout is not None
     assert config.heartbeat_interval < config.broker_fence_timeout < config.replica_lag_time_max
+    # The default protocol is the one this reference always spoke: heartbeats, ZooKeeper ISR writes.
+    assert config.inter_broker_protocol == "heartbeats"
+    assert config.protocol.heartbeats and not config.protocol.isr_changes_by_request
+    assert config.protocol.registration_version is None
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -22,6 +26,7 @@ def test_defaults_have_every_fix_on_and_fence_before_the_controller_gives_up() -
     ({"min_insync_replicas": 0}, "min_insync_replicas"),
     ({"replica_lag_time_max": 0.0}, "replica_lag_time_max"),
     ({"heartbeat_interval": -1.0}, "heartbeat_interval"),
+    ({"inter_broker_protocol": "3.0"}, "inter-broker protocol version '3.0'"),
 ])
 def test_invalid_values_are_refused_with_the_field_named(changes: dict[str, object], message: str) -> None:
     values: dict[str, object] = {"broker_id": 1, "log_dirs": ("/a",), **changes}

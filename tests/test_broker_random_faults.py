@@ -10,15 +10,16 @@ checks what the durability and hw checkers check on real runs (``random_fault_fi
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from broker_fixtures import SimCluster
 from random_fault_fixtures import AckedProducers, settle_and_check
 
 
-def run(seed: int) -> None:
+def run(seed: int, **config: Any) -> None:
     rng = random.Random(seed)
-    cluster = SimCluster(seed=seed, nodes=4, replica_lag_time_max=4.0)
+    cluster = SimCluster(seed=seed, nodes=4, replica_lag_time_max=4.0, **config)
     try:
         cluster.create_topic("t", 2, 3, min_isr=2)
         producers = AckedProducers(cluster, rng, "t", 2)

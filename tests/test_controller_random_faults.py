@@ -20,6 +20,7 @@ everything is healed and the durability and hw checks run (``random_fault_fixtur
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from broker_fixtures import SimCluster
@@ -72,10 +73,10 @@ def episode(cluster: SimCluster, rng: random.Random) -> str:
     return story + (" heal, restart" if heal_first else " restart, heal")
 
 
-def run(seed: int, episodes: int = 4, variant: str = "default") -> list[str]:
-    """One seeded schedule; returns the episodes, in order."""
+def run(seed: int, episodes: int = 4, variant: str = "default", **config: Any) -> list[str]:
+    """One seeded schedule (``config``: more broker settings); returns the episodes, in order."""
     rng = random.Random(seed)
-    cluster = SimCluster(seed=seed, nodes=4, variant=variant, replica_lag_time_max=4.0)
+    cluster = SimCluster(seed=seed, nodes=4, variant=variant, replica_lag_time_max=4.0, **config)
     applied: list[str] = []
     try:
         cluster.create_topic("t", 2, 3, min_isr=2)

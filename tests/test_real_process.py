@@ -27,6 +27,8 @@ def test_bad_arguments_exit_254_with_a_message(capsys: pytest.CaptureFixture[str
     assert process.main([*base, "--listen", "nohost"]) == 254
     assert "not a host:port address: 'nohost'" in capsys.readouterr().err
     assert process.main([*base, "--listen", "127.0.0.1:1", "--variant", "nope"]) == 254
+    assert process.main([*base, "--listen", "127.0.0.1:1", "--inter-broker-protocol", "2.8"]) == 254
+    assert "inter-broker protocol version '2.8'" in capsys.readouterr().err
     assert process.main(["--id", "1", "--zookeeper", "z:1", "--log-dirs", ",", "--listen", "h:1"]) == 254
     assert "--log-dirs" in capsys.readouterr().err
 
@@ -38,10 +40,11 @@ def test_tunables_reach_the_broker_config() -> None:
     process.add_broker_arguments(parser)
     args = parser.parse_args(["--id", "3", "--zookeeper", "z:1", "--log-dirs", "/a, /b", "--listen", "h:9",
                               "--variant", "truncate-to-hw", "--zk-session-timeout", "2.5",
-                              "--min-insync-replicas", "1"])
+                              "--min-insync-replicas", "1", "--inter-broker-protocol", "kip-343"])
     config = process.build_config(args)
     assert (config.broker_id, config.log_dirs, config.variant.name) == (3, ("/a", "/b"), "truncate-to-hw")
     assert (config.zk_session_timeout, config.min_insync_replicas) == (2.5, 1)
+    assert config.inter_broker_protocol == "kip-343" and config.protocol.isr_changes_by_request
 
 
 def wait_for(predicate: Any, timeout: float, what: str, proc: subprocess.Popen[bytes], log: Path) -> None:

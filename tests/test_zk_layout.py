@@ -52,6 +52,18 @@ def test_broker_registration_says_whether_it_recovered_from_an_unclean_shutdown(
         zk.decode_broker(2, b'{"version":1,"address":"n2","unclean_shutdown":1}', 9)
 
 
+def test_broker_registration_carries_its_broker_info_version_only_when_it_has_one() -> None:
+    # The default protocol's registration is byte for byte what it was before versions existed.
+    assert zk.encode_broker("n2") == b'{"address":"n2","unclean_shutdown":false,"version":1}'
+    assert zk.decode_broker(2, zk.encode_broker("n2"), czxid=9).info_version is None
+    for version in (4, 5):
+        data = zk.encode_broker("n2", info_version=version)
+        assert json.loads(data)["broker_info_version"] == version
+        assert zk.decode_broker(2, data, czxid=9) == zk.BrokerRegistration(2, "n2", 9, info_version=version)
+    with pytest.raises(zk.LayoutError, match="'broker_info_version' must be an integer"):
+        zk.decode_broker(2, b'{"version":1,"address":"n2","broker_info_version":"5"}', 9)
+
+
 def test_topic_assignment_round_trip_and_config() -> None:
     a = zk.TopicAssignment("t0", {1: (2, 3, 1), 0: (1, 2, 3)}, {"min.insync.replicas": "2"})
     data = zk.encode_topic(a)

@@ -17,8 +17,10 @@ A broker's life, after the V3 design and KIP-343:
   which the registration is rewritten clean.
 * **Serving.** Produce, Fetch, OffsetForLeaderEpoch and Metadata from clients and peers;
   LeaderAndIsr, StopReplica and UpdateMetadata from the controller; DescribeLogDirs from
-  admins. BrokerHeartbeat and ControlledShutdown go to the controller this broker hosts
-  (every broker is a controller candidate).
+  admins. BrokerHeartbeat, IsrChange and ControlledShutdown go to the controller this broker
+  hosts (every broker is a controller candidate). What it sends the controller itself
+  depends on its inter-broker protocol version (``BrokerConfig.inter_broker_protocol``):
+  heartbeats unless legacy, ISR changes by request at kip-343.
 * **Losing ZooKeeper.** When the session is lost its ephemeral node is gone and the
   controller has moved its leaderships; the broker stops acting as leader of anything,
   opens a new session and registers again as a new incarnation.
@@ -49,6 +51,7 @@ from floodmark.reference.broker.fetch_serving import (
     handle_replica_fetch,
 )
 from floodmark.reference.broker.heartbeat import BrokerHeartbeat
+from floodmark.reference.broker.isr_change_requests import IsrChangeRequests
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.produce import handle_produce
 from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
@@ -66,6 +69,8 @@ from floodmark.reference.protocol.messages import (
     ErrorResponse,
     Errors,
     FetchRequest,
+    IsrChangeRequest,
+    IsrChangeResponse,
     LeaderAndIsrRequest,
     LogDirInfo,
     MetadataRequest,
@@ -101,6 +106,9 @@ class Broker:
                                      request_timeout=config.request_timeout)
         self.heartbeat = BrokerHeartbeat(runtime, config, self.session, self.route, self.replicas,
                                          self.reregister)
+        if config.protocol.isr_changes_by_request:
+            self.replicas.isr_proposer = IsrChangeRequests(
+                runtime, config.broker_id, self.session, self.route, lambda: self.replicas.closed)
         self.controller: Controller | None = None  # the controller candidate it hosts, once started
         self._tasks: list[Any] = []
         self._registering = False
@@ -145,8 +153,9 @@ class Broker:
         self._tasks = [
             self.runtime.spawn(self.replicas.isr_maintenance(), name="isr-maintenance"),
             self.runtime.spawn(self.replicas.checkpoint_loop(), name="hw-checkpoint"),
-            self.runtime.spawn(self.heartbeat.run(), name="broker-heartbeat"),
         ]
+        if self.config.protocol.heartbeats:  # a legacy broker neither heartbeats nor fences itself
+            self._tasks.append(self.runtime.spawn(self.heartbeat.run(), name="broker-heartbeat"))
         if self.config.log_flush_interval is not None:
             self._tasks.append(self.runtime.spawn(
                 self.replicas.flush_loop(self.config.log_flush_interval), name="log-flush"))
@@ -220,7 +229,8 @@ class Broker:
         zk_client = self.session.zk
         assert zk_client is not None
         path = zk.broker_path(self.config.broker_id)
-        data = zk.encode_broker(self.runtime.advertised_address, unclean_shutdown=self.session.unclean_recovery)
+        data = zk.encode_broker(self.runtime.advertised_address, unclean_shutdown=self.session.unclean_recovery,
+                                info_version=self.config.protocol.registration_version)
         while True:
             try:
                 await zk_client.create(path, data, ephemeral=True, makepath=True)
@@ -248,7 +258,8 @@ class Broker:
         assert zk_client is not None
         try:
             await zk_client.set(zk.broker_path(self.config.broker_id),
-                                zk.encode_broker(self.runtime.advertised_address))
+                                zk.encode_broker(self.runtime.advertised_address,
+                                                 info_version=self.config.protocol.registration_version))
         except (NoNodeError, ConnectionLossError, SessionExpiredError) as e:
             # Gone with its session (the next registration says clean), or unknown: at worst
             # a successor controller takes this broker out of the ISRs once more.
@@ -367,6 +378,10 @@ class Broker:
             if self.controller is None:
                 return ErrorResponse(Errors.NOT_CONTROLLER)
             return await self.controller.handle_heartbeat(message)
+        if isinstance(message, IsrChangeRequest):
+            if self.controller is None:
+                return IsrChangeResponse(Errors.NOT_CONTROLLER)
+            return await self.controller.handle_isr_change(message)
         if isinstance(message, ControlledShutdownRequest):
             if self.controller is None:
                 return ControlledShutdownResponse(Errors.NOT_CONTROLLER)

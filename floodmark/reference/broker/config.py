@@ -5,7 +5,11 @@ are made of: ``replica_lag_time_max`` decides when a silent follower leaves the 
 ``zk_session_timeout`` when ZooKeeper (and so the controller) declares the broker dead, and
 ``broker_fence_timeout`` when the broker, having heard nothing from the controller, stops
 acting as a leader on its own (KIP-343 self-fencing). The protocol ``variant`` selects which
-historical fixes are on (see :mod:`floodmark.reference.protocol.variants`).
+historical fixes are on (see :mod:`floodmark.reference.protocol.variants`); the
+``inter_broker_protocol`` version which generation of the protocol it speaks (heartbeats,
+ISR changes through the controller; see
+:mod:`floodmark.reference.protocol.inter_broker_protocol`), set per broker so that one
+cluster can mix versions during an upgrade.
 
 Every broker is also a controller candidate; the configuration of the controller it hosts is
 derived from the broker's (``controller``), so the two can never disagree on the variant or
@@ -17,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from floodmark.reference.controller.config import ControllerConfig
+from floodmark.reference.protocol import inter_broker_protocol as ibp
 from floodmark.reference.protocol.variants import VARIANTS, Variant
 
 
@@ -58,6 +63,8 @@ class BrokerConfig:
     segment_records: int = 100_000
     # Largest records a single fetch may return to a consumer.
     fetch_max_records: int = 5000
+    # Kafka's inter.broker.protocol.version: legacy, heartbeats (the default) or kip-343.
+    inter_broker_protocol: str = ibp.DEFAULT
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
@@ -66,10 +73,16 @@ class BrokerConfig:
             raise ValueError("log_dirs must name at least one directory")
         if self.min_insync_replicas < 1:
             raise ValueError(f"min_insync_replicas must be >= 1, got {self.min_insync_replicas}")
+        ibp.features(self.inter_broker_protocol)  # raises for an unknown version
         for name in ("zk_session_timeout", "replica_lag_time_max", "heartbeat_interval",
                      "isr_check_interval", "request_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+
+    @property
+    def protocol(self) -> ibp.ProtocolFeatures:
+        """What this broker's inter-broker protocol version has it do."""
+        return ibp.features(self.inter_broker_protocol)
 
     @property
     def controller(self) -> ControllerConfig:

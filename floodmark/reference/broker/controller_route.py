@@ -1,6 +1,7 @@
-"""How a broker reaches the active controller: heartbeats and controlled shutdown.
+"""How a broker reaches the active controller: heartbeats, ISR changes, controlled shutdown.
 
-A broker sends two requests to the controller (KIP-343): BrokerHeartbeat, every beat, and
+A broker sends these requests to the controller (KIP-343): BrokerHeartbeat, every beat,
+IsrChange, when a leader's ISR changes (at the ``kip-343`` inter-broker protocol), and
 ControlledShutdown, when it stops. Every broker is a controller candidate, so the active
 controller may be the one this broker hosts: then the request is handed to it directly.
 Otherwise ``/controller`` names the active controller and the broker's metadata cache (or,
@@ -23,6 +24,8 @@ from floodmark.reference.protocol.messages import (
     BrokerHeartbeatResponse,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
+    IsrChangeRequest,
+    IsrChangeResponse,
 )
 from floodmark.reference.runtime import (
     ConnectionLossError,
@@ -53,6 +56,9 @@ class ControllerRoute:
 
     async def heartbeat(self, request: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse | None:
         return await self._ask(request, lambda hosted: hosted.handle_heartbeat(request), BrokerHeartbeatResponse)
+
+    async def isr_change(self, request: IsrChangeRequest) -> IsrChangeResponse | None:
+        return await self._ask(request, lambda hosted: hosted.handle_isr_change(request), IsrChangeResponse)
 
     async def controlled_shutdown(self, request: ControlledShutdownRequest) -> ControlledShutdownResponse | None:
         return await self._ask(request, lambda hosted: hosted.handle_controlled_shutdown(request),

@@ -11,6 +11,9 @@ re-registers in ZooKeeper as a new *incarnation* (a new ephemeral node, hence a 
 which the controller treats like a restarted broker: it gets its partitions' state afresh.
 The broker unfences when a heartbeat of that new incarnation succeeds.
 
+A broker at the ``legacy`` inter-broker protocol (before KIP-343) runs none of this: it
+neither heartbeats nor fences itself, and the controller holds it active while registered.
+
 The heartbeat decides self-fencing and records it in the broker's session, where the
 replica manager reads it; it fences the replicas itself and asks the broker (a callback) to
 re-register. Where each beat goes is the route's business (``controller_route``).

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from floodmark.node_event_kinds import LogDirOffline, Rejected, Truncated
 from floodmark.reference.broker.config import BrokerConfig
@@ -58,6 +58,12 @@ from floodmark.reference.runtime import (
 Key = tuple[str, int]
 T = TypeVar("T")
 
+
+class IsrProposer(Protocol):
+    """KIP-343: has the controller change led partitions' ISRs (instead of writing ZooKeeper)."""
+
+    async def propose_many(self, changes: Sequence[tuple[Partition, tuple[int, ...], str]]) -> list[bool]: ...
+
 LEADER_AND_ISR_CHUNK = 1000  # partitions applied between yields to the event loop ...
 LEADER_AND_ISR_CHUNK_SECONDS = 0.05  # ... or fewer, once this long has passed (real time only)
 
@@ -80,6 +86,8 @@ class ReplicaManager:
         self.closed = False  # the broker shut down and closed its logs
         self.state_change_lock = asyncio.Lock()
         self.fetchers = ReplicaFetchers(runtime, config, metadata, session, self.get, self.guarded)
+        # Set by the broker at the kip-343 inter-broker protocol; None: write ZooKeeper directly.
+        self.isr_proposer: IsrProposer | None = None
 
     # ------------------------------------------------------------------ lookups
 
@@ -363,6 +371,7 @@ class ReplicaManager:
             if self.session.fenced:
                 continue
             now = self.runtime.wall_time()
+            proposals: list[tuple[Partition, tuple[int, ...], str]] = []  # kip-343: one request for all
             for key in sorted(self.partitions):
                 p = self.partitions.get(key)
                 if p is None or not p.is_leader:
@@ -373,7 +382,12 @@ class ReplicaManager:
                     new_isr = tuple(r for r in p.isr if r not in lagging)
                     self.runtime.log.info("%s-%s: shrinking ISR %s -> %s", p.topic, p.partition,
                                           p.isr, new_isr)
-                    await self._write_isr(p, new_isr, "shrink")
+                    if self.isr_proposer is not None:
+                        proposals.append((p, new_isr, "shrink"))
+                    else:
+                        await self._write_isr(p, new_isr, "shrink")
+            if proposals and self.isr_proposer is not None:
+                await self.isr_proposer.propose_many(proposals)
 
     def expand_isr(self, p: Partition, joining: int) -> None:
         """Write the ISR with ``joining`` added (in the background: the fetch goes on)."""
@@ -385,6 +399,9 @@ class ReplicaManager:
         self.runtime.spawn(self._write_isr(p, new_isr, "expand"), name=f"isr-{p.topic}-{p.partition}")
 
     async def _write_isr(self, p: Partition, new_isr: tuple[int, ...], change: str) -> None:
+        if self.isr_proposer is not None:
+            await self.isr_proposer.propose_many([(p, new_isr, change)])
+            return
         zk_client = self.session.zk
         if zk_client is None:
             p.isr_update_pending = False

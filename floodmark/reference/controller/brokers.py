@@ -13,7 +13,10 @@ controller"); it would then never hear that it lost leadership. KIP-343 closes t
   a failed broker (its leaderships move, it leaves every ISR) although still registered. The
   broker fences itself on its side after its own, shorter timeout, so it stops serving
   before the controller moves its partitions. When it heartbeats again it is set up afresh,
-  like a restarted broker.
+  like a restarted broker;
+* a broker registered at the legacy inter-broker protocol (BrokerInfo version 4) never
+  heartbeats: it is Active once set up and never fenced for silence (only its registration
+  going tells the controller it failed), as every broker was before KIP-343.
 
 Broker failure (V3 design): partitions it led elect a new leader from the live ISR (or go
 offline, or elect unclean if the variant allows); it leaves the ISR of partitions it
@@ -48,6 +51,7 @@ from floodmark.reference.controller.partitions import (
 )
 from floodmark.reference.controller.parts import ControllerParts
 from floodmark.reference.protocol import zk_layout as zk
+from floodmark.reference.protocol.inter_broker_protocol import always_active
 from floodmark.reference.protocol.messages import (
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
@@ -80,6 +84,7 @@ async def load_brokers(ctl: ControllerParts) -> None:
         # Failover sends every live broker its full state (is_init), which sets it up.
         ctl.ctx.brokers[broker_id] = BrokerLiveness(reg, last_heartbeat=now, set_up=True)
         ctl.channel.add_broker(broker_id, reg.address)
+        _activate_legacy(ctl, broker_id)
 
 
 async def on_brokers_changed(ctl: ControllerParts) -> None:
@@ -142,6 +147,7 @@ async def _set_up_brokers(ctl: ControllerParts, brokers: list[int]) -> None:
     for b in brokers:
         if b in ctx.brokers:
             ctx.brokers[b].set_up = True
+            _activate_legacy(ctl, b)
     await elect_offline_partitions(ctl)
     await reassignment.resume_all(ctl)
 
@@ -161,6 +167,15 @@ async def elect_offline_partitions(ctl: ControllerParts, *, send: bool = True) -
 
 
 # ----------------------------------------------------------------------------- KIP-343 heartbeats
+
+
+def _activate_legacy(ctl: ControllerParts, broker_id: int) -> None:
+    """A legacy registration (no heartbeats) is Active as soon as it is set up."""
+    live = ctl.ctx.brokers[broker_id]
+    if always_active(live.registration.info_version) and live.state == INACTIVE:
+        live.state = ACTIVE
+        ctl.runtime.emit(BrokerState(broker=broker_id, state=ACTIVE, incarnation=live.registration.incarnation,
+                                     why="legacy registration"))
 
 
 def on_heartbeat(ctl: ControllerParts, request: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
@@ -198,7 +213,8 @@ async def heartbeat_monitor(ctl: ControllerParts, epoch: int) -> None:
         await ctl.runtime.sleep(max(0.05, timeout / 4))
         now = ctl.runtime.monotonic()
         for broker_id, live in sorted(ctl.ctx.brokers.items()):
-            if not live.fenced and now - live.last_heartbeat > timeout:
+            if (not live.fenced and now - live.last_heartbeat > timeout
+                    and not always_active(live.registration.info_version)):
                 live.fenced = True
                 live.state = INACTIVE
                 ctl.channel.remove_broker(broker_id)

@@ -31,8 +31,8 @@ from typing import Any
 from floodmark.node_event_kinds import ControllerElected, ControllerResigned
 from floodmark.reference.controller import admin as controller_admin
 from floodmark.reference.controller import brokers as controller_brokers
+from floodmark.reference.controller import isr_changes, reassignment, unclean_recovery
 from floodmark.reference.controller import log_dirs as controller_log_dirs
-from floodmark.reference.controller import reassignment, unclean_recovery
 from floodmark.reference.controller.channel import ControllerChannel
 from floodmark.reference.controller.config import ControllerConfig
 from floodmark.reference.controller.context import ControllerContext
@@ -46,6 +46,8 @@ from floodmark.reference.protocol.messages import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
     Errors,
+    IsrChangeRequest,
+    IsrChangeResponse,
     LeaderAndIsrResponse,
     TopicPartition,
 )
@@ -65,7 +67,7 @@ from floodmark.reference.runtime import (
 
 # Events that run whether or not this broker is controller; every other event was queued
 # for a reign that may have ended, and is dropped if it did.
-_ALWAYS = frozenset({"elect", "controller-change", "session-lost", "controlled-shutdown"})
+_ALWAYS = frozenset({"elect", "controller-change", "session-lost", "controlled-shutdown", "isr-change"})
 
 
 def event_thread_name(broker_id: int) -> str:
@@ -295,6 +297,27 @@ class Controller:
                     done.set_result(ControlledShutdownResponse(Errors.NOT_CONTROLLER))
                 raise e
         self.enqueue("controlled-shutdown", run)
+        return await done
+
+    async def handle_isr_change(self, request: IsrChangeRequest) -> IsrChangeResponse:
+        """KIP-343: a leader's proposed ISRs, decided and written as one controller event."""
+        if not self.is_active:
+            return IsrChangeResponse(Errors.NOT_CONTROLLER)
+        done: asyncio.Future[IsrChangeResponse] = asyncio.get_running_loop().create_future()
+
+        async def run() -> None:
+            if not self.is_active:
+                done.set_result(IsrChangeResponse(Errors.NOT_CONTROLLER))
+                return
+            try:
+                done.set_result(await isr_changes.on_isr_change(self, request))
+            except BaseException as e:
+                # Deposed mid-write (or ZooKeeper lost): the outcome is unknown, the leader
+                # asks the next controller, which answers from what ZooKeeper holds.
+                if not done.done():
+                    done.set_result(IsrChangeResponse(Errors.NOT_CONTROLLER))
+                raise e
+        self.enqueue("isr-change", run)
         return await done
 
     # ------------------------------------------------------------------ responses

@@ -39,6 +39,12 @@ class Errors:
     INVALID_REQUEST = "INVALID_REQUEST"
     CORRUPT_MESSAGE = "CORRUPT_MESSAGE"
     LEADER_NOT_AVAILABLE = "LEADER_NOT_AVAILABLE"  # metadata: the partition has no live leader
+    # IsrChange (KIP-343): a newer registration of the requesting broker id exists ...
+    INVALID_INCARNATION_ID = "INVALID_INCARNATION_ID"
+    # ... or the controller does not know the requester's registration yet (retriable) ...
+    UNKNOWN_INCARNATION_ID = "UNKNOWN_INCARNATION_ID"
+    # ... or, per partition, the requester does not lead it in the leader epoch it sent.
+    NOT_LEADER_FOR_PARTITION = "NOT_LEADER_FOR_PARTITION"
 
     # Errors after which a produce certainly did not append anything.
     DEFINITELY_NOT_WRITTEN = frozenset(
@@ -338,6 +344,46 @@ class ControlledShutdownRequest:
 class ControlledShutdownResponse:
     error: str | None
     remaining_partitions: tuple[TopicPartition, ...] = ()
+
+
+@dataclass(frozen=True)
+class IsrChangePartition:
+    """One proposed ISR: the leader epoch the leader proposes it in, and the ISR."""
+
+    topic: str
+    partition: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class IsrChangeRequest:
+    """KIP-343: a leader asks the controller to change ISRs (instead of writing ZooKeeper)."""
+
+    broker_id: int
+    broker_incarnation: int
+    partitions: tuple[IsrChangePartition, ...]
+
+
+@dataclass(frozen=True)
+class IsrChangeResult:
+    """One partition's answer, in request order: on success the state as written."""
+
+    topic: str
+    partition: int
+    error: str | None
+    leader: int = -1
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+    zk_version: int = -1
+    elr: tuple[int, ...] = ()
+    zxid: int | None = None  # the ZooKeeper transaction that wrote it (None: nothing written now)
+
+
+@dataclass(frozen=True)
+class IsrChangeResponse:
+    error: str | None  # NOT_CONTROLLER, INVALID_INCARNATION_ID, UNKNOWN_INCARNATION_ID, BROKER_FENCED
+    partitions: tuple[IsrChangeResult, ...] = ()
 
 
 # ----------------------------------------------------------------------------- admin

@@ -48,6 +48,10 @@ class Variant:
     # that finds it registered and in the ISR may let it lead what it no longer has. The
     # rest of KIP-966 goes with it: no eligible leader replicas, no strict min ISR.
     unclean_recovery_keeps_isr: bool = False
+    # KIP-343's ISR change requests without their checks: the controller accepts an ISR
+    # proposed by a stale incarnation or in a stale leader epoch, and writes it over the
+    # current leader's state (only brokers at the ``kip-343`` inter-broker protocol send them).
+    isr_change_without_leader_check: bool = False
 
 
 _ALL = (
@@ -70,6 +74,9 @@ _ALL = (
             acks_all_with_isr_of_one=True),
     Variant("no-kip-966", "a broker that recovered from an unclean shutdown stays in the ISR (before KIP-966)",
             unclean_recovery_keeps_isr=True),
+    Variant("stale-isr-change-accepted",
+            "the controller accepts an ISR change from a stale incarnation or leader epoch (KIP-343)",
+            isr_change_without_leader_check=True),
 )
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in _ALL}

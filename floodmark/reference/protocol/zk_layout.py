@@ -14,7 +14,10 @@ raises :class:`LayoutError` naming the path and what is wrong, never a bare ``Ke
                                          broker's incarnation id (KIP-343); unclean_shutdown
                                          (absent in older registrations: false) says its logs
                                          were recovered from an unclean shutdown that no
-                                         controller has acted on yet (KIP-966)
+                                         controller has acted on yet (KIP-966);
+                                         "broker_info_version" (4: legacy, 5: KIP-343) says
+                                         which inter-broker protocol the broker speaks
+                                         (absent: the default, heartbeats)
     /brokers/topics/<topic>              {"version":1,"partitions":{"0":[1,2,3]},"config":{..}}
                                          replica assignment (first replica preferred) and
                                          topic config such as min.insync.replicas
@@ -230,10 +233,16 @@ class BrokerRegistration:
     # KIP-966: the broker's logs were recovered from an unclean shutdown (power loss, kill)
     # and may lack records the ISR counted on; no controller has taken it out of the ISRs yet.
     unclean_shutdown: bool = False
+    # The BrokerInfo version its broker registered with (inter_broker_protocol): 4 is a
+    # legacy broker (never heartbeats, always active), 5 a KIP-343 one; None: no field.
+    info_version: int | None = None
 
 
-def encode_broker(address: str, *, unclean_shutdown: bool = False) -> bytes:
-    return _dump({"address": address, "unclean_shutdown": unclean_shutdown})
+def encode_broker(address: str, *, unclean_shutdown: bool = False, info_version: int | None = None) -> bytes:
+    fields: dict[str, Any] = {"address": address, "unclean_shutdown": unclean_shutdown}
+    if info_version is not None:  # absent for the default protocol: its bytes stay as they were
+        fields["broker_info_version"] = info_version
+    return _dump(fields)
 
 
 def decode_broker(broker_id: int, data: bytes, czxid: int) -> BrokerRegistration:
@@ -244,7 +253,8 @@ def decode_broker(broker_id: int, data: bytes, czxid: int) -> BrokerRegistration
     unclean = obj.get("unclean_shutdown", False)
     if not isinstance(unclean, bool):
         raise LayoutError(path, f"field 'unclean_shutdown' must be true or false, got {unclean!r}")
-    return BrokerRegistration(broker_id, _str(path, obj, "address"), czxid, unclean)
+    info_version = _int(path, obj, "broker_info_version") if "broker_info_version" in obj else None
+    return BrokerRegistration(broker_id, _str(path, obj, "address"), czxid, unclean, info_version)
 
 
 # ----------------------------------------------------------------------------- topics

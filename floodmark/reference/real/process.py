@@ -47,6 +47,8 @@ TUNABLES: dict[str, tuple[str, type, str]] = {
     "--request-timeout": ("request_timeout", float, "seconds before a request to another broker times out"),
     "--segment-records": ("segment_records", int, "records per log segment"),
     "--log-flush-interval": ("log_flush_interval", float, "seconds between log fsyncs (default: on HW checkpoint)"),
+    "--inter-broker-protocol": ("inter_broker_protocol", str,
+                                "inter-broker protocol version: legacy, heartbeats (default) or kip-343"),
 }
 
 
