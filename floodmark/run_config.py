@@ -87,6 +87,10 @@ class TestConfig:
     drain_timeout: float = 60.0  # the final drain gives up on a partition after this
     check_time_limit: float = 120.0  # searching checkers answer "unknown" past this
     zk_session_timeout: float = 6.0  # brokers' ZooKeeper session timeout (pauses straddle it)
+    # Which generation of the inter-broker protocol every broker speaks: legacy (no heartbeats,
+    # the leader writes ISR changes to ZooKeeper), heartbeats (KIP-343's heartbeats and
+    # self-fencing) or kip-343 (ISR changes proposed to the controller).
+    inter_broker_protocol: str = "heartbeats"
     # Recorded, not chosen: the floodmark code version that ran the test (set by the runner,
     # so a repro records the version it actually ran).
     code_version: str = ""
@@ -235,7 +239,7 @@ def field_items(values: Mapping[Any, Any], source: str) -> Iterator[tuple[str, A
 _WHOLE = ("nodes", "topics", "partitions", "replication_factor", "min_insync_replicas", "concurrency")
 _SECONDS = ("time_limit", "rate", "recovery_time", "op_timeout", "drain_timeout", "check_time_limit",
             "zk_session_timeout")
-_WORDS = ("cluster", "workload", "variant")
+_WORDS = ("cluster", "workload", "variant", "inter_broker_protocol")
 _FLAGS = ("unclean_leader_election", "producer_retries_without_idempotence")
 
 

@@ -180,3 +180,16 @@ def test_a_real_backend_refuses_faults_only_the_simulator_can_apply() -> None:
     with pytest.raises(ConfigError, match="only --cluster sim can") as raised:
         make_config({"cluster": "docker", "nemesis": "kill,power"})
     assert raised.value.key == "nemesis"
+
+
+def test_the_inter_broker_protocol_is_one_of_the_references_versions() -> None:
+    from floodmark.harness.config import ConfigError
+    from floodmark.run.assemble import broker_args
+
+    assert TestConfig().inter_broker_protocol == "heartbeats"
+    config = make_config({"inter_broker_protocol": "kip-343"})
+    assert config.inter_broker_protocol == "kip-343"
+    args = broker_args(config)
+    assert args[args.index("--inter-broker-protocol") + 1] == "kip-343"
+    with pytest.raises(ConfigError, match="inter_broker_protocol: must be one of legacy, heartbeats, kip-343"):
+        make_config({"inter_broker_protocol": "2.8"})

@@ -37,6 +37,20 @@ def test_some_seeds_pause_brokers_under_long_sessions_without_restarting_them() 
     assert all(c.zk_session_timeout in (4.0, 6.0, 8.0) for c in configs if c not in long)
 
 
+def test_later_kinds_and_the_protocol_come_from_their_own_stream() -> None:
+    """Admin faults, stalls and the inter-broker protocol joined the swarm after seeds were
+    pinned in the corpus: a seed's other draws are what they were without them."""
+    configs = [swarm_config(seed) for seed in range(300)]
+    protocols = [c.inter_broker_protocol for c in configs]
+    assert set(protocols) == {"heartbeats", "kip-343", "legacy"}
+    assert 0.35 < protocols.count("heartbeats") / len(configs) < 0.65
+    for kind, share in (("admin", 0.5), ("stall", 0.3)):
+        drawn = sum(kind in c.nemesis for c in configs) / len(configs)
+        assert abs(drawn - share) < 0.1, (kind, drawn)
+    # Seed 1's first draws, as pinned before those joined: 3 brokers, rf 2 ... clock and kill.
+    assert {"clock", "kill"} <= set(swarm_config(1).nemesis) <= {"clock", "kill", "admin", "stall"}
+
+
 def test_a_tally_exits_like_a_run() -> None:
     tally = Tally()
     assert tally.exit_code == 0

@@ -168,3 +168,9 @@ def test_every_plan_takes_effect_and_heals_with_evidence(backend: Any) -> None:
     _, rule = applied(backend, MessageFault("BrokerHeartbeatRequest", "drop"))
     assert rule["rule"]["dropped"] > 0
     assert backend.faults.refuses("message", "drop-fetch-response") is None
+
+
+def test_the_brokers_speak_the_tests_inter_broker_protocol() -> None:
+    sim = SimBackend(make_config({**SMALL, "seed": 3, "inter_broker_protocol": "kip-343"}),
+                     ClusterSpec(brokers=3, seed=5))
+    assert {node.config.inter_broker_protocol for node in sim.cluster.broker_nodes} == {"kip-343"}

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from floodmark.reference.protocol import inter_broker_protocol as ibp
 from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.run_config import (
     DEFAULT_NEMESIS,
@@ -144,6 +145,8 @@ def _convert(source: str, key: str, value: Any) -> Any:
             shown = repr(value) if isinstance(value, str) and len(value) <= 40 else type(value).__name__
             raise ConfigError(source, key, f"unknown variant {shown}; choose one of: {', '.join(VARIANTS)}")
         return value
+    if key == "inter_broker_protocol":
+        return _choice(source, key, value, ibp.VERSIONS)
     if key == "acks":
         if value in ("all", "-1", -1):
             return "all"

@@ -21,6 +21,7 @@ def broker_args(config: TestConfig) -> tuple[str, ...]:
     return (
         "--zk-session-timeout", str(config.zk_session_timeout),
         "--min-insync-replicas", str(config.min_insync_replicas),
+        "--inter-broker-protocol", config.inter_broker_protocol,
     )
 
 

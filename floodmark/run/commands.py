@@ -96,6 +96,7 @@ exit codes: 0 valid, 1 invalid (an anomaly was found), 2 unknown, 254 bad argume
 CONFIG_OPTIONS = (
     "name", "seed", "cluster", "nodes", "workload", "nemesis", "time_limit", "variant", "topics",
     "partitions", "replication_factor", "min_insync_replicas", "acks", "rate", "concurrency",
+    "inter_broker_protocol",
 )
 
 
@@ -127,6 +128,10 @@ def register(subparsers: Any) -> None:
     load.add_argument("--replication-factor", type=int, metavar="N", help="replicas per partition (default 3)")
     load.add_argument("--min-insync-replicas", type=int, metavar="N", help="min.insync.replicas (default 2)")
     load.add_argument("--acks", choices=("all", "1", "0"), help="producer acks (default all)")
+    load.add_argument("--inter-broker-protocol", metavar="VERSION",
+                      help="what every broker speaks: legacy (no heartbeats; ISR written to ZooKeeper "
+                           "by the leader), heartbeats (default: KIP-343's heartbeats and self-fencing) "
+                           "or kip-343 (ISR changes proposed to the controller)")
     run.add_argument("--schedule", metavar="FILE",
                      help="replay this fault schedule (schedule.json format) instead of drawing one")
     run.add_argument("--store", default=None, metavar="DIR", help=f"where run directories go (default ./{DEFAULT_STORE})")

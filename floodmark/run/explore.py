@@ -40,6 +40,7 @@ RESTARTING_KINDS = ("kill", "power", "disk")  # faults after which a broker star
 # seeds that draw it: drawn from their own stream (see swarm_config).
 LATER_KINDS = {"admin": 0.5, "stall": 0.3}
 SWARM_KINDS = tuple(kind for kind in ALL_KINDS if kind not in LATER_KINDS)
+PROTOCOLS, PROTOCOL_WEIGHTS = ("heartbeats", "kip-343", "legacy"), (0.5, 0.3, 0.2)
 
 
 def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = None) -> TestConfig:
@@ -78,6 +79,9 @@ def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = 
     later = Seeds(seed).stream("swarm-later-kinds")
     drawn = list(values["nemesis"])  # type: ignore[call-overload]
     values["nemesis"] = drawn + [kind for kind, share in LATER_KINDS.items() if later.random() < share]
+    # So is the inter-broker protocol: today's (heartbeats) for most seeds, the others often
+    # enough that their own code paths are explored too.
+    values["inter_broker_protocol"] = later.choices(PROTOCOLS, PROTOCOL_WEIGHTS)[0]
     config = make_config(values, f"swarm seed {seed}", base)
     return config.replace(name=f"explore-{variant}")
 

@@ -66,7 +66,8 @@ class SimBackend:
         configs = [
             BrokerConfig(broker_id=i, log_dirs=LOG_DIRS, variant=variant,
                          zk_session_timeout=config.zk_session_timeout,
-                         min_insync_replicas=config.min_insync_replicas)
+                         min_insync_replicas=config.min_insync_replicas,
+                         inter_broker_protocol=config.inter_broker_protocol)
             for i in range(1, spec.brokers + 1)
         ]
         self.cluster = SimCluster(spec, self.world, configs)
