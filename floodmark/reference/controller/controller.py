@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from floodmark.node_event_kinds import ControllerElected, ControllerResigned
 from floodmark.reference.controller import admin as controller_admin
@@ -64,6 +64,8 @@ from floodmark.reference.runtime import (
     TransactionFailed,
     WatchEvent,
 )
+
+R = TypeVar("R")  # a request's response type
 
 # Events that run whether or not this broker is controller; every other event was queued
 # for a reign that may have ended, and is dropped if it did.
@@ -282,42 +284,36 @@ class Controller:
         return controller_brokers.on_heartbeat(self, request)
 
     async def handle_controlled_shutdown(self, request: ControlledShutdownRequest) -> ControlledShutdownResponse:
-        if not self.is_active:
-            return ControlledShutdownResponse(Errors.NOT_CONTROLLER)
-        done: asyncio.Future[ControlledShutdownResponse] = asyncio.get_running_loop().create_future()
-
-        async def run() -> None:
-            if not self.is_active:
-                done.set_result(ControlledShutdownResponse(Errors.NOT_CONTROLLER))
-                return
-            try:
-                done.set_result(await controller_brokers.controlled_shutdown(self, request))
-            except BaseException as e:
-                if not done.done():
-                    done.set_result(ControlledShutdownResponse(Errors.NOT_CONTROLLER))
-                raise e
-        self.enqueue("controlled-shutdown", run)
-        return await done
+        return await self._answer_as_event(
+            "controlled-shutdown", lambda: controller_brokers.controlled_shutdown(self, request),
+            ControlledShutdownResponse(Errors.NOT_CONTROLLER))
 
     async def handle_isr_change(self, request: IsrChangeRequest) -> IsrChangeResponse:
         """KIP-343: a leader's proposed ISRs, decided and written as one controller event."""
+        return await self._answer_as_event(
+            "isr-change", lambda: isr_changes.on_isr_change(self, request),
+            IsrChangeResponse(Errors.NOT_CONTROLLER))
+
+    async def _answer_as_event(self, name: str, handle: Callable[[], Awaitable[R]], not_controller: R) -> R:
+        """Answer a broker's request with what one controller event decides. A controller that
+        is not active, or is deposed before or during the event (ZooKeeper lost, mid-write:
+        the outcome is unknown), answers ``not_controller``: the broker asks the next one,
+        which answers from what ZooKeeper holds."""
         if not self.is_active:
-            return IsrChangeResponse(Errors.NOT_CONTROLLER)
-        done: asyncio.Future[IsrChangeResponse] = asyncio.get_running_loop().create_future()
+            return not_controller
+        done: asyncio.Future[R] = asyncio.get_running_loop().create_future()
 
         async def run() -> None:
             if not self.is_active:
-                done.set_result(IsrChangeResponse(Errors.NOT_CONTROLLER))
+                done.set_result(not_controller)
                 return
             try:
-                done.set_result(await isr_changes.on_isr_change(self, request))
+                done.set_result(await handle())
             except BaseException as e:
-                # Deposed mid-write (or ZooKeeper lost): the outcome is unknown, the leader
-                # asks the next controller, which answers from what ZooKeeper holds.
                 if not done.done():
-                    done.set_result(IsrChangeResponse(Errors.NOT_CONTROLLER))
+                    done.set_result(not_controller)
                 raise e
-        self.enqueue("isr-change", run)
+        self.enqueue(name, run)
         return await done
 
     # ------------------------------------------------------------------ responses
