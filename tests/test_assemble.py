@@ -16,7 +16,8 @@ from floodmark.run.assemble import broker_args, make_backend, refusals
 
 def test_broker_args_carry_the_durability_and_session_settings() -> None:
     args = broker_args(TestConfig(min_insync_replicas=1, replication_factor=2, zk_session_timeout=4.5))
-    assert args == ("--zk-session-timeout", "4.5", "--min-insync-replicas", "1")
+    assert args == ("--zk-session-timeout", "4.5", "--min-insync-replicas", "1",
+                    "--inter-broker-protocol", "heartbeats")
 
 
 def test_backend_by_name() -> None:
