@@ -22,6 +22,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from floodmark.harness.cluster import Node
 from floodmark.harness.faults import Evidence
@@ -97,7 +98,7 @@ def watch_clocks(nodes: Sequence[tuple[Node, ExpectedSkew]], watch: float = WATC
 
     The evidence names, per node, the skew expected, whether an event showed it, how many
     events were read, and the bounds of the event that showed it (or of the last one read)."""
-    seen: dict[str, dict[str, object]] = {}
+    seen: dict[str, dict[str, Any]] = {}
     watched: list[tuple[str, EventTail, ExpectedSkew]] = []
     last_read: dict[str, float] = {}  # our time just before each node's last read began
     for node, expected in nodes:
@@ -116,7 +117,7 @@ def watch_clocks(nodes: Sequence[tuple[Node, ExpectedSkew]], watch: float = WATC
             read_at = now()
             report = seen[name]
             report["expected"] = round(expected(read_at), 3)
-            report["events"] = int(str(report["events"])) + len(walls)
+            report["events"] += len(walls)
             for bounds in bounds_of(walls, last_read[name], read_at):
                 report["skew_between"] = [bounds.low, bounds.high]
                 if bounds.shows(expected(last_read[name]), expected(read_at)):

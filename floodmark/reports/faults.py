@@ -29,6 +29,7 @@ FAULT_COLOURS: dict[str, str] = {
     "session": "#2a9d8f",
     "message": "#b5838d",
     "admin": "#6a994e",
+    "stall": "#577590",
 }
 OTHER_FAULT_COLOUR = "#8d8d8d"
 

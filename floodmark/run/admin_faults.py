@@ -172,6 +172,12 @@ async def _replicas_once_settled(admin: Admin, runtime: Runtime, plan: Reassignm
     return replicas
 
 
+def refuses(kind: str, shape: str, backend_refuses: Callable[[str, str], str | None]) -> str | None:
+    """Why a fault cannot be applied: admin faults never (the harness applies them on every
+    backend), every other kind as the backend says."""
+    return None if kind == "admin" else backend_refuses(kind, shape)
+
+
 class FaultRouter:
     """A run's fault applier: admin plans to :class:`AdminFaults`, the rest to the backend."""
 
@@ -180,7 +186,7 @@ class FaultRouter:
         self.admin = admin
 
     def refuses(self, kind: str, shape: str) -> str | None:
-        return None if kind == "admin" else self.backend.refuses(kind, shape)
+        return refuses(kind, shape, self.backend.refuses)
 
     async def apply(self, plan: FaultPlan) -> Evidence:
         return await (self.admin.apply(plan) if plan.kind == "admin" else self.backend.apply(plan))

@@ -13,6 +13,7 @@ from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import TestConfig
 from floodmark.harness.schedule import Schedule
 from floodmark.nemesis.compose import Composite
+from floodmark.run import admin_faults
 from floodmark.run.backend import Backend
 
 
@@ -55,9 +56,9 @@ def refusals(cluster: str, schedule: Schedule, nemeses: Composite) -> list[str]:
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): unknown shape; "
                             f"known: {', '.join(nemeses.get(fault.kind).shapes)}")
             continue
-        if cluster == "sim" or fault.kind == "admin":
-            continue  # the simulator applies every fault, and the harness every admin fault
-        reason = node_faults.refuses(fault.kind, fault.shape)
+        if cluster == "sim":
+            continue  # the simulator applies every fault
+        reason = admin_faults.refuses(fault.kind, fault.shape, node_faults.refuses)
         if reason is not None:
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): the {cluster} backend "
                             f"refuses it: {reason}")

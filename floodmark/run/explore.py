@@ -73,12 +73,11 @@ def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = 
     # last, so every earlier draw of every seed stays what it was.
     if "pause" in kinds and rng.random() < 0.6:
         values["zk_session_timeout"] = rng.choice((18.0, 30.0))
-        values["nemesis"] = [kind for kind in kinds if kind not in RESTARTING_KINDS]
+        kinds = [kind for kind in kinds if kind not in RESTARTING_KINDS]
     # Kinds added since seeds were first pinned in the regression corpus draw from their own
     # stream, so a seed that does not draw them is the test it always was.
     later = Seeds(seed).stream("swarm-later-kinds")
-    drawn = list(values["nemesis"])  # type: ignore[call-overload]
-    values["nemesis"] = drawn + [kind for kind, share in LATER_KINDS.items() if later.random() < share]
+    values["nemesis"] = kinds + [kind for kind, share in LATER_KINDS.items() if later.random() < share]
     # So is the inter-broker protocol: today's (heartbeats) for most seeds, the others often
     # enough that their own code paths are explored too.
     values["inter_broker_protocol"] = later.choices(PROTOCOLS, PROTOCOL_WEIGHTS)[0]
