@@ -138,27 +138,37 @@ class KindCoverage:
 
 
 def fault_coverage(history: Iterable[Op]) -> dict[str, KindCoverage]:
-    """Per fault kind, from the nemesis's ops: what was planned, applied and took effect."""
+    """Per fault kind, from the nemesis's ops: what was planned, applied and took effect.
+
+    A start or stop completes the invocation just before it (the nemesis does one thing at a
+    time), whose value names the fault's number: so faults of one kind that overlap (a
+    hand-written schedule may do that) are told apart. Histories without numbers pair a stop
+    with the one fault of its kind in force."""
     coverage: dict[str, KindCoverage] = {}
-    started: dict[str, tuple[Op, Value]] = {}  # kind -> the applied fault still in force
+    started: dict[tuple[str, object], tuple[Op, Value]] = {}  # (kind, number) -> applied, in force
+    invoked: dict[str, object] = {}  # op name -> the number of the fault it was invoked for
     for op in history:
-        if op.process != NEMESIS or op.type == "invoke":
+        if op.process != NEMESIS:
+            continue
+        if op.type == "invoke":
+            invoked[op.f] = op.value.get("fault") if isinstance(op.value, Mapping) else None
             continue
         kind = op.f.partition("-")[2] if op.f.startswith(("start-", "stop-")) else ""
+        key = (kind, invoked.pop(op.f, None))
         if op.f.startswith("start-"):
             counted = coverage.setdefault(kind, KindCoverage())
             counted.planned += 1
             if op.type == "ok" and isinstance(op.value, Mapping):
                 counted.applied += 1
-                if kind in started:  # a second fault of the kind replaced the first
-                    _judge(kind, counted, *started.pop(kind))
-                started[kind] = (op, op.value)
+                if key in started:  # a second fault of the kind replaced the first
+                    _judge(kind, counted, *started.pop(key))
+                started[key] = (op, op.value)
             else:
                 counted.missed.append(f"{_label(op, op.value)}: not applied ({op.type})")
-        elif op.f.startswith("stop-") and kind in started:
-            _judge(kind, coverage[kind], *started.pop(kind), op.value if isinstance(op.value, Mapping) else None)
-    for kind, (op, value) in sorted(started.items()):  # ended by heal-all or by the run's end
-        _judge(kind, coverage[kind], op, value)
+        elif op.f.startswith("stop-") and key in started:
+            _judge(kind, coverage[kind], *started.pop(key), op.value if isinstance(op.value, Mapping) else None)
+    for (kind, _), (op, value) in sorted(started.items(), key=lambda item: (item[0][0], item[1][0].index)):
+        _judge(kind, coverage[kind], op, value)  # ended by heal-all or by the run's end
     return dict(sorted(coverage.items()))
 
 

@@ -96,3 +96,18 @@ def test_a_real_clock_fault_took_effect_only_when_the_brokers_events_showed_it()
     assert real_clock({"strobing": ["n1"], "via": "libfaketime"}, {"reset": {}, "clock_seen": shown}) == []
     assert real_clock({"strobing": ["n1"], "via": "libfaketime"}, {"reset": {}}) != []
     assert real_clock({"skew": {"n1": 40.0}}, None) == []
+
+
+def test_overlapping_faults_of_one_kind_are_told_apart_by_their_numbers() -> None:
+    # A hand-written schedule may run two message rules at once: each stop is its own fault's.
+    ops: list[Op] = []
+    for f, number, value in (
+            ("start-message", 0, {"shape": "drop-fetch-request", "rule": "in force"}),
+            ("start-message", 1, {"shape": "drop-fetch-response", "rule": "in force"}),
+            ("stop-message", 1, {"rule": {"action": "drop", "matched": 0}}),
+            ("stop-message", 0, {"rule": {"action": "drop", "matched": 6, "dropped": 6}})):
+        ops.append(Op(len(ops), len(ops) * 10**9, "invoke", NEMESIS, f, {"fault": number}))
+        ops.append(Op(len(ops), len(ops) * 10**9, "ok", NEMESIS, f, value))
+    coverage = fault_coverage(ops)["message"]
+    assert (coverage.planned, coverage.applied, coverage.took_effect) == (2, 2, 1)
+    assert coverage.missed == ["drop-fetch-response at 3.0 s: no message matched its rule"]

@@ -24,7 +24,7 @@ from floodmark.nemesis.clock import MAX_BUMP, RATES, ClockNemesis
 from floodmark.nemesis.compose import KINDS, Composite
 from floodmark.nemesis.disk import DiskNemesis
 from floodmark.nemesis.kill import KillNemesis, PowerNemesis
-from floodmark.nemesis.message import MESSAGES, MessageNemesis
+from floodmark.nemesis.message import MESSAGES, MessageNemesis, messages_sent
 from floodmark.nemesis.partition import (
     PartitionNemesis,
     as_plan,
@@ -198,3 +198,16 @@ def test_only_power_losses_wait_for_the_last_victim_to_recover() -> None:
     assert PowerNemesis().recovery(8.0) > 2 * 8.0
     assert Composite(["power", "kill"]).recovery("power", 4.0) == PowerNemesis().recovery(4.0)
     assert all(Composite(KINDS).recovery(kind, 8.0) == 0.0 for kind in KINDS if kind != "power")
+
+
+def test_message_faults_aim_only_at_messages_the_cluster_sends() -> None:
+    legacy = MessageNemesis(messages_sent(heartbeats=False, isr_change_requests=False))
+    assert "drop-heartbeat" not in legacy.shapes and "delay-isr-change-request" not in legacy.shapes
+    assert MessageNemesis().shapes == MessageNemesis(messages_sent(heartbeats=True)).shapes
+    assert "delay-isr-change-request" not in MessageNemesis().shapes
+    kip_343 = Composite(["message"], messages_sent(heartbeats=True, isr_change_requests=True))
+    plan, _ = kip_343.plan("message", random.Random(1), view_of(FakeCluster(3), 1), "delay-isr-change-request", 5.0)
+    assert isinstance(plan, MessageFault) and plan.message == "IsrChangeRequest" and plan.delay > 0
+    with pytest.raises(NemesisError, match="unknown shape 'delay-isr-change-request'"):
+        Composite(["message"]).plan("message", random.Random(1), view_of(FakeCluster(3), 1),
+                                    "delay-isr-change-request", 5.0)

@@ -225,6 +225,32 @@ def test_isr_admission_below_epoch_start_variant_admits_at_the_hw() -> None:
     assert p.may_join_isr(2, 0.1, 10.0)
 
 
+def test_a_pending_expansion_holds_the_hw_at_the_joiners_log_end_until_its_outcome_is_known() -> None:
+    # KIP-497's maximal ISR: the write admitting broker 3 may land after 3 fell behind again
+    # (a held-back request, a slow ZooKeeper reply); nothing it lacks may be committed meanwhile.
+    p, _ = replica()
+    p.make_leader(state(1, 1, (1, 2), replicas=(1, 2, 3)), now_wall=0.0)
+    p.append_as_leader(["a", "b"])
+    p.record_follower_fetch(2, 2, 1, 0.1)
+    p.record_follower_fetch(3, 2, 1, 0.1)
+    assert p.high_watermark == 2 and p.may_join_isr(3, 0.1, 10.0)
+    assert p.begin_expansion(3) == (1, 2, 3)
+    assert p.isr == (1, 2) and p.maximal_isr == (1, 2, 3)
+    p.append_as_leader(["c", "d"])
+    p.record_follower_fetch(2, 4, 1, 0.2)
+    assert p.high_watermark == 2  # 3 has not got c and d
+    p.end_isr_update(outcome_known=False)  # a lost connection: the write may have landed
+    p.record_follower_fetch(2, 4, 1, 0.3)
+    assert p.high_watermark == 2 and p.maximal_isr == (1, 2, 3)
+    p.end_isr_update()  # refused: 3 is no member
+    assert p.record_follower_fetch(2, 4, 1, 0.4) and p.high_watermark == 4
+    p.begin_expansion(3)
+    p.apply_isr((1, 2, 3), zk_version=5, change="expand")
+    assert p.maximal_isr == (1, 2, 3) and p.joining == ()
+    p.record_follower_fetch(3, 4, 1, 0.5)
+    assert p.high_watermark == 4
+
+
 def test_apply_isr_and_fence() -> None:
     p, events = replica()
     p.make_leader(state(1, 1, (1, 2, 3)), now_wall=0.0)

@@ -30,7 +30,7 @@ class Nemesis(ABC):
     """One kind of fault. Subclasses set ``kind`` and ``shapes``."""
 
     kind: ClassVar[str]
-    shapes: ClassVar[tuple[str, ...]]
+    shapes: tuple[str, ...]  # a class constant, unless what a test offers depends on the cluster
     simulated_only: ClassVar[bool] = False  # only the simulator can apply it
 
     @abstractmethod

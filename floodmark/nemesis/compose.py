@@ -7,7 +7,7 @@ which shape; this module holds the nemeses for the test's kinds and routes plann
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from floodmark.harness.faults import ClusterView, FaultPlan
 from floodmark.nemesis.admin import AdminNemesis
@@ -32,11 +32,15 @@ KINDS = tuple(NEMESES)
 class Composite:
     """The nemeses of one test, one per kind."""
 
-    def __init__(self, kinds: Iterable[str]) -> None:
+    def __init__(self, kinds: Iterable[str], messages: Mapping[str, str] | None = None) -> None:
+        """``messages``: the messages the cluster sends, for message faults to aim at
+        (:func:`~floodmark.nemesis.message.messages_sent`; by default those of the default
+        inter-broker protocol)."""
         unknown = [k for k in kinds if k not in NEMESES]
         if unknown:
             raise NemesisError(f"unknown fault kind {unknown[0]!r}; known: {', '.join(KINDS)}")
-        self.nemeses = {kind: NEMESES[kind]() for kind in kinds}
+        self.nemeses = {kind: MessageNemesis(messages) if kind == MessageNemesis.kind else NEMESES[kind]()
+                        for kind in kinds}
 
     @property
     def kinds(self) -> tuple[str, ...]:

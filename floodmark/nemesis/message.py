@@ -10,8 +10,14 @@ type. A shape is ``<action>-<message>``:
   after the world has moved on), ``duplicate`` (delivered twice), ``reorder`` (overtaken by
   the next message on the same link);
 - messages: follower fetches and their responses, LeaderAndIsr, UpdateMetadata,
-  OffsetsForLeaderEpoch responses, produce responses, broker heartbeats, and ZooKeeper
-  replies.
+  OffsetsForLeaderEpoch responses, produce responses, broker heartbeats, ISR change requests
+  (KIP-343), and ZooKeeper replies.
+
+A shape is offered only for a message the run's brokers send (:func:`messages_sent`, told
+by the run what its brokers' inter-broker protocol versions do): no
+heartbeats from legacy brokers, ISR change requests only from ``kip-343`` ones. A schedule
+that aims at a message the cluster never sends is refused before the run, like any unknown
+shape, instead of running a fault that cannot strike.
 
 The fault hits messages *to* one broker (the controller, a partition's leader or any, drawn
 like the other kinds' targets), each with a drawn probability, for the fault's duration.
@@ -21,6 +27,7 @@ Only the simulator applies it.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 
 from floodmark.harness.faults import ClusterView, MessageAction, MessageFault
 from floodmark.nemesis.base import Choice, Nemesis, choose_broker
@@ -35,22 +42,37 @@ MESSAGES: dict[str, str] = {
     "produce-response": "ProduceResponse",
     "heartbeat": "BrokerHeartbeatRequest",
     "zookeeper-reply": "zookeeper-reply",
+    "isr-change-request": "IsrChangeRequest",
 }
+# Sent only by brokers whose inter-broker protocol has the feature named.
+HEARTBEAT = "heartbeat"
+ISR_CHANGE_REQUEST = "isr-change-request"
 ACTIONS: tuple[MessageAction, ...] = ("drop", "delay", "duplicate", "reorder")
 PROBABILITIES = (1.0, 0.5, 0.1)
 TARGETS = ("controller", "leader", "random")
 
 
+def messages_sent(heartbeats: bool = True, isr_change_requests: bool = False) -> dict[str, str]:
+    """Shape word -> message type, for the messages a cluster sends (in ``MESSAGES`` order):
+    broker heartbeats and ISR change requests only if some broker sends them."""
+    absent = {word for word, sent in ((HEARTBEAT, heartbeats), (ISR_CHANGE_REQUEST, isr_change_requests))
+              if not sent}
+    return {word: name for word, name in MESSAGES.items() if word not in absent}
+
+
 class MessageNemesis(Nemesis):
     kind = "message"
-    shapes = tuple(f"{action}-{message}" for action in ACTIONS for message in MESSAGES)
     simulated_only = True
+
+    def __init__(self, messages: Mapping[str, str] | None = None) -> None:
+        self.messages = dict(messages_sent() if messages is None else messages)
+        self.shapes = tuple(f"{action}-{message}" for action in ACTIONS for message in self.messages)
 
     def plan(self, rng: random.Random, view: ClusterView, shape: str,
              duration: float) -> tuple[MessageFault, Choice]:
         action, _, message = self.check_shape(shape).partition("-")
         slot, how = choose_broker(rng, view, rng.choice(TARGETS))
         delay = round(rng.uniform(0.1, 2.0) * view.session_timeout, 3) if action == "delay" else 0.0
-        plan = MessageFault(MESSAGES[message], action, delay=delay,  # type: ignore[arg-type]
+        plan = MessageFault(self.messages[message], action, delay=delay,  # type: ignore[arg-type]
                             probability=rng.choice(PROBABILITIES), destination=slot.name)
         return plan, {"shape": shape, **how}

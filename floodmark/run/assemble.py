@@ -13,6 +13,8 @@ from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import TestConfig
 from floodmark.harness.schedule import Schedule
 from floodmark.nemesis.compose import Composite
+from floodmark.nemesis.message import messages_sent
+from floodmark.reference.protocol import inter_broker_protocol as ibp
 from floodmark.run import admin_faults
 from floodmark.run.backend import Backend
 
@@ -24,6 +26,19 @@ def broker_args(config: TestConfig) -> tuple[str, ...]:
         "--min-insync-replicas", str(config.min_insync_replicas),
         "--inter-broker-protocol", config.inter_broker_protocol,
     )
+
+
+def protocols_spoken(config: TestConfig) -> tuple[str, ...]:
+    """The inter-broker protocol versions the run's brokers speak."""
+    return (config.inter_broker_protocol,)
+
+
+def make_nemeses(config: TestConfig) -> Composite:
+    """One nemesis per fault kind of the test; message faults aim at what its brokers send."""
+    spoken = [ibp.features(version) for version in protocols_spoken(config)]
+    return Composite(config.nemesis, messages_sent(
+        heartbeats=any(f.heartbeats for f in spoken),
+        isr_change_requests=any(f.isr_changes_by_request for f in spoken)))
 
 
 def make_backend(config: TestConfig, spec: ClusterSpec) -> Backend:

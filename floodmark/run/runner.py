@@ -48,7 +48,7 @@ from floodmark.nemesis.compose import Composite
 from floodmark.results import Validity, build_results, write_results
 from floodmark.run import digest
 from floodmark.run.admin_faults import AdminFaults, FaultRouter
-from floodmark.run.assemble import broker_args, make_backend, refusals
+from floodmark.run.assemble import broker_args, make_backend, make_nemeses, refusals
 from floodmark.run.backend import Backend
 from floodmark.run.fault_driver import FaultDriver
 from floodmark.workloads.clients import LibraryClients
@@ -121,7 +121,7 @@ class Runner:
         # What the run promised is read back from test.yaml by the checkers: record it.
         self.config = config = recorded_settings(dataclasses.replace(self.config, code_version=code_version()))
         self.outcome.config = config
-        nemeses = Composite(config.nemesis)
+        nemeses = make_nemeses(config)
         schedule = self.plan_schedule(nemeses)
         dump_config(config, self.run_dir.config)
         self.say(f"seed {config.seed}  (repeat with: floodmark run --seed {config.seed} ... or floodmark repro {self.run_dir.path})")

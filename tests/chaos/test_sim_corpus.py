@@ -43,6 +43,8 @@ HERE = Path(__file__).parent
 _FILE = json.loads((HERE / "corpus.json").read_text())
 CORPUS: list[dict[str, Any]] = _FILE["caught"]
 NOT_YET_CAUGHT: dict[str, str] = _FILE["not_yet_caught"]
+# Schedules that once made the default variant lose data: it must stay valid on each.
+DEFAULT_REGRESSIONS: list[dict[str, Any]] = _FILE["default_regressions"]
 SWEEP_FIRST_SEED = 1  # the default variant's exploration in CI: seeds 1..500
 SWEEP_SEEDS = 500
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +54,7 @@ def entry_config(entry: dict[str, Any], variant: str) -> TestConfig:
     if "schedule" in entry:  # a hand-written schedule: the test it was written for
         values = {"cluster": "sim", "workload": "queue", **entry["config"], "seed": int(entry["seed"]),
                   "variant": variant}
-        return make_config(values, f"corpus entry {entry['variant']}").replace(name=f"corpus-{variant}")
+        return make_config(values, f"corpus entry {entry.get('variant', entry.get('name'))}").replace(name=f"corpus-{variant}")
     config = swarm_config(int(entry["seed"]), variant)
     return config.replace(**entry["overrides"]) if entry.get("overrides") else config
 
@@ -111,6 +113,14 @@ def test_the_flaw_is_caught_and_the_default_variant_passes_the_same_test(entry: 
     assert caught["valid"] is False and entry["anomaly"] in (caught.get("anomaly_counts") or {}), where
     valid, _, where = judged(entry_config(entry, "default"), tmp_path, schedule)
     assert valid is True, f"seed {entry['seed']} fails without the {entry['variant']} flaw: {where}"
+
+
+@pytest.mark.parametrize("entry", DEFAULT_REGRESSIONS, ids=[e["name"] for e in DEFAULT_REGRESSIONS])
+def test_the_default_variant_stays_valid_on_the_schedules_that_once_broke_it(entry: dict[str, Any],
+                                                                              tmp_path: Path) -> None:
+    assert entry.get("found_because"), entry["name"]
+    valid, _, where = judged(entry_config(entry, "default"), tmp_path, entry_schedule(entry))
+    assert valid is True, f"{entry['name']}: the default variant fails again: {where}"
 
 
 def test_the_default_variant_passes_an_exploration_of_500_seeds(tmp_path: Path) -> None:

@@ -102,7 +102,7 @@ class IsrChangeRequests:
         for proposal in proposals:
             p = proposal.partition
             if p.leader_epoch == proposal.leader_epoch and p.isr_update_pending:
-                p.isr_update_pending = False
+                p.end_isr_update()  # answered: the controller wrote it (adopted) or refused it
         return [i in adopted for i in range(len(proposals))]
 
     def _settle(self, proposal: _Proposal, result: IsrChangeResult | None, request_error: str | None) -> bool:

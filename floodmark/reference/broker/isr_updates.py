@@ -54,7 +54,8 @@ async def write_isr(runtime: Runtime, zk_client: Coordination, partition: Partit
     except (ConnectionLossError, SessionExpiredError, NoNodeError) as e:
         runtime.log.warning("ISR write for %s-%s failed: %s", partition.topic, partition.partition, e)
         if partition.leader_epoch == epoch:
-            partition.isr_update_pending = False
+            # Connection loss leaves unknown whether the write landed.
+            partition.end_isr_update(outcome_known=isinstance(e, NoNodeError))
         return False
     if partition.leader_epoch != epoch or partition.role != "leader":
         return False  # the controller moved on while we were writing; its LeaderAndIsr rules
@@ -74,7 +75,7 @@ async def _reconcile(zk_client: Coordination, partition: Partition, epoch: int) 
     if partition.leader_epoch != epoch:
         return  # a LeaderAndIsr arrived meanwhile and already set the replica straight
     if current.leader == partition.broker_id and current.leader_epoch == epoch:
-        partition.isr_update_pending = False
+        partition.end_isr_update()
         if current.isr != partition.isr:
             partition.apply_isr(current.isr, stat.version, "controller", current.elr)
         else:

@@ -16,7 +16,11 @@ design on its own:
 * **ISR.** The leader drops followers that lag (by time or by records) and admits a follower
   back only once it has reached both the HW and the start offset of the leader's current
   epoch (KAFKA-7128). The ZooKeeper write of the new ISR is the broker's job; this class only
-  decides, and applies the outcome.
+  decides, and applies the outcome. While an expansion is on its way (to ZooKeeper or the
+  controller) the HW counts the joining follower as a member already: the *maximal ISR* of
+  KIP-497. The write may land late (a held-back request, a slow ZooKeeper reply) when the
+  follower has fallen behind again, and an ISR member must hold everything committed; so
+  nothing is committed that the joiner lacks until the outcome is known.
 * **Fencing.** Fetches and epoch lookups carry the requester's view of the leader epoch
   (KIP-320); a replica answers only requests in its own epoch.
 
@@ -119,6 +123,8 @@ class Partition:
         self.epoch_start_offset = UNKNOWN_OFFSET  # where the current epoch began (leader only)
         self.followers: dict[int, FollowerProgress] = {}
         self.isr_update_pending = False  # an ISR write to ZooKeeper is in flight
+        # Followers whose admission to the ISR may have been written (its outcome not known yet).
+        self.joining: tuple[int, ...] = ()
         # Followers being admitted to the ISR: the log end each had reached when admitted.
         self.admitted_log_ends: dict[int, int] = {}
         self.stale = False  # lost a conditional ISR write: stop acting until the controller speaks
@@ -204,6 +210,7 @@ class Partition:
         self.elr = tuple(state.elr)
         self.zk_version = state.zk_version
         self.isr_update_pending = False
+        self.joining = ()
         self.stale = False
 
     def stop(self) -> None:
@@ -286,7 +293,7 @@ class Partition:
         if strict_min_isr(self.variant) and not may_advance_high_watermark(self.isr, self.min_insync_replicas):
             return False
         candidate = self.log.log_end
-        for replica in self.isr:
+        for replica in self.maximal_isr:
             if replica == self.broker_id:
                 continue
             progress = self.followers.get(replica)
@@ -294,6 +301,27 @@ class Partition:
                 return False  # an ISR member has not reported yet in this epoch
             candidate = min(candidate, progress.log_end)
         return self._set_high_watermark(candidate)
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The ISR plus the followers whose admission may be written already (KIP-497)."""
+        return self.isr + tuple(r for r in self.joining if r not in self.isr)
+
+    def begin_expansion(self, joining: int) -> tuple[int, ...]:
+        """Start admitting ``joining``; returns the ISR to write. Until the outcome is known
+        the HW waits for it too (see the module docstring)."""
+        self.isr_update_pending = True
+        self.admitted_log_ends = {joining: self.followers[joining].log_end}
+        self.joining = (joining,)
+        return tuple(r for r in self.replicas if r in self.isr or r == joining)
+
+    def end_isr_update(self, outcome_known: bool = True) -> None:
+        """The ISR write is over without changing this replica's ISR: refused (outcome known),
+        or failed in a way that leaves unknown whether it landed (the joiner still counts for
+        the HW until the state is learnt: a LeaderAndIsr or a later ISR write)."""
+        self.isr_update_pending = False
+        if outcome_known:
+            self.joining = ()
 
     def followers_to_drop(self, now_wall: float, lag_time_max: float,
                           lag_max_records: int) -> tuple[int, ...]:
@@ -332,6 +360,7 @@ class Partition:
         self.elr = elr
         self.zk_version = zk_version
         self.isr_update_pending = False
+        self.joining = ()
         self._emit(IsrChanged(topic=self.topic, partition=self.partition, leader_epoch=self.leader_epoch,
                               isr=isr, zk_version=zk_version, change=change, zxid=zxid, joined=joined,
                               joined_log_end=admitted_at))
@@ -343,6 +372,7 @@ class Partition:
             return
         self.stale = True
         self.isr_update_pending = False
+        self.joining = ()
         self._emit(Fenced(topic=self.topic, partition=self.partition, why=why, leader_epoch=self.leader_epoch))
 
     # ------------------------------------------------------------------ follower

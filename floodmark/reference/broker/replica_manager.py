@@ -393,9 +393,7 @@ class ReplicaManager:
         """Write the ISR with ``joining`` added (in the background: the fetch goes on)."""
         if self.session.fenced:
             return
-        new_isr = tuple(r for r in p.replicas if r in p.isr or r == joining)
-        p.isr_update_pending = True
-        p.admitted_log_ends = {joining: p.followers[joining].log_end}
+        new_isr = p.begin_expansion(joining)
         self.runtime.spawn(self._write_isr(p, new_isr, "expand"), name=f"isr-{p.topic}-{p.partition}")
 
     async def _write_isr(self, p: Partition, new_isr: tuple[int, ...], change: str) -> None:
@@ -404,7 +402,7 @@ class ReplicaManager:
             return
         zk_client = self.session.zk
         if zk_client is None:
-            p.isr_update_pending = False
+            p.end_isr_update()
             return
         await write_isr(self.runtime, zk_client, p, new_isr, change)
 
