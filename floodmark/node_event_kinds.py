@@ -226,6 +226,24 @@ class LeaderElected(PartitionEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class IsrWritten(PartitionEvent):
+    """``isr_written``: the controller wrote this ISR into the partition's state (leader
+    ``leader`` in ``leader_epoch``, at ``zk_version``, ZooKeeper transaction ``zxid``) on an
+    ISR change request (KIP-343) of broker ``requester``, which proposed it as leader in
+    ``requested_leader_epoch``, from its registration ``requester_incarnation``."""
+
+    kind: ClassVar[str] = "isr_written"
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int
+    requester: int
+    requested_leader_epoch: int
+    requester_incarnation: int
+    zxid: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerState(NodeEventBody):
     """``broker_state``: a broker's state ("Inactive" | "Active" | "Stopping" | "Fenced" |
     "Offline") in incarnation ``incarnation``. Written by the controller about ``broker``
@@ -272,7 +290,7 @@ class Stopped(NodeEventBody):
 
 KnownKind = (
     BecameLeader | BecameFollower | Appended | HwChanged | Truncated | IsrChanged | Acked | Fenced
-    | Rejected | ControllerElected | ControllerResigned | LeaderElected | BrokerState
+    | Rejected | ControllerElected | ControllerResigned | LeaderElected | IsrWritten | BrokerState
     | LogDirOffline | Started | Stopped
 )
 """Every kind this version writes and reads."""
@@ -300,6 +318,6 @@ def leader_epoch_of(body: KnownKind | UnknownKind) -> int | None:
     """The leader epoch an event names, if any (``appended`` names its records' epoch instead;
     a refusal's may be the refused request's, see :class:`Rejected`)."""
     if isinstance(body, BecameLeader | BecameFollower | HwChanged | Truncated | IsrChanged | Acked
-                  | LeaderElected | Fenced | Rejected):
+                  | LeaderElected | IsrWritten | Fenced | Rejected):
         return body.leader_epoch
     return None

@@ -47,6 +47,7 @@ from floodmark.node_event_kinds import (
     Fenced,
     HwChanged,
     IsrChanged,
+    IsrWritten,
     KnownKind,
     LeaderElected,
     LogDirOffline,
@@ -71,7 +72,7 @@ except ImportError:  # pragma: no cover - a broker image without orjson uses the
 
 __all__ = [
     "KINDS", "Acked", "Appended", "BecameFollower", "BecameLeader", "BrokerState", "ControllerElected",
-    "ControllerResigned", "Fenced", "HwChanged", "IsrChanged", "KnownKind", "LeaderElected", "LogDirOffline",
+    "ControllerResigned", "Fenced", "HwChanged", "IsrChanged", "IsrWritten", "KnownKind", "LeaderElected", "LogDirOffline",
     "NodeEvent", "NodeEventBody", "NodeEventError", "NodeEventWriter", "PartitionEvent", "PartitionKey",
     "Rejected", "Started", "Stopped", "Truncated", "UnknownKind", "encode_body", "event_from_dict",
     "event_from_fields", "iter_events", "leader_epoch_of", "partition_of", "read_events_dir",

@@ -12,6 +12,7 @@ from floodmark import node_events as kinds
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.epoch_invariants import (
     admissions_lacking_committed,
+    isr_writes_for_another_epoch,
     stale_controller_writes,
 )
 from floodmark.checkers.invariants import InvariantsChecker
@@ -95,3 +96,22 @@ def test_the_invariants_checker_reports_both() -> None:
     result = InvariantsChecker().check(CheckInput([], run, TestConfig(acks="all", min_insync_replicas=2)))
     assert result.valid is False
     assert sorted(a.type for a in result.anomalies) == ["isr-admitted-lacking-committed", "stale-controller-write"]
+
+
+def isr_written(requester: int, requested_epoch: int, leader: int = 3, epoch: int = 1) -> kinds.IsrWritten:
+    return kinds.IsrWritten(topic="t0", partition=0, leader=leader, leader_epoch=epoch, isr=(requester,),
+                            zk_version=5, requester=requester, requested_leader_epoch=requested_epoch,
+                            requester_incarnation=9, zxid=41)
+
+
+def test_an_isr_written_on_a_deposed_leaders_proposal_is_caught() -> None:
+    # n2 led epoch 0 and proposed ISR {2}; the controller (n1) wrote it over n3's epoch 1.
+    found = isr_writes_for_another_epoch({"n1": events("n1", isr_written(2, 0))})
+    assert [a.type for a in found] == ["isr-written-for-another-epoch"]
+    assert found[0].events == (("n1", 0),) and found[0].details["requester"] == 2
+    # The same leader proposing in an older epoch of its own is as stale.
+    assert len(isr_writes_for_another_epoch({"n1": events("n1", isr_written(3, 0))})) == 1
+
+
+def test_an_isr_written_on_the_current_leaders_proposal_is_valid() -> None:
+    assert isr_writes_for_another_epoch({"n1": events("n1", isr_written(3, 1))}) == []

@@ -19,6 +19,7 @@ from floodmark.node_events import (
     Fenced,
     HwChanged,
     IsrChanged,
+    IsrWritten,
     KnownKind,
     LeaderElected,
     LogDirOffline,
@@ -84,6 +85,10 @@ WRITTEN: list[tuple[str, KnownKind]] = [
      '"controller_epoch":1,"zk_version":4,"unclean":false',
      LeaderElected(topic="t", partition=0, leader=2, leader_epoch=3, isr=(2, 3), controller_epoch=1, zk_version=4,
                    unclean=False)),
+    ('"kind":"isr_written","topic":"t","partition":0,"leader":2,"leader_epoch":3,"isr":[2],"zk_version":5,'
+     '"requester":4,"requested_leader_epoch":2,"requester_incarnation":40,"zxid":77',
+     IsrWritten(topic="t", partition=0, leader=2, leader_epoch=3, isr=(2,), zk_version=5, requester=4,
+                requested_leader_epoch=2, requester_incarnation=40, zxid=77)),
     ('"kind":"log_dir_offline","dir":"/data/a","error":"EIO","partitions":[["t",0],["u",3]]',
      LogDirOffline(dir="/data/a", error="EIO", partitions=(("t", 0), ("u", 3)))),
     ('"kind":"broker_state","broker":2,"state":"Offline","incarnation":41,"why":"registration gone"',

@@ -22,6 +22,12 @@ begins after every earlier one was decided). Each invariant below is stated in o
   (KAFKA-7128). The follower's log end at admission is what the leader says it was
   (``isr_changed``'s ``joined_log_end``); the epoch start is the log end the leader's own
   ``became_leader`` reported.
+- ``isr-written-for-another-epoch`` (KIP-343: only a partition's leader, in its current epoch,
+  changes its ISR): an ISR the controller wrote on a broker's request (``isr_written``) whose
+  requester is not the state's leader, or proposed it in another leader epoch, is a deposed
+  leader's proposal laid over its successor's state: the successor's ISR, which its commits
+  count on, is replaced by replicas it never counted (a held-back request from before the
+  election). Both epochs are in the one event, so no order between nodes is needed.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from floodmark.node_events import (
     ControllerElected,
     HwChanged,
     IsrChanged,
+    IsrWritten,
     LeaderElected,
     NodeEvent,
     PartitionKey,
@@ -111,4 +118,26 @@ def admissions_lacking_committed(events: Events) -> list[Anomaly]:
                     details={"joined": body.joined, "joined_log_end": body.joined_log_end, "epoch_start": start,
                              "committed_before": committed, "leader_epoch": body.leader_epoch,
                              "isr": list(body.isr)}))
+    return anomalies
+
+
+def isr_writes_for_another_epoch(events: Events) -> list[Anomaly]:
+    """ISRs the controller wrote on the proposal of a broker that did not lead in that epoch."""
+    anomalies: list[Anomaly] = []
+    for node in sorted(events):
+        for event in events[node]:
+            body = event.body
+            if type(body) is not IsrWritten:
+                continue
+            if body.requester == body.leader and body.requested_leader_epoch == body.leader_epoch:
+                continue
+            anomalies.append(Anomaly(
+                "isr-written-for-another-epoch",
+                f"{node}, as controller, wrote ISR {list(body.isr)} into the state of {body.topic}/{body.partition} "
+                f"(leader {body.leader} in epoch {body.leader_epoch}) at the request of broker {body.requester}, "
+                f"which proposed it as leader in epoch {body.requested_leader_epoch}.",
+                body.topic, body.partition, events=((node, event.seq),),
+                details={"requester": body.requester, "requested_leader_epoch": body.requested_leader_epoch,
+                         "leader": body.leader, "leader_epoch": body.leader_epoch, "isr": list(body.isr),
+                         "zxid": body.zxid}))
     return anomalies

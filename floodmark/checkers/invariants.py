@@ -22,9 +22,11 @@ events each broker records:
   that leader's HW, which no later HW advance looks at again (a follower that kept a
   divergent record below the HW after a lookup for an epoch its leader never had, KAFKA-6361).
 
-- ``isr-admitted-lacking-committed`` and ``stale-controller-write``: StrongIsr when a follower
-  joins the ISR, and the controller-epoch fencing of ZooKeeper writes; they order events of
-  several nodes by leader epochs and ZooKeeper zxids (see :mod:`.epoch_invariants`).
+- ``isr-admitted-lacking-committed``, ``stale-controller-write`` and
+  ``isr-written-for-another-epoch``: StrongIsr when a follower joins the ISR, the
+  controller-epoch fencing of ZooKeeper writes, and KIP-343's "only the current leader changes
+  its ISR"; they order events of several nodes by leader epochs and ZooKeeper zxids (see
+  :mod:`.epoch_invariants`).
 
 Brokers are named by id in ISRs and by node name in event files; a node's id is the one it
 gave as controller, or the one broker id present in every ISR it held as leader (see
@@ -45,6 +47,7 @@ from typing import Any
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.epoch_invariants import (
     admissions_lacking_committed,
+    isr_writes_for_another_epoch,
     stale_controller_writes,
 )
 from floodmark.node_event_kinds import ACKS_ALL
@@ -90,6 +93,7 @@ class InvariantsChecker:
         # Invariants across nodes, ordered by epochs and ZooKeeper zxids (see epoch_invariants).
         anomalies.extend(admissions_lacking_committed(run.events))
         anomalies.extend(stale_controller_writes(run.events))
+        anomalies.extend(isr_writes_for_another_epoch(run.events))
         stats["anomalies"] = anomaly_counts(anomalies)
         valid: Validity = not anomalies
         if valid and stats["acks_judged"] == 0 and _acknowledged_sends(run):

@@ -30,6 +30,7 @@ from floodmark.node_events import (
     Fenced,
     HwChanged,
     IsrChanged,
+    IsrWritten,
     KnownKind,
     LeaderElected,
     LogDirOffline,
@@ -104,6 +105,8 @@ def build_partition_lanes(events: dict[str, list[NodeEvent]]) -> list[PartitionL
                     Election(body.leader, body.isr, body.unclean, body.controller_epoch))
                 epochs.setdefault(key, set()).add(body.leader_epoch)
                 continue
+            if isinstance(body, IsrWritten):
+                continue  # the controller's write: its leader's lane shows the ISR it learns
             if isinstance(body, BecameLeader | BecameFollower):
                 current_epoch[key] = body.leader_epoch
             # A refusal names the *request's* (stale) epoch; it happened in the node's current one.

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from floodmark.node_event_kinds import IsrWritten
 from floodmark.reference.controller import reassignment
 from floodmark.reference.controller.brokers import on_brokers_changed
 from floodmark.reference.controller.partitions import send_update_metadata
@@ -59,7 +60,7 @@ async def on_isr_change(ctl: ControllerParts, request: IsrChangeRequest) -> IsrC
     for _ in range(WRITE_ROUNDS):
         if not pending:
             break
-        pending = await _decide_and_write(ctl, request.broker_id, pending, results, changed)
+        pending = await _decide_and_write(ctl, request, pending, results, changed)
     for i, proposal in pending.items():  # still racing a writer outside the controller
         results[i] = IsrChangeResult(proposal.topic, proposal.partition, Errors.NOT_LEADER_FOR_PARTITION)
     if changed:
@@ -68,12 +69,13 @@ async def on_isr_change(ctl: ControllerParts, request: IsrChangeRequest) -> IsrC
     return IsrChangeResponse(None, tuple(results[i] for i in range(len(request.partitions))))
 
 
-async def _decide_and_write(ctl: ControllerParts, requester: int, pending: dict[int, IsrChangePartition],
+async def _decide_and_write(ctl: ControllerParts, request: IsrChangeRequest, pending: dict[int, IsrChangePartition],
                             results: dict[int, IsrChangeResult],
                             changed: list[TopicPartition]) -> dict[int, IsrChangePartition]:
     """Decide ``pending`` against the cache and write what was accepted; returns the
     proposals whose write lost a race (their states re-read into the cache)."""
     ctx = ctl.ctx
+    requester = request.broker_id
     variant = ctl.config.variant
     updates: dict[TopicPartition, LeaderIsr] = {}
     index: dict[TopicPartition, int] = {}
@@ -97,7 +99,13 @@ async def _decide_and_write(ctl: ControllerParts, requester: int, pending: dict[
     for tp, state in written.items():
         ctx.states[tp] = state
         changed.append(tp)
-        results[index[tp]] = _result(tp, state, ctl.zkw.written_zxids.get(tp))
+        zxid = ctl.zkw.written_zxids.get(tp)
+        results[index[tp]] = _result(tp, state, zxid)
+        ctl.runtime.emit(IsrWritten(
+            topic=tp.topic, partition=tp.partition, leader=state.leader, leader_epoch=state.leader_epoch,
+            isr=state.isr, zk_version=state.zk_version, requester=requester,
+            requested_leader_epoch=pending[index[tp]].leader_epoch,
+            requester_incarnation=request.broker_incarnation, zxid=zxid))
     if conflicts:
         for tp, fresh in zip(conflicts, await ctl.zkw.read_states(conflicts)):
             if fresh is not None:
