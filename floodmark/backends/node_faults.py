@@ -17,7 +17,9 @@ so one applier serves them all:
   ``backends.clock_evidence``);
 - a disk fault runs ``chmod 000`` or moves the directory aside and puts a file in its place,
   as the broker's own user; healing undoes it and restarts the broker cleanly (SIGTERM, then
-  start), because a broker keeps a failed log directory offline until it restarts.
+  start), because a broker keeps a failed log directory offline until it restarts;
+- an upgrade rewrites each broker's ``--inter-broker-protocol`` and restarts it cleanly, one
+  at a time, twice (``backends.rolling_upgrade``, hands below); it is never undone.
 
 Node commands block, so they run in worker threads while the clients keep going on the event
 loop. Heal-all finds what to undo on the nodes themselves (floodmark's iptables rules, stopped
@@ -35,26 +37,31 @@ from typing import Any, TypeVar
 
 from floodmark.backends.clock_evidence import WATCH, ExpectedSkew, watch_clocks
 from floodmark.backends.faketime import process_start_time, write_clock
+from floodmark.backends.rolling_upgrade import RollingUpgrades
 from floodmark.harness.cluster import BROKER_USER, Cluster, ClusterError, Node
 from floodmark.harness.faults import (
     ClockSkew,
     ClockStrobe,
     DiskFault,
+    DoubleRoll,
     Evidence,
     FaultPlan,
     NetworkCut,
     ProcessCrash,
     ProcessPause,
 )
+from floodmark.reference.protocol.zk_layout import BrokerRegistration
 
 T = TypeVar("T")
 COMMENT = "floodmark"
 DISPLACED = ".floodmark-displaced"
-REAL_KINDS = ("partition", "clock", "pause", "disk", "kill")
+REAL_KINDS = ("partition", "clock", "pause", "disk", "kill", "upgrade")
 
 
 Registered = Callable[[int], bool | None]
 """Whether a broker id is registered in ZooKeeper now (None: ZooKeeper did not answer)."""
+Registration = Callable[[int], BrokerRegistration | None]
+"""A broker's registration in ZooKeeper now (None: absent, or ZooKeeper did not answer)."""
 
 
 def session_expired(plan: ProcessPause, registered: bool | None) -> Evidence:
@@ -151,8 +158,10 @@ class NodeFaultApplier:
     """Applies plans to a real cluster's nodes, remembering what each plan changed."""
 
     def __init__(self, cluster: Cluster, stop_timeout: float = 12.0,
-                 registered: Registered = lambda broker_id: None, clock_watch: float = WATCH) -> None:
+                 registered: Registered = lambda broker_id: None, clock_watch: float = WATCH,
+                 registration: Registration = lambda broker_id: None) -> None:
         self.cluster = cluster
+        self.upgrades = RollingUpgrades(NodeUpgradeHands(cluster, stop_timeout, registration))
         self.clock_watch = clock_watch  # seconds a skewed broker gets to show it in its events
         self.stop_timeout = stop_timeout  # SIGTERM grace of a clean restart
         self.registered = registered  # a long pause is confirmed by the registration it cost
@@ -166,9 +175,13 @@ class NodeFaultApplier:
     async def apply(self, plan: FaultPlan) -> Evidence:
         if isinstance(plan, ClockStrobe):
             return self._start_strobe(plan)
+        if isinstance(plan, DoubleRoll):
+            return self.upgrades.start(plan)
         return await asyncio.to_thread(self._apply, plan)
 
     async def heal(self, plan: FaultPlan) -> Evidence:
+        if isinstance(plan, DoubleRoll):
+            return await self.upgrades.finish(plan)  # an upgrade is not undone
         seen = await asyncio.to_thread(self._watch_clocks, plan) if isinstance(plan, ClockSkew | ClockStrobe) else {}
         await stop_strobe(self._strobes, plan)
         return {**await asyncio.to_thread(self._heal, plan), **seen}
@@ -180,7 +193,9 @@ class NodeFaultApplier:
         self._strobes.clear()
         self._rules.clear()
         self._undo.clear()
-        return await asyncio.to_thread(self._heal_all, kinds)
+        # A roll first: when it ends, every broker it stopped runs again; crashes come after.
+        upgraded = {"upgrade": await self.upgrades.finish_all()} if "upgrade" in kinds else {}
+        return {**upgraded, **await asyncio.to_thread(self._heal_all, kinds)}
 
     # ------------------------------------------------------------------ apply
 
@@ -434,3 +449,45 @@ async def stop_strobe(strobes: dict[FaultPlan, asyncio.Task[None]], plan: FaultP
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+class NodeUpgradeHands:
+    """An upgrade's hands on real nodes: the version is the broker's command-line option."""
+
+    def __init__(self, cluster: Cluster, stop_timeout: float, registration: Registration) -> None:
+        self.cluster = cluster
+        self.stop_timeout = stop_timeout
+        self.read_registration = registration
+
+    def configure(self, node: str, version: str) -> None:
+        self.cluster.node(node).set_inter_broker_protocol(version)
+
+    async def held(self, node: str) -> str | None:
+        return await asyncio.to_thread(self._held, self.cluster.node(node))
+
+    @staticmethod
+    def _held(node: Node) -> str | None:
+        pid = node.pid()
+        if pid is None:
+            return "not running"
+        return "paused" if is_stopped(node, pid) else None
+
+    async def pid(self, node: str) -> int | None:
+        return await asyncio.to_thread(self.cluster.node(node).pid)
+
+    async def restart(self, node: str) -> None:
+        def restart() -> None:
+            machine = self.cluster.node(node)
+            machine.stop(timeout=self.stop_timeout)
+            machine.start()
+        await asyncio.to_thread(restart)
+
+    async def start_if_down(self, node: str) -> bool:
+        machine = self.cluster.node(node)
+        if await asyncio.to_thread(machine.is_running):
+            return False
+        await asyncio.to_thread(machine.start)
+        return True
+
+    async def registration(self, broker_id: int) -> BrokerRegistration | None:
+        return await asyncio.to_thread(self.read_registration, broker_id)
