@@ -283,3 +283,47 @@ def test_a_simulated_upgrade_run_replays_byte_for_byte(tmp_path: Path) -> None:
         assert runner.outcome.digest is not None
         digests.append(runner.outcome.digest)
     assert digest.differences(digests[0], digests[1]) == []
+
+
+# ---------------------------------------------------------------- the driver heals it in the background
+
+
+def test_the_driver_heals_an_upgrade_in_the_background_so_the_schedule_goes_on(tmp_path: Path) -> None:
+    from floodmark.harness.recorder import Recorder
+    from floodmark.harness.schedule import Fault, Schedule, ScheduleLog
+    from floodmark.run.fault_driver import FaultDriver
+
+    class SlowRoll:
+        def refuses(self, kind: str, shape: str) -> str | None:
+            return None
+
+        async def apply(self, plan: Any) -> dict[str, Any]:
+            return {"applied": plan.kind}
+
+        async def heal(self, plan: Any) -> dict[str, Any]:
+            if isinstance(plan, DoubleRoll):
+                await asyncio.sleep(0.5)  # the rest of the roll
+            return {"healed": plan.kind}
+
+        async def heal_all(self, kinds: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+            return {k: {} for k in kinds}
+
+    view = view_of(FakeCluster(), controller=1, protocol="legacy")
+
+    async def observe() -> Any:
+        return view
+
+    faults = (Fault(0, "upgrade", "double-roll", 0.0, 0.05, 1), Fault(1, "kill", "random", 0.1, 0.1, 2))
+    recorder = Recorder(tmp_path / "history.jsonl")
+    driver = FaultDriver(recorder, Composite(["upgrade", "kill"]), SlowRoll(), observe,
+                         ScheduleLog(tmp_path / "schedule.json", 5, Schedule(faults, 1.0)))
+
+    async def go() -> None:
+        await driver.run(recorder.seconds(), asyncio.Event())
+        await driver.heal_all()
+
+    asyncio.run(go())
+    recorder.close()
+    done = [(op.f, round(op.time / 1e9, 1)) for op in read_history(tmp_path / "history.jsonl") if op.type == "ok"]
+    assert [f for f, _ in done] == ["start-upgrade", "start-kill", "stop-kill", "stop-upgrade", "heal-all"]
+    assert dict(done)["start-kill"] < 0.3  # on time, not after the roll
