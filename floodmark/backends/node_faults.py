@@ -19,7 +19,7 @@ so one applier serves them all:
   as the broker's own user; healing undoes it and restarts the broker cleanly (SIGTERM, then
   start), because a broker keeps a failed log directory offline until it restarts;
 - an upgrade rewrites each broker's ``--inter-broker-protocol`` and restarts it cleanly, one
-  at a time, twice (``backends.rolling_upgrade``, hands below); it is never undone.
+  at a time, twice (``backends.rolling_upgrade``, ``backends.node_upgrade``); never undone.
 
 Node commands block, so they run in worker threads while the clients keep going on the event
 loop. Heal-all finds what to undo on the nodes themselves (floodmark's iptables rules, stopped
@@ -37,6 +37,8 @@ from typing import Any, TypeVar
 
 from floodmark.backends.clock_evidence import WATCH, ExpectedSkew, watch_clocks
 from floodmark.backends.faketime import process_start_time, write_clock
+from floodmark.backends.node_upgrade import NodeUpgradeHands, Registration
+from floodmark.backends.process_state import is_stopped, seen_stopped
 from floodmark.backends.rolling_upgrade import RollingUpgrades
 from floodmark.harness.cluster import BROKER_USER, Cluster, ClusterError, Node
 from floodmark.harness.faults import (
@@ -50,7 +52,6 @@ from floodmark.harness.faults import (
     ProcessCrash,
     ProcessPause,
 )
-from floodmark.reference.protocol.zk_layout import BrokerRegistration
 
 T = TypeVar("T")
 COMMENT = "floodmark"
@@ -60,8 +61,6 @@ REAL_KINDS = ("partition", "clock", "pause", "disk", "kill", "upgrade")
 
 Registered = Callable[[int], bool | None]
 """Whether a broker id is registered in ZooKeeper now (None: ZooKeeper did not answer)."""
-Registration = Callable[[int], BrokerRegistration | None]
-"""A broker's registration in ZooKeeper now (None: absent, or ZooKeeper did not answer)."""
 
 
 def session_expired(plan: ProcessPause, registered: bool | None) -> Evidence:
@@ -135,23 +134,6 @@ def _connect(src: Node, dst: Node) -> str:
     if not done.ok:
         return f"no probe ({done.stderr.strip()[-80:] or f'exit {done.exit_code}'})"
     return done.stdout.strip() or "no answer"
-
-
-def is_stopped(node: Node, pid: int) -> bool:
-    """Is the process in state T (stopped by a signal)?"""
-    result = node.exec(["cat", f"/proc/{pid}/stat"])
-    return result.ok and result.stdout.rsplit(")", 1)[-1].split()[:1] == ["T"]
-
-
-def seen_stopped(node: Node, pid: int, within: float = 2.0) -> bool:
-    """Is the process seen stopped within ``within`` seconds? A signal is delivered
-    asynchronously: on a loaded machine the state lags the kill call."""
-    deadline = time.monotonic() + within
-    while not is_stopped(node, pid):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 class NodeFaultApplier:
@@ -450,44 +432,3 @@ async def stop_strobe(strobes: dict[FaultPlan, asyncio.Task[None]], plan: FaultP
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
-
-class NodeUpgradeHands:
-    """An upgrade's hands on real nodes: the version is the broker's command-line option."""
-
-    def __init__(self, cluster: Cluster, stop_timeout: float, registration: Registration) -> None:
-        self.cluster = cluster
-        self.stop_timeout = stop_timeout
-        self.read_registration = registration
-
-    def configure(self, node: str, version: str) -> None:
-        self.cluster.node(node).set_inter_broker_protocol(version)
-
-    async def held(self, node: str) -> str | None:
-        return await asyncio.to_thread(self._held, self.cluster.node(node))
-
-    @staticmethod
-    def _held(node: Node) -> str | None:
-        pid = node.pid()
-        if pid is None:
-            return "not running"
-        return "paused" if is_stopped(node, pid) else None
-
-    async def pid(self, node: str) -> int | None:
-        return await asyncio.to_thread(self.cluster.node(node).pid)
-
-    async def restart(self, node: str) -> None:
-        def restart() -> None:
-            machine = self.cluster.node(node)
-            machine.stop(timeout=self.stop_timeout)
-            machine.start()
-        await asyncio.to_thread(restart)
-
-    async def start_if_down(self, node: str) -> bool:
-        machine = self.cluster.node(node)
-        if await asyncio.to_thread(machine.is_running):
-            return False
-        await asyncio.to_thread(machine.start)
-        return True
-
-    async def registration(self, broker_id: int) -> BrokerRegistration | None:
-        return await asyncio.to_thread(self.read_registration, broker_id)
