@@ -91,10 +91,21 @@ def test_an_upgrade_of_brokers_at_kip_343_is_refused_before_the_run_in_one_line(
 
 def test_real_backends_apply_upgrades() -> None:
     composite = Composite(["upgrade"])
-    schedule = generate(random.Random(1), ["upgrade"], composite.shapes(), 60.0, (3.0, 6.0), (1.0, 2.0))
-    assert schedule.faults
+    schedule = generate(random.Random(1), ["upgrade"], composite.shapes(), 60.0, (3.0, 6.0), (1.0, 2.0),
+                        lambda k, s, d, r: composite.duration(k, s, d, 6.0, r), lambda k: composite.recovery(k, 6.0))
+    assert len(schedule.faults) == 1
     for cluster in ("local", "docker", "sim"):
         assert assemble.refusals(cluster, schedule, composite) == []
+
+
+def test_a_schedule_with_a_second_upgrade_is_refused_before_the_run() -> None:
+    from floodmark.harness.schedule import Fault, Schedule
+
+    composite = Composite(["upgrade", "kill"])
+    twice = Schedule((Fault(0, "upgrade", "double-roll", 1.0, 24.0, 1), Fault(1, "kill", "leader", 5.0, 3.0, 2),
+                      Fault(2, "upgrade", "double-roll", 30.0, 24.0, 3)), 60.0)
+    assert assemble.refusals("sim", twice, composite) == [
+        "fault 2 (upgrade): fault 0 upgrades every broker to kip-343 already; an upgrade happens once a run"]
 
 
 def test_swarm_configs_do_not_change_with_the_upgrade_kind() -> None:

@@ -48,6 +48,10 @@ def make_backend(config: TestConfig, spec: ClusterSpec) -> Backend:
 def refusals(cluster: str, schedule: Schedule, nemeses: Composite) -> list[str]:
     """Why the backend cannot apply some of the schedule's faults, one line each (empty: all fine)."""
     problems = []
+    upgrades = [fault.number for fault in schedule.faults if fault.kind == "upgrade"]
+    for number in upgrades[1:]:  # a replayed or hand-written schedule may hold more than one
+        problems.append(f"fault {number} (upgrade): fault {upgrades[0]} upgrades every broker to kip-343 "
+                        "already; an upgrade happens once a run")
     for fault in schedule.faults:
         if fault.kind not in nemeses.kinds:
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): the test has no {fault.kind} nemesis")
