@@ -17,8 +17,10 @@ _upgrade``), records per restart the registration the broker wrote, and never un
 
 An upgrade happens once: a cluster whose every broker is at ``kip-343`` cannot be upgraded,
 so the nemesis refuses to plan it, and :meth:`UpgradeNemesis.recovery` keeps the schedule
-from drawing a second one. Its duration is at least :data:`ROLL_SECONDS`, what six clean
-restarts take on real brokers; healing waits (bounded) for whatever is left of the roll.
+from drawing a second one. Its duration is at least :data:`ROLL_SECONDS`, the window the
+schedule reserves for six clean restarts; a roll that outlasts it (a restarted broker cut off
+from ZooKeeper registers only when the cut heals) is waited for, bounded, in the background
+(``FaultPlan.heals_in_background``), so the schedule's other faults still start on time.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from floodmark.harness.faults import UPGRADE_TARGET, ClusterView, DoubleRoll
 from floodmark.nemesis.base import Choice, Nemesis, NemesisError, brokers_by_id
 
 TARGET = UPGRADE_TARGET
-ROLL_SECONDS = 24.0  # a double roll of three brokers: six clean restarts of about 4 s each
+ROLL_SECONDS = 24.0  # a double roll of three brokers: six clean restarts of a few seconds each
 
 
 class UpgradeNemesis(Nemesis):
