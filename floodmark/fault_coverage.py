@@ -117,9 +117,28 @@ def _stall(start: Value, stop: Value | None) -> str | None:
     return None
 
 
+def _upgrade(start: Value, stop: Value | None) -> str | None:
+    """Every step of the roll must have been seen: the broker registered again, with the
+    BrokerInfo version its new protocol writes."""
+    planned = start.get("steps")
+    steps = (stop or {}).get("steps")
+    if not isinstance(steps, list):
+        return "the roll's steps were not recorded (ended by heal-all or the run's end)"
+    unseen = [f"roll {s.get('roll')} {s.get('node')}: "
+              + (f"held ({s['held']})" if "held" in s else f"registration {s.get('registration')}, "
+                 f"expected version {s.get('expected_registration')}")
+              for s in steps if isinstance(s, Mapping) and s.get("seen") is not True]
+    if unseen:
+        return "not seen registered at the new version: " + "; ".join(unseen)
+    if not isinstance(planned, list) or len(steps) != len(planned):
+        return f"{len(steps)} of {len(planned) if isinstance(planned, list) else '?'} steps were done"
+    return None
+
+
 TOOK_EFFECT: dict[str, Callable[[Value, Value | None], str | None]] = {
     "partition": _partition, "kill": _crash, "power": _crash, "pause": _pause, "clock": _clock,
     "disk": _disk, "session": _session, "message": _message, "admin": _admin, "stall": _stall,
+    "upgrade": _upgrade,
 }
 
 

@@ -44,10 +44,12 @@ from floodmark.safe_yaml import describe_error, load_yaml
 DEFAULT_NEMESIS: tuple[str, ...] = ("partition", "clock", "pause", "disk", "kill", "admin")
 # The kinds only the simulator applies; with them, "all" on ``cluster: sim``.
 SIMULATED_NEMESIS: tuple[str, ...] = ("power", "session", "message")
-# Simulator-only kinds that "all" leaves out and a test names to get: added after "all" was
-# fixed, so every test and seed written against "all" keeps its schedule (explore draws them
-# on its own, see ``run.explore``).
-NAMED_ONLY_NEMESIS: tuple[str, ...] = ("stall",)
+# Kinds that "all" leaves out and a test names to get: added after "all" was fixed, so every
+# test and seed written against "all" keeps its schedule (explore draws the simulator's on
+# its own, see ``run.explore``). ``stall`` only the simulator applies; ``upgrade`` (a double
+# roll to KIP-343) every backend does.
+SIMULATED_NAMED_ONLY: tuple[str, ...] = ("stall",)
+NAMED_ONLY_NEMESIS: tuple[str, ...] = (*SIMULATED_NAMED_ONLY, "upgrade")
 
 
 class ConfigError(SourceError):

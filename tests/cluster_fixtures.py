@@ -195,6 +195,10 @@ class FakeNode:
         self.running = True
         self.signals: list[str] = []
         self.exec_result = ExecResult(0, "", "")
+        self.inter_broker_protocol: str | None = "heartbeats" if role == "broker" else None
+
+    def set_inter_broker_protocol(self, version: str) -> None:
+        self.inter_broker_protocol = version
 
     def exec(self, argv, user=None, timeout=30.0):  # type: ignore[no-untyped-def]
         self.commands.append((list(argv), user))
@@ -328,7 +332,7 @@ def FakeCluster(brokers: int = 3) -> Any:  # noqa: N802 - reads as the class it 
 
 def view_of(cluster: Any, controller: int | None = None,
             leaders: dict[tuple[str, int], int] | None = None,
-            session_timeout: float = 6.0) -> Any:
+            session_timeout: float = 6.0, protocol: str = "heartbeats") -> Any:
     """The planners' snapshot of a cluster (fake or real) with the given roles."""
     from floodmark.harness.faults import BrokerSlot, ClusterView
 
@@ -338,4 +342,5 @@ def view_of(cluster: Any, controller: int | None = None,
     replicas = {tp: tuple(ids[(i + k) % len(ids)] for k in range(min(3, len(ids))))
                 for i, tp in enumerate(partitions)}  # as topic creation would spread them
     return ClusterView(cluster.zookeeper.name, brokers, partitions,
-                       session_timeout, controller, dict(leaders or {}), replicas)
+                       session_timeout, controller, dict(leaders or {}), replicas,
+                       {b.name: protocol for b in brokers})

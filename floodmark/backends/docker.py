@@ -41,6 +41,7 @@ from floodmark.harness.cluster import (
     ExecResult,
     NodeIdentity,
     NodeRoster,
+    ProcessCommand,
     Role,
     broker_argv,
     broker_name,
@@ -57,7 +58,7 @@ CLOCK_FILE = "/etc/floodmark/faketime"
 CAPABILITIES = ["NET_ADMIN"]
 
 
-class DockerNode(NodeIdentity):
+class DockerNode(NodeIdentity, ProcessCommand):
     """One container and the process the harness runs in it."""
 
     def __init__(self, *, container: Any, name: str, role: Role, broker_id: int | None, ip: str,

@@ -34,6 +34,7 @@ from floodmark.harness.cluster import (
     ExecResult,
     NodeIdentity,
     NodeRoster,
+    ProcessCommand,
     Role,
     broker_argv,
     broker_name,
@@ -51,7 +52,7 @@ def workdir_for(run_id: str) -> Path:
     return Path(os.environ.get("FLOODMARK_LOCAL_ROOT", "/tmp")) / f"floodmark-{run_id}"
 
 
-class LocalNode(NodeIdentity):
+class LocalNode(NodeIdentity, ProcessCommand):
     """One namespace and the one process the harness runs in it."""
 
     def __init__(self, *, name: str, role: Role, broker_id: int | None, ip: str, port: int,

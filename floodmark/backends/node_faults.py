@@ -17,7 +17,9 @@ so one applier serves them all:
   ``backends.clock_evidence``);
 - a disk fault runs ``chmod 000`` or moves the directory aside and puts a file in its place,
   as the broker's own user; healing undoes it and restarts the broker cleanly (SIGTERM, then
-  start), because a broker keeps a failed log directory offline until it restarts.
+  start), because a broker keeps a failed log directory offline until it restarts;
+- an upgrade rewrites each broker's ``--inter-broker-protocol`` and restarts it cleanly, one
+  at a time, twice (``backends.rolling_upgrade``, ``backends.node_upgrade``); never undone.
 
 Node commands block, so they run in worker threads while the clients keep going on the event
 loop. Heal-all finds what to undo on the nodes themselves (floodmark's iptables rules, stopped
@@ -35,11 +37,15 @@ from typing import Any, TypeVar
 
 from floodmark.backends.clock_evidence import WATCH, ExpectedSkew, watch_clocks
 from floodmark.backends.faketime import process_start_time, write_clock
+from floodmark.backends.node_upgrade import NodeUpgradeHands, Registration
+from floodmark.backends.process_state import is_stopped, seen_stopped
+from floodmark.backends.rolling_upgrade import RollingUpgrades
 from floodmark.harness.cluster import BROKER_USER, Cluster, ClusterError, Node
 from floodmark.harness.faults import (
     ClockSkew,
     ClockStrobe,
     DiskFault,
+    DoubleRoll,
     Evidence,
     FaultPlan,
     NetworkCut,
@@ -50,7 +56,7 @@ from floodmark.harness.faults import (
 T = TypeVar("T")
 COMMENT = "floodmark"
 DISPLACED = ".floodmark-displaced"
-REAL_KINDS = ("partition", "clock", "pause", "disk", "kill")
+REAL_KINDS = ("partition", "clock", "pause", "disk", "kill", "upgrade")
 
 
 Registered = Callable[[int], bool | None]
@@ -130,29 +136,14 @@ def _connect(src: Node, dst: Node) -> str:
     return done.stdout.strip() or "no answer"
 
 
-def is_stopped(node: Node, pid: int) -> bool:
-    """Is the process in state T (stopped by a signal)?"""
-    result = node.exec(["cat", f"/proc/{pid}/stat"])
-    return result.ok and result.stdout.rsplit(")", 1)[-1].split()[:1] == ["T"]
-
-
-def seen_stopped(node: Node, pid: int, within: float = 2.0) -> bool:
-    """Is the process seen stopped within ``within`` seconds? A signal is delivered
-    asynchronously: on a loaded machine the state lags the kill call."""
-    deadline = time.monotonic() + within
-    while not is_stopped(node, pid):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 class NodeFaultApplier:
     """Applies plans to a real cluster's nodes, remembering what each plan changed."""
 
     def __init__(self, cluster: Cluster, stop_timeout: float = 12.0,
-                 registered: Registered = lambda broker_id: None, clock_watch: float = WATCH) -> None:
+                 registered: Registered = lambda broker_id: None, clock_watch: float = WATCH,
+                 registration: Registration = lambda broker_id: None) -> None:
         self.cluster = cluster
+        self.upgrades = RollingUpgrades(NodeUpgradeHands(cluster, stop_timeout, registration))
         self.clock_watch = clock_watch  # seconds a skewed broker gets to show it in its events
         self.stop_timeout = stop_timeout  # SIGTERM grace of a clean restart
         self.registered = registered  # a long pause is confirmed by the registration it cost
@@ -166,9 +157,13 @@ class NodeFaultApplier:
     async def apply(self, plan: FaultPlan) -> Evidence:
         if isinstance(plan, ClockStrobe):
             return self._start_strobe(plan)
+        if isinstance(plan, DoubleRoll):
+            return self.upgrades.start(plan)
         return await asyncio.to_thread(self._apply, plan)
 
     async def heal(self, plan: FaultPlan) -> Evidence:
+        if isinstance(plan, DoubleRoll):
+            return await self.upgrades.finish(plan)  # an upgrade is not undone
         seen = await asyncio.to_thread(self._watch_clocks, plan) if isinstance(plan, ClockSkew | ClockStrobe) else {}
         await stop_strobe(self._strobes, plan)
         return {**await asyncio.to_thread(self._heal, plan), **seen}
@@ -180,7 +175,9 @@ class NodeFaultApplier:
         self._strobes.clear()
         self._rules.clear()
         self._undo.clear()
-        return await asyncio.to_thread(self._heal_all, kinds)
+        # A roll first: when it ends, every broker it stopped runs again; crashes come after.
+        upgraded = {"upgrade": await self.upgrades.finish_all()} if "upgrade" in kinds else {}
+        return {**upgraded, **await asyncio.to_thread(self._heal_all, kinds)}
 
     # ------------------------------------------------------------------ apply
 
@@ -434,3 +431,4 @@ async def stop_strobe(strobes: dict[FaultPlan, asyncio.Task[None]], plan: FaultP
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+

@@ -22,6 +22,7 @@ from floodmark.backends.zk_view import ZooKeeperView
 from floodmark.harness.cluster import Cluster
 from floodmark.harness.config import TestConfig
 from floodmark.harness.faults import BrokerSlot, ClusterView
+from floodmark.reference.protocol.zk_layout import BrokerRegistration
 from floodmark.rundir import RunDir
 
 T = TypeVar("T")
@@ -36,12 +37,15 @@ class RealBackend:
         self.config = config
         self.seed = seed
         self.faults = NodeFaultApplier(cluster, stop_timeout=2 * config.zk_session_timeout,
-                                       registered=self._registered)
+                                       registered=self._registered, registration=self._registration)
         self._view: ZooKeeperView | None = None
         self._clients: RealClientHost | None = None
 
     def _registered(self, broker_id: int) -> bool | None:
         return None if self._view is None else self._view.registered(broker_id)
+
+    def _registration(self, broker_id: int) -> BrokerRegistration | None:
+        return None if self._view is None else self._view.registration(broker_id)
 
     def clock_ns(self) -> int:
         return time.monotonic_ns()
@@ -65,14 +69,17 @@ class RealBackend:
 
     async def observe(self) -> ClusterView:
         brokers = tuple(BrokerSlot(b.name, b.broker_id or 0, b.log_dirs) for b in self.cluster.brokers)
+        protocols = {b.name: b.inter_broker_protocol or self.config.inter_broker_protocol
+                     for b in self.cluster.brokers}
         partitions = self.config.topic_partitions
         view = self._view
         if view is None:
-            return ClusterView(self.cluster.zookeeper.name, brokers, partitions, self.config.zk_session_timeout)
+            return ClusterView(self.cluster.zookeeper.name, brokers, partitions, self.config.zk_session_timeout,
+                               protocols=protocols)
         controller, leaders = await asyncio.to_thread(view.roles, partitions)
         replicas = await asyncio.to_thread(view.replicas, self.config.topic_names)
         return ClusterView(self.cluster.zookeeper.name, brokers, partitions,
-                           self.config.zk_session_timeout, controller, leaders, replicas)
+                           self.config.zk_session_timeout, controller, leaders, replicas, protocols)
 
     def teardown(self, collect_into: RunDir | None) -> None:
         if self._view is not None:

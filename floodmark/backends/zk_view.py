@@ -82,6 +82,15 @@ class ZooKeeperView:
         except KazooException:
             return None
 
+    def registration(self, broker_id: int) -> zk_layout.BrokerRegistration | None:
+        """The broker's registration, with its incarnation (None: absent, unreadable, or
+        ZooKeeper did not answer)."""
+        try:
+            data, stat = self._client.get(zk_layout.broker_path(broker_id))
+            return zk_layout.decode_broker(broker_id, data, stat.czxid)
+        except (KazooException, zk_layout.LayoutError):
+            return None
+
     def roles(self, partitions: Sequence[tuple[str, int]]) -> tuple[int | None, dict[tuple[str, int], int]]:
         return read_roles(self.read, partitions)
 

@@ -14,7 +14,10 @@ Every backend offers the same node-control interface (``Node``) and cluster inte
   ``pause()`` (SIGSTOP) / ``resume()`` (SIGCONT) / ``is_running()`` / ``pid()``;
 - ``exec(argv, user=...)`` runs a command *on the machine* (root by default; ``user=BROKER_USER``
   runs it as the unprivileged user the broker runs as);
-- ``copy_from`` / ``copy_to`` move files between the machine and the harness.
+- ``copy_from`` / ``copy_to`` move files between the machine and the harness;
+- ``inter_broker_protocol`` / ``set_inter_broker_protocol(version)``: the protocol version a
+  broker starts at, changed for its next start on (an upgrade's roll; see
+  ``floodmark.nemesis.upgrade``), so a broker restarted later by any fault keeps it.
 
 Brokers always run unprivileged, so that a permission fault on their log directory really
 denies them, and always under libfaketime, so that clock faults can move their wall clock
@@ -136,6 +139,13 @@ class Node(Protocol):
     def write_file(self, path: str, content: str, user: str | None = None) -> None:
         """Replace a file on the node atomically (readers never see half a file)."""
         ...
+    @property
+    def inter_broker_protocol(self) -> str | None:
+        """The version the broker starts at (None: ZooKeeper, or a command that names none)."""
+        ...
+    def set_inter_broker_protocol(self, version: str) -> None:
+        """From its next start on, the broker speaks ``version``."""
+        ...
 
 
 @runtime_checkable
@@ -200,6 +210,46 @@ class NodeIdentity:
     @property
     def address(self) -> str:
         return f"{self._ip}:{self._port}"
+
+
+PROTOCOL_OPTION = "--inter-broker-protocol"
+
+
+class ProcessCommand:
+    """The inter-broker protocol of a node whose process is started from ``argv``: read from
+    and written into its ``--inter-broker-protocol`` option (appended when it has none)."""
+
+    argv: list[str]
+    _role: Role
+
+    @property
+    def inter_broker_protocol(self) -> str | None:
+        if self._role != "broker":
+            return None
+        return option_value(self.argv, PROTOCOL_OPTION)
+
+    def set_inter_broker_protocol(self, version: str) -> None:
+        if self._role != "broker":
+            raise ClusterError(f"{' '.join(self.argv[:1])}: only a broker speaks an inter-broker protocol")
+        self.argv = with_option(self.argv, PROTOCOL_OPTION, version)
+
+
+def option_value(argv: Sequence[str], option: str) -> str | None:
+    """The value of the last ``option value`` pair in ``argv`` (the one argparse keeps)."""
+    found = None
+    for position, word in enumerate(argv[:-1]):
+        if word == option:
+            found = argv[position + 1]
+    return found
+
+
+def with_option(argv: Sequence[str], option: str, value: str) -> list[str]:
+    """``argv`` with every ``option`` set to ``value``, or with the pair appended."""
+    changed = list(argv)
+    positions = [p for p, word in enumerate(changed[:-1]) if word == option]
+    for position in positions:
+        changed[position + 1] = value
+    return changed if positions else [*changed, option, value]
 
 
 class NodeRoster:

@@ -28,6 +28,7 @@ from floodmark.run_config import (
     DEFAULT_NEMESIS,
     MAX_SECONDS,
     NAMED_ONLY_NEMESIS,
+    SIMULATED_NAMED_ONLY,
     SIMULATED_NEMESIS,
     ConfigError,
     TestConfig,
@@ -43,16 +44,21 @@ from floodmark.run_config import (
 
 CLUSTERS = ("docker", "local", "sim")
 WORKLOADS = ("queue", "log-lin")
-# The fault kinds every backend applies, and those only the simulator can.
+# The fault kinds every backend applies ("all" on a real cluster), those only the simulator
+# can, and those every backend applies but only a test that names them gets.
 NEMESIS_KINDS = DEFAULT_NEMESIS
-SIMULATED_KINDS = SIMULATED_NEMESIS + NAMED_ONLY_NEMESIS
-ALL_KINDS = NEMESIS_KINDS + SIMULATED_KINDS
+SIMULATED_KINDS = SIMULATED_NEMESIS + SIMULATED_NAMED_ONLY
+NAMED_ONLY_KINDS = tuple(kind for kind in NAMED_ONLY_NEMESIS if kind not in SIMULATED_KINDS)
+ALL_KINDS = NEMESIS_KINDS + SIMULATED_KINDS + NAMED_ONLY_KINDS
 ACKS = ("all", 1, 0)
 MAX_NODES = 9
 # What one machine can run: more is a typo, and would only fail later (or never end).
 MAX_LAYOUT = {"topics": 100, "partitions": 100, "replication_factor": MAX_NODES, "min_insync_replicas": MAX_NODES,
               "concurrency": 1000}
 MAX_RATE = 100_000.0  # client ops per second
+# Where the upgrade fault starts brokers when the test does not say, and where it takes them.
+UPGRADE_FROM = ibp.LEGACY
+UPGRADE_TO = ibp.KIP_343
 
 
 def parse_nemesis(value: Any, source: str = "<options>") -> tuple[str, ...]:
@@ -94,6 +100,10 @@ def make_config(values: Mapping[str, Any], source: str = "<options>", base: Test
     config = recorded_settings(dataclasses.replace(base, name=name or "", **converted))
     if wants_all:
         config = config.replace(nemesis=all_kinds(config.cluster))
+    if ("upgrade" in config.nemesis and "inter_broker_protocol" not in known
+            and config.inter_broker_protocol == ibp.DEFAULT):
+        # An upgrade is from the protocol before KIP-343 unless the test chose where it starts.
+        config = config.replace(inter_broker_protocol=UPGRADE_FROM)
     for key, value in stated.items():
         if getattr(config, key) != value:
             raise ConfigError(source, key, f"is recorded, not chosen: {RECORDED[key]}, so it is "
@@ -188,6 +198,10 @@ def validate(config: TestConfig, source: str = "<options>") -> TestConfig:
             source, "nemesis",
             f"the {config.cluster} backend cannot apply {', '.join(simulated)} faults; only --cluster sim can",
         )
+    if "upgrade" in config.nemesis and config.inter_broker_protocol == UPGRADE_TO:
+        raise ConfigError(source, "inter_broker_protocol",
+                          f"the upgrade fault moves brokers to {UPGRADE_TO}, which they run already; "
+                          f"start them at {ibp.LEGACY} or {ibp.HEARTBEATS}")
     if config.workload == "queue" and config.concurrency < 2:
         raise ConfigError(source, "concurrency", "the queue workload needs at least 2 workers (a producer and a consumer)")
     return config
@@ -204,5 +218,9 @@ def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) ->
 def dump_config(config: TestConfig, path: str | Path) -> None:
     """Write test.yaml (atomic, so a crash never leaves half a test definition)."""
     tmp = Path(f"{path}.tmp")
-    tmp.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
+    note = ""
+    if "upgrade" in config.nemesis:
+        note = (f"# The upgrade fault rolls every broker from inter_broker_protocol (when a test does not\n"
+                f"# choose it, {UPGRADE_FROM}) to {UPGRADE_TO}, twice, one broker at a time.\n")
+    tmp.write_text(note + yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
     tmp.replace(path)

@@ -16,6 +16,8 @@ effect. The plan is the contract between the two, so it names nodes, never how t
 - :class:`ThreadStall`: one thread of a broker stuck (the controller's event thread) while the
   rest of the process runs on, optionally with the broker's session expired meanwhile;
 - :class:`MessageFault`: messages of one type dropped, delayed, duplicated or reordered;
+- :class:`DoubleRoll`: an upgrade of the inter-broker protocol, every broker restarted cleanly
+  twice, one at a time (see ``floodmark.nemesis.upgrade``); healing undoes nothing;
 - admin operations, Jepsen's "membership" faults, which the harness performs through the
   admin client the way an operator would, on every backend: :class:`Reassignment` (replicas
   moved, and with KIP-236 possibly cancelled mid-way), :class:`PreferredElection` and
@@ -61,6 +63,9 @@ class ClusterView:
     # Each partition's assigned replicas (preferred leader first), as ZooKeeper has them now:
     # admin faults plan from it. It may list partitions an admin fault added.
     replicas: Mapping[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
+    # The inter-broker protocol version each broker (by node name) starts at when it starts
+    # next: the run's, or what an upgrade moved it to. The upgrade nemesis plans from it.
+    protocols: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def broker_names(self) -> list[str]:
@@ -84,6 +89,9 @@ class FaultPlan:
     """A planned fault: its kind, and a description as plain data."""
 
     kind: ClassVar[str]
+    # Healing waits for something that takes long (the rest of an upgrade's roll): the fault
+    # driver heals it in the background, so the schedule's other faults start on time.
+    heals_in_background: ClassVar[bool] = False
 
     def describe(self) -> dict[str, Any]:
         return asdict(self)  # type: ignore[call-overload, no-any-return]
@@ -209,6 +217,28 @@ class MessageFault(FaultPlan):
     @property
     def nodes(self) -> tuple[str, ...]:
         return tuple(n for n in (self.source, self.destination) if n is not None)
+
+
+# The inter-broker protocol version an upgrade moves brokers to (``reference.protocol.
+# inter_broker_protocol.KIP_343``, named here too: planners do not reach into the reference).
+UPGRADE_TARGET = "kip-343"
+
+
+@dataclass(frozen=True)
+class DoubleRoll(FaultPlan):
+    kind: ClassVar[str] = "upgrade"
+    heals_in_background: ClassVar[bool] = True
+    # (roll, node, broker id, version) in the order they happen: roll 1 restarts each broker
+    # at the version it runs ("new software, old protocol"), roll 2 at the new version.
+    steps: tuple[tuple[int, str, int, str], ...]
+
+    def describe(self) -> dict[str, Any]:
+        return {"steps": [{"roll": roll, "node": node, "version": version}
+                          for roll, node, _, version in self.steps]}
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(node for _, node, _, _ in self.steps))
 
 
 @dataclass(frozen=True)

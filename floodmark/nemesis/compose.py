@@ -20,11 +20,13 @@ from floodmark.nemesis.partition import PartitionNemesis
 from floodmark.nemesis.pause import PauseNemesis
 from floodmark.nemesis.session import SessionNemesis
 from floodmark.nemesis.stall import StallNemesis
+from floodmark.nemesis.upgrade import UpgradeNemesis
 
 NEMESES: dict[str, type[Nemesis]] = {
     cls.kind: cls
     for cls in (PartitionNemesis, ClockNemesis, PauseNemesis, DiskNemesis, KillNemesis,
-                PowerNemesis, SessionNemesis, MessageNemesis, AdminNemesis, StallNemesis)
+                PowerNemesis, SessionNemesis, MessageNemesis, AdminNemesis, StallNemesis,
+                UpgradeNemesis)
 }
 KINDS = tuple(NEMESES)
 

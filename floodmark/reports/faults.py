@@ -30,6 +30,7 @@ FAULT_COLOURS: dict[str, str] = {
     "message": "#b5838d",
     "admin": "#6a994e",
     "stall": "#577590",
+    "upgrade": "#bc6c25",
 }
 OTHER_FAULT_COLOUR = "#8d8d8d"
 

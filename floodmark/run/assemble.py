@@ -11,6 +11,7 @@ from __future__ import annotations
 from floodmark.backends import node_faults
 from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import TestConfig
+from floodmark.harness.faults import UPGRADE_TARGET
 from floodmark.harness.schedule import Schedule
 from floodmark.nemesis.compose import Composite
 from floodmark.nemesis.message import messages_sent
@@ -29,7 +30,9 @@ def broker_args(config: TestConfig) -> tuple[str, ...]:
 
 
 def protocols_spoken(config: TestConfig) -> tuple[str, ...]:
-    """The inter-broker protocol versions the run's brokers speak."""
+    """The inter-broker protocol versions the run's brokers speak (an upgrade adds its target)."""
+    if "upgrade" in config.nemesis and config.inter_broker_protocol != UPGRADE_TARGET:
+        return (config.inter_broker_protocol, UPGRADE_TARGET)
     return (config.inter_broker_protocol,)
 
 
@@ -63,6 +66,10 @@ def make_backend(config: TestConfig, spec: ClusterSpec) -> Backend:
 def refusals(cluster: str, schedule: Schedule, nemeses: Composite) -> list[str]:
     """Why the backend cannot apply some of the schedule's faults, one line each (empty: all fine)."""
     problems = []
+    upgrades = [fault.number for fault in schedule.faults if fault.kind == "upgrade"]
+    for number in upgrades[1:]:  # a replayed or hand-written schedule may hold more than one
+        problems.append(f"fault {number} (upgrade): fault {upgrades[0]} upgrades every broker to kip-343 "
+                        "already; an upgrade happens once a run")
     for fault in schedule.faults:
         if fault.kind not in nemeses.kinds:
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): the test has no {fault.kind} nemesis")

@@ -116,7 +116,9 @@ def register(subparsers: Any) -> None:
                       help="queue: producers and consumers (default); log-lin: appends and reads at offsets")
     test.add_argument("--nemesis", metavar="KINDS",
                       help=f"fault kinds, comma-separated from {','.join(NEMESIS_KINDS)} (and, on sim, "
-                           f"{','.join(SIMULATED_KINDS)}), or all, or none (default all)")
+                           f"{','.join(SIMULATED_KINDS)}), or all, or none (default all); upgrade (a "
+                           "double roll to kip-343, on every backend) only when named, and with it brokers "
+                           "start at legacy unless --inter-broker-protocol says otherwise")
     test.add_argument("--time-limit", type=float, metavar="SECONDS", help="length of the fault phase (default 60)")
     test.add_argument("--seed", type=int, help="the seed deciding every choice of the harness (default: random, printed)")
     test.add_argument("--variant", metavar="NAME", help="protocol variant of the reference (default: default)")
@@ -131,7 +133,8 @@ def register(subparsers: Any) -> None:
     load.add_argument("--inter-broker-protocol", metavar="VERSION",
                       help="what every broker speaks: legacy (no heartbeats; ISR written to ZooKeeper "
                            "by the leader), heartbeats (default: KIP-343's heartbeats and self-fencing) "
-                           "or kip-343 (ISR changes proposed to the controller)")
+                           "or kip-343 (ISR changes proposed to the controller); with the upgrade "
+                           "fault the default is legacy, and kip-343 is refused (nothing to upgrade)")
     run.add_argument("--schedule", metavar="FILE",
                      help="replay this fault schedule (schedule.json format) instead of drawing one")
     run.add_argument("--store", default=None, metavar="DIR", help=f"where run directories go (default ./{DEFAULT_STORE})")

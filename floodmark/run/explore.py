@@ -39,7 +39,10 @@ RESTARTING_KINDS = ("kill", "power", "disk")  # faults after which a broker star
 # Kinds added after seeds were first pinned in the regression corpus, each with the share of
 # seeds that draw it: drawn from their own stream (see swarm_config).
 LATER_KINDS = {"admin": 0.5, "stall": 0.3}
-SWARM_KINDS = tuple(kind for kind in ALL_KINDS if kind not in LATER_KINDS)
+# Kinds the swarm does not draw: an upgrade needs brokers that start below kip-343, which
+# the swarm's own protocol draw does not promise (a test names it; see nemesis.upgrade).
+UNSWARMED_KINDS = ("upgrade",)
+SWARM_KINDS = tuple(kind for kind in ALL_KINDS if kind not in LATER_KINDS and kind not in UNSWARMED_KINDS)
 PROTOCOLS, PROTOCOL_WEIGHTS = ("heartbeats", "kip-343", "legacy"), (0.5, 0.3, 0.2)
 
 

@@ -10,6 +10,10 @@ what was planned, then a completion whose value says what was done: how the neme
 evidence (rules, pids, what it verified). ``ok`` when it did it, ``info`` when it raised
 part-way (the fault may be partly in place). The same account goes into ``schedule.json``.
 
+A fault whose healing waits for long work (an upgrade's roll finishing) is healed in the
+background: its ``stop-<kind>`` completion is recorded when the work ends, while the
+schedule goes on; heal-all waits for such heals before it heals everything.
+
 A nemesis plans with ``random.Random(fault.seed)``, so replaying the schedule replays its
 choices too. ``heal_all`` ends everything of every kind, whether or not the driver remembers
 starting it; the runner calls it once the fault phase ends, and again (best effort) if
@@ -51,6 +55,7 @@ class FaultDriver:
         self.active: dict[int, Fault] = {}
         self.plans: dict[int, FaultPlan] = {}
         self.errors: list[str] = []
+        self.healing: list[asyncio.Task[None]] = []  # heals running in the background
 
     def current(self) -> list[str]:
         """The faults in force, for the progress line ("partition:isolate-one")."""
@@ -72,7 +77,12 @@ class FaultDriver:
             if what == "start":
                 await self.start(fault)
             elif fault.number in self.active:
-                await self.stop(fault)
+                plan = self.plans.get(fault.number)
+                if plan is not None and plan.heals_in_background:
+                    self.healing.append(asyncio.get_running_loop().create_task(
+                        self.stop(fault), name=f"stop-{fault.kind}-{fault.number}"))
+                else:
+                    await self.stop(fault)
 
     async def start(self, fault: Fault) -> None:
         executed = self.schedule_log.record(fault)
@@ -113,6 +123,9 @@ class FaultDriver:
     async def heal_all(self) -> dict[str, Any]:
         """Heal every kind on every node; records one ``heal-all`` op with each kind's account."""
         kinds = tuple(sorted(self.nemeses.kinds))
+        loop = asyncio.get_running_loop()  # a best-effort heal-all after a failure runs on a new loop
+        healing, self.healing = [t for t in self.healing if t.get_loop() is loop], []
+        await asyncio.gather(*healing, return_exceptions=True)  # each records its own end
         self.recorder.record("invoke", NEMESIS, "heal-all", {"kinds": list(kinds)})
         healed: dict[str, Any]
         try:

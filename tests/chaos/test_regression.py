@@ -64,6 +64,23 @@ def test_default_variant_survives_every_fault_together(tmp_path: Path) -> None:
     assert valid is True, where
 
 
+# An upgrade from legacy to KIP-343 by a double roll, with a leader isolated while the roll
+# restarts brokers and a leader killed later: seed 21 draws exactly that within 45 seconds.
+UPGRADE = BASE.replace(nemesis=("upgrade", "kill", "partition"), inter_broker_protocol="legacy",
+                       seed=21, time_limit=45)
+
+
+def test_default_variant_survives_an_upgrade_among_kills_and_partitions(tmp_path: Path) -> None:
+    valid, where = verdict(UPGRADE, tmp_path)
+    assert valid is True, where
+    run_dir = Path(where.split(": ", 1)[0])  # verdict's account starts with the run directory
+    executed = json.loads((run_dir / "schedule.json").read_text())["executed"]
+    upgrade = next(e for e in executed if e["kind"] == "upgrade")
+    steps = upgrade["stop_result"]["steps"]
+    assert [s["registration"]["info_version"] if s.get("registration") else None for s in steps] == [4] * 3 + [5] * 3, where
+    assert all(s["seen"] for s in steps), (where, steps)
+
+
 # Truncating to the HW on becoming follower (before KIP-101) loses committed records when
 # leadership moves right after a follower restarted: repeated kills of leaders and the
 # controller, with short quiet periods, make that happen within a short run.

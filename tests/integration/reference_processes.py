@@ -54,6 +54,7 @@ class ProcessCluster:
         self.count = brokers
         self.no_dac_override = no_dac_override
         self.extra_args = extra_args
+        self.broker_args: dict[int, tuple[str, ...]] = {}  # one broker's own, after extra_args (they win)
         self.addresses: dict[int, str] = {}
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
         self.paused: set[int] = set()
@@ -98,7 +99,7 @@ class ProcessCluster:
         command = [*BROKER_COMMAND, "--id", str(broker),
                    "--zookeeper", self.zookeeper.address, "--log-dirs", f"{a},{b}",
                    "--listen", self.addresses[broker], "--events", str(self.root / "events" / f"n{broker}.jsonl"),
-                   *self.extra_args]
+                   *self.extra_args, *self.broker_args.get(broker, ())]
         if self.no_dac_override:
             command = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
                        "--bounding-set=-dac_override,-dac_read_search", *command]

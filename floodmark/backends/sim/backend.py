@@ -107,7 +107,8 @@ class SimBackend:
         brokers = tuple(BrokerSlot(n.name, n.broker_id or 0, n.log_dirs) for n in self.cluster.broker_nodes)
         return ClusterView(self.cluster.zookeeper.name, brokers, partitions,
                            self.config.zk_session_timeout, controller, leaders,
-                           read_replicas(read, self.config.topic_names))
+                           read_replicas(read, self.config.topic_names),
+                           {n.name: n.config.inter_broker_protocol for n in self.cluster.broker_nodes})
 
     def teardown(self, collect_into: RunDir | None) -> None:
         try:

@@ -15,6 +15,7 @@ ZooKeeper is the simulated server ``zk``: it takes part in partitions, but canno
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,13 @@ class SimNodeControl:
     def write_file(self, path: str, content: str, user: str | None = None) -> None:
         raise ClusterError(f"{self.name}: a simulated node has no files to write")
 
+    @property
+    def inter_broker_protocol(self) -> str | None:
+        return None
+
+    def set_inter_broker_protocol(self, version: str) -> None:
+        raise ClusterError(f"{self.name}: only a broker speaks an inter-broker protocol")
+
 
 class SimZooKeeperNode(SimNodeControl):
     def __init__(self, world: SimWorld) -> None:
@@ -91,6 +99,14 @@ class SimBrokerNode(SimNodeControl):
         world.add_node(self.name)
         self.broker: Broker | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def inter_broker_protocol(self) -> str | None:
+        return self.config.inter_broker_protocol
+
+    def set_inter_broker_protocol(self, version: str) -> None:
+        """From its next process on (each start builds a broker from ``config``)."""
+        self.config = dataclasses.replace(self.config, inter_broker_protocol=version)
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -3,8 +3,9 @@
 Every plan becomes a change of the world's state, undone on heal: blocked links for a network
 cut, a node killed, powered off or frozen, its wall clock moved, a log directory taken away,
 its ZooKeeper session expired, a rule on the network that drops, delays, duplicates or
-reorders one type of message, or the controller's event thread stalled. The evidence is read
-back from the world after the change (links down, the node dead or frozen, its clock's
+reorders one type of message, or the controller's event thread stalled; an upgrade's double
+roll restarts brokers with a new ``BrokerConfig`` (see ``backends.rolling_upgrade``) and is
+never undone. The evidence is read back from the world after the change (links down, the node dead or frozen, its clock's
 reading, the rule's counts, when the stall struck and what the controller left undone), so a
 fault that did not take effect says so.
 
@@ -17,10 +18,12 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from floodmark.backends.node_faults import restart_crashed, session_expired, stop_strobe
+from floodmark.backends.rolling_upgrade import RollingUpgrades
 from floodmark.harness.faults import (
     ClockSkew,
     ClockStrobe,
     DiskFault,
+    DoubleRoll,
     Evidence,
     FaultPlan,
     MessageFault,
@@ -53,6 +56,7 @@ class SimFaultApplier:
         self.world = cluster.world
         self._undo: dict[FaultPlan, Any] = {}
         self._strobes: dict[FaultPlan, asyncio.Task[None]] = {}
+        self.upgrades = RollingUpgrades(SimUpgradeHands(cluster))
 
     def refuses(self, kind: str, shape: str) -> str | None:
         return None  # the simulator applies every fault
@@ -105,6 +109,8 @@ class SimFaultApplier:
                     "ephemerals_deleted": list(expired.ephemerals_deleted)}
         if isinstance(plan, ThreadStall):
             return self._stall(plan)
+        if isinstance(plan, DoubleRoll):
+            return self.upgrades.start(plan)
         if isinstance(plan, MessageFault):
             rule = MessageRule(
                 plan.action, message_types(plan.message),
@@ -155,6 +161,8 @@ class SimFaultApplier:
             return {}  # the broker opens a new session itself, as after a real expiry
         if isinstance(plan, ThreadStall):
             return self._release(plan)
+        if isinstance(plan, DoubleRoll):
+            return await self.upgrades.finish(plan)  # an upgrade is not undone
         if isinstance(plan, MessageFault):
             rule = self._undo.pop(plan, None)
             if rule is None:
@@ -167,7 +175,9 @@ class SimFaultApplier:
         for plan in list(self._strobes):
             await stop_strobe(self._strobes, plan)
         report: dict[str, Evidence] = {}
-        for kind in sorted(kinds, key=lambda k: k in ("kill", "power")):
+        if "upgrade" in kinds:  # first: a roll that ends restarts brokers; crashes are healed after
+            report["upgrade"] = await self.upgrades.finish_all()
+        for kind in sorted((k for k in kinds if k != "upgrade"), key=lambda k: k in ("kill", "power")):
             try:
                 report[kind] = self._heal_kind(kind)
             except Exception as e:  # noqa: BLE001 - every other kind must still be healed
@@ -258,3 +268,42 @@ def unusable(disk: SimDisk, directory: str) -> bool:
     except OSError:
         return True
     return False
+
+
+class SimUpgradeHands:
+    """An upgrade's hands in the simulator: a broker's version is its node's ``BrokerConfig``."""
+
+    def __init__(self, cluster: SimCluster) -> None:
+        self.cluster = cluster
+
+    def configure(self, node: str, version: str) -> None:
+        self.cluster.broker_node(node).set_inter_broker_protocol(version)
+
+    async def held(self, node: str) -> str | None:
+        broker = self.cluster.broker_node(node)
+        if not broker.is_running():
+            return "not running"
+        return "paused" if broker.is_paused() else None
+
+    async def pid(self, node: str) -> int | None:
+        return self.cluster.broker_node(node).pid()
+
+    async def restart(self, node: str) -> None:
+        broker = self.cluster.broker_node(node)
+        await broker.shut_down()
+        broker.start()
+
+    async def start_if_down(self, node: str) -> bool:
+        broker = self.cluster.broker_node(node)
+        if broker.is_running():
+            return False
+        broker.start()
+        return True
+
+    async def registration(self, broker_id: int) -> zk_layout.BrokerRegistration | None:
+        zk = self.cluster.world.zk
+        path = zk_layout.broker_path(broker_id)
+        stat = zk.exists(path)
+        if stat is None:
+            return None
+        return zk_layout.decode_broker(broker_id, zk.get(path)[0], stat.czxid)
