@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from zookeeper_server import ZooKeeperServer, free_port, missing_requirements
 
 from floodmark.reference.client.admin import Admin
+from floodmark.reference.client.consumer import Consumer
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.real.runtime import client_runtime
 
@@ -207,6 +208,25 @@ def run_client(work: Callable[[Any], Awaitable[T]]) -> T:
         finally:
             await runtime.close()
     return asyncio.run(main())
+
+
+def read_back(bootstrap: list[str], topic: str, partitions: range | tuple[int, ...]) -> dict[tuple[int, int], str]:
+    """Every record of ``topic``'s ``partitions``, by (partition, offset), read with a consumer."""
+    async def read_all(runtime: Any) -> dict[tuple[int, int], str]:
+        consumer = Consumer(runtime, bootstrap)
+        found: dict[tuple[int, int], str] = {}
+        for partition in partitions:
+            offset = 0
+            while True:
+                result = await consumer.fetch(topic, partition, offset, timeout=20.0)
+                assert result.ok, result
+                for record in result.records:
+                    found[(partition, record.offset)] = record.value
+                if not result.records:
+                    break
+                offset = result.next_offset
+        return found
+    return run_client(read_all)
 
 
 class _suppress_lookup:

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reference_processes import ProcessCluster, run_client, skip_reason
+from reference_processes import ProcessCluster, read_back, run_client, skip_reason
 
-from floodmark.reference.client.consumer import Consumer
 from floodmark.reference.client.producer import Producer
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))]
@@ -48,21 +47,6 @@ def test_every_acknowledged_record_survives_a_leader_kill(tmp_path: Path) -> Non
         assert new_state is not None and new_state.leader not in (state.leader, -1)
         assert new_state.leader_epoch > state.leader_epoch
 
-        async def read_all(runtime: Any) -> dict[tuple[int, int], str]:
-            consumer = Consumer(runtime, cluster.bootstrap())
-            found: dict[tuple[int, int], str] = {}
-            for partition in (0, 1):
-                offset = 0
-                while True:
-                    result = await consumer.fetch("t", partition, offset, timeout=20.0)
-                    assert result.ok, result
-                    for record in result.records:
-                        found[(partition, record.offset)] = record.value
-                    if not result.records:
-                        break
-                    offset = result.next_offset
-            return found
-
-        found = run_client(read_all)
+        found = read_back(cluster.bootstrap(), "t", (0, 1))
         missing = {k: v for k, v in acked.items() if found.get(k) != v}
         assert not missing, f"acknowledged but not read back: {missing}"

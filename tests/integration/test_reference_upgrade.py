@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reference_processes import ProcessCluster, run, run_client, skip_reason
+from reference_processes import ProcessCluster, read_back, run, run_client, skip_reason
 
 from floodmark.backends.rolling_upgrade import RollingUpgrades
 from floodmark.harness.faults import DoubleRoll
 from floodmark.reference.client.admin import Admin
-from floodmark.reference.client.consumer import Consumer
 from floodmark.reference.client.producer import Producer
 from floodmark.reference.protocol import zk_layout as zk
 
@@ -111,21 +110,6 @@ def test_a_double_roll_under_acks_all_load_loses_no_acknowledged_record(tmp_path
             registration = cluster.admin_call(lambda a, b=broker: a.zk.get(zk.broker_path(b)))
             assert zk.decode_broker(broker, registration[0], registration[1].czxid).info_version == 5
 
-        async def read_all(runtime: Any) -> dict[tuple[int, int], str]:
-            consumer = Consumer(runtime, cluster.bootstrap())
-            found: dict[tuple[int, int], str] = {}
-            for partition in range(PARTITIONS):
-                offset = 0
-                while True:
-                    result = await consumer.fetch("t", partition, offset, timeout=20.0)
-                    assert result.ok, result
-                    for record in result.records:
-                        found[(partition, record.offset)] = record.value
-                    if not result.records:
-                        break
-                    offset = result.next_offset
-            return found
-
-        found = run_client(read_all)
+        found = read_back(cluster.bootstrap(), "t", range(PARTITIONS))
         missing = {k: v for k, v in acked.items() if found.get(k) != v}
         assert not missing, f"acknowledged but not read back: {missing}"
