@@ -162,6 +162,8 @@ def test_the_simulator_rolls_twice_and_each_restart_registers_at_its_new_version
     assert [(s["roll"], s["node"], s["registration"]["info_version"]) for s in steps] == [
         (roll, node, 4 if roll == 1 else 5) for roll, node, _, _ in plan.steps]
     assert all(s["seen"] and s["restarted"]["pid"] != s["restarted"]["pid_before"] for s in steps)
+    # Each broker was back in every ISR before the next one restarted.
+    assert all(s["out_of_isr"] == [] for s in steps)
     assert {registration(backend, b).info_version for b in (1, 2, 3)} == {5}
     # The version sticks: a broker killed and restarted later comes back at kip-343.
     backend.run(backend.faults.apply(ProcessCrash("n1", "kill")))
@@ -238,7 +240,13 @@ def test_real_nodes_restart_with_the_new_protocol_on_their_command_line() -> Non
         return zk_layout.BrokerRegistration(broker_id, "a:1", next(incarnation),
                                             info_version=ibp.features(version).registration_version)
 
-    applier = NodeFaultApplier(cluster, registration=read)
+    polls: list[int] = []
+
+    def out_of_isr(broker_id: int) -> list[tuple[str, int]]:  # rejoins at the second look
+        polls.append(broker_id)
+        return [("t0", 1)] if len(polls) % 2 else []
+
+    applier = NodeFaultApplier(cluster, registration=read, out_of_isr=out_of_isr)
     plan = DoubleRoll(((1, "n1", 1, "heartbeats"), (2, "n1", 1, "kip-343")))
 
     async def roll() -> dict[str, Any]:
@@ -247,6 +255,7 @@ def test_real_nodes_restart_with_the_new_protocol_on_their_command_line() -> Non
 
     healed = asyncio.run(roll())
     assert [s["seen"] for s in healed["steps"]] == [True, True]
+    assert [s["out_of_isr"] for s in healed["steps"]] == [[], []] and polls == [1, 1, 1, 1]
     node = cluster.node("n1")
     assert node.inter_broker_protocol == "kip-343" and node.signals == ["TERM", "START", "TERM", "START"]
     assert cluster.node("n2").signals == []

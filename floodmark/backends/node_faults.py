@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 
 from floodmark.backends.clock_evidence import WATCH, ExpectedSkew, watch_clocks
 from floodmark.backends.faketime import process_start_time, write_clock
-from floodmark.backends.node_upgrade import NodeUpgradeHands, Registration
+from floodmark.backends.node_upgrade import NodeUpgradeHands, OutOfIsr, Registration
 from floodmark.backends.process_state import is_stopped, seen_stopped
 from floodmark.backends.rolling_upgrade import RollingUpgrades
 from floodmark.harness.cluster import BROKER_USER, Cluster, ClusterError, Node
@@ -141,9 +141,10 @@ class NodeFaultApplier:
 
     def __init__(self, cluster: Cluster, stop_timeout: float = 12.0,
                  registered: Registered = lambda broker_id: None, clock_watch: float = WATCH,
-                 registration: Registration = lambda broker_id: None) -> None:
+                 registration: Registration = lambda broker_id: None,
+                 out_of_isr: OutOfIsr = lambda broker_id: []) -> None:
         self.cluster = cluster
-        self.upgrades = RollingUpgrades(NodeUpgradeHands(cluster, stop_timeout, registration))
+        self.upgrades = RollingUpgrades(NodeUpgradeHands(cluster, stop_timeout, registration, out_of_isr))
         self.clock_watch = clock_watch  # seconds a skewed broker gets to show it in its events
         self.stop_timeout = stop_timeout  # SIGTERM grace of a clean restart
         self.registered = registered  # a long pause is confirmed by the registration it cost

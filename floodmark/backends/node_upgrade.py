@@ -20,15 +20,19 @@ from floodmark.reference.protocol.zk_layout import BrokerRegistration
 
 Registration = Callable[[int], BrokerRegistration | None]
 """A broker's registration in ZooKeeper now (None: absent, or ZooKeeper did not answer)."""
+OutOfIsr = Callable[[int], list[tuple[str, int]]]
+"""The partitions assigned to a broker whose ISR in ZooKeeper lacks it now."""
 
 
 class NodeUpgradeHands:
     """An upgrade's hands on real nodes: the version is the broker's command-line option."""
 
-    def __init__(self, cluster: Cluster, stop_timeout: float, registration: Registration) -> None:
+    def __init__(self, cluster: Cluster, stop_timeout: float, registration: Registration,
+                 out_of_isr: OutOfIsr) -> None:
         self.cluster = cluster
         self.stop_timeout = stop_timeout
         self.read_registration = registration
+        self.read_out_of_isr = out_of_isr
 
     def configure(self, node: str, version: str) -> None:
         self.cluster.node(node).set_inter_broker_protocol(version)
@@ -62,3 +66,6 @@ class NodeUpgradeHands:
 
     async def registration(self, broker_id: int) -> BrokerRegistration | None:
         return await asyncio.to_thread(self.read_registration, broker_id)
+
+    async def out_of_isr(self, broker_id: int) -> list[tuple[str, int]]:
+        return await asyncio.to_thread(self.read_out_of_isr, broker_id)

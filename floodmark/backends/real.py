@@ -37,7 +37,8 @@ class RealBackend:
         self.config = config
         self.seed = seed
         self.faults = NodeFaultApplier(cluster, stop_timeout=2 * config.zk_session_timeout,
-                                       registered=self._registered, registration=self._registration)
+                                       registered=self._registered, registration=self._registration,
+                                       out_of_isr=self._out_of_isr)
         self._view: ZooKeeperView | None = None
         self._clients: RealClientHost | None = None
 
@@ -46,6 +47,9 @@ class RealBackend:
 
     def _registration(self, broker_id: int) -> BrokerRegistration | None:
         return None if self._view is None else self._view.registration(broker_id)
+
+    def _out_of_isr(self, broker_id: int) -> list[tuple[str, int]]:
+        return [] if self._view is None else self._view.out_of_isr(broker_id, self.config.topic_names)
 
     def clock_ns(self) -> int:
         return time.monotonic_ns()

@@ -17,7 +17,12 @@ operator does for one broker:
 4. wait, at most :data:`REGISTER_WAIT` seconds, until ZooKeeper holds a *new* registration
    of the broker (another incarnation than before the step) carrying the BrokerInfo version
    the new protocol writes (4 for legacy, 5 for kip-343, none for heartbeats). That
-   registration, read from ZooKeeper, is the step's evidence (``seen``).
+   registration, read from ZooKeeper, is the step's evidence (``seen``);
+5. wait, at most :data:`ISR_WAIT` seconds, until the broker is back in the ISR of every
+   partition assigned to it, as an operator waits for no under-replicated partitions before
+   the next broker: restarting the next one earlier leaves partitions below
+   min.insync.replicas, refusing acks=all writes for nothing. What was still missing is
+   recorded (``out_of_isr``); the roll goes on either way.
 
 The roll runs in the background, as a clock strobe does, so the run's other faults go on
 meanwhile; healing the fault waits (at most :data:`FINISH_WAIT` seconds) for the roll to end
@@ -41,6 +46,7 @@ from floodmark.reference.protocol.zk_layout import BrokerRegistration
 
 HELD_WAIT = 15.0  # seconds a step waits for a broker another fault holds
 REGISTER_WAIT = 30.0  # seconds a restarted broker gets to register again
+ISR_WAIT = 20.0  # seconds a registered broker gets to rejoin its partitions' ISRs
 FINISH_WAIT = 120.0  # seconds healing waits for the rest of a roll before abandoning it
 POLL = 0.25
 
@@ -69,6 +75,10 @@ class UpgradeHands(Protocol):
 
     async def registration(self, broker_id: int) -> BrokerRegistration | None:
         """The broker's registration in ZooKeeper now (None: absent or unreadable)."""
+        ...
+
+    async def out_of_isr(self, broker_id: int) -> list[tuple[str, int]]:
+        """The partitions assigned to the broker whose ISR in ZooKeeper lacks it now."""
         ...
 
 
@@ -148,8 +158,20 @@ class RollingUpgrades:
         step["registration"] = None if registered is None else {
             "info_version": registered.info_version, "incarnation": registered.incarnation}
         step["seen"] = registered is not None and registered.info_version == expected
+        if registered is not None:
+            missing = await self._rejoined(broker_id)
+            step["out_of_isr"] = [list(key) for key in missing]
         step["seconds"] = round(loop.time() - began, 3)
         return step
+
+    async def _rejoined(self, broker_id: int) -> list[tuple[str, int]]:
+        """Wait (bounded) until the broker is in every ISR it belongs in; what it still lacks."""
+        deadline = asyncio.get_running_loop().time() + ISR_WAIT
+        while True:
+            missing = await self.hands.out_of_isr(broker_id)
+            if not missing or asyncio.get_running_loop().time() >= deadline:
+                return missing
+            await asyncio.sleep(POLL)
 
     async def _registered_again(self, broker_id: int, before: BrokerRegistration | None,
                                 expected: int | None) -> BrokerRegistration | None:

@@ -61,6 +61,23 @@ def read_replicas(read: NodeReader, topics: Sequence[str]) -> dict[tuple[str, in
     return replicas
 
 
+def out_of_isr(read: NodeReader, broker_id: int, topics: Sequence[str]) -> list[tuple[str, int]]:
+    """The partitions assigned to ``broker_id`` whose ISR lacks it (or whose state cannot be
+    read now: not known to hold it)."""
+    missing = []
+    for key, assigned in sorted(read_replicas(read, topics).items()):
+        if broker_id not in assigned:
+            continue
+        found = read(zk_layout.partition_state_path(*key))
+        try:
+            state = None if found is None else zk_layout.decode_leader_isr(key[0], key[1], found[0], found[1])
+        except zk_layout.LayoutError:
+            state = None
+        if state is None or broker_id not in state.isr:
+            missing.append(key)
+    return missing
+
+
 class ZooKeeperView:
     """Reads roles from a real ZooKeeper through one kazoo session."""
 
@@ -96,6 +113,9 @@ class ZooKeeperView:
 
     def replicas(self, topics: Sequence[str]) -> dict[tuple[str, int], tuple[int, ...]]:
         return read_replicas(self.read, topics)
+
+    def out_of_isr(self, broker_id: int, topics: Sequence[str]) -> list[tuple[str, int]]:
+        return out_of_isr(self.read, broker_id, topics)
 
     def close(self) -> None:
         self._client.stop()

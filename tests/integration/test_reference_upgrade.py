@@ -70,6 +70,10 @@ class ProcessHands:
             return zk.decode_broker(broker_id, data, stat.czxid)
         return await asyncio.to_thread(run, self.cluster.zookeeper.address, read)
 
+    async def out_of_isr(self, broker_id: int) -> list[tuple[str, int]]:
+        states = await asyncio.to_thread(lambda: [(p, self.cluster.state("t", p)) for p in range(PARTITIONS)])
+        return [("t", p) for p, state in states if state is None or broker_id not in state.isr]
+
 
 @pytest.mark.timeout(300)
 def test_a_double_roll_under_acks_all_load_loses_no_acknowledged_record(tmp_path: Path) -> None:
@@ -105,6 +109,7 @@ def test_a_double_roll_under_acks_all_load_loses_no_acknowledged_record(tmp_path
         assert [(s["roll"], s["node"], s["seen"]) for s in steps] == [
             (roll, node, True) for roll, node, _, _ in plan.steps], steps
         assert [s["registration"]["info_version"] for s in steps] == [4, 4, 4, 5, 5, 5]
+        assert all(s["out_of_isr"] == [] for s in steps), steps  # each back in sync before the next
         assert len(acked) > sent // 2, f"only {len(acked)} of {sent} sends acknowledged"
         for broker in order:  # the new version stuck, and the controller sees each registration
             registration = cluster.admin_call(lambda a, b=broker: a.zk.get(zk.broker_path(b)))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from floodmark.backends import zk_view
 from floodmark.backends.node_faults import restart_crashed, session_expired, stop_strobe
 from floodmark.backends.rolling_upgrade import RollingUpgrades
 from floodmark.harness.faults import (
@@ -307,3 +308,12 @@ class SimUpgradeHands:
         if stat is None:
             return None
         return zk_layout.decode_broker(broker_id, zk.get(path)[0], stat.czxid)
+
+    async def out_of_isr(self, broker_id: int) -> list[tuple[str, int]]:
+        zk = self.cluster.world.zk
+        topics = zk.children(zk_layout.TOPICS) if zk.exists(zk_layout.TOPICS) is not None else []
+
+        def read(path: str) -> tuple[bytes, int] | None:
+            stat = zk.exists(path)
+            return None if stat is None else (zk.get(path)[0], stat.version)
+        return zk_view.out_of_isr(read, broker_id, sorted(topics))
