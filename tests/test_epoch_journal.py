@@ -120,17 +120,39 @@ def test_a_change_after_compaction_wins_over_the_checkpoint_file() -> None:
     assert cache(reopened(disk, 1), 0) == entries((4, 0))
 
 
-def test_an_epoch_a_follower_forgets_does_not_come_back() -> None:
-    # Led epoch 7 from offset 2 without writing, then followed a leader whose epoch 4
-    # went on to offset 4: the journal's older line (7 at 2) must not reappear.
-    disk = SimDisk()
-    log = LogDirs(disk, [DIR]).open_log("t", 0)
+def forgot_an_epoch(disk: SimDisk, *, compacted: bool) -> LogDirs:
+    """Led epoch 7 from offset 2 without writing, then followed a leader whose epoch 4 went on
+    to offset 4: the cache is (4, 0) alone, which the records cannot tell from (4, 0), (7, 2)
+    when the log is opened. ``compacted``: the checkpoint file still says 7 at 2."""
+    dirs = LogDirs(disk, [DIR])
+    log = dirs.open_log("t", 0)
     log.append_as_leader(["a", "b"], 4)
     log.epoch_cache.assign(7, 2)
+    if compacted:
+        assert dirs.compact_epoch_journals(10) == (0, [])
     log.append_as_follower([Record(2, 4, "x"), Record(3, 4, "y")])
     log.flush()
+    assert log.epoch_cache.entries == entries((4, 0))
+    return dirs
+
+
+@pytest.mark.parametrize("compacted", [False, True])
+def test_an_epoch_a_follower_forgets_does_not_come_back(compacted: bool) -> None:
+    disk = SimDisk()
+    forgot_an_epoch(disk, compacted=compacted)
     disk.power_loss()
     assert cache(reopened(disk, 1), 0) == entries((4, 0))
+
+
+def test_a_compaction_that_fails_midway_keeps_the_journal() -> None:
+    disk = SimDisk()
+    dirs = forgot_an_epoch(disk, compacted=True)
+    disk.fail_io(f"{DIR}/t-0")  # its checkpoint file cannot be rewritten
+    remaining, failures = dirs.compact_epoch_journals(10)
+    assert failures and dirs.online_dirs == []
+    disk.heal()
+    disk.power_loss()
+    assert cache(reopened(disk, 1), 0) == entries((4, 0))  # not the checkpoint file's 7 at 2
 
 
 @pytest.mark.parametrize("compacted_first", [False, True])
