@@ -32,6 +32,23 @@ def value_problem(value: Any, max_depth: int = MAX_DEPTH, max_int_digits: int = 
     return _walk(value, max_depth, _MAX_INT, MAX_INT_DIGITS)
 
 
+def nesting_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
+    """Only the depth check of :func:`value_problem`, for a value whose scalars are known to
+    be fine (orjson parsed it): it visits containers level by level and never a scalar."""
+    level = [value] if isinstance(value, dict | list) else []
+    depth = 1
+    while level:
+        if depth > max_depth:
+            return f"nested more than {max_depth} levels deep"
+        deeper: list[Any] = []
+        for item in level:
+            children = item.values() if isinstance(item, dict) else item
+            deeper += [child for child in children if isinstance(child, dict | list)]
+        level = deeper
+        depth += 1
+    return None
+
+
 def _walk(value: Any, max_depth: int, max_int: int, digits: int) -> str | None:
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:

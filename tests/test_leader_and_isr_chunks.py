@@ -1,7 +1,7 @@
 """A LeaderAndIsr for thousands of partitions (a controller failover) on one broker.
 
-The broker applies it in chunks, group-committing each chunk's leader epoch checkpoints
-before going on, and yields to the event loop between chunks so that heartbeats and client
+The broker applies it in chunks, group-committing each chunk's new leader epochs (one
+journal sync per log directory, no file per partition) before going on, and yields to the event loop between chunks so that heartbeats and client
 requests are not starved. A newer controller heard from meanwhile makes the rest stale.
 """
 
@@ -16,7 +16,8 @@ from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.replica_manager import ReplicaManager
 from floodmark.reference.broker.session import BrokerSession
-from floodmark.reference.log.epoch_cache import EPOCH_CHECKPOINT_FILE
+from floodmark.reference.log.epoch_cache import EPOCH_CHECKPOINT_FILE, EpochEntry
+from floodmark.reference.log.epoch_journal import EPOCH_JOURNAL_FILE, parse_journal
 from floodmark.reference.log.log_dirs import LogDirs, partition_dir_name
 from floodmark.reference.protocol.messages import (
     Errors,
@@ -30,6 +31,7 @@ from floodmark.reference.sim import SimWorld
 pytestmark = pytest.mark.sim_world(seed=5)
 
 CONTROLLER_EPOCH = 3
+JOURNAL = f"/d/{EPOCH_JOURNAL_FILE}"
 
 
 def manager(world: SimWorld) -> ReplicaManager:
@@ -52,8 +54,30 @@ def test_every_chunk_is_durable_before_the_answer(world: SimWorld, monkeypatch: 
     replicas = manager(world)
     response = world.run(replicas.handle_leader_and_isr(lead(10, 7)))
     assert [e.error for e in response.partition_errors] == [None] * 10
+    assert all(replicas.partitions[("t", p)].is_leader for p in range(10))
+    assert checkpoint(world, 9) is None  # no file per partition on the way to leading
+    durable = parse_journal(JOURNAL, world.disk("b").durable_contents(JOURNAL) or b"")
+    assert durable == {partition_dir_name("t", p): (EpochEntry(7, 0),) for p in range(10)}
+
+
+def test_the_checkpoint_loop_brings_the_checkpoint_files_up_to_date_in_steps(
+        world: SimWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(replica_manager, "EPOCH_COMPACTION_STEP", 3)
+    replicas = manager(world)
+    world.run(replicas.handle_leader_and_isr(lead(10, 7)))
+    assert replicas.log_dirs.epoch_checkpoints_behind() == 10
+    steps = 0
+
+    async def compact_counting_steps() -> None:
+        nonlocal steps
+        compaction = asyncio.ensure_future(replicas.compact_epoch_journals())
+        while not compaction.done():
+            steps += 1
+            await asyncio.sleep(0)
+    world.run(compact_counting_steps())
+    assert steps >= 4  # 10 files, 3 a step: it yielded in between
+    assert replicas.log_dirs.epoch_checkpoints_behind() == 0
     for p in range(10):
-        assert replicas.partitions[("t", p)].is_leader
         assert (checkpoint(world, p) or b"").splitlines()[-1] == b"7 0"  # epoch 7 from offset 0, durable
 
 

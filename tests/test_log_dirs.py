@@ -7,6 +7,7 @@ import errno
 import pytest
 
 from floodmark.reference.log.checkpoint import HIGH_WATERMARK_FILE
+from floodmark.reference.log.epoch_journal import EPOCH_JOURNAL_FILE
 from floodmark.reference.log.log_dirs import (
     CLEAN_SHUTDOWN_FILE,
     LogDirOfflineError,
@@ -67,7 +68,7 @@ def test_delete_removes_the_replica(storage_root: StorageRoot) -> None:
     dirs.open_log("t0", 0).append_as_leader(["x"], 0)
     dirs.delete("t0", 0)
     assert dirs.replicas() == []
-    assert storage_root.storage.list_dir(storage_root.path("a")) == []
+    assert storage_root.storage.list_dir(storage_root.path("a")) == [EPOCH_JOURNAL_FILE]  # the replica is gone
     assert dirs.open_log("t0", 0).log_end == 0  # a fresh, empty replica
     dirs.delete("never", 0)  # unknown replica: nothing to do
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -134,3 +135,13 @@ def test_sigterm_while_starting_exits_cleanly(tmp_path: Path) -> None:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_the_broker_process_collects_garbage_less_often() -> None:
+    default = gc.get_threshold()
+    try:
+        process.tune_collector()
+        assert gc.get_threshold() == process.COLLECTOR_THRESHOLDS
+        assert gc.get_threshold()[0] > 100 * default[0]  # young collections far rarer
+    finally:
+        gc.set_threshold(*default)

@@ -230,3 +230,6 @@ def test_partitions_followed_from_one_leader_share_one_fetch(setup: Setup) -> No
     setup.world.run_for(2.0)  # idle: about one request per long poll, not one per partition
     idle = [m for m in leader.requests if isinstance(m, ReplicaFetchRequest)]
     assert all(len(m.partitions) == 3 for m in idle[-3:])
+    # Each partition's entry is reused between rounds, but never once its log moved on.
+    assert [(w.offset, w.last_fetched_epoch) for w in fetches[0].partitions] == [(0, NO_EPOCH)] * 3
+    assert [(w.offset, w.last_fetched_epoch) for w in idle[-1].partitions] == [(2, 1)] * 3

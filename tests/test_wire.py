@@ -90,6 +90,20 @@ def test_malformed_frames_are_rejected(payload: bytes, problem: str) -> None:
         wire.decode_payload(payload)
 
 
+@pytest.mark.parametrize("body", ["1", '"x"', "1e400"])
+def test_a_frame_nested_too_deep_is_refused_however_it_was_parsed(body: str) -> None:
+    # orjson parses the first two (only the depth is checked), json the third (1e400)
+    deep = b'{"id": 1, "body": ' + b"[" * wire.MAX_NESTING + body.encode() + b"]" * wire.MAX_NESTING + b"}"
+    with pytest.raises(wire.WireError, match=f"nested more than {wire.MAX_NESTING} levels deep"):
+        wire.decode_payload(deep)
+
+
+def test_a_wide_shallow_frame_is_not_too_deep() -> None:
+    states = tuple(m.PartitionState("t", p, 1, 2, (1, 2), 0, (1, 2, 3), 4) for p in range(100))
+    message = m.LeaderAndIsrRequest(1, 4, 0, states, ())
+    assert wire.decode_payload(wire.encode_frame(7, message)[4:]) == (7, message)
+
+
 def test_oversized_frames_are_refused_from_the_prefix() -> None:
     with pytest.raises(wire.WireError, match="over the limit"):
         wire.frame_length((wire.MAX_FRAME_BYTES + 1).to_bytes(4, "big"))

@@ -76,6 +76,17 @@ class Followed:
     ready: bool = False  # truncation done: the partition is in its session's fetches
     retry_at: float = 0.0  # after an error, leave it out of fetches until then
     truncation: Any = None  # the task that truncates it before it is ready
+    wanted: FetchPartition | None = None  # its entry in the last fetch request, reused while it fits
+
+    def fetch_entry(self) -> FetchPartition:
+        """Its entry in a fetch request: built again only once its log moved (thousands are
+        sent every round, most of them unchanged)."""
+        log = self.partition.log
+        wanted = self.wanted
+        if wanted is None or wanted.offset != log.log_end or wanted.last_fetched_epoch != log.last_epoch:
+            wanted = self.wanted = FetchPartition(self.partition.topic, self.partition.partition, log.log_end,
+                                                  self.epoch, log.last_epoch)
+        return wanted
 
 
 class ReplicaFetchers:
@@ -88,6 +99,7 @@ class ReplicaFetchers:
         self._replica = replica
         self._guarded = guarded
         self._followed: dict[Key, Followed] = {}
+        self._by_leader: dict[int, list[Followed]] | None = {}  # in key order; None: to rebuild
         self._sessions: dict[int, Any] = {}  # leader broker id -> its fetch session task
         self._wakeups: dict[int, asyncio.Event] = {}
 
@@ -99,6 +111,7 @@ class ReplicaFetchers:
         self.remove(p.key)
         followed = Followed(p, p.leader_id, p.leader_epoch)
         self._followed[p.key] = followed
+        self._by_leader = None
         if p.log.epoch_cache.latest_epoch == NO_EPOCH and not self.config.variant.truncate_to_high_watermark:
             followed.ready = True  # an empty history cannot diverge: no truncation round trip
             self._wake(followed.leader)
@@ -109,8 +122,10 @@ class ReplicaFetchers:
 
     def remove(self, key: Key) -> None:
         followed = self._followed.pop(key, None)
-        if followed is not None and followed.truncation is not None:
-            followed.truncation.cancel()
+        if followed is not None:
+            self._by_leader = None
+            if followed.truncation is not None:
+                followed.truncation.cancel()
 
     def stop_all(self) -> None:
         for key in sorted(self._followed):
@@ -124,6 +139,15 @@ class ReplicaFetchers:
         if leader not in self._sessions:
             self._wakeups.setdefault(leader, asyncio.Event())
             self._sessions[leader] = self.runtime.spawn(self._session(leader), name=f"fetch-from-{leader}")
+
+    def _followed_from(self, leader: int) -> list[Followed]:
+        """The partitions followed from ``leader``, in key order. Every fetch round asks, and
+        sorting thousands each time cost more than the fetch: sorted again only after a change."""
+        if self._by_leader is None:
+            self._by_leader = {}
+            for _, f in sorted(self._followed.items()):
+                self._by_leader.setdefault(f.leader, []).append(f)
+        return self._by_leader.get(leader, [])
 
     def _wake(self, leader: int) -> None:
         event = self._wakeups.get(leader)
@@ -214,7 +238,7 @@ class ReplicaFetchers:
         wakeup = self._wakeups[leader]
         try:
             while True:
-                mine = [f for _, f in sorted(self._followed.items()) if f.leader == leader]
+                mine = self._followed_from(leader)
                 if not mine:
                     return
                 now = self.runtime.monotonic()
@@ -238,8 +262,7 @@ class ReplicaFetchers:
     async def _fetch(self, leader: int, address: str, batch: list[Followed]) -> None:
         request = ReplicaFetchRequest(
             self.config.broker_id, self.session.incarnation,
-            tuple(FetchPartition(f.partition.topic, f.partition.partition, f.partition.log_end,
-                                 f.epoch, f.partition.log.last_epoch) for f in batch),
+            tuple(f.fetch_entry() for f in batch),
             max_records=self.config.replica_fetch_max_records,
             max_wait=self.config.replica_fetch_wait_max)
         try:

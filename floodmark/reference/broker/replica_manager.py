@@ -15,7 +15,9 @@ reads of the broker's changing state (ZooKeeper session, incarnation, self-fence
 from the broker's session, lent to it.
 
 It also runs the leader's periodic duties (drop lagging followers from the ISR, checkpoint
-HWs) and handles **log directory failure** (KIP-112): an ``OSError`` from a replica's log
+HWs, bring the replicas' leader epoch checkpoint files up to date from their directory's
+journal, a bounded step at a time so that a failover's thousands never hold the loop) and
+handles **log directory failure** (KIP-112): an ``OSError`` from a replica's log
 takes its whole directory offline; every replica there stops, waiting requests fail, the
 broker answers KAFKA_STORAGE_ERROR for them and tells the controller through a sequential
 ``/log_dir_event_notification/log_dir_event_`` node. Replicas in other directories carry on.
@@ -66,6 +68,7 @@ class IsrProposer(Protocol):
 
 LEADER_AND_ISR_CHUNK = 1000  # partitions applied between yields to the event loop ...
 LEADER_AND_ISR_CHUNK_SECONDS = 0.05  # ... or fewer, once this long has passed (real time only)
+EPOCH_COMPACTION_STEP = 200  # epoch checkpoint files rewritten per directory between yields
 
 
 class ReplicaManager:
@@ -236,20 +239,20 @@ class ReplicaManager:
 
     def _apply_chunk(self, states: list[PartitionState], start: int, is_init: bool) -> list[PartitionError]:
         """Apply ``states[start:]`` until LEADER_AND_ISR_CHUNK of them or LEADER_AND_ISR_CHUNK_SECONDS."""
-        # Becoming leader writes a leader epoch checkpoint per partition: they are
-        # group-committed, and the answer (what the controller counts as done) waits until
-        # they are durable.
-        storage = self.log_dirs.storage
+        # Becoming leader records the new epoch in the partition's epoch cache: the chunk's
+        # records are group-committed (one journal sync per log directory), and the answer
+        # (what the controller counts as done) waits until they are durable. Nothing yields
+        # in between, so no request is served by a leader whose epoch is not yet durable.
         began = self.runtime.monotonic()
         errors: list[PartitionError] = []
-        storage.defer_syncs()
+        self.log_dirs.defer_syncs()
         try:
             for s in states[start:start + LEADER_AND_ISR_CHUNK]:
                 errors.append(PartitionError(s.topic, s.partition, self._apply_state(s, is_init)))
                 if self.runtime.monotonic() - began > LEADER_AND_ISR_CHUNK_SECONDS:
                     break  # creating logs is slow on some disks: never hold the loop long
         finally:
-            for failure in storage.complete_syncs():
+            for failure in self.log_dirs.complete_syncs():
                 self._path_failed(failure)
         return [PartitionError(e.topic, e.partition, Errors.KAFKA_STORAGE_ERROR)
                 if e.error is None and self.log_dirs.is_offline(e.topic, e.partition) else e
@@ -339,9 +342,14 @@ class ReplicaManager:
         if refused is not None:
             return StopReplicaResponse(refused)
         errors = []
-        for tp in request.partitions:
-            errors.append(PartitionError(tp.topic, tp.partition,
-                                         self.stop_replica(tp.topic, tp.partition, delete=request.delete)))
+        self.log_dirs.defer_syncs()  # deleting thousands of replicas: one journal sync per directory
+        try:
+            for tp in request.partitions:
+                errors.append(PartitionError(tp.topic, tp.partition,
+                                             self.stop_replica(tp.topic, tp.partition, delete=request.delete)))
+        finally:
+            for failure in self.log_dirs.complete_syncs():
+                self._path_failed(failure)
         return StopReplicaResponse(None, tuple(errors))
 
     def stop_replica(self, topic: str, partition: int, *, delete: bool) -> str | None:
@@ -425,6 +433,17 @@ class ReplicaManager:
         while True:
             await self.runtime.sleep(self.config.high_watermark_checkpoint_interval)
             self.checkpoint_high_watermarks()
+            await self.compact_epoch_journals()
+
+    async def compact_epoch_journals(self) -> None:
+        """Rewrite the epoch checkpoint files the journals are ahead of, a step at a time."""
+        while not self.closed:
+            remaining, failures = self.log_dirs.compact_epoch_journals(EPOCH_COMPACTION_STEP)
+            for error in failures:
+                self.handle_offline_error(error)
+            if not remaining:
+                return
+            await self.runtime.sleep(0)  # let requests and LeaderAndIsr through between steps
 
     async def flush_loop(self, interval: float) -> None:
         """fsync every log every ``interval`` (off by default: durability comes from the ISR)."""

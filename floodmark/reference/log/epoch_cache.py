@@ -26,12 +26,21 @@ How the leader answers (``end_offset_for``):
   offset belongs to a different epoch lineage, and a follower that truncates to it can keep
   records the leader does not have at the same offsets: the logs diverge (KAFKA-6361). We
   return the requested epoch beside that offset, as the old response carried no epoch.
+
+**Where it is persisted.** On its own (tests, tools) a cache rewrites its
+``leader-epoch-checkpoint`` atomically on every change. A log opened by the broker's log
+directories is given that directory's :class:`EpochJournal` instead
+(``epoch_journal.LeaderEpochJournal``): every change is appended there, as a snapshot of the
+whole cache, and the checkpoint file is rewritten later, off the path to leading. On load, a
+journal snapshot, being newer, wins over the checkpoint file.
 """
 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from floodmark.reference.log.checkpoint import (
     MalformedFileError,
@@ -52,30 +61,60 @@ class EpochEntry:
     start_offset: int
 
 
+def parse_epoch_entries(path: str, line: int, pairs: Sequence[tuple[str, str]], *,
+                        one_line: bool = False) -> list[EpochEntry]:
+    """Epoch entries from their text fields, or a MalformedFileError naming ``path`` and the
+    line: they must be integers, not negative, epochs increasing and start offsets not
+    decreasing. The first pair is on ``line``, each further pair on the next line (a
+    checkpoint) or on the same one (``one_line``: a journal's snapshot)."""
+    entries: list[EpochEntry] = []
+    for index, (epoch_text, offset_text) in enumerate(pairs):
+        at = line if one_line else line + index
+        entry = EpochEntry(parse_int(path, at, epoch_text, "epoch"), parse_int(path, at, offset_text, "start offset"))
+        if entry.epoch < 0 or entry.start_offset < 0:
+            raise MalformedFileError(path, at, "epoch and start offset must not be negative")
+        if entries and not (entry.epoch > entries[-1].epoch and entry.start_offset >= entries[-1].start_offset):
+            raise MalformedFileError(path, at, "epochs must increase and start offsets must not decrease")
+        entries.append(entry)
+    return entries
+
+
+class EpochJournal(Protocol):
+    """Where the caches of one log directory persist their changes (see the module
+    docstring); ``name`` is the log's directory name (``t-0``)."""
+
+    def snapshot(self, name: str) -> tuple[EpochEntry, ...] | None:
+        """The newest entries recorded for ``name``, None if the checkpoint file is current."""
+        ...
+
+    def record(self, name: str, entries: tuple[EpochEntry, ...]) -> None:
+        """Make ``entries`` the cache of ``name``, durably (or at the batch's end, if deferred)."""
+        ...
+
+
 class LeaderEpochCache:
     """The ``(epoch, start_offset)`` sequence of one log, persisted on every change."""
 
-    def __init__(self, storage: Storage, path: str, entries: list[EpochEntry] | None = None) -> None:
+    def __init__(self, storage: Storage, path: str, entries: list[EpochEntry] | None = None,
+                 journal: EpochJournal | None = None) -> None:
         self.storage = storage
         self.path = path
+        self.journal = journal
+        self._name = posixpath.basename(posixpath.dirname(path))  # the log's directory: its journal key
         self._entries: list[EpochEntry] = list(entries or [])
 
     @classmethod
-    def load(cls, storage: Storage, directory: str) -> LeaderEpochCache:
-        """The cache of the log in ``directory``; empty if it has no checkpoint yet."""
+    def load(cls, storage: Storage, directory: str, journal: EpochJournal | None = None) -> LeaderEpochCache:
+        """The cache of the log in ``directory``: the journal's snapshot if it has one, else
+        the checkpoint file; empty if neither exists yet."""
         path = posixpath.join(directory, EPOCH_CHECKPOINT_FILE)
+        snapshot = journal.snapshot(posixpath.basename(directory)) if journal is not None else None
+        if snapshot is not None:
+            return cls(storage, path, list(snapshot), journal)
         if not storage.exists(path):
-            return cls(storage, path)
-        entries: list[EpochEntry] = []
-        for line, (epoch_text, offset_text) in enumerate(parse_entries(path, storage.read(path), 2), start=3):
-            entry = EpochEntry(parse_int(path, line, epoch_text, "epoch"),
-                               parse_int(path, line, offset_text, "start offset"))
-            if entry.epoch < 0 or entry.start_offset < 0:
-                raise MalformedFileError(path, line, "epoch and start offset must not be negative")
-            if entries and not (entry.epoch > entries[-1].epoch and entry.start_offset >= entries[-1].start_offset):
-                raise MalformedFileError(path, line, "epochs must increase and start offsets must not decrease")
-            entries.append(entry)
-        return cls(storage, path, entries)
+            return cls(storage, path, None, journal)
+        pairs = [(fields[0], fields[1]) for fields in parse_entries(path, storage.read(path), 2)]
+        return cls(storage, path, parse_epoch_entries(path, 3, pairs), journal)
 
     # ------------------------------------------------------------------ queries
 
@@ -157,5 +196,12 @@ class LeaderEpochCache:
             self._persist()
 
     def _persist(self) -> None:
-        entries = [(str(e.epoch), str(e.start_offset)) for e in self._entries]
-        self.storage.write_atomic(self.path, encode_entries(entries))
+        if self.journal is not None:
+            self.journal.record(self._name, tuple(self._entries))
+            return
+        self.storage.write_atomic(self.path, encode_epoch_entries(self._entries))
+
+
+def encode_epoch_entries(entries: Sequence[EpochEntry]) -> bytes:
+    """The ``leader-epoch-checkpoint`` text for ``entries``."""
+    return encode_entries([(str(e.epoch), str(e.start_offset)) for e in entries])

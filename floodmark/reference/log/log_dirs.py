@@ -25,16 +25,25 @@ markers, durably, before anything is written. A directory that holds replicas bu
 was therefore not shut down cleanly (power loss, kill, a disk that failed meanwhile), and
 its replicas may lack records they had; the broker says so when it registers. A directory
 without replicas has nothing to lose (a fresh one, say): no marker is needed there.
+
+**Leader epoch journals.** Each online directory has one (``epoch_journal``): the epoch
+caches of its logs persist there, so that becoming leader of thousands of replicas costs a
+few file operations per directory, not one file per replica. ``defer_syncs`` /
+``complete_syncs`` group a batch of changes (the journals' lines and any atomic file
+writes) into one sync each; ``compact_epoch_journals`` brings the replicas' own checkpoint
+files up to date later, in bounded steps.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import posixpath
 from collections import Counter
 from dataclasses import dataclass
 
 from floodmark.reference.log.checkpoint import HIGH_WATERMARK_FILE, OffsetCheckpoint
+from floodmark.reference.log.epoch_journal import LeaderEpochJournal
 from floodmark.reference.log.partition_log import (
     DEFAULT_SEGMENT_BYTES,
     DEFAULT_SEGMENT_RECORDS,
@@ -91,9 +100,12 @@ class LogDirs:
         self._location: dict[TopicPartitionKey, str] = {}
         self._replica_counts: Counter[str] = Counter()  # replicas per directory, for choose_dir
         self._open: dict[TopicPartitionKey, PartitionLog] = {}
+        self._journals: dict[str, LeaderEpochJournal] = {}  # of the online directories
         for directory in self.dirs:
             try:
                 self._discover(directory)
+                self._journals[directory] = LeaderEpochJournal.open(
+                    storage, directory, functools.partial(self._lives_in, directory=directory))
             except OSError as error:
                 self.mark_offline(directory, error)
 
@@ -107,6 +119,11 @@ class LogDirs:
                 raise ValueError(
                     f"replica {name} exists in two log directories: {self._location[key]} and {directory}")
             self._place(key, directory)
+
+    def _lives_in(self, name: str, directory: str) -> bool:
+        """Is ``name`` (``t-0``) a replica in ``directory``?"""
+        key = parse_partition_dir_name(name)
+        return key is not None and self._location.get(key) == directory
 
     # ------------------------------------------------------------------ queries
 
@@ -187,7 +204,8 @@ class LogDirs:
             raise LogDirOfflineError(directory, self._offline[directory].error, [])
         try:
             log = PartitionLog.open(self.storage, posixpath.join(directory, partition_dir_name(topic, partition)),
-                                    segment_records=self.segment_records, segment_bytes=self.segment_bytes)
+                                    segment_records=self.segment_records, segment_bytes=self.segment_bytes,
+                                    journal=self._journals.get(directory))
         except OSError as error:
             self._place(key, directory)  # the replica is now known to live there
             raise self._failed(directory, error) from error
@@ -210,6 +228,9 @@ class LogDirs:
         try:
             if self.storage.exists(path):
                 self.storage.remove_tree(path)
+            journal = self._journals.get(directory)
+            if journal is not None:
+                journal.forget(partition_dir_name(topic, partition))
         except OSError as error:
             raise self._failed(directory, error) from error
         del self._location[key]
@@ -229,6 +250,9 @@ class LogDirs:
         if directory in self._offline:
             return []
         self._offline[directory] = OfflineDir(directory, _describe(error))
+        journal = self._journals.pop(directory, None)
+        if journal is not None:
+            journal.close()
         held = self.partitions_in(directory)
         for key in held:
             log = self._open.pop(key, None)
@@ -269,6 +293,45 @@ class LogDirs:
     def close(self) -> None:
         for key in sorted(self._open):
             self._open.pop(key).close()
+        for journal in self._journals.values():
+            journal.close()
+
+    # ------------------------------------------------------------------ epoch journals
+
+    def defer_syncs(self) -> None:
+        """Start a group commit: epoch journal lines and atomic file writes wait for
+        ``complete_syncs`` (see ``Storage.defer_syncs``)."""
+        self.storage.defer_syncs()
+        for journal in self._journals.values():
+            journal.defer()
+
+    def complete_syncs(self) -> list[OSError]:
+        """Make the group commit durable: one journal sync per directory, one sync per file
+        system for the files. Returns the failures, each naming a path in its directory."""
+        failures = self.storage.complete_syncs()
+        for directory in self.dirs:  # every directory's batch ends, online or not
+            journal = self._journals.get(directory)
+            if journal is not None:
+                failures += journal.complete()
+        return failures
+
+    def epoch_checkpoints_behind(self) -> int:
+        """How many replicas' epoch checkpoint files lag behind their directory's journal."""
+        return sum(journal.pending for journal in self._journals.values())
+
+    def compact_epoch_journals(self, limit: int) -> tuple[int, list[LogDirOfflineError]]:
+        """Bring up to ``limit`` epoch checkpoint files per directory up to date. Returns how
+        many still lag, and the directories that failed doing so (they go offline)."""
+        failures: list[LogDirOfflineError] = []
+        for directory in self.online_dirs:
+            journal = self._journals.get(directory)
+            if journal is None or not journal.pending:
+                continue
+            try:
+                journal.compact(limit)
+            except OSError as error:
+                failures.append(self._failed(directory, error))
+        return self.epoch_checkpoints_behind(), failures
 
     # ------------------------------------------------------------------ clean shutdown markers
 

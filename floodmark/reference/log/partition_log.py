@@ -33,7 +33,7 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from floodmark.reference.log.epoch_cache import LeaderEpochCache
+from floodmark.reference.log.epoch_cache import EpochJournal, LeaderEpochCache
 from floodmark.reference.log.segment import (
     MAX_VALUE_BYTES,
     Segment,
@@ -96,8 +96,10 @@ class PartitionLog:
 
     @classmethod
     def open(cls, storage: Storage, directory: str, *, segment_records: int = DEFAULT_SEGMENT_RECORDS,
-             segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> PartitionLog:
-        """Open (creating if needed) the log in ``directory`` and recover its tail."""
+             segment_bytes: int = DEFAULT_SEGMENT_BYTES, journal: EpochJournal | None = None) -> PartitionLog:
+        """Open (creating if needed) the log in ``directory`` and recover its tail; its epoch
+        cache persists through ``journal`` if given (its log directory's), else to its own
+        checkpoint file."""
         if segment_records < 1 or segment_bytes < 1:
             raise ValueError("segment_records and segment_bytes must be positive")
         storage.make_dirs(directory)
@@ -107,7 +109,7 @@ class PartitionLog:
         try:
             if recovery is not None:
                 active.file.fsync()  # make the recovery's truncation durable
-            epoch_cache = LeaderEpochCache.load(storage, directory)
+            epoch_cache = LeaderEpochCache.load(storage, directory, journal)
             epoch_cache.truncate_from_end(active.end_offset)
             epoch_cache.truncate_from_start(segments[0].base_offset)
             for epoch, start in epoch_starts:  # rebuild what a lost or older checkpoint lacks

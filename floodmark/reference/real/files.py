@@ -9,8 +9,9 @@ crash) can lose it before ``fsync``.
 
 ``write_atomic`` is the classic checkpoint write: write a temporary file beside the target,
 fsync it, rename it over the target, fsync the directory so the rename itself is durable.
-That is two fsyncs per file, about a millisecond here; a broker that becomes leader of
-thousands of partitions at once writes thousands of leader epoch checkpoints. Between
+That is two fsyncs per file, about a millisecond here; a broker bringing thousands of
+leader epoch checkpoint files up to date from its epoch journal after a failover writes
+thousands at once. Between
 ``defer_syncs`` and ``complete_syncs`` the checkpoints are group-committed instead: each
 temporary file is written at once (so a permission fault still surfaces at the call), then
 one ``syncfs`` per file system makes them all durable, the renames follow, and a second

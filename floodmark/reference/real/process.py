@@ -8,6 +8,13 @@ leadership away first, logs are flushed and the HW checkpointed, the ZooKeeper s
 closed so its ephemerals vanish at once. ``kill -9`` is the unclean path, and the one the
 chaos tests use to simulate crashes.
 
+The process's cyclic garbage collector is told to run less often (:func:`tune_collector`): a
+broker holding thousands of replicas has hundreds of thousands of long-lived objects, and
+with Python's default thresholds the burst of allocations a failover brings (decoding a
+10,000-partition LeaderAndIsr, then acting on it) set off a full collection about every
+second, 0.2-0.3 s each, on the path to leading. Reference counting frees nearly everything
+a broker drops anyway; only cycles wait for the collector.
+
 Exit codes: 0 after a clean shutdown, 1 if the broker could not start or failed, 254 for
 bad arguments.
 """
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -88,6 +96,17 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
                         **overrides)
 
 
+# Young collections every 100,000 allocations instead of 700 (a full one is considered every
+# 20 young collections x 10, and runs only once the objects that survived since the last grew
+# by a quarter, as by default).
+COLLECTOR_THRESHOLDS = (100_000, 20, 10)
+
+
+def tune_collector() -> None:
+    """Fewer garbage collections in this broker process (see the module docstring)."""
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
+
+
 def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     """Run a broker until SIGTERM/SIGINT. Accepts parsed arguments or a command line."""
     if not isinstance(args, argparse.Namespace):
@@ -105,6 +124,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     node = args.node_name or f"n{config.broker_id}"
     logging.basicConfig(level=getattr(logging, args.log_level),
                         format=f"%(asctime)s {node} %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    tune_collector()
     try:
         return asyncio.run(run_broker(config, args, node))
     except KeyboardInterrupt:
