@@ -432,4 +432,3 @@ async def stop_strobe(strobes: dict[FaultPlan, asyncio.Task[None]], plan: FaultP
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-

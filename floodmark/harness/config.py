@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from floodmark.harness.faults import UPGRADE_TARGET
 from floodmark.reference.protocol import inter_broker_protocol as ibp
 from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.run_config import (
@@ -56,9 +57,8 @@ MAX_NODES = 9
 MAX_LAYOUT = {"topics": 100, "partitions": 100, "replication_factor": MAX_NODES, "min_insync_replicas": MAX_NODES,
               "concurrency": 1000}
 MAX_RATE = 100_000.0  # client ops per second
-# Where the upgrade fault starts brokers when the test does not say, and where it takes them.
+# Where the upgrade fault starts brokers when the test does not say (it takes them to UPGRADE_TARGET).
 UPGRADE_FROM = ibp.LEGACY
-UPGRADE_TO = ibp.KIP_343
 
 
 def parse_nemesis(value: Any, source: str = "<options>") -> tuple[str, ...]:
@@ -198,9 +198,9 @@ def validate(config: TestConfig, source: str = "<options>") -> TestConfig:
             source, "nemesis",
             f"the {config.cluster} backend cannot apply {', '.join(simulated)} faults; only --cluster sim can",
         )
-    if "upgrade" in config.nemesis and config.inter_broker_protocol == UPGRADE_TO:
+    if "upgrade" in config.nemesis and config.inter_broker_protocol == UPGRADE_TARGET:
         raise ConfigError(source, "inter_broker_protocol",
-                          f"the upgrade fault moves brokers to {UPGRADE_TO}, which they run already; "
+                          f"the upgrade fault moves brokers to {UPGRADE_TARGET}, which they run already; "
                           f"start them at {ibp.LEGACY} or {ibp.HEARTBEATS}")
     if config.workload == "queue" and config.concurrency < 2:
         raise ConfigError(source, "concurrency", "the queue workload needs at least 2 workers (a producer and a consumer)")
@@ -221,6 +221,6 @@ def dump_config(config: TestConfig, path: str | Path) -> None:
     note = ""
     if "upgrade" in config.nemesis:
         note = (f"# The upgrade fault rolls every broker from inter_broker_protocol (when a test does not\n"
-                f"# choose it, {UPGRADE_FROM}) to {UPGRADE_TO}, twice, one broker at a time.\n")
+                f"# choose it, {UPGRADE_FROM}) to {UPGRADE_TARGET}, twice, one broker at a time.\n")
     tmp.write_text(note + yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
     tmp.replace(path)

@@ -98,16 +98,12 @@ class SimBackend:
         return self._clients
 
     async def observe(self) -> ClusterView:
-        def read(path: str) -> tuple[bytes, int] | None:
-            stat = self.world.zk.exists(path)
-            return None if stat is None else (self.world.zk.get(path)[0], stat.version)
-
         partitions = self.config.topic_partitions
-        controller, leaders = read_roles(read, partitions)
+        controller, leaders = read_roles(self.world.zk.read, partitions)
         brokers = tuple(BrokerSlot(n.name, n.broker_id or 0, n.log_dirs) for n in self.cluster.broker_nodes)
         return ClusterView(self.cluster.zookeeper.name, brokers, partitions,
                            self.config.zk_session_timeout, controller, leaders,
-                           read_replicas(read, self.config.topic_names),
+                           read_replicas(self.world.zk.read, self.config.topic_names),
                            {n.name: n.config.inter_broker_protocol for n in self.cluster.broker_nodes})
 
     def teardown(self, collect_into: RunDir | None) -> None:

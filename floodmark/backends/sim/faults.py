@@ -312,8 +312,4 @@ class SimUpgradeHands:
     async def out_of_isr(self, broker_id: int) -> list[tuple[str, int]]:
         zk = self.cluster.world.zk
         topics = zk.children(zk_layout.TOPICS) if zk.exists(zk_layout.TOPICS) is not None else []
-
-        def read(path: str) -> tuple[bytes, int] | None:
-            stat = zk.exists(path)
-            return None if stat is None else (zk.get(path)[0], stat.version)
-        return zk_view.out_of_isr(read, broker_id, sorted(topics))
+        return zk_view.out_of_isr(zk.read, broker_id, topics)

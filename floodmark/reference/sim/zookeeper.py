@@ -118,6 +118,11 @@ class SimZooKeeper:
     def children(self, path: str) -> list[str]:
         return sorted(self._node(path).children)
 
+    def read(self, path: str) -> tuple[bytes, int] | None:
+        """A node's data and version, or None when absent (the harness's view of ZooKeeper)."""
+        node = self.tree.get(path)
+        return None if node is None else (node.data, node.stat().version)
+
     # ------------------------------------------------------------------ sessions
 
     def open_session(self, timeout: float, now: float, owner: str = "") -> Session:
