@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from controller_fixtures import StubCluster
 
 from floodmark.reference.controller.controller import ControllerConfig
 from floodmark.reference.controller.zk_writes import ControllerMoved
+from floodmark.reference.protocol import messages as m
 from floodmark.reference.protocol import zk_layout as zk
+from floodmark.reference.protocol.messages import TopicPartition
 from floodmark.reference.runtime import SetDataOp
 from floodmark.reference.sim import SimWorld
 
@@ -82,3 +86,50 @@ def test_a_batch_is_split_to_stay_under_the_request_size_limit(
     assert world.run_until(lambda: all(cluster.state("big", p).leader == b for p in range(100)), 30.0)
     world.run_for(1.0)
     assert 5 <= controller.zkw.transactions - before <= 10
+
+
+def test_each_written_transaction_is_heard_as_soon_as_it_is_written(world: SimWorld) -> None:
+    """A failover's 10,000 new leaders take many transactions: the controller prepares what it
+    tells brokers about each batch while the later ones are still being written."""
+    cluster, a, _ = big_topic(world, True, 250)
+    controller = cluster.active().controller
+    assert controller is not None
+    tps = [TopicPartition("big", p) for p in range(250)]
+    current = {tp: cluster.state("big", tp.partition) for tp in tps}
+    updates = {tp: dataclasses.replace(s, leader_epoch=s.leader_epoch + 1) for tp, s in current.items()}
+    heard: list[list[int]] = []
+    returned = False
+
+    def on_chunk(written: dict[TopicPartition, zk.LeaderIsr]) -> None:
+        assert not returned
+        heard.append(sorted(tp.partition for tp in written))
+
+    async def write() -> tuple[dict[TopicPartition, zk.LeaderIsr], list[TopicPartition]]:
+        return await controller.zkw.write_states(updates, on_chunk=on_chunk)
+
+    written, conflicts = world.run(write())
+    returned = True
+    assert not conflicts
+    assert sorted(len(batch) for batch in heard) == [50, 100, 100]  # ops_per_multi is 100
+    assert sorted(p for batch in heard for p in batch) == list(range(250))
+    assert all(written[tp].zk_version == current[tp].zk_version + 1 for tp in tps)
+
+
+def test_a_failover_over_many_transactions_still_tells_each_broker_everything_once(world: SimWorld) -> None:
+    cluster = StubCluster(world, 4, ControllerConfig(heartbeat_timeout=None, ops_per_multi=100))
+    cluster.start()
+    old = cluster.controller_id()
+    others = [b for b in sorted(cluster.brokers) if b != old]
+    cluster.create_topic("big", {p: (old, others[p % 3], others[(p + 1) % 3]) for p in range(300)})
+    world.run_for(1.0)
+    cluster.crash(old)
+    assert world.run_until(lambda: cluster.controller_id() not in (-1, old), 20.0)
+    world.run_for(2.0)
+    new = cluster.active().controller
+    assert new is not None and new.zkw.transactions >= 3  # 300 new leaders: at least 3 multis
+    for b in others:
+        init = [r for r in cluster.brokers[b].requests(m.LeaderAndIsrRequest) if r.controller_epoch == 2]
+        assert len(init) == 1 and init[0].is_init
+        mine = sorted(s.partition for s in init[0].partitions)
+        assert mine == [p for p in range(300) if b in (others[p % 3], others[(p + 1) % 3])]
+        assert all(s.leader != old and s.leader_epoch == 1 for s in init[0].partitions)

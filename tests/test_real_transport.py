@@ -147,3 +147,46 @@ def test_server_going_away_breaks_requests_in_flight() -> None:
 
     run(scenario)
 
+
+
+def test_a_request_to_our_own_address_is_answered_in_process_without_a_socket() -> None:
+    """A controller telling its own broker about thousands of partitions skips the codec: the
+    same handler answers, started as its own task, under the same timeout and error rules."""
+    seen: list[tuple[str, Any]] = []
+
+    async def scenario() -> None:
+        advertised = f"localhost:{free_port()}"
+        listen = f"127.0.0.1:{split_address(advertised)[1]}"
+        node = TcpNetwork(listen, log, advertised=advertised)
+        release = asyncio.Event()
+
+        async def handler(sender: str, message: Any) -> Any:
+            seen.append((sender, message))
+            if isinstance(message, m.MetadataRequest):
+                raise RuntimeError("bug")
+            if isinstance(message, m.ProduceRequest) and message.partition == 9:
+                await release.wait()  # slower than the caller waits
+            return await offsets(sender, message)
+
+        await node.serve(handler)
+        try:
+            request = m.ProduceRequest("t", 3, ("v",))
+            reply = await node.request(advertised, request, 5.0)
+            assert reply == m.ProduceResponse(None, base_offset=3)
+            assert seen[-1] == (advertised, request) and seen[-1][1] is request  # not a decoded copy
+            assert (await node.request(listen, m.ProduceRequest("t", 4, ()), 5.0)).base_offset == 4
+            failed = await node.request(advertised, m.MetadataRequest(), 5.0)
+            assert isinstance(failed, m.ErrorResponse) and failed.error == UNKNOWN_SERVER_ERROR
+            with pytest.raises(TimeoutError):
+                await node.request(advertised, m.ProduceRequest("t", 9, ()), 0.05)
+            # The timed-out handler still runs to its end, as it would behind a socket.
+            release.set()
+            await asyncio.sleep(0.05)
+            assert [type(msg).__name__ for _, msg in seen].count("ProduceRequest") == 3
+            assert {sender for sender, _ in seen} == {advertised}  # never a socket's peer address
+        finally:
+            await node.close()
+        with pytest.raises(ConnectionError):  # closed: no longer answering, even ourselves
+            await node.request(advertised, request, 0.5)
+
+    run(scenario)

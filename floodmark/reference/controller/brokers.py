@@ -30,7 +30,7 @@ replica first and takes it out of every ISR, so clients never see an unavailable
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from floodmark.node_event_kinds import BrokerState
 from floodmark.reference.controller import reassignment, unclean_recovery
@@ -43,8 +43,8 @@ from floodmark.reference.controller.context import (
 )
 from floodmark.reference.controller.election import Decision, elect_leader, remove_from_isr
 from floodmark.reference.controller.partitions import (
+    StatesAsWritten,
     change_partitions,
-    partition_states,
     send_leader_and_isr,
     send_stop_replica,
     send_update_metadata,
@@ -110,14 +110,14 @@ async def on_broker_failure(ctl: ControllerParts, brokers: Iterable[int]) -> Non
     ctx = ctl.ctx
     affected = [tp for tp in ctx.partitions()
                 if ctx.states[tp].leader in failed or failed & set(ctx.states[tp].isr)]
+    written = StatesAsWritten(ctl)  # built once, for both requests
     changed = await change_partitions(ctl, affected, lambda tp, s: elect_leader(
         ctx.replicas(tp), s, lambda r: ctx.may_lead(r, tp), ctx.epoch,
-        allow_unclean=ctl.config.variant.unclean_leader_election))
-    states = partition_states(ctl, changed)  # built once for both requests
-    send_leader_and_isr(ctl, changed, update_metadata=False, known=states)
+        allow_unclean=ctl.config.variant.unclean_leader_election), on_written=written)
+    send_leader_and_isr(ctl, changed, update_metadata=False, known=written.states)
     # Let the channel send LeaderAndIsr (what brokers act on) while UpdateMetadata is built.
     await ctl.runtime.sleep(0)
-    send_update_metadata(ctl, ctx.partitions(), known=states)
+    send_update_metadata(ctl, ctx.partitions(), known=written.states)
 
 
 async def on_broker_startup(ctl: ControllerParts, registrations: Iterable[BrokerRegistration]) -> None:
@@ -152,7 +152,9 @@ async def _set_up_brokers(ctl: ControllerParts, brokers: list[int]) -> None:
     await reassignment.resume_all(ctl)
 
 
-async def elect_offline_partitions(ctl: ControllerParts, *, send: bool = True) -> list[TopicPartition]:
+async def elect_offline_partitions(
+    ctl: ControllerParts, *, send: bool = True, on_written: Callable[[list[TopicPartition]], None] | None = None,
+) -> list[TopicPartition]:
     """Partitions without an eligible leader get one if possible (or go offline), and
     ineligible replicas leave the ISR (after failover the dead are simply not registered)."""
     ctx = ctl.ctx
@@ -160,7 +162,7 @@ async def elect_offline_partitions(ctl: ControllerParts, *, send: bool = True) -
                   if not all(ctx.may_lead(r, tp) for r in (ctx.states[tp].leader, *ctx.states[tp].isr))]
     changed = await change_partitions(ctl, leaderless, lambda tp, s: elect_leader(
         ctx.replicas(tp), s, lambda r: ctx.may_lead(r, tp), ctx.epoch,
-        allow_unclean=ctl.config.variant.unclean_leader_election))
+        allow_unclean=ctl.config.variant.unclean_leader_election), on_written=on_written)
     if send:
         send_leader_and_isr(ctl, changed)
     return changed

@@ -36,7 +36,10 @@ from floodmark.reference.controller import log_dirs as controller_log_dirs
 from floodmark.reference.controller.channel import ControllerChannel
 from floodmark.reference.controller.config import ControllerConfig
 from floodmark.reference.controller.context import ControllerContext
-from floodmark.reference.controller.partitions import send_leader_and_isr
+from floodmark.reference.controller.partitions import (
+    StatesAsWritten,
+    send_leader_and_isr,
+)
 from floodmark.reference.controller.parts import Handler
 from floodmark.reference.controller.zk_writes import ControllerMoved, ControllerZk
 from floodmark.reference.protocol import zk_layout as zk
@@ -263,8 +266,9 @@ class Controller:
         # them fail. Then leaders for partitions whose leader is gone, so that every broker
         # gets one LeaderAndIsr with the complete, current state (is_init) rather than two.
         await unclean_recovery.remove_recovered_brokers(self, self.ctx.brokers)
-        await controller_brokers.elect_offline_partitions(self, send=False)
-        send_leader_and_isr(self, self.ctx.partitions(), is_init=True)
+        written = StatesAsWritten(self)
+        await controller_brokers.elect_offline_partitions(self, send=False, on_written=written)
+        send_leader_and_isr(self, self.ctx.partitions(), is_init=True, known=written.states)
         await controller_admin.init_missing_partitions(self)
         self.enqueue("reassign", lambda: reassignment.on_reassign_node(self))
         self.enqueue("reassign-cancel", lambda: reassignment.on_cancel_node(self))

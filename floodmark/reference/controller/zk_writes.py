@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from floodmark.reference.controller.context import ControllerContext
@@ -123,6 +123,7 @@ class ControllerZk:
 
     async def write_states(
         self, updates: Mapping[TopicPartition, zk.LeaderIsr], *, in_flight: int = 8,
+        on_chunk: Callable[[dict[TopicPartition, zk.LeaderIsr]], None] | None = None,
     ) -> tuple[dict[TopicPartition, zk.LeaderIsr], list[TopicPartition]]:
         """Write new states conditionally on the versions they carry.
 
@@ -130,6 +131,8 @@ class ControllerZk:
         whose write lost a race (their node changed since it was read: re-read, decide again).
         Up to ``in_flight`` transactions are outstanding at once, so ZooKeeper's round trips
         and log syncs overlap, as Kafka pipelines its asynchronous ZooKeeper requests.
+        ``on_chunk`` hears what each transaction wrote as soon as it is written, so that
+        brokers can be told about the first partitions while the last are still being written.
         """
         order = zk.sorted_partitions(updates)
         size = self.ops_per_multi if self.batched else 1
@@ -151,7 +154,10 @@ class ControllerZk:
         async def write(chunk: list[tuple[TopicPartition, SetDataOp]]) -> tuple[
                 dict[TopicPartition, zk.LeaderIsr], list[TopicPartition]]:
             async with slots:
-                return await self._write_chunk(chunk, updates)
+                result = await self._write_chunk(chunk, updates)
+            if on_chunk is not None and result[0]:
+                on_chunk(result[0])
+            return result
 
         written: dict[TopicPartition, zk.LeaderIsr] = {}
         conflicts: list[TopicPartition] = []

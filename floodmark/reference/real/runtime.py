@@ -37,7 +37,7 @@ class RealRuntime:
         self.node = node
         self.advertised_address = advertised_address
         self.log = logging.getLogger(f"floodmark.{node}")
-        self.network: Network = network if network is not None else TcpNetwork(listen, self.log)
+        self.network: Network = network if network is not None else TcpNetwork(listen, self.log, advertised=advertised_address)
         self.storage = storage
         self.random = random.Random(seed)
         self.zookeeper_hosts = zookeeper_hosts

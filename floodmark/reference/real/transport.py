@@ -13,6 +13,11 @@ the event loop (the responses one high-watermark advance wakes, the requests of 
 woken by one read) leave in one write, so a busy connection costs a system call per turn
 rather than per frame. Frames keep their order; nothing waits beyond the current turn.
 
+A request to the node's own address (a controller telling its own broker about 10,000
+partitions) is answered in the process, without the codec or a socket: the same handler,
+started as a task of its own as a frame would start it, under the same timeout. Nothing is
+lost by it: no fault a real cluster applies (a cut, a pause) separates a process from itself.
+
 Errors follow the ``runtime.Network`` contract: a peer that cannot be reached or a
 connection that breaks raises ``ConnectionError`` in every request waiting on it, and a
 request without a response in time raises ``TimeoutError`` (its late response, if any, is
@@ -26,6 +31,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+from collections.abc import Coroutine
 from typing import Any
 
 from floodmark.reference.protocol import wire
@@ -151,8 +157,11 @@ def _time_out(reply: asyncio.Future[Any], address: str, timeout: float) -> None:
 class TcpNetwork:
     """``runtime.Network`` over TCP; serves on ``listen`` (host:port) once ``serve`` is called."""
 
-    def __init__(self, listen: str | None, log: logging.Logger) -> None:
+    def __init__(self, listen: str | None, log: logging.Logger, *, advertised: str | None = None) -> None:
         self.listen = listen
+        self._own_addresses = {a for a in (listen, advertised) if a is not None}
+        self._own_name = advertised or listen or "self"
+        self._handler: Handler | None = None  # once serving: what answers requests to ourselves
         self._log = log
         self._connections: dict[str, Connection] = {}
         self._connecting: dict[str, asyncio.Future[Connection]] = {}
@@ -164,10 +173,26 @@ class TcpNetwork:
     # ------------------------------------------------------------------ client side
 
     async def request(self, address: str, message: Any, timeout: float) -> Any:
+        if self._handler is not None and address in self._own_addresses:
+            return await self._request_locally(self._handler, message, timeout)
         connection = self._connections.get(address)
         if connection is None or connection.closed:
             connection = await self._connection(address, timeout)
         return await connection.request(message, timeout)
+
+    async def _request_locally(self, handler: Handler, message: Any, timeout: float) -> Any:
+        task = self._start_handler(self._response(handler, self._own_name, message),
+                                   f"handle {type(message).__name__} from ourselves")
+        done, _ = await asyncio.wait({task}, timeout=timeout)  # a late answer is dropped, as on a socket
+        if not done:
+            raise TimeoutError(f"no response from ourselves within {timeout}s")
+        return task.result()
+
+    def _start_handler(self, work: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(work, name=name)
+        self._handler_tasks[task] = None
+        task.add_done_callback(self._handler_tasks.pop)
+        return task
 
     async def _connection(self, address: str, timeout: float) -> Connection:
         existing = self._connections.get(address)
@@ -206,6 +231,7 @@ class TcpNetwork:
 
         self._server = await asyncio.start_server(on_connection, host, port, reuse_address=True)
         self.bound_port = self._server.sockets[0].getsockname()[1]
+        self._handler = handler
 
     async def _serve_connection(self, handler: Handler, reader: asyncio.StreamReader,
                                 writer: asyncio.StreamWriter) -> None:
@@ -216,11 +242,8 @@ class TcpNetwork:
         try:
             while True:
                 correlation_id, message = await read_frame(reader)
-                task = asyncio.get_running_loop().create_task(
-                    self._answer(handler, sender, writer, frames, correlation_id, message),
-                    name=f"handle {type(message).__name__} from {sender}")
-                self._handler_tasks[task] = None
-                task.add_done_callback(self._handler_tasks.pop)
+                self._start_handler(self._answer(handler, sender, writer, frames, correlation_id, message),
+                                    f"handle {type(message).__name__} from {sender}")
         except asyncio.IncompleteReadError:
             pass  # the peer closed the connection
         except wire.WireError as e:
@@ -231,19 +254,26 @@ class TcpNetwork:
             self._serving.pop(writer, None)
             writer.close()
 
-    async def _answer(self, handler: Handler, sender: str, writer: asyncio.StreamWriter,
-                      frames: FrameWriter, correlation_id: int, message: Any) -> None:
+    async def _response(self, handler: Handler, sender: str, message: Any) -> Any:
         try:
-            response = await handler(sender, message)
-            frame = wire.encode_frame(correlation_id, response)
+            return await handler(sender, message)
         except asyncio.CancelledError:
             raise
         except wire.WireError as e:  # a field the protocol cannot carry: a protocol error, not a bug
             self._log.warning("cannot answer %s from %s: %s", type(message).__name__, sender, e)
-            frame = wire.encode_frame(correlation_id, ErrorResponse(Errors.INVALID_REQUEST, str(e)[:200]))
+            return ErrorResponse(Errors.INVALID_REQUEST, str(e)[:200])
         except Exception as e:  # a handler bug must not take the node down; the caller hears of it
             self._log.exception("handler failed on %s from %s", type(message).__name__, sender)
-            frame = wire.encode_frame(correlation_id, ErrorResponse(UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}"))
+            return ErrorResponse(UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
+
+    async def _answer(self, handler: Handler, sender: str, writer: asyncio.StreamWriter,
+                      frames: FrameWriter, correlation_id: int, message: Any) -> None:
+        response = await self._response(handler, sender, message)
+        try:
+            frame = wire.encode_frame(correlation_id, response)
+        except wire.WireError as e:  # a field the protocol cannot carry: a protocol error, not a bug
+            self._log.warning("cannot answer %s from %s: %s", type(message).__name__, sender, e)
+            frame = wire.encode_frame(correlation_id, ErrorResponse(Errors.INVALID_REQUEST, str(e)[:200]))
         if writer.is_closing():
             return
         frames.write(frame)
@@ -252,6 +282,7 @@ class TcpNetwork:
                 await writer.drain()
 
     async def close(self) -> None:
+        self._handler = None
         if self._server is not None:
             self._server.close()
         for writer in list(self._serving):
