@@ -221,7 +221,11 @@ class ReplicaManager:
             if refused is not None:
                 return LeaderAndIsrResponse(refused)
             self.metadata.remember_brokers(request.live_leaders)
-            mine = [s for s in request.partitions if self.config.broker_id in s.replicas]
+            # Leaders first, then followers, as Kafka's becomeLeaderOrFollower: after a failover
+            # the partitions this broker now leads take writes again before it starts the
+            # thousands of truncations its new followers need (which would hold up the rest).
+            mine = sorted((s for s in request.partitions if self.config.broker_id in s.replicas),
+                          key=lambda s: s.leader != self.config.broker_id)
             for topic in sorted({s.topic for s in mine} - set(self.topic_min_isr)):
                 self.runtime.spawn(self._learn_min_insync_replicas(topic), name=f"min-isr-{topic}")
             errors: list[PartitionError] = []
