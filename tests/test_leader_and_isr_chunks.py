@@ -95,3 +95,19 @@ def test_other_work_runs_between_chunks_and_a_newer_controller_stops_the_rest(
     response = world.run(both())
     assert [e.error for e in response.partition_errors] == [None, None] + [Errors.STALE_CONTROLLER_EPOCH] * 4
     assert sorted(replicas.partitions) == [("t", 0), ("t", 1)]
+
+
+def test_the_partitions_it_now_leads_are_applied_before_those_it_follows(
+        world: SimWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As Kafka's becomeLeaderOrFollower: after a failover the new leaders take writes again
+    before the broker starts its new followers' truncations, whatever order the request has."""
+    monkeypatch.setattr(replica_manager, "LEADER_AND_ISR_CHUNK", 3)
+    replicas = manager(world)
+    states = tuple(PartitionState("t", p, 1 if p % 2 else 2, 4, (1, 2), 0, (1, 2), CONTROLLER_EPOCH)
+                   for p in range(8))
+    response = world.run(replicas.handle_leader_and_isr(LeaderAndIsrRequest(9, CONTROLLER_EPOCH, 0, states, ())))
+    replicas.fetchers.stop_all()  # its followers would fetch from broker 2, which does not exist, forever
+    assert sorted(e.partition for e in response.partition_errors if e.error is None) == list(range(8))
+    roles = [(e.kind, e.body.partition) for e in world.events("b")  # type: ignore[union-attr]
+             if e.kind in ("became_leader", "became_follower")]
+    assert roles == [("became_leader", p) for p in (1, 3, 5, 7)] + [("became_follower", p) for p in (0, 2, 4, 6)]

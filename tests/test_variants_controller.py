@@ -54,9 +54,9 @@ def zombie_sequence(world: SimWorld, variant: str) -> tuple[StubCluster, int, in
     release = asyncio.Event()
     original = writer.write_states
 
-    async def stalled(updates: Any) -> Any:
+    async def stalled(updates: Any, **kw: Any) -> Any:
         await release.wait()
-        return await original(updates)
+        return await original(updates, **kw)
     writer.write_states = stalled  # type: ignore[method-assign]
     # 1. b fails; the controller decides to move t-0 to c, then stalls before writing.
     cluster.crash(b)
