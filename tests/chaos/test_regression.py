@@ -127,16 +127,17 @@ HALVES_SCHEDULE = Schedule((Fault(0, "partition", "halves", start=3.0, duration=
 # committed; the default waits until A reaches Y, B's epoch start. Roles are resolved when
 # each fault starts, so whoever leads and whichever follower A is, the sequence is the same;
 # legacy brokers keep heartbeat self-fencing out of it (a follower that hears no leader which
-# is also the controller would fence itself 9 s in). The faults' margins: the leader drops A
-# 10-11 s after A's cut (at 13-14 s), well after B's cut (11.5 s) and before the kill (17 s),
-# which comes long before the leader would drop B (21.5 s).
+# is also the controller would fence itself 9 s in). The faults' margins, at least 2.5 s each
+# (applying a fault on a loaded machine takes up to a second): the leader drops A 9.5-11 s
+# after A's cut (at 12.5-14 s), after B's cut (10 s) and before the kill (17 s), which comes
+# before the leader could drop B (19.5 s at the earliest).
 ISR_ADMISSION_BELOW_EPOCH = BASE.replace(
     variant="isr-admission-below-epoch", nemesis=("partition", "kill"), seed=41, time_limit=35,
     topics=1, partitions=1, inter_broker_protocol="legacy",
 )
 ISR_ADMISSION_SCHEDULE = Schedule(
     (Fault(0, "partition", "follower-deaf", start=3.0, duration=16.0, seed=1),
-     Fault(1, "partition", "followers-deaf", start=11.5, duration=8.0, seed=2),
+     Fault(1, "partition", "followers-deaf", start=10.0, duration=9.0, seed=2),
      Fault(2, "kill", "leader", start=17.0, duration=13.0, seed=3)),
     time_limit=35,
 )
