@@ -22,6 +22,8 @@ import pytest
 
 from floodmark.harness.config import NEMESIS_KINDS, TestConfig
 from floodmark.harness.schedule import Fault, Schedule
+from floodmark.node_event_kinds import BecameFollower, BecameLeader, Fenced
+from floodmark.node_events import NodeEvent, read_events_dir
 from floodmark.run.runner import Runner
 from tests.runner_fixtures import needs_docker, needs_local_cluster
 
@@ -186,11 +188,30 @@ def test_the_isr_of_one_scenario_is_harmless_with_the_default_variant(tmp_path: 
     assert valid is True, where
 
 
+def run_events(where: str) -> list[NodeEvent]:
+    """Every node's events of the run ``verdict`` described (its account starts with the run directory)."""
+    return [e for events in read_events_dir(Path(where.split(": ", 1)[0]) / "events").values() for e in events]
+
+
 def test_the_isr_admission_scenario_is_harmless_with_the_default_variant(tmp_path: Path) -> None:
     valid, where = verdict(ISR_ADMISSION_BELOW_EPOCH.replace(variant="default"), tmp_path, ISR_ADMISSION_SCHEDULE)
     assert valid is True, where
+    # Not harmless by missing the point: the flaw's window opened. A new leader whose ISR was
+    # below min.insync.replicas (so its HW stood still) had a follower, out of that ISR, whose
+    # log ended at or above the leader's HW but below its epoch start (KAFKA-7128).
+    events = run_events(where)
+    leaders = {(e.body.topic, e.body.partition, e.body.leader_epoch): e.body for e in events
+               if isinstance(e.body, BecameLeader) and len(e.body.isr) < ISR_ADMISSION_BELOW_EPOCH.min_insync_replicas}
+    window = [(e.node, e.body.leader_epoch) for e in events if isinstance(e.body, BecameFollower)
+              and (leader := leaders.get((e.body.topic, e.body.partition, e.body.leader_epoch))) is not None
+              and leader.high_watermark <= e.body.log_end < leader.log_end]
+    assert window, f"no follower fell between a new leader's HW and its epoch start: {where}"
 
 
 def test_the_controller_cut_scenario_is_harmless_with_the_default_variant(tmp_path: Path) -> None:
     valid, where = verdict(UNCONDITIONAL_ISR_WRITE.replace(variant="default"), tmp_path, CONTROLLER_CUT_SCHEDULE)
     assert valid is True, where
+    # The stale leader did write its ISR, and ZooKeeper's version check refused it.
+    refused = [e for e in run_events(where)
+               if isinstance(e.body, Fenced) and e.body.why.startswith("lost the conditional ISR write")]
+    assert refused, f"no leader lost a conditional ISR write: the scenario did not happen: {where}"
