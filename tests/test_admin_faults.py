@@ -77,6 +77,17 @@ def test_reassignments_move_one_partition_and_say_whether_heal_cancels() -> None
     assert plan("reassign", seed=9) == plan("reassign", seed=9), "a pure function of the seed and the view"
 
 
+def test_a_rebalance_moves_every_partition_and_is_named_only() -> None:
+    rebalance, choice = plan("reassign-all")
+    assert isinstance(rebalance, Reassignment) and not rebalance.cancel_on_heal
+    assert [(t, p) for t, p, _ in rebalance.moves] == sorted(view().replicas)
+    for topic, partition, replicas in rebalance.moves:
+        assert replicas != view().replicas[(topic, partition)] and len(replicas) == 3
+    assert choice["from"] == {f"{t}/{p}": list(r) for (t, p), r in sorted(view().replicas.items())}
+    assert "reassign-all" not in AdminNemesis().shapes, "random schedules never draw it"
+    assert "reassign-all" in AdminNemesis().every_shape
+
+
 def test_a_preferred_election_covers_every_partition_and_added_partitions_grow_a_topic() -> None:
     election, _ = plan("preferred-election")
     assert election == PreferredElection((("t0", 0), ("t0", 1), ("t1", 0)))
@@ -98,6 +109,16 @@ def test_real_backends_apply_admin_faults_through_the_harness() -> None:
     problems = refusals("local", schedule, Composite(["admin", "message"]))
     assert problems == ["fault 1 (message:drop-fetch-response): the local backend refuses it: "
                         "only the simulator can apply message faults"]
+
+
+def test_real_backends_accept_the_named_only_shapes_a_schedule_names() -> None:
+    schedule = Schedule((Fault(0, "partition", "leader-controller-cut", 1.0, 9.0, 1),
+                         Fault(1, "admin", "reassign-all", 2.0, 2.0, 2),
+                         Fault(2, "partition", "followers-deaf", 4.0, 2.0, 3),
+                         Fault(3, "partition", "reassign-all", 5.0, 2.0, 4)), time_limit=10)
+    problems = refusals("docker", schedule, Composite(["partition", "admin"]))
+    assert len(problems) == 1 and problems[0].startswith("fault 3 (partition:reassign-all): unknown shape; known: ")
+    assert "followers-deaf" in problems[0], "the message lists the named-only shapes too"
 
 
 class Recording:

@@ -101,6 +101,61 @@ def test_controller_cut_severs_one_broker_from_the_controller_only() -> None:
     assert grudge == {victim: {"n2"}, "n2": {victim}}
 
 
+def test_leader_controller_cut_severs_a_partition_leader_from_the_controller_only() -> None:
+    leaders = {("t0", 0): 2, ("t0", 1): 3, ("t0", 2): 1}
+    for seed in range(10):
+        grudge, how = grudge_for(random.Random(seed), view_of(FakeCluster(), 2, leaders), "leader-controller-cut")
+        assert how["controller"] == "n2" and how["partition"] != ["t0", 0], "never a partition it leads"
+        assert how["leader"] == f"n{leaders[tuple(how['partition'])]}"
+        assert grudge == {how["leader"]: {"n2"}, "n2": {how["leader"]}}
+
+
+def test_leader_controller_cut_without_a_leader_apart_from_the_controller_cuts_nothing() -> None:
+    grudge, how = grudge_for(random.Random(1), view_of(FakeCluster(), 2, {("t0", 0): 2}), "leader-controller-cut")
+    assert grudge == {} and "other than the controller" in how["skipped"]
+    grudge, how = grudge_for(random.Random(1), view_of(FakeCluster(), None, {("t0", 0): 2}), "leader-controller-cut")
+    assert grudge == {} and "no controller" in how["skipped"]
+
+
+def test_follower_deaf_stops_one_follower_hearing_its_leader_one_way() -> None:
+    view = view_of(FakeCluster(5), 1, {("t0", 0): 2})  # replicas of t0/0: brokers 1, 2, 3
+    deaf = set()
+    for seed in range(20):
+        grudge, how = grudge_for(random.Random(seed), view, "follower-deaf")
+        (follower,) = how["deaf"]
+        assert how["leader"] == "n2" and follower in ("n1", "n3")
+        assert grudge == {follower: {"n2"}}, "the leader still hears it, and nobody else is cut"
+        deaf.add(follower)
+    assert deaf == {"n1", "n3"}, "either follower may be the one"
+
+
+def test_followers_deaf_stops_every_follower_hearing_its_leader_one_way() -> None:
+    grudge, how = grudge_for(random.Random(3), view_of(FakeCluster(5), 1, {("t0", 0): 2}), "followers-deaf")
+    assert how["leader"] == "n2" and how["deaf"] == ["n1", "n3"]
+    assert grudge == {"n1": {"n2"}, "n3": {"n2"}}
+    assert "n2" not in grudge and "zk" not in grudge, "the leader hears its followers and ZooKeeper"
+
+
+def test_shapes_aimed_at_a_partition_need_a_known_leader() -> None:
+    for shape in ("follower-deaf", "followers-deaf"):
+        grudge, how = grudge_for(random.Random(1), view_of(FakeCluster(), 1), shape)
+        assert grudge == {} and "known leader" in how["skipped"]
+
+
+def test_named_only_shapes_are_planned_when_named_and_never_drawn() -> None:
+    named = {"partition": ("leader-controller-cut", "follower-deaf", "followers-deaf"), "admin": ("reassign-all",)}
+    composite = Composite(ALL_KINDS)
+    view = view_of(FakeCluster(5), controller=1, leaders={("t0", 0): 2})
+    for kind, shapes in named.items():
+        assert not set(shapes) & set(composite.shapes()[kind]), "random schedules draw only the others"
+        for shape in shapes:
+            plan, choice = composite.plan(kind, random.Random(42), view, shape, 5.0)
+            assert choice["shape"] == shape and plan.describe()
+            assert composite.plan(kind, random.Random(42), view, shape, 5.0) == (plan, choice)
+    with pytest.raises(NemesisError, match="unknown shape"):
+        composite.plan("partition", random.Random(1), view, "reassign-all", 5.0)
+
+
 def test_zookeeper_cut_involves_zookeeper_only() -> None:
     grudge, how = grudge_for(random.Random(3), view_of(FakeCluster(5)), "zookeeper-cut")
     assert grudge["zk"] == set(how["brokers"])

@@ -10,7 +10,10 @@ schedule draws them as one more kind, and they meet the other faults. Shapes:
 - ``reassign-cancel``: the same, and healing cancels the move if it has not completed
   (KIP-236), so the partition goes back to its original replicas mid-way;
 - ``preferred-election``: every partition is led by its first replica again, if it can be;
-- ``add-partitions``: a topic gains one or two partitions.
+- ``add-partitions``: a topic gains one or two partitions;
+- ``reassign-all`` (named by schedules, never drawn: it came after seeds were pinned): every
+  partition's replicas move at once, as in a cluster-wide rebalance, so every partition's
+  leader epoch moves on whoever leads it.
 
 The plan names partitions and broker ids from the cluster's view (its replicas as ZooKeeper
 had them when the fault started); the harness performs it through the admin client, on every
@@ -34,6 +37,7 @@ from floodmark.nemesis.base import Choice, Nemesis, NemesisError
 class AdminNemesis(Nemesis):
     kind = "admin"
     shapes = ("reassign", "reassign-cancel", "preferred-election", "add-partitions")
+    named_shapes = ("reassign-all",)
 
     def plan(self, rng: random.Random, view: ClusterView, shape: str,
              duration: float) -> tuple[FaultPlan, Choice]:
@@ -50,8 +54,14 @@ class AdminNemesis(Nemesis):
             topic = rng.choice(sorted(counts))
             count = counts[topic] + rng.randint(1, 2)
             return PartitionsAdded(topic, count), {"shape": shape, "partitions_before": counts[topic]}
+        brokers = sorted(b.broker_id for b in view.brokers)
+        if shape == "reassign-all":
+            moves = tuple((topic, partition, moved_replicas(rng, current, brokers))
+                          for (topic, partition), current in sorted(view.replicas.items()))
+            return Reassignment(moves, cancel_on_heal=False), {
+                "shape": shape, "from": {f"{t}/{p}": list(r) for (t, p), r in sorted(view.replicas.items())}}
         (topic, partition), current = rng.choice(sorted(view.replicas.items()))
-        moved = moved_replicas(rng, current, sorted(b.broker_id for b in view.brokers))
+        moved = moved_replicas(rng, current, brokers)
         plan = Reassignment(((topic, partition, moved),), cancel_on_heal=shape == "reassign-cancel")
         return plan, {"shape": shape, "from": {f"{topic}/{partition}": list(current)}}
 

@@ -31,6 +31,10 @@ class Nemesis(ABC):
 
     kind: ClassVar[str]
     shapes: tuple[str, ...]  # a class constant, unless what a test offers depends on the cluster
+    # Shapes a schedule may name (a hand-written or replayed one) but random schedules never
+    # draw. They came after seeds were pinned (the corpus, the chaos suite): drawing them too
+    # would give every pinned seed another schedule, as named-only fault kinds would.
+    named_shapes: ClassVar[tuple[str, ...]] = ()
     simulated_only: ClassVar[bool] = False  # only the simulator can apply it
 
     @abstractmethod
@@ -55,9 +59,14 @@ class Nemesis(ABC):
         """
         return 0.0
 
+    @property
+    def every_shape(self) -> tuple[str, ...]:
+        """The shapes a schedule may name: those drawn at random, then the named-only ones."""
+        return (*self.shapes, *self.named_shapes)
+
     def check_shape(self, shape: str) -> str:
-        if shape not in self.shapes:
-            raise NemesisError(f"{self.kind}: unknown shape {shape!r}; known: {', '.join(self.shapes)}")
+        if shape not in self.every_shape:
+            raise NemesisError(f"{self.kind}: unknown shape {shape!r}; known: {', '.join(self.every_shape)}")
         return shape
 
 

@@ -20,6 +20,18 @@ Shapes (Jepsen's, plus the ones that matter for a ZooKeeper-era controller):
 - controller-cut: one broker cut from the controller only, still alive in ZooKeeper (the
   KIP-343 case: the controller must fence it by missing heartbeats);
 - one-way: a broker stops hearing some peers while they still hear it.
+
+Shapes aimed at a partition's roles, which schedules name but random ones do not draw
+(``named_shapes``: they came after seeds were pinned). Each picks a random partition with a
+known leader, and its replicas as ZooKeeper has them:
+
+- leader-controller-cut: the partition's leader cut from the controller only, both still in
+  ZooKeeper: a broker that never hears the controller move its partitions on, and keeps
+  leading in its old epoch (chosen among partitions the controller does not lead itself);
+- follower-deaf: one follower stops hearing the partition's leader, which still hears it:
+  the follower's fetches arrive, their responses never do, so it lags inside the ISR;
+- followers-deaf: every follower of the partition stops hearing its leader, which still hears
+  them, ZooKeeper and the controller: nothing the leader commits from then on reaches them.
 """
 
 from __future__ import annotations
@@ -90,6 +102,7 @@ class PartitionNemesis(Nemesis):
     kind = "partition"
     shapes = ("isolate-one", "halves", "majorities-ring", "bridge", "isolate-controller",
               "isolate-leader", "zookeeper-cut", "controller-cut", "one-way")
+    named_shapes = ("leader-controller-cut", "follower-deaf", "followers-deaf")
 
     def plan(self, rng: random.Random, view: ClusterView, shape: str,
              duration: float) -> tuple[NetworkCut, Choice]:
@@ -140,4 +153,32 @@ def grudge_for(rng: random.Random, view: ClusterView, shape: str) -> tuple[Grudg
                                     rng.randint(1, len(everyone) - 1)), key=natural)
         how["deaf"], how["unheard"] = deaf, unheard
         return {deaf: set(unheard)}, how
+    if shape in PartitionNemesis.named_shapes:
+        return aimed_at_partition(rng, view, shape)
     raise NemesisError(f"partition: unknown shape {shape!r}")
+
+
+def aimed_at_partition(rng: random.Random, view: ClusterView, shape: str) -> tuple[Grudge, Choice]:
+    """The shapes aimed at one partition's leader (see the module docstring)."""
+    names = {b.broker_id: b.name for b in view.brokers}
+    controller = names.get(view.controller) if view.controller is not None else None
+    led = [tp for tp in sorted(view.leaders) if view.leaders[tp] in names]
+    if shape == "leader-controller-cut":
+        if controller is None:
+            return {}, {"skipped": "no controller is known right now"}
+        led = [tp for tp in led if names[view.leaders[tp]] != controller]
+    if not led:
+        return {}, {"skipped": "no partition has a known leader" + (
+            " other than the controller" if shape == "leader-controller-cut" else "")}
+    topic, partition = rng.choice(led)
+    leader = names[view.leaders[(topic, partition)]]
+    how: Choice = {"partition": [topic, partition], "leader": leader}
+    if controller is not None and shape == "leader-controller-cut":
+        how["controller"] = controller
+        return sever(leader, controller), how
+    followers = [names[r] for r in view.replicas.get((topic, partition), ()) if r in names and names[r] != leader]
+    if not followers:
+        return {}, {**how, "skipped": "the partition has no follower"}
+    deaf = [rng.choice(followers)] if shape == "follower-deaf" else followers
+    how["deaf"] = deaf
+    return {node: {leader} for node in deaf}, how

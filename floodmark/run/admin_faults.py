@@ -145,7 +145,9 @@ def _targets(plan: Reassignment) -> list[zk_layout.Reassignment]:
 
 
 def _named(status: dict[TopicPartition, Any]) -> dict[str, Any]:
-    return {f"{tp.topic}/{tp.partition}": value for tp, value in sorted(status.items())}
+    # By name: TopicPartition does not order, and a move may name several partitions.
+    return {f"{tp.topic}/{tp.partition}": value
+            for tp, value in sorted(status.items(), key=lambda item: (item[0].topic, item[0].partition))}
 
 
 def _cancel_outcome(plan: Reassignment, original: dict[str, list[int]], after: dict[str, list[int]]) -> str:

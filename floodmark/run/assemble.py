@@ -74,9 +74,9 @@ def refusals(cluster: str, schedule: Schedule, nemeses: Composite) -> list[str]:
         if fault.kind not in nemeses.kinds:
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): the test has no {fault.kind} nemesis")
             continue
-        if fault.shape not in nemeses.get(fault.kind).shapes:
+        if fault.shape not in nemeses.get(fault.kind).every_shape:
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): unknown shape; "
-                            f"known: {', '.join(nemeses.get(fault.kind).shapes)}")
+                            f"known: {', '.join(nemeses.get(fault.kind).every_shape)}")
             continue
         if cluster == "sim":
             continue  # the simulator applies every fault

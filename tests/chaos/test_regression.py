@@ -22,6 +22,8 @@ import pytest
 
 from floodmark.harness.config import NEMESIS_KINDS, TestConfig
 from floodmark.harness.schedule import Fault, Schedule
+from floodmark.node_event_kinds import BecameFollower, BecameLeader, Fenced
+from floodmark.node_events import NodeEvent, read_events_dir
 from floodmark.run.runner import Runner
 from tests.runner_fixtures import needs_docker, needs_local_cluster
 
@@ -115,10 +117,62 @@ UNCLEAN_SCHEDULE = Schedule(
 ACKS_ALL_ISR_OF_ONE = BASE.replace(variant="acks-all-isr-of-one", nemesis=("partition",), seed=31, time_limit=35)
 HALVES_SCHEDULE = Schedule((Fault(0, "partition", "halves", start=3.0, duration=20.0, seed=1),), time_limit=35)
 
-CAUGHT = [(TRUNCATE_TO_HW, None), (UNCLEAN_ELECTION, UNCLEAN_SCHEDULE), (ACKS_ALL_ISR_OF_ONE, HALVES_SCHEDULE)]
+# ISR admission below the leader's epoch start (KAFKA-7128): a follower admitted to a new
+# leader's ISR once it reaches that leader's HW, which may still lag what the old epoch
+# committed. One partition on three brokers. Follower A stops hearing the leader (its fetches
+# arrive, their responses do not), so it lags inside the ISR and holds the HW at its log end X
+# while the other follower B keeps copying what producers send. Just before the leader drops A
+# (replica lag 10 s) B stops hearing the leader too, with the HW it knows still X; then the
+# leader drops A, commits up to B's log end Y > X, and is killed before it could drop B. B
+# leads with an HW of X, which stays there (its ISR is below min.insync.replicas), and A, at X,
+# fetches from it. The variant admits A at once although it lacks X..Y, which the old epoch
+# committed; the default waits until A reaches Y, B's epoch start. Roles are resolved when
+# each fault starts, so whoever leads and whichever follower A is, the sequence is the same;
+# legacy brokers keep heartbeat self-fencing out of it (a follower that hears no leader which
+# is also the controller would fence itself 9 s in). The faults' margins, at least 2.5 s each
+# (applying a fault on a loaded machine takes up to a second): the leader drops A 9.5-11 s
+# after A's cut (at 12.5-14 s), after B's cut (10 s) and before the kill (17 s), which comes
+# before the leader could drop B (19.5 s at the earliest).
+ISR_ADMISSION_BELOW_EPOCH = BASE.replace(
+    variant="isr-admission-below-epoch", nemesis=("partition", "kill"), seed=41, time_limit=35,
+    topics=1, partitions=1, inter_broker_protocol="legacy",
+)
+ISR_ADMISSION_SCHEDULE = Schedule(
+    (Fault(0, "partition", "follower-deaf", start=3.0, duration=16.0, seed=1),
+     Fault(1, "partition", "followers-deaf", start=10.0, duration=9.0, seed=2),
+     Fault(2, "kill", "leader", start=17.0, duration=13.0, seed=3)),
+    time_limit=35,
+)
+
+# Unconditional ISR writes: a leader that never heard the controller move its partition on
+# writes its ISR over the controller's newer leader epoch. Legacy brokers write the ISR to
+# ZooKeeper themselves and neither heartbeat nor fence themselves while they keep their
+# ZooKeeper session. The leader of a partition the controller does not lead is cut from the
+# controller only; then every partition is reassigned (a rebalance: each keeps its leader in a
+# new epoch). The cut-off leader misses the new epoch, its followers fetch in it and are
+# refused, and 10 s later it drops them from the ISR: the variant's write lands, taking
+# ZooKeeper back to the old epoch (the leader checker); the default's conditional write fails
+# and the leader stands down until the cut heals and the controller's LeaderAndIsr arrives.
+# Three partitions on three brokers, so that each broker leads one and the controller, wherever
+# it is, leaves two partitions to aim at. The variant's stale write stays in ZooKeeper (an ISR
+# below min.insync.replicas that nobody rewrites), so its cluster never looks recovered: the
+# recovery wait and the drain are kept short enough for the default to need, not longer.
+UNCONDITIONAL_ISR_WRITE = BASE.replace(
+    variant="unconditional-isr-write", nemesis=("partition", "admin"), seed=51, time_limit=30,
+    topics=1, partitions=3, inter_broker_protocol="legacy", recovery_time=15, drain_timeout=20,
+)
+CONTROLLER_CUT_SCHEDULE = Schedule(
+    (Fault(0, "partition", "leader-controller-cut", start=3.0, duration=20.0, seed=1),
+     Fault(1, "admin", "reassign-all", start=5.0, duration=3.0, seed=2)),
+    time_limit=30,
+)
+
+CAUGHT = [(TRUNCATE_TO_HW, None), (UNCLEAN_ELECTION, UNCLEAN_SCHEDULE), (ACKS_ALL_ISR_OF_ONE, HALVES_SCHEDULE),
+          (ISR_ADMISSION_BELOW_EPOCH, ISR_ADMISSION_SCHEDULE), (UNCONDITIONAL_ISR_WRITE, CONTROLLER_CUT_SCHEDULE)]
 
 
-@pytest.mark.parametrize(("config", "schedule"), CAUGHT, ids=["truncate-to-hw", "unclean-election", "acks-all-isr-of-one"])
+@pytest.mark.parametrize(("config", "schedule"), CAUGHT, ids=[
+    "truncate-to-hw", "unclean-election", "acks-all-isr-of-one", "isr-admission-below-epoch", "unconditional-isr-write"])
 def test_flawed_variants_are_caught(config: TestConfig, schedule: Schedule | None, tmp_path: Path) -> None:
     valid, where = verdict(config, tmp_path, schedule)
     assert valid is False, f"the {config.variant} flaw went unnoticed: {where}"
@@ -132,3 +186,32 @@ def test_the_unclean_scenario_is_harmless_with_the_default_variant(tmp_path: Pat
 def test_the_isr_of_one_scenario_is_harmless_with_the_default_variant(tmp_path: Path) -> None:
     valid, where = verdict(ACKS_ALL_ISR_OF_ONE.replace(variant="default"), tmp_path, HALVES_SCHEDULE)
     assert valid is True, where
+
+
+def run_events(where: str) -> list[NodeEvent]:
+    """Every node's events of the run ``verdict`` described (its account starts with the run directory)."""
+    return [e for events in read_events_dir(Path(where.split(": ", 1)[0]) / "events").values() for e in events]
+
+
+def test_the_isr_admission_scenario_is_harmless_with_the_default_variant(tmp_path: Path) -> None:
+    valid, where = verdict(ISR_ADMISSION_BELOW_EPOCH.replace(variant="default"), tmp_path, ISR_ADMISSION_SCHEDULE)
+    assert valid is True, where
+    # Not harmless by missing the point: the flaw's window opened. A new leader whose ISR was
+    # below min.insync.replicas (so its HW stood still) had a follower, out of that ISR, whose
+    # log ended at or above the leader's HW but below its epoch start (KAFKA-7128).
+    events = run_events(where)
+    leaders = {(e.body.topic, e.body.partition, e.body.leader_epoch): e.body for e in events
+               if isinstance(e.body, BecameLeader) and len(e.body.isr) < ISR_ADMISSION_BELOW_EPOCH.min_insync_replicas}
+    window = [(e.node, e.body.leader_epoch) for e in events if isinstance(e.body, BecameFollower)
+              and (leader := leaders.get((e.body.topic, e.body.partition, e.body.leader_epoch))) is not None
+              and leader.high_watermark <= e.body.log_end < leader.log_end]
+    assert window, f"no follower fell between a new leader's HW and its epoch start: {where}"
+
+
+def test_the_controller_cut_scenario_is_harmless_with_the_default_variant(tmp_path: Path) -> None:
+    valid, where = verdict(UNCONDITIONAL_ISR_WRITE.replace(variant="default"), tmp_path, CONTROLLER_CUT_SCHEDULE)
+    assert valid is True, where
+    # The stale leader did write its ISR, and ZooKeeper's version check refused it.
+    refused = [e for e in run_events(where)
+               if isinstance(e.body, Fenced) and e.body.why.startswith("lost the conditional ISR write")]
+    assert refused, f"no leader lost a conditional ISR write: the scenario did not happen: {where}"
