@@ -67,7 +67,7 @@ class IsrProposer(Protocol):
     async def propose_many(self, changes: Sequence[tuple[Partition, tuple[int, ...], str]]) -> list[bool]: ...
 
 LEADER_AND_ISR_CHUNK = 1000  # partitions applied between yields to the event loop ...
-LEADER_AND_ISR_CHUNK_SECONDS = 0.05  # ... or fewer, once this long has passed (real time only)
+LEADER_AND_ISR_CHUNK_SECONDS = 0.01  # ... or fewer, once this long has passed (real time only)
 EPOCH_COMPACTION_STEP = 200  # epoch checkpoint files rewritten per directory between yields
 
 

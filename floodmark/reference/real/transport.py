@@ -181,6 +181,9 @@ class TcpNetwork:
         return await connection.request(message, timeout)
 
     async def _request_locally(self, handler: Handler, message: Any, timeout: float) -> Any:
+        # Requests to peers made in the same turn (the controller tells every broker at once)
+        # are encoded and on their way first: the peers then work while we do.
+        await asyncio.sleep(0)
         task = self._start_handler(self._response(handler, self._own_name, message),
                                    f"handle {type(message).__name__} from ourselves")
         done, _ = await asyncio.wait({task}, timeout=timeout)  # a late answer is dropped, as on a socket
