@@ -131,8 +131,8 @@ class ControllerZk:
         whose write lost a race (their node changed since it was read: re-read, decide again).
         Up to ``in_flight`` transactions are outstanding at once, so ZooKeeper's round trips
         and log syncs overlap, as Kafka pipelines its asynchronous ZooKeeper requests.
-        ``on_chunk`` hears what each transaction wrote as soon as it is written, so that
-        brokers can be told about the first partitions while the last are still being written.
+        ``on_chunk`` hears what each transaction wrote as soon as it is written, so that the
+        caller records it and builds its requests while the last are still being written.
         """
         order = zk.sorted_partitions(updates)
         size = self.ops_per_multi if self.batched else 1
