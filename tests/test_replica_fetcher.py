@@ -23,6 +23,7 @@ from floodmark.reference.log.log_dirs import LogDirs
 from floodmark.reference.protocol.messages import (
     NO_EPOCH,
     BrokerInfo,
+    EpochEnd,
     Errors,
     FetchPartition,
     FetchResponse,
@@ -66,8 +67,8 @@ class ScriptedLeader:
     async def handle(self, sender: str, message: Any) -> Any:
         self.requests.append(message)
         if isinstance(message, OffsetForLeaderEpochRequest):
-            epoch, end = self.end_for(message.leader_epoch)
-            return OffsetForLeaderEpochResponse(None, epoch, end)
+            return OffsetForLeaderEpochResponse(None, tuple(
+                EpochEnd(q.topic, q.partition, None, *self.end_for(q.leader_epoch)) for q in message.partitions))
         if isinstance(message, ReplicaFetchRequest):
             assert message.replica_id == 2
             return ReplicaFetchResponse(None, tuple(
@@ -152,7 +153,7 @@ def test_follower_truncates_by_epoch_then_fetches(setup: Setup) -> None:
     setup.serve(leader)
     setup.fetchers.add(p)
     assert setup.world.run_until(lambda: setup.values() == ["a0", "a1", "c2", "c3"], 5.0)
-    asked = [m for m in leader.requests if isinstance(m, OffsetForLeaderEpochRequest)]
+    asked = [q for m in leader.requests if isinstance(m, OffsetForLeaderEpochRequest) for q in m.partitions]
     assert asked[0].leader_epoch == 1 and asked[0].current_leader_epoch == 2
     fetches = leader.fetches
     assert fetches[0].offset == 2 and fetches[0].last_fetched_epoch == 0
@@ -171,7 +172,8 @@ def test_follower_asks_again_when_it_lacks_the_leaders_epoch(setup: Setup) -> No
     setup.serve(leader)
     setup.fetchers.add(p)
     assert setup.world.run_until(lambda: setup.values() == ["a0", "a1", "c2"], 5.0)
-    asked = [m.leader_epoch for m in leader.requests if isinstance(m, OffsetForLeaderEpochRequest)]
+    asked = [q.leader_epoch for m in leader.requests if isinstance(m, OffsetForLeaderEpochRequest)
+             for q in m.partitions]
     assert asked == [3, 0]
 
 
@@ -233,3 +235,60 @@ def test_partitions_followed_from_one_leader_share_one_fetch(setup: Setup) -> No
     # Each partition's entry is reused between rounds, but never once its log moved on.
     assert [(w.offset, w.last_fetched_epoch) for w in fetches[0].partitions] == [(0, NO_EPOCH)] * 3
     assert [(w.offset, w.last_fetched_epoch) for w in idle[-1].partitions] == [(2, 1)] * 3
+
+
+def follower_with_history(setup: Setup, partition: int) -> Partition:
+    """A follower of broker 3 in epoch 0 holding a0 (replicated) and b1 (never replicated)."""
+    setup.replicas.metadata.remember_brokers(BROKERS)
+    setup.replicas.start_replica("t", partition)
+    p = setup.replicas.get("t", partition)
+    assert p is not None
+    p.make_follower(PartitionState("t", partition, 3, 0, (1, 2), 0, (1, 2), 1))
+    p.log.append_as_follower(recs((0, "a0"), (0, "b1")))
+    p.high_watermark = 1
+    return p
+
+
+def test_partitions_truncating_at_once_ask_their_leader_in_one_request(setup: Setup) -> None:
+    # After a failover a broker follows many partitions of one new leader at once: one
+    # OffsetForLeaderEpoch request carries them all (Kafka's fetcher thread), not one each.
+    partitions = [follower_with_history(setup, n) for n in (0, 1, 2)]
+    leader = ScriptedLeader(recs((0, "a0"), (2, "c1")), epoch=2, high_watermark=2)
+    setup.serve(leader)
+    states = tuple(PartitionState("t", n, 1, 2, (1, 2), 0, (1, 2), 1) for n in (0, 1, 2))
+    setup.world.run(setup.replicas.handle_leader_and_isr(LeaderAndIsrRequest(0, 1, 0, states, BROKERS)))
+    assert setup.world.run_until(lambda: all(
+        [r.value for r in p.read(0, 10)] == ["a0", "c1"] for p in partitions), 5.0)
+    asked = [m for m in leader.requests if isinstance(m, OffsetForLeaderEpochRequest)]
+    assert len(asked) == 1 and asked[0].replica_id == 2
+    assert [(q.partition, q.leader_epoch, q.current_leader_epoch) for q in asked[0].partitions] == [
+        (0, 0, 2), (1, 0, 2), (2, 0, 2)]
+
+
+class LeaderRefusingOnce(ScriptedLeader):
+    """Answers partition 1's first epoch question with an error, as a leader still becoming leader."""
+
+    async def handle(self, sender: str, message: Any) -> Any:
+        response = await super().handle(sender, message)
+        if isinstance(message, OffsetForLeaderEpochRequest) and len(self.requests) == 1:
+            return OffsetForLeaderEpochResponse(None, tuple(
+                EpochEnd(e.topic, e.partition, Errors.NOT_LEADER) if e.partition == 1 else e
+                for e in response.partitions))
+        return response
+
+
+def test_a_partition_refused_in_a_shared_request_asks_again_alone(setup: Setup) -> None:
+    partitions = [follower_with_history(setup, n) for n in (0, 1, 2)]
+    leader = LeaderRefusingOnce(recs((0, "a0"), (2, "c1")), epoch=2, high_watermark=2)
+    setup.serve(leader)
+    states = tuple(PartitionState("t", n, 1, 2, (1, 2), 0, (1, 2), 1) for n in (0, 1, 2))
+    setup.world.run(setup.replicas.handle_leader_and_isr(LeaderAndIsrRequest(0, 1, 0, states, BROKERS)))
+    assert setup.world.run_until(lambda: all(
+        [r.value for r in p.read(0, 10)] == ["a0", "c1"] for p in partitions), 5.0)
+    asked = [[q.partition for q in m.partitions] for m in leader.requests
+             if isinstance(m, OffsetForLeaderEpochRequest)]
+    assert asked == [[0, 1, 2], [1]]
+    # The other two fetch before partition 1 asks again: a refusal holds back only its own partition.
+    asked_again = [i for i, m in enumerate(leader.requests) if isinstance(m, OffsetForLeaderEpochRequest)][1]
+    assert any(isinstance(m, ReplicaFetchRequest) and [w.partition for w in m.partitions] == [0, 2]
+               for m in leader.requests[:asked_again])

@@ -17,7 +17,8 @@ their records in the compact :class:`RecordBatch` too: a poll carries dozens of 
 and a tagged object per record was most of the cost of encoding and decoding it.
 
 OffsetForLeaderEpoch (KIP-101/279) answers a follower's "where does my latest epoch end in
-your log?", fenced by the requester's leader epoch in the same way.
+your log?" for every partition it asks about at once, each fenced by the requester's leader
+epoch in the same way and answered on its own.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from floodmark.reference.broker.storage_guard import ReplicaOffline
 from floodmark.reference.protocol.messages import (
     CONSUMER_REPLICA_ID,
     NO_EPOCH,
+    EpochEnd,
+    EpochEndQuery,
     Errors,
     FetchPartition,
     FetchRequest,
@@ -152,14 +155,19 @@ def _response(p: Partition, records: tuple[Record, ...], *, diverging_epoch: int
 
 def handle_offset_for_leader_epoch(runtime: Runtime, replicas: ReplicaManager,
                                    request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
-    p, error = replicas.leader_error(request.topic, request.partition)
+    """Answer each partition of the request on its own, in request order."""
+    return OffsetForLeaderEpochResponse(None, tuple(_epoch_end(runtime, replicas, q) for q in request.partitions))
+
+
+def _epoch_end(runtime: Runtime, replicas: ReplicaManager, query: EpochEndQuery) -> EpochEnd:
+    p, error = replicas.leader_error(query.topic, query.partition)
     if p is None:
-        return OffsetForLeaderEpochResponse(error or Errors.NOT_LEADER)
-    error = p.check_leader_epoch(request.current_leader_epoch)
+        return EpochEnd(query.topic, query.partition, error or Errors.NOT_LEADER)
+    error = p.check_leader_epoch(query.current_leader_epoch)
     if error is not None:
         runtime.emit(Rejected(request="OffsetForLeaderEpoch", why=error, topic=p.topic,
                               partition=p.partition, leader_epoch=p.leader_epoch,
-                              request_epoch=request.current_leader_epoch))
-        return OffsetForLeaderEpochResponse(error)
-    epoch, end = p.epoch_end_offset(request.leader_epoch)
-    return OffsetForLeaderEpochResponse(None, epoch, end)
+                              request_epoch=query.current_leader_epoch))
+        return EpochEnd(query.topic, query.partition, error)
+    epoch, end = p.epoch_end_offset(query.leader_epoch)
+    return EpochEnd(query.topic, query.partition, None, epoch, end)

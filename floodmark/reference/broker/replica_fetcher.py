@@ -4,7 +4,8 @@ Kafka replicates by pull: each follower fetches from the leader, appends what it
 learns the HW from the answer. Before fetching in a new leader epoch the follower removes
 whatever its log has that the leader's does not, **by leader epoch** (KIP-101, KIP-279):
 
-1. it asks the leader for the end of its own latest epoch (OffsetForLeaderEpoch);
+1. it asks the leader for the end of its own latest epoch (OffsetForLeaderEpoch, one
+   request per leader for every partition truncating at the time: :mod:`epoch_end_lookups`);
 2. the leader answers with the largest epoch it has that is not newer, and where that
    epoch ends in its log;
 3. if the follower has that epoch too, it truncates to the smaller of the two end offsets;
@@ -40,6 +41,7 @@ from typing import Any
 
 from floodmark.node_event_kinds import Rejected
 from floodmark.reference.broker.config import BrokerConfig
+from floodmark.reference.broker.epoch_end_lookups import EpochEndLookups
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.partition import Partition
 from floodmark.reference.broker.session import BrokerSession
@@ -47,11 +49,10 @@ from floodmark.reference.broker.storage_guard import ReplicaOffline, StorageGuar
 from floodmark.reference.log.partition_log import LogAppendError
 from floodmark.reference.protocol.messages import (
     NO_EPOCH,
+    EpochEndQuery,
     Errors,
     FetchPartition,
     FetchResponse,
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse,
     ReplicaFetchRequest,
     ReplicaFetchResponse,
 )
@@ -102,6 +103,7 @@ class ReplicaFetchers:
         self._by_leader: dict[int, list[Followed]] | None = {}  # in key order; None: to rebuild
         self._sessions: dict[int, Any] = {}  # leader broker id -> its fetch session task
         self._wakeups: dict[int, asyncio.Event] = {}
+        self._epoch_ends = EpochEndLookups(runtime, config.broker_id, metadata.address_of, config.request_timeout)
 
     def has(self, key: Key) -> bool:
         return key in self._followed
@@ -132,6 +134,7 @@ class ReplicaFetchers:
             self.remove(key)
         for leader in sorted(self._sessions):
             self._sessions.pop(leader).cancel()
+        self._epoch_ends.stop_all()
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -183,13 +186,13 @@ class ReplicaFetchers:
             latest = p.log.epoch_cache.latest_epoch
             if latest == NO_EPOCH:
                 return  # an empty history: nothing can diverge
-            response = await self._request(f, OffsetForLeaderEpochRequest(
-                p.topic, p.partition, latest, current_leader_epoch=f.epoch,
-                replica_id=self.config.broker_id))
-            if not isinstance(response, OffsetForLeaderEpochResponse) or response.error is not None:
+            answer = await self._epoch_ends.ask(f.leader, EpochEndQuery(
+                p.topic, p.partition, latest, current_leader_epoch=f.epoch))
+            self._check(f)
+            if answer is None or answer.error is not None:
                 await self._backoff(f)
                 continue
-            if self._truncate_to_leader_epoch(f, response.leader_epoch, response.end_offset, "leader_epoch"):
+            if self._truncate_to_leader_epoch(f, answer.leader_epoch, answer.end_offset, "leader_epoch"):
                 return
 
     def _truncate_to_leader_epoch(self, f: Followed, leader_epoch: int, leader_end: int, reason: str) -> bool:
@@ -212,20 +215,6 @@ class ReplicaFetchers:
     def _truncate(self, f: Followed, offset: int, reason: str) -> None:
         p = f.partition
         self._guarded(p, lambda: p.truncate(max(offset, 0), reason))
-
-    async def _request(self, f: Followed, message: object) -> object | None:
-        """Send to the leader; None (after a back-off) if it cannot be reached."""
-        address = self.metadata.address_of(f.leader)
-        if address is None:
-            await self._backoff(f)
-            return None
-        try:
-            response = await self.runtime.network.request(address, message, self.config.request_timeout)
-        except (ConnectionError, TimeoutError):
-            await self._backoff(f)
-            return None
-        self._check(f)
-        return response
 
     async def _backoff(self, f: Followed) -> None:
         await self.runtime.sleep(self.config.replica_fetch_backoff)

@@ -218,21 +218,40 @@ class ReplicaFetchResponse:
 
 
 @dataclass(frozen=True)
-class OffsetForLeaderEpochRequest:
-    """KIP-101/279: where does epoch ``leader_epoch`` end in the leader's log?"""
+class EpochEndQuery:
+    """One partition of an :class:`OffsetForLeaderEpochRequest`: where does ``leader_epoch`` end?"""
 
     topic: str
     partition: int
     leader_epoch: int
     current_leader_epoch: int = NO_EPOCH
-    replica_id: int = CONSUMER_REPLICA_ID
+
+
+@dataclass(frozen=True)
+class OffsetForLeaderEpochRequest:
+    """KIP-101/279: where does each partition's epoch end in the leader's log? A follower
+    asks once per leader for every partition it is truncating, as Kafka's fetcher threads
+    do: after a failover a broker may start following thousands of partitions at once."""
+
+    replica_id: int
+    partitions: tuple[EpochEndQuery, ...]
+
+
+@dataclass(frozen=True)
+class EpochEnd:
+    """The leader's answer for one partition (in request order)."""
+
+    topic: str
+    partition: int
+    error: str | None
+    leader_epoch: int = NO_EPOCH  # the largest epoch <= requested that the leader has
+    end_offset: int = -1  # start offset of the next larger epoch, or the log end
 
 
 @dataclass(frozen=True)
 class OffsetForLeaderEpochResponse:
     error: str | None
-    leader_epoch: int = NO_EPOCH  # the largest epoch <= requested that the leader has
-    end_offset: int = -1  # start offset of the next larger epoch, or the log end
+    partitions: tuple[EpochEnd, ...] = ()
 
 
 @dataclass(frozen=True)
