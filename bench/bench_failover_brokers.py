@@ -14,6 +14,10 @@ killed with SIGKILL:
 * **controller kill**: the controller broker; the clock starts when a successor is elected
   (its ``controller_elected`` event), and covers it re-reading the whole state.
 
+Beside them the bench prints ``machine_speed`` (``calibration.py``) and the load average,
+before and after: the path is CPU on two shared cores, so a core half as fast shows
+figures about twice as long.
+
 Three figures, all read from the processes' own node events (one machine, one clock):
 
 * **elected**: the controller's last ``leader_elected`` event: every new leader and ISR is
@@ -40,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shutil
 import statistics
 import sys
@@ -52,6 +57,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from calibration import machine_speed  # noqa: E402
 from reference_processes import ProcessCluster, skip_reason  # noqa: E402
 
 TARGET_SECONDS = 2.0
@@ -161,7 +167,8 @@ def main() -> int:
         print(f"skipped: {why}")
         return 1
     kills = ("broker", "controller") if args.kill == "both" else (args.kill,)
-    print(f"log directories under {args.dir}")
+    print(f"log directories under {args.dir}; machine_speed {machine_speed():.2f} CPU s (about 0.3 on a quiet"
+          f" 3 GHz core); load average {os.getloadavg()[0]:.1f}", flush=True)
     print(f"{'kill':<11}{'partitions':>11}{'elected s':>11}{'led s':>9}   runs: elected/led s")
     for kill in kills:
         for partitions in (int(s) for s in args.sizes.split(",")):
@@ -172,6 +179,7 @@ def main() -> int:
                 f"  target led < {TARGET_SECONDS:g} s: {'met' if led < TARGET_SECONDS else 'MISSED'}")
             runs_text = " ".join(f"{r.elected:.2f}/{r.led:.2f}" for r in results)
             print(f"{kill:<11}{partitions:>11}{elected:>11.3f}{led:>9.3f}   {runs_text}{mark}", flush=True)
+    print(f"load average at the end {os.getloadavg()[0]:.1f}, machine_speed {machine_speed():.2f} CPU s")
     return 0
 
 
