@@ -138,7 +138,7 @@ def json_lines_parser(data: bytes, max_depth: int = MAX_DEPTH) -> Callable[[byte
             value = loads(raw)
         except refused:
             return parse_json(raw, max_depth)
-        if isinstance(value, dict | list) and _brackets(raw) > max_depth:
+        if isinstance(value, dict | list) and raw.count(b"[") + raw.count(b"{") > max_depth:
             problem = value_problem(value, max_depth)
             if problem:
                 raise ValueError(problem)

@@ -1,6 +1,7 @@
 """floodmark.fast_json: orjson's speed, the standard library's results."""
 
 import json
+import re
 
 import pytest
 
@@ -29,3 +30,9 @@ def test_malformed_json_gets_the_standard_message() -> None:
     assert str(fast.value) == str(standard.value)
     with pytest.raises(UnicodeDecodeError):
         fast_json.loads(b'"\xff\xfe"'.decode("unicode_escape").encode("latin-1"))
+
+
+@pytest.mark.parametrize("data", [b"", b"123456789012345678", b"x 0123456789012345678", b"1234567890123456789",
+                                  b'{"a": 12345678901234567890}', b"9" * 40])
+def test_fits_orjson_is_the_absence_of_a_19_digit_run(data: bytes) -> None:
+    assert fast_json.fits_orjson(data) == (re.search(rb"[0-9]{19}", data) is None)

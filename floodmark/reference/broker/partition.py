@@ -310,6 +310,8 @@ class Partition:
     @property
     def maximal_isr(self) -> tuple[int, ...]:
         """The ISR plus the followers whose admission may be written already (KIP-497)."""
+        if not self.joining:  # nearly always: the HW asks on every fetch
+            return self.isr
         return self.isr + tuple(r for r in self.joining if r not in self.isr)
 
     def begin_expansion(self, joining: int) -> tuple[int, ...]:
