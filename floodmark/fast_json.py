@@ -12,7 +12,7 @@ by the standard library.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, BinaryIO
 
 try:
     import orjson
@@ -26,9 +26,27 @@ _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _LONG_RUN = b"0" * 19
 
 
+_CHUNK = 1 << 24  # bytes of a stream looked at at once: a history may be gigabytes
+
+
 def fits_orjson(data: bytes) -> bool:
     """No integer literal in ``data`` is too long for orjson (nor is any in a part of it)."""
     return _LONG_RUN not in data.translate(_DIGITS_AS_ZERO)
+
+
+def stream_fits_orjson(stream: BinaryIO) -> bool:
+    """:func:`fits_orjson` for the rest of ``stream``, read in chunks; rewinds it to where it was."""
+    start = stream.tell()
+    carry = b""  # the end of the previous chunk: a run across the boundary is seen whole
+    fits = True
+    while chunk := stream.read(_CHUNK):
+        window = carry + chunk
+        if not fits_orjson(window):
+            fits = False
+            break
+        carry = window[-(len(_LONG_RUN) - 1):]
+    stream.seek(start)
+    return fits
 
 
 def parse(raw: bytes | str) -> tuple[Any, bool]:

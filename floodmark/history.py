@@ -25,7 +25,6 @@ process number, because the old one may still be acting in the system.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -211,10 +210,7 @@ def read_history(path: str | os.PathLike[str], *, check_dense: bool = True,
     """Read a whole JSONL history, checking that indices are dense from 0 and, when a
     checker is to judge it (``check_pairs``), that every completion closes an invocation."""
     with open(path, "rb") as f:
-        data = f.read()
-    # Lines as reading the file gives them (split at b"\n" only), parsed knowing the whole.
-    return _checked(_iter_lines(str(path), io.BytesIO(data), True, json_lines_parser(data)),
-                    str(path), check_dense, check_pairs)
+        return _checked(_iter_lines(str(path), f, True, json_lines_parser(f)), str(path), check_dense, check_pairs)
 
 
 def _checked(numbered: Iterable[tuple[int, Op]], source: str, check_dense: bool, check_pairs: bool) -> list[Op]:
