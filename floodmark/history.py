@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
 from floodmark.errors import SourceError
-from floodmark.plain_values import parse_json
+from floodmark.plain_values import json_lines_parser, parse_json
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 OP_TYPES: frozenset[str] = frozenset(("invoke", "ok", "fail", "info"))
@@ -113,7 +113,7 @@ def op_from_dict(d: Any, source: str = "<history>", line: int = 0) -> Op:
     node = d.get("node")
     if node is not None and type(node) is not str:
         raise HistoryError(source, line, f"node must be a string, got {_short(node)}")
-    extra = {k: v for k, v in d.items() if k not in _KNOWN_FIELDS}
+    extra = {} if _KNOWN_FIELDS.issuperset(d) else {k: v for k, v in d.items() if k not in _KNOWN_FIELDS}
     return Op(index, time, op_type, process, f, d.get("value"), node, d.get("error"), extra)  # type: ignore[arg-type]
 
 
@@ -168,30 +168,31 @@ def iter_history(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = Tru
             yield op
 
 
-def _iter_lines(source: str, lines: Iterable[bytes], tolerate_torn_tail: bool) -> Iterator[tuple[int, Op]]:
-    """(line number, op) for every op line."""
+def _iter_lines(source: str, lines: Iterable[bytes], tolerate_torn_tail: bool,
+                parse: Callable[[bytes], Any] = parse_json) -> Iterator[tuple[int, Op]]:
+    """(line number, op) for every op line, each parsed by ``parse`` (as :func:`parse_json`)."""
     pending: tuple[int, bytes] | None = None
     for number, raw in enumerate(lines, start=1):
         if pending is not None:
-            yield pending[0], _parse_line(source, *pending)
+            yield pending[0], _parse_line(source, *pending, parse)
             pending = None
         if not raw.strip():
             continue
         if not raw.endswith(b"\n"):
             pending = (number, raw)  # maybe a torn tail; decide at EOF
             continue
-        yield number, _parse_line(source, number, raw)
+        yield number, _parse_line(source, number, raw, parse)
     if pending is not None:
         try:
-            yield pending[0], _parse_line(source, *pending)
+            yield pending[0], _parse_line(source, *pending, parse)
         except HistoryError:
             if not tolerate_torn_tail:
                 raise
 
 
-def _parse_line(source: str, number: int, raw: bytes) -> Op:
+def _parse_line(source: str, number: int, raw: bytes, parse: Callable[[bytes], Any]) -> Op:
     try:
-        d = parse_json(raw)
+        d = parse(raw)
     except ValueError as e:
         raise HistoryError(source, number, str(e)) from None
     return op_from_dict(d, source, number)
@@ -200,7 +201,8 @@ def _parse_line(source: str, number: int, raw: bytes) -> Op:
 def parse_history(data: bytes, source: str = "<history>", *, check_pairs: bool = True) -> list[Op]:
     """A whole JSONL history from its bytes (read once: the source may be a pipe), with
     dense indices and (``check_pairs``) every completion closing an invocation."""
-    return _checked(_iter_lines(source, data.splitlines(keepends=True), True), source, True, check_pairs)
+    return _checked(_iter_lines(source, data.splitlines(keepends=True), True, json_lines_parser(data)),
+                    source, True, check_pairs)
 
 
 def read_history(path: str | os.PathLike[str], *, check_dense: bool = True,
@@ -208,7 +210,7 @@ def read_history(path: str | os.PathLike[str], *, check_dense: bool = True,
     """Read a whole JSONL history, checking that indices are dense from 0 and, when a
     checker is to judge it (``check_pairs``), that every completion closes an invocation."""
     with open(path, "rb") as f:
-        return _checked(_iter_lines(str(path), f, True), str(path), check_dense, check_pairs)
+        return _checked(_iter_lines(str(path), f, True, json_lines_parser(f)), str(path), check_dense, check_pairs)
 
 
 def _checked(numbered: Iterable[tuple[int, Op]], source: str, check_dense: bool, check_pairs: bool) -> list[Op]:

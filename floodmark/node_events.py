@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 import os
 import types
 import typing
@@ -62,7 +63,7 @@ from floodmark.node_event_kinds import (
     leader_epoch_of,
     partition_of,
 )
-from floodmark.plain_values import parse_json
+from floodmark.plain_values import json_lines_parser
 from floodmark.sources import read_source
 
 try:
@@ -75,7 +76,7 @@ __all__ = [
     "ControllerResigned", "Fenced", "HwChanged", "IsrChanged", "IsrWritten", "KnownKind", "LeaderElected", "LogDirOffline",
     "NodeEvent", "NodeEventBody", "NodeEventError", "NodeEventWriter", "PartitionEvent", "PartitionKey",
     "Rejected", "Started", "Stopped", "Truncated", "UnknownKind", "encode_body", "event_from_dict",
-    "event_from_fields", "iter_events", "leader_epoch_of", "partition_of", "read_events_dir",
+    "event_from_fields", "event_line", "iter_events", "leader_epoch_of", "partition_of", "read_events_dir",
 ]
 
 ENVELOPE = frozenset(("node", "seq", "wall", "kind"))
@@ -168,6 +169,16 @@ _SCALARS: dict[Any, str] = {bool: "true or false", int: "an integer", str: "a st
 _PLURALS = {"an integer": "integers", "a string": "strings", "true or false": "booleans"}
 
 
+def _values_of(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """A function giving the values of ``names``, as a tuple whatever their number."""
+    if not names:
+        return lambda body: ()
+    if len(names) == 1:
+        one = operator.attrgetter(names[0])
+        return lambda body: (one(body),)
+    return operator.attrgetter(*names)
+
+
 def _schema(body: type[KnownKind]) -> _Schema:
     hints = typing.get_type_hints(body)
     described = []
@@ -185,6 +196,10 @@ def _schema(body: type[KnownKind]) -> _Schema:
 _SCHEMAS: dict[str, _Schema] = {body.kind: _schema(body) for body in typing.get_args(KnownKind)}
 KINDS: frozenset[str] = frozenset(_SCHEMAS)
 _NAMES: dict[type, tuple[str, ...]] = {s.body: tuple(f.name for f in s.fields) for s in _SCHEMAS.values()}
+# Each kind's field values in declared order, read in one call.
+_VALUES: dict[type, Callable[[Any], tuple[Any, ...]]] = {
+    body: _values_of(names) for body, names in _NAMES.items()
+}
 
 
 def encode_body(body: KnownKind | UnknownKind, into: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -193,8 +208,8 @@ def encode_body(body: KnownKind | UnknownKind, into: dict[str, Any] | None = Non
     if isinstance(body, UnknownKind):
         written.update((k, v) for k, v in body.fields.items() if k not in ENVELOPE)
         return written
-    for name in _NAMES[type(body)]:
-        value = getattr(body, name)
+    kind = type(body)
+    for name, value in zip(_NAMES[kind], _VALUES[kind](body)):
         if value is not None:
             written[name] = value
     return written
@@ -284,11 +299,12 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[NodeEvent]:
     except SourceError as e:
         raise NodeEventError(source, e.line, e.problem) from None
     lines = data.splitlines(keepends=True)
+    parse = json_lines_parser(data)
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:
-            d = parse_json(raw)
+            d = parse(raw)
         except ValueError as e:
             if number == len(lines) and not raw.endswith(b"\n"):
                 return
@@ -311,6 +327,18 @@ def read_events_dir(directory: str | os.PathLike[str]) -> dict[str, list[NodeEve
 # --------------------------------------------------------------------------- writing
 
 
+def event_line(node: str, seq: int, wall: float, body: KnownKind | UnknownKind) -> bytes:
+    """One event's line in its node's file, newline included (what :class:`NodeEventWriter`
+    writes, and the simulator for its nodes)."""
+    record = encode_body(body, {"node": node, "seq": seq, "wall": wall, "kind": body.kind})
+    try:
+        if orjson is None:
+            raise TypeError("orjson is not installed")
+        return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # what orjson refuses (an integer beyond 64 bits), json writes
+        return (json.dumps(record, separators=(",", ":")) + "\n").encode()
+
+
 class NodeEventWriter:
     """Appends a node's events to its file, numbering them and stamping its wall time."""
 
@@ -327,14 +355,8 @@ class NodeEventWriter:
         failover writes tens of thousands, so it is encoded with orjson where installed."""
         if self._fd is None:
             raise ValueError(f"{self.path}: the event writer is closed")
-        record = encode_body(body, {"node": self.node, "seq": self.seq, "wall": wall, "kind": body.kind})
+        line = event_line(self.node, self.seq, wall, body)
         self.seq += 1
-        try:
-            if orjson is None:
-                raise TypeError("orjson is not installed")
-            line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
-        except TypeError:  # what orjson refuses (an integer beyond 64 bits), json writes
-            line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
         view = memoryview(line)
         while view:
             view = view[os.write(self._fd, view):]

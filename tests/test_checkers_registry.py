@@ -19,6 +19,7 @@ from floodmark.checkers.registry import (
     default_checkers,
     judge_history,
 )
+from floodmark.history import read_history
 from floodmark.results import CheckerResult
 from floodmark.run_config import ConfigError, TestConfig
 
@@ -37,6 +38,15 @@ def test_check_run_writes_results(tmp_path: Path) -> None:
     written = json.loads((path / "results.json").read_text())
     assert written["valid"] is True
     assert set(written["checkers"]) == {"durability", "queue", "hw", "leader", "invariants", "stats"}
+
+
+def test_check_run_judges_the_ops_it_is_handed_as_the_history_it_would_read(tmp_path: Path) -> None:
+    path = make_run_dir(tmp_path, "hw-decrease")
+    ops = read_history(path / "history.jsonl", check_pairs=True)
+    assert check_run(path, ops=ops) == check_run(path)
+    assert check_run(path, ops=ops)["valid"] is False
+    # What it is handed is what it judges (the runner hands it the history it read).
+    assert check_run(path, ops=[])["checkers"] != check_run(path)["checkers"]
 
 
 def test_check_run_on_a_broken_run_and_partial_update(tmp_path: Path) -> None:

@@ -48,3 +48,18 @@ def test_a_partition_sent_as_being_deleted_leaves_the_cache() -> None:
     (partition,) = cache.describe(MetadataRequest(("t",))).partitions
     assert partition.error == Errors.UNKNOWN_TOPIC_OR_PARTITION
     assert cache.describe(MetadataRequest()).partitions == ()
+
+
+def test_an_answer_given_once_changes_with_the_cache() -> None:
+    cache = MetadataCache()
+    cache.update(update(1, leader=3, brokers=(1, 2)))
+    (before,) = cache.describe(MetadataRequest(("t",))).partitions
+    assert before.leader == -1  # broker 3 is not known to be live
+    cache.remember_brokers((BrokerInfo(3, "n3", 103),))
+    (learnt,) = cache.describe(MetadataRequest(("t",))).partitions
+    assert learnt.leader == 3 and learnt.error is None
+    cache.update(update(2, leader=2))
+    (moved,) = cache.describe(MetadataRequest(("t",))).partitions
+    assert moved.leader == 2 and cache.describe(MetadataRequest()).partitions == (moved,)
+    assert cache.update(update(1, leader=1)) == Errors.STALE_CONTROLLER_EPOCH  # ignored: same answer
+    assert cache.describe(MetadataRequest(("t",))).partitions == (moved,)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
-from floodmark.node_events import BecameLeader, Started, Stopped
+from floodmark.node_events import BecameLeader, Started, Stopped, iter_events
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.sim import SimRuntime, SimWorld
 from floodmark.reference.sim.world import VIRTUAL_EPOCH
@@ -38,6 +40,17 @@ def test_events_are_numbered_per_node_and_survive_restart(world: SimWorld) -> No
     events = world.events("n1")
     assert [(e.seq, e.body) for e in events] == [(0, Started()), (1, leading), (2, Started())]
     assert events[1].node == "n1" and events[1].wall == pytest.approx(VIRTUAL_EPOCH)
+
+
+def test_event_lines_are_the_events_file_of_the_node(world: SimWorld, tmp_path: Path) -> None:
+    n1 = world.add_node("n1")
+    n1.emit(Started())
+    world.run(n1.sleep(1.5))
+    n1.emit(BecameLeader(topic="t", partition=0, leader_epoch=1, isr=(1, 2), log_end=0, high_watermark=0))
+    lines = world.event_lines("n1")
+    assert lines == b"".join(orjson.dumps(e.to_dict(), option=orjson.OPT_APPEND_NEWLINE) for e in world.events("n1"))
+    (tmp_path / "n1.jsonl").write_bytes(lines)
+    assert list(iter_events(tmp_path / "n1.jsonl")) == world.events("n1")
 
 
 def test_crash_cancels_the_nodes_tasks_and_restart_keeps_the_disk(world: SimWorld) -> None:

@@ -157,9 +157,14 @@ def check_run(
     *,
     checkers: Sequence[str | Checker] | None = None,
     time_limit: float | None = None,
+    ops: list[Op] | None = None,
     **linearizable_options: Any,
 ) -> dict[str, Any]:
     """Judge a run directory and write (or update) its ``results.json``.
+
+    ``ops``: the run's history as :func:`~floodmark.history.read_history` gives it with
+    ``check_pairs``, when the caller has read it already (the runner shares it with the fault
+    coverage: reading a history back costs more than most checkers).
 
     The run's ``test.yaml`` is its configuration; a malformed one raises
     :class:`~floodmark.run_config.ConfigError` naming the file and the key. With an explicit subset of ``checkers``, the verdicts of other checkers already in
@@ -172,7 +177,8 @@ def check_run(
 
     run = RunDir(Path(run_dir))
     config = read_test_config(run.config)
-    ops = read_history(run.history, check_pairs=True)
+    if ops is None:
+        ops = read_history(run.history, check_pairs=True)
     events = read_events_dir(run.events)
     if time_limit is None and config is not None:
         time_limit = config.check_time_limit

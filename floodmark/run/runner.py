@@ -44,6 +44,7 @@ from floodmark.harness.progress import Progress
 from floodmark.harness.recorder import Recorder
 from floodmark.harness.schedule import Schedule, ScheduleLog, generate
 from floodmark.harness.seeds import Seeds, new_seed
+from floodmark.history import Op, read_history
 from floodmark.nemesis.compose import Composite
 from floodmark.results import Validity, build_results, write_results
 from floodmark.run import digest
@@ -235,23 +236,24 @@ class Runner:
             return
         from floodmark.checkers.registry import check_run
 
-        checked: Any = check_run(self.run_dir.path)
+        # Read once for the checkers and the fault coverage.
+        ops = read_history(self.run_dir.history, check_pairs=True)
+        checked: Any = check_run(self.run_dir.path, ops=ops)
         valid = checked.get("valid", "unknown") if isinstance(checked, dict) else checked
         self.outcome.valid = valid
         self.mark("checked")
         self._report()
         word = {True: "VALID", False: "INVALID"}.get(valid, "UNKNOWN") if isinstance(valid, bool) else "UNKNOWN"
         self.say(f"verdict: {word}  (results {self.run_dir.results})")
-        self._say_fault_coverage()
+        self._say_fault_coverage(ops)
 
-    def _say_fault_coverage(self) -> None:
+    def _say_fault_coverage(self, ops: list[Op]) -> None:
         """Next to the verdict: which faults took effect (a verdict is worth what they did)."""
         from floodmark.fault_coverage import fault_coverage, summary_line
-        from floodmark.history import read_history
 
         try:
-            coverage = fault_coverage(read_history(self.run_dir.history))
-        except (OSError, ValueError) as e:
+            coverage = fault_coverage(ops)
+        except ValueError as e:
             self.say(f"fault coverage unknown: {e}")
             return
         self.say(summary_line(coverage))

@@ -17,8 +17,6 @@ import logging
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-import orjson
-
 from floodmark.backends.sim.clients import SimClientHost
 from floodmark.backends.sim.cluster import LOG_DIRS, SimCluster
 from floodmark.backends.sim.faults import SimFaultApplier
@@ -118,9 +116,7 @@ class SimBackend:
     def _collect(self, run_dir: RunDir) -> None:
         run_dir.events.mkdir(parents=True, exist_ok=True)
         for broker in self.cluster.broker_nodes:
-            events = [orjson.dumps(e.to_dict(), option=orjson.OPT_APPEND_NEWLINE)
-                      for e in self.world.events(broker.name)]
-            (run_dir.events / f"{broker.name}.jsonl").write_bytes(b"".join(events))
+            (run_dir.events / f"{broker.name}.jsonl").write_bytes(self.world.event_lines(broker.name))
         for broker in self.cluster.broker_nodes:
             directory = run_dir.node_logs(broker.name)
             directory.mkdir(parents=True, exist_ok=True)

@@ -29,10 +29,14 @@ class MetadataCache:
         self.brokers: dict[int, BrokerInfo] = {}
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.offline: dict[tuple[str, int], tuple[int, ...]] = {}
+        # Answers already given, by the topics asked for, until the cache changes: clients ask
+        # again after every leader change and every error, and the answers are immutable.
+        self._answers: dict[tuple[str, ...] | None, MetadataResponse] = {}
 
     def update(self, request: UpdateMetadataRequest) -> str | None:
         if request.controller_epoch < self.controller_epoch:
             return Errors.STALE_CONTROLLER_EPOCH
+        self._answers.clear()
         self.controller_id = request.controller_id
         self.controller_epoch = request.controller_epoch
         self.brokers = {b.broker_id: b for b in request.brokers}
@@ -51,6 +55,7 @@ class MetadataCache:
 
     def remember_brokers(self, brokers: tuple[BrokerInfo, ...]) -> None:
         """Addresses learnt from LeaderAndIsr (live leaders), for followers to fetch from."""
+        self._answers.clear()
         for b in brokers:
             self.brokers[b.broker_id] = b
 
@@ -59,6 +64,13 @@ class MetadataCache:
         return None if info is None else info.address
 
     def describe(self, request: MetadataRequest) -> MetadataResponse:
+        key = None if request.topics is None else tuple(request.topics)
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answers[key] = self._describe(request)
+        return answer
+
+    def _describe(self, request: MetadataRequest) -> MetadataResponse:
         wanted = None if request.topics is None else set(request.topics)
         partitions = []
         for key in sorted(self.partitions):

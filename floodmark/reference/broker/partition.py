@@ -98,6 +98,11 @@ class FetchCheck:
     divergence: Divergence | None = None
 
 
+# The verdict of nearly every follower fetch: one shared instance (checks are immutable),
+# not one allocation per partition per fetch.
+FETCH_OK = FetchCheck()
+
+
 class Partition:
     def __init__(self, topic: str, partition: int, broker_id: int, log: ReplicaLog, *,
                  high_watermark: int, variant: Variant, emit: Emit) -> None:
@@ -240,7 +245,7 @@ class Partition:
                              last_fetched_epoch: int) -> FetchCheck:
         """Validate a follower's fetch: its epoch (KIP-320) and whether its log diverged."""
         if self.variant.unfenced_fetch:
-            return FetchCheck()  # before KIP-320: any fetch is served and counted
+            return FETCH_OK  # before KIP-320: any fetch is served and counted
         error = self.check_leader_epoch(current_leader_epoch)
         if error is not None:
             return FetchCheck(error=error)
@@ -248,7 +253,7 @@ class Partition:
             epoch, end = self.epoch_end_offset(last_fetched_epoch)
             if epoch != last_fetched_epoch or end < offset:
                 return FetchCheck(divergence=Divergence(epoch, end))
-        return FetchCheck()
+        return FETCH_OK
 
     # ------------------------------------------------------------------ leader: produce
 
@@ -305,6 +310,8 @@ class Partition:
     @property
     def maximal_isr(self) -> tuple[int, ...]:
         """The ISR plus the followers whose admission may be written already (KIP-497)."""
+        if not self.joining:  # nearly always: the HW asks on every fetch
+            return self.isr
         return self.isr + tuple(r for r in self.joining if r not in self.isr)
 
     def begin_expansion(self, joining: int) -> tuple[int, ...]:

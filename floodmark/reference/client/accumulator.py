@@ -62,7 +62,8 @@ class SendAccumulator:
         reply: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
         batch.waiting.append(reply)
         result = await reply
-        if result.status == "ok" and result.offset is not None:
+        if result.status == "ok" and result.offset is not None and index:
+            # The batch's first record is at the batch's offset: its result is the batch's.
             return dataclasses.replace(result, offset=result.offset + index)
         return result
 

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from floodmark.node_event_kinds import KnownKind
-from floodmark.node_events import NodeEvent
+from floodmark.node_events import NodeEvent, event_line
 from floodmark.reference.sim.cpu import CpuCosts, SimCpu
 from floodmark.reference.sim.disk import SimDisk
 from floodmark.reference.sim.disk_faults import PowerLoss
@@ -104,7 +104,9 @@ class SimWorld:
         self.nodes: dict[str, SimNode] = {}
         self.runtimes: dict[str, SimRuntime] = {}
         self.failures: list[tuple[str, str, BaseException]] = []  # (node, what, error)
-        self._events: dict[str, list[NodeEvent]] = {}
+        # Each node's events as (wall, body), its seq the position: the envelope is made
+        # when someone reads them, most often never (a run writes its files from these).
+        self._events: dict[str, list[tuple[float, KnownKind]]] = {}
         self._background: dict[asyncio.Task[Any], None] = {}
 
     # ------------------------------------------------------------------ nodes
@@ -308,11 +310,14 @@ class SimWorld:
     # ------------------------------------------------------------------ observations
 
     def record_event(self, name: str, wall: float, body: KnownKind) -> None:
-        events = self._events[name]
-        events.append(NodeEvent(name, len(events), wall, body))
+        self._events[name].append((wall, body))
 
     def events(self, name: str) -> list[NodeEvent]:
-        return list(self._events[name])
+        return [NodeEvent(name, seq, wall, body) for seq, (wall, body) in enumerate(self._events[name])]
+
+    def event_lines(self, name: str) -> bytes:
+        """The node's events as its event file holds them."""
+        return b"".join(event_line(name, seq, wall, body) for seq, (wall, body) in enumerate(self._events[name]))
 
     def record_failure(self, name: str, what: str, error: BaseException) -> None:
         self.failures.append((name, what, error))
