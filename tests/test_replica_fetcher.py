@@ -249,16 +249,22 @@ def follower_with_history(setup: Setup, partition: int) -> Partition:
     return p
 
 
-def test_partitions_truncating_at_once_ask_their_leader_in_one_request(setup: Setup) -> None:
-    # After a failover a broker follows many partitions of one new leader at once: one
-    # OffsetForLeaderEpoch request carries them all (Kafka's fetcher thread), not one each.
+def fail_over_three_partitions(setup: Setup, leader: ScriptedLeader) -> None:
+    """Partitions 0-2, each holding a0 b1 from epoch 0, follow ``leader`` (a0 c1, epoch 2)
+    from one LeaderAndIsr, as after a failover; waits until each has truncated and caught up."""
     partitions = [follower_with_history(setup, n) for n in (0, 1, 2)]
-    leader = ScriptedLeader(recs((0, "a0"), (2, "c1")), epoch=2, high_watermark=2)
     setup.serve(leader)
     states = tuple(PartitionState("t", n, 1, 2, (1, 2), 0, (1, 2), 1) for n in (0, 1, 2))
     setup.world.run(setup.replicas.handle_leader_and_isr(LeaderAndIsrRequest(0, 1, 0, states, BROKERS)))
     assert setup.world.run_until(lambda: all(
         [r.value for r in p.read(0, 10)] == ["a0", "c1"] for p in partitions), 5.0)
+
+
+def test_partitions_truncating_at_once_ask_their_leader_in_one_request(setup: Setup) -> None:
+    # After a failover a broker follows many partitions of one new leader at once: one
+    # OffsetForLeaderEpoch request carries them all (Kafka's fetcher thread), not one each.
+    leader = ScriptedLeader(recs((0, "a0"), (2, "c1")), epoch=2, high_watermark=2)
+    fail_over_three_partitions(setup, leader)
     asked = [m for m in leader.requests if isinstance(m, OffsetForLeaderEpochRequest)]
     assert len(asked) == 1 and asked[0].replica_id == 2
     assert [(q.partition, q.leader_epoch, q.current_leader_epoch) for q in asked[0].partitions] == [
@@ -278,13 +284,8 @@ class LeaderRefusingOnce(ScriptedLeader):
 
 
 def test_a_partition_refused_in_a_shared_request_asks_again_alone(setup: Setup) -> None:
-    partitions = [follower_with_history(setup, n) for n in (0, 1, 2)]
     leader = LeaderRefusingOnce(recs((0, "a0"), (2, "c1")), epoch=2, high_watermark=2)
-    setup.serve(leader)
-    states = tuple(PartitionState("t", n, 1, 2, (1, 2), 0, (1, 2), 1) for n in (0, 1, 2))
-    setup.world.run(setup.replicas.handle_leader_and_isr(LeaderAndIsrRequest(0, 1, 0, states, BROKERS)))
-    assert setup.world.run_until(lambda: all(
-        [r.value for r in p.read(0, 10)] == ["a0", "c1"] for p in partitions), 5.0)
+    fail_over_three_partitions(setup, leader)
     asked = [[q.partition for q in m.partitions] for m in leader.requests
              if isinstance(m, OffsetForLeaderEpochRequest)]
     assert asked == [[0, 1, 2], [1]]
