@@ -14,6 +14,7 @@ from floodmark.nemesis.admin import AdminNemesis
 from floodmark.nemesis.base import Choice, Nemesis, NemesisError
 from floodmark.nemesis.clock import ClockNemesis
 from floodmark.nemesis.disk import DiskNemesis
+from floodmark.nemesis.failover import FailoverNemesis
 from floodmark.nemesis.kill import KillNemesis, PowerNemesis
 from floodmark.nemesis.message import MessageNemesis
 from floodmark.nemesis.partition import PartitionNemesis
@@ -26,7 +27,7 @@ NEMESES: dict[str, type[Nemesis]] = {
     cls.kind: cls
     for cls in (PartitionNemesis, ClockNemesis, PauseNemesis, DiskNemesis, KillNemesis,
                 PowerNemesis, SessionNemesis, MessageNemesis, AdminNemesis, StallNemesis,
-                UpgradeNemesis)
+                UpgradeNemesis, FailoverNemesis)
 }
 KINDS = tuple(NEMESES)
 
@@ -63,6 +64,16 @@ class Composite:
     def duration(self, kind: str, shape: str, drawn: float, session_timeout: float,
                  rng: random.Random) -> float:
         return self.get(kind).duration(shape, drawn, session_timeout, rng)
+
+    def group(self, kind: str, shape: str, session_timeout: float,
+              rng: random.Random) -> tuple[tuple[str, float, float], ...]:
+        return self.get(kind).group(shape, session_timeout, rng)
+
+    def weights(self) -> dict[str, float]:
+        return {kind: nemesis.weight for kind, nemesis in self.nemeses.items()}
+
+    def recovers_as(self, kind: str) -> str:
+        return self.get(kind).recovers_as or kind
 
     def recovery(self, kind: str, session_timeout: float) -> float:
         return self.get(kind).recovery(session_timeout)
