@@ -12,7 +12,7 @@ from cluster_fixtures import FakeCluster, view_of
 
 from floodmark.backends import node_faults
 from floodmark.harness.config import ConfigError, make_config
-from floodmark.harness.faults import MessageFault, NetworkCut, ProcessCrash, SessionExpiry
+from floodmark.harness.faults import MessageFault, NetworkCut, ProcessCrash, SessionExpiry, ThreadStall
 from floodmark.harness.schedule import Schedule, generate
 from floodmark.harness.seeds import Seeds
 from floodmark.nemesis.base import NemesisError
@@ -81,6 +81,8 @@ def test_steps_aim_at_the_partitions_roles_read_when_they_start() -> None:
         "LeaderAndIsrRequest", "drop", destination="n3")
     assert nemesis.plan(random.Random(1), view, "cut-third-from-successor", 5.0)[0] == NetworkCut(
         (("n3", ("n1",)),))
+    stall, how = nemesis.plan(random.Random(1), view, "stall-controller", 5.0)
+    assert stall == ThreadStall("n1", "controller", expire_session=True) and how["acts_as"] == "stall"
     # Mid-election (no leader): the roles follow assignment order, and the choice says so.
     plan, how = nemesis.plan(random.Random(1), view_of(FakeCluster(4)), "kill-leader", 5.0)
     assert plan == ProcessCrash("n1", "kill") and "fallback" in how

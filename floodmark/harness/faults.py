@@ -220,8 +220,8 @@ class MessageFault(FaultPlan):
 
 
 # The kinds of plan a failover fault's steps are (``floodmark.nemesis.failover``: message
-# faults, cuts, session expiries, crashes): healing every failover fault heals these kinds.
-FAILOVER_PLAN_KINDS = ("message", "partition", "session", "kill")
+# faults, cuts, session expiries, stalls, crashes): healing every failover fault heals these.
+FAILOVER_PLAN_KINDS = ("message", "partition", "session", "stall", "kill")
 
 
 # The inter-broker protocol version an upgrade moves brokers to (``reference.protocol.

@@ -1,11 +1,12 @@
 """Failover faults: a group of faults aimed at one partition's roles, timed against each other.
 
-Replication bugs that the fixes of KIP-101/279/320/343/966 and KAFKA-7128 removed need
-several things at once: a follower lagging (its fetch responses lost) for shorter or longer
-than the replica lag time, then the leader killed, powered off or its ZooKeeper session
-expired just as that follower leaves the ISR, and sometimes a second failure within the lag
-time (the new leader too), another follower missing the controller's LeaderAndIsr, or a
-one-way cut (the third replica cannot hear the new leader). Independent random faults of
+Replication bugs that the fixes of KIP-101/279/320/343/966, KAFKA-7128 and KAFKA-6082
+removed need several things at once: a follower lagging (its fetch responses lost) for
+shorter or longer than the replica lag time, then the leader killed, powered off or its
+ZooKeeper session expired just as that follower leaves the ISR, and sometimes a second
+failure within the lag time (the new leader too), another follower missing the
+controller's LeaderAndIsr, or a one-way cut (the third replica cannot hear the new leader);
+or the controller's event thread stuck as a leader fails. Independent random faults of
 each kind line up like that almost never, so this kind plans them as one group: a *pattern*
 (drawn like a shape) stands for several *steps*, each a fault of its own in the schedule,
 timed from the group's start by :meth:`FailoverNemesis.group` (offsets drawn against the
@@ -19,7 +20,8 @@ the *leader*; its *successor*, the first other replica in assignment order (the 
 controller elects next while it is in sync); the *third*, the replica after that. So "kill
 the leader" twice in a group kills the leader, then the one elected after it.
 
-Only the simulator applies it (message faults, power loss and session expiry on demand).
+Only the simulator applies it (message faults, power loss, session expiry and thread stalls
+on demand).
 At most one step of a group is a power loss, and groups are spaced as power losses are
 (:meth:`FailoverNemesis.recovery`), so a group stays inside the durability contract: fewer
 than min.insync.replicas replicas lose unsynced writes at once.
@@ -37,8 +39,9 @@ from floodmark.harness.faults import (
     NetworkCut,
     ProcessCrash,
     SessionExpiry,
+    ThreadStall,
 )
-from floodmark.nemesis.base import Choice, Nemesis, NemesisError, brokers_by_id
+from floodmark.nemesis.base import Choice, Nemesis, NemesisError, brokers_by_id, choose_broker
 from floodmark.nemesis.kill import POWER_CATCH_UP
 
 # The brokers' replica.lag.time.max (seconds; reference.broker.config's default): how long a
@@ -56,6 +59,7 @@ STEPS: dict[str, str] = {
     "kill-leader": "kill",
     "power-leader": "power",
     "expire-leader": "session",
+    "stall-controller": "stall",  # the controller's event thread stuck, its session expired
 }
 
 Step = tuple[str, float, float]  # (step shape, seconds after the group starts, duration)
@@ -139,15 +143,35 @@ def unclean_return(rng: random.Random, session: float) -> list[Step]:
             (failure, back, 0.5 if failure == "expire-leader" else rng.uniform(3.0, 10.0))]
 
 
-# Pattern -> how it is drawn. Listed twice: the general pattern, which finds the others.
+def lone_survivor(rng: random.Random, session: float) -> list[Step]:
+    """The third replica lags out of the ISR and stays behind while the leader and then its
+    successor die: only an out-of-sync replica lives (unclean election's case)."""
+    killed = REPLICA_LAG_TIME + rng.uniform(0.5, 2.0)
+    second = killed + session + rng.uniform(0.5, 3.0)
+    return [("lag-third", 0.0, second + rng.uniform(2.0, 5.0)),
+            ("kill-leader", killed, second - killed + session + rng.uniform(2.0, 8.0)),
+            ("kill-leader", second, rng.uniform(4.0, 10.0))]
+
+
+def stalled_controller(rng: random.Random, session: float) -> list[Step]:
+    """KAFKA-6082's shape: the controller's event thread stuck with a decision in hand, its
+    session expired (another broker takes over), and a leader's session expiring just then,
+    a failure the stuck controller has to decide about."""
+    stall = rng.uniform(2.0, 6.0)
+    return [("stall-controller", 0.0, stall), ("expire-leader", rng.uniform(0.1, 1.0), 0.5)]
+
+
+# Pattern -> how it is drawn.
 PATTERNS: dict[str, Pattern] = {
     "lagging-follower": lagging_follower,
     "lagging-behind-shrink": lagging_behind_shrink,
     "two-leaders-lost": two_leaders_lost,
     "stale-follower": stale_follower,
     "unclean-return": unclean_return,
+    "lone-survivor": lone_survivor,
+    "stalled-controller": stalled_controller,
 }
-PATTERN_WEIGHTS = {"lagging-follower": 3.0}  # the others 1.0
+PATTERN_WEIGHTS = {"lagging-follower": 3.0}  # the general pattern, drawn most; the others 1.0
 
 
 class FailoverNemesis(Nemesis):
@@ -191,9 +215,18 @@ class FailoverNemesis(Nemesis):
             plan = NetworkCut(((third, (successor,)),))
         elif shape == "expire-leader":
             plan = SessionExpiry(leader)
+        elif shape == "stall-controller":
+            plan = self._stall(rng, view, how)
         else:
             plan = ProcessCrash(leader, "kill" if shape == "kill-leader" else "power-loss")
         return plan, {"shape": shape, "acts_as": STEPS[shape], **how}
+
+
+    @staticmethod
+    def _stall(rng: random.Random, view: ClusterView, how: Choice) -> ThreadStall:
+        slot, chose = choose_broker(rng, view, "controller")
+        how["controller"] = chose
+        return ThreadStall(slot.name, "controller", expire_session=True)
 
 
 def partition_roles(rng: random.Random, view: ClusterView) -> tuple[tuple[str, str, str], Choice]:
