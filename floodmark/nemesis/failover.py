@@ -134,8 +134,15 @@ def stale_follower(rng: random.Random, session: float) -> list[Step]:
 
 
 def unclean_return(rng: random.Random, session: float) -> list[Step]:
-    """KIP-966's shape: the leader loses power and comes back (its unsynced tail gone) as the
-    controller learns of it; then its successor fails, so the controller must not elect it."""
+    """KIP-966's shapes: the leader loses power (its unsynced tail gone) as the last member of
+    its ISR, both followers having lagged out of it, and comes back while they hold what was
+    acknowledged; or it comes back as the controller learns of it and then its successor
+    fails, so the controller must choose between them."""
+    if rng.random() < 0.5:
+        power_at = REPLICA_LAG_TIME + rng.uniform(1.0, 3.0)
+        return [("lag-successor", 0.0, power_at + rng.uniform(0.5, 3.0)),
+                ("lag-third", rng.uniform(0.0, 0.5), power_at + rng.uniform(0.0, 2.5)),
+                ("power-leader", power_at, rng.uniform(1.0, 2 * session))]
     power = rng.uniform(0.5, session)
     back = max(power, session) + rng.uniform(0.0, 2.0)
     failure = rng.choice(("kill-leader", "expire-leader"))
