@@ -12,20 +12,27 @@ from cluster_fixtures import FakeCluster, view_of
 
 from floodmark.backends import node_faults
 from floodmark.harness.config import ConfigError, make_config
-from floodmark.harness.faults import MessageFault, NetworkCut, ProcessCrash, SessionExpiry, ThreadStall
+from floodmark.harness.faults import (
+    MessageFault,
+    NetworkCut,
+    ProcessCrash,
+    SessionExpiry,
+    ThreadStall,
+)
 from floodmark.harness.schedule import Schedule, generate
 from floodmark.harness.seeds import Seeds
 from floodmark.nemesis.base import NemesisError
 from floodmark.nemesis.compose import Composite
 from floodmark.nemesis.failover import PATTERNS, REPLICA_LAG_TIME, STEPS, FailoverNemesis
 from floodmark.nemesis.kill import PowerNemesis
+from floodmark.nemesis.message import messages_sent
 from floodmark.run import explore
 from floodmark.run.assemble import refusals
 
 
 def schedule_for(seed: int, kinds: tuple[str, ...] = ("kill", "failover"), session: float = 6.0,
                  time_limit: float = 60.0) -> Schedule:
-    composite = Composite(kinds)
+    composite = Composite(kinds, messages_sent(isr_change_requests=True))
     return generate(
         Seeds(seed).schedule(), composite.kinds, composite.shapes(), time_limit, (2.0, 8.0), (1.0, 4.0),
         lambda kind, shape, drawn, rng: composite.duration(kind, shape, drawn, session, rng),
@@ -172,3 +179,19 @@ def test_the_swarm_draws_failover_last_for_the_tests_it_fits(monkeypatch: pytest
         assert fits or "failover" not in grouped.nemesis
     share = sum("failover" in c.nemesis for c in with_groups) / fitting
     assert abs(share - expected) < 0.08, share
+
+
+def test_isr_change_requests_are_held_back_only_where_brokers_send_them() -> None:
+    kip_343 = FailoverNemesis(messages_sent(isr_change_requests=True))
+    held = [seed for seed in range(40)
+            if "hold-isr-changes" in {step for step, _, _ in kip_343.group("lagging-follower", 6.0, random.Random(seed))}]
+    assert 20 < len(held) < 36
+    steps = kip_343.group("lagging-follower", 6.0, random.Random(held[0]))
+    hold = next(s for s in steps if s[0] == "hold-isr-changes")
+    assert hold[1] == 0.0 and hold[2] > max(at for _, at, _ in steps)  # held through the group
+    legacy = FailoverNemesis(messages_sent(heartbeats=False))
+    assert all("hold-isr-changes" not in {step for step, _, _ in legacy.group("lagging-follower", 6.0, random.Random(seed))}
+               for seed in range(40))
+    plan, _ = kip_343.plan(random.Random(1), view_of(FakeCluster(4), leaders={("t0", 0): 1}), "hold-isr-changes", 5.0)
+    assert isinstance(plan, MessageFault) and plan.message == "IsrChangeRequest" and plan.action == "delay"
+    assert 1.2 * 6.0 <= plan.delay <= 2.5 * 6.0 and plan.destination is None

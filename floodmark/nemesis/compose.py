@@ -42,8 +42,15 @@ class Composite:
         unknown = [k for k in kinds if k not in NEMESES]
         if unknown:
             raise NemesisError(f"unknown fault kind {unknown[0]!r}; known: {', '.join(KINDS)}")
-        self.nemeses = {kind: MessageNemesis(messages) if kind == MessageNemesis.kind else NEMESES[kind]()
-                        for kind in kinds}
+        self.nemeses = {kind: self._nemesis(kind, messages) for kind in kinds}
+
+    @staticmethod
+    def _nemesis(kind: str, messages: Mapping[str, str] | None) -> Nemesis:
+        if kind == MessageNemesis.kind:
+            return MessageNemesis(messages)
+        if kind == FailoverNemesis.kind:  # holds ISR change requests back only where they are sent
+            return FailoverNemesis(messages)
+        return NEMESES[kind]()
 
     @property
     def kinds(self) -> tuple[str, ...]:

@@ -30,7 +30,7 @@ than min.insync.replicas replicas lose unsynced writes at once.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from floodmark.harness.faults import (
     ClusterView,
@@ -49,6 +49,8 @@ from floodmark.nemesis.kill import POWER_CATCH_UP
 REPLICA_LAG_TIME = 10.0
 FETCH_RESPONSE = "ReplicaFetchResponse"
 LEADER_AND_ISR = "LeaderAndIsrRequest"
+ISR_CHANGE_REQUEST = "IsrChangeRequest"
+HOLD_ISR_CHANGES = 0.7  # share of groups at KIP-343 that hold ISR change requests back
 
 # Step shape -> (the fault kind it acts as, for coverage and healing).
 STEPS: dict[str, str] = {
@@ -60,6 +62,7 @@ STEPS: dict[str, str] = {
     "power-leader": "power",
     "expire-leader": "session",
     "stall-controller": "stall",  # the controller's event thread stuck, its session expired
+    "hold-isr-changes": "message",  # ISR change requests (KIP-343) held back past a failover
 }
 
 Step = tuple[str, float, float]  # (step shape, seconds after the group starts, duration)
@@ -189,6 +192,11 @@ class FailoverNemesis(Nemesis):
     recovers_as = "power"  # a group may power a leader off
     weight = 3.0  # a group is what the test's other kinds rarely line up to do
 
+    def __init__(self, messages: Mapping[str, str] | None = None) -> None:
+        """``messages``: the messages the cluster sends (as for the message nemesis): ISR
+        change requests are held back only where brokers send them (KIP-343)."""
+        self.isr_change_requests = messages is not None and ISR_CHANGE_REQUEST in messages.values()
+
     @property
     def every_shape(self) -> tuple[str, ...]:
         """A schedule holds steps; a pattern is only drawn (and expanded into steps)."""
@@ -203,8 +211,12 @@ class FailoverNemesis(Nemesis):
         pattern = PATTERNS.get(shape)
         if pattern is None:
             raise NemesisError(f"failover: unknown pattern {shape!r}; known: {', '.join(PATTERNS)}")
-        steps = [(step, round(max(at, 0.0), 3), round(duration, 3)) for step, at, duration in
-                 pattern(rng, session_timeout)]
+        drawn = pattern(rng, session_timeout)
+        if shape != "stalled-controller" and self.isr_change_requests and rng.random() < HOLD_ISR_CHANGES:
+            # The leader's ISR shrink reaches the controller after its successor leads (a
+            # deposed leader's stale proposal, which the controller must refuse).
+            drawn.append(("hold-isr-changes", 0.0, max(at for _, at, _ in drawn) + 1.0))
+        steps = [(step, round(max(at, 0.0), 3), round(duration, 3)) for step, at, duration in drawn]
         return tuple(sorted(steps, key=lambda s: s[1]))
 
     def plan(self, rng: random.Random, view: ClusterView, shape: str,
@@ -216,6 +228,9 @@ class FailoverNemesis(Nemesis):
         if shape in ("lag-successor", "lag-third"):
             target = successor if shape == "lag-successor" else third
             plan = MessageFault(FETCH_RESPONSE, "drop", destination=target)
+        elif shape == "hold-isr-changes":  # every one, to any controller, long enough to land late
+            delay = round(rng.uniform(1.2, 2.5) * view.session_timeout, 3)
+            plan = MessageFault(ISR_CHANGE_REQUEST, "delay", delay=delay)
         elif shape == "lose-leader-and-isr-third":
             plan = MessageFault(LEADER_AND_ISR, "drop", destination=third)
         elif shape == "cut-third-from-successor":
