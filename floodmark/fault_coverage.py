@@ -135,10 +135,16 @@ def _upgrade(start: Value, stop: Value | None) -> str | None:
     return None
 
 
+def _failover(start: Value, stop: Value | None) -> str | None:
+    """A failover step took effect as the kind it acted as (recorded with its choice)."""
+    rule = TOOK_EFFECT.get(str(start.get("acts_as")))
+    return "the step's kind was not recorded" if rule is None or rule is _failover else rule(start, stop)
+
+
 TOOK_EFFECT: dict[str, Callable[[Value, Value | None], str | None]] = {
     "partition": _partition, "kill": _crash, "power": _crash, "pause": _pause, "clock": _clock,
     "disk": _disk, "session": _session, "message": _message, "admin": _admin, "stall": _stall,
-    "upgrade": _upgrade,
+    "upgrade": _upgrade, "failover": _failover,
 }
 
 

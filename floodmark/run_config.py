@@ -46,9 +46,10 @@ DEFAULT_NEMESIS: tuple[str, ...] = ("partition", "clock", "pause", "disk", "kill
 SIMULATED_NEMESIS: tuple[str, ...] = ("power", "session", "message")
 # Kinds that "all" leaves out and a test names to get: added after "all" was fixed, so every
 # test and seed written against "all" keeps its schedule (explore draws the simulator's on
-# its own, see ``run.explore``). ``stall`` only the simulator applies; ``upgrade`` (a double
-# roll to KIP-343) every backend does.
-SIMULATED_NAMED_ONLY: tuple[str, ...] = ("stall",)
+# its own, see ``run.explore``). ``stall`` and ``failover`` (a group of faults aimed at one
+# partition's roles) only the simulator applies; ``upgrade`` (a double roll to KIP-343)
+# every backend does.
+SIMULATED_NAMED_ONLY: tuple[str, ...] = ("stall", "failover")
 NAMED_ONLY_NEMESIS: tuple[str, ...] = (*SIMULATED_NAMED_ONLY, "upgrade")
 
 

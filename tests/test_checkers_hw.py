@@ -93,7 +93,8 @@ def test_truncating_committed_records_but_not_divergent_ones() -> None:
     divergent = events("n3", appended(0, ("a", "b", "zombie")), truncated(2, 3, 2, "diverging_epoch"))
     assert check({"n3": divergent}, h).valid is True
     below = events("n3", appended(0, ("a", "b", "c")), truncated(2, 3, 1, "high_watermark"))
-    [anomaly] = check({"n3": below}, h).anomalies
+    n1 = events("n1", leader(1, (1, 3), 0, 0), hw(0, 2, log_end=3))  # committed a and b in epoch 1
+    [anomaly] = check({"n1": n1, "n3": below}, h).anomalies
     assert anomaly.type == "committed-truncated" and anomaly.offsets == (1,)
     assert anomaly.details["reason"] == "high_watermark"
 
@@ -107,3 +108,21 @@ def test_a_replica_losing_committed_records_in_crash_recovery_is_not_a_truncatio
     recovered = events("n3", appended(0, ("a", "b", "c")), Started(), truncated(-1, 3, 1, "recovery"),
                        appended(1, ("b", "c")), truncated(2, 3, 2, "diverging_epoch"))
     assert check({"n3": recovered}, h).valid is True
+
+
+def test_a_record_truncated_while_uncommitted_then_committed_by_another_leader_is_not_lost() -> None:
+    # n3 drops b (offset 1) on following epoch 2's leader, which lacks it: nothing had
+    # committed it (epoch 1's HW stopped at 1). n2 kept its own copy and, leading epoch 3,
+    # commits it; clients see b committed, and n3 fetches it back. Nothing committed was lost.
+    h = History()
+    h.poll(1, 0, 0, [(0, "a"), (1, "b")])
+    n1 = events("n1", leader(1, (1, 2, 3), 0, 0), hw(0, 1, log_end=2))
+    n3 = events("n3", appended(0, ("a", "b")), truncated(2, 2, 1, "diverging_epoch"))
+    n2 = events("n2", leader(3, (2, 3), 2, 1), hw(1, 2, epoch=3, log_end=2))
+    result = check({"n1": n1, "n2": n2, "n3": n3}, h)
+    assert result.valid is True, result.anomalies
+    # Had epoch 1 committed b before n3 truncated for epoch 2, the truncation lost it.
+    committed = events("n1", leader(1, (1, 2, 3), 0, 0), hw(0, 2, log_end=2))
+    [anomaly] = check({"n1": committed, "n2": n2, "n3": n3}, h).anomalies
+    assert anomaly.type == "committed-truncated" and anomaly.offsets == (1,)
+    assert anomaly.details["leader_epoch"] == 2

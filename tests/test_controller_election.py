@@ -105,7 +105,23 @@ def test_members_that_recover_one_by_one_are_remembered_until_the_last_one_retur
     assert elect_leader((1, 2, 3), first.state, alive(1, 3), 3) is None  # 2 still away: offline
     second = remove_recovered_replicas((1, 2, 3), first.state, {2}, alive(1, 2, 3), 3, min_insync=2)
     assert second is not None and second.unclean
-    assert (second.state.leader, second.state.isr, second.state.last_known_elr) == (1, (1,), ())
+    # 2 was in the ISR last: it leads, not 1 (first in assignment order, but remembered from before).
+    assert (second.state.leader, second.state.isr, second.state.last_known_elr) == (2, (2,), ())
+
+
+def test_balanced_recovery_elects_who_left_last_not_the_first_in_assignment_order() -> None:
+    # 1 lost power (its log wiped) and left the ISR while 2 led; then 2 was SIGKILLed (it
+    # lost nothing) as the last ISR member. Both are back, both registered as unclean: the
+    # controller must elect 2, which holds every acknowledged record, not 1.
+    led = remove_recovered_replicas((1, 2, 3), LeaderIsr(2, 4, (1, 2), 1), {1}, alive(1, 2, 3), 2, min_insync=2)
+    assert led is not None and (led.state.leader, led.state.isr, led.state.last_known_elr) == (2, (2,), (1,))
+    offline = LeaderIsr(NO_LEADER, 6, (2,), 2, last_known_elr=(1,))  # 2 died as the last member
+    back = remove_recovered_replicas((1, 2, 3), offline, {2}, alive(1, 2, 3), 3, min_insync=2)
+    assert back is not None and back.unclean and (back.state.leader, back.state.isr) == (2, (2,))
+    # The last leader, back, leads before the other members of its ISR.
+    everyone = remove_recovered_replicas((1, 2, 3), LeaderIsr(3, 4, (1, 3), 1), {1, 3}, alive(1, 2, 3), 2,
+                                         min_insync=2)
+    assert everyone is not None and everyone.unclean and everyone.state.leader == 3
 
 
 def test_the_last_known_elr_survives_zookeeper() -> None:

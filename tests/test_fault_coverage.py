@@ -111,3 +111,16 @@ def test_overlapping_faults_of_one_kind_are_told_apart_by_their_numbers() -> Non
     coverage = fault_coverage(ops)["message"]
     assert (coverage.planned, coverage.applied, coverage.took_effect) == (2, 2, 1)
     assert coverage.missed == ["drop-fetch-response at 3.0 s: no message matched its rule"]
+
+
+def test_a_failover_step_took_effect_as_the_kind_it_acted_as() -> None:
+    coverage = fault_coverage(nemesis(
+        ("start-failover", "ok", {"shape": "kill-leader", "acts_as": "kill", "running": False}),
+        ("start-failover", "ok", {"shape": "lag-third", "acts_as": "message", "rule": "in force"}),
+        ("stop-failover", "ok", {"rule": {"action": "drop", "matched": 0}}),
+        ("start-failover", "ok", {"shape": "expire-leader", "running": False}),  # its kind not recorded
+    ))
+    failover = coverage["failover"]
+    assert (failover.planned, failover.applied, failover.took_effect) == (3, 3, 1)
+    assert any("no message matched" in why for why in failover.missed)
+    assert any("kind was not recorded" in why for why in failover.missed)

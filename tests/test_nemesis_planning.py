@@ -172,8 +172,8 @@ def test_one_way_cut_grudges_on_one_side_only() -> None:
 def test_planning_is_deterministic_for_a_seed() -> None:
     view = view_of(FakeCluster(5), controller=1, leaders={("t0", 0): 2})
     composite = Composite(ALL_KINDS)
-    for kind, shapes in composite.shapes().items():
-        for shape in shapes:
+    for kind in composite.kinds:
+        for shape in composite.get(kind).every_shape:
             first = composite.plan(kind, random.Random(42), view, shape, 5.0)
             assert composite.plan(kind, random.Random(42), view, shape, 5.0) == first, (kind, shape)
 
@@ -186,9 +186,9 @@ def test_every_kind_plans_every_shape_aimed_at_nodes_of_the_cluster() -> None:
     assert set(composite.shapes()) == set(ALL_KINDS) == set(KINDS)
     for kind, shapes in composite.shapes().items():
         assert shapes, kind
-        for shape in shapes:
+        for shape in composite.get(kind).every_shape:  # a failover's steps, not its patterns
             plan, choice = composite.plan(kind, random.Random(0), view, shape, 5.0)
-            assert plan.kind in (kind, "kill"), (kind, plan)
+            assert plan.kind in (kind, "kill", choice.get("acts_as")), (kind, plan)
             assert choice["shape"] == shape
             assert set(plan.nodes) <= names, (kind, shape, plan)
             assert plan.describe()
@@ -253,7 +253,11 @@ def test_only_power_losses_wait_for_the_last_victim_to_recover() -> None:
     assert PowerNemesis().recovery(8.0) > 2 * 8.0
     assert Composite(["power", "kill"]).recovery("power", 4.0) == PowerNemesis().recovery(4.0)
     # An upgrade happens once a run (see test_upgrade_fault); every other kind needs no recovery.
-    assert all(Composite(KINDS).recovery(kind, 8.0) == 0.0 for kind in KINDS if kind not in ("power", "upgrade"))
+    # A failover group may power a leader off: it shares the power losses' recovery.
+    assert Composite(["failover"]).recovery("failover", 4.0) == PowerNemesis().recovery(4.0)
+    assert Composite(["failover"]).recovers_as("failover") == "power"
+    assert all(Composite(KINDS).recovery(kind, 8.0) == 0.0 for kind in KINDS
+               if kind not in ("power", "upgrade", "failover"))
 
 
 def test_message_faults_aim_only_at_messages_the_cluster_sends() -> None:

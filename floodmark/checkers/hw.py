@@ -20,8 +20,11 @@ offset it returns. It must never be un-committed:
   offset that was both exposed to a client and below some leader's HW in an epoch before
   *E* (so the offset was committed before this leader took over, and the leader lacks it);
 - ``committed-truncated``: a replica truncated away a record it held whose offset and value
-  clients saw as committed. Replicas may truncate divergent, uncommitted suffixes; a record
-  clients saw committed is never divergent. Records a crash took from a replica's disk
+  clients saw as committed, and that a leader had committed (its HW past it) in the epoch
+  the truncation was for or before. Replicas may truncate divergent, uncommitted suffixes;
+  a record committed is never divergent. One still uncommitted when a replica dropped it
+  may yet be committed later by another leader that kept it (its own copy: the replica
+  fetches it back), which loses nothing. Records a crash took from a replica's disk
   (``reason: recovery``) are not counted: Kafka gets durability from replication, not fsync,
   so the replica fetches them again, and a leader elected without them is reported above.
 
@@ -60,6 +63,7 @@ class HighWatermarkChecker:
         for node in sorted(run.events):
             scan.node(node, run.events[node])
         anomalies = scan.anomalies
+        anomalies.extend(scan.committed_truncations())
         anomalies.extend(_leaders_lacking_committed(scan.leaderships, exposed, scan.leader_hw, details))
         stats: dict[str, Any] = {
             "nodes": len(run.events),
@@ -81,6 +85,9 @@ class _Scan:
         self.anomalies: list[Anomaly] = []
         self.leader_hw: dict[tuple[str, int, int], int] = {}  # (topic, partition, epoch) -> greatest leader HW
         self.leaderships: list[tuple[str, int, PartitionKey, int, int]] = []  # (node, seq, partition, epoch, log_end)
+        # Truncations that dropped records clients saw committed: (node, seq, event, offsets),
+        # judged once every broker's leader HWs are known.
+        self.truncations: list[tuple[str, int, Truncated, list[int]]] = []
 
     def node(self, node: str, events: list[NodeEvent]) -> None:
         # (topic, partition, leader epoch) -> (HW, seq of the event that set it)
@@ -127,7 +134,7 @@ class _Scan:
                     # Crash recovery losing unflushed records is this replica's loss only:
                     # it re-fetches them, and a leader lacking them is uncommitted-offset.
                     if lost and body.reason != "recovery":
-                        self._committed_truncated(node, event.seq, body, lost)
+                        self.truncations.append((node, event.seq, body, lost))
                 continue
             elif isinstance(body, Started):
                 last_hw.clear()  # a restarted broker recovers its HW from a checkpoint that may lag
@@ -159,14 +166,29 @@ class _Scan:
                 topic, number, (previous[0], hw), events=((node, previous[1]), (node, seq)),
                 details={"node": node, "leader_epoch": epoch}))
 
-    def _committed_truncated(self, node: str, seq: int, body: Truncated, lost: list[int]) -> None:
+    def committed_truncations(self) -> list[Anomaly]:
+        """The truncations that dropped records a leader had committed by the truncation's
+        epoch (its HW past them in that epoch or an earlier one)."""
+        by_partition: dict[PartitionKey, list[tuple[int, int]]] = {}
+        for (topic, number, epoch), hw in self.leader_hw.items():
+            by_partition.setdefault((topic, number), []).append((epoch, hw))
+        anomalies = []
+        for node, seq, body, lost in self.truncations:
+            epochs = by_partition.get((body.topic, body.partition), [])
+            committed = max((hw for epoch, hw in epochs if epoch <= body.leader_epoch), default=-1)
+            dropped = [offset for offset in lost if offset < committed]
+            if dropped:
+                anomalies.append(self._committed_truncated(node, seq, body, dropped))
+        return anomalies
+
+    def _committed_truncated(self, node: str, seq: int, body: Truncated, lost: list[int]) -> Anomaly:
         lost.sort()
-        self.anomalies.append(Anomaly(
+        return Anomaly(
             "committed-truncated",
             f"Broker {node} truncated {body.topic}/{body.partition} to offset {body.to_offset} ({body.reason}), "
             f"removing {len(lost)} record(s) clients saw committed (first at offset {lost[0]}).",
             body.topic, body.partition, tuple(lost[:100]), events=((node, seq),),
-            details={"node": node, "reason": body.reason, "leader_epoch": body.leader_epoch, **self.details}))
+            details={"node": node, "reason": body.reason, "leader_epoch": body.leader_epoch, **self.details})
 
 
 def _drop_from(segments: list[tuple[int, tuple[str, ...]]], to_offset: int, seen: dict[int, Any]) -> list[int]:

@@ -219,6 +219,11 @@ class MessageFault(FaultPlan):
         return tuple(n for n in (self.source, self.destination) if n is not None)
 
 
+# The kinds of plan a failover fault's steps are (``floodmark.nemesis.failover``: message
+# faults, cuts, session expiries, stalls, crashes): healing every failover fault heals these.
+FAILOVER_PLAN_KINDS = ("message", "partition", "session", "stall", "kill")
+
+
 # The inter-broker protocol version an upgrade moves brokers to (``reference.protocol.
 # inter_broker_protocol.KIP_343``, named here too: planners do not reach into the reference).
 UPGRADE_TARGET = "kip-343"

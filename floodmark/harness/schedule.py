@@ -20,6 +20,7 @@ really started and stopped and the nemesis's own account of what it did.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -131,6 +132,9 @@ DurationRule = Callable[[str, str, float, random.Random], float]
 # kind -> seconds after a fault of that kind heals before the next one of that kind may start
 # (what the cluster needs to recover from it, so faults add up only as the contract allows).
 RecoveryRule = Callable[[str], float]
+# (kind, shape, rng) -> the faults one drawn fault stands for, as (shape, seconds after its
+# start, duration); empty for a fault that is just itself (see Nemesis.group).
+GroupRule = Callable[[str, str, random.Random], Sequence[tuple[str, float, float]]]
 
 
 def generate(
@@ -142,44 +146,65 @@ def generate(
     quiet_period: tuple[float, float],
     duration_rule: DurationRule | None = None,
     recovery: RecoveryRule | None = None,
+    group: GroupRule | None = None,
+    recovers_as: Callable[[str], str] | None = None,
+    weights: Mapping[str, float] | None = None,
 ) -> Schedule:
     """Plan faults of ``kinds`` over ``time_limit`` seconds, drawing only from ``rng``.
 
     ``shapes`` lists each kind's shapes (in the nemesis's order; a kind without shapes gets
     "default"). A fault whose shape needs longer than the time left is not planned, nor one
     that would start sooner than ``recovery(kind)`` seconds after the last fault of its kind
-    healed. The same arguments always give the same schedule.
+    healed (or of a kind it ``recovers_as``: faults of both count against one recovery). A
+    drawn fault that stands for a group (``group``) becomes the group's faults, all
+    of its kind and sharing its seed (so they aim at the same partition), planned only if
+    the whole group fits. A kind of ``weights`` is drawn that many times as often as one
+    without (a test without such kinds draws as it always did). The same arguments always
+    give the same schedule.
     """
     faults: list[Fault] = []
     if not kinds:
         return Schedule((), time_limit)
     ready_at: dict[str, float] = {}  # kind -> when the cluster has recovered from its last fault
 
-    def plan(kind: str, start: float) -> Fault | None:
-        if start < ready_at.get(kind, 0.0):
-            return None
+    def plan(kind: str, start: float) -> list[Fault]:
+        key = recovers_as(kind) if recovers_as is not None else kind
+        if start < ready_at.get(key, 0.0):
+            return []
         fault = _plan(rng, len(faults), kind, shapes, start, fault_duration, time_limit, duration_rule)
-        if fault is not None and recovery is not None:
-            ready_at[kind] = fault.end + recovery(kind)
-        return fault
+        planned = [] if fault is None else [fault]
+        if fault is not None and group is not None:
+            planned = _expand(fault, group(kind, fault.shape, rng), time_limit)
+        if planned and recovery is not None:
+            ready_at[key] = max(f.end for f in planned) + recovery(kind)
+        return planned
+
+    weighted = [(weights or {}).get(kind, 1.0) for kind in kinds]
+
+    def draw_kind() -> str:
+        if all(w == 1.0 for w in weighted):
+            return rng.choice(list(kinds))
+        return rng.choices(list(kinds), weighted)[0]
 
     t = rng.uniform(*quiet_period)  # let the workload warm up first
     while t + fault_duration[0] <= time_limit:
-        first = plan(rng.choice(list(kinds)), t)
-        if first is None:
+        firsts = plan(draw_kind(), t)
+        if not firsts:
             t += rng.uniform(*quiet_period)
             continue
-        faults.append(first)
-        group_end = first.end
+        faults.extend(firsts)
+        first = firsts[0]
+        group_end = max(f.end for f in firsts)
         others = [k for k in kinds if k != first.kind]
         if others and rng.random() < OVERLAP_PROBABILITY:
             start = t + rng.uniform(0, first.duration / 2)
             if start + fault_duration[0] <= time_limit:
-                second = plan(rng.choice(others), start)
-                if second is not None:
-                    faults.append(second)
-                    group_end = max(group_end, second.end)
+                seconds = plan(rng.choice(others), start)
+                faults.extend(seconds)
+                group_end = max([group_end, *(f.end for f in seconds)])
         t = group_end + rng.uniform(*quiet_period)
+    faults.sort(key=lambda f: (f.start, f.number))
+    faults = [dataclasses.replace(f, number=n) for n, f in enumerate(faults)]
     return Schedule(tuple(faults), time_limit)
 
 
@@ -198,6 +223,17 @@ def _plan(
         drawn = required
     duration = min(drawn, time_limit - start)
     return Fault(number, kind, shape, round(start, 3), round(duration, 3), seed)
+
+
+def _expand(fault: Fault, steps: Sequence[tuple[str, float, float]], time_limit: float) -> list[Fault]:
+    """A drawn fault as the group of faults it stands for (itself when it stands for none);
+    none when the group does not fit before the time limit (it would not be what it says)."""
+    if not steps:
+        return [fault]
+    if any(fault.start + at + duration > time_limit for _, at, duration in steps):
+        return []
+    return [Fault(fault.number + i, fault.kind, shape, round(fault.start + at, 3), round(duration, 3), fault.seed)
+            for i, (shape, at, duration) in enumerate(steps)]
 
 
 @dataclass

@@ -36,6 +36,11 @@ class Nemesis(ABC):
     # would give every pinned seed another schedule, as named-only fault kinds would.
     named_shapes: ClassVar[tuple[str, ...]] = ()
     simulated_only: ClassVar[bool] = False  # only the simulator can apply it
+    # The kind whose recovery time a fault of this kind shares (its own unless it says): one
+    # that may power a broker off waits for, and delays, the power kind's faults.
+    recovers_as: ClassVar[str | None] = None
+    # How often the schedule draws this kind against the test's others (1: as often).
+    weight: ClassVar[float] = 1.0
 
     @abstractmethod
     def plan(self, rng: random.Random, view: ClusterView, shape: str,
@@ -49,6 +54,16 @@ class Nemesis(ABC):
         than the ZooKeeper session) lasts what its definition requires, by construction.
         """
         return drawn
+
+    def group(self, shape: str, session_timeout: float,
+              rng: random.Random) -> tuple[tuple[str, float, float], ...]:
+        """The faults one drawn fault of ``shape`` stands for, as (shape, seconds after it
+        starts, duration), drawing only from ``rng``; empty (most kinds): just itself.
+
+        A kind whose faults only matter together (a follower lagging, then its leader killed
+        as it leaves the ISR) plans them as one group, timed against each other.
+        """
+        return ()
 
     def recovery(self, session_timeout: float) -> float:
         """Seconds after a fault of this kind heals before the next one of its kind may start.

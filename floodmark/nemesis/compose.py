@@ -14,6 +14,7 @@ from floodmark.nemesis.admin import AdminNemesis
 from floodmark.nemesis.base import Choice, Nemesis, NemesisError
 from floodmark.nemesis.clock import ClockNemesis
 from floodmark.nemesis.disk import DiskNemesis
+from floodmark.nemesis.failover import FailoverNemesis
 from floodmark.nemesis.kill import KillNemesis, PowerNemesis
 from floodmark.nemesis.message import MessageNemesis
 from floodmark.nemesis.partition import PartitionNemesis
@@ -26,7 +27,7 @@ NEMESES: dict[str, type[Nemesis]] = {
     cls.kind: cls
     for cls in (PartitionNemesis, ClockNemesis, PauseNemesis, DiskNemesis, KillNemesis,
                 PowerNemesis, SessionNemesis, MessageNemesis, AdminNemesis, StallNemesis,
-                UpgradeNemesis)
+                UpgradeNemesis, FailoverNemesis)
 }
 KINDS = tuple(NEMESES)
 
@@ -41,8 +42,15 @@ class Composite:
         unknown = [k for k in kinds if k not in NEMESES]
         if unknown:
             raise NemesisError(f"unknown fault kind {unknown[0]!r}; known: {', '.join(KINDS)}")
-        self.nemeses = {kind: MessageNemesis(messages) if kind == MessageNemesis.kind else NEMESES[kind]()
-                        for kind in kinds}
+        self.nemeses = {kind: self._nemesis(kind, messages) for kind in kinds}
+
+    @staticmethod
+    def _nemesis(kind: str, messages: Mapping[str, str] | None) -> Nemesis:
+        if kind == MessageNemesis.kind:
+            return MessageNemesis(messages)
+        if kind == FailoverNemesis.kind:  # holds ISR change requests back only where they are sent
+            return FailoverNemesis(messages)
+        return NEMESES[kind]()
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -63,6 +71,16 @@ class Composite:
     def duration(self, kind: str, shape: str, drawn: float, session_timeout: float,
                  rng: random.Random) -> float:
         return self.get(kind).duration(shape, drawn, session_timeout, rng)
+
+    def group(self, kind: str, shape: str, session_timeout: float,
+              rng: random.Random) -> tuple[tuple[str, float, float], ...]:
+        return self.get(kind).group(shape, session_timeout, rng)
+
+    def weights(self) -> dict[str, float]:
+        return {kind: nemesis.weight for kind, nemesis in self.nemeses.items()}
+
+    def recovers_as(self, kind: str) -> str:
+        return self.get(kind).recovers_as or kind
 
     def recovery(self, kind: str, session_timeout: float) -> float:
         return self.get(kind).recovery(session_timeout)

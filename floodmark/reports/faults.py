@@ -31,6 +31,7 @@ FAULT_COLOURS: dict[str, str] = {
     "admin": "#6a994e",
     "stall": "#577590",
     "upgrade": "#bc6c25",
+    "failover": "#9c6644",
 }
 OTHER_FAULT_COLOUR = "#8d8d8d"
 

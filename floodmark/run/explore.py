@@ -39,10 +39,12 @@ RESTARTING_KINDS = ("kill", "power", "disk")  # faults after which a broker star
 # Kinds added after seeds were first pinned in the regression corpus, each with the share of
 # seeds that draw it: drawn from their own stream (see swarm_config).
 LATER_KINDS = {"admin": 0.5, "stall": 0.3}
+FAILOVER_SHARE = 0.8  # of the seeds whose test fits failover groups (see swarm_config)
 # Kinds the swarm does not draw: an upgrade needs brokers that start below kip-343, which
 # the swarm's own protocol draw does not promise (a test names it; see nemesis.upgrade).
 UNSWARMED_KINDS = ("upgrade",)
-SWARM_KINDS = tuple(kind for kind in ALL_KINDS if kind not in LATER_KINDS and kind not in UNSWARMED_KINDS)
+SWARM_KINDS = tuple(kind for kind in ALL_KINDS
+                    if kind not in LATER_KINDS and kind not in UNSWARMED_KINDS and kind != "failover")
 PROTOCOLS, PROTOCOL_WEIGHTS = ("heartbeats", "kip-343", "legacy"), (0.5, 0.3, 0.2)
 
 
@@ -74,16 +76,23 @@ def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = 
     # the kinds that restart brokers: a restarted broker waits out its old session before it
     # registers, which would leave partitions offline (unknown) for most of the run. Drawn
     # last, so every earlier draw of every seed stays what it was.
-    if "pause" in kinds and rng.random() < 0.6:
+    long_sessions = "pause" in kinds and rng.random() < 0.6
+    if long_sessions:
         values["zk_session_timeout"] = rng.choice((18.0, 30.0))
         kinds = [kind for kind in kinds if kind not in RESTARTING_KINDS]
     # Kinds added since seeds were first pinned in the regression corpus draw from their own
     # stream, so a seed that does not draw them is the test it always was.
     later = Seeds(seed).stream("swarm-later-kinds")
-    values["nemesis"] = kinds + [kind for kind, share in LATER_KINDS.items() if later.random() < share]
+    later_kinds = [kind for kind, share in LATER_KINDS.items() if later.random() < share]
     # So is the inter-broker protocol: today's (heartbeats) for most seeds, the others often
     # enough that their own code paths are explored too.
     values["inter_broker_protocol"] = later.choices(PROTOCOLS, PROTOCOL_WEIGHTS)[0]
+    # Failover groups (a follower lagging as its leader fails, see nemesis.failover) came
+    # later still: their own stream, drawn last, for the tests they fit (three replicas to
+    # aim at, and restarts: not the long-session pause tests).
+    groups = (replication_factor == 3 and not long_sessions
+              and Seeds(seed).stream("swarm-groups").random() < FAILOVER_SHARE)
+    values["nemesis"] = [*kinds, *later_kinds, *(["failover"] if groups else [])]
     config = make_config(values, f"swarm seed {seed}", base)
     return config.replace(name=f"explore-{variant}")
 

@@ -112,6 +112,8 @@ class Runner:
             config.time_limit, config.fault_duration, config.quiet_period,
             lambda kind, shape, drawn, rng: nemeses.duration(kind, shape, drawn, config.zk_session_timeout, rng),
             lambda kind: nemeses.recovery(kind, config.zk_session_timeout),
+            lambda kind, shape, rng: nemeses.group(kind, shape, config.zk_session_timeout, rng),
+            nemeses.recovers_as, nemeses.weights(),
         )
         problems = refusals(config.cluster, schedule, nemeses)
         if problems:

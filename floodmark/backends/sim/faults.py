@@ -21,6 +21,7 @@ from floodmark.backends import zk_view
 from floodmark.backends.node_faults import restart_crashed, session_expired, stop_strobe
 from floodmark.backends.rolling_upgrade import RollingUpgrades
 from floodmark.harness.faults import (
+    FAILOVER_PLAN_KINDS,
     ClockSkew,
     ClockStrobe,
     DiskFault,
@@ -178,7 +179,10 @@ class SimFaultApplier:
         report: dict[str, Evidence] = {}
         if "upgrade" in kinds:  # first: a roll that ends restarts brokers; crashes are healed after
             report["upgrade"] = await self.upgrades.finish_all()
-        for kind in sorted((k for k in kinds if k != "upgrade"), key=lambda k: k in ("kill", "power")):
+        if "failover" in kinds:  # its steps act as these kinds (nemesis.failover)
+            kinds = (*kinds, *(k for k in FAILOVER_PLAN_KINDS if k not in kinds))
+        for kind in sorted((k for k in kinds if k not in ("upgrade", "failover")),
+                           key=lambda k: k in ("kill", "power")):
             try:
                 report[kind] = self._heal_kind(kind)
             except Exception as e:  # noqa: BLE001 - every other kind must still be healed

@@ -20,8 +20,9 @@ The rules follow Kafka's ZooKeeper-era controller:
   may lack records the ISR counted on (a power loss took what it had not fsynced). It
   leaves the ISR: it must not lead again until it has caught up as a follower. When every
   member of an ISR of at least min.insync.replicas recovered uncleanly, no replica is safer
-  than they are: the first of them back leads in a new epoch (KIP-966's ``Balanced``
-  unclean recovery, recorded as unclean); a smaller ISR leaves the partition offline.
+  than they are: the one of them back that left last leads in a new epoch (KIP-966's
+  ``Balanced`` unclean recovery, recorded as unclean); a smaller ISR leaves the partition
+  offline.
 * **reassignment** (V3 design): the leader must be in the target replicas and the ISR.
 * **preferred**: the first assigned replica leads again when it is eligible and in sync.
 * **controlled shutdown**: leadership moves to another in-sync replica before the broker stops.
@@ -157,12 +158,24 @@ def balanced_recovery(
     after a SIGKILL, the unsynced tail after a power loss). Below min.insync.replicas the
     replicas that left last hold what was acknowledged (KIP-966's ELR), and the partition
     waits offline for one of them to be chosen by unclean election. The choice is recorded
-    as unclean, because it may lose acknowledged records. Kafka's strategy waits for every
-    last-known member and asks each for its log end; this controller elects the first back
-    in assignment order.
+    as unclean, because it may lose acknowledged records.
+
+    Kafka's strategy asks each last-known member for its log end and picks the longest. This
+    controller knows no log ends, but it knows who left last: the one most likely to hold
+    what was acknowledged. A crash may have taken an unsynced tail (a power loss) or nothing
+    (a SIGKILL, which also registers as unclean), and the contract allows the former on fewer
+    than min.insync.replicas replicas at once; what was acknowledged went to every ISR member
+    at the time. So the last leader leads if it is back (it acknowledged everything; a
+    follower may hold less), then the members of the last ISR, then its ELR, and only then
+    the replicas remembered from before (they left earlier: a power loss may have emptied
+    them when they left, which is why they were remembered rather than kept). Electing by
+    assignment order instead once chose a remembered replica whose power loss had wiped its
+    log over the last ISR member, which a SIGKILL had left whole.
     """
     members = (*state.isr, *state.elr)
-    candidates = [r for r in replicas
+    newest_first = dict.fromkeys((state.leader, *state.isr, *state.elr,
+                                  *(r for r in replicas if r in state.last_known_elr)))
+    candidates = [r for r in newest_first
                   if (r in state.last_known_elr or (r in members and r in recovered)) and eligible(r)]
     if not candidates:
         removed = (*state.last_known_elr, *(r for r in members if r in recovered))

@@ -1,0 +1,275 @@
+"""Failover faults: a group of faults aimed at one partition's roles, timed against each other.
+
+Replication bugs that the fixes of KIP-101/279/320/343/966, KAFKA-7128 and KAFKA-6082
+removed need several things at once: a follower lagging (its fetch responses lost) for
+shorter or longer than the replica lag time, then the leader killed, powered off or its
+ZooKeeper session expired just as that follower leaves the ISR, and sometimes a second
+failure within the lag time (the new leader too), another follower missing the
+controller's LeaderAndIsr, or a one-way cut (the third replica cannot hear the new leader);
+or the controller's event thread stuck as a leader fails. Independent random faults of
+each kind line up like that almost never, so this kind plans them as one group: a *pattern*
+(drawn like a shape) stands for several *steps*, each a fault of its own in the schedule,
+timed from the group's start by :meth:`FailoverNemesis.group` (offsets drawn against the
+replica lag time and the session timeout). The schedule expands the group
+(``floodmark.harness.schedule.generate``); each step is planned when it starts, like any
+fault.
+
+Steps aim at roles, not brokers, of one partition (drawn from the group's seed, which
+every step shares, so all aim at the same one), read from the cluster when the step starts:
+the *leader*; its *successor*, the first other replica in assignment order (the one the
+controller elects next while it is in sync); the *third*, the replica after that. So "kill
+the leader" twice in a group kills the leader, then the one elected after it.
+
+Only the simulator applies it (message faults, power loss, session expiry and thread stalls
+on demand).
+At most one step of a group is a power loss, and groups are spaced as power losses are
+(:meth:`FailoverNemesis.recovery`), so a group stays inside the durability contract: fewer
+than min.insync.replicas replicas lose unsynced writes at once.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+
+from floodmark.harness.faults import (
+    ClusterView,
+    FaultPlan,
+    MessageFault,
+    NetworkCut,
+    ProcessCrash,
+    SessionExpiry,
+    ThreadStall,
+)
+from floodmark.nemesis.base import Choice, Nemesis, NemesisError, brokers_by_id, choose_broker
+from floodmark.nemesis.kill import POWER_CATCH_UP
+
+# The brokers' replica.lag.time.max (seconds; reference.broker.config's default): how long a
+# silent follower stays in the ISR. Nemeses do not reach into the reference, so it is named here.
+REPLICA_LAG_TIME = 10.0
+FETCH_RESPONSE = "ReplicaFetchResponse"
+LEADER_AND_ISR = "LeaderAndIsrRequest"
+ISR_CHANGE_REQUEST = "IsrChangeRequest"
+HOLD_ISR_CHANGES = 0.7  # share of groups at KIP-343 that hold ISR change requests back
+
+# Step shape -> (the fault kind it acts as, for coverage and healing).
+STEPS: dict[str, str] = {
+    "lag-successor": "message",  # fetch responses to the successor lost
+    "lag-third": "message",  # fetch responses to the third replica lost
+    "lose-leader-and-isr-third": "message",  # the controller's LeaderAndIsr to the third lost
+    "cut-third-from-successor": "partition",  # the third replica cannot hear the successor
+    "kill-leader": "kill",
+    "power-leader": "power",
+    "expire-leader": "session",
+    "stall-controller": "stall",  # the controller's event thread stuck, its session expired
+    "hold-isr-changes": "message",  # ISR change requests (KIP-343) held back past a failover
+}
+
+Step = tuple[str, float, float]  # (step shape, seconds after the group starts, duration)
+Pattern = Callable[[random.Random, float], list[Step]]
+
+
+def _second_failure(rng: random.Random, at: float, session: float) -> list[Step]:
+    """Sometimes a second failure follows the leader's: the new leader too (within the lag
+    time of its election), or the third replica deaf to it or to the controller."""
+    roll = rng.random()
+    if roll < 0.35:  # the new leader dies within the lag time of being elected
+        return [("kill-leader", at + session + rng.uniform(0.3, 4.0), rng.uniform(4.0, 10.0))]
+    if roll < 0.5:
+        return [("expire-leader", at + rng.uniform(1.0, 4.0), 0.5)]
+    if roll < 0.65:
+        return [("lose-leader-and-isr-third", at - rng.uniform(0.0, 1.0), rng.uniform(5.0, 12.0))]
+    if roll < 0.8:
+        return [("cut-third-from-successor", at - rng.uniform(0.0, 1.0), rng.uniform(5.0, 12.0))]
+    return []
+
+
+def lagging_follower(rng: random.Random, session: float) -> list[Step]:
+    """A follower's fetch responses lost, shorter or longer than the lag time; the leader
+    fails within that window, often just as the follower leaves the ISR; maybe a second
+    failure follows."""
+    lagging = rng.choice(("lag-successor", "lag-third"))
+    longer = rng.random() < 0.5
+    lag = rng.uniform(REPLICA_LAG_TIME + 0.5, REPLICA_LAG_TIME + 5.0) if longer else rng.uniform(1.0, 8.0)
+    at = REPLICA_LAG_TIME + rng.uniform(-0.5, 1.5) if longer and rng.random() < 0.7 else rng.uniform(0.3, lag)
+    failure = rng.choice(("kill-leader", "kill-leader", "expire-leader", "power-leader"))
+    down = 0.5 if failure == "expire-leader" else rng.uniform(2.0, 15.0)
+    steps = [(lagging, 0.0, lag), (failure, at, down)]
+    if failure != "power-leader":  # one power loss a group: the contract's bound
+        steps += _second_failure(rng, at, session)
+    return steps
+
+
+def lagging_behind_shrink(rng: random.Random, session: float) -> list[Step]:
+    """KAFKA-7128's shape: the third replica lags until the leader drops it (the HW jumps to
+    the successor's log end), the successor misses that (its fetch responses lost from just
+    before), and the leader dies at once: the successor leads with the old HW."""
+    shrink = REPLICA_LAG_TIME + rng.uniform(0.0, 1.0)
+    return [("lag-third", 0.0, shrink + rng.uniform(2.0, 6.0)),
+            ("lag-successor", shrink - rng.uniform(0.3, 2.0), rng.uniform(3.0, 6.0)),
+            ("kill-leader", shrink + rng.uniform(0.1, 1.5), rng.uniform(5.0, 20.0))]
+
+
+def two_leaders_lost(rng: random.Random, session: float) -> list[Step]:
+    """KAFKA-6361's shape (KIP-279): the successor lags the third when the leader dies, the
+    third cannot hear the successor through its whole epoch yet stays in its ISR, and the
+    successor dies within the lag time: the third leads over logs with several epoch gaps."""
+    lag = rng.uniform(1.0, 3.0)
+    cut = rng.uniform(0.5, lag)
+    killed = cut + rng.uniform(0.3, 1.0)
+    second = killed + session + rng.uniform(0.3, 3.0)
+    return [("lag-successor", 0.0, lag),
+            ("cut-third-from-successor", cut, second - cut + rng.uniform(1.0, 3.0)),
+            ("kill-leader", killed, rng.uniform(session + 6.0, 30.0)),
+            ("kill-leader", second, rng.uniform(4.0, 10.0))]
+
+
+def stale_follower(rng: random.Random, session: float) -> list[Step]:
+    """KIP-320's shape: the leader loses leadership and the successor, lagging, loses it
+    too (session expiries) while the third hears nothing from the controller and keeps
+    fetching in the old epoch from a leader that no longer holds what it claims."""
+    lag = rng.uniform(1.0, 2.5)
+    first = rng.uniform(1.0, lag)
+    return [("lag-successor", 0.0, lag),
+            ("lose-leader-and-isr-third", first - rng.uniform(0.2, 0.8), rng.uniform(8.0, 12.0)),
+            ("expire-leader", first, 0.5),
+            ("expire-leader", first + rng.uniform(1.5, 4.0), 0.5)]
+
+
+def unclean_return(rng: random.Random, session: float) -> list[Step]:
+    """KIP-966's shapes: the leader loses power (its unsynced tail gone) as the last member of
+    its ISR, both followers having lagged out of it, and comes back while they hold what was
+    acknowledged; or it comes back as the controller learns of it and then its successor
+    fails, so the controller must choose between them."""
+    if rng.random() < 0.5:
+        power_at = REPLICA_LAG_TIME + rng.uniform(1.0, 3.0)
+        return [("lag-successor", 0.0, power_at + rng.uniform(0.5, 3.0)),
+                ("lag-third", rng.uniform(0.0, 0.5), power_at + rng.uniform(0.0, 2.5)),
+                ("power-leader", power_at, rng.uniform(1.0, 2 * session))]
+    power = rng.uniform(0.5, session)
+    back = max(power, session) + rng.uniform(0.0, 2.0)
+    failure = rng.choice(("kill-leader", "expire-leader"))
+    return [("power-leader", 0.0, power),
+            (failure, back, 0.5 if failure == "expire-leader" else rng.uniform(3.0, 10.0))]
+
+
+def lone_survivor(rng: random.Random, session: float) -> list[Step]:
+    """The third replica lags out of the ISR and stays behind while the leader and then its
+    successor die: only an out-of-sync replica lives (unclean election's case)."""
+    killed = REPLICA_LAG_TIME + rng.uniform(0.5, 2.0)
+    second = killed + session + rng.uniform(0.5, 3.0)
+    return [("lag-third", 0.0, second + rng.uniform(2.0, 5.0)),
+            ("kill-leader", killed, second - killed + session + rng.uniform(2.0, 8.0)),
+            ("kill-leader", second, rng.uniform(4.0, 10.0))]
+
+
+def stalled_controller(rng: random.Random, session: float) -> list[Step]:
+    """KAFKA-6082's shape: the controller's event thread stuck with a decision in hand, its
+    session expired (another broker takes over), and a leader's session expiring just then,
+    a failure the stuck controller has to decide about."""
+    stall = rng.uniform(2.0, 6.0)
+    return [("stall-controller", 0.0, stall), ("expire-leader", rng.uniform(0.1, 1.0), 0.5)]
+
+
+# Pattern -> how it is drawn.
+PATTERNS: dict[str, Pattern] = {
+    "lagging-follower": lagging_follower,
+    "lagging-behind-shrink": lagging_behind_shrink,
+    "two-leaders-lost": two_leaders_lost,
+    "stale-follower": stale_follower,
+    "unclean-return": unclean_return,
+    "lone-survivor": lone_survivor,
+    "stalled-controller": stalled_controller,
+}
+PATTERN_WEIGHTS = {"lagging-follower": 3.0}  # the general pattern, drawn most; the others 1.0
+
+
+class FailoverNemesis(Nemesis):
+    kind = "failover"
+    # Drawn by the schedule as shapes: each pattern, by weight (listed as often as it weighs).
+    shapes = tuple(name for name in PATTERNS for _ in range(int(PATTERN_WEIGHTS.get(name, 1.0))))
+    simulated_only = True
+    recovers_as = "power"  # a group may power a leader off
+    weight = 3.0  # a group is what the test's other kinds rarely line up to do
+
+    def __init__(self, messages: Mapping[str, str] | None = None) -> None:
+        """``messages``: the messages the cluster sends (as for the message nemesis): ISR
+        change requests are held back only where brokers send them (KIP-343)."""
+        self.isr_change_requests = messages is not None and ISR_CHANGE_REQUEST in messages.values()
+
+    @property
+    def every_shape(self) -> tuple[str, ...]:
+        """A schedule holds steps; a pattern is only drawn (and expanded into steps)."""
+        return tuple(STEPS)
+
+    def recovery(self, session_timeout: float) -> float:
+        # A group may power a leader off: spaced from power losses as they are (PowerNemesis).
+        return 2 * session_timeout + POWER_CATCH_UP
+
+    def group(self, shape: str, session_timeout: float, rng: random.Random) -> tuple[Step, ...]:
+        """The steps a group of pattern ``shape`` stands for, sorted by start."""
+        pattern = PATTERNS.get(shape)
+        if pattern is None:
+            raise NemesisError(f"failover: unknown pattern {shape!r}; known: {', '.join(PATTERNS)}")
+        drawn = pattern(rng, session_timeout)
+        if shape != "stalled-controller" and self.isr_change_requests and rng.random() < HOLD_ISR_CHANGES:
+            # The leader's ISR shrink reaches the controller after its successor leads (a
+            # deposed leader's stale proposal, which the controller must refuse).
+            drawn.append(("hold-isr-changes", 0.0, max(at for _, at, _ in drawn) + 1.0))
+        steps = [(step, round(max(at, 0.0), 3), round(duration, 3)) for step, at, duration in drawn]
+        return tuple(sorted(steps, key=lambda s: s[1]))
+
+    def plan(self, rng: random.Random, view: ClusterView, shape: str,
+             duration: float) -> tuple[FaultPlan, Choice]:
+        self.check_shape(shape)
+        roles, how = partition_roles(rng, view)
+        leader, successor, third = roles
+        plan: FaultPlan
+        if shape in ("lag-successor", "lag-third"):
+            target = successor if shape == "lag-successor" else third
+            plan = MessageFault(FETCH_RESPONSE, "drop", destination=target)
+        elif shape == "hold-isr-changes":  # every one, to any controller, long enough to land late
+            delay = round(rng.uniform(1.2, 2.5) * view.session_timeout, 3)
+            plan = MessageFault(ISR_CHANGE_REQUEST, "delay", delay=delay)
+        elif shape == "lose-leader-and-isr-third":
+            plan = MessageFault(LEADER_AND_ISR, "drop", destination=third)
+        elif shape == "cut-third-from-successor":
+            plan = NetworkCut(((third, (successor,)),))
+        elif shape == "expire-leader":
+            plan = SessionExpiry(leader)
+        elif shape == "stall-controller":
+            plan = self._stall(rng, view, how)
+        else:
+            plan = ProcessCrash(leader, "kill" if shape == "kill-leader" else "power-loss")
+        return plan, {"shape": shape, "acts_as": STEPS[shape], **how}
+
+
+    @staticmethod
+    def _stall(rng: random.Random, view: ClusterView, how: Choice) -> ThreadStall:
+        slot, chose = choose_broker(rng, view, "controller")
+        how["controller"] = chose
+        return ThreadStall(slot.name, "controller", expire_session=True)
+
+
+def partition_roles(rng: random.Random, view: ClusterView) -> tuple[tuple[str, str, str], Choice]:
+    """(leader, successor, third) of the partition the group aims at, as node names, and how
+    they were read. Without a leader now (mid-election) the roles follow assignment order."""
+    if not view.partitions:
+        raise NemesisError("failover: the cluster has no partitions to aim at")
+    topic, partition = rng.choice(sorted(view.partitions))
+    by_id = {b.broker_id: b.name for b in brokers_by_id(view)}
+    assigned = [r for r in view.replicas.get((topic, partition), ()) if r in by_id]
+    if len(assigned) < 3:  # a smaller assignment: fill from the other brokers, by id
+        assigned += [r for r in sorted(by_id) if r not in assigned]
+    if len(assigned) < 3:
+        raise NemesisError("failover: needs at least three brokers")
+    how: Choice = {"partition": [topic, partition]}
+    leader = view.leaders.get((topic, partition))
+    if leader not in assigned:
+        how["fallback"] = "no current leader: roles in assignment order"
+        leader = assigned[0]
+    successor, third = [r for r in assigned if r != leader][:2]
+    roles = (by_id[leader], by_id[successor], by_id[third])
+    how["roles"] = dict(zip(("leader", "successor", "third"), roles, strict=True))
+    return roles, how
+
