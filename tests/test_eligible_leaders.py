@@ -85,13 +85,16 @@ def test_before_kip_966_there_is_no_elr_and_no_strict_min_isr() -> None:
 def test_last_known_members_are_kept_while_an_elr_leader_leads_below_min_insync() -> None:
     # Explore seed 40 (before this fix: offline for good): ISR {1} with 2 eligible; 1 comes
     # back from an unclean shutdown, so 2 leads alone; then 2 does too. 1, alive, must still
-    # count: both members of the last ISR at min.insync recovered uncleanly.
+    # count: both members of the last ISR at min.insync recovered uncleanly. 2 left last (it
+    # led after 1 left), so it is preferred; when 2 may not lead, 1 does.
     state = LeaderIsr(NO_LEADER, 1, (1,), 1, elr=(2,))
     first = remove_recovered_replicas((1, 2), state, {1}, alive(1, 2), 2, min_insync=2)
     assert first is not None and not first.unclean
     assert (first.state.leader, first.state.isr, first.state.last_known_elr) == (2, (2,), (1,))
     second = remove_recovered_replicas((1, 2), first.state, {2}, alive(1, 2), 2, min_insync=2)
-    assert second is not None and second.unclean and (second.state.leader, second.state.isr) == (1, (1,))
+    assert second is not None and second.unclean and (second.state.leader, second.state.isr) == (2, (2,))
+    only_1 = remove_recovered_replicas((1, 2), first.state, {2}, alive(1), 2, min_insync=2)
+    assert only_1 is not None and only_1.unclean and (only_1.state.leader, only_1.state.isr) == (1, (1,))
 
 
 def test_last_known_members_are_forgotten_once_the_isr_is_back_at_min_insync() -> None:
