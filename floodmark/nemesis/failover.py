@@ -42,7 +42,7 @@ from floodmark.harness.faults import (
     ThreadStall,
 )
 from floodmark.nemesis.base import Choice, Nemesis, NemesisError, brokers_by_id, choose_broker
-from floodmark.nemesis.kill import POWER_CATCH_UP
+from floodmark.nemesis.kill import PowerNemesis
 
 # The brokers' replica.lag.time.max (seconds; reference.broker.config's default): how long a
 # silent follower stays in the ISR. Nemeses do not reach into the reference, so it is named here.
@@ -203,8 +203,8 @@ class FailoverNemesis(Nemesis):
         return tuple(STEPS)
 
     def recovery(self, session_timeout: float) -> float:
-        # A group may power a leader off: spaced from power losses as they are (PowerNemesis).
-        return 2 * session_timeout + POWER_CATCH_UP
+        # A group may power a leader off: spaced from power losses as they are.
+        return PowerNemesis().recovery(session_timeout)
 
     def group(self, shape: str, session_timeout: float, rng: random.Random) -> tuple[Step, ...]:
         """The steps a group of pattern ``shape`` stands for, sorted by start."""
@@ -242,7 +242,6 @@ class FailoverNemesis(Nemesis):
         else:
             plan = ProcessCrash(leader, "kill" if shape == "kill-leader" else "power-loss")
         return plan, {"shape": shape, "acts_as": STEPS[shape], **how}
-
 
     @staticmethod
     def _stall(rng: random.Random, view: ClusterView, how: Choice) -> ThreadStall:
