@@ -72,7 +72,9 @@ class BecameFollower(PartitionEvent):
 class Appended(PartitionEvent):
     """``appended``: records reached the broker's log from ``offset`` on, one value id per
     record, as ``role`` ("leader" | "follower"). ``epoch`` is the leader epoch of the first
-    record; a follower's batch may span epochs, listed in ``epochs``."""
+    record; a follower's batch may span epochs, listed in ``epochs``. Role "recovery": at
+    start-up, the recovered log holds these records above its checkpointed HW (a broker
+    stopped between writing a record and announcing it says so here)."""
 
     kind: ClassVar[str] = "appended"
     offset: int

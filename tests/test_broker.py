@@ -251,6 +251,25 @@ def test_restarted_broker_recovers_its_log_and_hw_checkpoint(cluster: SimCluster
                                    and cluster.values(follower, "t", 0) == ["a", "b"], 30.0)
 
 
+def test_start_up_announces_the_recovered_records_above_the_checkpointed_hw(cluster: SimCluster) -> None:
+    # A record is written before its ``appended`` event, so a killed broker may hold records
+    # it never announced; only the uncommitted tail can be one, and start-up names it.
+    cluster.create_topic("t", 1, 3)
+    assert cluster.send("t", 0, ["a", "b"]).status == "ok"
+    follower = next(n for n in cluster.names if n != cluster.leader_name("t", 0))
+    cluster.kill(follower)  # before a checkpoint interval: its checkpoint says HW 0
+    broker = cluster.restart(follower)
+    assert broker.replicas.checkpointed_high_watermarks.get(("t", 0), 0) == 0
+    recovered = [e for e in cluster.events(follower, Appended) if e.role == "recovery"]
+    assert [(e.offset, e.values) for e in recovered] == [(0, ("a", "b"))]
+    # Once the checkpoint covers the whole log there is nothing unannounced to name.
+    cluster.world.run_for(3.0)
+    cluster.run(cluster.brokers[follower].stop())
+    cluster.kill(follower)
+    cluster.restart(follower)
+    assert len([e for e in cluster.events(follower, Appended) if e.role == "recovery"]) == 1
+
+
 def test_isr_shrinking_below_min_insync_while_waiting_is_reported_as_ambiguous(cluster: SimCluster) -> None:
     cluster.create_topic("t", 1, 3, min_isr=2)
     leader = cluster.leader_name("t", 0)

@@ -120,6 +120,19 @@ def test_an_isr_member_that_never_held_a_committed_record_is_caught() -> None:
     assert anomaly.offsets == (1,) and anomaly.details["member"] == "n2" and anomaly.events == (("n1", 2),)
 
 
+def test_a_record_written_but_announced_only_at_recovery_is_held() -> None:
+    # CI flake of session 10 (Docker, seed 7): n2 was SIGKILLed after writing offset 1 to its
+    # log but before its ``appended`` event; the restart announces the recovered tail.
+    def n2(*recovered: kinds.NodeEventBody) -> list[NodeEvent]:
+        return events("n2", appended(0, 1, "a", role="follower"), kinds.Started(), *recovered,
+                      kinds.BecameFollower(topic="t0", partition=0, leader_epoch=1, leader=1, log_end=2),
+                      leads(2, 2, 1))
+    n1 = events("n1", leads(1, 1, 2), appended(0, 1, "a", "b"), hw(0, 2, 1))
+    assert check({"n1": n1, "n2": n2(appended(1, 1, "b", role="recovery"))}).valid is True
+    unannounced = check({"n1": n1, "n2": n2()})
+    assert types(unannounced) == ["isr-member-lacks-committed"] and unannounced.anomalies[0].offsets == (1,)
+
+
 def test_truncated_records_are_no_longer_the_leaders_to_commit() -> None:
     result = check({
         "n1": events("n1", leads(1, 1, 2), appended(0, 1, "a", "z"),

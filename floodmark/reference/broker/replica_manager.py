@@ -30,7 +30,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from floodmark.node_event_kinds import LogDirOffline, Rejected, Truncated
+from floodmark.node_event_kinds import Appended, LogDirOffline, Rejected, Truncated
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.isr_updates import write_isr
 from floodmark.reference.broker.metadata_cache import MetadataCache
@@ -40,6 +40,7 @@ from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
 from floodmark.reference.broker.session import BrokerSession
 from floodmark.reference.broker.storage_guard import ReplicaOffline
 from floodmark.reference.log.log_dirs import LogDirOfflineError, LogDirs
+from floodmark.reference.log.partition_log import PartitionLog
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import (
     Errors,
@@ -319,6 +320,8 @@ class ReplicaManager:
                                         from_offset=max(checkpointed, log.log_end), to_offset=log.log_end,
                                         reason="recovery",
                                         detail=recovery.reason if recovery is not None else "unflushed records lost"))
+        if not is_new:
+            self._announce_recovered(topic, partition, log, checkpointed)
         p = Partition(topic, partition, self.config.broker_id, log, high_watermark=checkpointed,
                       variant=self.config.variant, emit=self.runtime.emit)
         hw_waiters = self.high_watermark_waiters.setdefault(key, OffsetWaiters())
@@ -333,6 +336,20 @@ class ReplicaManager:
         p.on_log_end = log_end_moved
         self.partitions[key] = p
         return p
+
+    def _announce_recovered(self, topic: str, partition: int, log: PartitionLog, checkpointed: int) -> None:
+        """Say what the recovered log holds above its checkpointed HW. A record is written
+        before its ``appended`` event, so a broker stopped between the two (SIGKILL, power
+        loss) holds a record it never announced; only the uncommitted tail can be one, since
+        the HW moves past a record only after its event. Without this, checkers would read
+        "never announced" as "never held"."""
+        start = max(log.log_start, min(checkpointed, log.log_end))
+        if start >= log.log_end:
+            return
+        records = log.read(start, log.log_end - start)
+        self.runtime.emit(Appended(topic=topic, partition=partition, offset=start, epoch=records[0].leader_epoch,
+                                   values=tuple(r.value for r in records), role="recovery",
+                                   epochs=tuple(sorted({r.leader_epoch for r in records}))))
 
     def _abort_waiters(self, key: Key) -> None:
         for waiters in (self.high_watermark_waiters.get(key), self.log_end_waiters.get(key)):
