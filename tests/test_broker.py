@@ -316,6 +316,25 @@ def test_start_up_recovers_assigned_replicas_before_registering(cluster: SimClus
     assert cluster.world.run_until(lambda: replica.role == "follower", 30.0)
 
 
+def test_start_up_keeps_trying_to_reach_zookeeper_until_its_deadline(cluster: SimCluster) -> None:
+    # A restart while ZooKeeper is out of reach for longer than one connect attempt waits
+    # for it, as every later start-up step does, instead of leaving the node dead.
+    cluster.create_topic("t", 1, 3)
+    cluster.kill("n3")
+    cluster.world.cut("n3", "zk")
+
+    async def heal() -> None:
+        await cluster.client.sleep(15.0)
+        cluster.world.uncut("n3", "zk")
+
+    cluster.client.spawn(heal(), "heal")
+    started = cluster.world.now()
+    broker = cluster.restart("n3")
+    assert cluster.world.now() - started >= 15.0 and broker.zk is not None
+    assert cluster.world.run_until(lambda: cluster.replica("n3", "t", 0) is not None
+                                   and cluster.replica("n3", "t", 0).role == "follower", 30.0)  # type: ignore[union-attr]
+
+
 def test_start_up_deletes_replicas_no_longer_assigned(cluster: SimCluster) -> None:
     from floodmark.reference.log.partition_log import PartitionLog
 

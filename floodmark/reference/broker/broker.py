@@ -133,10 +133,10 @@ class Broker:
         for offline in self.log_dirs.offline_dirs:
             self.runtime.emit(LogDirOffline(dir=offline.directory, error=offline.error, partitions=()))
         failures = self.replicas.load_high_watermarks()
-        zk_client = await self.runtime.coordination(self.config.zk_session_timeout)
+        deadline = self.runtime.monotonic() + self.config.startup_timeout
+        zk_client = await self._connect(deadline)
         zk_client.add_session_listener(self._on_session_state)
         self.session.opened(zk_client)
-        deadline = self.runtime.monotonic() + self.config.startup_timeout
         await self._retry_startup_step(self._ensure_paths, deadline)
         for failure in failures:
             self.replicas.handle_offline_error(failure)
@@ -206,6 +206,18 @@ class Broker:
         assert zk_client is not None
         for path in zk.PERSISTENT_PATHS:
             await zk_client.ensure_path(path)
+
+    async def _connect(self, deadline: float) -> Coordination:
+        """Open the ZooKeeper session, again until the start-up deadline (as the steps after
+        it are retried): one lost or late connect answer must not leave a restart dead."""
+        while True:
+            try:
+                return await self.runtime.coordination(self.config.zk_session_timeout)
+            except ConnectionLossError as e:
+                if self.runtime.monotonic() >= deadline:
+                    raise
+                self.runtime.log.warning("start-up: %s; retrying", e)
+                await self.runtime.sleep(0.5)
 
     async def _retry_startup_step(self, step: Callable[[], Awaitable[None]], deadline: float) -> None:
         """Run an idempotent start-up step again while ZooKeeper's answers get lost.

@@ -48,6 +48,8 @@ log = logging.getLogger("floodmark.broker")
 # Command-line tunables: option -> (BrokerConfig field, type, help).
 TUNABLES: dict[str, tuple[str, type, str]] = {
     "--zk-session-timeout": ("zk_session_timeout", float, "ZooKeeper session timeout, seconds"),
+    "--startup-timeout": ("startup_timeout", float,
+                          "seconds start-up keeps trying to reach ZooKeeper before it gives up (exit 1)"),
     "--min-insync-replicas": ("min_insync_replicas", int, "default min.insync.replicas"),
     "--replica-lag-time-max": ("replica_lag_time_max", float, "seconds a follower may lag before leaving the ISR"),
     "--heartbeat-interval": ("heartbeat_interval", float, "seconds between heartbeats to the controller"),
