@@ -293,3 +293,26 @@ def test_a_partition_refused_in_a_shared_request_asks_again_alone(setup: Setup) 
     asked_again = [i for i, m in enumerate(leader.requests) if isinstance(m, OffsetForLeaderEpochRequest)][1]
     assert any(isinstance(m, ReplicaFetchRequest) and [w.partition for w in m.partitions] == [0, 2]
                for m in leader.requests[:asked_again])
+
+
+def test_a_leader_that_gives_no_answer_is_retried_after_doubling_waits(setup: Setup) -> None:
+    # Kafka's replica.fetch.backoff.ms: a dead leader of thousands of partitions is not asked
+    # for all of them ten times a second; once it answers, fetching is back to its pace.
+    p = setup.follow_without_fetching(leader=1, epoch=1)
+    asked: list[float] = []
+    answering = False
+    leader = ScriptedLeader(recs((1, "a0")), epoch=1, high_watermark=1)
+
+    async def broken_broker(sender: str, message: Any) -> Any:
+        if isinstance(message, ReplicaFetchRequest) and not answering:
+            asked.append(setup.world.now())
+            return ReplicaFetchResponse(Errors.BROKER_FENCED, ())
+        return await leader.handle(sender, message)
+
+    setup.world.run(setup.leader_runtime.network.serve(broken_broker))
+    setup.fetchers.add(p)
+    setup.world.run_for(8.0)
+    gaps = [round(b - a, 1) for a, b in zip(asked, asked[1:])]
+    assert gaps[:5] == [0.1, 0.2, 0.4, 0.8, 1.0] and set(gaps[5:]) == {1.0}, gaps
+    answering = True
+    assert setup.world.run_until(lambda: setup.values() == ["a0"], 1.5)

@@ -53,7 +53,12 @@ class BrokerConfig:
     # Follower fetching: records per fetch and how long the leader may hold an empty fetch.
     replica_fetch_max_records: int = 5000
     replica_fetch_wait_max: float = 0.5
+    # After an error, a partition waits ``replica_fetch_backoff``; a leader that gives no
+    # answer at all (dead, unreachable, refusing the session) is retried after waits doubling
+    # up to ``replica_fetch_backoff_max`` (Kafka's replica.fetch.backoff.ms), so a dead leader
+    # of thousands of partitions is not re-asked for all of them ten times a second.
     replica_fetch_backoff: float = 0.1
+    replica_fetch_backoff_max: float = 1.0
     request_timeout: float = 5.0
     # HW checkpoint cadence, and fsync cadence of the logs: None (the default) never fsyncs
     # on a timer, as Kafka by default relies on replication (ISR-based commit), not fsync;

@@ -225,6 +225,7 @@ class ReplicaFetchers:
     async def _session(self, leader: int) -> None:
         """Fetch every ready partition led by ``leader``, in one request, until none is left."""
         wakeup = self._wakeups[leader]
+        unanswered = 0  # fetches in a row the leader gave no answer to
         try:
             while True:
                 mine = self._followed_from(leader)
@@ -237,18 +238,32 @@ class ReplicaFetchers:
                     wakeup.clear()
                     await self._wait(wakeup, self.config.replica_fetch_backoff)
                     continue
-                await self._fetch(leader, address, batch)
+                if await self._fetch(leader, address, batch):
+                    unanswered = 0
+                    continue
+                unanswered += 1
+                # A partition that becomes ready for this leader (a new epoch, after its
+                # truncation) cuts the wait short.
+                wakeup.clear()
+                await self._wait(wakeup, self._backoff_after(unanswered))
         finally:
             # No await between finding nothing to follow and this: an add() either came
             # before (and was seen) or comes after (and starts a new session).
             if self._sessions.get(leader) is asyncio.current_task():
                 del self._sessions[leader]
 
+    def _backoff_after(self, unanswered: int) -> float:
+        """The wait after ``unanswered`` fetches in a row got no answer: doubling from the
+        backoff up to its maximum."""
+        config = self.config
+        return min(config.replica_fetch_backoff_max, config.replica_fetch_backoff * 2 ** min(unanswered - 1, 16))
+
     async def _wait(self, event: asyncio.Event, timeout: float) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), timeout)
 
-    async def _fetch(self, leader: int, address: str, batch: list[Followed]) -> None:
+    async def _fetch(self, leader: int, address: str, batch: list[Followed]) -> bool:
+        """One fetch for ``batch``, its answers applied; False if the leader gave none."""
         request = ReplicaFetchRequest(
             self.config.broker_id, self.session.incarnation,
             tuple(f.fetch_entry() for f in batch),
@@ -258,11 +273,9 @@ class ReplicaFetchers:
             response = await self.runtime.network.request(
                 address, request, self.config.request_timeout + self.config.replica_fetch_wait_max)
         except (ConnectionError, TimeoutError):
-            await self.runtime.sleep(self.config.replica_fetch_backoff)
-            return
+            return False
         if not isinstance(response, ReplicaFetchResponse) or response.error is not None:
-            await self.runtime.sleep(self.config.replica_fetch_backoff)
-            return
+            return False
         sent = {(f.partition.topic, f.partition.partition): (f, wanted)
                 for f, wanted in zip(batch, request.partitions)}
         for result in response.partitions:
@@ -273,6 +286,7 @@ class ReplicaFetchers:
                 self._apply(f, result.response)
             except ReplicaOffline:
                 continue
+        return True
 
     def _apply(self, f: Followed, response: FetchResponse) -> None:
         p = f.partition
