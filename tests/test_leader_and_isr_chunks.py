@@ -13,6 +13,7 @@ import pytest
 
 from floodmark.reference.broker import replica_manager
 from floodmark.reference.broker.config import BrokerConfig
+from floodmark.reference.broker.epoch_compaction import CompactionSchedule
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.replica_manager import ReplicaManager
 from floodmark.reference.broker.session import BrokerSession
@@ -79,6 +80,38 @@ def test_the_checkpoint_loop_brings_the_checkpoint_files_up_to_date_in_steps(
     assert replicas.log_dirs.epoch_checkpoints_behind() == 0
     for p in range(10):
         assert (checkpoint(world, p) or b"").splitlines()[-1] == b"7 0"  # epoch 7 from offset 0, durable
+
+
+def test_compaction_waits_for_roles_to_be_still_and_yields_to_a_leader_and_isr(
+        world: SimWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rewriting checkpoint files is housekeeping: it must not sit on the path to leading.
+    monkeypatch.setattr(replica_manager, "EPOCH_COMPACTION_STEP", 3)
+    monkeypatch.setattr(replica_manager, "LEADER_AND_ISR_CHUNK", 2)
+    replicas = manager(world)
+    world.run(replicas.handle_leader_and_isr(lead(10, 7)))
+    now = world.now()
+    assert not replicas.compaction.due(now)  # roles changed just now
+    assert replicas.compaction.due(now + replicas.compaction.quiet)
+
+    async def compaction_meets_a_leader_and_isr() -> None:
+        handling = asyncio.ensure_future(replicas.handle_leader_and_isr(lead(10, 8)))
+        await asyncio.sleep(0)  # the LeaderAndIsr is being applied (it holds the lock) ...
+        await replicas.compact_epoch_journals()  # ... so compaction leaves everything for later
+        await handling
+    world.run(compaction_meets_a_leader_and_isr())
+    assert replicas.log_dirs.epoch_checkpoints_behind() == 10
+    world.run(replicas.compact_epoch_journals())
+    assert replicas.log_dirs.epoch_checkpoints_behind() == 0
+
+
+def test_compaction_runs_anyway_when_roles_never_stay_still() -> None:
+    schedule = CompactionSchedule(quiet=1.0, longest_wait=30.0)
+    due = []
+    for second in range(70):
+        schedule.role_changes_applied(float(second))  # a LeaderAndIsr every second
+        if second % 5 == 0:  # the checkpoint loop asks every 5 s
+            due.append((second, schedule.due(second + 0.5)))
+    assert [s for s, d in due if d] == [30, 65]  # waited its longest, then again
 
 
 def test_other_work_runs_between_chunks_and_a_newer_controller_stops_the_rest(

@@ -32,6 +32,7 @@ from typing import Any, Protocol, TypeVar
 
 from floodmark.node_event_kinds import Appended, LogDirOffline, Rejected, Truncated
 from floodmark.reference.broker.config import BrokerConfig
+from floodmark.reference.broker.epoch_compaction import CompactionSchedule
 from floodmark.reference.broker.isr_updates import write_isr
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.offset_waiters import ChangeSignal, OffsetWaiters
@@ -89,6 +90,7 @@ class ReplicaManager:
         self.topic_min_isr: dict[str, int] = {}
         self.closed = False  # the broker shut down and closed its logs
         self.state_change_lock = asyncio.Lock()
+        self.compaction = CompactionSchedule()
         self.fetchers = ReplicaFetchers(runtime, config, metadata, session, self.get, self.guarded)
         # Set by the broker at the kip-343 inter-broker protocol; None: write ZooKeeper directly.
         self.isr_proposer: IsrProposer | None = None
@@ -230,6 +232,7 @@ class ReplicaManager:
             for topic in sorted({s.topic for s in mine} - set(self.topic_min_isr)):
                 self.runtime.spawn(self._learn_min_insync_replicas(topic), name=f"min-isr-{topic}")
             errors: list[PartitionError] = []
+            self.compaction.role_changes_applied(self.runtime.monotonic())
             while len(errors) < len(mine):
                 if errors:
                     # A controller failover or a large topic sends thousands of partitions at
@@ -240,6 +243,7 @@ class ReplicaManager:
                                       for s in mine[len(errors):])  # a newer controller spoke meanwhile
                         break
                 errors.extend(self._apply_chunk(mine, len(errors), request.is_init))
+            self.compaction.role_changes_applied(self.runtime.monotonic())
             return LeaderAndIsrResponse(None, tuple(errors))
 
     def _apply_chunk(self, states: list[PartitionState], start: int, is_init: bool) -> list[PartitionError]:
@@ -453,12 +457,15 @@ class ReplicaManager:
     async def checkpoint_loop(self) -> None:
         while True:
             await self.runtime.sleep(self.config.high_watermark_checkpoint_interval)
-            self.checkpoint_high_watermarks()
-            await self.compact_epoch_journals()
+            async with self.state_change_lock:  # not in the middle of a failover's LeaderAndIsr
+                self.checkpoint_high_watermarks()
+            if self.compaction.due(self.runtime.monotonic()):
+                await self.compact_epoch_journals()
 
     async def compact_epoch_journals(self) -> None:
-        """Rewrite the epoch checkpoint files the journals are ahead of, a step at a time."""
-        while not self.closed:
+        """Rewrite the epoch checkpoint files the journals are ahead of, a step at a time,
+        until a LeaderAndIsr comes (the rest waits for a later round: :mod:`.epoch_compaction`)."""
+        while not self.closed and not self.state_change_lock.locked():
             remaining, failures = self.log_dirs.compact_epoch_journals(EPOCH_COMPACTION_STEP)
             for error in failures:
                 self.handle_offline_error(error)
