@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, is_dataclass
 
+from floodmark.frozen_init import fast_frozen_init
+
 ACKS_ALL = -1
 CONSUMER_REPLICA_ID = -1  # a fetch from a client, bounded by the HW
 NO_EPOCH = -1  # "I do not know the current leader epoch" (clients before their first metadata)
@@ -57,12 +59,14 @@ class Errors:
 # ----------------------------------------------------------------------------- shared shapes
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class TopicPartition:
     topic: str
     partition: int
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class Record:
     offset: int
@@ -70,6 +74,7 @@ class Record:
     value: str
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class RecordBatch:
     """Consecutive records in compact form, for replication: the values, and the leader
@@ -132,6 +137,7 @@ class PartitionState:
 # ----------------------------------------------------------------------------- clients
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class ProduceRequest:
     topic: str
@@ -142,6 +148,7 @@ class ProduceRequest:
     current_leader_epoch: int = NO_EPOCH
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class ProduceResponse:
     error: str | None
@@ -150,6 +157,7 @@ class ProduceResponse:
     leader_epoch: int = NO_EPOCH
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class FetchRequest:
     """A consumer's or a follower's fetch (``replica_id`` tells which)."""
@@ -165,6 +173,7 @@ class FetchRequest:
     broker_incarnation: int = 0  # follower's incarnation, so a leader ignores a dead one
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class FetchResponse:
     error: str | None
@@ -181,6 +190,7 @@ class FetchResponse:
     batch: RecordBatch | None = None
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class FetchPartition:
     """One partition of a follower's :class:`ReplicaFetchRequest`."""
@@ -192,6 +202,7 @@ class FetchPartition:
     last_fetched_epoch: int = NO_EPOCH
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class ReplicaFetchRequest:
     """A follower's fetch for every partition it follows from one leader, as Kafka's fetch
@@ -204,6 +215,7 @@ class ReplicaFetchRequest:
     max_wait: float = 0.0  # hold the fetch this long while no partition has anything new
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class PartitionFetchResult:
     topic: str
@@ -211,6 +223,7 @@ class PartitionFetchResult:
     response: FetchResponse
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class ReplicaFetchResponse:
     error: str | None
