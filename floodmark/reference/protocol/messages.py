@@ -12,6 +12,8 @@ high watermark (HW) is the first offset *not* yet committed.
 from __future__ import annotations
 
 from dataclasses import dataclass, is_dataclass
+from itertools import repeat
+from operator import attrgetter
 
 from floodmark.frozen_init import fast_frozen_init
 
@@ -74,6 +76,9 @@ class Record:
     value: str
 
 
+_value = attrgetter("value")
+
+
 @fast_frozen_init
 @dataclass(frozen=True)
 class RecordBatch:
@@ -91,21 +96,25 @@ class RecordBatch:
         epochs: list[int] = []
         counts: list[int] = []
         for r in records:
-            if epochs and epochs[-1] == r.leader_epoch:
+            epoch = r.leader_epoch
+            if epochs and epochs[-1] == epoch:
                 counts[-1] += 1
             else:
-                epochs.append(r.leader_epoch)
+                epochs.append(epoch)
                 counts.append(1)
         base = records[0].offset if records else 0
-        return RecordBatch(base, tuple(r.value for r in records), tuple(epochs), tuple(counts))
+        # map, not a generator expression: every fetch with data builds a batch.
+        return RecordBatch(base, tuple(map(_value, records)), tuple(epochs), tuple(counts))
 
     def records(self) -> list[Record]:
         out: list[Record] = []
-        offset = self.base_offset
+        start = 0  # index in values of the run's first record
         values = self.values
         for epoch, count in zip(self.epochs, self.counts):
-            out.extend(Record(offset + i, epoch, values[offset - self.base_offset + i]) for i in range(count))
-            offset += count
+            first = self.base_offset + start
+            # Record built by map over the run, not one generator step per record.
+            out.extend(map(Record, range(first, first + count), repeat(epoch, count), values[start:start + count]))
+            start += count
         return out
 
 
