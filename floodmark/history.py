@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from floodmark.errors import SourceError
+from floodmark.frozen_init import fast_frozen_init
 from floodmark.plain_values import json_lines_parser, parse_json
 
 OpType = Literal["invoke", "ok", "fail", "info"]
@@ -46,6 +47,7 @@ class HistoryError(SourceError):
     """A history that cannot be read: names the file, the line and what is wrong."""
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class Op:
     """One history entry (an invocation or a completion)."""

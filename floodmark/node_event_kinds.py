@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from floodmark.frozen_init import fast_frozen_init
+
 PartitionKey = tuple[str, int]  # (topic, partition)
 
 
@@ -68,6 +70,7 @@ class BecameFollower(PartitionEvent):
     log_end: int
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Appended(PartitionEvent):
     """``appended``: records reached the broker's log from ``offset`` on, one value id per
@@ -84,6 +87,7 @@ class Appended(PartitionEvent):
     epochs: tuple[int, ...] | None = None
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HwChanged(PartitionEvent):
     """``hw_changed``: the broker moved its high watermark from ``previous`` to
@@ -135,6 +139,7 @@ class IsrChanged(PartitionEvent):
 ACKS_ALL = -1  # how a broker records the acks of an acks=all produce (Acked.acks)
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Acked(PartitionEvent):
     """``acked``: the leader acknowledged a produce of ``first_offset``..``offset`` with this

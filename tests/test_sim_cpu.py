@@ -41,6 +41,12 @@ def test_costs_grow_with_partitions_and_records() -> None:
     batch = m.RecordBatch(0, ("a", "b", "c"), (1,), (3,))
     fetched = m.ReplicaFetchResponse(None, (m.PartitionFetchResult("t", 0, m.FetchResponse(None, batch=batch)),) * 2)
     assert costs.cost(fetched) == pytest.approx(50e-6 + 2 * 20e-6 + 6 * 2e-6)
+    # Records counted whether they come in a batch or one by one, and partitions with none.
+    loose = m.FetchResponse(None, (m.Record(0, 1, "a"), m.Record(1, 1, "b")))
+    mixed = m.ReplicaFetchResponse(None, (m.PartitionFetchResult("t", 0, m.FetchResponse(None, batch=batch)),
+                                          m.PartitionFetchResult("t", 1, loose),
+                                          m.PartitionFetchResult("t", 2, m.FetchResponse(None))))
+    assert costs.cost(mixed) == pytest.approx(50e-6 + 3 * 20e-6 + 5 * 2e-6)
 
 
 def test_without_a_cpu_model_handling_is_instantaneous() -> None:

@@ -137,3 +137,56 @@ def test_a_failing_callback_goes_to_the_exception_handler_and_the_loop_goes_on(l
     assert loop.run_until_complete(asyncio.sleep(2, result="on")) == "on"
     assert [type(c["exception"]) for c in reported] == [ValueError, ValueError]
     assert all("broken" in str(c["message"]) for c in reported)
+
+
+def test_plain_timers_run_in_order_with_the_others_and_count_as_pending(loop: VirtualTimeLoop) -> None:
+    fired: list[tuple[str, float]] = []
+    loop.call_at(1.0, lambda: fired.append(("handle", loop.time())))
+    loop.plain_call_at(1.0, lambda name: fired.append((name, loop.time())), "plain")  # same time: set after
+    loop.plain_call_at(0.5, lambda: fired.append(("early", loop.time())))
+    cancelled = loop.call_at(0.7, lambda: fired.append(("cancelled", loop.time())))
+    loop.call_at(1.0, lambda: fired.append(("handle again", loop.time())))
+    cancelled.cancel()
+    assert loop.pending_timers() == 4
+    loop.run_until_complete(asyncio.sleep(2))
+    assert fired == [("early", 0.5), ("handle", 1.0), ("plain", 1.0), ("handle again", 1.0)]
+    assert loop.pending_timers() == 0
+
+
+def test_a_plain_timer_at_the_head_of_the_heap_neither_hides_nor_fakes_cancelled_ones(loop: VirtualTimeLoop) -> None:
+    fired: list[int] = []
+    timers = [loop.call_at(float(n), fired.append, n) for n in range(1, 301)]
+    for n in range(1, 301):
+        loop.plain_call_at(n + 0.5, fired.append, -n)
+
+    def cancel_most() -> None:  # enough that the next turn rebuilds the heap, plain timers included
+        for n, timer in enumerate(timers, start=1):
+            if n % 3:
+                timer.cancel()
+
+    loop.call_at(0.25, cancel_most)
+    loop.run_until_complete(asyncio.sleep(400))
+    assert fired == [x for n in range(1, 301) for x in ((n,) if n % 3 == 0 else ()) + (-n,)]
+    assert loop.pending_timers() == 0
+
+
+def test_a_failing_plain_timer_goes_to_the_exception_handler(loop: VirtualTimeLoop) -> None:
+    reported: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+
+    def broken() -> None:
+        raise ValueError("boom")
+
+    loop.plain_call_at(1.0, broken)
+    assert loop.run_until_complete(asyncio.sleep(2, result="on")) == "on"
+    assert [type(c["exception"]) for c in reported] == [ValueError]
+    assert "broken" in str(reported[0]["message"])
+
+
+def test_a_closed_loop_refuses_plain_timers_and_closing_drops_them() -> None:
+    loop = VirtualTimeLoop()
+    loop.plain_call_at(5.0, print)
+    loop.close()
+    assert loop.pending_timers() == 0
+    with pytest.raises(RuntimeError):
+        loop.plain_call_at(6.0, print)

@@ -164,3 +164,13 @@ def test_a_huge_integer_in_an_untyped_field_stays_an_integer() -> None:
         frame = wire.encode_frame(4, Untyped(value))
         (_, decoded) = wire.decode_payload(frame[4:])
         assert json.dumps(decoded.payload) == json.dumps(value)  # integers stay integers
+
+
+def test_a_record_batch_holds_its_records_in_runs_of_epochs_and_gives_them_back() -> None:
+    records = [m.Record(7 + i, epoch, f"v{i}") for i, epoch in enumerate((1, 1, 2, 4, 4, 4))]
+    batch = m.RecordBatch.of(records)
+    assert batch == m.RecordBatch(7, ("v0", "v1", "v2", "v3", "v4", "v5"), (1, 2, 4), (2, 1, 3))
+    assert batch.records() == records
+    assert m.RecordBatch.of(tuple(records[:1])).records() == records[:1]
+    assert m.RecordBatch.of([]) == m.RecordBatch(0, (), (), ())
+    assert m.RecordBatch.of([]).records() == []

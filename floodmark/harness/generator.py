@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from floodmark.frozen_init import fast_frozen_init
 from floodmark.harness.recorder import Recorder
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 CompletionType = Literal["ok", "fail", "info"]
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class Invocation:
     """What a worker wants to do next: the op's ``f`` and its invoke value."""
@@ -43,6 +45,7 @@ class Invocation:
     node: str | None = None
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class Completion:
     """How an op ended, and its completion value."""

@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from floodmark.frozen_init import fast_frozen_init
 from floodmark.harness.config import TestConfig
 from floodmark.harness.generator import CompletionType
 from floodmark.reference.client.accumulator import SendAccumulator
@@ -45,6 +46,7 @@ from floodmark.reference.protocol.messages import Errors, TopicPartition
 from floodmark.reference.runtime import Runtime
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class SendOutcome:
     type: CompletionType
@@ -53,6 +55,7 @@ class SendOutcome:
     node: str | None = None
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class FetchOutcome:
     error: str | None = None

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from floodmark.frozen_init import fast_frozen_init
 from floodmark.reference.client.metadata import ClientMetadata
 from floodmark.reference.protocol.messages import (
     ErrorResponse,
@@ -35,6 +36,7 @@ _RETRIABLE = frozenset({
 })
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class FetchResult:
     topic: str

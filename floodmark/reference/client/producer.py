@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from floodmark.frozen_init import fast_frozen_init
 from floodmark.reference.client.metadata import ClientMetadata
 from floodmark.reference.protocol.messages import (
     ACKS_ALL,
@@ -40,6 +41,7 @@ _STALE_METADATA = frozenset({
 })
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class SendResult:
     status: SendStatus

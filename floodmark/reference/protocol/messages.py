@@ -12,6 +12,10 @@ high watermark (HW) is the first offset *not* yet committed.
 from __future__ import annotations
 
 from dataclasses import dataclass, is_dataclass
+from itertools import repeat
+from operator import attrgetter
+
+from floodmark.frozen_init import fast_frozen_init
 
 ACKS_ALL = -1
 CONSUMER_REPLICA_ID = -1  # a fetch from a client, bounded by the HW
@@ -57,12 +61,14 @@ class Errors:
 # ----------------------------------------------------------------------------- shared shapes
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class TopicPartition:
     topic: str
     partition: int
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class Record:
     offset: int
@@ -70,6 +76,10 @@ class Record:
     value: str
 
 
+_value = attrgetter("value")
+
+
+@fast_frozen_init
 @dataclass(frozen=True)
 class RecordBatch:
     """Consecutive records in compact form, for replication: the values, and the leader
@@ -86,21 +96,25 @@ class RecordBatch:
         epochs: list[int] = []
         counts: list[int] = []
         for r in records:
-            if epochs and epochs[-1] == r.leader_epoch:
+            epoch = r.leader_epoch
+            if epochs and epochs[-1] == epoch:
                 counts[-1] += 1
             else:
-                epochs.append(r.leader_epoch)
+                epochs.append(epoch)
                 counts.append(1)
         base = records[0].offset if records else 0
-        return RecordBatch(base, tuple(r.value for r in records), tuple(epochs), tuple(counts))
+        # map, not a generator expression: every fetch with data builds a batch.
+        return RecordBatch(base, tuple(map(_value, records)), tuple(epochs), tuple(counts))
 
     def records(self) -> list[Record]:
         out: list[Record] = []
-        offset = self.base_offset
+        start = 0  # index in values of the run's first record
         values = self.values
         for epoch, count in zip(self.epochs, self.counts):
-            out.extend(Record(offset + i, epoch, values[offset - self.base_offset + i]) for i in range(count))
-            offset += count
+            first = self.base_offset + start
+            # Record built by map over the run, not one generator step per record.
+            out.extend(map(Record, range(first, first + count), repeat(epoch, count), values[start:start + count]))
+            start += count
         return out
 
 
@@ -132,6 +146,7 @@ class PartitionState:
 # ----------------------------------------------------------------------------- clients
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class ProduceRequest:
     topic: str
@@ -142,6 +157,7 @@ class ProduceRequest:
     current_leader_epoch: int = NO_EPOCH
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class ProduceResponse:
     error: str | None
@@ -150,6 +166,7 @@ class ProduceResponse:
     leader_epoch: int = NO_EPOCH
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class FetchRequest:
     """A consumer's or a follower's fetch (``replica_id`` tells which)."""
@@ -165,6 +182,7 @@ class FetchRequest:
     broker_incarnation: int = 0  # follower's incarnation, so a leader ignores a dead one
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class FetchResponse:
     error: str | None
@@ -181,6 +199,7 @@ class FetchResponse:
     batch: RecordBatch | None = None
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class FetchPartition:
     """One partition of a follower's :class:`ReplicaFetchRequest`."""
@@ -192,6 +211,7 @@ class FetchPartition:
     last_fetched_epoch: int = NO_EPOCH
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class ReplicaFetchRequest:
     """A follower's fetch for every partition it follows from one leader, as Kafka's fetch
@@ -204,6 +224,7 @@ class ReplicaFetchRequest:
     max_wait: float = 0.0  # hold the fetch this long while no partition has anything new
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class PartitionFetchResult:
     topic: str
@@ -211,6 +232,7 @@ class PartitionFetchResult:
     response: FetchResponse
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class ReplicaFetchResponse:
     error: str | None

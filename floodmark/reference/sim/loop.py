@@ -19,6 +19,13 @@ something besides the wake-up pipe is registered, every :data:`WAKEUP_POLL_INTER
 of the clock (so a signal's wake-up byte is read promptly), and before declaring a deadlock.
 A callback another thread adds (``call_soon_threadsafe``) goes straight into the ready queue
 and needs no poll.
+
+Most timers of a run are the simulator's own plumbing (a message's arrival, the end of a CPU
+job): never cancelled, and nothing reads their handle. :meth:`VirtualTimeLoop.plain_call_at`
+sets such a timer as a bare ``(callback, args)`` pair, in the same heap and sequence as
+every other timer (so the order of what runs is the same), without building a handle and
+copying the context for it; it runs in the loop's context, which no part of the simulator
+can tell apart (none uses context variables).
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ from collections.abc import Callable
 from typing import Any, TypeVarTuple
 
 _Ts = TypeVarTuple("_Ts")
+# A plain timer's entry (see plain_call_at): what to call and its arguments.
+_Plain = tuple[Callable[..., object], tuple[Any, ...]]
 
 WAKEUP_POLL_INTERVAL = 64  # clock moves between polls of the wake-up pipe alone
 _CLEANUP_MINIMUM = 100  # cancelled timers before the heap is worth rebuilding
@@ -140,7 +149,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     """An asyncio loop running on a :class:`VirtualClock`."""
 
     # asyncio.BaseEventLoop's own state and helpers, which typeshed does not declare.
-    _ready: collections.deque[_Ready | _Timer]
+    _ready: collections.deque[_Ready | _Timer | _Plain]
     _stopping: bool
     _closed: bool
     _debug: bool
@@ -150,7 +159,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     def __init__(self) -> None:
         self.clock = VirtualClock()
-        self._timers: list[tuple[float, int, _Timer]] = []
+        self._timers: list[tuple[float, int, _Timer | _Plain]] = []
         self._timer_sequence = itertools.count()
         self._cancelled_timers = 0
         self._moves_until_poll = WAKEUP_POLL_INTERVAL
@@ -192,6 +201,14 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         heapq.heappush(self._timers, (when, next(self._timer_sequence), timer))
         return timer
 
+    def plain_call_at(self, when: float, callback: Callable[[*_Ts], object], *args: *_Ts) -> None:
+        """Run ``callback(*args)`` at ``when``, in order with every other timer, like
+        ``call_at``; but the timer cannot be cancelled, there is no handle, and it runs in the
+        loop's context, not a copy of the caller's. For the simulator's own plumbing."""
+        if self._closed:
+            raise RuntimeError("Event loop is closed")
+        heapq.heappush(self._timers, (when, next(self._timer_sequence), (callback, args)))
+
     def _timer_handle_cancelled(self, handle: _Timer) -> None:
         if handle._scheduled:
             self._cancelled_timers += 1
@@ -209,6 +226,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         timers = self._timers
         clock = self.clock
         heappop = heapq.heappop
+        popleft = ready.popleft
         while True:
             if self._cancelled_timers > _CLEANUP_MINIMUM and 2 * self._cancelled_timers > len(timers):
                 self._drop_cancelled_timers()
@@ -217,6 +235,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             now = clock.now
             while timers and timers[0][0] <= now:
                 timer = heappop(timers)[2]
+                if isinstance(timer, tuple):  # a plain timer: never cancelled
+                    ready.append(timer)
+                    continue
                 timer._scheduled = False
                 if timer._cancelled:
                     self._cancelled_timers -= 1
@@ -224,7 +245,15 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
                     ready.append(timer)
             # Only what is ready now: callbacks these add run on the next turn, as in asyncio.
             for _ in range(len(ready)):
-                handle = ready.popleft()
+                handle = popleft()
+                if isinstance(handle, tuple):
+                    try:
+                        handle[0](*handle[1])
+                    except (SystemExit, KeyboardInterrupt):
+                        raise
+                    except BaseException as exc:
+                        self._plain_callback_failed(handle[0], exc)
+                    continue
                 if handle._cancelled:
                     continue
                 try:  # Handle._run, without its frame
@@ -244,12 +273,15 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             "handle": handle,
         })
 
+    def _plain_callback_failed(self, callback: Callable[..., object], exc: BaseException) -> None:
+        self.call_exception_handler({"message": f"Exception in callback {callback!r}", "exception": exc})
+
     def _advance(self) -> None:
         """Nothing is ready: poll the real descriptors if due, else move the clock to the
         next timer; raise SimulationDeadlock if there is none."""
         timers = self._timers
-        while timers and timers[0][2]._cancelled:
-            heapq.heappop(timers)[2]._scheduled = False
+        while timers and _cancelled(timers[0][2]):
+            heapq.heappop(timers)[2]._scheduled = False  # type: ignore[union-attr]
             self._cancelled_timers -= 1
         self._moves_until_poll -= 1
         if (self._moves_until_poll <= 0 or not timers
@@ -270,8 +302,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def _drop_cancelled_timers(self) -> None:
         live = []
         for entry in self._timers:
-            if entry[2]._cancelled:
-                entry[2]._scheduled = False
+            timer = entry[2]
+            if _cancelled(timer):
+                timer._scheduled = False  # type: ignore[union-attr]
             else:
                 live.append(entry)
         heapq.heapify(live)
@@ -281,6 +314,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def close(self) -> None:
         super().close()
         for _, _, timer in self._timers:
-            timer._scheduled = False
+            if not isinstance(timer, tuple):
+                timer._scheduled = False
         self._timers.clear()
         self._cancelled_timers = 0
+
+
+def _cancelled(timer: _Timer | _Plain) -> bool:
+    return not isinstance(timer, tuple) and timer._cancelled

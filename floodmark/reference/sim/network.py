@@ -236,7 +236,7 @@ class SimNetwork:
             if on_lost is not None:
                 on_lost()
 
-        loop.call_at(arrival, arrive)
+        loop.plain_call_at(arrival, arrive)
         return arrival
 
     def serve(self, node: str, incarnation: int, handler: Handler) -> None:
@@ -299,7 +299,7 @@ class SimNetwork:
             reply.set_result(response)
             return
         call.charged = True
-        self.world.loop.call_at(cpu.charge(cpu.costs.cost(response)), _resolve, reply, response)
+        self.world.loop.plain_call_at(cpu.charge(cpu.costs.cost(response)), _resolve, reply, response)
 
     def _arrive(self, call: _Call, message: Any) -> None:
         target = self.world.nodes.get(call.destination)
@@ -313,8 +313,8 @@ class SimNetwork:
             return
         # The CPU works through the request after the work queued before it; the handler
         # starts when that is done: one timer, not a task sleeping in the queue.
-        self.world.loop.call_at(cpu.charge(cpu.costs.cost(message)), self._start_handler,
-                                call, message, target, serving, True)
+        self.world.loop.plain_call_at(cpu.charge(cpu.costs.cost(message)), self._start_handler,
+                                      call, message, target, serving, True)
 
     def _start_handler(self, call: _Call, message: Any, target: SimNode, serving: tuple[int, Handler],
                        charged: bool) -> None:
@@ -350,8 +350,8 @@ class SimNetwork:
             self._send_response(call, response, node, incarnation)
         else:
             # Building the response takes CPU time; it leaves when that is done.
-            self.world.loop.call_at(cpu.charge(cpu.costs.cost(response)), self._send_response,
-                                    call, response, node, incarnation)
+            self.world.loop.plain_call_at(cpu.charge(cpu.costs.cost(response)), self._send_response,
+                                          call, response, node, incarnation)
 
     def _send_response(self, call: _Call, response: Any, node: SimNode, incarnation: int) -> None:
         if not node.is_current(incarnation) or self._handlers.get(call.destination, (None,))[0] != incarnation:
