@@ -23,6 +23,7 @@ mishandled later.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -36,10 +37,11 @@ def fast_frozen_init(cls: type[T]) -> type[T]:
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen:
         raise TypeError(f"{cls.__name__}: fast_frozen_init is for frozen dataclasses")
-    declared = getattr(cls, "__dataclass_fields__")  # noqa: B009 (mypy does not know it)
-    if any(f._field_type is dataclasses._FIELD_INITVAR for f in declared.values()):  # type: ignore[attr-defined]
-        raise TypeError(f"{cls.__name__}: fast_frozen_init does not handle InitVar fields")
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    # An InitVar is a parameter of the generated __init__ but no field: its signature tells.
+    parameters = list(inspect.signature(cls.__init__).parameters)[1:]
+    if parameters != [f.name for f in fields if f.init]:
+        raise TypeError(f"{cls.__name__}: fast_frozen_init does not handle InitVar fields")
     # The generated code's own names start with __ffi_; a field may not take one, nor self.
     if any(f.name == "self" or f.name.startswith("__ffi_") for f in fields):
         raise TypeError(f"{cls.__name__}: a field name clashes with fast_frozen_init's own names")
