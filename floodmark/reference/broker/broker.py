@@ -40,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import posixpath
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from floodmark.node_event_kinds import BrokerState, LogDirOffline, Rejected, Started, Stopped
 from floodmark.reference.broker.config import BrokerConfig
@@ -92,6 +92,8 @@ from floodmark.reference.runtime import (
     SessionState,
 )
 
+T = TypeVar("T")
+
 
 class Broker:
     def __init__(self, runtime: Runtime, config: BrokerConfig) -> None:
@@ -134,7 +136,8 @@ class Broker:
             self.runtime.emit(LogDirOffline(dir=offline.directory, error=offline.error, partitions=()))
         failures = self.replicas.load_high_watermarks()
         deadline = self.runtime.monotonic() + self.config.startup_timeout
-        zk_client = await self._connect(deadline)
+        zk_client = await self._retry_startup_step(
+            lambda: self.runtime.coordination(self.config.zk_session_timeout), deadline)
         zk_client.add_session_listener(self._on_session_state)
         self.session.opened(zk_client)
         await self._retry_startup_step(self._ensure_paths, deadline)
@@ -207,20 +210,9 @@ class Broker:
         for path in zk.PERSISTENT_PATHS:
             await zk_client.ensure_path(path)
 
-    async def _connect(self, deadline: float) -> Coordination:
-        """Open the ZooKeeper session, again until the start-up deadline (as the steps after
-        it are retried): one lost or late connect answer must not leave a restart dead."""
-        while True:
-            try:
-                return await self.runtime.coordination(self.config.zk_session_timeout)
-            except ConnectionLossError as e:
-                if self.runtime.monotonic() >= deadline:
-                    raise
-                self.runtime.log.warning("start-up: %s; retrying", e)
-                await self.runtime.sleep(0.5)
-
-    async def _retry_startup_step(self, step: Callable[[], Awaitable[None]], deadline: float) -> None:
-        """Run an idempotent start-up step again while ZooKeeper's answers get lost.
+    async def _retry_startup_step(self, step: Callable[[], Awaitable[T]], deadline: float) -> T:
+        """Run an idempotent start-up step (connecting included) again while ZooKeeper's
+        answers get lost, until ``deadline``; its result.
 
         A loaded or briefly unreachable ZooKeeper makes a request end in ConnectionLoss
         although the session lives on; giving up at once would turn a slow start into a
@@ -228,8 +220,7 @@ class Broker:
         """
         while True:
             try:
-                await step()
-                return
+                return await step()
             except ConnectionLossError as e:
                 if self.runtime.monotonic() >= deadline:
                     raise

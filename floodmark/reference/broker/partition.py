@@ -387,9 +387,7 @@ class Partition:
     def append_as_follower(self, records: Sequence[Record], leader_high_watermark: int) -> None:
         if records:
             self.log.append_as_follower(records)
-            self._emit(Appended(topic=self.topic, partition=self.partition, offset=records[0].offset,
-                                epoch=records[0].leader_epoch, values=tuple(r.value for r in records),
-                                role="follower", epochs=tuple(sorted({r.leader_epoch for r in records}))))
+            self._emit(records_appended(self.topic, self.partition, records, "follower"))
         self._set_high_watermark(min(leader_high_watermark, self.log.log_end))
 
     def truncate(self, offset: int, reason: str) -> None:
@@ -451,3 +449,10 @@ class Partition:
         if self.on_high_watermark is not None:
             self.on_high_watermark(self)
         return True
+
+
+def records_appended(topic: str, partition: int, records: Sequence[Record], role: str) -> Appended:
+    """The ``appended`` event of ``records`` (at least one) reaching a log as ``role``."""
+    return Appended(topic=topic, partition=partition, offset=records[0].offset, epoch=records[0].leader_epoch,
+                    values=tuple(r.value for r in records), role=role,
+                    epochs=tuple(sorted({r.leader_epoch for r in records})))

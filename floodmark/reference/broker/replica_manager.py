@@ -30,13 +30,13 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from floodmark.node_event_kinds import Appended, LogDirOffline, Rejected, Truncated
+from floodmark.node_event_kinds import LogDirOffline, Rejected, Truncated
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.epoch_compaction import CompactionSchedule
 from floodmark.reference.broker.isr_updates import write_isr
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.offset_waiters import ChangeSignal, OffsetWaiters
-from floodmark.reference.broker.partition import Partition
+from floodmark.reference.broker.partition import Partition, records_appended
 from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
 from floodmark.reference.broker.session import BrokerSession
 from floodmark.reference.broker.storage_guard import ReplicaOffline
@@ -232,7 +232,6 @@ class ReplicaManager:
             for topic in sorted({s.topic for s in mine} - set(self.topic_min_isr)):
                 self.runtime.spawn(self._learn_min_insync_replicas(topic), name=f"min-isr-{topic}")
             errors: list[PartitionError] = []
-            self.compaction.role_changes_applied(self.runtime.monotonic())
             while len(errors) < len(mine):
                 if errors:
                     # A controller failover or a large topic sends thousands of partitions at
@@ -350,10 +349,7 @@ class ReplicaManager:
         start = max(log.log_start, min(checkpointed, log.log_end))
         if start >= log.log_end:
             return
-        records = log.read(start, log.log_end - start)
-        self.runtime.emit(Appended(topic=topic, partition=partition, offset=start, epoch=records[0].leader_epoch,
-                                   values=tuple(r.value for r in records), role="recovery",
-                                   epochs=tuple(sorted({r.leader_epoch for r in records}))))
+        self.runtime.emit(records_appended(topic, partition, log.read(start, log.log_end - start), "recovery"))
 
     def _abort_waiters(self, key: Key) -> None:
         for waiters in (self.high_watermark_waiters.get(key), self.log_end_waiters.get(key)):

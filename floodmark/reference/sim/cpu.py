@@ -37,24 +37,13 @@ def _records(response: m.FetchResponse) -> int:
     return len(response.records) + (len(response.batch.values) if response.batch is not None else 0)
 
 
-def _replica_fetch_response(r: m.ReplicaFetchResponse) -> tuple[int, int]:
-    # _records of each partition, summed in one loop: this is costed twice per fetch.
-    records = 0
-    for p in r.partitions:
-        response = p.response
-        records += len(response.records)
-        if response.batch is not None:
-            records += len(response.batch.values)
-    return len(r.partitions), records
-
-
 # (partitions, records) a message carries, by type; other messages carry neither.
 _WORK_ITEMS: dict[type, Callable[[Any], tuple[int, int]]] = {
     m.ProduceRequest: lambda r: (1, len(r.values)),
     m.FetchRequest: lambda r: (1, 0),
     m.FetchResponse: lambda r: (1, _records(r)),
     m.ReplicaFetchRequest: lambda r: (len(r.partitions), 0),
-    m.ReplicaFetchResponse: _replica_fetch_response,
+    m.ReplicaFetchResponse: lambda r: (len(r.partitions), sum(_records(p.response) for p in r.partitions)),
     m.OffsetForLeaderEpochRequest: lambda r: (len(r.partitions), 0),
     m.OffsetForLeaderEpochResponse: lambda r: (len(r.partitions), 0),
     m.MetadataResponse: lambda r: (len(r.partitions), 0),
