@@ -12,9 +12,10 @@ real ZooKeeper client:
   listeners ``SUSPENDED``; if it gets through again before the session expired it says
   ``CONNECTED``, otherwise the server tells it the session is gone and it says ``LOST``;
   a paused client notices all this only when it resumes;
-* a watch notification that cannot be delivered waits until the client can be reached
-  again, as ZooKeeper re-arms watches on reconnection; an expired session's watches are
-  dropped;
+* a watch notification that cannot be delivered (a cut link, or a message rule that drops
+  it) waits until the client is next in touch with the server, as ZooKeeper fires again,
+  when a client reconnects and re-registers its watches, those whose znodes changed; an
+  expired session's watches are dropped;
 * when the server expires a session of a client that is still running
   (``SimWorld.expire_session``), it closes the client's connection: after the replies
   already on their way, the client hears of it and tells its listeners ``SUSPENDED`` then

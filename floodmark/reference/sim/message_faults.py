@@ -12,7 +12,10 @@ A :class:`MessageRule` names message types (the class names of
 ``reference.protocol.messages``, and for ZooKeeper the names below), optionally the sending
 and receiving nodes, and one action:
 
-* **drop**: the message vanishes (a request's sender times out, a lost watch never fires);
+* **drop**: the message vanishes (a request's sender times out); a sender that learns of
+  losses learns of this one as of a cut link's (a dropped watch event is as a ZooKeeper
+  connection that broke and came back: the client re-registers its watches, ZooKeeper
+  fires the ones whose znodes changed, and the event arrives late, never not at all);
 * **delay**: it arrives ``delay`` seconds later than it would have, overtaken by the
   messages sent after it on its link;
 * **duplicate**: it arrives twice in a row, and the receiver handles it twice (a duplicate

@@ -197,6 +197,8 @@ class SimNetwork:
     def _act(self, rule: ActiveRule, link: Link, delivery: _Delivery) -> None:
         action = rule.rule.action
         if action == "drop":
+            if delivery.on_lost is not None:
+                delivery.on_lost()  # the sender learns of the loss as it would of a cut link's
             return
         if action == "reorder":
             if link not in self._held:
