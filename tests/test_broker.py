@@ -335,6 +335,31 @@ def test_start_up_keeps_trying_to_reach_zookeeper_until_its_deadline(cluster: Si
                                    and cluster.replica("n3", "t", 0).role == "follower", 30.0)  # type: ignore[union-attr]
 
 
+def test_start_up_outlives_a_session_expiry_while_it_waits_to_register(cluster: SimCluster) -> None:
+    # A restart right after a kill waits for the old incarnation's registration to vanish
+    # with its session. If ZooKeeper expires the new session meanwhile, the broker replaces
+    # it (and registers on the new one) and start-up carries on with it, instead of the
+    # process exiting and leaving the node dead (explore seed 10231: a controller restarted
+    # after a power loss died this way, and the data only it could have re-replicated was
+    # lost when the last replica lost power later).
+    cluster.create_topic("t", 1, 3)
+    cluster.kill("n3")
+
+    async def expire_while_registering() -> None:
+        await cluster.client.sleep(1.0)  # the old registration lives for 6 s more
+        cluster.world.expire_session("n3")
+
+    cluster.client.spawn(expire_while_registering(), "expire")
+    broker = cluster.restart("n3")
+    registrations = [e for e in cluster.events("n3", BrokerState) if e.state == "Inactive" and e.broker is None]
+    assert len(registrations) == 2  # the killed incarnation's, then exactly one of this one
+    assert broker.incarnation == registrations[-1].incarnation
+    stat = cluster.world.zk.exists(zk.broker_path(3))
+    assert stat is not None and stat.czxid == broker.incarnation
+    assert cluster.world.run_until(lambda: cluster.replica("n3", "t", 0) is not None
+                                   and cluster.replica("n3", "t", 0).role == "follower", 30.0)  # type: ignore[union-attr]
+
+
 def test_start_up_deletes_replicas_no_longer_assigned(cluster: SimCluster) -> None:
     from floodmark.reference.log.partition_log import PartitionLog
 

@@ -216,12 +216,14 @@ class Broker:
 
         A loaded or briefly unreachable ZooKeeper makes a request end in ConnectionLoss
         although the session lives on; giving up at once would turn a slow start into a
-        dead broker.
+        dead broker. A session that expires meanwhile is no reason to give up either: the
+        broker replaces a lost session itself (``reregister``, which also registers the new
+        one), and a step run again uses the session current then.
         """
         while True:
             try:
                 return await step()
-            except ConnectionLossError as e:
+            except (ConnectionLossError, SessionExpiredError) as e:
                 if self.runtime.monotonic() >= deadline:
                     raise
                 self.runtime.log.warning("start-up: %s; retrying", e)
@@ -241,6 +243,8 @@ class Broker:
             except NodeExistsError:
                 stat = await zk_client.exists(path)
                 if stat is not None and stat.ephemeral_owner == zk_client.session_id:
+                    if stat.czxid == self.session.incarnation:
+                        return  # registered already, by the re-registration of a lost session
                     break
                 # The previous incarnation's node lives until its session expires.
                 await self.runtime.sleep(0.5)
