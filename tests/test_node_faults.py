@@ -68,6 +68,34 @@ def test_a_cut_adds_one_rule_per_grudging_node_and_heal_deletes_exactly_those() 
     assert evidence["probe"]["verified"] is False and "cut" in evidence["probe"]
 
 
+def test_two_identical_cuts_in_force_at_once_each_remove_their_own_rule() -> None:
+    cluster = FakeCluster(5)
+    applier = NodeFaultApplier(cluster)
+    plan = NetworkCut((("n1", ("n2",)),))
+    first, second = run(applier.apply(plan)), run(applier.apply(plan))
+    assert first["rules"] == second["rules"]  # the same rule, added twice to n1's chain
+    assert run(applier.heal(plan))["removed"] == first["rules"]
+    assert run(applier.heal(plan))["removed"] == second["rules"]  # not left until heal-all
+    assert run(applier.heal(plan))["removed"] == {}
+    rule = first["rules"]["n1"]
+    iptables = [argv[2] for argv, _ in cluster.node("n1").commands if argv[0] == "iptables"]
+    assert iptables == ["-A", "-A", "-D", "-D"] and all(
+        argv[3:] == rule for argv, _ in cluster.node("n1").commands if argv[0] == "iptables")
+
+
+def test_a_cut_proves_a_kept_path_that_no_other_cut_in_force_severs() -> None:
+    cluster = FakeCluster(5)
+    applier = NodeFaultApplier(cluster)
+    names = [node.name for node in cluster.nodes]
+    other = NetworkCut(tuple((name, (names[0],)) for name in names[1:]))  # everyone drops the first node
+    run(applier.apply(other))
+    evidence = run(applier.apply(NetworkCut(((names[-1], (names[-2],)),))))
+    kept = evidence["probe"]["kept"]
+    # Without the other cut, the first node would have been probed: its paths are severed.
+    assert names[0] not in (kept["from"], kept["to"]), kept
+    assert {kept["from"], kept["to"]} != {names[-1], names[-2]}, kept
+
+
 def test_kill_and_restart_signal_the_planned_node() -> None:
     cluster = FakeCluster()
     applier = NodeFaultApplier(cluster)

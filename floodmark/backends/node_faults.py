@@ -148,7 +148,9 @@ class NodeFaultApplier:
         self.clock_watch = clock_watch  # seconds a skewed broker gets to show it in its events
         self.stop_timeout = stop_timeout  # SIGTERM grace of a clean restart
         self.registered = registered  # a long pause is confirmed by the registration it cost
-        self._rules: dict[FaultPlan, dict[str, list[str]]] = {}
+        # Per cut in force, the rule it added on each node; a list per plan, because two
+        # identical cuts in force at once add a rule each and each heal removes one.
+        self._rules: dict[NetworkCut, list[dict[str, list[str]]]] = {}
         self._undo: dict[FaultPlan, dict[str, Any]] = {}
         self._strobes: dict[FaultPlan, asyncio.Task[None]] = {}
 
@@ -196,7 +198,8 @@ class NodeFaultApplier:
         raise ClusterError(f"a real cluster cannot apply {type(plan).__name__}")
 
     def _cut(self, plan: NetworkCut) -> Evidence:
-        added = self._rules.setdefault(plan, {})
+        added: dict[str, list[str]] = {}
+        self._rules.setdefault(plan, []).append(added)
         for name, sources in plan.drops:
             node = self.cluster.node(name)
             rule = iptables_rule(self.cluster.node(src).ip for src in sources)
@@ -205,13 +208,14 @@ class NodeFaultApplier:
         return {"rules": dict(added), "probe": self._probe(plan)}
 
     def _probe(self, plan: NetworkCut) -> Evidence:
-        """Prove the cut: a path it cut must time out, a path it kept must answer (a refused
-        connection answers too: the peer's process may be down, its network is not)."""
-        drops = dict(plan.drops)
+        """Prove the cut: a path it cut must time out, a path no cut in force touches must
+        answer (a refused connection answers too: the peer's process may be down, its
+        network is not). A path another cut severed proves nothing about this one."""
+        severed = {link for cut_in_force in self._rules for link in cut_in_force.links()}
         names = [n.name for n in self.cluster.nodes]
         cut = next(((src, dst) for dst, sources in plan.drops for src in sources), None)
         kept = next(((src, dst) for dst in names for src in names
-                     if src != dst and src not in drops.get(dst, ()) and dst not in drops.get(src, ())), None)
+                     if src != dst and (src, dst) not in severed and (dst, src) not in severed), None)
         evidence: Evidence = {}
         for label, pair in (("cut", cut), ("kept", kept)):
             if pair is not None:
@@ -302,7 +306,11 @@ class NodeFaultApplier:
     def _heal(self, plan: FaultPlan) -> Evidence:
         if isinstance(plan, NetworkCut):
             removed = {}
-            for name, rule in sorted(self._rules.pop(plan, {}).items()):
+            in_force = self._rules.get(plan, [])
+            added = in_force.pop(0) if in_force else {}
+            if not in_force:
+                self._rules.pop(plan, None)
+            for name, rule in sorted(added.items()):
                 _iptables(self.cluster.node(name), ["-D", *rule])
                 removed[name] = rule
             return {"removed": removed}
