@@ -172,3 +172,26 @@ def test_a_stall_that_never_struck_is_not_counted_as_taking_effect(backend: Any)
     ])["stall"]
     assert (coverage.planned, coverage.took_effect) == (2, 1)
     assert "never stuck" in coverage.missed[0]
+
+
+def test_a_broker_whose_stalled_controller_never_lets_it_stop_is_killed_after_the_grace(backend: Any) -> None:
+    # Explore seed 10097 hung for good: healing a disk fault restarts its broker cleanly, and
+    # that broker's controller thread was stalled, so the clean stop never ended and the
+    # stall's own heal, next in the schedule, never came. A real harness follows SIGTERM
+    # with SIGKILL after a grace period; so does the simulator's.
+    controller = controller_node(backend)
+    other = next(n for n in backend.cluster.broker_nodes if n is not controller)
+
+    async def stop_while_stalled() -> tuple[bool, float]:
+        await backend.faults.apply(ThreadStall(controller.name, "controller"))
+        await backend.faults.apply(SessionExpiry(other.name))  # an event to be stuck in
+        await asyncio.sleep(1.0)
+        started_at = backend.cluster.world.now()
+        clean = await controller.shut_down(grace=12.0)
+        return clean, backend.cluster.world.now() - started_at
+
+    clean, took = backend.run(stop_while_stalled())
+    assert clean is False and 12.0 <= took < 12.5, took
+    assert not controller.is_running()
+    # A broker that stops within its grace stops cleanly, as before.
+    assert backend.run(other.shut_down(grace=12.0)) is True and not other.is_running()

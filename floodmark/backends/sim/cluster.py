@@ -125,26 +125,51 @@ class SimBrokerNode(SimNodeControl):
         self.broker = Broker(runtime, self.config)
         await self.broker.start()
 
-    async def shut_down(self) -> None:
-        """Controlled shutdown, then the process exits (nothing is lost).
+    async def shut_down(self, grace: float | None = None) -> bool:
+        """Controlled shutdown, then the process exits (nothing is lost): True. A process
+        that has not exited after ``grace`` seconds (default: two ZooKeeper session
+        timeouts, the real backends' SIGTERM grace) is killed then, as a real harness
+        follows SIGTERM with SIGKILL: False. A broker whose controller's event thread is
+        stuck never finishes stopping, in Kafka as here.
 
         Another fault may crash the node while it shuts down (a kill or a power loss aimed at
         it meanwhile): then it is down already, as it would be for real, and that is no error
         of the harness that asked for the shutdown.
         """
         if self.broker is None or not self.is_running():
-            return
+            return True
+        task = asyncio.current_task()
+        killed: list[bool] = []
+
+        def kill_after_grace() -> None:  # a timer, not wait_for: no extra task, the same runs
+            killed.append(True)
+            self.world.kill(self.name)
+            if task is not None:
+                task.cancel()  # whatever the stop was waiting for will never come now
+
+        grace_timer = self.world.loop.call_later(
+            2 * self.config.zk_session_timeout if grace is None else grace, kill_after_grace)
         try:
             await self.broker.stop()
         except asyncio.CancelledError:
-            task = asyncio.current_task()
+            if killed:
+                if task is not None and task.uncancel() > 0:
+                    raise  # the harness was cancelled as well
+                return False
             if self.is_running() or (task is not None and task.cancelling()):
                 raise  # a real cancellation of the harness, not the node's crash
-            return
+            return True
+        finally:
+            grace_timer.cancel()
+        if killed:  # the stop swallowed the cancellation and finished anyway
+            if task is not None:
+                task.uncancel()
+            return False
         self.world.kill(self.name)
+        return True
 
     def stop(self, timeout: float = 10.0) -> None:
-        self._background(self.shut_down(), "stop")
+        self._background(self.shut_down(timeout), "stop")
 
     def kill(self) -> None:
         self.world.kill(self.name)

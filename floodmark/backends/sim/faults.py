@@ -76,8 +76,8 @@ class SimFaultApplier:
                 return {"skipped": f"{node.name} is not running"}
             pid = node.pid()
             if plan.mode == "terminate":
-                await node.shut_down()
-                return {"pid": pid, "running": node.is_running()}
+                clean = await node.shut_down()
+                return {"pid": pid, "running": node.is_running(), "stopped_cleanly": clean}
             death = node.kill_process() if plan.mode == "kill" else node.power_loss()
             return {"pid": pid, "running": node.is_running(), "tasks_cancelled": death.tasks_cancelled,
                     "requests_broken": death.requests_broken, "lost_unsynced_bytes": death.disk.unsynced_bytes,
@@ -156,9 +156,9 @@ class SimFaultApplier:
             node = self.cluster.broker_node(plan.node)
             if not node.is_running():
                 return {"usable": usable, "restarted": None}
-            await node.shut_down()
+            clean = await node.shut_down()
             node.start()
-            return {"usable": usable, "restarted": {"node": node.name, "pid": node.pid()}}
+            return {"usable": usable, "restarted": {"node": node.name, "pid": node.pid(), "stopped_cleanly": clean}}
         if isinstance(plan, SessionExpiry):
             return {}  # the broker opens a new session itself, as after a real expiry
         if isinstance(plan, ThreadStall):
