@@ -174,3 +174,32 @@ def test_the_brokers_speak_the_tests_inter_broker_protocol() -> None:
     sim = SimBackend(make_config({**SMALL, "seed": 3, "inter_broker_protocol": "kip-343"}),
                      ClusterSpec(brokers=3, seed=5))
     assert {node.config.inter_broker_protocol for node in sim.cluster.broker_nodes} == {"kip-343"}
+
+
+def test_a_run_that_never_ends_is_cancelled_at_its_virtual_time_budget(backend: Any) -> None:
+    # A hang whose clock runs on (timers firing while the harness waits for what will not
+    # happen) is no deadlock the loop could see; the budget ends it instead of explore
+    # waiting forever on the seed.
+    from floodmark.backends.sim.backend import SimulationOverrun, virtual_time_budget
+
+    budget = virtual_time_budget(backend.config)
+    assert budget >= 3 * (backend.config.time_limit + backend.config.recovery_time)
+    started_at = backend.world.now()
+
+    async def waits_for_nothing() -> None:
+        try:
+            await asyncio.Event().wait()  # nothing will ever set it; broker timers still run
+        finally:
+            await asyncio.Event().wait()  # and its clean-up hangs too
+
+    with pytest.raises(SimulationOverrun, match=f"still going {budget:.0f} virtual seconds in"):
+        backend.run(waits_for_nothing())
+    assert budget <= backend.world.now() - started_at <= budget + 61.0
+
+    async def cleans_up_at_once() -> None:
+        await asyncio.Event().wait()
+
+    with pytest.raises(SimulationOverrun):
+        backend.run(cleans_up_at_once())
+    # Nothing of an overrun is left to stop a later run.
+    assert backend.run(asyncio.sleep(120.0, result="alive")) == "alive"

@@ -9,10 +9,18 @@ teardown, and each node's log lines into ``logs/<node>/``.
 Everything random flows from the run's seed: the world's network and nodes from the
 cluster seed, the workload and the schedule from their own streams, so the same seed and
 configuration give the same run, byte for byte, whatever ``PYTHONHASHSEED`` is.
+
+A simulated run can also never end while its clock runs on: timers keep firing while the
+harness waits for something that will not happen (a clean stop that never finishes, say).
+The loop reports a deadlock by itself, but not that; so each call of :meth:`SimBackend.run`
+has a budget of virtual time, a generous multiple of what the test's phases may take, and a
+run past it is cancelled and fails with :class:`SimulationOverrun`: its verdict is unknown
+with the reason, and ``floodmark explore`` goes on to the next seed instead of hanging.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -31,6 +39,17 @@ from floodmark.reference.sim.world import SimWorld
 from floodmark.rundir import RunDir
 
 T = TypeVar("T")
+
+
+class SimulationOverrun(RuntimeError):
+    """A simulated run went on far longer in virtual time than its test can take."""
+
+
+def virtual_time_budget(config: TestConfig) -> float:
+    """Virtual seconds one call of ``SimBackend.run`` may take: three times what the run's
+    phases may (workload, recovery, drain, a last op), plus five minutes for set-up and
+    heals that wait out their grace periods."""
+    return 3 * (config.time_limit + config.recovery_time + config.drain_timeout + config.op_timeout) + 300.0
 
 
 class NodeLogs(logging.Handler):
@@ -88,7 +107,32 @@ class SimBackend:
         self.cluster.setup()
 
     def run(self, main: Coroutine[Any, Any, T]) -> T:
-        return self.world.run(main)
+        loop = self.world.loop
+        task = loop.create_task(main)
+        budget = virtual_time_budget(self.config)
+        overran: list[float] = []
+        timers: list[asyncio.TimerHandle] = []
+
+        def overrun() -> None:
+            overran.append(self.world.now())
+            task.cancel()
+            # In case what it cleans up on the way out hangs too.
+            timers.append(loop.call_later(60.0, loop.stop))
+
+        timers.append(loop.call_later(budget, overrun))
+        try:
+            return self.world.run(task)
+        except (asyncio.CancelledError, RuntimeError):  # RuntimeError: stopped before it finished
+            if not overran:
+                raise
+            waiting = sorted({t.get_name() for t in asyncio.all_tasks(loop) if not t.done()})
+            raise SimulationOverrun(
+                f"the simulated run was still going {budget:.0f} virtual seconds in (at {overran[0]:.0f} s), "
+                f"far past what its test can take: cancelled; still waiting: {', '.join(waiting[:8]) or 'nothing'}"
+            ) from None
+        finally:
+            for timer in timers:
+                timer.cancel()
 
     def client_host(self) -> SimClientHost:
         if self._clients is None:
