@@ -336,3 +336,29 @@ def test_no_clean_shutdown_while_no_controller_has_acknowledged_the_unclean_reco
         assert not world.disk("n1").exists(f"/data/a/{CLEAN_SHUTDOWN_FILE}")
     finally:
         world.close()
+
+
+def test_a_recovered_broker_that_caught_up_again_joins_the_elr_when_it_leaves_the_isr() -> None:
+    # Explore seed 11079: a replica back from an unclean shutdown is taken out of the ISR and
+    # rejoins it by catching up; its registration said "unclean" until then. The controller
+    # kept treating it as unclean for the rest of that incarnation, so when it later left an
+    # ISR below min.insync.replicas (a controlled shutdown) it was kept out of the ELR too;
+    # the last ISR member then recovered uncleanly and the partition stayed offline for good,
+    # although the replica that left cleanly held every committed record.
+    cluster = SimCluster(seed=4, nodes=3)
+    cluster.create_topic("t", 1, 2, min_isr=2, assignment={0: (2, 3)})
+    assert cluster.send("t", 0, ["a", "b"]).status == "ok"
+    cluster.kill("n3")
+    cluster.restart("n3")  # registers "unclean", is taken out of the ISR, catches up
+    assert cluster.world.run_until(lambda: 3 in cluster.state("t", 0).isr, 20.0)  # type: ignore[union-attr]
+    assert cluster.send("t", 0, ["c"]).status == "ok"
+    cluster.run(cluster.brokers["n3"].stop())  # controlled shutdown: leaves the ISR cleanly
+    cluster.crash("n3")  # the process exits (nothing unsynced after a clean shutdown)
+    state = cluster.state("t", 0)
+    assert state is not None and state.isr == (2,) and state.elr == (3,), state
+    cluster.kill("n2")  # the last ISR member goes; the partition waits for an eligible leader
+    cluster.restart("n3")
+    assert cluster.wait_leader("t", 0, state.leader_epoch + 1) == "n3"
+    assert cluster.values("n3", "t", 0) == ["a", "b", "c"]
+    assert cluster.world.failures == [], cluster.world.failures
+    cluster.close()

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from floodmark.node_event_kinds import LeaderElected
-from floodmark.reference.controller.election import Decision, leaves_isr
+from floodmark.reference.controller.election import Decision
 from floodmark.reference.controller.parts import ControllerParts
 from floodmark.reference.protocol.eligible_leaders import last_known_elr, next_elr, tracks_elr
 from floodmark.reference.protocol.messages import (
@@ -34,9 +34,14 @@ MAX_CONFLICT_ROUNDS = 5
 
 async def change_partitions(
     ctl: ControllerParts, partitions: Iterable[TopicPartition], decide: Decide, *, reread: bool = False,
-    on_written: Callable[[list[TopicPartition]], None] | None = None,
+    on_written: Callable[[list[TopicPartition]], None] | None = None, recovered: Collection[int] = (),
 ) -> list[TopicPartition]:
     """Apply ``decide`` to each partition and persist the results; returns what changed.
+
+    ``recovered``: the brokers whose unclean recovery (KIP-966) this change acts on; they
+    leave the ELR too. Only then: a broker's registration says "unclean" until the broker
+    hears it was acted on, and a replica that has since caught up and rejoined an ISR holds
+    every committed record again, so it joins the ELR like any other when it leaves.
 
     A partition whose state node changed under us (a leader wrote its ISR) is re-read and
     decided again, so a write is never based on a stale ISR; ``reread`` also refreshes the
@@ -51,7 +56,6 @@ async def change_partitions(
         for tp, fresh in zip(pending, await ctl.zkw.read_states(pending)):
             if fresh is not None:
                 ctx.states[tp] = fresh
-    recovered = [b for b in sorted(ctx.brokers) if leaves_isr(ctx.brokers[b].registration, ctl.config.variant)]
     for _ in range(MAX_CONFLICT_ROUNDS):
         decisions: dict[TopicPartition, Decision] = {}
         for tp in pending:
@@ -94,7 +98,7 @@ async def change_partitions(
 
 
 def _with_elr(ctl: ControllerParts, tp: TopicPartition, old: LeaderIsr, decision: Decision,
-              recovered: list[int]) -> Decision:
+              recovered: Collection[int]) -> Decision:
     """The decision with its ELR (KIP-966) brought up to date, whichever rule made it."""
     new = decision.state
     if decision.unclean or not tracks_elr(ctl.config.variant):

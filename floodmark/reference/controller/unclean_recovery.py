@@ -58,4 +58,4 @@ async def remove_recovered_brokers(ctl: ControllerParts, brokers: Iterable[int])
     return await change_partitions(ctl, affected, lambda tp, s: remove_recovered_replicas(
         ctx.replicas(tp), s, recovered, lambda r: ctx.may_lead(r, tp), ctx.epoch,
         allow_unclean=ctl.config.variant.unclean_leader_election,
-        min_insync=ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas)))
+        min_insync=ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas)), recovered=recovered)
