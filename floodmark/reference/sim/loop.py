@@ -254,11 +254,22 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         clock = self.clock
         heappop = heapq.heappop
         popleft = ready.popleft
+        selector = self._virtual_selector
+        wakeup_only = self._wakeup_only
         while True:
             if self._cancelled_timers > _CLEANUP_MINIMUM and 2 * self._cancelled_timers > len(timers):
                 self._drop_cancelled_timers()
             if not ready and not self._stopping:
-                self._advance()
+                # _advance's common case inline (it runs every turn): the next timer is live,
+                # no poll is due and nothing but the wake-up pipe is registered.
+                head = timers[0] if timers else None
+                if (head is not None and self._moves_until_poll > 1 and selector.registered == wakeup_only
+                        and (head[2].__class__ is tuple or not head[2]._cancelled)):  # type: ignore[union-attr]
+                    self._moves_until_poll -= 1
+                    if head[0] > clock.now:
+                        clock.now = head[0]
+                else:
+                    self._advance()
             now = clock.now
             while timers and timers[0][0] <= now:
                 timer = heappop(timers)[2]
