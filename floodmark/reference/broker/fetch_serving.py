@@ -73,19 +73,25 @@ async def handle_replica_fetch(runtime: Runtime, replicas: ReplicaManager,
     deadline = runtime.monotonic() + request.max_wait
     record = True
     while True:
-        responses = [
-            _serve_follower(runtime, replicas, wanted, request.replica_id, request.broker_incarnation,
-                            request.max_records, record=record)
-            for wanted in request.partitions
-        ]
+        looks: list[FetchResponse | Partition] = []
+        news = False
+        for wanted in request.partitions:
+            look = _look(runtime, replicas, wanted, request.replica_id, request.broker_incarnation,
+                         request.max_records, record=record)
+            looks.append(look)
+            if not news and isinstance(look, FetchResponse) and _has_news(look):
+                news = True
         record = False  # progress counts once per fetch, not once per look
         remaining = deadline - runtime.monotonic()
-        if any(_has_news(r) for r in responses) or remaining <= 0:
+        if news or remaining <= 0:
             break
         await replicas.append_signal.wait(remaining)
+    # A partition with nothing new is answered with its state as the look found it: nothing
+    # since has changed it (looking at another partition changes none of what the answer
+    # carries, and there was no await).
     return ReplicaFetchResponse(None, tuple(
-        PartitionFetchResult(wanted.topic, wanted.partition, response)
-        for wanted, response in zip(request.partitions, responses)))
+        PartitionFetchResult(wanted.topic, wanted.partition, look if isinstance(look, FetchResponse) else _response(look, ()))
+        for wanted, look in zip(request.partitions, looks)))
 
 
 def _has_news(response: FetchResponse) -> bool:
@@ -95,6 +101,15 @@ def _has_news(response: FetchResponse) -> bool:
 def _serve_follower(runtime: Runtime, replicas: ReplicaManager, wanted: FetchPartition, replica_id: int,
                     incarnation: int, max_records: int, *, record: bool) -> FetchResponse:
     """Answer one partition of a follower's fetch without waiting; ``record`` its progress."""
+    look = _look(runtime, replicas, wanted, replica_id, incarnation, max_records, record=record)
+    return look if isinstance(look, FetchResponse) else _response(look, ())
+
+
+def _look(runtime: Runtime, replicas: ReplicaManager, wanted: FetchPartition, replica_id: int,
+          incarnation: int, max_records: int, *, record: bool) -> FetchResponse | Partition:
+    """:func:`_serve_follower`'s answer, or the partition when it has nothing new for the
+    follower (the answer is then ``_response(p, ())``, built only if it is sent: a parked
+    fetch looks at every partition it asks about each time any of them changes)."""
     p, error = replicas.leader_error(wanted.topic, wanted.partition)
     if p is None:
         return FetchResponse(error or Errors.NOT_LEADER)
@@ -117,7 +132,7 @@ def _serve_follower(runtime: Runtime, replicas: ReplicaManager, wanted: FetchPar
         if p.may_join_isr(replica_id, now, replicas.config.replica_lag_time_max):
             replicas.expand_isr(p, replica_id)
     if wanted.offset >= p.log_end:
-        return _response(p, ())
+        return p
     try:
         records = replicas.guarded(p, lambda: p.read(wanted.offset, max_records))
     except ReplicaOffline:
