@@ -174,3 +174,24 @@ def test_the_brokers_speak_the_tests_inter_broker_protocol() -> None:
     sim = SimBackend(make_config({**SMALL, "seed": 3, "inter_broker_protocol": "kip-343"}),
                      ClusterSpec(brokers=3, seed=5))
     assert {node.config.inter_broker_protocol for node in sim.cluster.broker_nodes} == {"kip-343"}
+
+
+def test_the_collector_runs_less_often_only_while_the_world_runs(backend: Any) -> None:
+    import gc
+
+    from floodmark.backends.sim.backend import COLLECTOR_THRESHOLDS
+
+    async def thresholds() -> tuple[int, ...]:
+        return gc.get_threshold()
+
+    before = gc.get_threshold()
+    assert before != COLLECTOR_THRESHOLDS
+    assert backend.run(thresholds()) == COLLECTOR_THRESHOLDS
+    assert gc.get_threshold() == before
+
+    async def broken() -> None:
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError):
+        backend.run(broken())
+    assert gc.get_threshold() == before
