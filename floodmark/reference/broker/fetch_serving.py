@@ -123,21 +123,21 @@ def _look(runtime: Runtime, replicas: ReplicaManager, wanted: FetchPartition, re
     if check.divergence is not None:
         return _response(p, (), diverging_epoch=check.divergence.leader_epoch,
                          diverging_end_offset=check.divergence.end_offset)
-    if wanted.offset > p.log_end or wanted.offset < p.log.log_start:
+    if wanted.offset > p.log.log_end or wanted.offset < p.log.log_start:
         return FetchResponse(Errors.OFFSET_OUT_OF_RANGE, high_watermark=p.high_watermark,
-                             log_end=p.log_end, log_start=p.log.log_start, leader_epoch=p.leader_epoch)
+                             log_end=p.log.log_end, log_start=p.log.log_start, leader_epoch=p.leader_epoch)
     if record:
         now = runtime.wall_time()
         p.record_follower_fetch(replica_id, wanted.offset, incarnation, now)
         if p.may_join_isr(replica_id, now, replicas.config.replica_lag_time_max):
             replicas.expand_isr(p, replica_id)
-    if wanted.offset >= p.log_end:
+    if wanted.offset >= p.log.log_end:
         return p
     try:
         records = replicas.guarded(p, lambda: p.read(wanted.offset, max_records))
     except ReplicaOffline:
         return FetchResponse(Errors.KAFKA_STORAGE_ERROR)
-    return FetchResponse(None, (), p.high_watermark, p.log_end, p.log.log_start, p.leader_epoch,
+    return FetchResponse(None, (), p.high_watermark, p.log.log_end, p.log.log_start, p.leader_epoch,
                          batch=RecordBatch.of(records) if records else None)
 
 
@@ -146,7 +146,7 @@ async def _consumer_fetch(replicas: ReplicaManager, p: Partition, request: Fetch
     if error is None:
         error = p.consumer_read_error(request.offset)
     if error is not None:
-        return FetchResponse(error, high_watermark=p.high_watermark, log_end=p.log_end,
+        return FetchResponse(error, high_watermark=p.high_watermark, log_end=p.log.log_end,
                              log_start=p.log.log_start, leader_epoch=p.leader_epoch)
     epoch = p.leader_epoch
     if request.offset >= p.high_watermark and request.max_wait > 0:
@@ -158,13 +158,13 @@ async def _consumer_fetch(replicas: ReplicaManager, p: Partition, request: Fetch
         records = replicas.guarded(p, lambda: p.read(request.offset, limit, p.high_watermark))
     except ReplicaOffline:
         return FetchResponse(Errors.KAFKA_STORAGE_ERROR)
-    return FetchResponse(None, (), p.high_watermark, p.log_end, p.log.log_start, p.leader_epoch,
+    return FetchResponse(None, (), p.high_watermark, p.log.log_end, p.log.log_start, p.leader_epoch,
                          batch=RecordBatch.of(records) if records else None)
 
 
 def _response(p: Partition, records: tuple[Record, ...], *, diverging_epoch: int = NO_EPOCH,
               diverging_end_offset: int = -1) -> FetchResponse:
-    return FetchResponse(None, records, p.high_watermark, p.log_end, p.log.log_start,
+    return FetchResponse(None, records, p.high_watermark, p.log.log_end, p.log.log_start,
                          p.leader_epoch, diverging_epoch, diverging_end_offset)
 
 
