@@ -255,7 +255,13 @@ class Partition:
         if error is not None:
             return FetchCheck(error=error)
         if last_fetched_epoch != NO_EPOCH and offset > 0:
-            epoch, end = self.epoch_end_offset(last_fetched_epoch)
+            log = self.log
+            if last_fetched_epoch == log.epoch_cache.latest_epoch:
+                # Nearly every fetch: the follower's last epoch is our latest, which ends at
+                # our log end (epoch_end_offset's answer, without its lookup).
+                epoch, end = last_fetched_epoch, log.log_end
+            else:
+                epoch, end = self.epoch_end_offset(last_fetched_epoch)
             if epoch != last_fetched_epoch or end < offset:
                 return FetchCheck(divergence=Divergence(epoch, end))
         return FETCH_OK
