@@ -26,6 +26,7 @@ fields, and fields a known kind does not declare are kept in ``NodeEvent.extra``
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import operator
 import os
@@ -34,7 +35,7 @@ import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from floodmark.errors import SourceError
 from floodmark.node_event_kinds import (
@@ -327,10 +328,40 @@ def read_events_dir(directory: str | os.PathLike[str]) -> dict[str, list[NodeEve
 # --------------------------------------------------------------------------- writing
 
 
+def _line_record(schema: _Schema) -> Callable[[str, int, float, Any], dict[str, Any]]:
+    """What :func:`encode_body` gives for one kind, envelope first, as a function generated
+    for the kind (as dataclasses generates ``__init__``): one dict display for the envelope
+    and the fields up to the first optional one, then one store per later field, optional
+    ones only when not None. A simulated minute writes some 40,000 events, and building
+    each record field by field, growing the dict, was half the cost of its line."""
+    lead = list(itertools.takewhile(lambda f: not f.optional, schema.fields))
+    entries = "".join(f", {f.name!r}: body.{f.name}" for f in lead)
+    lines = ["def record(node, seq, wall, body):",
+             f"  d = {{'node': node, 'seq': seq, 'wall': wall, 'kind': {schema.body.kind!r}{entries}}}"]
+    for f in schema.fields[len(lead):]:
+        if f.optional:
+            lines += [f"  if body.{f.name} is not None:", f"    d[{f.name!r}] = body.{f.name}"]
+        else:
+            lines.append(f"  d[{f.name!r}] = body.{f.name}")
+    lines.append("  return d")
+    namespace: dict[str, Any] = {}
+    exec("\n".join(lines), namespace)  # noqa: S102 (built from a kind's field names)
+    return cast(Callable[[str, int, float, Any], dict[str, Any]], namespace["record"])
+
+
+_LINE_RECORDS: dict[type, Callable[[str, int, float, Any], dict[str, Any]]] = {
+    schema.body: _line_record(schema) for schema in _SCHEMAS.values()
+}
+
+
 def event_line(node: str, seq: int, wall: float, body: KnownKind | UnknownKind) -> bytes:
     """One event's line in its node's file, newline included (what :class:`NodeEventWriter`
     writes, and the simulator for its nodes)."""
-    record = encode_body(body, {"node": node, "seq": seq, "wall": wall, "kind": body.kind})
+    build = _LINE_RECORDS.get(type(body))
+    if build is not None:
+        record = build(node, seq, wall, body)
+    else:
+        record = encode_body(body, {"node": node, "seq": seq, "wall": wall, "kind": body.kind})
     try:
         if orjson is None:
             raise TypeError("orjson is not installed")

@@ -185,3 +185,19 @@ def test_malformed_checkpoint_names_file_and_line(disk: SimDisk, content: bytes,
         LeaderEpochCache.load(disk, DIR)
     assert info.value.path == PATH and info.value.line == line
     assert PATH in str(info.value)
+
+
+def test_the_latest_epoch_follows_every_change_and_a_reload(disk: SimDisk) -> None:
+    cache = cache_with(disk)
+    assert cache.latest_epoch == -1
+    cache.assign(1, 0)
+    cache.assign(3, 5)
+    assert cache.latest_epoch == 3
+    cache.truncate_from_end(5)
+    assert cache.latest_epoch == 1
+    cache.assign(2, 5)
+    cache.truncate_from_start(6)
+    assert cache.latest_epoch == 2 and cache.entries == (EpochEntry(2, 6),)
+    assert LeaderEpochCache.load(disk, DIR).latest_epoch == 2
+    cache.clear()
+    assert cache.latest_epoch == -1

@@ -238,3 +238,12 @@ def test_a_broker_without_orjson_still_writes_its_events(tmp_path) -> None:
     assert out.stdout.strip() == "[LogDirOffline(dir='/a', error='EIO', partitions=(('t', 0),))]"
     assert (tmp_path / "n1.jsonl").read_text() == line(0, '"kind":"log_dir_offline","dir":"/a","error":"EIO",'
                                                           '"partitions":[["t",0]]')
+
+
+def test_the_line_of_every_kind_holds_what_encode_body_gives_in_the_same_order() -> None:
+    from floodmark.node_events import encode_body, event_line
+
+    for _, body in WRITTEN:
+        envelope = {"node": "n2", "seq": 7, "wall": 2.25, "kind": body.kind}
+        assert event_line("n2", 7, 2.25, body) == (json.dumps(encode_body(body, envelope),
+                                                              separators=(",", ":")) + "\n").encode()

@@ -371,3 +371,19 @@ def test_reads_of_the_newest_records_match_the_log_across_truncation_and_leader_
     p.make_leader(state(1, 3, (1,)), now_wall=0.0)
     p.append_as_leader(["y"])
     assert p.read(0, 10) == log.read(0, 10) and p.read(0, 10)[-1] == Record(2, 3, "y")
+
+
+def test_acting_as_leader_follows_every_change_of_role_and_staleness() -> None:
+    p, _ = replica()
+    assert p.key == ("t", 0) and not p.is_leader
+    p.make_leader(state(1, 1, (1, 2, 3)), now_wall=0.0)
+    assert p.is_leader
+    p.fence("lost conditional ISR write")
+    assert not p.is_leader
+    p.make_leader(state(1, 1, (1, 2, 3)), now_wall=0.0)  # the controller's word for its own epoch
+    assert p.is_leader
+    p.make_follower(state(2, 2, (1, 2, 3)))
+    assert not p.is_leader
+    p.make_leader(state(1, 3, (1, 2, 3)), now_wall=0.0)
+    p.stop()
+    assert not p.is_leader

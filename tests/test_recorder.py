@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -52,3 +53,46 @@ def test_an_op_that_cannot_be_written_leaves_no_gap(tmp_path: Path) -> None:
     recorder.record("invoke", 0, "send", "v")
     recorder.close()
     assert [op.index for op in read_history(path)] == [0]
+
+
+def test_a_replayable_run_writes_its_history_in_blocks_and_all_of_it_on_close(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import floodmark.harness.recorder as recorder_module
+
+    path = tmp_path / "history.jsonl"
+    recorder = Recorder(path, durable=False)
+    recorder.record("invoke", 0, "send", "v")
+    recorder.record("ok", 0, "send", "v", node="n1")
+    assert path.read_bytes() == b""  # held back: the run replays from its seed
+    recorder.flush()
+    assert [op.index for op in read_history(path)] == [0, 1]
+    monkeypatch.setattr(recorder_module, "BUFFERED_BYTES", 1)  # every line fills the block
+    recorder.record("invoke", 1, "poll", None)
+    assert [op.index for op in read_history(path)] == [0, 1, 2]
+    monkeypatch.setattr(recorder_module, "BUFFERED_BYTES", 1 << 20)
+    recorder.record("ok", 1, "poll", [])
+    recorder.close()
+    assert [op.index for op in read_history(path)] == [0, 1, 2, 3]
+    assert recorder.counts == {"ok": 2} and recorder.ops_recorded == 4
+    with pytest.raises(ValueError, match="closed"):
+        recorder.record("invoke", 1, "send", None)
+
+
+def test_a_simulated_run_holds_its_history_back_and_writes_all_of_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from floodmark.harness.config import make_config
+    from floodmark.run import runner
+
+    made: list[Recorder] = []
+
+    def recorder(*args: object, **kwargs: object) -> Recorder:
+        made.append(Recorder(*args, **kwargs))  # type: ignore[arg-type]
+        return made[-1]
+
+    monkeypatch.setattr(runner, "Recorder", recorder)
+    config = make_config({"cluster": "sim", "nemesis": "none", "time_limit": 1.0, "seed": 1})
+    run = runner.Runner(config, str(tmp_path), out=io.StringIO(), check=False, report=False)
+    assert run.run().error is None
+    [used] = made
+    assert not used.durable
+    assert [op.index for op in read_history(run.run_dir.history)] == list(range(used.ops_recorded))

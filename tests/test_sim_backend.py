@@ -203,3 +203,24 @@ def test_a_run_that_never_ends_is_cancelled_at_its_virtual_time_budget(backend: 
         backend.run(cleans_up_at_once())
     # Nothing of an overrun is left to stop a later run.
     assert backend.run(asyncio.sleep(120.0, result="alive")) == "alive"
+
+
+def test_the_collector_runs_less_often_only_while_the_world_runs(backend: Any) -> None:
+    import gc
+
+    from floodmark.backends.sim.backend import COLLECTOR_THRESHOLDS
+
+    async def thresholds() -> tuple[int, ...]:
+        return gc.get_threshold()
+
+    before = gc.get_threshold()
+    assert before != COLLECTOR_THRESHOLDS
+    assert backend.run(thresholds()) == COLLECTOR_THRESHOLDS
+    assert gc.get_threshold() == before
+
+    async def broken() -> None:
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError):
+        backend.run(broken())
+    assert gc.get_threshold() == before

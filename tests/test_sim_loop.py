@@ -190,3 +190,53 @@ def test_a_closed_loop_refuses_plain_timers_and_closing_drops_them() -> None:
     assert loop.pending_timers() == 0
     with pytest.raises(RuntimeError):
         loop.plain_call_at(6.0, print)
+
+
+def test_a_callback_queued_with_its_context_runs_in_it_in_order_and_has_no_handle(loop: VirtualTimeLoop) -> None:
+    import contextvars
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="loop's")
+    order: list[tuple[str, str]] = []
+    context = contextvars.copy_context()
+    context.run(var.set, "its own")
+    handle = loop.call_soon(lambda: order.append(("plain", var.get())))
+    assert loop.call_soon(lambda name: order.append((name, var.get())), "with context", context=context) is None
+    assert handle is not None
+    loop.call_soon(lambda: order.append(("last", var.get())))
+    loop.run_until_complete(asyncio.sleep(0))
+    assert order == [("plain", "loop's"), ("with context", "its own"), ("last", "loop's")]
+
+
+def test_a_failing_callback_queued_with_a_context_is_reported_by_its_own_name(loop: VirtualTimeLoop) -> None:
+    import contextvars
+
+    reported: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+
+    def broken_with_context() -> None:
+        raise ValueError("boom")
+
+    loop.call_soon(broken_with_context, context=contextvars.copy_context())
+    assert loop.run_until_complete(asyncio.sleep(1, result="on")) == "on"
+    assert [type(c["exception"]) for c in reported] == [ValueError]
+    assert "broken_with_context" in str(reported[0]["message"])
+
+
+def test_tasks_and_futures_wake_up_through_the_loop_in_order(loop: VirtualTimeLoop) -> None:
+    order: list[str] = []
+
+    async def waiter(name: str, future: asyncio.Future[None]) -> None:
+        await future
+        order.append(name)
+
+    async def main() -> None:
+        futures = [loop.create_future() for _ in range(3)]
+        tasks = [loop.create_task(waiter(f"w{n}", f), name=f"w{n}") for n, f in enumerate(futures)]
+        await asyncio.sleep(0)
+        for future in reversed(futures):
+            future.set_result(None)
+        await asyncio.gather(*tasks)
+        assert [t.get_name() for t in tasks] == ["w0", "w1", "w2"]
+
+    loop.run_until_complete(main())
+    assert order == ["w2", "w1", "w0"]

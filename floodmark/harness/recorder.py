@@ -3,11 +3,19 @@
 Client workers and the nemesis both record ops through a :class:`Recorder`. Times are
 nanoseconds since the test started, read from the harness's monotonic clock (never a node's
 wall clock, which clock faults skew): the machine's, or the simulator's virtual clock. Each op is appended as it happens with one ``write``
-on a file opened for appending (nothing is buffered in the harness), so a harness that is
-killed leaves a readable history holding every op it recorded. The lines are those of
+on a file opened for appending (nothing is buffered in the harness, but see below), so a
+harness that is killed leaves a readable history holding every op it recorded. The lines are those of
 :class:`floodmark.history.HistoryWriter` (``Op.to_json``), encoded with orjson: the history
 is written twice per client op, and the standard library's encoder was a tenth of the
 harness's CPU. A lock keeps indices dense should any thread record.
+
+A run on the simulator is the exception (``durable=False``): the whole run is a pure function
+of its seed and configuration, so a history cut short by a killed harness is not evidence
+anyone needs (``floodmark repro`` replays every op of it, byte for byte), while a system call
+per line was a twentieth of a simulated run's CPU. There lines are gathered and written in
+large blocks (every :data:`BUFFERED_BYTES`) and at :meth:`Recorder.close`, which the runner
+calls on every way out of a run, failed or interrupted; only a harness killed outright loses
+the tail, and the seed brings it back.
 
 The recorder also keeps the counts behind the live progress line.
 """
@@ -26,6 +34,8 @@ from typing import Any
 import orjson
 
 from floodmark.history import Op, OpType, Process
+
+BUFFERED_BYTES = 1 << 20  # a non-durable recorder writes once this much is waiting
 
 
 def op_line(op: Op) -> bytes:
@@ -46,8 +56,14 @@ def op_line(op: Op) -> bytes:
 
 
 class Recorder:
-    def __init__(self, path: str | Path, clock_ns: Callable[[], int] = time.monotonic_ns) -> None:
+    def __init__(self, path: str | Path, clock_ns: Callable[[], int] = time.monotonic_ns, *,
+                 durable: bool = True) -> None:
+        """``durable``: every op is in the file when :meth:`record` returns; False (only for
+        a replayable run) holds lines back until :meth:`flush` or :meth:`close`."""
         self.path = Path(path)
+        self.durable = durable
+        self._pending: list[bytes] = []  # lines not written yet (never, when durable)
+        self._pending_bytes = 0
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._next_index = 0
         self._lock = threading.Lock()
@@ -72,7 +88,13 @@ class Recorder:
             op = Op(self._next_index, self.now(), type, process, f, value, node, error)
             line = op_line(op)  # before taking the index: an op that cannot be encoded leaves no gap
             self._next_index += 1
-            _write_all(self._fd, line)
+            if self.durable:
+                _write_all(self._fd, line)
+            else:
+                self._pending.append(line)
+                self._pending_bytes += len(line)
+                if self._pending_bytes >= BUFFERED_BYTES:
+                    self._write_pending()
         if type != "invoke" and process != "nemesis":
             self.counts[type] += 1
         return op
@@ -81,10 +103,25 @@ class Recorder:
     def ops_recorded(self) -> int:
         return self._next_index
 
+    def flush(self) -> None:
+        """Write the lines held back (a no-op when durable: nothing ever is)."""
+        with self._lock:
+            if self._fd >= 0:
+                self._write_pending()
+
+    def _write_pending(self) -> None:
+        if self._pending:
+            _write_all(self._fd, b"".join(self._pending))
+            self._pending.clear()
+            self._pending_bytes = 0
+
     def close(self) -> None:
         with self._lock:
             if self._fd >= 0:
-                os.close(self._fd)
+                try:
+                    self._write_pending()
+                finally:
+                    os.close(self._fd)
                 self._fd = -1
 
 

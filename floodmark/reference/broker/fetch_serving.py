@@ -73,19 +73,25 @@ async def handle_replica_fetch(runtime: Runtime, replicas: ReplicaManager,
     deadline = runtime.monotonic() + request.max_wait
     record = True
     while True:
-        responses = [
-            _serve_follower(runtime, replicas, wanted, request.replica_id, request.broker_incarnation,
-                            request.max_records, record=record)
-            for wanted in request.partitions
-        ]
+        looks: list[FetchResponse | Partition] = []
+        news = False
+        for wanted in request.partitions:
+            look = _look(runtime, replicas, wanted, request.replica_id, request.broker_incarnation,
+                         request.max_records, record=record)
+            looks.append(look)
+            if not news and isinstance(look, FetchResponse) and _has_news(look):
+                news = True
         record = False  # progress counts once per fetch, not once per look
         remaining = deadline - runtime.monotonic()
-        if any(_has_news(r) for r in responses) or remaining <= 0:
+        if news or remaining <= 0:
             break
         await replicas.append_signal.wait(remaining)
+    # A partition with nothing new is answered with its state as the look found it: nothing
+    # since has changed it (looking at another partition changes none of what the answer
+    # carries, and there was no await).
     return ReplicaFetchResponse(None, tuple(
-        PartitionFetchResult(wanted.topic, wanted.partition, response)
-        for wanted, response in zip(request.partitions, responses)))
+        PartitionFetchResult(wanted.topic, wanted.partition, look if isinstance(look, FetchResponse) else _response(look, ()))
+        for wanted, look in zip(request.partitions, looks)))
 
 
 def _has_news(response: FetchResponse) -> bool:
@@ -95,6 +101,15 @@ def _has_news(response: FetchResponse) -> bool:
 def _serve_follower(runtime: Runtime, replicas: ReplicaManager, wanted: FetchPartition, replica_id: int,
                     incarnation: int, max_records: int, *, record: bool) -> FetchResponse:
     """Answer one partition of a follower's fetch without waiting; ``record`` its progress."""
+    look = _look(runtime, replicas, wanted, replica_id, incarnation, max_records, record=record)
+    return look if isinstance(look, FetchResponse) else _response(look, ())
+
+
+def _look(runtime: Runtime, replicas: ReplicaManager, wanted: FetchPartition, replica_id: int,
+          incarnation: int, max_records: int, *, record: bool) -> FetchResponse | Partition:
+    """:func:`_serve_follower`'s answer, or the partition when it has nothing new for the
+    follower (the answer is then ``_response(p, ())``, built only if it is sent: a parked
+    fetch looks at every partition it asks about each time any of them changes)."""
     p, error = replicas.leader_error(wanted.topic, wanted.partition)
     if p is None:
         return FetchResponse(error or Errors.NOT_LEADER)
@@ -108,21 +123,21 @@ def _serve_follower(runtime: Runtime, replicas: ReplicaManager, wanted: FetchPar
     if check.divergence is not None:
         return _response(p, (), diverging_epoch=check.divergence.leader_epoch,
                          diverging_end_offset=check.divergence.end_offset)
-    if wanted.offset > p.log_end or wanted.offset < p.log.log_start:
+    if wanted.offset > p.log.log_end or wanted.offset < p.log.log_start:
         return FetchResponse(Errors.OFFSET_OUT_OF_RANGE, high_watermark=p.high_watermark,
-                             log_end=p.log_end, log_start=p.log.log_start, leader_epoch=p.leader_epoch)
+                             log_end=p.log.log_end, log_start=p.log.log_start, leader_epoch=p.leader_epoch)
     if record:
         now = runtime.wall_time()
         p.record_follower_fetch(replica_id, wanted.offset, incarnation, now)
         if p.may_join_isr(replica_id, now, replicas.config.replica_lag_time_max):
             replicas.expand_isr(p, replica_id)
-    if wanted.offset >= p.log_end:
-        return _response(p, ())
+    if wanted.offset >= p.log.log_end:
+        return p
     try:
         records = replicas.guarded(p, lambda: p.read(wanted.offset, max_records))
     except ReplicaOffline:
         return FetchResponse(Errors.KAFKA_STORAGE_ERROR)
-    return FetchResponse(None, (), p.high_watermark, p.log_end, p.log.log_start, p.leader_epoch,
+    return FetchResponse(None, (), p.high_watermark, p.log.log_end, p.log.log_start, p.leader_epoch,
                          batch=RecordBatch.of(records) if records else None)
 
 
@@ -131,7 +146,7 @@ async def _consumer_fetch(replicas: ReplicaManager, p: Partition, request: Fetch
     if error is None:
         error = p.consumer_read_error(request.offset)
     if error is not None:
-        return FetchResponse(error, high_watermark=p.high_watermark, log_end=p.log_end,
+        return FetchResponse(error, high_watermark=p.high_watermark, log_end=p.log.log_end,
                              log_start=p.log.log_start, leader_epoch=p.leader_epoch)
     epoch = p.leader_epoch
     if request.offset >= p.high_watermark and request.max_wait > 0:
@@ -143,13 +158,13 @@ async def _consumer_fetch(replicas: ReplicaManager, p: Partition, request: Fetch
         records = replicas.guarded(p, lambda: p.read(request.offset, limit, p.high_watermark))
     except ReplicaOffline:
         return FetchResponse(Errors.KAFKA_STORAGE_ERROR)
-    return FetchResponse(None, (), p.high_watermark, p.log_end, p.log.log_start, p.leader_epoch,
+    return FetchResponse(None, (), p.high_watermark, p.log.log_end, p.log.log_start, p.leader_epoch,
                          batch=RecordBatch.of(records) if records else None)
 
 
 def _response(p: Partition, records: tuple[Record, ...], *, diverging_epoch: int = NO_EPOCH,
               diverging_end_offset: int = -1) -> FetchResponse:
-    return FetchResponse(None, records, p.high_watermark, p.log_end, p.log.log_start,
+    return FetchResponse(None, records, p.high_watermark, p.log.log_end, p.log.log_start,
                          p.leader_epoch, diverging_epoch, diverging_end_offset)
 
 

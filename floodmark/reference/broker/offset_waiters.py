@@ -15,7 +15,6 @@ those wrappers cost extra futures and turns of the event loop on each.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -42,8 +41,12 @@ class OffsetWaiters:
             timer.cancel()
             if not future.done():
                 future.cancel()
-            with contextlib.suppress(ValueError):
+            # Not contextlib.suppress: every fetch and produce waits, and its context manager
+            # cost three calls more per wait than this.
+            try:  # noqa: SIM105
                 self._waiting.remove(entry)
+            except ValueError:
+                pass
 
     def advance(self, value: int) -> None:
         """The watermark is now ``value``: wake everyone waiting for an offset <= value."""
@@ -84,8 +87,10 @@ class ChangeSignal:
             timer.cancel()
             if not future.done():
                 future.cancel()
-            with contextlib.suppress(ValueError):  # gone already if a notify woke it
+            try:  # noqa: SIM105 (as in OffsetWaiters.wait)
                 self._waiting.remove(future)
+            except ValueError:  # gone already if a notify woke it
+                pass
 
     def notify(self) -> None:
         waiting, self._waiting = self._waiting, []

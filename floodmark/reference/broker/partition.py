@@ -108,6 +108,7 @@ class Partition:
                  high_watermark: int, variant: Variant, emit: Emit) -> None:
         self.topic = topic
         self.partition = partition
+        self.key = (topic, partition)  # a plain attribute: looked up on every fetch
         self.broker_id = broker_id
         self.log = log
         self.variant = variant
@@ -133,6 +134,10 @@ class Partition:
         # Followers being admitted to the ISR: the log end each had reached when admitted.
         self.admitted_log_ends: dict[int, int] = {}
         self.stale = False  # lost a conditional ISR write: stop acting until the controller speaks
+        # Acting as leader: role "leader" and not stale, kept by _leadership_changed whenever
+        # either changes. A plain attribute, not a property (Python 3.11 calls a property's
+        # getter as a function), as every request for the partition asks.
+        self.is_leader = False
         # Called after the HW or the log end moved (wakes waiting produce and fetch requests).
         self.on_high_watermark: Callable[[Partition], None] | None = None
         self.on_log_end: Callable[[Partition], None] | None = None
@@ -145,16 +150,12 @@ class Partition:
     # ------------------------------------------------------------------ identity and events
 
     @property
-    def key(self) -> tuple[str, int]:
-        return (self.topic, self.partition)
-
-    @property
     def log_end(self) -> int:
         return self.log.log_end
 
-    @property
-    def is_leader(self) -> bool:
-        return self.role == "leader" and not self.stale
+    def _leadership_changed(self) -> None:
+        """``role`` or ``stale`` changed: is it acting as leader now?"""
+        self.is_leader = self.role == "leader" and not self.stale
 
     # ------------------------------------------------------------------ LeaderAndIsr
 
@@ -179,6 +180,7 @@ class Partition:
                                                          last_fetch_wall=now_wall)
             return False
         self.role = "leader"
+        self._leadership_changed()
         self.leader_id = self.broker_id
         self.epoch_start_offset = self.log.log_end
         self.log.epoch_cache.assign(state.leader_epoch, self.epoch_start_offset)
@@ -200,6 +202,7 @@ class Partition:
         if same:
             return False
         self.role = "follower"
+        self._leadership_changed()
         self.leader_id = state.leader
         self.epoch_start_offset = UNKNOWN_OFFSET
         self.followers = {}
@@ -217,10 +220,12 @@ class Partition:
         self.isr_update_pending = False
         self.joining = ()
         self.stale = False
+        self._leadership_changed()
 
     def stop(self) -> None:
         """StopReplica, or the log directory went offline: no role any more."""
         self.role = "none"
+        self._leadership_changed()
         self.followers = {}
 
     # ------------------------------------------------------------------ epochs and fencing
@@ -250,7 +255,13 @@ class Partition:
         if error is not None:
             return FetchCheck(error=error)
         if last_fetched_epoch != NO_EPOCH and offset > 0:
-            epoch, end = self.epoch_end_offset(last_fetched_epoch)
+            log = self.log
+            if last_fetched_epoch == log.epoch_cache.latest_epoch:
+                # Nearly every fetch: the follower's last epoch is our latest, which ends at
+                # our log end (epoch_end_offset's answer, without its lookup).
+                epoch, end = last_fetched_epoch, log.log_end
+            else:
+                epoch, end = self.epoch_end_offset(last_fetched_epoch)
             if epoch != last_fetched_epoch or end < offset:
                 return FetchCheck(divergence=Divergence(epoch, end))
         return FETCH_OK
@@ -378,6 +389,7 @@ class Partition:
         if self.stale:
             return
         self.stale = True
+        self._leadership_changed()
         self.isr_update_pending = False
         self.joining = ()
         self._emit(Fenced(topic=self.topic, partition=self.partition, why=why, leader_epoch=self.leader_epoch))

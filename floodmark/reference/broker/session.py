@@ -37,6 +37,10 @@ class BrokerSession:
         self._incarnation = 0
         self._registered = asyncio.Event()
         self._fenced_incarnation: int | None = None
+        # KIP-343: fenced itself for want of controller heartbeats; no longer acts as leader.
+        # Read-only for everyone but fence/unfence; a plain attribute, not a property, as
+        # every request for a partition asks.
+        self.fenced = False
         self._stopping = False
         self._unclean_recovery = False
 
@@ -49,11 +53,6 @@ class BrokerSession:
     def incarnation(self) -> int:
         """The czxid of this broker's registration; 0 until it first registered."""
         return self._incarnation
-
-    @property
-    def fenced(self) -> bool:
-        """KIP-343: fenced itself for want of controller heartbeats; no longer acts as leader."""
-        return self._fenced_incarnation is not None
 
     @property
     def fenced_incarnation(self) -> int | None:
@@ -84,9 +83,11 @@ class BrokerSession:
 
     def fence(self) -> None:
         self._fenced_incarnation = self._incarnation
+        self.fenced = True
 
     def unfence(self) -> None:
         self._fenced_incarnation = None
+        self.fenced = False
 
     def begin_stopping(self) -> None:
         self._stopping = True

@@ -102,6 +102,9 @@ class LeaderEpochCache:
         self.journal = journal
         self._name = posixpath.basename(posixpath.dirname(path))  # the log's directory: its journal key
         self._entries: list[EpochEntry] = list(entries or [])
+        # The latest epoch in the cache, or -1 if it is empty: kept by _replace, and a plain
+        # attribute, not a property, as every follower fetch asks (read-only for others).
+        self.latest_epoch = self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
 
     @classmethod
     def load(cls, storage: Storage, directory: str, journal: EpochJournal | None = None) -> LeaderEpochCache:
@@ -121,11 +124,6 @@ class LeaderEpochCache:
     @property
     def entries(self) -> tuple[EpochEntry, ...]:
         return tuple(self._entries)
-
-    @property
-    def latest_epoch(self) -> int:
-        """The latest epoch in the cache, or -1 if it is empty."""
-        return self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
 
     def start_offset(self, epoch: int) -> int:
         """The first offset ``epoch`` wrote, or -1 if the cache does not have ``epoch``."""
@@ -170,15 +168,13 @@ class LeaderEpochCache:
         if self._entries and self._entries[-1].epoch == epoch and self._entries[-1].start_offset <= start_offset:
             return
         kept = [e for e in self._entries if e.epoch < epoch and e.start_offset < start_offset]
-        self._entries = [*kept, EpochEntry(epoch, start_offset)]
-        self._persist()
+        self._replace([*kept, EpochEntry(epoch, start_offset)])
 
     def truncate_from_end(self, end_offset: int) -> None:
         """The log was truncated to ``end_offset``: forget epochs starting at or after it."""
         kept = [e for e in self._entries if e.start_offset < end_offset]
         if len(kept) != len(self._entries):
-            self._entries = kept
-            self._persist()
+            self._replace(kept)
 
     def truncate_from_start(self, start_offset: int) -> None:
         """The log now starts at ``start_offset``: drop epochs wholly before it and move the
@@ -187,13 +183,17 @@ class LeaderEpochCache:
         if not before or (len(before) == 1 and before[0].start_offset == start_offset):
             return
         covering = EpochEntry(before[-1].epoch, start_offset)
-        self._entries = [covering, *self._entries[len(before):]]
-        self._persist()
+        self._replace([covering, *self._entries[len(before):]])
 
     def clear(self) -> None:
         if self._entries:
-            self._entries = []
-            self._persist()
+            self._replace([])
+
+    def _replace(self, entries: list[EpochEntry]) -> None:
+        """The cache holds ``entries`` now: its latest epoch follows, then it is persisted."""
+        self._entries = entries
+        self.latest_epoch = entries[-1].epoch if entries else UNDEFINED_EPOCH
+        self._persist()
 
     def _persist(self) -> None:
         if self.journal is not None:

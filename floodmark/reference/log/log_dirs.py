@@ -157,7 +157,7 @@ class LogDirs:
 
     def is_offline(self, topic: str, partition: int) -> bool:
         """True if the replica lives in an offline directory."""
-        directory = self.dir_of(topic, partition)
+        directory = self._location.get((topic, partition))  # dir_of, asked on every request
         return directory is not None and directory in self._offline
 
     def log_path(self, topic: str, partition: int) -> str | None:

@@ -25,7 +25,10 @@ job): never cancelled, and nothing reads their handle. :meth:`VirtualTimeLoop.pl
 sets such a timer as a bare ``(callback, args)`` pair, in the same heap and sequence as
 every other timer (so the order of what runs is the same), without building a handle and
 copying the context for it; it runs in the loop's context, which no part of the simulator
-can tell apart (none uses context variables).
+can tell apart (none uses context variables). The wake-ups and done callbacks that asyncio's
+C tasks and futures queue with ``call_soon`` (a hundred thousand a simulated minute) take the
+same form, ``(context.run, (callback, *args))``: they pass their context and drop the handle,
+so none is built for them.
 """
 
 from __future__ import annotations
@@ -153,6 +156,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     _stopping: bool
     _closed: bool
     _debug: bool
+    _task_factory: Any
     _process_events: Callable[[list[tuple[selectors.SelectorKey, int]]], None]
     _check_thread: Callable[[], None]
     _check_callback: Callable[[Callable[..., object], str], None]
@@ -172,21 +176,44 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     # ------------------------------------------------------------------ scheduling
 
-    def call_soon(self, callback: Callable[[*_Ts], object], *args: *_Ts,
-                  context: contextvars.Context | None = None) -> events.Handle:
+    def call_soon(self, callback: Callable[[*_Ts], object], *args: *_Ts,  # type: ignore[override]
+                  context: contextvars.Context | None = None) -> events.Handle | None:
+        """As asyncio's, except that a call with an explicit ``context`` returns no handle
+        (None): it queues a plain entry that runs ``callback`` in that context. Only asyncio's
+        own C futures and tasks pass a context, for every wake-up and done callback, and they
+        drop the handle; everything else gets a cancellable handle as usual."""
         if self._debug:
             return super().call_soon(callback, *args, context=context)
         if self._closed:
             raise RuntimeError("Event loop is closed")
+        if context is not None:
+            self._ready.append((context.run, (callback, *args)))
+            return None
         handle = _Ready(callback, args, self, context)
         self._ready.append(handle)
         return handle
+
+    def create_task(self, coro: Any, *, name: str | None = None,  # type: ignore[override]
+                    context: contextvars.Context | None = None) -> asyncio.Task[Any]:
+        """As asyncio's, without its checks for debug mode and a task factory when neither
+        applies: a simulated run starts a task for every request a node handles."""
+        if self._debug or self._task_factory is not None:
+            return super().create_task(coro, name=name, context=context)
+        if self._closed:
+            raise RuntimeError("Event loop is closed")
+        return asyncio.Task(coro, loop=self, name=name, context=context)
 
     def call_later(self, delay: float, callback: Callable[[*_Ts], object], *args: *_Ts,
                    context: contextvars.Context | None = None) -> events.TimerHandle:
         if delay is None:
             raise TypeError("delay must not be None")
-        return self.call_at(self.clock.now + delay, callback, *args, context=context)
+        if self._debug or self._closed:
+            return self.call_at(self.clock.now + delay, callback, *args, context=context)
+        # call_at's own steps, without its call: every sleep and wait sets one.
+        when = self.clock.now + delay
+        timer = _Timer(when, callback, args, self, context)
+        heapq.heappush(self._timers, (when, next(self._timer_sequence), timer))
+        return timer
 
     def call_at(self, when: float, callback: Callable[[*_Ts], object], *args: *_Ts,
                 context: contextvars.Context | None = None) -> events.TimerHandle:
@@ -227,11 +254,22 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         clock = self.clock
         heappop = heapq.heappop
         popleft = ready.popleft
+        selector = self._virtual_selector
+        wakeup_only = self._wakeup_only
         while True:
             if self._cancelled_timers > _CLEANUP_MINIMUM and 2 * self._cancelled_timers > len(timers):
                 self._drop_cancelled_timers()
             if not ready and not self._stopping:
-                self._advance()
+                # _advance's common case inline (it runs every turn): the next timer is live,
+                # no poll is due and nothing but the wake-up pipe is registered.
+                head = timers[0] if timers else None
+                if (head is not None and self._moves_until_poll > 1 and selector.registered == wakeup_only
+                        and (head[2].__class__ is tuple or not head[2]._cancelled)):  # type: ignore[union-attr]
+                    self._moves_until_poll -= 1
+                    if head[0] > clock.now:
+                        clock.now = head[0]
+                else:
+                    self._advance()
             now = clock.now
             while timers and timers[0][0] <= now:
                 timer = heappop(timers)[2]
@@ -252,7 +290,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
                     except (SystemExit, KeyboardInterrupt):
                         raise
                     except BaseException as exc:
-                        self._plain_callback_failed(handle[0], exc)
+                        self._plain_entry_failed(handle, exc)
                     continue
                 if handle._cancelled:
                     continue
@@ -273,7 +311,10 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             "handle": handle,
         })
 
-    def _plain_callback_failed(self, callback: Callable[..., object], exc: BaseException) -> None:
+    def _plain_entry_failed(self, entry: _Plain, exc: BaseException) -> None:
+        callback, args = entry
+        if isinstance(getattr(callback, "__self__", None), contextvars.Context) and args:
+            callback = args[0]  # a callback queued with its context (see call_soon): name it
         self.call_exception_handler({"message": f"Exception in callback {callback!r}", "exception": exc})
 
     def _advance(self) -> None:

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from floodmark.reference.protocol import wire
 from floodmark.reference.protocol.messages import ErrorResponse
 from floodmark.reference.runtime import Handler
+from floodmark.reference.sim.cpu import CpuCosts
 from floodmark.reference.sim.loop import VirtualTimeLoop
 from floodmark.reference.sim.message_faults import ActiveRule, MessageFaults, MessageRule
 from floodmark.reference.sim.node import SimNode
@@ -65,7 +66,7 @@ class _Delivery:
 class _Call:
     """One request in flight, so a crash can break it, and what its response needs on arrival."""
 
-    __slots__ = ("source", "destination", "reply", "requester", "timeout", "charged")
+    __slots__ = ("source", "destination", "reply", "requester", "timeout", "charged", "priced_by", "price")
 
     def __init__(self, source: str, destination: str, reply: asyncio.Future[Any], requester: SimNode) -> None:
         self.source = source
@@ -74,6 +75,10 @@ class _Call:
         self.requester = requester
         self.timeout: asyncio.TimerHandle | None = None
         self.charged = False  # the requester's CPU has been charged for reading the response
+        # What the response costs, as the responder's costs priced it: the requester, whose
+        # costs are nearly always the same, reads the price instead of counting again.
+        self.priced_by: CpuCosts | None = None
+        self.price = 0.0
 
 
 class NetworkWorld(Protocol):
@@ -184,7 +189,8 @@ class SimNetwork:
         Every message draws its latency once, whatever a rule does with it: a rule changes
         no draw by itself, only the consequences of what it did to a message can."""
         link = (source, destination)
-        latency = self.random.uniform(self.min_latency, self.max_latency)
+        # random.uniform's own expression, without its call: one draw per message.
+        latency = self.min_latency + (self.max_latency - self.min_latency) * self.random.random()
         if self.message_faults.rules and kind:
             rule = self.message_faults.decide(kind, source, destination)
             if rule is not None:
@@ -229,17 +235,17 @@ class SimNetwork:
             arrival += delay  # travels on its own: later messages on the link overtake it
         else:
             self._last_arrival[link] = arrival
-
-        def arrive() -> None:
-            if link not in self._blocked:
-                on_arrival()
-                return
-            self.lost[link] += 1
-            if on_lost is not None:
-                on_lost()
-
-        loop.plain_call_at(arrival, arrive)
+        loop.plain_call_at(arrival, self._land, link, on_arrival, on_lost)
         return arrival
+
+    def _land(self, link: Link, on_arrival: Callable[[], None], on_lost: Callable[[], None] | None) -> None:
+        """A message reaches the end of its link, unless a fault blocks the link now."""
+        if link not in self._blocked:
+            on_arrival()
+            return
+        self.lost[link] += 1
+        if on_lost is not None:
+            on_lost()
 
     def serve(self, node: str, incarnation: int, handler: Handler) -> None:
         self._handlers[node] = (incarnation, handler)
@@ -301,7 +307,9 @@ class SimNetwork:
             reply.set_result(response)
             return
         call.charged = True
-        self.world.loop.plain_call_at(cpu.charge(cpu.costs.cost(response)), _resolve, reply, response)
+        costs = cpu.costs
+        price = call.price if call.priced_by is costs else costs.cost(response)
+        self.world.loop.plain_call_at(cpu.charge(price), _resolve, reply, response)
 
     def _arrive(self, call: _Call, message: Any) -> None:
         target = self.world.nodes.get(call.destination)
@@ -352,8 +360,9 @@ class SimNetwork:
             self._send_response(call, response, node, incarnation)
         else:
             # Building the response takes CPU time; it leaves when that is done.
-            self.world.loop.plain_call_at(cpu.charge(cpu.costs.cost(response)), self._send_response,
-                                          call, response, node, incarnation)
+            call.priced_by = costs = cpu.costs
+            call.price = price = costs.cost(response)
+            self.world.loop.plain_call_at(cpu.charge(price), self._send_response, call, response, node, incarnation)
 
     def _send_response(self, call: _Call, response: Any, node: SimNode, incarnation: int) -> None:
         if not node.is_current(incarnation) or self._handlers.get(call.destination, (None,))[0] != incarnation:

@@ -133,11 +133,7 @@ class SimNode:
         ``on_done(task)`` runs when it has finished. ``gated=False``: ``coro`` passes the
         gate itself before it does anything (saves a wrapping coroutine on hot paths)."""
 
-        async def gate_first() -> Any:
-            await self.gate(incarnation)
-            return await coro
-
-        task = loop.create_task(gate_first() if gated else coro, name=f"{self.name}:{name}")
+        task = loop.create_task(self._gate_first(incarnation, coro) if gated else coro, name=f"{self.name}:{name}")
         current = self.is_current(incarnation)
         tasks = self.tasks
 
@@ -159,6 +155,10 @@ class SimNode:
             return task
         tasks[task] = None
         return task
+
+    async def _gate_first(self, incarnation: int, coro: Coroutine[Any, Any, Any]) -> Any:
+        await self.gate(incarnation)
+        return await coro
 
     def crash(self) -> int:
         """The process dies, ending this incarnation: cancel everything it runs and return
