@@ -36,6 +36,10 @@ from floodmark.reference.protocol.messages import (
     PartitionState,
     ProduceRequest,
     ProduceResponse,
+    ReplicaLogInfo,
+    ReplicaLogInfoRequest,
+    ReplicaLogInfoResponse,
+    TopicPartition,
 )
 
 
@@ -373,3 +377,18 @@ def test_start_up_deletes_replicas_no_longer_assigned(cluster: SimCluster) -> No
     cluster.restart("n3")
     assert not disk.exists("/data/b/gone-0")
     assert cluster.world.run_until(lambda: cluster.replica("n3", "t", 0) is not None, 30.0)
+
+
+def test_a_broker_says_how_far_each_replica_it_holds_goes(cluster: SimCluster) -> None:
+    # KIP-966's GetReplicaLogInfo, asked by a controller choosing among unclean survivors.
+    cluster.create_topic("t", 1, 3)
+    assert cluster.send("t", 0, ["a", "b", "c"]).status == "ok"
+    leader = cluster.leader_name("t", 0)
+    follower = next(n for n in cluster.names if n != leader)
+    assert cluster.world.run_until(lambda: len(cluster.values(follower, "t", 0)) == 3, 10.0)
+    epoch = cluster.state("t", 0).leader_epoch  # type: ignore[union-attr]
+    asked = ReplicaLogInfoRequest((TopicPartition("t", 0), TopicPartition("nope", 3)))
+    for node in (leader, follower):  # a follower answers too: it need not lead to say
+        assert request(cluster, node, asked) == ReplicaLogInfoResponse(None, (
+            ReplicaLogInfo("t", 0, epoch, 3),
+            ReplicaLogInfo("nope", 3, -1, -1, Errors.UNKNOWN_TOPIC_OR_PARTITION)))

@@ -124,6 +124,25 @@ def test_balanced_recovery_elects_who_left_last_not_the_first_in_assignment_orde
     assert everyone is not None and everyone.unclean and everyone.state.leader == 3
 
 
+def test_balanced_recovery_elects_the_candidate_whose_log_goes_furthest() -> None:
+    # 2 led and lost power (its log emptied); 1, remembered from before, was SIGKILLed (whole).
+    offline = LeaderIsr(NO_LEADER, 6, (2,), 2, last_known_elr=(1,))
+    ends = {1: (4, 120), 2: (-1, 0)}  # (last leader epoch, log end), as they answered
+    back = remove_recovered_replicas((1, 2, 3), offline, {2}, alive(1, 2, 3), 3, min_insync=2, log_ends=ends)
+    assert back is not None and back.unclean and (back.state.leader, back.state.isr) == (1, (1,))
+    # A newer epoch wins over a longer log of an older one (that log was overwritten since).
+    newer = remove_recovered_replicas((1, 2, 3), offline, {2}, alive(1, 2, 3), 3, min_insync=2,
+                                      log_ends={1: (3, 500), 2: (4, 100)})
+    assert newer is not None and newer.state.leader == 2
+    # Equal logs: who left last, as without answers; a candidate that did not answer is left out.
+    tie = remove_recovered_replicas((1, 2, 3), offline, {2}, alive(1, 2, 3), 3, min_insync=2,
+                                    log_ends={1: (4, 120), 2: (4, 120)})
+    assert tie is not None and tie.state.leader == 2
+    one = remove_recovered_replicas((1, 2, 3), offline, {2}, alive(1, 2, 3), 3, min_insync=2,
+                                    log_ends={1: (-1, 0)})
+    assert one is not None and one.state.leader == 1
+
+
 def test_the_last_known_elr_survives_zookeeper() -> None:
     from floodmark.reference.protocol import zk_layout as zk
     state = LeaderIsr(NO_LEADER, 5, (2,), 3, last_known_elr=(1,))

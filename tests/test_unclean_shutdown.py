@@ -362,3 +362,30 @@ def test_a_recovered_broker_that_caught_up_again_joins_the_elr_when_it_leaves_th
     assert cluster.values("n3", "t", 0) == ["a", "b", "c"]
     assert cluster.world.failures == [], cluster.world.failures
     cluster.close()
+
+
+def test_balanced_recovery_elects_the_survivor_whose_log_goes_furthest() -> None:
+    # Explore seed 13089: both replicas of a partition recovered uncleanly, one from a SIGKILL
+    # (its log whole), the other, the last leader, from a power loss (its unsynced log gone).
+    # Guessing by who left last elected the empty one and the whole one truncated to it;
+    # asking both how far their logs go (KIP-966's GetReplicaLogInfo) elects the whole one.
+    cluster = SimCluster(seed=4, nodes=3)
+    cluster.create_topic("t", 1, 2, min_isr=2, assignment={0: (2, 3)})
+    assert cluster.send("t", 0, ["a", "b"]).status == "ok"
+    cluster.kill("n3")  # SIGKILL: nothing lost; it leaves the ISR (into the ELR)
+    cluster.world.run_for(15.0)
+    assert cluster.state("t", 0).isr == (2,)  # type: ignore[union-attr]
+    cluster.crash("n2")  # power loss of the last ISR member: "a" and "b" were never fsynced
+    cluster.world.run_for(8.0)  # its session expires: the partition has no leader
+    cluster.restart("n3")  # unclean: out of the ELR, a last-known member
+    cluster.world.run_for(2.0)
+    before = cluster.state("t", 0)
+    assert before is not None and before.leader == -1 and before.isr == (2,)
+    cluster.restart("n2")  # unclean too: every candidate recovered uncleanly
+    assert cluster.wait_leader("t", 0, before.leader_epoch + 1) == "n3"
+    elected = [e for name in cluster.names for e in cluster.events(name, LeaderElected) if e.unclean]
+    assert [e.leader for e in elected] == [3]  # still an unclean choice, recorded as such
+    assert cluster.world.run_until(lambda: cluster.values("n2", "t", 0) == ["a", "b"], 20.0)
+    assert cluster.values("n3", "t", 0) == ["a", "b"]
+    assert cluster.world.failures == [], cluster.world.failures
+    cluster.close()

@@ -52,6 +52,7 @@ from floodmark.reference.broker.fetch_serving import (
 )
 from floodmark.reference.broker.heartbeat import BrokerHeartbeat
 from floodmark.reference.broker.isr_change_requests import IsrChangeRequests
+from floodmark.reference.broker.log_info import handle_replica_log_info
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.produce import handle_produce
 from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
@@ -78,6 +79,7 @@ from floodmark.reference.protocol.messages import (
     ProduceRequest,
     ReplicaDirInfo,
     ReplicaFetchRequest,
+    ReplicaLogInfoRequest,
     StopReplicaRequest,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
@@ -362,6 +364,8 @@ class Broker:
             return handle_offset_for_leader_epoch(self.runtime, replicas, message)
         if isinstance(message, MetadataRequest):
             return self.metadata.describe(message)
+        if isinstance(message, ReplicaLogInfoRequest):
+            return handle_replica_log_info(replicas, message)
         if isinstance(message, (LeaderAndIsrRequest, StopReplicaRequest)) and not self.incarnation:
             # KIP-380's gap at start-up: a deposed controller, cut off from ZooKeeper, may
             # still be retrying a request for this broker's previous incarnation (a restarted

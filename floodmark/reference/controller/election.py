@@ -35,7 +35,7 @@ read, because the write is conditional on it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from floodmark.reference.protocol.variants import Variant
@@ -115,8 +115,10 @@ def remove_from_isr(
 def remove_recovered_replicas(
     replicas: Sequence[int], state: LeaderIsr, recovered: Collection[int], eligible: Eligible,
     controller_epoch: int, *, allow_unclean: bool = False, min_insync: int = 2,
+    log_ends: Mapping[int, tuple[int, int]] | None = None,
 ) -> Decision | None:
     """Take replicas that recovered from an unclean shutdown out of the ISR (KIP-966).
+    ``log_ends``: what the candidates of a balanced recovery said their logs hold.
 
     Unlike a failed broker, which keeps its place as the last ISR member so that it can lead
     again when it returns, a recovered replica leaves even then: the ISR may become empty.
@@ -124,14 +126,13 @@ def remove_recovered_replicas(
     members = (*state.isr, *state.elr)
     if state.leader not in recovered and not any(r in recovered for r in members):
         return None
+    if needs_balanced_recovery(state, recovered, min_insync=min_insync, allow_unclean=allow_unclean):
+        return balanced_recovery(replicas, state, recovered, eligible, controller_epoch, log_ends)
     removed = tuple(r for r in members if r in recovered)
     rest = dataclasses.replace(
         state, leader=NO_LEADER if state.leader in recovered else state.leader,
         isr=tuple(r for r in state.isr if r not in recovered),
         elr=tuple(r for r in state.elr if r not in recovered), last_known_elr=())
-    if (not rest.isr and not rest.elr and len(members) + len(state.last_known_elr) >= min_insync
-            and not allow_unclean):
-        return balanced_recovery(replicas, state, recovered, eligible, controller_epoch)
     decision = elect_leader(replicas, rest, eligible, controller_epoch, allow_unclean=allow_unclean)
     decision = decision or Decision(_bump(state, rest.leader, rest.isr, controller_epoch))
     if decision.unclean or len(decision.state.isr) >= min_insync:
@@ -141,13 +142,34 @@ def remove_recovered_replicas(
     return Decision(_remember(decision.state, replicas, (*state.last_known_elr, *removed)))
 
 
+def needs_balanced_recovery(state: LeaderIsr, recovered: Collection[int], *, min_insync: int,
+                            allow_unclean: bool) -> bool:
+    """Did every member of an ISR (and ELR) of at least min.insync.replicas recover uncleanly,
+    with unclean election not allowed? Then one of them leads by ``balanced_recovery``."""
+    members = (*state.isr, *state.elr)
+    return (not allow_unclean and all(r in recovered for r in members)
+            and (state.leader in recovered or bool(members))
+            and len(members) + len(state.last_known_elr) >= min_insync)
+
+
+def recovery_candidates(replicas: Sequence[int], state: LeaderIsr, recovered: Collection[int],
+                        eligible: Eligible) -> list[int]:
+    """Who may lead by a balanced recovery, who left last first: the last leader, the rest of
+    its ISR, its ELR, then the replicas remembered from before; only those back."""
+    members = (*state.isr, *state.elr)
+    newest_first = dict.fromkeys((state.leader, *state.isr, *state.elr,
+                                  *(r for r in replicas if r in state.last_known_elr)))
+    return [r for r in newest_first
+            if (r in state.last_known_elr or (r in members and r in recovered)) and eligible(r)]
+
+
 def _remember(state: LeaderIsr, replicas: Sequence[int], elr: Collection[int]) -> LeaderIsr:
     return dataclasses.replace(state, last_known_elr=tuple(r for r in replicas if r in elr))
 
 
 def balanced_recovery(
     replicas: Sequence[int], state: LeaderIsr, recovered: Collection[int], eligible: Eligible,
-    controller_epoch: int,
+    controller_epoch: int, log_ends: Mapping[int, tuple[int, int]] | None = None,
 ) -> Decision:
     """Every ISR member recovered from an unclean shutdown: lead with one of them (KIP-966's
     ``Balanced`` unclean recovery), in a new epoch, rather than stay offline for ever.
@@ -160,26 +182,30 @@ def balanced_recovery(
     waits offline for one of them to be chosen by unclean election. The choice is recorded
     as unclean, because it may lose acknowledged records.
 
-    Kafka's strategy asks each last-known member for its log end and picks the longest. This
-    controller knows no log ends, but it knows who left last: the one most likely to hold
-    what was acknowledged. A crash may have taken an unsynced tail (a power loss) or nothing
-    (a SIGKILL, which also registers as unclean), and the contract allows the former on fewer
-    than min.insync.replicas replicas at once; what was acknowledged went to every ISR member
-    at the time. So the last leader leads if it is back (it acknowledged everything; a
-    follower may hold less), then the members of the last ISR, then its ELR, and only then
-    the replicas remembered from before (they left earlier: a power loss may have emptied
-    them when they left, which is why they were remembered rather than kept). Electing by
-    assignment order instead once chose a remembered replica whose power loss had wiped its
-    log over the last ISR member, which a SIGKILL had left whole.
+    As Kafka's strategy does, the controller asks the candidates how far their logs go
+    (``log_ends``: last leader epoch, log end) and elects the one furthest along, by epoch
+    first, then by end offset. A crash may have taken an unsynced tail (a power loss) or
+    nothing (a SIGKILL, which also registers as unclean), and the contract allows the former
+    on fewer than min.insync.replicas replicas at once; what was acknowledged went to every
+    ISR member at the time, so one of them that lost nothing holds it all and is furthest
+    along. Guessing instead (who left last) once elected a replica a power loss had emptied
+    over one a SIGKILL had left whole (explore seed 13089).
+
+    Candidates that gave no answer are left out; only when none answered does it fall back
+    on who left last: the last leader (it acknowledged everything; a follower may hold
+    less), then the members of the last ISR, then its ELR, and only then the replicas
+    remembered from before (they left earlier: a power loss may have emptied them when they
+    left, which is why they were remembered rather than kept).
     """
     members = (*state.isr, *state.elr)
-    newest_first = dict.fromkeys((state.leader, *state.isr, *state.elr,
-                                  *(r for r in replicas if r in state.last_known_elr)))
-    candidates = [r for r in newest_first
-                  if (r in state.last_known_elr or (r in members and r in recovered)) and eligible(r)]
+    candidates = recovery_candidates(replicas, state, recovered, eligible)
     if not candidates:
         removed = (*state.last_known_elr, *(r for r in members if r in recovered))
         return Decision(_remember(_bump(state, NO_LEADER, (), controller_epoch), replicas, removed))
+    answered = [r for r in candidates if log_ends and r in log_ends]
+    if answered:  # furthest along first; among equals, who left last
+        assert log_ends is not None
+        candidates = sorted(answered, key=lambda r: log_ends[r], reverse=True)
     return Decision(_bump(state, candidates[0], (candidates[0],), controller_epoch), unclean=True)
 
 

@@ -21,9 +21,12 @@ broker anything, so a successor never finds less; the broker takes the first Lea
 meant for that registration as the acknowledgement and rewrites its registration as clean,
 so that a successor does not take it out again after it caught up. It rejoins the ISR as
 any follower does, by catching up with the leader. When every member of the ISR recovered
-uncleanly, the first back leads (KIP-966's ``Balanced`` unclean recovery) if the ISR had at
+uncleanly, one of them leads (KIP-966's ``Balanced`` unclean recovery) if the ISR had at
 least min.insync.replicas members; otherwise the partition stays offline, unless unclean
 election is allowed (see :func:`~floodmark.reference.controller.election.balanced_recovery`).
+Which one: the controller first asks every candidate that is back how far its log goes
+(KIP-966's GetReplicaLogInfo, :func:`log_ends`) and elects the one furthest along, so that a
+replica a SIGKILL left whole is preferred to one a power loss emptied.
 
 A SIGKILL is an unclean shutdown too (no marker): it loses nothing on disk, so the rule is
 merely conservative there. The ``no-kip-966`` variant switches the rule off.
@@ -31,14 +34,24 @@ merely conservative there. The ``no-kip-966`` variant switches the rule off.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Iterable, Mapping
 
 from floodmark.node_event_kinds import BrokerState
 from floodmark.reference.controller.context import INACTIVE
-from floodmark.reference.controller.election import leaves_isr, remove_recovered_replicas
+from floodmark.reference.controller.election import (
+    leaves_isr,
+    needs_balanced_recovery,
+    recovery_candidates,
+    remove_recovered_replicas,
+)
 from floodmark.reference.controller.partitions import change_partitions
 from floodmark.reference.controller.parts import ControllerParts
-from floodmark.reference.protocol.messages import TopicPartition
+from floodmark.reference.protocol.messages import (
+    ReplicaLogInfoRequest,
+    ReplicaLogInfoResponse,
+    TopicPartition,
+)
 
 
 async def remove_recovered_brokers(ctl: ControllerParts, brokers: Iterable[int]) -> list[TopicPartition]:
@@ -55,7 +68,48 @@ async def remove_recovered_brokers(ctl: ControllerParts, brokers: Iterable[int])
     affected = [tp for tp in ctx.partitions()
                 if ctx.states[tp].leader in recovered
         or any(r in recovered for r in (*ctx.states[tp].isr, *ctx.states[tp].elr))]
+    allow_unclean = ctl.config.variant.unclean_leader_election
+    # Where one of several unclean survivors will be chosen, ask them how far their logs go.
+    choices = {tp: recovery_candidates(ctx.replicas(tp), ctx.states[tp], recovered, lambda r, tp=tp: ctx.may_lead(r, tp))
+               for tp in affected
+               if needs_balanced_recovery(ctx.states[tp], recovered, allow_unclean=allow_unclean,
+                                          min_insync=ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas))}
+    ends = await log_ends(ctl, {tp: choice for tp, choice in choices.items() if len(choice) > 1})
     return await change_partitions(ctl, affected, lambda tp, s: remove_recovered_replicas(
-        ctx.replicas(tp), s, recovered, lambda r: ctx.may_lead(r, tp), ctx.epoch,
-        allow_unclean=ctl.config.variant.unclean_leader_election,
-        min_insync=ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas)), recovered=recovered)
+        ctx.replicas(tp), s, recovered, lambda r: ctx.may_lead(r, tp), ctx.epoch, allow_unclean=allow_unclean,
+        min_insync=ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas),
+        log_ends=ends.get(tp, {})), recovered=recovered)
+
+
+LogEnds = dict[TopicPartition, dict[int, tuple[int, int]]]
+"""Per partition, per replica that answered: (last leader epoch, log end offset)."""
+
+
+async def log_ends(ctl: ControllerParts, candidates: Mapping[TopicPartition, list[int]]) -> LogEnds:
+    """Ask each candidate broker, once for all its partitions and all brokers at once, how far
+    its replicas go (KIP-966's GetReplicaLogInfo). A broker that does not answer within the
+    request timeout is left out; so is a replica it cannot read."""
+    asked: dict[int, list[TopicPartition]] = {}
+    for tp in sorted(candidates, key=lambda t: (t.topic, t.partition)):
+        for broker in candidates[tp]:
+            asked.setdefault(broker, []).append(tp)
+    brokers = sorted(asked)
+
+    async def ask(broker: int) -> ReplicaLogInfoResponse | None:
+        live = ctl.ctx.brokers.get(broker)
+        if live is None:
+            return None
+        try:
+            response = await ctl.runtime.network.request(
+                live.registration.address, ReplicaLogInfoRequest(tuple(asked[broker])), ctl.config.request_timeout)
+        except (ConnectionError, TimeoutError, OSError) as e:
+            ctl.runtime.log.warning("no log info from broker %s: %s", broker, e)
+            return None
+        return response if isinstance(response, ReplicaLogInfoResponse) and response.error is None else None
+
+    ends: LogEnds = {}
+    for broker, response in zip(brokers, await asyncio.gather(*(ask(b) for b in brokers))):
+        for info in () if response is None else response.partitions:
+            if info.error is None:
+                ends.setdefault(TopicPartition(info.topic, info.partition), {})[broker] = (info.last_epoch, info.log_end)
+    return ends

@@ -457,6 +457,31 @@ class DescribeLogDirsResponse:
 
 
 @dataclass(frozen=True)
+class ReplicaLogInfoRequest:
+    """KIP-966's GetReplicaLogInfo: how far does this broker's replica of each partition go?
+    A controller asks before it elects among replicas that all recovered uncleanly."""
+
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class ReplicaLogInfo:
+    """One replica's log: the last leader epoch it holds records or a start of, and its end."""
+
+    topic: str
+    partition: int
+    last_epoch: int
+    log_end: int
+    error: str | None = None  # no such replica here, or its log directory is offline
+
+
+@dataclass(frozen=True)
+class ReplicaLogInfoResponse:
+    error: str | None
+    partitions: tuple[ReplicaLogInfo, ...] = ()
+
+
+@dataclass(frozen=True)
 class ErrorResponse:
     """Returned when a request cannot be decoded or handled at all."""
 

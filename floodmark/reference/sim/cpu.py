@@ -55,6 +55,8 @@ _WORK_ITEMS: dict[type, Callable[[Any], tuple[int, int]]] = {
     m.UpdateMetadataRequest: lambda r: (len(r.partitions), 0),
     m.ControlledShutdownResponse: lambda r: (len(r.remaining_partitions), 0),
     m.DescribeLogDirsResponse: lambda r: (sum(len(d.replicas) for d in r.dirs), 0),
+    m.ReplicaLogInfoRequest: lambda r: (len(r.partitions), 0),
+    m.ReplicaLogInfoResponse: lambda r: (len(r.partitions), 0),
 }
 
 
