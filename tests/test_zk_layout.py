@@ -151,3 +151,9 @@ def test_a_state_node_is_read_as_the_field_by_field_check_reads_it(changes: dict
 def test_a_new_version_keeps_every_other_field() -> None:
     s = zk.LeaderIsr(2, 5, (2, 3), 4, 1, (1,), (3,))
     assert s.with_version(8) == dataclasses.replace(s, zk_version=8)
+
+
+def test_partitions_are_sorted_by_topic_then_partition_number() -> None:
+    tps = [TopicPartition("b", 0), TopicPartition("a", 10), TopicPartition("a", 9), TopicPartition("a", 0)]
+    assert zk.sorted_partitions(set(tps)) == [TopicPartition("a", 0), TopicPartition("a", 9),
+                                              TopicPartition("a", 10), TopicPartition("b", 0)]
