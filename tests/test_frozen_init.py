@@ -19,6 +19,8 @@ from floodmark.frozen_init import fast_frozen_init
 from floodmark.history import Op
 from floodmark.node_event_kinds import Appended
 from floodmark.reference.protocol import messages as m
+from floodmark.reference.protocol.zk_layout import LeaderIsr
+from floodmark.reference.runtime import Stat
 
 
 def state(obj: Any) -> list[tuple[str, Any]]:
@@ -179,3 +181,9 @@ def test_the_hot_types_serialise_as_before() -> None:
     op = Op(0, 5, "invoke", 1, "send", {"v": 1})
     assert op.extra == {} and op.to_dict() == {"index": 0, "time": 5, "type": "invoke", "process": 1,
                                                "f": "send", "value": {"v": 1}}
+
+
+@pytest.mark.parametrize("cls", [m.PartitionState, m.BrokerInfo, m.PartitionError, LeaderIsr, Stat])
+def test_what_a_failover_builds_by_the_ten_thousand_skips_object_setattr(cls: type) -> None:
+    # A new controller reads, writes and sends 10,000 of each; a broker decodes as many.
+    assert "__ffi_FACTORY" in cls.__init__.__globals__  # type: ignore[misc]

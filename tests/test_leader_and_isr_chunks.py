@@ -144,3 +144,31 @@ def test_the_partitions_it_now_leads_are_applied_before_those_it_follows(
     roles = [(e.kind, e.body.partition) for e in world.events("b")  # type: ignore[union-attr]
              if e.kind in ("became_leader", "became_follower")]
     assert roles == [("became_leader", p) for p in (1, 3, 5, 7)] + [("became_follower", p) for p in (0, 2, 4, 6)]
+
+
+@pytest.mark.parametrize(("sync_seconds", "chunks"), [(0.0, 28), (0.03, 10), (0.5, 3)])
+def test_a_chunk_works_as_long_as_the_last_sync_took(world: SimWorld, monkeypatch: pytest.MonkeyPatch,
+                                                     sync_seconds: float, chunks: int) -> None:
+    """Real time: each partition takes 1 ms here and each group commit ``sync_seconds``. On a
+    busy disk a sync takes tens of milliseconds: 10 ms chunks would spend most of the time
+    syncing, so a chunk works as long as the last sync took (up to 0.1 s)."""
+    replicas = manager(world)
+    clock = [0.0]
+
+    def monotonic() -> float:
+        clock[0] += 0.001
+        return clock[0]
+
+    commit = replicas.log_dirs.complete_syncs
+    syncs = [0]
+
+    def slow_commit() -> list[OSError]:
+        syncs[0] += 1
+        clock[0] += sync_seconds
+        return commit()
+
+    monkeypatch.setattr(replicas.runtime, "monotonic", monotonic)
+    monkeypatch.setattr(replicas.log_dirs, "complete_syncs", slow_commit)
+    response = world.run(replicas.handle_leader_and_isr(lead(300, 7)))
+    assert [e.error for e in response.partition_errors] == [None] * 300
+    assert syncs[0] == pytest.approx(chunks, abs=2)

@@ -190,3 +190,32 @@ def test_a_request_to_our_own_address_is_answered_in_process_without_a_socket() 
             await node.request(advertised, request, 0.5)
 
     run(scenario)
+
+
+def test_requests_to_peers_made_with_one_to_ourselves_go_out_first() -> None:
+    """A new controller tells its own broker and the others at once, and has no connection to
+    the others yet: its own broker's handler (5,000 new leaderships, chunk after chunk) starts
+    only once those connections are open and the others' requests written."""
+    seen_when_local_began: list[bool] = []
+
+    async def scenario() -> None:
+        async with serving(offsets) as (peer, _, peer_address):
+            own = f"127.0.0.1:{free_port()}"
+            node = TcpNetwork(own, log)
+
+            async def handler(sender: str, message: Any) -> Any:
+                connection = node._connections.get(peer_address)
+                seen_when_local_began.append(connection is not None and not connection.closed)
+                return await offsets(sender, message)
+
+            await node.serve(handler)
+            try:
+                local, remote = await asyncio.gather(
+                    node.request(own, m.ProduceRequest("t", 1, ()), 5.0),
+                    node.request(peer_address, m.ProduceRequest("t", 2, ()), 5.0))
+                assert (local.base_offset, remote.base_offset) == (1, 2)
+            finally:
+                await node.close()
+
+    run(scenario)
+    assert seen_when_local_began == [True]

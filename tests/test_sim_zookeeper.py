@@ -268,6 +268,29 @@ def test_multi_applies_all_or_nothing(backend: Any) -> None:
     backend.run(scenario())
 
 
+def test_a_multi_of_writes_checks_and_deletes_applies_or_names_the_failed_op(backend: Any) -> None:
+    """The shape of a controller's state writes (the real adapter builds these requests
+    itself, without kazoo's transaction object): versions move, a stale one fails its op."""
+    async def scenario() -> None:
+        zk = await backend.session()
+        root = backend.root
+        await zk.create(f"{root}/epoch", b"1", makepath=True)
+        for i in range(3):
+            await zk.create(f"{root}/s{i}", b"a")
+        results = await zk.multi([CheckOp(f"{root}/epoch", 0), SetDataOp(f"{root}/s0", b"b", 0),
+                                  SetDataOp(f"{root}/s1", b"b", 0), DeleteOp(f"{root}/s2", 0)])
+        assert results[0] is True and [r.version for r in results[1:3]] == [1, 1] and results[3] is True
+        with pytest.raises(TransactionFailed) as failed:
+            await zk.multi([SetDataOp(f"{root}/s0", b"c", 1), SetDataOp(f"{root}/s1", b"c", 0)])
+        assert failed.value.index == 1 and isinstance(failed.value.cause, BadVersionError)
+        assert (await zk.get(f"{root}/s0"))[0] == b"b"  # all or nothing
+        with pytest.raises(TransactionFailed) as failed:
+            await zk.multi([SetDataOp(f"{root}/s0", b"c", 1), DeleteOp(f"{root}/s2")])
+        assert failed.value.index == 1 and isinstance(failed.value.cause, NoNodeError)
+
+    backend.run(scenario())
+
+
 def test_get_many_reads_every_path_in_order_with_none_for_missing_nodes(backend: Any) -> None:
     async def scenario() -> None:
         zk = await backend.session()

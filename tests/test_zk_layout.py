@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import TopicPartition
@@ -117,3 +121,39 @@ def test_partition_lists_and_log_dir_events() -> None:
     assert decoded == [TopicPartition("a", 0), TopicPartition("b", 1)]
     event = zk.decode_log_dir_event("log_dir_event_0000000000", zk.encode_log_dir_event(3))
     assert event == zk.LogDirEvent(3, zk.LOG_DIR_FAILURE_EVENT)
+
+
+LEADER_ISR_FIELDS = ("leader", "leader_epoch", "isr", "controller_epoch", "last_known_elr",
+                     "eligible_leader_replicas", "version")
+ODD = st.sampled_from([None, True, 0, -1, 2 ** 70, 1.0, "1", [], [1], [1, 1], [2, True], [1, "2"], {}])
+
+
+@settings(max_examples=300, deadline=None)
+@given(changes=st.dictionaries(st.sampled_from(LEADER_ISR_FIELDS), st.one_of(ODD, st.just(...)), max_size=3),
+       garbage=st.sampled_from([b"", b"[1]", b"\xff", b'{"leader":1', b"null"]))
+def test_a_state_node_is_read_as_the_field_by_field_check_reads_it(changes: dict[str, Any], garbage: bytes) -> None:
+    def read(decode: Any, data: bytes) -> Any:
+        try:
+            return decode("t", 3, data, 7)
+        except zk.LayoutError as e:
+            return str(e)
+
+    obj: dict[str, Any] = json.loads(zk.encode_leader_isr(zk.LeaderIsr(2, 5, (2, 3), 4, 0, (1,), (3,))))
+    for key, value in changes.items():
+        if value is ...:
+            obj.pop(key, None)  # absent
+        else:
+            obj[key] = value
+    for data in (json.dumps(obj).encode(), garbage):
+        assert read(zk.decode_leader_isr, data) == read(zk._decode_leader_isr_checked, data)
+
+
+def test_a_new_version_keeps_every_other_field() -> None:
+    s = zk.LeaderIsr(2, 5, (2, 3), 4, 1, (1,), (3,))
+    assert s.with_version(8) == dataclasses.replace(s, zk_version=8)
+
+
+def test_partitions_are_sorted_by_topic_then_partition_number() -> None:
+    tps = [TopicPartition("b", 0), TopicPartition("a", 10), TopicPartition("a", 9), TopicPartition("a", 0)]
+    assert zk.sorted_partitions(set(tps)) == [TopicPartition("a", 0), TopicPartition("a", 9),
+                                              TopicPartition("a", 10), TopicPartition("b", 0)]

@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from floodmark.frozen_init import fast_frozen_init
 from floodmark.node_event_kinds import KnownKind
 
 # --------------------------------------------------------------------------- coordination
@@ -72,6 +73,7 @@ class TransactionFailed(CoordinationError):
         self.cause = cause
 
 
+@fast_frozen_init  # a new controller reads 10,000 state nodes, each with its stat
 @dataclass(frozen=True)
 class Stat:
     """The parts of a ZooKeeper stat that the protocol uses."""

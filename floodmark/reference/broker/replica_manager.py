@@ -69,7 +69,8 @@ class IsrProposer(Protocol):
     async def propose_many(self, changes: Sequence[tuple[Partition, tuple[int, ...], str]]) -> list[bool]: ...
 
 LEADER_AND_ISR_CHUNK = 1000  # partitions applied between yields to the event loop ...
-LEADER_AND_ISR_CHUNK_SECONDS = 0.01  # ... or fewer, once this long has passed (real time only)
+LEADER_AND_ISR_CHUNK_SECONDS = 0.01  # ... or fewer, once this long (or the last sync's time) has passed
+LEADER_AND_ISR_CHUNK_MAX_SECONDS = 0.1  # ... but never longer (real time only)
 EPOCH_COMPACTION_STEP = 200  # epoch checkpoint files rewritten per directory between yields
 
 
@@ -90,6 +91,7 @@ class ReplicaManager:
         self.topic_min_isr: dict[str, int] = {}
         self.closed = False  # the broker shut down and closed its logs
         self.state_change_lock = asyncio.Lock()
+        self._last_sync_seconds = 0.0  # how long the last LeaderAndIsr chunk's group commit took
         self.compaction = CompactionSchedule()
         self.fetchers = ReplicaFetchers(runtime, config, metadata, session, self.get, self.guarded)
         # Set by the broker at the kip-343 inter-broker protocol; None: write ZooKeeper directly.
@@ -246,22 +248,27 @@ class ReplicaManager:
             return LeaderAndIsrResponse(None, tuple(errors))
 
     def _apply_chunk(self, states: list[PartitionState], start: int, is_init: bool) -> list[PartitionError]:
-        """Apply ``states[start:]`` until LEADER_AND_ISR_CHUNK of them or LEADER_AND_ISR_CHUNK_SECONDS."""
+        """Apply ``states[start:]`` until LEADER_AND_ISR_CHUNK of them, or for as long as the
+        last chunk's sync took (within the bounds above): on a busy disk a sync takes tens of
+        milliseconds, and fixed 10 ms chunks then spent most of a failover syncing."""
         # Becoming leader records the new epoch in the partition's epoch cache: the chunk's
         # records are group-committed (one journal sync per log directory), and the answer
         # (what the controller counts as done) waits until they are durable. Nothing yields
         # in between, so no request is served by a leader whose epoch is not yet durable.
         began = self.runtime.monotonic()
+        work_for = min(max(LEADER_AND_ISR_CHUNK_SECONDS, self._last_sync_seconds), LEADER_AND_ISR_CHUNK_MAX_SECONDS)
         errors: list[PartitionError] = []
         self.log_dirs.defer_syncs()
         try:
             for s in states[start:start + LEADER_AND_ISR_CHUNK]:
                 errors.append(PartitionError(s.topic, s.partition, self._apply_state(s, is_init)))
-                if self.runtime.monotonic() - began > LEADER_AND_ISR_CHUNK_SECONDS:
+                if self.runtime.monotonic() - began > work_for:
                     break  # creating logs is slow on some disks: never hold the loop long
         finally:
+            syncing = self.runtime.monotonic()
             for failure in self.log_dirs.complete_syncs():
                 self._path_failed(failure)
+            self._last_sync_seconds = self.runtime.monotonic() - syncing
         return [PartitionError(e.topic, e.partition, Errors.KAFKA_STORAGE_ERROR)
                 if e.error is None and self.log_dirs.is_offline(e.topic, e.partition) else e
                 for e in errors]

@@ -118,6 +118,7 @@ class RecordBatch:
         return out
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class BrokerInfo:
     broker_id: int
@@ -125,6 +126,7 @@ class BrokerInfo:
     incarnation: int = 0  # czxid of /brokers/ids/<id>
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class PartitionState:
     """What the controller decided for one partition (the ZooKeeper state node, plus replicas)."""
@@ -313,6 +315,7 @@ class LeaderAndIsrRequest:
     is_init: bool = False  # sent by a newly elected controller: full state for this broker
 
 
+@fast_frozen_init
 @dataclass(frozen=True)
 class PartitionError:
     topic: str

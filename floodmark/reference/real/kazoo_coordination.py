@@ -42,7 +42,7 @@ from kazoo import exceptions as kz
 from kazoo.client import KazooClient
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
-from floodmark.reference.real.kazoo_multi_read import MULTI_READ_PATHS, MultiRead
+from floodmark.reference.real.kazoo_multi_read import MULTI_READ_PATHS, MultiRead, plain_transaction
 from floodmark.reference.runtime import (
     BadVersionError,
     CheckOp,
@@ -303,6 +303,9 @@ class KazooCoordination(SessionListeners):
             validate_path(op.path)
 
         def start() -> Any:
+            plain = plain_transaction(ops, self._client.chroot)
+            if plain is not None:  # a controller's state writes: thousands of operations
+                return self._submit(plain)
             transaction = self._client.transaction()
             for op in ops:
                 if isinstance(op, CreateOp):

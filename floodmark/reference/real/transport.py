@@ -17,6 +17,11 @@ A request to the node's own address (a controller telling its own broker about 1
 partitions) is answered in the process, without the codec or a socket: the same handler,
 started as a task of its own as a frame would start it, under the same timeout. Nothing is
 lost by it: no fault a real cluster applies (a cut, a pause) separates a process from itself.
+Requests to peers made with it go out first, so that the peers work while this process
+does: the handler starts once they are sent, or once the connections they are opening
+(begun at most :data:`CONNECT_HEAD_START` seconds ago) are open. A new controller has no
+connection to most brokers yet; opening one takes a few turns of the event loop, and each
+turn would otherwise be a chunk of its own broker's 5,000 new leaderships.
 
 Errors follow the ``runtime.Network`` contract: a peer that cannot be reached or a
 connection that breaks raises ``ConnectionError`` in every request waiting on it, and a
@@ -57,6 +62,9 @@ async def read_frame(reader: asyncio.StreamReader) -> tuple[int, Any]:
 
 
 WRITE_BACKLOG_LIMIT = 1 << 20  # bytes queued in the socket's transport before a writer waits
+# How long a request to ourselves lets connections just begun to peers open first (on a
+# LAN it takes a millisecond; one that hangs, to a cut-off peer, is not waited for longer).
+CONNECT_HEAD_START = 0.1
 
 
 class FrameWriter:
@@ -165,6 +173,7 @@ class TcpNetwork:
         self._log = log
         self._connections: dict[str, Connection] = {}
         self._connecting: dict[str, asyncio.Future[Connection]] = {}
+        self._connect_began: dict[str, float] = {}  # loop time each connect in progress began
         self._server: asyncio.AbstractServer | None = None
         self._serving: dict[asyncio.StreamWriter, None] = {}
         self._handler_tasks: dict[asyncio.Task[Any], None] = {}
@@ -184,12 +193,23 @@ class TcpNetwork:
         # Requests to peers made in the same turn (the controller tells every broker at once)
         # are encoded and on their way first: the peers then work while we do.
         await asyncio.sleep(0)
+        await self._let_new_connections_open()
         task = self._start_handler(self._response(handler, self._own_name, message),
                                    f"handle {type(message).__name__} from ourselves")
         done, _ = await asyncio.wait({task}, timeout=timeout)  # a late answer is dropped, as on a socket
         if not done:
             raise TimeoutError(f"no response from ourselves within {timeout}s")
         return task.result()
+
+    async def _let_new_connections_open(self) -> None:
+        """Wait (up to CONNECT_HEAD_START) for the connections to peers begun in the last
+        CONNECT_HEAD_START; the requests waiting on them are then sent before we go on."""
+        now = asyncio.get_running_loop().time()
+        fresh = [pending for address, pending in self._connecting.items()
+                 if now - self._connect_began.get(address, now) < CONNECT_HEAD_START]
+        if fresh:
+            await asyncio.wait(fresh, timeout=CONNECT_HEAD_START)
+            await asyncio.sleep(0)  # the requests waiting on them resume first, and write
 
     def _start_handler(self, work: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(work, name=name)
@@ -205,7 +225,9 @@ class TcpNetwork:
         if pending is None:  # one connect per peer, however many requests wait for it
             pending = asyncio.ensure_future(self._connect(address, timeout))
             self._connecting[address] = pending
-            pending.add_done_callback(lambda _: self._connecting.pop(address, None))
+            self._connect_began[address] = asyncio.get_running_loop().time()
+            pending.add_done_callback(lambda _: (self._connecting.pop(address, None),
+                                                 self._connect_began.pop(address, None)))
         return await asyncio.shield(pending)
 
     async def _connect(self, address: str, timeout: float) -> Connection:
