@@ -35,7 +35,7 @@ merely conservative there. The ``no-kip-966`` variant switches the rule off.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from floodmark.node_event_kinds import BrokerState
 from floodmark.reference.controller.context import INACTIVE
@@ -69,16 +69,22 @@ async def remove_recovered_brokers(ctl: ControllerParts, brokers: Iterable[int])
                 if ctx.states[tp].leader in recovered
         or any(r in recovered for r in (*ctx.states[tp].isr, *ctx.states[tp].elr))]
     allow_unclean = ctl.config.variant.unclean_leader_election
+
+    def eligible(tp: TopicPartition) -> Callable[[int], bool]:
+        return lambda r: ctx.may_lead(r, tp)
+
+    def min_insync(tp: TopicPartition) -> int:
+        return ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas)
+
     # Where one of several unclean survivors will be chosen, ask them how far their logs go.
-    choices = {tp: recovery_candidates(ctx.replicas(tp), ctx.states[tp], recovered, lambda r, tp=tp: ctx.may_lead(r, tp))
+    choices = {tp: recovery_candidates(ctx.replicas(tp), ctx.states[tp], recovered, eligible(tp))
                for tp in affected
                if needs_balanced_recovery(ctx.states[tp], recovered, allow_unclean=allow_unclean,
-                                          min_insync=ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas))}
+                                          min_insync=min_insync(tp))}
     ends = await log_ends(ctl, {tp: choice for tp, choice in choices.items() if len(choice) > 1})
     return await change_partitions(ctl, affected, lambda tp, s: remove_recovered_replicas(
-        ctx.replicas(tp), s, recovered, lambda r: ctx.may_lead(r, tp), ctx.epoch, allow_unclean=allow_unclean,
-        min_insync=ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas),
-        log_ends=ends.get(tp, {})), recovered=recovered)
+        ctx.replicas(tp), s, recovered, eligible(tp), ctx.epoch, allow_unclean=allow_unclean,
+        min_insync=min_insync(tp), log_ends=ends.get(tp, {})), recovered=recovered)
 
 
 LogEnds = dict[TopicPartition, dict[int, tuple[int, int]]]
