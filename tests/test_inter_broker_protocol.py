@@ -17,7 +17,7 @@ import pytest
 from broker_fixtures import SimCluster
 
 from floodmark.node_events import BrokerState, IsrChanged
-from floodmark.reference.broker import isr_updates, replica_manager
+from floodmark.reference.broker import isr_maintenance, isr_updates
 from floodmark.reference.client.producer import SendResult
 from floodmark.reference.protocol import zk_layout as zk
 
@@ -34,7 +34,7 @@ def direct_writers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     async def recorded(runtime: Any, zk_client: Any, partition: Any, new_isr: Any, change: str) -> bool:
         writers.append(partition.broker_id)
         return await original(runtime, zk_client, partition, new_isr, change)
-    monkeypatch.setattr(replica_manager, "write_isr", recorded)
+    monkeypatch.setattr(isr_maintenance, "write_isr", recorded)
     yield writers
 
 

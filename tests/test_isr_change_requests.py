@@ -17,7 +17,7 @@ import pytest
 from broker_fixtures import SimCluster, request
 
 from floodmark.node_events import BrokerState, ControllerResigned, IsrChanged, Rejected
-from floodmark.reference.broker import replica_manager
+from floodmark.reference.broker import isr_maintenance
 from floodmark.reference.controller.controller import Controller
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import (
@@ -45,7 +45,7 @@ def kip343_cluster(**config: object) -> SimCluster:
 def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[SimCluster]:
     def no_direct_writes(*args: object) -> None:
         raise AssertionError("a kip-343 leader wrote its ISR to ZooKeeper itself")
-    monkeypatch.setattr(replica_manager, "write_isr", no_direct_writes)
+    monkeypatch.setattr(isr_maintenance, "write_isr", no_direct_writes)
     c = kip343_cluster()
     assignment = {p: (2, 3, 4) for p in range(LED_BY_2)}
     assignment[LED_BY_2] = (3, 2, 4)

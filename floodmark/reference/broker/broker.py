@@ -111,7 +111,7 @@ class Broker:
         self.heartbeat = BrokerHeartbeat(runtime, config, self.session, self.route, self.replicas,
                                          self.reregister)
         if config.protocol.isr_changes_by_request:
-            self.replicas.isr_proposer = IsrChangeRequests(
+            self.replicas.isr.proposer = IsrChangeRequests(
                 runtime, config.broker_id, self.session, self.route, lambda: self.replicas.closed)
         self.controller: Controller | None = None  # the controller candidate it hosts, once started
         self._tasks: list[Any] = []
@@ -156,7 +156,7 @@ class Broker:
         await self._retry_startup_step(self._start_replicas, deadline)
         await self._retry_startup_step(self._register, deadline)
         self._tasks = [
-            self.runtime.spawn(self.replicas.isr_maintenance(), name="isr-maintenance"),
+            self.runtime.spawn(self.replicas.isr.run(), name="isr-maintenance"),
             self.runtime.spawn(self.replicas.checkpoint_loop(), name="hw-checkpoint"),
         ]
         if self.config.protocol.heartbeats:  # a legacy broker neither heartbeats nor fences itself

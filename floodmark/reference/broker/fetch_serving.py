@@ -130,7 +130,7 @@ def _look(runtime: Runtime, replicas: ReplicaManager, wanted: FetchPartition, re
         now = runtime.wall_time()
         p.record_follower_fetch(replica_id, wanted.offset, incarnation, now)
         if p.may_join_isr(replica_id, now, replicas.config.replica_lag_time_max):
-            replicas.expand_isr(p, replica_id)
+            replicas.isr.expand(p, replica_id)
     if wanted.offset >= p.log.log_end:
         return p
     try:

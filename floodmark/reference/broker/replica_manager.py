@@ -14,10 +14,10 @@ It owns the replica fetchers and starts and stops following as those orders say;
 reads of the broker's changing state (ZooKeeper session, incarnation, self-fenced) comes
 from the broker's session, lent to it.
 
-It also runs the leader's periodic duties (drop lagging followers from the ISR, checkpoint
-HWs, bring the replicas' leader epoch checkpoint files up to date from their directory's
-journal, a bounded step at a time so that a failover's thousands never hold the loop) and
-handles **log directory failure** (KIP-112): an ``OSError`` from a replica's log
+It lends its replicas to the leader's ISR duties (:mod:`.isr_maintenance`), runs the
+periodic ones of its own (checkpoint HWs, bring the replicas' leader epoch checkpoint files
+up to date from their directory's journal, a bounded step at a time so that a failover's
+thousands never hold the loop) and handles **log directory failure** (KIP-112): an ``OSError`` from a replica's log
 takes its whole directory offline; every replica there stops, waiting requests fail, the
 broker answers KAFKA_STORAGE_ERROR for them and tells the controller through a sequential
 ``/log_dir_event_notification/log_dir_event_`` node. Replicas in other directories carry on.
@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from floodmark.node_event_kinds import LogDirOffline, Rejected, Truncated
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.epoch_compaction import CompactionSchedule
-from floodmark.reference.broker.isr_updates import write_isr
+from floodmark.reference.broker.isr_maintenance import IsrMaintenance
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.offset_waiters import ChangeSignal, OffsetWaiters
 from floodmark.reference.broker.partition import Partition, records_appended
@@ -63,11 +63,6 @@ Key = tuple[str, int]
 T = TypeVar("T")
 
 
-class IsrProposer(Protocol):
-    """KIP-343: has the controller change led partitions' ISRs (instead of writing ZooKeeper)."""
-
-    async def propose_many(self, changes: Sequence[tuple[Partition, tuple[int, ...], str]]) -> list[bool]: ...
-
 LEADER_AND_ISR_CHUNK = 1000  # partitions applied between yields to the event loop ...
 LEADER_AND_ISR_CHUNK_SECONDS = 0.01  # ... or fewer, once this long (or the last sync's time) has passed
 LEADER_AND_ISR_CHUNK_MAX_SECONDS = 0.1  # ... but never longer (real time only)
@@ -94,8 +89,7 @@ class ReplicaManager:
         self._last_sync_seconds = 0.0  # how long the last LeaderAndIsr chunk's group commit took
         self.compaction = CompactionSchedule()
         self.fetchers = ReplicaFetchers(runtime, config, metadata, session, self.get, self.guarded)
-        # Set by the broker at the kip-343 inter-broker protocol; None: write ZooKeeper directly.
-        self.isr_proposer: IsrProposer | None = None
+        self.isr = IsrMaintenance(runtime, config, session, lambda: self.partitions)
 
     # ------------------------------------------------------------------ lookups
 
@@ -397,50 +391,6 @@ class ReplicaManager:
             self.handle_offline_error(error)
             return Errors.KAFKA_STORAGE_ERROR
         return None
-
-    # ------------------------------------------------------------------ leader duties
-
-    async def isr_maintenance(self) -> None:
-        """Periodically drop lagging followers from the ISR of every partition we lead."""
-        while True:
-            await self.runtime.sleep(self.config.isr_check_interval)
-            if self.session.fenced:
-                continue
-            now = self.runtime.wall_time()
-            proposals: list[tuple[Partition, tuple[int, ...], str]] = []  # kip-343: one request for all
-            for key in sorted(self.partitions):
-                p = self.partitions.get(key)
-                if p is None or not p.is_leader:
-                    continue
-                lagging = p.followers_to_drop(now, self.config.replica_lag_time_max,
-                                              self.config.replica_lag_max_records)
-                if lagging:
-                    new_isr = tuple(r for r in p.isr if r not in lagging)
-                    self.runtime.log.info("%s-%s: shrinking ISR %s -> %s", p.topic, p.partition,
-                                          p.isr, new_isr)
-                    if self.isr_proposer is not None:
-                        proposals.append((p, new_isr, "shrink"))
-                    else:
-                        await self._write_isr(p, new_isr, "shrink")
-            if proposals and self.isr_proposer is not None:
-                await self.isr_proposer.propose_many(proposals)
-
-    def expand_isr(self, p: Partition, joining: int) -> None:
-        """Write the ISR with ``joining`` added (in the background: the fetch goes on)."""
-        if self.session.fenced:
-            return
-        new_isr = p.begin_expansion(joining)
-        self.runtime.spawn(self._write_isr(p, new_isr, "expand"), name=f"isr-{p.topic}-{p.partition}")
-
-    async def _write_isr(self, p: Partition, new_isr: tuple[int, ...], change: str) -> None:
-        if self.isr_proposer is not None:
-            await self.isr_proposer.propose_many([(p, new_isr, change)])
-            return
-        zk_client = self.session.zk
-        if zk_client is None:
-            p.end_isr_update()
-            return
-        await write_isr(self.runtime, zk_client, p, new_isr, change)
 
     # ------------------------------------------------------------------ checkpoints
 
