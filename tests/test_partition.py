@@ -156,6 +156,29 @@ def test_stale_or_equal_leader_epoch_is_not_accepted_except_init_resend() -> Non
     assert p.role == "leader" and 4 in p.followers
 
 
+def test_an_init_resend_of_an_older_state_node_does_not_bring_back_the_isr_the_leader_shrank() -> None:
+    # Explore seed 17211: a new controller read the state node (ISR [1, 2], version 0) and its
+    # init LeaderAndIsr reached the leader only after the leader had shrunk the ISR to [1]
+    # (version 1). Taking that ISR back let the HW advance with one in-sync replica, below
+    # min.insync.replicas, and acknowledge with acks=all.
+    p, _ = replica()
+    p.min_insync_replicas = 2
+    p.make_leader(state(1, 5, (1, 2)), now_wall=0.0)
+    p.append_as_leader(["a"])
+    p.record_follower_fetch(2, 1, 1, 0.1)
+    assert p.high_watermark == 1
+    p.apply_isr((1,), zk_version=1, change="shrink")
+    p.append_as_leader(["b"])
+    assert p.accepts(state(1, 5, (1, 2), replicas=(1, 2, 4)), is_init=True)
+    assert not p.make_leader(state(1, 5, (1, 2), replicas=(1, 2, 4)), now_wall=1.0)
+    assert (p.isr, p.zk_version, p.replicas) == ((1,), 1, (1, 2, 4))  # only the replica list is new
+    p.record_follower_fetch(2, 2, 1, 1.1)
+    assert p.high_watermark == 1  # the ISR is below min.insync.replicas: the HW stands still
+    # A same-epoch state node newer than the replica's own is taken whole.
+    p.make_leader(state(1, 5, (1, 2), version=2), now_wall=2.0)
+    assert (p.isr, p.zk_version) == ((1, 2), 2)
+
+
 def test_isr_shrinks_for_followers_lagging_by_time_using_the_wall_clock() -> None:
     p, _ = replica()
     p.make_leader(state(1, 1, (1, 2, 3)), now_wall=1000.0)

@@ -211,6 +211,16 @@ class Partition:
         return True
 
     def _take_state(self, state: PartitionState) -> None:
+        if state.leader_epoch == self.leader_epoch and not self.stale and state.zk_version <= self.zk_version:
+            # A new controller's re-send of the epoch this replica has (the init flag): its
+            # replica list may be new (a reassignment), its ISR may be old. As leader this
+            # replica may have changed the ISR since the controller read the node, or be
+            # changing it now: the state node's version says which is newer (Kafka's partition
+            # epoch, KIP-497). Taking the older ISR back let a leader whose ISR had shrunk
+            # below min.insync.replicas advance its HW and acknowledge (explore seed 17211).
+            self.controller_epoch = state.controller_epoch
+            self.replicas = tuple(state.replicas)
+            return
         self.leader_epoch = state.leader_epoch
         self.controller_epoch = state.controller_epoch
         self.replicas = tuple(state.replicas)
