@@ -91,11 +91,7 @@ def _build(shape: _Shape, data: dict[str, Any], plain: tuple[Any, ...]) -> Any:
         if items is not None and type(value) is list and items.issuperset(map(type, value)):
             kwargs[field.name] = tuple(value)  # a list of plain values, without a call
             continue
-        try:
-            kwargs[field.name] = field.decode(value)
-        except _Mismatch as e:
-            e.path.append(f".{field.name}")
-            raise
+        kwargs[field.name] = _decode_field(field, value)
     return shape.cls(**kwargs)
 
 
@@ -112,15 +108,20 @@ def _decode_fields(shape: _Shape, data: dict[str, Any]) -> Any:
         if type(value) in field.exact:  # the common case, without a call
             kwargs[field.name] = value
             continue
-        try:
-            kwargs[field.name] = field.decode(value)
-        except _Mismatch as e:
-            e.path.append(f".{field.name}")
-            raise
+        kwargs[field.name] = _decode_field(field, value)
     if len(kwargs) != len(data) - 1:
         extra = sorted(k for k in data if k != "type" and k not in kwargs)
         raise _Mismatch(f"{tag} has no field {_quoted(extra[0])}")
     return shape.cls(**kwargs)
+
+
+def _decode_field(field: _Field, value: Any) -> Any:
+    """One field's value decoded; a problem inside it names the field in its path."""
+    try:
+        return field.decode(value)
+    except _Mismatch as e:
+        e.path.append(f".{field.name}")
+        raise
 
 
 Decoder = Callable[[Any], Any]
