@@ -9,6 +9,8 @@ from floodmark.reference.controller.election import (
     reassignment_leader,
     remove_from_isr,
     remove_recovered_replicas,
+    resume_balanced_recovery,
+    waiting_recovery,
 )
 from floodmark.reference.protocol.zk_layout import NO_LEADER, LeaderIsr
 
@@ -134,13 +136,50 @@ def test_balanced_recovery_elects_the_candidate_whose_log_goes_furthest() -> Non
     newer = remove_recovered_replicas((1, 2, 3), offline, {2}, alive(1, 2, 3), 3, min_insync=2,
                                       log_ends={1: (3, 500), 2: (4, 100)})
     assert newer is not None and newer.state.leader == 2
-    # Equal logs: who left last, as without answers; a candidate that did not answer is left out.
+    # Equal logs: who left last, as when nobody was asked.
     tie = remove_recovered_replicas((1, 2, 3), offline, {2}, alive(1, 2, 3), 3, min_insync=2,
                                     log_ends={1: (4, 120), 2: (4, 120)})
     assert tie is not None and tie.state.leader == 2
+    # One could not say (its log directory offline, say): it may hold the most, so it waits.
     one = remove_recovered_replicas((1, 2, 3), offline, {2}, alive(1, 2, 3), 3, min_insync=2,
                                     log_ends={1: (-1, 0)})
-    assert one is not None and one.state.leader == 1
+    assert one is not None and not one.unclean
+    assert (one.state.leader, one.state.isr, one.state.last_known_elr) == (NO_LEADER, (), (1, 2))
+    none = remove_recovered_replicas((1, 2, 3), offline, {2}, alive(1, 2, 3), 3, min_insync=2, log_ends={})
+    assert none is not None and none.state.leader == NO_LEADER
+
+
+def test_balanced_recovery_waits_for_every_replica_that_may_hold_the_most() -> None:
+    # 1 and 2 both recovered uncleanly; 2 (whole) is not back. Electing 1 would make 2
+    # truncate to 1's log, emptied by a power loss, when it returns.
+    s = LeaderIsr(1, 4, (1, 2), 1)
+    waits = remove_recovered_replicas((1, 2, 3), s, {1, 2}, alive(1, 3), 2, min_insync=2)
+    assert waits is not None and not waits.unclean
+    assert waits.state == LeaderIsr(NO_LEADER, 5, (), 2, last_known_elr=(1, 2))
+    offline = waits.state
+    assert waiting_recovery((1, 2, 3), offline, alive(1, 3), min_insync=2) == []
+    assert resume_balanced_recovery((1, 2, 3), offline, alive(1, 3), 3, min_insync=2) is None
+    assert waiting_recovery((1, 2, 3), offline, alive(1, 2, 3), min_insync=2) == [1, 2]
+    back = resume_balanced_recovery((1, 2, 3), offline, alive(1, 2, 3), 3, min_insync=2,
+                                    log_ends={1: (-1, 0), 2: (4, 120)})
+    assert back is not None and back.unclean
+    assert back.state == LeaderIsr(2, 6, (2,), 3)
+    # Back, but one could not say how far its log goes: still waiting.
+    assert resume_balanced_recovery((1, 2, 3), offline, alive(1, 2, 3), 3, min_insync=2,
+                                    log_ends={1: (-1, 0)}) is None
+    # Nobody asked: the first of them.
+    guess = resume_balanced_recovery((1, 2, 3), offline, alive(1, 2, 3), 3, min_insync=2)
+    assert guess is not None and guess.state.leader == 1
+    # Fewer remembered than min.insync.replicas: an ISR below it, whose ELR held what was
+    # acknowledged; a partition left so stays offline.
+    below = LeaderIsr(NO_LEADER, 5, (), 3, last_known_elr=(1,))
+    assert waiting_recovery((1, 2), below, alive(1, 2), min_insync=2) == []
+    assert resume_balanced_recovery((1, 2), below, alive(1, 2), 4, min_insync=2) is None
+    # Not waiting at all: a leader, an ISR or an ELR.
+    for state in (LeaderIsr(1, 5, (1,), 3, last_known_elr=(1, 2)),
+                  LeaderIsr(NO_LEADER, 5, (1,), 3, last_known_elr=(1, 2)),
+                  LeaderIsr(NO_LEADER, 5, (), 3, elr=(1,), last_known_elr=(2, 3))):
+        assert waiting_recovery((1, 2, 3), state, alive(1, 2, 3), min_insync=2) == []
 
 
 def test_the_last_known_elr_survives_zookeeper() -> None:

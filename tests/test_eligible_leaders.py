@@ -7,7 +7,11 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from floodmark.reference.controller.election import elect_leader, remove_recovered_replicas
+from floodmark.reference.controller.election import (
+    elect_leader,
+    remove_recovered_replicas,
+    resume_balanced_recovery,
+)
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.eligible_leaders import next_elr, strict_min_isr, tracks_elr
 from floodmark.reference.protocol.variants import VARIANTS
@@ -86,7 +90,8 @@ def test_last_known_members_are_kept_while_an_elr_leader_leads_below_min_insync(
     # Explore seed 40 (before this fix: offline for good): ISR {1} with 2 eligible; 1 comes
     # back from an unclean shutdown, so 2 leads alone; then 2 does too. 1, alive, must still
     # count: both members of the last ISR at min.insync recovered uncleanly. 2 left last (it
-    # led after 1 left), so it is preferred; when 2 may not lead, 1 does.
+    # led after 1 left), so it is preferred; when 2 may not lead, the recovery waits for it
+    # (it may hold the most: explore seed 10806) and resumes once it is back.
     state = LeaderIsr(NO_LEADER, 1, (1,), 1, elr=(2,))
     first = remove_recovered_replicas((1, 2), state, {1}, alive(1, 2), 2, min_insync=2)
     assert first is not None and not first.unclean
@@ -94,7 +99,12 @@ def test_last_known_members_are_kept_while_an_elr_leader_leads_below_min_insync(
     second = remove_recovered_replicas((1, 2), first.state, {2}, alive(1, 2), 2, min_insync=2)
     assert second is not None and second.unclean and (second.state.leader, second.state.isr) == (2, (2,))
     only_1 = remove_recovered_replicas((1, 2), first.state, {2}, alive(1), 2, min_insync=2)
-    assert only_1 is not None and only_1.unclean and (only_1.state.leader, only_1.state.isr) == (1, (1,))
+    assert only_1 is not None and not only_1.unclean
+    assert (only_1.state.leader, only_1.state.isr, only_1.state.last_known_elr) == (NO_LEADER, (), (1, 2))
+    assert resume_balanced_recovery((1, 2), only_1.state, alive(1), 3, min_insync=2) is None
+    back = resume_balanced_recovery((1, 2), only_1.state, alive(1, 2), 3, min_insync=2,
+                                    log_ends={1: (1, 10), 2: (2, 4)})
+    assert back is not None and back.unclean and (back.state.leader, back.state.isr) == (2, (2,))
 
 
 def test_last_known_members_are_forgotten_once_the_isr_is_back_at_min_insync() -> None:

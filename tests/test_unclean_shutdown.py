@@ -389,3 +389,36 @@ def test_balanced_recovery_elects_the_survivor_whose_log_goes_furthest() -> None
     assert cluster.values("n3", "t", 0) == ["a", "b"]
     assert cluster.world.failures == [], cluster.world.failures
     cluster.close()
+
+
+def test_balanced_recovery_waits_until_every_replica_that_may_hold_the_most_is_back() -> None:
+    # Both replicas recovered uncleanly; when the last leader, emptied by a power loss, comes
+    # back, the other (whole after a SIGKILL) is away again. Electing the only one back would
+    # make the other truncate to its empty log when it returns (explore seed 10806 was the
+    # same story with a replica back but unable to say how far its log went: its directory
+    # was unusable). The recovery waits, offline, until both are back and have answered, then
+    # elects the one whose log goes furthest.
+    cluster = SimCluster(seed=4, nodes=3)
+    cluster.create_topic("t", 1, 2, min_isr=2, assignment={0: (2, 3)})
+    assert cluster.send("t", 0, ["a", "b"]).status == "ok"
+    cluster.kill("n3")  # SIGKILL: nothing lost; it leaves the ISR (into the ELR)
+    cluster.world.run_for(15.0)
+    assert cluster.state("t", 0).isr == (2,)  # type: ignore[union-attr]
+    cluster.crash("n2")  # power loss of the last ISR member: "a" and "b" were never fsynced
+    cluster.world.run_for(8.0)
+    cluster.restart("n3")  # unclean: out of the ELR, a last-known member
+    cluster.world.run_for(2.0)
+    cluster.kill("n3")  # away again
+    cluster.world.run_for(8.0)
+    cluster.restart("n2")  # every ISR member recovered uncleanly; n3 is not back
+    cluster.world.run_for(5.0)
+    waiting = cluster.state("t", 0)
+    assert waiting is not None and (waiting.leader, waiting.isr, waiting.last_known_elr) == (-1, (), (2, 3))
+    cluster.restart("n3")
+    assert cluster.wait_leader("t", 0, waiting.leader_epoch + 1) == "n3"
+    elected = [e for name in cluster.names for e in cluster.events(name, LeaderElected) if e.unclean]
+    assert [e.leader for e in elected] == [3]
+    assert cluster.world.run_until(lambda: cluster.values("n2", "t", 0) == ["a", "b"], 20.0)
+    assert cluster.values("n3", "t", 0) == ["a", "b"]
+    assert cluster.world.failures == [], cluster.world.failures
+    cluster.close()

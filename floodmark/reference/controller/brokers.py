@@ -41,7 +41,12 @@ from floodmark.reference.controller.context import (
     STOPPING,
     BrokerLiveness,
 )
-from floodmark.reference.controller.election import Decision, elect_leader, remove_from_isr
+from floodmark.reference.controller.election import (
+    Decision,
+    elect_leader,
+    remove_from_isr,
+    resume_balanced_recovery,
+)
 from floodmark.reference.controller.partitions import (
     StatesAsWritten,
     change_partitions,
@@ -156,13 +161,23 @@ async def elect_offline_partitions(
     ctl: ControllerParts, *, send: bool = True, on_written: Callable[[list[TopicPartition]], None] | None = None,
 ) -> list[TopicPartition]:
     """Partitions without an eligible leader get one if possible (or go offline), and
-    ineligible replicas leave the ISR (after failover the dead are simply not registered)."""
+    ineligible replicas leave the ISR (after failover the dead are simply not registered).
+    A balanced unclean recovery (KIP-966) that waited for its possible leaders resumes once
+    they are all back."""
     ctx = ctl.ctx
     leaderless = [tp for tp in ctx.partitions()
                   if not all(ctx.may_lead(r, tp) for r in (ctx.states[tp].leader, *ctx.states[tp].isr))]
-    changed = await change_partitions(ctl, leaderless, lambda tp, s: elect_leader(
-        ctx.replicas(tp), s, lambda r: ctx.may_lead(r, tp), ctx.epoch,
-        allow_unclean=ctl.config.variant.unclean_leader_election), on_written=on_written)
+    ends = await unclean_recovery.waiting_log_ends(ctl, leaderless)
+
+    def decide(tp: TopicPartition, s: LeaderIsr) -> Decision | None:
+        eligible = functools.partial(ctx.may_lead, tp=tp)
+        return (elect_leader(ctx.replicas(tp), s, eligible, ctx.epoch,
+                             allow_unclean=ctl.config.variant.unclean_leader_election)
+                or resume_balanced_recovery(  # KIP-966: every possible leader is back
+                    ctx.replicas(tp), s, eligible, ctx.epoch, log_ends=ends.get(tp),
+                    min_insync=ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas)))
+
+    changed = await change_partitions(ctl, leaderless, decide, on_written=on_written)
     if send:
         send_leader_and_isr(ctl, changed)
     return changed

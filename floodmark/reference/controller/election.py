@@ -20,8 +20,8 @@ The rules follow Kafka's ZooKeeper-era controller:
   may lack records the ISR counted on (a power loss took what it had not fsynced). It
   leaves the ISR: it must not lead again until it has caught up as a follower. When every
   member of an ISR of at least min.insync.replicas recovered uncleanly, no replica is safer
-  than they are: the one of them back that left last leads in a new epoch (KIP-966's
-  ``Balanced`` unclean recovery, recorded as unclean); a smaller ISR leaves the partition
+  than they are: once all of them are back, the one whose log goes furthest leads in a new
+  epoch (KIP-966's ``Balanced`` unclean recovery, recorded as unclean); a smaller ISR leaves the partition
   offline.
 * **reassignment** (V3 design): the leader must be in the target replicas and the ISR.
 * **preferred**: the first assigned replica leads again when it is eligible and in sync.
@@ -156,11 +156,56 @@ def recovery_candidates(replicas: Sequence[int], state: LeaderIsr, recovered: Co
                         eligible: Eligible) -> list[int]:
     """Who may lead by a balanced recovery, who left last first: the last leader, the rest of
     its ISR, its ELR, then the replicas remembered from before; only those back."""
+    return [r for r in _possible_leaders(replicas, state, recovered) if eligible(r)]
+
+
+def _possible_leaders(replicas: Sequence[int], state: LeaderIsr, recovered: Collection[int]) -> list[int]:
+    """Every replica that may hold the most when all of the ISR recovered uncleanly, back or
+    not, who left last first."""
     members = (*state.isr, *state.elr)
     newest_first = dict.fromkeys((state.leader, *state.isr, *state.elr,
                                   *(r for r in replicas if r in state.last_known_elr)))
-    return [r for r in newest_first
-            if (r in state.last_known_elr or (r in members and r in recovered)) and eligible(r)]
+    return [r for r in newest_first if r in state.last_known_elr or (r in members and r in recovered)]
+
+
+def waiting_recovery(replicas: Sequence[int], state: LeaderIsr, eligible: Eligible, *,
+                     min_insync: int) -> list[int]:
+    """A balanced recovery that waited (see :func:`balanced_recovery`): the partition is
+    offline with neither ISR nor ELR, remembering at least min.insync.replicas replicas that
+    may hold the most. Returns them once every one is back (else nothing): one of them leads.
+    Fewer remembered is an ISR that was below min.insync.replicas: the ELR, not they, held
+    what was acknowledged, so the partition stays offline."""
+    if state.leader != NO_LEADER or state.isr or state.elr or len(state.last_known_elr) < min_insync:
+        return []
+    possible = [r for r in replicas if r in state.last_known_elr]
+    return possible if possible and all(eligible(r) for r in possible) else []
+
+
+def resume_balanced_recovery(
+    replicas: Sequence[int], state: LeaderIsr, eligible: Eligible, controller_epoch: int, *,
+    min_insync: int, log_ends: Mapping[int, tuple[int, int]] | None = None,
+) -> Decision | None:
+    """Elect the one furthest along of a waiting balanced recovery whose possible leaders are
+    all back (:func:`waiting_recovery`); until then nothing changes."""
+    possible = waiting_recovery(replicas, state, eligible, min_insync=min_insync)
+    if not possible or not _all_answered(possible, log_ends):
+        return None
+    chosen = _furthest(possible, log_ends)
+    return Decision(_bump(state, chosen, (chosen,), controller_epoch), unclean=True)
+
+
+def _all_answered(candidates: Sequence[int], log_ends: Mapping[int, tuple[int, int]] | None) -> bool:
+    """Did every candidate say how far its log goes? ``None``: nobody was asked (one
+    candidate, or a caller that chooses by who left last alone)."""
+    return log_ends is None or len(candidates) == 1 or all(r in log_ends for r in candidates)
+
+
+def _furthest(candidates: Sequence[int], log_ends: Mapping[int, tuple[int, int]] | None) -> int:
+    """The candidate whose log goes furthest (last epoch, then end); among equals, and when
+    nobody was asked, the first."""
+    if not log_ends:
+        return candidates[0]
+    return sorted(candidates, key=lambda r: log_ends.get(r, (-1, -1)), reverse=True)[0]
 
 
 def _remember(state: LeaderIsr, replicas: Sequence[int], elr: Collection[int]) -> LeaderIsr:
@@ -191,22 +236,25 @@ def balanced_recovery(
     along. Guessing instead (who left last) once elected a replica a power loss had emptied
     over one a SIGKILL had left whole (explore seed 13089).
 
-    Candidates that gave no answer are left out; only when none answered does it fall back
-    on who left last: the last leader (it acknowledged everything; a follower may hold
-    less), then the members of the last ISR, then its ELR, and only then the replicas
-    remembered from before (they left earlier: a power loss may have emptied them when they
-    left, which is why they were remembered rather than kept).
+    It waits, offline, until every replica that may hold the most is back and has said how
+    far its log goes (KIP-966's ``Balanced`` strategy waits for all of them too): one whose
+    broker is down, or whose log directory is offline, may be the one furthest along (explore
+    seed 10806 elected the only replica that answered, which a power loss had emptied, over
+    one whose directory was unusable for a moment). ``log_ends`` is ``None`` where nobody
+    was asked; then the choice falls back on who left last: the last leader (it
+    acknowledged everything; a follower may hold less), then the members of the last ISR,
+    then its ELR, and only then the replicas remembered from before (they left earlier: a
+    power loss may have emptied them when they left, which is why they were remembered
+    rather than kept).
     """
-    members = (*state.isr, *state.elr)
-    candidates = recovery_candidates(replicas, state, recovered, eligible)
-    if not candidates:
-        removed = (*state.last_known_elr, *(r for r in members if r in recovered))
-        return Decision(_remember(_bump(state, NO_LEADER, (), controller_epoch), replicas, removed))
-    answered = [r for r in candidates if log_ends and r in log_ends]
-    if answered:  # furthest along first; among equals, who left last
-        assert log_ends is not None
-        candidates = sorted(answered, key=lambda r: log_ends[r], reverse=True)
-    return Decision(_bump(state, candidates[0], (candidates[0],), controller_epoch), unclean=True)
+    possible = _possible_leaders(replicas, state, recovered)
+    candidates = [r for r in possible if eligible(r)]
+    if not candidates or len(candidates) < len(possible) or not _all_answered(candidates, log_ends):
+        # Wait, offline, for every one of them: the one not back, or that could not say, may
+        # hold the most. ``resume_balanced_recovery`` elects once all are back.
+        return Decision(_remember(_bump(state, NO_LEADER, (), controller_epoch), replicas, possible))
+    chosen = _furthest(candidates, log_ends)
+    return Decision(_bump(state, chosen, (chosen,), controller_epoch), unclean=True)
 
 
 def reassignment_leader(

@@ -24,6 +24,9 @@ any follower does, by catching up with the leader. When every member of the ISR 
 uncleanly, one of them leads (KIP-966's ``Balanced`` unclean recovery) if the ISR had at
 least min.insync.replicas members; otherwise the partition stays offline, unless unclean
 election is allowed (see :func:`~floodmark.reference.controller.election.balanced_recovery`).
+It waits, offline, until every replica that may hold the most is back (a broker down, or
+its log directory offline, may be the one furthest along): the controller resumes it
+whenever it elects offline partitions (a broker starting or heartbeating again, failover).
 Which one: the controller first asks every candidate that is back how far its log goes
 (KIP-966's GetReplicaLogInfo, :func:`log_ends`) and elects the one furthest along, so that a
 replica a SIGKILL left whole is preferred to one a power loss emptied.
@@ -35,6 +38,7 @@ merely conservative there. The ``no-kip-966`` variant switches the rule off.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Iterable, Mapping
 
 from floodmark.node_event_kinds import BrokerState
@@ -44,6 +48,7 @@ from floodmark.reference.controller.election import (
     needs_balanced_recovery,
     recovery_candidates,
     remove_recovered_replicas,
+    waiting_recovery,
 )
 from floodmark.reference.controller.partitions import change_partitions
 from floodmark.reference.controller.parts import ControllerParts
@@ -84,17 +89,27 @@ async def remove_recovered_brokers(ctl: ControllerParts, brokers: Iterable[int])
     ends = await log_ends(ctl, {tp: choice for tp, choice in choices.items() if len(choice) > 1})
     return await change_partitions(ctl, affected, lambda tp, s: remove_recovered_replicas(
         ctx.replicas(tp), s, recovered, eligible(tp), ctx.epoch, allow_unclean=allow_unclean,
-        min_insync=min_insync(tp), log_ends=ends.get(tp, {})), recovered=recovered)
+        min_insync=min_insync(tp), log_ends=ends.get(tp)), recovered=recovered)
+
+
+async def waiting_log_ends(ctl: ControllerParts, partitions: Iterable[TopicPartition]) -> LogEnds:
+    """How far the logs go of the possible leaders of every waiting balanced recovery among
+    ``partitions`` that can resume now (all of them back), to choose the one furthest along."""
+    ctx = ctl.ctx
+    waiting = {tp: waiting_recovery(ctx.replicas(tp), ctx.states[tp], functools.partial(ctx.may_lead, tp=tp),
+                                    min_insync=ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas))
+               for tp in partitions if tp in ctx.states}
+    return await log_ends(ctl, {tp: possible for tp, possible in waiting.items() if len(possible) > 1})
 
 
 LogEnds = dict[TopicPartition, dict[int, tuple[int, int]]]
-"""Per partition, per replica that answered: (last leader epoch, log end offset)."""
+"""Per partition asked, per replica that answered: (last leader epoch, log end offset)."""
 
 
 async def log_ends(ctl: ControllerParts, candidates: Mapping[TopicPartition, list[int]]) -> LogEnds:
     """Ask each candidate broker, once for all its partitions and all brokers at once, how far
     its replicas go (KIP-966's GetReplicaLogInfo). A broker that does not answer within the
-    request timeout is left out; so is a replica it cannot read."""
+    request timeout is left out; so is a replica it cannot read (the recovery then waits)."""
     asked: dict[int, list[TopicPartition]] = {}
     for tp in sorted(candidates, key=lambda t: (t.topic, t.partition)):
         for broker in candidates[tp]:
@@ -113,7 +128,7 @@ async def log_ends(ctl: ControllerParts, candidates: Mapping[TopicPartition, lis
             return None
         return response if isinstance(response, ReplicaLogInfoResponse) and response.error is None else None
 
-    ends: LogEnds = {}
+    ends: LogEnds = {tp: {} for tp in candidates}  # asked, whoever answers
     for broker, response in zip(brokers, await asyncio.gather(*(ask(b) for b in brokers))):
         for info in () if response is None else response.partitions:
             if info.error is None:
