@@ -364,11 +364,10 @@ def test_a_recovered_broker_that_caught_up_again_joins_the_elr_when_it_leaves_th
     cluster.close()
 
 
-def test_balanced_recovery_elects_the_survivor_whose_log_goes_furthest() -> None:
-    # Explore seed 13089: both replicas of a partition recovered uncleanly, one from a SIGKILL
-    # (its log whole), the other, the last leader, from a power loss (its unsynced log gone).
-    # Guessing by who left last elected the empty one and the whole one truncated to it;
-    # asking both how far their logs go (KIP-966's GetReplicaLogInfo) elects the whole one.
+def whole_follower_and_emptied_leader() -> SimCluster:
+    """t/0 on n2 (leader) and n3 at min.insync 2 with "a" and "b" acknowledged; n3 SIGKILLed
+    (its log whole), then n2, the last ISR member, lost power (its log emptied); its session
+    has expired, so the partition has no leader."""
     cluster = SimCluster(seed=4, nodes=3)
     cluster.create_topic("t", 1, 2, min_isr=2, assignment={0: (2, 3)})
     assert cluster.send("t", 0, ["a", "b"]).status == "ok"
@@ -376,19 +375,32 @@ def test_balanced_recovery_elects_the_survivor_whose_log_goes_furthest() -> None
     cluster.world.run_for(15.0)
     assert cluster.state("t", 0).isr == (2,)  # type: ignore[union-attr]
     cluster.crash("n2")  # power loss of the last ISR member: "a" and "b" were never fsynced
-    cluster.world.run_for(8.0)  # its session expires: the partition has no leader
-    cluster.restart("n3")  # unclean: out of the ELR, a last-known member
-    cluster.world.run_for(2.0)
-    before = cluster.state("t", 0)
-    assert before is not None and before.leader == -1 and before.isr == (2,)
-    cluster.restart("n2")  # unclean too: every candidate recovered uncleanly
-    assert cluster.wait_leader("t", 0, before.leader_epoch + 1) == "n3"
+    cluster.world.run_for(8.0)
+    return cluster
+
+
+def assert_the_whole_one_led_and_nothing_was_lost(cluster: SimCluster) -> None:
     elected = [e for name in cluster.names for e in cluster.events(name, LeaderElected) if e.unclean]
     assert [e.leader for e in elected] == [3]  # still an unclean choice, recorded as such
     assert cluster.world.run_until(lambda: cluster.values("n2", "t", 0) == ["a", "b"], 20.0)
     assert cluster.values("n3", "t", 0) == ["a", "b"]
     assert cluster.world.failures == [], cluster.world.failures
     cluster.close()
+
+
+def test_balanced_recovery_elects_the_survivor_whose_log_goes_furthest() -> None:
+    # Explore seed 13089: both replicas of a partition recovered uncleanly, one from a SIGKILL
+    # (its log whole), the other, the last leader, from a power loss (its unsynced log gone).
+    # Guessing by who left last elected the empty one and the whole one truncated to it;
+    # asking both how far their logs go (KIP-966's GetReplicaLogInfo) elects the whole one.
+    cluster = whole_follower_and_emptied_leader()
+    cluster.restart("n3")  # unclean: out of the ELR, a last-known member
+    cluster.world.run_for(2.0)
+    before = cluster.state("t", 0)
+    assert before is not None and before.leader == -1 and before.isr == (2,)
+    cluster.restart("n2")  # unclean too: every candidate recovered uncleanly
+    assert cluster.wait_leader("t", 0, before.leader_epoch + 1) == "n3"
+    assert_the_whole_one_led_and_nothing_was_lost(cluster)
 
 
 def test_balanced_recovery_waits_until_every_replica_that_may_hold_the_most_is_back() -> None:
@@ -398,14 +410,7 @@ def test_balanced_recovery_waits_until_every_replica_that_may_hold_the_most_is_b
     # same story with a replica back but unable to say how far its log went: its directory
     # was unusable). The recovery waits, offline, until both are back and have answered, then
     # elects the one whose log goes furthest.
-    cluster = SimCluster(seed=4, nodes=3)
-    cluster.create_topic("t", 1, 2, min_isr=2, assignment={0: (2, 3)})
-    assert cluster.send("t", 0, ["a", "b"]).status == "ok"
-    cluster.kill("n3")  # SIGKILL: nothing lost; it leaves the ISR (into the ELR)
-    cluster.world.run_for(15.0)
-    assert cluster.state("t", 0).isr == (2,)  # type: ignore[union-attr]
-    cluster.crash("n2")  # power loss of the last ISR member: "a" and "b" were never fsynced
-    cluster.world.run_for(8.0)
+    cluster = whole_follower_and_emptied_leader()
     cluster.restart("n3")  # unclean: out of the ELR, a last-known member
     cluster.world.run_for(2.0)
     cluster.kill("n3")  # away again
@@ -416,9 +421,4 @@ def test_balanced_recovery_waits_until_every_replica_that_may_hold_the_most_is_b
     assert waiting is not None and (waiting.leader, waiting.isr, waiting.last_known_elr) == (-1, (), (2, 3))
     cluster.restart("n3")
     assert cluster.wait_leader("t", 0, waiting.leader_epoch + 1) == "n3"
-    elected = [e for name in cluster.names for e in cluster.events(name, LeaderElected) if e.unclean]
-    assert [e.leader for e in elected] == [3]
-    assert cluster.world.run_until(lambda: cluster.values("n2", "t", 0) == ["a", "b"], 20.0)
-    assert cluster.values("n3", "t", 0) == ["a", "b"]
-    assert cluster.world.failures == [], cluster.world.failures
-    cluster.close()
+    assert_the_whole_one_led_and_nothing_was_lost(cluster)
