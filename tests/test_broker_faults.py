@@ -121,3 +121,27 @@ def test_paused_leader_is_fenced_and_acknowledges_nothing_in_its_old_epoch(clust
     replica = cluster.replica("n2", "t", 0)
     assert cluster.world.run_until(lambda: replica is not None and replica.role == "follower", 30.0)
     assert cluster.consume_all("t", 0)[0] == "v0"
+
+
+def test_a_beat_stuck_on_zookeeper_does_not_hold_off_self_fencing() -> None:
+    # Explore seed 5173: with a 30 s ZooKeeper session, a beat's read of /controller waits
+    # up to 20 s for a reply that a cut lost. The broker, cut from ZooKeeper and the
+    # controller, fenced itself only once that read gave up: long after the controller had
+    # fenced it and moved its leaderships, it still served reads as a deposed leader.
+    cluster = SimCluster(seed=5, nodes=4, zk_session_timeout=30.0)
+    try:
+        cluster.create_topic("t", 1, 3, assignment={0: (2, 3, 4)})
+        broker = cluster.brokers["n2"]
+        fence = cluster.configs["n2"].broker_fence_timeout
+        assert fence is not None
+        cut_at = cluster.world.loop.time()
+        cluster.world.partition({"n2"}, {"n1", "zk"})
+        assert cluster.world.run_until(lambda: broker.heartbeat.fenced, fence + 2.0)
+        assert cluster.world.loop.time() - cut_at <= fence + 1.5
+        # It fenced itself before the controller gave up on it.
+        fenced_by_controller = [e for e in cluster.events("n1", BrokerState) if e.broker == 2 and e.state == "Fenced"]
+        assert fenced_by_controller == []
+        assert any(e.topic == "t" for e in cluster.events("n2", Fenced))
+        assert cluster.world.failures == [], cluster.world.failures
+    finally:
+        cluster.close()
