@@ -24,8 +24,8 @@ any follower does, by catching up with the leader. When every member of the ISR 
 uncleanly, one of them leads (KIP-966's ``Balanced`` unclean recovery) if the ISR had at
 least min.insync.replicas members; otherwise the partition stays offline, unless unclean
 election is allowed (see :func:`~floodmark.reference.controller.election.balanced_recovery`).
-It waits, offline, until every replica that may hold the most is back (a broker down, or
-its log directory offline, may be the one furthest along): the controller resumes it
+It waits, offline, until every replica that may hold the most is back and has said how far
+its log goes (a broker down, or its log directory offline, may be the one furthest along): the controller resumes it
 whenever it elects offline partitions (a broker starting or heartbeating again, failover).
 Which one: the controller first asks every candidate that is back how far its log goes
 (KIP-966's GetReplicaLogInfo, :func:`log_ends`) and elects the one furthest along, so that a
