@@ -140,16 +140,22 @@ def test_controlled_shutdown_moves_leaders_first_and_reports_what_remains(world:
 # ----------------------------------------------------------------------------- KIP-966
 
 
-def test_the_last_isr_member_back_from_an_unclean_shutdown_does_not_lead(world: SimWorld) -> None:
-    cluster, a, _ = isr_member_crashed(world)
+def test_the_last_isr_member_back_from_an_unclean_shutdown_leads_only_by_a_balanced_recovery(
+        world: SimWorld) -> None:
+    # Nobody else may hold more (no ELR, nobody remembered): it leads again, but as an
+    # unclean choice in a new epoch (KIP-966's Balanced recovery), never in its old one.
+    cluster, a, b = isr_member_crashed(world)
     assert world.run_until(lambda: cluster.state("t", 0).leader == zk.NO_LEADER, 20.0)
+    offline_epoch = cluster.state("t", 0).leader_epoch
     cluster.restart(a, unclean_shutdown=True)
-    assert world.run_until(lambda: cluster.state("t", 0).isr == (), 20.0)
+    assert world.run_until(lambda: cluster.state("t", 0).leader == a, 20.0)
     world.run_for(5.0)
     s = cluster.state("t", 0)
-    assert (s.leader, s.isr) == (zk.NO_LEADER, ())
-    told = cluster.brokers[a].leader_epochs[m.TopicPartition("t", 0)]  # told only once out of the ISR
-    assert (told.leader, told.isr, told.leader_epoch) == (zk.NO_LEADER, (), s.leader_epoch)
+    assert (s.leader, s.isr) == (a, (a,)) and s.leader_epoch > offline_epoch
+    assert world.run_until(lambda: any(e.leader == a and e.unclean for e in cluster.leader_events()), 5.0)
+    assert not any(e.leader == b for e in cluster.leader_events())
+    told = cluster.brokers[a].leader_epochs[m.TopicPartition("t", 0)]
+    assert (told.leader, told.isr, told.leader_epoch) == (a, (a,), s.leader_epoch)
     controller = cluster.brokers[cluster.controller_id()].node
     recovered = [e.body for e in world.events(controller) if isinstance(e.body, BrokerState)
                  and e.body.broker == a and "unclean shutdown" in (e.body.why or "")]

@@ -101,8 +101,8 @@ def test_last_known_members_are_kept_while_an_elr_leader_leads_below_min_insync(
     only_1 = remove_recovered_replicas((1, 2), first.state, {2}, alive(1), 2, min_insync=2)
     assert only_1 is not None and not only_1.unclean
     assert (only_1.state.leader, only_1.state.isr, only_1.state.last_known_elr) == (NO_LEADER, (), (1, 2))
-    assert resume_balanced_recovery((1, 2), only_1.state, alive(1), 3, min_insync=2) is None
-    back = resume_balanced_recovery((1, 2), only_1.state, alive(1, 2), 3, min_insync=2,
+    assert resume_balanced_recovery((1, 2), only_1.state, alive(1), 3) is None
+    back = resume_balanced_recovery((1, 2), only_1.state, alive(1, 2), 3,
                                     log_ends={1: (1, 10), 2: (2, 4)})
     assert back is not None and back.unclean and (back.state.leader, back.state.isr) == (2, (2,))
 

@@ -174,8 +174,7 @@ async def elect_offline_partitions(
         return (elect_leader(ctx.replicas(tp), s, eligible, ctx.epoch,
                              allow_unclean=ctl.config.variant.unclean_leader_election)
                 or resume_balanced_recovery(  # KIP-966: every possible leader is back
-                    ctx.replicas(tp), s, eligible, ctx.epoch, log_ends=ends.get(tp),
-                    min_insync=ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas)))
+                    ctx.replicas(tp), s, eligible, ctx.epoch, log_ends=ends.get(tp)))
 
     changed = await change_partitions(ctl, leaderless, decide, on_written=on_written)
     if send:

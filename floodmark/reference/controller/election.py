@@ -19,10 +19,10 @@ The rules follow Kafka's ZooKeeper-era controller:
 * **unclean recovery** (KIP-966): a replica whose broker recovered from an unclean shutdown
   may lack records the ISR counted on (a power loss took what it had not fsynced). It
   leaves the ISR: it must not lead again until it has caught up as a follower. When every
-  member of an ISR of at least min.insync.replicas recovered uncleanly, no replica is safer
-  than they are: once all of them are back, the one whose log goes furthest leads in a new
-  epoch (KIP-966's ``Balanced`` unclean recovery, recorded as unclean); a smaller ISR leaves the partition
-  offline.
+  member of the ISR and the ELR recovered uncleanly, no replica is safer than they and the
+  ones remembered from before are: once all of them are back, the one whose log goes
+  furthest leads in a new epoch (KIP-966's ``Balanced`` unclean recovery, recorded as
+  unclean).
 * **reassignment** (V3 design): the leader must be in the target replicas and the ISR.
 * **preferred**: the first assigned replica leads again when it is eligible and in sync.
 * **controlled shutdown**: leadership moves to another in-sync replica before the broker stops.
@@ -126,7 +126,7 @@ def remove_recovered_replicas(
     members = (*state.isr, *state.elr)
     if state.leader not in recovered and not any(r in recovered for r in members):
         return None
-    if needs_balanced_recovery(state, recovered, min_insync=min_insync, allow_unclean=allow_unclean):
+    if needs_balanced_recovery(state, recovered, allow_unclean=allow_unclean):
         return balanced_recovery(replicas, state, recovered, eligible, controller_epoch, log_ends)
     removed = tuple(r for r in members if r in recovered)
     rest = dataclasses.replace(
@@ -142,14 +142,19 @@ def remove_recovered_replicas(
     return Decision(_remember(decision.state, replicas, (*state.last_known_elr, *removed)))
 
 
-def needs_balanced_recovery(state: LeaderIsr, recovered: Collection[int], *, min_insync: int,
-                            allow_unclean: bool) -> bool:
-    """Did every member of an ISR (and ELR) of at least min.insync.replicas recover uncleanly,
-    with unclean election not allowed? Then one of them leads by ``balanced_recovery``."""
+def needs_balanced_recovery(state: LeaderIsr, recovered: Collection[int], *, allow_unclean: bool) -> bool:
+    """Did every member of the ISR and the ELR recover uncleanly, with unclean election not
+    allowed? Then one of them, or of those remembered from before, leads by
+    ``balanced_recovery``.
+
+    Whatever the ISR's size: below min.insync.replicas the HW stood still (KIP-966's strict
+    min ISR), and every replica that left since it fell is in the ELR or, if it recovered
+    uncleanly, remembered; an ISR of one with neither (the leader a previous unclean choice
+    left alone) holds the reference log itself (explore seed 4727 stayed offline for ever
+    when that leader recovered uncleanly again)."""
     members = (*state.isr, *state.elr)
     return (not allow_unclean and all(r in recovered for r in members)
-            and (state.leader in recovered or bool(members))
-            and len(members) + len(state.last_known_elr) >= min_insync)
+            and (state.leader in recovered or bool(members)))
 
 
 def recovery_candidates(replicas: Sequence[int], state: LeaderIsr, recovered: Collection[int],
@@ -168,14 +173,11 @@ def _possible_leaders(replicas: Sequence[int], state: LeaderIsr, recovered: Coll
     return [r for r in newest_first if r in state.last_known_elr or (r in members and r in recovered)]
 
 
-def waiting_recovery(replicas: Sequence[int], state: LeaderIsr, eligible: Eligible, *,
-                     min_insync: int) -> list[int]:
+def waiting_recovery(replicas: Sequence[int], state: LeaderIsr, eligible: Eligible) -> list[int]:
     """A balanced recovery that waited (see :func:`balanced_recovery`): the partition is
-    offline with neither ISR nor ELR, remembering at least min.insync.replicas replicas that
-    may hold the most. Returns them once every one is back (else nothing): one of them leads.
-    Fewer remembered is an ISR that was below min.insync.replicas: the ELR, not they, held
-    what was acknowledged, so the partition stays offline."""
-    if state.leader != NO_LEADER or state.isr or state.elr or len(state.last_known_elr) < min_insync:
+    offline with neither ISR nor ELR, remembering the replicas that may hold the most.
+    Returns them once every one is back (else nothing): one of them leads."""
+    if state.leader != NO_LEADER or state.isr or state.elr:
         return []
     possible = [r for r in replicas if r in state.last_known_elr]
     return possible if possible and all(eligible(r) for r in possible) else []
@@ -183,11 +185,11 @@ def waiting_recovery(replicas: Sequence[int], state: LeaderIsr, eligible: Eligib
 
 def resume_balanced_recovery(
     replicas: Sequence[int], state: LeaderIsr, eligible: Eligible, controller_epoch: int, *,
-    min_insync: int, log_ends: Mapping[int, tuple[int, int]] | None = None,
+    log_ends: Mapping[int, tuple[int, int]] | None = None,
 ) -> Decision | None:
     """Elect the one furthest along of a waiting balanced recovery whose possible leaders are
     all back (:func:`waiting_recovery`); until then nothing changes."""
-    possible = waiting_recovery(replicas, state, eligible, min_insync=min_insync)
+    possible = waiting_recovery(replicas, state, eligible)
     if not possible or not _all_answered(possible, log_ends):
         return None
     chosen = _furthest(possible, log_ends)
@@ -219,13 +221,12 @@ def balanced_recovery(
     """Every ISR member recovered from an unclean shutdown: lead with one of them (KIP-966's
     ``Balanced`` unclean recovery), in a new epoch, rather than stay offline for ever.
 
-    Only for an ISR of at least min.insync.replicas members (the caller's condition): then
-    every acknowledged record went to all of them and no replica outside the ISR was counted
-    on since it left, so electing one of them loses only what the crash itself took (nothing
-    after a SIGKILL, the unsynced tail after a power loss). Below min.insync.replicas the
-    replicas that left last hold what was acknowledged (KIP-966's ELR), and the partition
-    waits offline for one of them to be chosen by unclean election. The choice is recorded
-    as unclean, because it may lose acknowledged records.
+    Every acknowledged record went to every member of the ISR at the time, and a replica
+    that left since was either counted on no more (the ISR was still at min.insync.replicas)
+    or is in the ELR or remembered (it was not: the HW stood still), so electing one of the
+    possible leaders loses only what the crash itself took (nothing after a SIGKILL, the
+    unsynced tail after a power loss). The choice is recorded as unclean, because it may
+    lose acknowledged records.
 
     As Kafka's strategy does, the controller asks the candidates how far their logs go
     (``log_ends``: last leader epoch, log end) and elects the one furthest along, by epoch

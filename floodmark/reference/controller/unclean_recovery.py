@@ -21,10 +21,9 @@ broker anything, so a successor never finds less; the broker takes the first Lea
 meant for that registration as the acknowledgement and rewrites its registration as clean,
 so that a successor does not take it out again after it caught up. It rejoins the ISR as
 any follower does, by catching up with the leader. When every member of the ISR recovered
-uncleanly, one of them leads (KIP-966's ``Balanced`` unclean recovery) if the ISR had at
-least min.insync.replicas members; otherwise the partition stays offline, unless unclean
-election is allowed (see :func:`~floodmark.reference.controller.election.balanced_recovery`).
-It waits, offline, until every replica that may hold the most is back and has said how far
+uncleanly (and the ELR too), one of them or of the replicas remembered from before leads
+(KIP-966's ``Balanced`` unclean recovery; unclean election instead where it is allowed; see
+:func:`~floodmark.reference.controller.election.balanced_recovery`). It waits, offline, until every replica that may hold the most is back and has said how far
 its log goes (a broker down, or its log directory offline, may be the one furthest along): the controller resumes it
 whenever it elects offline partitions (a broker starting or heartbeating again, failover).
 Which one: the controller first asks every candidate that is back how far its log goes
@@ -84,8 +83,7 @@ async def remove_recovered_brokers(ctl: ControllerParts, brokers: Iterable[int])
     # Where one of several unclean survivors will be chosen, ask them how far their logs go.
     choices = {tp: recovery_candidates(ctx.replicas(tp), ctx.states[tp], recovered, eligible(tp))
                for tp in affected
-               if needs_balanced_recovery(ctx.states[tp], recovered, allow_unclean=allow_unclean,
-                                          min_insync=min_insync(tp))}
+               if needs_balanced_recovery(ctx.states[tp], recovered, allow_unclean=allow_unclean)}
     ends = await log_ends(ctl, {tp: choice for tp, choice in choices.items() if len(choice) > 1})
     return await change_partitions(ctl, affected, lambda tp, s: remove_recovered_replicas(
         ctx.replicas(tp), s, recovered, eligible(tp), ctx.epoch, allow_unclean=allow_unclean,
@@ -96,8 +94,7 @@ async def waiting_log_ends(ctl: ControllerParts, partitions: Iterable[TopicParti
     """How far the logs go of the possible leaders of every waiting balanced recovery among
     ``partitions`` that can resume now (all of them back), to choose the one furthest along."""
     ctx = ctl.ctx
-    waiting = {tp: waiting_recovery(ctx.replicas(tp), ctx.states[tp], functools.partial(ctx.may_lead, tp=tp),
-                                    min_insync=ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas))
+    waiting = {tp: waiting_recovery(ctx.replicas(tp), ctx.states[tp], functools.partial(ctx.may_lead, tp=tp))
                for tp in partitions if tp in ctx.states}
     return await log_ends(ctl, {tp: possible for tp, possible in waiting.items() if len(possible) > 1})
 
