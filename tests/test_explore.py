@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,6 +86,46 @@ def test_the_explore_command_finds_a_flaw_and_exits_invalid(tmp_path: Path, caps
     assert code == 1, err
     assert "INVALID" in err and "floodmark repro" in err
     assert main(["explore", "--runs", "0", "--store", str(tmp_path)]) == 254
+
+
+def _explore_processes(store: Path) -> list[int]:
+    """Processes (the explorer and its workers) whose command line names ``store``."""
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(store).encode() in cmdline and b"explore" in cmdline:
+            found.append(int(pid))
+    return found
+
+
+def test_sigterm_stops_the_explorer_and_every_worker(tmp_path: Path) -> None:
+    # SIGTERM reaches only the explorer, not its forked workers: none may outlive it.
+    store = tmp_path / "store"
+    explorer = subprocess.Popen(
+        [sys.executable, "-m", "floodmark", "explore", "--runs", "50", "--seed", "1", "--jobs", "2",
+         "--no-shrink", "--store", str(store)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(_explore_processes(store)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(_explore_processes(store)) == 3  # the explorer and two workers
+        time.sleep(1.0)
+        explorer.send_signal(signal.SIGTERM)
+        _, err = explorer.communicate(timeout=30)
+        assert explorer.returncode == 130 and b"interrupted" in err
+        deadline = time.monotonic() + 10
+        while _explore_processes(store) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _explore_processes(store) == []
+    finally:
+        if explorer.poll() is None:
+            os.killpg(explorer.pid, signal.SIGKILL)
+        for pid in _explore_processes(store):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_ddmin_helpers_split_and_renumber() -> None:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from floodmark.backends.cleanup import interruptible
 from floodmark.harness.config import ALL_KINDS, TestConfig, make_config
 from floodmark.harness.seeds import Seeds
 from floodmark.results import Validity
@@ -202,7 +203,7 @@ def explore_local(seeds: list[int], variant: str, store: str, jobs: int, *, keep
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+    with interruptible(), ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         def submit() -> bool:
             if stopping or (time_budget is not None and time.monotonic() - started >= time_budget):
                 return False
@@ -215,20 +216,28 @@ def explore_local(seeds: list[int], variant: str, store: str, jobs: int, *, keep
         for _ in range(jobs * 2):
             if not submit():
                 break
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                seed = pending.pop(future)
-                try:
-                    found = future.result()
-                except (Exception, asyncio.CancelledError) as e:  # a crashed worker is an unknown run
-                    found = Explored(seed, "unknown", (), None, 0.0, 0.0, f"{type(e).__name__}: {e}")
-                results[seed] = found
-                if on_result is not None:
-                    on_result(found)
-                if stop_on_first and found.valid is False:
-                    stopping = True
-                submit()
+        try:
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    seed = pending.pop(future)
+                    try:
+                        found = future.result()
+                    except (Exception, asyncio.CancelledError) as e:  # a crashed worker is an unknown run
+                        found = Explored(seed, "unknown", (), None, 0.0, 0.0, f"{type(e).__name__}: {e}")
+                    results[seed] = found
+                    if on_result is not None:
+                        on_result(found)
+                    if stop_on_first and found.valid is False:
+                        stopping = True
+                    submit()
+        except KeyboardInterrupt:
+            # A SIGTERM reaches only this process (a Ctrl-C, the whole group): stop the
+            # workers too, so that none outlives the exploration.
+            pool.shutdown(wait=False, cancel_futures=True)
+            for child in multiprocessing.active_children():
+                child.kill()
+            raise
     return [results[s] for s in seeds if s in results]
 
 
