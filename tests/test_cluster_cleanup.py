@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import pytest
 from cluster_fixtures import BACKENDS, leftovers, standin_cluster, start_child_harness
@@ -46,6 +47,24 @@ def test_libfaketime_files_of_dead_processes_are_removed(tmp_path) -> None:  # t
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [f"faketime_shm_{mine}", f"sem.faketime_sem_{mine}", "faketime_shm_notapid", "other_shm_1"])
     assert len(removed) == 2
+
+
+def test_libfaketime_files_of_a_zombie_are_removed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # A killed broker whose harness died is reparented and may stay a zombie for a while: it
+    # has exited, so its files go (they stayed in /dev/shm after a killed-harness test).
+    import subprocess
+    import time
+
+    zombie = subprocess.Popen(["true"])  # exited, not yet reaped
+    deadline = time.monotonic() + 10
+    while not Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].startswith(" Z"):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    try:
+        (tmp_path / f"faketime_shm_{zombie.pid}").write_text("")
+        assert cleanup.remove_stale_faketime_files(tmp_path) == [f"file {tmp_path}/faketime_shm_{zombie.pid}"]
+    finally:
+        zombie.wait()
 
 
 @pytest.mark.parametrize("sigint_ignored", [False, True], ids=["foreground", "background-job"])

@@ -126,6 +126,13 @@ def test_a_killed_harness_leaves_a_readable_history_and_the_next_start_cleans_up
     run_id = RUN_ID.search(err)
     assert run_id, err
     assert len(read_history(history)) >= 50
-    assert leftovers(run_id.group(1)), "a killed harness cannot clean up after itself"
+    left = leftovers(run_id.group(1))
+    assert left, "a killed harness cannot clean up after itself"
+    namespaces = [line.split()[1] for line in left if line.startswith("netns ")]
+    processes = [pid for ns in namespaces for pid in subprocess.run(
+        ["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()]
+    assert processes
     cleanup.remove_stale_runs(docker_too=False)
     assert leftovers(run_id.group(1)) == []
+    # Their libfaketime files too (libfaketime removes them only on a normal exit).
+    assert [p.name for p in Path("/dev/shm").glob("*faketime_*") if p.name.rsplit("_", 1)[-1] in processes] == []

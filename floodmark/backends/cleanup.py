@@ -106,9 +106,12 @@ def remove_local_run(run_id: str) -> list[str]:
         namespace = line.split()[0] if line.split() else ""
         if _run_of(namespace) != run_id:
             continue
+        killed = []
         for pid in _lines(["ip", "netns", "pids", namespace]):
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid), signal.SIGKILL)
+                killed.append(int(pid))
+        _wait_until_gone(killed)  # else their libfaketime files still look in use
         subprocess.run(["ip", "netns", "delete", namespace], capture_output=True)
         removed.append(f"netns {namespace}")
     for line in _lines(["ip", "-o", "link", "show"]):
@@ -192,14 +195,27 @@ def remove_stale_faketime_files(shm_dir: Path = Path("/dev/shm")) -> list[str]:
 
 
 def _process_exists(pid: int) -> bool:
-    """Signal 0 checks without signalling; another user's process refuses it, but exists."""
+    """Is ``pid`` a process that has not exited? Signal 0 checks without signalling (another
+    user's process refuses it, but exists); a zombie has exited, only nobody reaped it yet
+    (an orphaned broker's new parent may take its time)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         pass
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2:][:1] != "Z"  # the state follows the parenthesised name
+
+
+def _wait_until_gone(pids: list[int], timeout: float = 5.0) -> None:
+    """SIGKILL is delivered asynchronously: wait (a little) until each process has exited."""
+    deadline = time.monotonic() + timeout
+    while any(_process_exists(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def remove_stale_runs(docker_too: bool = True) -> list[str]:
