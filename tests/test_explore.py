@@ -16,8 +16,16 @@ import pytest
 from floodmark.cli import main
 from floodmark.harness.config import ALL_KINDS
 from floodmark.harness.schedule import Fault, Schedule
-from floodmark.run.explore import Tally, explore_local, explore_spark, run_seed, swarm_config
+from floodmark.run.explore import (
+    Tally,
+    explore_local,
+    explore_spark,
+    remove_unfinished_runs,
+    run_seed,
+    swarm_config,
+)
 from floodmark.run.shrink import Shrinker, load_failure, renumbered, shrink_run, split, without
+from floodmark.rundir import create_run_dir
 
 
 def test_each_seed_draws_its_own_test_inside_the_durability_contract() -> None:
@@ -121,11 +129,27 @@ def test_sigterm_stops_the_explorer_and_every_worker(tmp_path: Path) -> None:
         while _explore_processes(store) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert _explore_processes(store) == []
+        # Nor any run directory its killed workers were half-way through.
+        assert [p for p in (store / "explore-default").iterdir() if not (p / "results.json").exists()] == []
+        assert not (store / "latest").is_symlink() or (store / "latest").exists()
     finally:
         if explorer.poll() is None:
             os.killpg(explorer.pid, signal.SIGKILL)
         for pid in _explore_processes(store):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_an_interrupted_exploration_removes_only_its_unfinished_runs(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    other_seed = create_run_dir(store, "explore-default", 8)  # not among the interrupted seeds
+    finished = create_run_dir(store, "explore-default", 7)  # an earlier exploration's kept failure
+    for kept in (other_seed, finished):
+        kept.history.write_text("")
+    (finished.path / "results.json").write_text("{}")
+    unfinished = create_run_dir(store, "explore-default", 7)  # store/latest names it
+    assert remove_unfinished_runs(str(store), "default", [7]) == [unfinished.path]
+    assert finished.path.is_dir() and other_seed.path.is_dir() and not unfinished.path.exists()
+    assert (store / "latest").resolve() in (finished.path, other_seed.path)  # it named the removed run
 
 
 def test_ddmin_helpers_split_and_renumber() -> None:

@@ -35,6 +35,7 @@ from floodmark.backends.cleanup import interruptible
 from floodmark.harness.config import ALL_KINDS, TestConfig, make_config
 from floodmark.harness.seeds import Seeds
 from floodmark.results import Validity
+from floodmark.rundir import LATEST, RunDir, find_run_dirs, safe_name, update_latest
 
 RESTARTING_KINDS = ("kill", "power", "disk")  # faults after which a broker starts again
 # Kinds added after seeds were first pinned in the regression corpus, each with the share of
@@ -233,12 +234,36 @@ def explore_local(seeds: list[int], variant: str, store: str, jobs: int, *, keep
                     submit()
         except KeyboardInterrupt:
             # A SIGTERM reaches only this process (a Ctrl-C, the whole group): stop the
-            # workers too, so that none outlives the exploration.
+            # workers too, so that none outlives the exploration, and take away the run
+            # directories they were half-way through.
             pool.shutdown(wait=False, cancel_futures=True)
-            for child in multiprocessing.active_children():
+            children = multiprocessing.active_children()
+            for child in children:
                 child.kill()
+            for child in children:
+                child.join()
+            remove_unfinished_runs(store, variant, sorted(pending.values()))
             raise
     return [results[s] for s in seeds if s in results]
+
+
+def remove_unfinished_runs(store: str, variant: str, seeds: list[int]) -> list[Path]:
+    """Remove the run directories of ``seeds`` that no verdict was written to: what a worker
+    killed mid-run leaves (a run that finished has its results, and a kept one is kept)."""
+    base = Path(store) / safe_name(f"explore-{variant}")
+    suffixes = tuple(f"-s{seed}" for seed in seeds)
+    removed = [p for p in (sorted(base.iterdir()) if base.is_dir() else [])
+               if p.is_dir() and p.name.endswith(suffixes) and not RunDir(p).results.exists()]
+    for path in removed:
+        shutil.rmtree(path, ignore_errors=True)
+    latest = Path(store) / LATEST
+    if latest.is_symlink() and not latest.exists():  # it named a removed run
+        remaining = find_run_dirs(store)
+        if remaining:
+            update_latest(store, remaining[0].path)
+        else:
+            latest.unlink()
+    return removed
 
 
 def explore_spark(seeds: list[int], variant: str, store: str, master: str, *,
