@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import tempfile
 from pathlib import Path
 
 from floodmark.harness.progress import Progress, progress_line
@@ -34,3 +35,22 @@ def test_progress_counts_completions_per_second(tmp_path: Path) -> None:
     asyncio.run(go())
     recorder.close()
     assert "30 ops/s  ok 27  fail 0  info 3  | kill:leader" in out.getvalue()
+
+
+def test_the_runner_repeats_the_final_state_only_when_it_was_not_shown() -> None:
+    # `floodmark run` says the workload's final state after it ends; when the progress line
+    # just printed that very state, saying it again would print the same line twice.
+    from floodmark.harness.config import make_config
+    from floodmark.run.runner import Runner
+
+    def said(time_limit: float) -> list[str]:
+        out = io.StringIO()
+        config = make_config({"cluster": "sim", "nemesis": "none", "time_limit": time_limit, "seed": 1})
+        with tempfile.TemporaryDirectory() as store:
+            Runner(config, store, out=out, check=False, report=False).run()
+        return [line for line in out.getvalue().splitlines() if "ops/s" in line]
+
+    printed_last = said(10.0)  # the tenth tick is printed (every 10 s) and is the last
+    assert len(printed_last) == 1 and not printed_last[0].startswith("floodmark:")
+    not_printed = said(5.0)  # no tick printed: the final state is said once
+    assert len(not_printed) == 1 and not_printed[0].startswith("floodmark: [  5s/5s]")

@@ -42,7 +42,8 @@ class Progress:
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.plain_interval = plain_interval
-        self.last_line = ""
+        self.last_line = ""  # the workload's state at the last tick
+        self.shown = ""  # the last line the stream shows (a newer tick may not be printed yet)
 
     async def run(self, started_at: float) -> None:
         """Redraw until cancelled; ``started_at`` is the recorder's seconds at workload start."""
@@ -61,9 +62,11 @@ class Progress:
                 if self.tty:
                     self.stream.write("\r\x1b[K" + self.last_line)
                     self.stream.flush()
+                    self.shown = self.last_line
                 elif since_print >= self.plain_interval:
                     since_print = 0.0
                     print(self.last_line, file=self.stream, flush=True)
+                    self.shown = self.last_line
         finally:
             if self.tty and self.last_line:
                 self.stream.write("\n")

@@ -192,7 +192,10 @@ class Runner:
             progress_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await progress_task
-        self.say(progress.last_line or "workload done")
+        if not progress.last_line:
+            self.say("workload done")
+        elif progress.last_line != progress.shown:  # the final state, unless just printed
+            self.say(progress.last_line)
         timings = self.outcome.timings
         self.say(f"cluster ready after {timings.get('cluster_ready', 0):.1f} s, topics after "
                  f"{timings.get('topics_ready', 0):.1f} s, first op after {timings.get('first_op', 0):.1f} s")
