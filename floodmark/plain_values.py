@@ -96,6 +96,26 @@ def _text_problem(text: str) -> str | None:
     return None
 
 
+def json_decode_problem(raw: bytes | str, error: json.JSONDecodeError) -> str:
+    """What is wrong with malformed JSON and where: "<problem> at column C", or "at line L
+    column C" in a text of several lines. A JSON line's newline is not part of its value, so
+    the problem is the one of the text without its trailing whitespace: a value cut short is
+    faulted where it ends, not at the start of the empty line after it, and a string cut short
+    is unterminated, not holding a newline."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    stripped = text.rstrip(" \t\r\n")  # JSON's whitespace only: the diagnosis stays the same
+    if len(stripped) < len(text):
+        try:
+            json.loads(stripped)
+        except json.JSONDecodeError as within:
+            error = within
+        except (RecursionError, ValueError):
+            pass
+    where = f"column {error.colno}" if error.lineno == 1 else f"line {error.lineno} column {error.colno}"
+    # Some of json's problems end in "at" ("Unterminated string starting at").
+    return f"{error.msg} {where}" if error.msg.endswith(" at") else f"{error.msg} at {where}"
+
+
 def parse_json(raw: bytes | str, max_depth: int = MAX_DEPTH, max_int_digits: int = MAX_INT_DIGITS) -> Any:
     """One JSON text as a value fit to hold; raises ValueError with the problem in words.
 
@@ -107,7 +127,7 @@ def parse_json(raw: bytes | str, max_depth: int = MAX_DEPTH, max_int_digits: int
     try:
         value, strict = parse(raw)
     except json.JSONDecodeError as e:
-        raise ValueError(f"not valid JSON ({e.msg} at column {e.colno})") from None
+        raise ValueError(f"not valid JSON ({json_decode_problem(raw, e)})") from None
     except UnicodeDecodeError:
         raise ValueError("not UTF-8 text") from None
     except RecursionError:

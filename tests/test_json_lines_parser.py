@@ -3,6 +3,8 @@
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from floodmark.plain_values import MAX_DEPTH, json_lines_parser, parse_json
 
@@ -36,3 +38,19 @@ def test_a_refused_line_names_its_problem() -> None:
     parse = json_lines_parser(b"".join(LINES))
     assert outcome(parse, b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1))[0] == "error"
     assert outcome(parse, b'{"a": }')[0] == "error"
+
+
+def test_a_line_cut_short_is_faulted_where_it_ends_not_on_the_line_after() -> None:
+    # The standard library places the problem of '{"a": 1' followed by its newline at line 2
+    # column 1; a reader naming that line of the file would then say "column 1".
+    cut = b'{"index":0,"type":"invoke"'
+    with pytest.raises(ValueError, match=r"^not valid JSON \(Expecting ',' delimiter at column 27\)$"):
+        parse_json(cut + b"\n")
+    with pytest.raises(ValueError, match=r"at line 2 column 7\)$"):  # a text of several lines says which
+        parse_json(b'{"a":\n    1,,\n}\n')
+
+
+@given(st.text(alphabet='{}[]":,0123456789.-eEtrufalsn ', max_size=40), st.sampled_from(["\n", "\r\n", "  \n", ""]))
+def test_a_line_terminator_never_moves_the_problem(text: str, terminator: str) -> None:
+    # Property: whatever is wrong with a line is said the same with or without its newline.
+    assert outcome(parse_json, (text + terminator).encode()) == outcome(parse_json, text.encode())

@@ -93,3 +93,39 @@ def test_huge_integers_stay_exact(tmp_path):
     rows, _ = _read_chunked(path, 10**9)
     assert rows == expected
     assert '"value":123456789012345678901234567890' in rows[3]["value_json"]
+
+
+@pytest.mark.parametrize("chunk_bytes", [80, 10**9])
+def test_a_malformed_line_is_worded_as_the_readers_word_it(tmp_path, chunk_bytes):
+    # A line cut short mid-file (not the torn tail): the chunked reader names the same line
+    # and says the same words as the sequential readers, for a history and for node events.
+    from floodmark.node_event_kinds import HwChanged
+    from floodmark.node_events import NodeEventError, NodeEventWriter, iter_events
+    from floodmark.pipeline.chunks import event_rows
+
+    path = _history(tmp_path, ops=20)
+    lines = path.read_text().splitlines()
+    lines[7] = lines[7][:30]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(HistoryError) as sequential:
+        read_history(path)
+    _, summaries = _read_chunked(path, chunk_bytes)
+    line, problem = first_problem(summaries, dense_from_zero=True)
+    assert f"{path}:{line}: {problem}" == str(sequential.value)
+    assert line == 8 and problem.startswith("not valid JSON (") and "column" in problem and " line " not in problem
+
+    events = tmp_path / "n1.jsonl"
+    writer = NodeEventWriter(events, "n1")
+    for hw in range(5):
+        writer.write(1.0, HwChanged(topic="t", partition=0, leader_epoch=1, role="leader", previous=hw, high_watermark=hw + 1, log_end=9))
+    writer.close()
+    lines = events.read_text().splitlines()
+    lines[2] = lines[2][:25]
+    events.write_text("\n".join(lines) + "\n")
+    with pytest.raises(NodeEventError) as sequential_events:
+        list(iter_events(events))
+    summaries = []
+    for chunk in plan_chunks(str(events), chunk_bytes):
+        list(event_rows(chunk, "r", summaries.append))
+    line, problem = first_problem(summaries, dense_from_zero=False)
+    assert f"{events}:{line}: {problem}" == str(sequential_events.value)

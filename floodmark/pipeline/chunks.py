@@ -33,6 +33,7 @@ from floodmark.errors import SourceError
 from floodmark.history import OP_TYPES, op_from_dict
 from floodmark.node_events import NodeEvent, event_from_dict
 from floodmark.pipeline.records import event_columns, json_text
+from floodmark.plain_values import json_decode_problem
 
 T = TypeVar("T")
 CHUNK_BYTES = 32 * 1024 * 1024
@@ -144,7 +145,7 @@ class _Columns:
 
 
 def _parsed_lines(chunk: Chunk, summary: ChunkSummary, parse: Callable[[Any, int], T],
-                  json_problem: Callable[[json.JSONDecodeError], str], *, torn_source_errors: bool,
+                  json_problem: Callable[[bytes, json.JSONDecodeError], str], *, torn_source_errors: bool,
                   other_errors: tuple[type[Exception], ...] = ()) -> Iterator[tuple[int, Any, bool, T]]:
     """Each non-blank line of ``chunk`` as (line number, its JSON, whether fast_json parsed it,
     what ``parse(json, line number)`` made of it), up to the first problem, which goes into
@@ -162,7 +163,7 @@ def _parsed_lines(chunk: Chunk, summary: ChunkSummary, parse: Callable[[Any, int
         except json.JSONDecodeError as e:
             if not whole:
                 continue
-            summary.error = (number, json_problem(e))
+            summary.error = (number, json_problem(raw, e))
             return
         except UnicodeDecodeError as e:
             summary.error = (number, f"not valid UTF-8 ({e.reason} at byte {e.start})")
@@ -178,8 +179,8 @@ def _parsed_lines(chunk: Chunk, summary: ChunkSummary, parse: Callable[[Any, int
         yield number, d, fast, parsed
 
 
-def _json_problem_at_column(e: json.JSONDecodeError) -> str:
-    return f"not valid JSON ({e.msg} at column {e.colno})"
+def _not_json(raw: bytes, e: json.JSONDecodeError) -> str:
+    return f"not valid JSON ({json_decode_problem(raw, e)})"  # as the readers word it
 
 
 def history_rows(chunk: Chunk, run_id: str, witnesses: frozenset[int],
@@ -195,7 +196,7 @@ def history_rows(chunk: Chunk, run_id: str, witnesses: frozenset[int],
         if not _valid_op(d):
             op_from_dict(d, chunk.path, number)  # raises with the reader's own message
 
-    for number, d, fast, _ in _parsed_lines(chunk, summary, check_op, _json_problem_at_column,
+    for number, d, fast, _ in _parsed_lines(chunk, summary, check_op, _not_json,
                                             torn_source_errors=True):
         index = d["index"]
         if summary.first_index is None:
@@ -246,7 +247,7 @@ def event_rows(chunk: Chunk, run_id: str, report: Callable[[ChunkSummary], None]
     def parse(d: Any, number: int) -> NodeEvent:
         return event_from_dict(d, chunk.path, number)
 
-    for _, _, fast, event in _parsed_lines(chunk, summary, parse, lambda e: f"not valid JSON ({e.msg})",
+    for _, _, fast, event in _parsed_lines(chunk, summary, parse, _not_json,
                                            torn_source_errors=False, other_errors=(TypeError, ValueError)):
         summary.rows += 1
         row = (run_id, event.node, event.seq, event.wall, event.kind, *event_columns(event),
