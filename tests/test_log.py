@@ -245,6 +245,18 @@ def test_truncate_to_a_segment_boundary_and_to_the_start(storage_root: StorageRo
     assert log.read(0, 10) == [Record(0, 5, "fresh")]
 
 
+def test_truncating_at_the_end_forgets_the_epochs_that_hold_no_record(storage_root: StorageRoot) -> None:
+    # A leader elected in epoch 2 that appended nothing, now a follower: truncating at its
+    # log end removes no record, but its record-less epoch 2 goes, durably (Kafka's truncateTo).
+    log = open_log(storage_root)
+    log.append_as_leader(["a", "b"], 0)
+    log.epoch_cache.assign(2, 2)
+    log.truncate_to(5)
+    assert log.log_end == 2 and log.epoch_cache.entries == (EpochEntry(0, 0),)
+    log.close()
+    assert open_log(storage_root).epoch_cache.entries == (EpochEntry(0, 0),)
+
+
 def test_truncate_fully_and_start_at(storage_root: StorageRoot) -> None:
     log = open_log(storage_root)
     log.append_as_leader(["a", "b"], 0)

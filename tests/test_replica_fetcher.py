@@ -177,6 +177,24 @@ def test_follower_asks_again_when_it_lacks_the_leaders_epoch(setup: Setup) -> No
     assert asked == [3, 0]
 
 
+def test_an_epoch_the_follower_led_without_appending_does_not_keep_it_asking(setup: Setup) -> None:
+    # Explore seed 9757: the follower led epoch 2 from offset 2 and appended nothing (its
+    # cache ends "epoch 2 from 2" over a log of a0 a1); the leader never had epoch 2 and
+    # answers "epoch 1 ends at 3"; the follower lacks epoch 1 and truncates to where its
+    # epoch 0 ends, 2: no record goes, but epoch 2 must, or it asks about epoch 2 again for
+    # ever (37,379 times in 100 s there) and never fetches b2, so the ISR never fills again.
+    p = setup.follower(recs((0, "a0"), (0, "a1")), high_watermark=2, leader_epoch=3)
+    p.log.epoch_cache.assign(2, 2)
+    leader = ScriptedLeader(recs((0, "a0"), (0, "a1"), (1, "b2")), epoch=3, high_watermark=3)
+    setup.serve(leader)
+    setup.fetchers.add(p)
+    assert setup.world.run_until(lambda: setup.values() == ["a0", "a1", "b2"], 5.0)
+    asked = [q.leader_epoch for m in leader.requests if isinstance(m, OffsetForLeaderEpochRequest)
+             for q in m.partitions]
+    assert asked == [2, 0]
+    assert not [e for e in setup.world.events("f") if isinstance(e.body, Truncated)]  # no record went
+
+
 def test_fetch_divergence_makes_the_follower_truncate() -> None:
     # Under truncate-to-hw the epoch lookup is skipped; the leader's divergence answer
     # on the fetch still brings the follower back in line.

@@ -413,9 +413,11 @@ class Partition:
         self._set_high_watermark(min(leader_high_watermark, self.log.log_end))
 
     def truncate(self, offset: int, reason: str) -> None:
-        """Drop every record at or after ``offset`` (nothing if the log is shorter)."""
+        """Drop every record at or after ``offset``. If the log is shorter there is none to
+        drop, but epochs without records go all the same (see ``PartitionLog.truncate_to``)."""
         before = self.log.log_end
         if offset >= before:
+            self.log.truncate_to(offset)
             return
         self._tail = []
         self.log.truncate_to(offset)

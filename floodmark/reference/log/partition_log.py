@@ -296,13 +296,18 @@ class PartitionLog:
     # ------------------------------------------------------------------ truncation
 
     def truncate_to(self, offset: int) -> None:
-        """Remove every record at ``offset`` and after (no-op if ``offset >= log_end``).
+        """Remove every record at ``offset`` and after.
 
+        With no record to remove (``offset >= log_end``) the epochs that start at the log
+        end still go, as in Kafka's ``Log.truncateTo``: they hold no record (this replica led
+        them and appended nothing), and a follower that kept one would ask its leader where
+        an epoch the leader never had ends, and be told the end of an older one, for ever.
         Below ``log_start`` the whole log is replaced by an empty one starting at ``offset``,
         as Kafka does.
         """
         self._check_open()
         if offset >= self.log_end:
+            self.epoch_cache.truncate_from_end(self.log_end)
             return
         if offset < self.log_start:
             self.truncate_fully_and_start_at(offset)
