@@ -56,9 +56,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{load_average()}", flush=True)
     tally, on_result = progress_printer(len(seeds), sys.stdout, every=60.0)
     started = time.monotonic()
-    explore_local(seeds, "default", store, args.jobs, on_result=on_result)
+    interrupted = False
+    try:
+        explore_local(seeds, "default", store, args.jobs, on_result=on_result)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the workers are stopped; say what ran
+        interrupted = True
     elapsed = time.monotonic() - started
-    print(f"seeds {seeds[0]}..{seeds[-1]}: {tally.runs} runs, {tally.invalid} invalid, {tally.unknown} unknown "
+    print(f"{'interrupted: ' if interrupted else ''}"
+          f"seeds {seeds[0]}..{seeds[-1]}: {tally.runs} runs, {tally.invalid} invalid, {tally.unknown} unknown "
           f"in {elapsed:.0f} s ({tally.runs / max(elapsed, 1e-9):.2f} runs/s, {tally.cpu_seconds:.0f} CPU s); "
           f"target 0 invalid and 0 unknown over {TARGET_SEEDS:,} seeds; "
           f"calibration after: machine_speed {machine_speed():.3f} s; {load_average()}", flush=True)
@@ -66,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(store, ignore_errors=True)
     elif tally.invalid or tally.unknown:
         print(f"failing runs kept in {store}", flush=True)
-    return 0  # a measurement, not a gate (tests/chaos/test_sim_corpus.py is the gate)
+    return 130 if interrupted else 0  # a measurement, not a gate (tests/chaos/test_sim_corpus.py is)
 
 
 if __name__ == "__main__":
