@@ -19,6 +19,17 @@ def _read_chunked(path, chunk_bytes, witnesses=frozenset()):
     return rows, summaries
 
 
+def _first_problem_read_both_ways(path, chunk_bytes):
+    """The history's first problem as the chunked reader names it, checked against the
+    sequential reader's error: the same line, the same words."""
+    with pytest.raises(HistoryError) as sequential:
+        read_history(path)
+    _, summaries = _read_chunked(path, chunk_bytes)
+    line, problem = first_problem(summaries, dense_from_zero=True)
+    assert f"{path}:{line}: {problem}" == str(sequential.value)
+    return line, problem
+
+
 def _history(tmp_path, ops=150):
     path = tmp_path / "history.jsonl"
     write_history(path, synthetic.queue_run(3, ops=ops, partitions=3).history)
@@ -45,11 +56,7 @@ def test_the_first_problem_is_named_by_its_global_line(tmp_path, chunk_bytes):
     lines[120] = lines[120].replace('"type":"ok"', '"type":"maybe"').replace('"type":"invoke"', '"type":"maybe"')
     lines[200] = "{not json"
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(HistoryError) as sequential:
-        read_history(path)
-    _, summaries = _read_chunked(path, chunk_bytes)
-    line, problem = first_problem(summaries, dense_from_zero=True)
-    assert f"{path}:{line}: {problem}" == str(sequential.value)
+    line, problem = _first_problem_read_both_ways(path, chunk_bytes)
     assert line == 121 and "type must be" in problem
 
 
@@ -107,11 +114,7 @@ def test_a_malformed_line_is_worded_as_the_readers_word_it(tmp_path, chunk_bytes
     lines = path.read_text().splitlines()
     lines[7] = lines[7][:30]
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(HistoryError) as sequential:
-        read_history(path)
-    _, summaries = _read_chunked(path, chunk_bytes)
-    line, problem = first_problem(summaries, dense_from_zero=True)
-    assert f"{path}:{line}: {problem}" == str(sequential.value)
+    line, problem = _first_problem_read_both_ways(path, chunk_bytes)
     assert line == 8 and problem.startswith("not valid JSON (") and "column" in problem and " line " not in problem
 
     events = tmp_path / "n1.jsonl"

@@ -135,6 +135,12 @@ class Setup:
         return [r.value for r in p.read(0, 100)]
 
 
+def epochs_asked(leader: ScriptedLeader) -> list[int]:
+    """The epochs the follower asked ``leader`` the end of, in order (OffsetForLeaderEpoch)."""
+    return [q.leader_epoch for m in leader.requests if isinstance(m, OffsetForLeaderEpochRequest)
+            for q in m.partitions]
+
+
 def recs(*items: tuple[int, str]) -> list[Record]:
     return [Record(i, epoch, value) for i, (epoch, value) in enumerate(items)]
 
@@ -172,9 +178,7 @@ def test_follower_asks_again_when_it_lacks_the_leaders_epoch(setup: Setup) -> No
     setup.serve(leader)
     setup.fetchers.add(p)
     assert setup.world.run_until(lambda: setup.values() == ["a0", "a1", "c2"], 5.0)
-    asked = [q.leader_epoch for m in leader.requests if isinstance(m, OffsetForLeaderEpochRequest)
-             for q in m.partitions]
-    assert asked == [3, 0]
+    assert epochs_asked(leader) == [3, 0]
 
 
 def test_an_epoch_the_follower_led_without_appending_does_not_keep_it_asking(setup: Setup) -> None:
@@ -189,9 +193,7 @@ def test_an_epoch_the_follower_led_without_appending_does_not_keep_it_asking(set
     setup.serve(leader)
     setup.fetchers.add(p)
     assert setup.world.run_until(lambda: setup.values() == ["a0", "a1", "b2"], 5.0)
-    asked = [q.leader_epoch for m in leader.requests if isinstance(m, OffsetForLeaderEpochRequest)
-             for q in m.partitions]
-    assert asked == [2, 0]
+    assert epochs_asked(leader) == [2, 0]
     assert not [e for e in setup.world.events("f") if isinstance(e.body, Truncated)]  # no record went
 
 
