@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -52,9 +54,6 @@ def test_libfaketime_files_of_dead_processes_are_removed(tmp_path) -> None:  # t
 def test_libfaketime_files_of_a_zombie_are_removed(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # A killed broker whose harness died is reparented and may stay a zombie for a while: it
     # has exited, so its files go (they stayed in /dev/shm after a killed-harness test).
-    import subprocess
-    import time
-
     zombie = subprocess.Popen(["true"])  # exited, not yet reaped
     deadline = time.monotonic() + 10
     while not Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].startswith(" Z"):
