@@ -20,14 +20,18 @@ untimed run that loads what a run imports lazily (once per process, as in ``expl
 ``--bare`` measures the older miniature instead: the queue workload's workers straight on
 the client library and the test fixtures' cluster, without the harness (``--cpu-model``
 switches on the simulated CPU there). ``--profile`` prints the hottest functions of one run.
+``--layers`` samples the timed runs and prints where their CPU went, by layer of the code
+(``bench/layers.py``: the simulator, the protocol under test, the clients, the harness), and
+how fast the runs would be if the simulator's own share cost nothing.
 
-    python bench/bench_sim.py [--shapes 3x6,5x6,3x24,5x24] [--seconds 60] [--runs 3] [--seed 1] [--profile]
+    python bench/bench_sim.py [--shapes 3x6,5x6,3x24,5x24] [--seconds 60] [--runs 3] [--seed 1] [--profile] [--layers]
     python bench/bench_sim.py --bare [--cpu-model] [--seconds 60] [--runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import os
@@ -47,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from broker_fixtures import SimCluster  # noqa: E402
 from calibration import machine_speed  # noqa: E402
+from layers import LayerSamples  # noqa: E402
 
 from floodmark.harness.config import make_config  # noqa: E402
 from floodmark.reference.client.accumulator import SendAccumulator  # noqa: E402
@@ -142,8 +147,10 @@ class ProductRun:
         return self.simulated / self.cpu
 
 
-def product_run(brokers: int, partitions: int, seconds: float, seed: int, profile: bool) -> ProductRun:
-    """``floodmark run --cluster sim --nemesis none`` at one shape, without checkers or report."""
+def product_run(brokers: int, partitions: int, seconds: float, seed: int, profile: bool,
+                samples: LayerSamples | None = None) -> ProductRun:
+    """``floodmark run --cluster sim --nemesis none`` at one shape, without checkers or report;
+    ``samples`` counts where its CPU goes."""
     config = make_config({"cluster": "sim", "nemesis": "none", "nodes": brokers, "topics": 2,
                           "partitions": partitions // 2, "time_limit": seconds, "seed": seed})
     with tempfile.TemporaryDirectory(prefix="fm-bench-sim-") as store:
@@ -152,7 +159,8 @@ def product_run(brokers: int, partitions: int, seconds: float, seed: int, profil
         started = time.process_time()
         if profiler is not None:
             profiler.enable()
-        outcome = runner.run()
+        with samples.sampling() if samples is not None else contextlib.nullcontext():
+            outcome = runner.run()
         if profiler is not None:
             profiler.disable()
         cpu = time.process_time() - started
@@ -185,8 +193,9 @@ def product(args: argparse.Namespace) -> None:
     default_speed: float | None = None
     for brokers, partitions in shapes(args.shapes):
         runs: list[ProductRun] = []
+        samples = LayerSamples() if args.layers else None  # a few hundred signals a second: no cost to speak of
         for n in range(1 if args.profile else args.runs):
-            run = product_run(brokers, partitions, args.seconds, args.seed, args.profile)
+            run = product_run(brokers, partitions, args.seconds, args.seed, args.profile, samples)
             runs.append(run)
             print(f"  {brokers} brokers, {partitions} partitions, run {n + 1}: {run.cpu:.2f} CPU s for "
                   f"{run.simulated:.1f} simulated s ({run.ops} history entries{', ' + run.error if run.error else ''})"
@@ -195,6 +204,8 @@ def product(args: argparse.Namespace) -> None:
         cpu = statistics.median(r.cpu for r in runs)
         print(f"{brokers} brokers, {partitions} partitions: median {speed:.1f} simulated s per CPU s "
               f"({cpu:.2f} CPU s per run of {args.seconds:.0f} s workload)", flush=True)
+        if samples is not None:
+            print_layers(samples, speed)
         if (brokers, partitions) == (3, 6):
             default_speed = speed
     if default_speed is not None:
@@ -203,6 +214,17 @@ def product(args: argparse.Namespace) -> None:
               f"{verdict}; anchor ratio {anchor / 0.3:.2f}, so about {default_speed * anchor / 0.3:.1f} "
               f"simulated s per CPU s on a quiet 3 GHz core")
     print(f"calibration after the runs: machine_speed {machine_speed():.3f} s; {load_average()}")
+
+
+def print_layers(samples: LayerSamples, speed: float) -> None:
+    """Say where the sampled runs' CPU went, by layer, and what the rest alone would run at."""
+    shares = samples.shares()
+    print("  CPU by layer (sampled): " + ", ".join(f"{layer} {share:.0%}" for layer, share in shares.items())
+          + f" of {sum(samples.counts.values())} samples", flush=True)
+    rest = 1.0 - shares["simulator"]
+    if rest > 0:
+        print(f"  with a simulator that cost nothing: {speed / rest:.1f} simulated s per CPU s "
+              f"(the protocol, clients and harness alone)", flush=True)
 
 
 def bare(args: argparse.Namespace) -> None:
@@ -226,6 +248,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bare", action="store_true", help="the miniature workload without the harness")
     parser.add_argument("--cpu-model", action="store_true", help="(--bare) handling takes virtual time")
     parser.add_argument("--profile", action="store_true", help="print the hottest functions (one run)")
+    parser.add_argument("--layers", action="store_true", help="CPU of the timed runs by layer of the code")
     args = parser.parse_args(argv)
     if args.bare:
         bare(args)

@@ -20,3 +20,32 @@ def test_the_script_imports_and_explains_itself(script: str) -> None:
                           timeout=120, cwd=BENCH.parent, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage:" in done.stdout
+
+
+def test_the_simulator_bench_says_where_the_cpu_went() -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCH.parent), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(BENCH / "bench_sim.py"), "--shapes", "3x6", "--seconds", "3",
+                           "--runs", "1", "--layers"], capture_output=True, text=True, timeout=300,
+                          cwd=BENCH.parent, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = next(line for line in done.stdout.splitlines() if "CPU by layer" in line)
+    shares = {part.split()[0]: int(part.split()[1].rstrip("%"))
+              for part in line.split(": ", 1)[1].split(" of ")[0].split(", ")}
+    assert set(shares) == {"simulator", "protocol", "clients", "harness", "other"}
+    assert 95 <= sum(shares.values()) <= 105  # rounded shares of one whole
+    assert shares["simulator"] > 0 and shares["protocol"] > 0  # a simulated run spends in both
+    assert "with a simulator that cost nothing" in done.stdout
+
+
+def test_a_frame_counts_for_the_layer_of_its_file() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        from layers import layer_of
+    finally:
+        sys.path.remove(str(BENCH))
+    assert layer_of("/x/floodmark/reference/sim/loop.py") == "simulator"
+    assert layer_of("/usr/lib/python3.11/asyncio/tasks.py") == "simulator"
+    assert layer_of("/x/floodmark/reference/broker/partition.py") == "protocol"
+    assert layer_of("/x/floodmark/reference/client/producer.py") == "clients"
+    assert layer_of("/x/floodmark/harness/recorder.py") == "harness"
+    assert layer_of("<string>") is None  # a generated __init__ counts for whoever called it
