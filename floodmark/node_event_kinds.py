@@ -220,7 +220,10 @@ class ControllerResigned(NodeEventBody):
 class LeaderElected(PartitionEvent):
     """``leader_elected``: the controller chose ``leader`` (-1: none) and this ISR for
     ``leader_epoch`` and wrote it to ZooKeeper at ``zk_version``; ``unclean`` if the leader
-    was not in the ISR. ``zxid``: the ZooKeeper transaction id of that write, where known."""
+    was not in the ISR. ``zxid``: the ZooKeeper transaction id of that write, where known.
+    ``recovery``: an unclean choice made because every in-sync replica had recovered from an
+    unclean shutdown (KIP-966's balanced recovery, which unclean leader election being
+    disabled does not forbid); None in files written before the field existed."""
 
     kind: ClassVar[str] = "leader_elected"
     leader: int
@@ -230,6 +233,7 @@ class LeaderElected(PartitionEvent):
     zk_version: int
     unclean: bool
     zxid: int | None = None
+    recovery: bool | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -283,9 +287,13 @@ class LogDirOffline(NodeEventBody):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Started(NodeEventBody):
-    """``started``: the process started (a restart starts its state afresh)."""
+    """``started``: the process started (a restart starts its state afresh), as ``broker``:
+    the id by which ISRs, leaders and controllers name this node. A checker that holds ISR
+    members to what they hold must know which node file is which member; files written
+    before the field existed lack it (None), and a node's id is then inferred, or unknown."""
 
     kind: ClassVar[str] = "started"
+    broker: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -292,8 +292,11 @@ def event_from_dict(d: Any, source: str = "<events>", line: int = 0) -> NodeEven
     return NodeEvent(node, seq, float(wall), body, extra)
 
 
-def iter_events(path: str | os.PathLike[str]) -> Iterator[NodeEvent]:
-    """Read one node's event file. A torn last line (the node was killed) is ignored."""
+def iter_events(path: str | os.PathLike[str], node: str | None = None) -> Iterator[NodeEvent]:
+    """Read one node's event file. A torn last line (the node was killed) is ignored.
+    ``node``: the node the file belongs to; then every event must be that node's, and no
+    ``seq`` may come twice (a line duplicated or a file of another node would make the
+    checkers count what happened twice, or in the wrong broker's story)."""
     source = str(path)
     try:
         data = read_source(source)
@@ -301,6 +304,7 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[NodeEvent]:
         raise NodeEventError(source, e.line, e.problem) from None
     lines = data.splitlines(keepends=True)
     parse = json_lines_parser(data)
+    first_line_of: dict[int, int] = {}  # seq -> the line it was first seen on
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -310,17 +314,25 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[NodeEvent]:
             if number == len(lines) and not raw.endswith(b"\n"):
                 return
             raise NodeEventError(source, number, str(e)) from None
-        yield event_from_dict(d, source, number)
+        event = event_from_dict(d, source, number)
+        if node is not None:
+            if event.node != node:
+                raise NodeEventError(source, number, f"an event of node {event.node!r} in the file of node {node!r}")
+            seen = first_line_of.setdefault(event.seq, number)
+            if seen != number:
+                raise NodeEventError(source, number, f"seq {event.seq} again (first on line {seen})")
+        yield event
 
 
 def read_events_dir(directory: str | os.PathLike[str]) -> dict[str, list[NodeEvent]]:
-    """Read every ``<node>.jsonl`` in an events directory, keyed by node name."""
+    """Read every ``<node>.jsonl`` in an events directory, keyed by node name (each file
+    holding that node's events only, each once)."""
     result: dict[str, list[NodeEvent]] = {}
     d = Path(directory)
     if not d.is_dir():
         return result
     for path in sorted(d.glob("*.jsonl")):
-        events = list(iter_events(path))
+        events = list(iter_events(path, path.stem))
         result[path.stem] = sorted(events, key=lambda e: e.seq)
     return result
 

@@ -247,3 +247,18 @@ def test_the_line_of_every_kind_holds_what_encode_body_gives_in_the_same_order()
         envelope = {"node": "n2", "seq": 7, "wall": 2.25, "kind": body.kind}
         assert event_line("n2", 7, 2.25, body) == (json.dumps(encode_body(body, envelope),
                                                               separators=(",", ":")) + "\n").encode()
+
+
+def test_an_events_directory_holds_each_nodes_events_once(tmp_path) -> None:
+    from floodmark.node_events import read_events_dir
+
+    started = '{"node": "n2", "seq": 0, "kind": "started", "broker": 2}\n'
+    (tmp_path / "n2.jsonl").write_text(started + '{"node": "n2", "seq": 0, "kind": "stopped"}\n')
+    with pytest.raises(NodeEventError, match=r"n2.jsonl:2: seq 0 again \(first on line 1\)"):
+        read_events_dir(tmp_path)
+    (tmp_path / "n2.jsonl").write_text(started.replace('"n2"', '"n1"'))
+    with pytest.raises(NodeEventError, match="n2.jsonl:1: an event of node 'n1' in the file of node 'n2'"):
+        read_events_dir(tmp_path)
+    (tmp_path / "n2.jsonl").write_text(started)
+    [event] = read_events_dir(tmp_path)["n2"]
+    assert event.body == Started(broker=2)

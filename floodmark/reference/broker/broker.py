@@ -133,7 +133,7 @@ class Broker:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        self.runtime.emit(Started())
+        self.runtime.emit(Started(broker=self.config.broker_id))
         for offline in self.log_dirs.offline_dirs:
             self.runtime.emit(LogDirOffline(dir=offline.directory, error=offline.error, partitions=()))
         failures = self.replicas.load_high_watermarks()

@@ -46,10 +46,12 @@ Eligible = Callable[[int], bool]
 
 @dataclass(frozen=True)
 class Decision:
-    """A new leader-and-ISR state for one partition, and whether it was an unclean choice."""
+    """A new leader-and-ISR state for one partition, whether it was an unclean choice, and
+    whether that choice was a balanced recovery (every in-sync replica recovered uncleanly)."""
 
     state: LeaderIsr
     unclean: bool = False
+    recovery: bool = False
 
 
 def leaves_isr(registration: BrokerRegistration, variant: Variant) -> bool:
@@ -193,7 +195,7 @@ def resume_balanced_recovery(
     if not possible or not _all_answered(possible, log_ends):
         return None
     chosen = _furthest(possible, log_ends)
-    return Decision(_bump(state, chosen, (chosen,), controller_epoch), unclean=True)
+    return Decision(_bump(state, chosen, (chosen,), controller_epoch), unclean=True, recovery=True)
 
 
 def _all_answered(candidates: Sequence[int], log_ends: Mapping[int, tuple[int, int]] | None) -> bool:
@@ -255,7 +257,7 @@ def balanced_recovery(
         # hold the most. ``resume_balanced_recovery`` elects once all are back.
         return Decision(_remember(_bump(state, NO_LEADER, (), controller_epoch), replicas, possible))
     chosen = _furthest(candidates, log_ends)
-    return Decision(_bump(state, chosen, (chosen,), controller_epoch), unclean=True)
+    return Decision(_bump(state, chosen, (chosen,), controller_epoch), unclean=True, recovery=True)
 
 
 def reassignment_leader(

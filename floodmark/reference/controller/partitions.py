@@ -81,6 +81,7 @@ async def change_partitions(
                     leader_epoch=state.leader_epoch, isr=state.isr,
                     controller_epoch=ctx.epoch, zk_version=state.zk_version,
                     unclean=decisions[tp].unclean, zxid=ctl.zkw.written_zxids.pop(tp, None),
+                    recovery=decisions[tp].recovery,
                 ))
             if on_written is not None:
                 on_written(done)
@@ -103,14 +104,14 @@ def _with_elr(ctl: ControllerParts, tp: TopicPartition, old: LeaderIsr, decision
     new = decision.state
     if decision.unclean or not tracks_elr(ctl.config.variant):
         # After an unclean election the new leader's log is the reference: nobody is safer.
-        return decision if not new.elr else Decision(dataclasses.replace(new, elr=()), decision.unclean)
+        return decision if not new.elr else dataclasses.replace(decision, state=dataclasses.replace(new, elr=()))
     replicas = ctl.ctx.replicas(tp)
     min_insync = ctl.ctx.min_insync_replicas(tp, ctl.config.min_insync_replicas)
     elr = next_elr(replicas, old.isr, old.elr, new.isr, min_insync, not_eligible=recovered)
     last_known = last_known_elr(replicas, (*old.last_known_elr, *new.last_known_elr), new.isr, elr, min_insync)
     if (elr, last_known) == (new.elr, new.last_known_elr):
         return decision
-    return Decision(dataclasses.replace(new, elr=elr, last_known_elr=last_known), decision.unclean)
+    return dataclasses.replace(decision, state=dataclasses.replace(new, elr=elr, last_known_elr=last_known))
 
 
 def send_leader_and_isr(
