@@ -51,6 +51,12 @@ class History:
                  "high_watermark": high_watermark if high_watermark is not None else start + len(records)}
         self.call(process, f, fetch, [batch])
 
+    def power_loss(self, node: str = "n1", lost_bytes: int = 100) -> None:
+        """A fault op: a power loss of ``node`` that took ``lost_bytes`` of unsynced writes."""
+        self.call("nemesis", "start-power", {"shape": "leader"},
+                  {"shape": "leader", "node": node, "mode": "power-loss", "lost_unsynced_bytes": lost_bytes,
+                   "lost_metadata_changes": 0})
+
 
 def events(node: str, *bodies: KnownKind) -> list[NodeEvent]:
     """``node``'s events, numbered from 0 in the order given."""
@@ -58,10 +64,12 @@ def events(node: str, *bodies: KnownKind) -> list[NodeEvent]:
 
 
 def elected(partition: int, leader: int, epoch: int, *, zk_version: int = 1, unclean: bool = False,
-            topic: str = "t0") -> LeaderElected:
-    """The controller's election of ``leader`` for ``epoch`` (ISR: the leader alone)."""
+            topic: str = "t0", recovery: bool | None = None) -> LeaderElected:
+    """The controller's election of ``leader`` for ``epoch`` (ISR: the leader alone);
+    ``recovery``: an unclean choice made as KIP-966's balanced recovery (default: as unclean)."""
     return LeaderElected(topic=topic, partition=partition, leader=leader, leader_epoch=epoch, isr=(leader,),
-                         controller_epoch=1, zk_version=zk_version, unclean=unclean)
+                         controller_epoch=1, zk_version=zk_version, unclean=unclean,
+                         recovery=unclean if recovery is None else recovery)
 
 
 def make_run_dir(tmp_path: Path, anomaly: str | None = None) -> Path:

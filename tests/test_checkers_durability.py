@@ -73,8 +73,75 @@ def test_losses_permitted_by_configuration_are_marked_not_hidden() -> None:
         assert result.valid is False
         assert reason in result.anomalies[0].details["permitted_by"]
         assert result.stats["permitted"] == 1 and result.stats["violations"] == 0
-    unclean = {"n1": events("n1", elected(0, leader=1, epoch=2, unclean=True))}
-    assert "unclean leader election" in check(h, ACKS_ALL, unclean).anomalies[0].details["permitted_by"]
+
+def test_a_recovery_after_every_replica_lost_power_permits_losses_in_its_partition_only() -> None:
+    h = base()
+    h.send(2, 1, "c", 0)
+    h.power_loss()
+    h.poll(5, 0, 0, [(0, "a")], f="drain")  # b lost in t0/0
+    h.poll(6, 1, 0, [], f="drain")  # c lost in t0/1
+    recovered = {"n1": events("n1", elected(0, leader=1, epoch=2, unclean=True, recovery=True))}
+    by_partition = {a.partition: a for a in check(h, ACKS_ALL, recovered).anomalies}
+    assert "lost unsynced writes" in by_partition[0].details["permitted_by"]
+    assert "permitted_by" not in by_partition[1].details  # no recovery there: a violation
+
+
+def test_a_recovery_permits_nothing_where_no_power_loss_took_writes() -> None:
+    h = base()
+    h.poll(5, 0, 0, [(0, "a")], f="drain")
+    recovered = {"n1": events("n1", elected(0, leader=1, epoch=2, unclean=True, recovery=True))}
+    assert "permitted_by" not in check(h, ACKS_ALL, recovered).anomalies[0].details  # SIGKILL loses nothing
+    h.power_loss(lost_bytes=0)
+    assert "permitted_by" not in check(h, ACKS_ALL, recovered).anomalies[0].details
+    h.power_loss(lost_bytes=10)
+    assert "permitted_by" in check(h, ACKS_ALL, recovered).anomalies[0].details
+
+
+def test_an_unclean_election_the_configuration_forbids_permits_nothing() -> None:
+    h = base()
+    h.power_loss()
+    h.poll(5, 0, 0, [(0, "a")], f="drain")
+    unclean = {"n1": events("n1", elected(0, leader=1, epoch=2, unclean=True, recovery=False))}
+    assert "permitted_by" not in check(h, ACKS_ALL, unclean).anomalies[0].details
+
+
+def test_acks_below_all_do_not_excuse_losing_what_a_consumer_read() -> None:
+    h = base()
+    h.poll(4, 0, 0, [(0, "a"), (1, "b")])  # a consumer read b: committed
+    h.poll(5, 0, 0, [(0, "a")], f="drain")
+    result = check(h, TestConfig(acks=1))
+    assert result.valid is False and result.stats["violations"] == 1
+    unread = base()
+    unread.poll(5, 0, 0, [(0, "a")], f="drain")  # b was only acknowledged by its leader
+    assert check(unread, TestConfig(acks=1)).stats["permitted"] == 1
+
+
+def test_a_conflict_between_two_values_consumers_read_is_never_excused_by_acks() -> None:
+    h = base()
+    h.poll(4, 0, 1, [(1, "b")])
+    h.poll(5, 0, 0, [(0, "a"), (1, "zzz")], f="drain")
+    read_twice = [a for a in check(h, TestConfig(acks=1)).anomalies if a.type == "inconsistent-offsets"]
+    assert read_twice and "permitted_by" not in read_twice[0].details
+    acked_only = base()
+    acked_only.poll(5, 0, 0, [(0, "a"), (1, "zzz")], f="drain")
+    acked = [a for a in check(acked_only, TestConfig(acks=1)).anomalies if a.type == "inconsistent-offsets"]
+    assert acked and acked[0].details["permitted_by"].startswith("acks=1")
+
+
+def test_an_acknowledged_send_whose_offset_is_not_an_integer_makes_the_verdict_unknown() -> None:
+    for offset in (None, True, "3"):
+        h = base()
+        h.send(2, 0, "c", offset)  # type: ignore[arg-type]
+        h.poll(5, 0, 0, [(0, "a"), (1, "b")], f="drain")
+        result = check(h)
+        assert result.valid == "unknown" and result.stats["malformed_ops"], offset
+
+
+def test_a_history_without_client_ops_tested_nothing() -> None:
+    h = History()
+    h.power_loss()
+    result = check(h)
+    assert result.valid == "unknown" and "no client op" in result.stats["unjudged_because"]
 
 
 def test_without_a_drain_losses_cannot_be_judged() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from checkers_fixtures import History, events
 
 from floodmark.checkers.api import CheckInput
@@ -13,7 +15,9 @@ CONFIG = TestConfig(acks="all", min_insync_replicas=2)
 
 
 def check(node_events: dict, h: History | None = None, config: TestConfig | None = None):  # type: ignore[no-untyped-def]
-    return HighWatermarkChecker().check(CheckInput((h or History()).ops, node_events, config or CONFIG))
+    # A run of as many brokers as the test gives events of (see event_coverage).
+    config = dataclasses.replace(config or CONFIG, nodes=max(1, len(node_events)))
+    return HighWatermarkChecker().check(CheckInput((h or History()).ops, node_events, config))
 
 
 def hw(previous: int, new: int, epoch: int = 1, log_end: int = 10, role: str = "leader") -> HwChanged:
@@ -72,11 +76,14 @@ def test_new_leader_lacking_committed_offsets() -> None:
     assert anomaly.type == "uncommitted-offset"
     assert anomaly.offsets == (4, 5)
     assert anomaly.details["committed_offset"] == 6
-    # The same loss under acks=1 is permitted, but still reported
+    # Under acks=1 what consumers read was still committed by the whole ISR: a violation...
     h1 = History()
     h1.poll(1, 0, 0, [(o, f"v{o}") for o in range(6)])
-    permitted = check({"n1": n1, "n2": n2}, h1, TestConfig(acks=1)).anomalies
-    assert permitted[0].details["permitted_by"].startswith("acks=1")
+    read = check({"n1": n1, "n2": n2}, h1, TestConfig(acks=1)).anomalies
+    assert read[0].type == "uncommitted-offset" and "permitted_by" not in read[0].details
+    # ... while an ISR of the leader alone (min.insync.replicas=1) permits it, reported all the same.
+    permitted = check({"n1": n1, "n2": n2}, h1, TestConfig(acks=1, min_insync_replicas=1)).anomalies
+    assert permitted[0].details["permitted_by"].startswith("min_insync_replicas=1")
 
 
 def test_offsets_not_exposed_to_clients_are_not_judged() -> None:
@@ -126,3 +133,27 @@ def test_a_record_truncated_while_uncommitted_then_committed_by_another_leader_i
     [anomaly] = check({"n1": committed, "n2": n2, "n3": n3}, h).anomalies
     assert anomaly.type == "committed-truncated" and anomaly.offsets == (1,)
     assert anomaly.details["leader_epoch"] == 2
+
+
+def test_a_broker_that_says_it_lowered_its_hw_below_records_it_held_is_caught() -> None:
+    # A follower truncates below its HW (only a flawed variant does) and says so itself.
+    said = events("n2", appended(0, ("a", "b", "c")), hw(0, 3, epoch=1, role="follower"),
+                  truncated(2, 3, 2, "diverging_epoch"), hw(3, 2, epoch=2, log_end=2, role="follower"))
+    [anomaly] = check({"n2": said}).anomalies
+    assert anomaly.type == "hw-decrease" and anomaly.offsets == (3, 2) and anomaly.events == (("n2", 3),)
+    # A HW checkpointed above what a power loss left of the log is not one: the records were
+    # already gone when the truncation came.
+    stale = events("n2", Started(), truncated(-1, 5, 3, "recovery"), appended(3, ("d",)),
+                   truncated(2, 4, 2, "diverging_epoch"), hw(5, 2, epoch=2, log_end=2, role="follower"))
+    assert check({"n2": stale}).valid is True
+
+
+def test_hw_and_leader_checks_are_unknown_without_every_brokers_events() -> None:
+    from floodmark.checkers.leader import LeaderChecker
+
+    n1 = events("n1", leader(1, (1, 2), 0, 0), hw(0, 2))
+    three = TestConfig(acks="all", min_insync_replicas=2, nodes=3)
+    for checker in (HighWatermarkChecker(), LeaderChecker()):
+        result = checker.check(CheckInput([], {"n1": n1}, three))
+        assert result.valid == "unknown" and "1 of the 3 brokers" in result.stats["unjudged_because"]
+        assert checker.check(CheckInput([], {}, None)).valid == "unknown"  # no events, no configuration

@@ -15,8 +15,9 @@ from floodmark.run_config import TestConfig
 def check(node_events: dict[str, list[NodeEvent]], *, min_isr: int = 2, history: History | None = None,
           config: bool = True) -> CheckerResult:
     ops = history.ops if history is not None else []
-    return InvariantsChecker().check(CheckInput(ops, node_events, TestConfig(acks="all", min_insync_replicas=min_isr)
-                                                if config else None))
+    # A run of as many brokers as the test gives events of (see event_coverage).
+    stated = TestConfig(acks="all", min_insync_replicas=min_isr, nodes=max(1, len(node_events)))
+    return InvariantsChecker().check(CheckInput(ops, node_events, stated if config else None))
 
 
 def leads(epoch: int, *isr: int) -> kinds.BecameLeader:
@@ -76,7 +77,8 @@ def test_it_never_says_valid_about_what_it_did_not_read() -> None:
     sent.send(0, 0, "v0", 0)
     no_events = check({}, history=sent)
     assert no_events.valid == "unknown" and "no node event" in no_events.stats["unjudged_because"]
-    assert check({}).valid is True  # nothing acknowledged, nothing to hold
+    nothing = check({})  # nothing acknowledged, but no broker said anything either
+    assert nothing.valid == "unknown" and "node events of 0" in nothing.stats["unjudged_because"]
     unconfigured = check({"n1": events("n1", leads(1, 1), acked(0, 1))}, config=False)
     assert unconfigured.valid == "unknown" and "configuration" in unconfigured.stats["unjudged_because"]
 
@@ -105,7 +107,9 @@ def test_a_commit_counted_on_members_that_hold_it_is_valid() -> None:
         "beta": events("beta", appended(0, 1, "a", "x", role="follower"), leads(2, 2),
                        kinds.BecameFollower(topic="t0", partition=0, leader_epoch=3, leader=1, log_end=2)),
     })
-    assert types(renamed) == ["isr-member-lacks-committed"] and renamed.anomalies[0].details["member"] == "beta"
+    # beta also became leader of epoch 2 without the b that alpha committed in epoch 1.
+    assert types(renamed) == ["isr-member-lacks-committed", "leader-lacks-committed"]
+    assert renamed.anomalies[0].details["member"] == "beta" and renamed.anomalies[1].details["node"] == "beta"
 
 
 def test_an_isr_member_that_never_held_a_committed_record_is_caught() -> None:
@@ -115,7 +119,7 @@ def test_an_isr_member_that_never_held_a_committed_record_is_caught() -> None:
         "n1": events("n1", leads(1, 1, 2), appended(0, 1, "a", "b"), hw(0, 2, 1)),
         "n2": events("n2", appended(0, 0, "a", "x", role="follower"), leads(2, 2, 1)),
     })
-    assert types(result) == ["isr-member-lacks-committed"]
+    assert types(result) == ["isr-member-lacks-committed", "leader-lacks-committed"]  # n2 led without b
     anomaly = result.anomalies[0]
     assert anomaly.offsets == (1,) and anomaly.details["member"] == "n2" and anomaly.events == (("n1", 2),)
 
@@ -130,7 +134,8 @@ def test_a_record_written_but_announced_only_at_recovery_is_held() -> None:
     n1 = events("n1", leads(1, 1, 2), appended(0, 1, "a", "b"), hw(0, 2, 1))
     assert check({"n1": n1, "n2": n2(appended(1, 1, "b", role="recovery"))}).valid is True
     unannounced = check({"n1": n1, "n2": n2()})
-    assert types(unannounced) == ["isr-member-lacks-committed"] and unannounced.anomalies[0].offsets == (1,)
+    assert types(unannounced) == ["isr-member-lacks-committed", "leader-lacks-committed"]
+    assert unannounced.anomalies[0].offsets == (1,)
 
 
 def test_truncated_records_are_no_longer_the_leaders_to_commit() -> None:
@@ -215,4 +220,119 @@ def test_a_follower_that_never_led_is_known_by_the_id_it_gave_as_controller() ->
         })
     known = run(kinds.ControllerElected(controller_epoch=1, broker=3))
     assert types(known) == ["isr-member-lacks-committed"] and known.anomalies[0].details["member"] == "n3"
-    assert run().valid is True  # unknown by id: not held to commits (never guessed)
+    # Nobody says which broker n3 is: member 3 is not guessed, and the run cannot be valid.
+    unknown = run()
+    assert unknown.valid == "unknown" and unknown.stats["isr_members_unjudged"] == [3]
+
+
+def test_a_broker_says_its_id_when_it_starts() -> None:
+    def run(n3_says: int | None) -> CheckerResult:
+        return check({
+            "n1": events("n1", kinds.Started(broker=1), leads(2, 1, 3), appended(0, 1, "a", "b"), hw(0, 2, 2)),
+            "n3": events("n3", kinds.Started(broker=n3_says), appended(0, 0, "a", "x", role="follower")),
+        })
+    assert types(run(3)) == ["isr-member-lacks-committed"]
+    assert run(None).valid == "unknown"
+    # A file's name says nothing: "n3" that says it is broker 7 leaves member 3 unjudged.
+    assert run(7).valid == "unknown" and run(7).stats["isr_members_unjudged"] == [3]
+
+
+# ----------------------------------------------------------------------------- what the run promised
+
+
+def test_a_run_that_asked_for_acks_below_all_is_not_unknown_for_lacking_acks_all() -> None:
+    sent = History()
+    sent.send(0, 0, "v0", 0)
+    n1 = events("n1", leads(1, 1), acked(0, 1, acks=1))
+    acks_one = InvariantsChecker().check(CheckInput(sent.ops, {"n1": n1}, TestConfig(acks=1, nodes=1)))
+    assert acks_one.valid is True
+    acks_all = InvariantsChecker().check(CheckInput(sent.ops, {"n1": n1}, TestConfig(acks="all", nodes=1)))
+    assert acks_all.valid == "unknown"  # acks=all was asked for, and no event says so
+
+
+def test_an_isr_member_counts_once_however_often_it_is_named() -> None:
+    result = check({"n1": events("n1", leads(1, 1, 1), acked(0, 1))})
+    assert types(result) == ["acked-below-min-isr"]
+
+
+def test_a_run_whose_events_miss_a_broker_is_unknown_but_what_is_wrong_still_counts() -> None:
+    n1 = events("n1", leads(1, 1, 2, 3), acked(0, 1))
+    config = TestConfig(acks="all", min_insync_replicas=2, nodes=3)
+    partial = InvariantsChecker().check(CheckInput([], {"n1": n1}, config))
+    assert partial.valid == "unknown" and "1 of the 3 brokers" in partial.stats["unjudged_because"]
+    wrong = events("n1", leads(1, 1), acked(0, 1))
+    assert InvariantsChecker().check(CheckInput([], {"n1": wrong}, config)).valid is False
+
+
+# ----------------------------------------------------------------------------- the committed prefix
+
+
+def truncated(to: int, epoch: int, *, frm: int = 3) -> kinds.Truncated:
+    return kinds.Truncated(topic="t0", partition=0, leader_epoch=epoch, from_offset=frm, to_offset=to,
+                           reason="high_watermark")
+
+
+def test_a_later_leader_lacking_committed_records_is_caught_though_no_client_saw_them() -> None:
+    # truncate-to-hw's story: n2 truncated committed a1, a2 away, led epoch 2 and wrote b1, b2.
+    n1 = events("n1", kinds.Started(broker=1), leads(1, 1, 2), appended(0, 1, "a0", "a1", "a2"), hw(0, 3, 1),
+                kinds.BecameFollower(topic="t0", partition=0, leader_epoch=2, leader=2, log_end=3),
+                truncated(1, 2), appended(1, 2, "b1", "b2", role="follower"))
+    n2 = events("n2", kinds.Started(broker=2), appended(0, 1, "a0", "a1", "a2", role="follower"), truncated(1, 1),
+                leads(2, 2), appended(1, 2, "b1", "b2"))
+    result = check({"n1": n1, "n2": n2})
+    lacking = [a for a in result.anomalies if a.type == "leader-lacks-committed"]
+    assert len(lacking) == 1 and lacking[0].offsets == (1, 2) and lacking[0].details["node"] == "n2"
+    assert lacking[0].details["committed_in"] == [1]
+
+
+def test_a_leader_is_judged_by_its_log_when_it_took_over_not_by_what_it_fetched_later() -> None:
+    # n2 led epoch 2 without a1 (committed by n1 in epoch 1), then as a follower truncated
+    # and fetched a1 back: its final log holds a1, its log when it led did not.
+    n1 = events("n1", kinds.Started(broker=1), leads(1, 1, 2), appended(0, 1, "a0", "a1"), hw(0, 2, 1),
+                leads(3, 1, 2))
+    n2 = events("n2", kinds.Started(broker=2), appended(0, 1, "a0", role="follower"), leads(2, 2),
+                appended(1, 2, "z"),
+                kinds.BecameFollower(topic="t0", partition=0, leader_epoch=3, leader=1, log_end=2),
+                truncated(1, 3, frm=2), appended(1, 1, "a1", role="follower"))
+    lacking = [a for a in check({"n1": n1, "n2": n2}).anomalies if a.type == "leader-lacks-committed"]
+    assert [(a.details["node"], a.offsets) for a in lacking] == [("n2", (1,))]
+
+
+def test_a_later_leader_holding_every_committed_record_is_valid() -> None:
+    n1 = events("n1", kinds.Started(broker=1), leads(1, 1, 2), appended(0, 1, "a0", "a1"), hw(0, 2, 1),
+                appended(2, 1, "a2"))  # a2 never committed: a new leader may lack it
+    n2 = events("n2", kinds.Started(broker=2), appended(0, 1, "a0", "a1", role="follower"), leads(2, 2),
+                appended(2, 2, "b2"))
+    assert check({"n1": n1, "n2": n2}).valid is True
+
+
+def test_a_recovery_after_a_power_loss_permits_what_it_lost_where_the_history_says_so() -> None:
+    n1 = events("n1", kinds.Started(broker=1), leads(1, 1), appended(0, 1, "a0", "a1"), hw(0, 2, 1))
+    n2 = events("n2", kinds.Started(broker=2), leads(2, 2),
+                kinds.LeaderElected(topic="t0", partition=0, leader=2, leader_epoch=2, isr=(2,), controller_epoch=1,
+                                    zk_version=2, unclean=True, recovery=True))
+    without = [a for a in check({"n1": n1, "n2": n2}, min_isr=1).anomalies if a.type == "leader-lacks-committed"]
+    assert without and without[0].details["permitted_by"].startswith("min_insync_replicas=1")
+    powered = History()
+    powered.power_loss("n1")
+    lacking = [a for a in check({"n1": n1, "n2": n2}, history=powered).anomalies
+               if a.type == "leader-lacks-committed"]
+    assert lacking and "lost unsynced writes" in lacking[0].details["permitted_by"]
+    unpowered = [a for a in check({"n1": n1, "n2": n2}).anomalies if a.type == "leader-lacks-committed"]
+    assert unpowered and "permitted_by" not in unpowered[0].details
+
+
+# ----------------------------------------------------------------------------- hostile offsets
+
+
+def test_a_log_starting_at_a_huge_offset_costs_nothing_below_it() -> None:
+    base = 300_000_000
+    n1 = events("n1", kinds.Started(broker=1), leads(1, 1, 2), appended(base, 1, "a"), hw(base, base + 1, 1))
+    n2 = events("n2", kinds.Started(broker=2), appended(base, 1, "a", role="follower"))
+    assert check({"n1": n1, "n2": n2}).valid is True
+
+
+def test_an_append_far_past_the_log_end_is_not_padded_but_unjudged() -> None:
+    n1 = events("n1", kinds.Started(broker=1), appended(0, 1, "a"), appended(10**12, 1, "b"))
+    result = check({"n1": n1})
+    assert result.valid == "unknown" and "cannot be replayed" in result.stats["unjudged_because"]

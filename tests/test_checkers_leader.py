@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from checkers_fixtures import elected, events
 
 from floodmark.checkers.api import CheckInput
@@ -100,3 +102,30 @@ def test_different_partitions_are_independent() -> None:
     n1 = events("n1", leader(1, partition=0))
     n2 = events("n2", leader(1, partition=1))
     assert check({"n1": n1, "n2": n2}).valid is True
+
+
+def test_an_unclean_election_the_configuration_forbids_is_caught_unless_it_was_a_recovery() -> None:
+    from floodmark.run_config import TestConfig
+
+    def judge(recovery: bool | None, unclean_enabled: bool = False):  # type: ignore[no-untyped-def]
+        n1 = events("n1", elected(0, leader=2, epoch=3, unclean=True, recovery=recovery))
+        config = TestConfig(unclean_leader_election=unclean_enabled, nodes=1)
+        return LeaderChecker().check(CheckInput([], {"n1": n1}, config))
+    [anomaly] = judge(recovery=False).anomalies
+    assert anomaly.type == "unclean-election" and anomaly.events == (("n1", 0),)
+    assert judge(recovery=True).valid is True  # KIP-966's balanced recovery
+    assert judge(recovery=False, unclean_enabled=True).valid is True  # the configuration allows it
+
+
+def test_states_at_one_zookeeper_version_are_ordered_by_their_transaction_ids() -> None:
+    # Only one write makes a version: the later transaction wrote an older epoch.
+    n1 = events("n1", dataclasses.replace(elected(0, leader=1, epoch=2, zk_version=5), zxid=60))
+    n2 = events("n2", IsrChanged(topic="t0", partition=0, leader_epoch=1, isr=(2,), zk_version=5, change="shrink",
+                                 zxid=61))
+    assert [a.type for a in check({"n1": n1, "n2": n2}).anomalies] == ["epoch-regression"]
+
+
+def test_changing_the_isr_is_acting_as_leader() -> None:
+    n1 = events("n1", leader(1))
+    n2 = events("n2", IsrChanged(topic="t0", partition=0, leader_epoch=1, isr=(2,), zk_version=3, change="shrink"))
+    assert [a.type for a in check({"n1": n1, "n2": n2}).anomalies] == ["multiple-leaders"]

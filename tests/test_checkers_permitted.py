@@ -1,5 +1,5 @@
-"""Which configurations permit losing acknowledged records: read from the configuration and the
-node events, never from knowledge of the implementation."""
+"""Which losses a run permits, and where: read from the configuration, the node events and the
+history's fault ops, never from knowledge of the implementation."""
 
 from __future__ import annotations
 
@@ -10,7 +10,12 @@ from checkers_fixtures import History, elected, events
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.durability import DurabilityChecker
-from floodmark.checkers.permitted import NO_CONFIGURATION, acks_all, loss_permitted_by
+from floodmark.checkers.permitted import (
+    NO_CONFIGURATION,
+    acks_all,
+    loss_permissions,
+    loss_permitted_by,
+)
 from floodmark.run_config import TestConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,11 +42,26 @@ def test_the_configuration_states_the_permission_not_the_variant_name() -> None:
     assert loss_permitted_by(TestConfig(variant="some-foreign-setup", unclean_leader_election=True)) is not None
 
 
-def test_an_observed_unclean_election_permits_loss() -> None:
-    clean = {"n1": events("n1", elected(0, leader=2, epoch=2))}
-    assert loss_permitted_by(TestConfig(), clean) is None
-    unclean = {"n1": events("n1", elected(0, leader=2, epoch=3, unclean=True))}
-    assert loss_permitted_by(TestConfig(), unclean) == "unclean leader election of t0/0 in epoch 3 (event n1#0)"
+def test_a_recovery_after_a_power_loss_permits_its_partition_only() -> None:
+    recovered = {"n1": events("n1", elected(0, leader=2, epoch=3, unclean=True, recovery=True))}
+    history = History()
+    assert loss_permissions(TestConfig(), history.ops, recovered).partitions == {}  # no power loss took writes
+    history.power_loss()
+    permissions = loss_permissions(TestConfig(), history.ops, recovered)
+    assert permissions.reason("t0", 0, committed=True) == (
+        "every in-sync replica of t0/0 lost unsynced writes: recovered by electing the furthest in epoch 3 "
+        "(event n1#0)")
+    assert permissions.reason("t0", 1, committed=True) is None
+    forbidden = {"n1": events("n1", elected(0, leader=2, epoch=3, unclean=True, recovery=False))}
+    assert loss_permissions(TestConfig(), history.ops, forbidden).partitions == {}
+
+
+def test_acks_below_all_excuse_only_what_no_consumer_read() -> None:
+    permissions = loss_permissions(TestConfig(acks=1), [], {})
+    assert permissions.reason("t0", 0, committed=False) == "acks=1 (only acks=all promises durability)"
+    assert permissions.reason("t0", 0, committed=True) is None
+    both = loss_permissions(TestConfig(acks=1, min_insync_replicas=1), [], {})
+    assert both.reason("t0", 0, committed=True) is not None
 
 
 def test_a_run_without_configuration_is_not_assumed_to_promise_durability() -> None:
@@ -71,8 +91,11 @@ def test_the_permission_is_worked_out_once_per_check_input() -> None:
             found.append(1)
             return super().__iter__()
 
-    run = CheckInput([], Counting(n1=events("n1", elected(0, leader=2, epoch=3, unclean=True))), TestConfig())
-    assert run.loss_permitted_by == run.loss_permitted_by and "epoch 3" in (run.loss_permitted_by or "")
+    history = History()
+    history.power_loss()
+    run = CheckInput(history.ops, Counting(n1=events("n1", elected(0, leader=2, epoch=3, unclean=True))), TestConfig())
+    assert run.loss_permissions is run.loss_permissions
+    assert "epoch 3" in run.loss_details("t0", 0, committed=True)["permitted_by"]
     assert len(found) == 1
 
 

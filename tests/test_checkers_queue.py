@@ -161,3 +161,53 @@ def test_batches_of_every_length_are_checked_record_by_record() -> None:
     assert result.stats["anomalies"] == {"nonmonotonic-poll": 1, "poll-skip": 2}
     assert sorted((a.type, a.offsets) for a in result.anomalies) == [
         ("nonmonotonic-poll", (2, 2)), ("poll-skip", (1, 3)), ("poll-skip", (2, 4))]
+
+
+def test_a_poll_that_starts_past_known_records_skipped_them() -> None:
+    h = sent()
+    h.poll(2, 0, 0, [(0, "v0")])
+    h.call(2, "assign", [{"topic": "t0", "partition": 0, "offset": 1}])
+    h.poll(2, 0, 1, [(2, "v2"), (3, "v3")])  # fetched from 1, v1 (acknowledged at 1) skipped
+    h.poll(3, 0, 0, [(o, f"v{o}") for o in range(4)], f="drain")
+    [skip] = check(h).anomalies
+    assert skip.type == "poll-skip" and skip.details["skipped_offsets"] == [1]
+    assert "fetched from offset 1" in skip.explanation
+    first = sent()
+    first.poll(2, 0, 0, [(2, "v2")])  # a consumer's first poll, from 0: v0 and v1 skipped
+    first.poll(3, 0, 0, [(o, f"v{o}") for o in range(4)], f="drain")
+    assert [a.details["skipped_offsets"] for a in check(first).anomalies] == [[0, 1]]
+
+
+def test_a_poll_from_where_nothing_is_known_is_no_skip() -> None:
+    h = History()
+    h.send(0, 0, "v5", 5)
+    h.poll(2, 0, 3, [(5, "v5")])  # nothing observed at 3 or 4
+    h.poll(3, 0, 0, [(5, "v5")], f="drain")
+    assert check(h).valid is True
+
+
+def test_offsets_going_back_after_a_permitted_loss_are_permitted_too() -> None:
+    h = History()
+    h.send(0, 0, "a", 0)
+    h.send(0, 0, "b", 1)
+    h.send(0, 0, "c", 1)  # b was lost (acks=1 permits it) and c took its offset
+    h.poll(3, 0, 0, [(0, "a"), (1, "c")], f="drain")
+    result = check(h, TestConfig(acks=1))
+    assert {a.type for a in result.anomalies} >= {"nonmonotonic-send"}
+    assert result.stats["violations"] == 0
+    assert check(h).stats["violations"] > 0
+
+
+def test_an_op_no_queue_workload_has_is_not_skipped_silently() -> None:
+    h = sent(2)
+    h.call(0, "xsend", {"topic": "t0", "partition": 0, "value": "hidden"}, {"topic": "t0", "partition": 0,
+                                                                              "value": "hidden", "offset": 2})
+    h.poll(3, 0, 0, [(0, "v0"), (1, "v1")], f="drain")
+    result = check(h)
+    assert result.valid == "unknown" and "xsend" in result.stats["malformed_ops"][0]["problem"]
+
+
+def test_a_history_without_client_ops_tested_nothing() -> None:
+    h = History()
+    h.power_loss()
+    assert check(h).valid == "unknown"

@@ -18,6 +18,7 @@ from floodmark.history import Op
 from floodmark.results import CheckerResult
 
 if TYPE_CHECKING:  # types only: judging a history file must not load node events or YAML
+    from floodmark.checkers.permitted import LossPermissions
     from floodmark.node_events import NodeEvent
     from floodmark.run_config import TestConfig
 
@@ -30,19 +31,18 @@ class CheckInput:
     time_limit: float | None = None  # seconds; checkers that search answer "unknown" past it
 
     @cached_property
-    def loss_permitted_by(self) -> str | None:
-        """Why the run may lose acknowledged records, or None (worked out once: several
-        checkers ask, and finding an unclean election scans every node event)."""
-        from floodmark.checkers.permitted import loss_permitted_by
+    def loss_permissions(self) -> LossPermissions:
+        """What losses the run permits, and where (worked out once: several checkers ask,
+        and finding the recoveries scans every node event)."""
+        from floodmark.checkers.permitted import loss_permissions
 
-        return loss_permitted_by(self.config, self.events)
+        return loss_permissions(self.config, self.history, self.events)
 
-    @property
-    def loss_details(self) -> dict[str, Any]:
-        """What every loss anomaly's details carry: ``permitted_by`` when losses are permitted
-        (a new dict each time, for the checker to extend)."""
-        reason = self.loss_permitted_by
-        return {"permitted_by": reason} if reason else {}
+    def loss_details(self, topic: str, partition: int, *, committed: bool) -> dict[str, Any]:
+        """What a loss anomaly in this partition carries: ``permitted_by`` when the run
+        permits it. ``committed``: what was lost was read by a consumer (see
+        :mod:`floodmark.checkers.permitted`). A new dict each time, for the checker to extend."""
+        return self.loss_permissions.details(topic, partition, committed=committed)
 
 
 class Checker(Protocol):

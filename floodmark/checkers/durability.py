@@ -11,9 +11,11 @@ every partition from the beginning after all faults are healed. This checker rep
 
 Sends whose outcome is unknown (``info``) may be present or absent; sends that failed are the
 queue checker's business (a read of one is Jepsen's G1a). Losses the configuration permits
-(see :mod:`floodmark.checkers.permitted`) are still anomalies, marked ``permitted_by``.
-A partition with acknowledged sends but no successful drain cannot be judged: the verdict is
-then "unknown" unless something else is already wrong.
+(see :mod:`floodmark.checkers.permitted`) are still anomalies, marked ``permitted_by``; with
+acks below all, a lost record that a consumer had read was committed and is a violation all
+the same. A partition with acknowledged sends but no successful drain cannot be judged: the
+verdict is then "unknown" unless something else is already wrong, and so is a history with
+no client op at all.
 """
 
 from __future__ import annotations
@@ -30,14 +32,13 @@ class DurabilityChecker:
 
     def check(self, run: CheckInput) -> CheckerResult:
         index = index_for(run.history)
-        details = run.loss_details
         anomalies: list[Anomaly] = []
         stats: dict[str, Any] = {"acknowledged": 0, "judged": 0, "unjudged": 0, "lost": 0, "moved": 0,
                  "inconsistent_offsets": 0, "indeterminate_present": 0, "indeterminate_absent": 0}
         for key in sorted(index.partitions):
             part = index.partitions[key]
-            anomalies.extend(inconsistent_offsets(part, details))
-            anomalies.extend(_lost_writes(part, key in index.drained, details, stats))
+            anomalies.extend(inconsistent_offsets(part, run))
+            anomalies.extend(_lost_writes(part, key in index.drained, run, stats))
         stats["inconsistent_offsets"] = sum(a.type == "inconsistent-offsets" for a in anomalies)
         violations = [a for a in anomalies if "permitted_by" not in a.details]
         stats["violations"] = len(violations)
@@ -47,25 +48,53 @@ class DurabilityChecker:
             stats["unjudged_because"] = "acknowledged sends in partitions no successful drain read"
         if index.malformed:  # ops the checker could not read: it cannot vouch for the history
             stats["malformed_ops"] = [{"op": i, "problem": p} for i, p in index.malformed[:20]]
+        if valid is True and index.client_ops == 0:
+            valid = "unknown"
+            stats["unjudged_because"] = "the history has no client op: nothing was tested"
         return CheckerResult(valid, anomalies, stats)
 
 
-def inconsistent_offsets(part: PartitionIndex, details: dict[str, Any]) -> list[Anomaly]:
-    """Every offset at which two different values were read or acknowledged."""
+def inconsistent_offsets(part: PartitionIndex, run: CheckInput) -> list[Anomaly]:
+    """Every offset at which two different values were read or acknowledged. Two values a
+    consumer read there were both committed: their conflict is never excused by acks."""
     topic, partition = part.partition
+    conflicts = part.observations().conflicts
+    if not conflicts:
+        return []
+    read_at = _read_values_at(part) if _acks_may_excuse(run) else {}
     return [
         Anomaly(
             "inconsistent-offsets",
             f"Offset {offset} of {topic}/{partition} was observed holding {len(values)} different "
             f"values ({', '.join(map(repr, sorted(values, key=repr)))}).",
             topic, partition, (offset,), tuple(sorted(set(values.values()))),
-            details={"values": {repr(v): op for v, op in sorted(values.items(), key=repr)}, **details},
+            details={"values": {repr(v): op for v, op in sorted(values.items(), key=repr)},
+                     **run.loss_details(topic, partition,
+                                        committed=len(read_at.get(offset, set()) & values.keys()) > 1)},
         )
-        for offset, values in sorted(part.observations().conflicts.items())
+        for offset, values in sorted(conflicts.items())
     ]
 
 
-def _lost_writes(part: PartitionIndex, drained: bool, details: dict[str, Any], stats: dict[str, Any]) -> list[Anomaly]:
+def _acks_may_excuse(run: CheckInput) -> bool:
+    """Whether acks below all would excuse a loss that no consumer saw (then what consumers
+    read must be worked out; otherwise it changes nothing)."""
+    permissions = run.loss_permissions
+    return permissions.everywhere is None and permissions.acknowledged_only is not None
+
+
+def _read_values_at(part: PartitionIndex, polls_only: bool = False) -> dict[int, set[Any]]:
+    """offset -> every value a read (only polls: ``polls_only``) returned there."""
+    found: dict[int, set[Any]] = {}
+    for read in part.reads:
+        if polls_only and read.f != "poll":
+            continue
+        for offset, value in read.records:
+            found.setdefault(offset, set()).add(value)
+    return found
+
+
+def _lost_writes(part: PartitionIndex, drained: bool, run: CheckInput, stats: dict[str, Any]) -> list[Anomaly]:
     topic, partition = part.partition
     final: dict[int, Any] = {}
     offset_of: dict[Any, int] = {}
@@ -76,6 +105,7 @@ def _lost_writes(part: PartitionIndex, drained: bool, details: dict[str, Any], s
             for offset, value in read.records:
                 final.setdefault(offset, value)
                 offset_of.setdefault(value, offset)
+    polled: dict[int, set[Any]] | None = None  # what polls read where, if acks may excuse a loss
     anomalies = []
     for send in part.sends:
         if send.outcome == "info" and drained:
@@ -103,6 +133,9 @@ def _lost_writes(part: PartitionIndex, drained: bool, details: dict[str, Any], s
                            f"but the final drain does not contain it"
                            + (f" (it has {final[send.offset]!r} there)." if send.offset in final else "."))
             extra = {"how": "missing", "value": send.value}
+        if polled is None:
+            polled = _read_values_at(part, polls_only=True) if _acks_may_excuse(run) else {}
+        committed = send.value in polled.get(send.offset, ())  # a consumer read it where it was acknowledged
         anomalies.append(Anomaly("lost-write", explanation, topic, partition, (send.offset,), witnesses,
-                                 details={**extra, **details}))
+                                 details={**extra, **run.loss_details(topic, partition, committed=committed)}))
     return anomalies

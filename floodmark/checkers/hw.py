@@ -8,7 +8,10 @@ Per broker, partition and leader epoch, from the broker's own ``hw_changed`` and
 ``became_leader`` events (in the broker's own order, never compared with other brokers'
 clocks): the HW never decreases, and never exceeds the broker's log end offset
 (``hw-decrease``, ``hw-beyond-log-end``). A restart starts afresh, since a broker recovers
-its HW from a checkpoint that may lag. A new leader's HW may start below its
+its HW from a checkpoint that may lag. A broker also says when it lowers its HW itself
+(``hw_changed`` with a ``previous`` above the new HW, after truncating below it): a decrease
+unless the HW stood above the log end already, as after a power loss took records below a
+checkpointed HW (the replica's own loss, which it fetches back). A new leader's HW may start below its
 predecessor's; the design allows it (the new leader learns the HW from its followers), so
 epochs are never compared with each other here.
 
@@ -29,6 +32,8 @@ offset it returns. It must never be un-committed:
   so the replica fetches them again, and a leader elected without them is reported above.
 
 Losses the configuration permits carry ``permitted_by`` (see :mod:`floodmark.checkers.permitted`).
+If the node events do not cover every broker of the run, a run with nothing wrong in them is
+unknown (see :mod:`.event_coverage`).
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ import bisect
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.permitted import acks_all
+from floodmark.checkers.event_coverage import uncovered
+from floodmark.checkers.permitted import LossPermissions, acks_all
 from floodmark.checkers.queue_index import index_for
 from floodmark.node_events import (
     Acked,
@@ -50,7 +56,7 @@ from floodmark.node_events import (
     Started,
     Truncated,
 )
-from floodmark.results import Anomaly, CheckerResult, anomaly_counts
+from floodmark.results import Anomaly, CheckerResult, Validity, anomaly_counts
 
 
 class HighWatermarkChecker:
@@ -58,13 +64,13 @@ class HighWatermarkChecker:
 
     def check(self, run: CheckInput) -> CheckerResult:
         exposed, committed_values = _client_exposure(run)
-        details = run.loss_details
-        scan = _Scan(committed_values, details)
+        permissions = run.loss_permissions
+        scan = _Scan(committed_values, permissions)
         for node in sorted(run.events):
             scan.node(node, run.events[node])
         anomalies = scan.anomalies
         anomalies.extend(scan.committed_truncations())
-        anomalies.extend(_leaders_lacking_committed(scan.leaderships, exposed, scan.leader_hw, details))
+        anomalies.extend(_leaders_lacking_committed(scan.leaderships, exposed, scan.leader_hw, permissions))
         stats: dict[str, Any] = {
             "nodes": len(run.events),
             "events": sum(len(e) for e in run.events.values()),
@@ -73,15 +79,20 @@ class HighWatermarkChecker:
         stats["anomalies"] = anomaly_counts(anomalies)
         stats["permitted"] = sum("permitted_by" in a.details for a in anomalies)
         stats["violations"] = len(anomalies) - stats["permitted"]
-        return CheckerResult(not anomalies, anomalies, stats)
+        valid: Validity = not anomalies
+        missing = uncovered(run)
+        if valid and missing is not None:
+            valid = "unknown"
+            stats["unjudged_because"] = missing
+        return CheckerResult(valid, anomalies, stats)
 
 
 class _Scan:
     """One pass over each broker's events, in the broker's own order."""
 
-    def __init__(self, committed: dict[PartitionKey, dict[int, Any]], details: dict[str, Any]) -> None:
+    def __init__(self, committed: dict[PartitionKey, dict[int, Any]], permissions: LossPermissions) -> None:
         self.committed = committed
-        self.details = details
+        self.permissions = permissions
         self.anomalies: list[Anomaly] = []
         self.leader_hw: dict[tuple[str, int, int], int] = {}  # (topic, partition, epoch) -> greatest leader HW
         self.leaderships: list[tuple[str, int, PartitionKey, int, int]] = []  # (node, seq, partition, epoch, log_end)
@@ -97,6 +108,7 @@ class _Scan:
         # order. Only partitions this node ever truncates need tracking.
         truncated = {(e.body.topic, e.body.partition) for e in events if isinstance(e.body, Truncated)}
         held: dict[PartitionKey, list[tuple[int, tuple[str, ...]]]] = {}
+        log_end_before: dict[PartitionKey, int] = {}  # where the last truncation cut each log from
         leader_hw = self.leader_hw
         for event in events:
             body = event.body
@@ -104,6 +116,8 @@ class _Scan:
             if isinstance(body, HwChanged):
                 hw, epoch, log_end = body.high_watermark, body.leader_epoch, body.log_end
                 as_leader = body.role == "leader"
+                if body.previous > hw and body.previous <= log_end_before.get((body.topic, body.partition), -1):
+                    self._stated_decrease(node, event.seq, body)
             elif isinstance(body, BecameLeader):
                 hw, epoch, log_end = body.high_watermark, body.leader_epoch, body.log_end
                 as_leader = True
@@ -129,6 +143,7 @@ class _Scan:
                 continue
             elif isinstance(body, Truncated):
                 key = (body.topic, body.partition)
+                log_end_before[key] = body.from_offset
                 if key in held:
                     lost = _drop_from(held[key], body.to_offset, self.committed.get(key, {}))
                     # Crash recovery losing unflushed records is this replica's loss only:
@@ -139,6 +154,7 @@ class _Scan:
             elif isinstance(body, Started):
                 last_hw.clear()  # a restarted broker recovers its HW from a checkpoint that may lag
                 leading.clear()
+                log_end_before.clear()
                 continue
             else:
                 continue
@@ -166,6 +182,16 @@ class _Scan:
                 topic, number, (previous[0], hw), events=((node, previous[1]), (node, seq)),
                 details={"node": node, "leader_epoch": epoch}))
 
+    def _stated_decrease(self, node: str, seq: int, body: HwChanged) -> None:
+        """The broker truncated records below its HW and lowered the HW with them."""
+        self.anomalies.append(Anomaly(
+            "hw-decrease",
+            f"Broker {node} lowered the HW of {body.topic}/{body.partition} from {body.previous} to "
+            f"{body.high_watermark} in leader epoch {body.leader_epoch}, truncating records below it.",
+            body.topic, body.partition, (body.previous, body.high_watermark), events=((node, seq),),
+            details={"node": node, "leader_epoch": body.leader_epoch,
+                     **self.permissions.details(body.topic, body.partition, committed=True)}))
+
     def committed_truncations(self) -> list[Anomaly]:
         """The truncations that dropped records a leader had committed by the truncation's
         epoch (its HW past them in that epoch or an earlier one)."""
@@ -188,7 +214,8 @@ class _Scan:
             f"Broker {node} truncated {body.topic}/{body.partition} to offset {body.to_offset} ({body.reason}), "
             f"removing {len(lost)} record(s) clients saw committed (first at offset {lost[0]}).",
             body.topic, body.partition, tuple(lost[:100]), events=((node, seq),),
-            details={"node": node, "reason": body.reason, "leader_epoch": body.leader_epoch, **self.details})
+            details={"node": node, "reason": body.reason, "leader_epoch": body.leader_epoch,
+                     **self.permissions.details(body.topic, body.partition, committed=True)})
 
 
 def _drop_from(segments: list[tuple[int, tuple[str, ...]]], to_offset: int, seen: dict[int, Any]) -> list[int]:
@@ -238,7 +265,7 @@ def _client_exposure(run: CheckInput) -> tuple[dict[PartitionKey, int], dict[Par
 
 def _leaders_lacking_committed(leaderships: list[tuple[str, int, PartitionKey, int, int]],
                                exposed: dict[PartitionKey, int], leader_hw: dict[tuple[str, int, int], int],
-                               details: dict[str, Any]) -> list[Anomaly]:
+                               permissions: LossPermissions) -> list[Anomaly]:
     per_partition: dict[PartitionKey, dict[int, int]] = {}
     for (topic, number, epoch), hw in leader_hw.items():
         per_partition.setdefault((topic, number), {})[epoch] = hw
@@ -266,6 +293,7 @@ def _leaders_lacking_committed(leaderships: list[tuple[str, int, PartitionKey, i
                 "uncommitted-offset",
                 f"Broker {node} became leader of {topic}/{number} in epoch {epoch} with log end {log_end}, "
                 f"but offsets up to {committed - 1} were committed before that epoch and exposed to clients.",
-                topic, number, tuple(range(log_end, committed))[:100], events=((node, seq),),
-                details={"node": node, "leader_epoch": epoch, "committed_offset": committed, **details}))
+                topic, number, tuple(range(log_end, min(committed, log_end + 100))), events=((node, seq),),
+                details={"node": node, "leader_epoch": epoch, "committed_offset": committed,
+                         **permissions.details(topic, number, committed=True)}))
     return anomalies

@@ -5,22 +5,33 @@ belong to. The design promises:
 
 - ``multiple-leaders``: at most one broker acts as leader of a partition in a leader epoch.
   A broker acts as leader when it becomes leader, appends records as leader, advances the
-  HW as leader or acknowledges a produce. The controller's own decisions
-  (``leader_elected``) must also name a single leader per epoch.
+  HW as leader, changes the partition's ISR (only its leader does) or acknowledges a
+  produce. The controller's own decisions (``leader_elected``) must also name a single
+  leader per epoch.
 - ``epoch-regression``: each broker's view of a partition's leader epoch never goes
   backwards (in the broker's own event order), nor does each controller's; and the
   partition state in ZooKeeper never goes back to an older epoch: ordered by the znode's
-  version, which ZooKeeper itself assigns, the recorded leader epochs never decrease.
+  version, which ZooKeeper itself assigns (and, between two states recorded at one version,
+  which only one write can have made, by their transaction ids), the recorded leader
+  epochs never decrease.
 - ``multiple-controllers``: one broker per controller epoch; and each broker's view of the
   controller epoch never goes backwards (``controller-epoch-regression``).
+- ``unclean-election``: a controller elected a leader from outside the ISR although the
+  run's configuration disables unclean leader election, and not as the balanced recovery
+  that KIP-966 makes when every in-sync replica recovered from an unclean shutdown (which
+  the election says it is).
 
 Node clocks are skewed under clock faults, so events of different nodes are never ordered
 by time: only per-node sequence numbers and ZooKeeper versions order anything here.
+
+What a broker did not record cannot be judged: if the events do not cover every broker the
+run had, a run with nothing wrong in them is unknown (see :mod:`.event_coverage`).
 """
 
 from __future__ import annotations
 
 from floodmark.checkers.api import CheckInput
+from floodmark.checkers.event_coverage import uncovered
 from floodmark.node_events import (
     Acked,
     Appended,
@@ -33,12 +44,13 @@ from floodmark.node_events import (
     NodeEvent,
     PartitionKey,
 )
-from floodmark.results import Anomaly, CheckerResult
+from floodmark.results import Anomaly, CheckerResult, Validity
 
 _Acting = dict[tuple[PartitionKey, int], dict[str, tuple[str, int]]]  # (partition, epoch) -> node -> first (node, seq)
 _Elected = dict[tuple[PartitionKey, int], dict[int, tuple[str, int]]]  # (partition, epoch) -> leader -> first event
 _Controllers = dict[int, dict[int, tuple[str, int]]]  # controller epoch -> broker -> first event
-_ZkStates = dict[PartitionKey, list[tuple[int, int, str, int]]]  # partition -> (version, epoch, node, seq)
+# partition -> (version, zxid or -1, epoch, node, seq)
+_ZkStates = dict[PartitionKey, list[tuple[int, int, int, str, int]]]
 
 
 class LeaderChecker:
@@ -50,8 +62,10 @@ class LeaderChecker:
         elected: _Elected = {}
         controllers: _Controllers = {}
         zk_states: _ZkStates = {}
+        forbid_unclean = run.config is not None and not run.config.unclean_leader_election
         for node in sorted(run.events):
-            anomalies.extend(_scan_node(node, run.events[node], acting, elected, controllers, zk_states))
+            anomalies.extend(_scan_node(node, run.events[node], acting, elected, controllers, zk_states,
+                                        forbid_unclean))
         for (key, epoch), nodes in sorted(acting.items()):
             if len(nodes) > 1:
                 anomalies.append(Anomaly(
@@ -79,13 +93,18 @@ class LeaderChecker:
         counts: dict[str, int] = {}
         for a in anomalies:
             counts[a.type] = counts.get(a.type, 0) + 1
-        stats = {"leader_epochs": len(acting), "controller_epochs": len(controllers),
-                 "anomalies": dict(sorted(counts.items()))}
-        return CheckerResult(not anomalies, anomalies, stats)
+        stats: dict[str, object] = {"leader_epochs": len(acting), "controller_epochs": len(controllers),
+                                    "anomalies": dict(sorted(counts.items()))}
+        valid: Validity = not anomalies
+        missing = uncovered(run)
+        if valid and missing is not None:
+            valid = "unknown"
+            stats["unjudged_because"] = missing
+        return CheckerResult(valid, anomalies, stats)
 
 
 def _scan_node(node: str, events: list[NodeEvent], acting: _Acting, elected: _Elected,
-               controllers: _Controllers, zk_states: _ZkStates) -> list[Anomaly]:
+               controllers: _Controllers, zk_states: _ZkStates, forbid_unclean: bool) -> list[Anomaly]:
     anomalies: list[Anomaly] = []
     view: dict[PartitionKey, tuple[int, int]] = {}  # the broker's leader epoch per partition, and its event
     decided: dict[PartitionKey, tuple[int, int]] = {}  # this node's latest leader_elected epoch, as controller
@@ -126,7 +145,14 @@ def _scan_node(node: str, events: list[NodeEvent], acting: _Acting, elected: _El
             if before is not None and epoch < before[0]:
                 anomalies.append(_regression(node, key, before, epoch, event.seq, "the leader epochs it elected"))
             decided[key] = (epoch, event.seq)
-            zk_states.setdefault(key, []).append((body.zk_version, epoch, node, event.seq))
+            zk_states.setdefault(key, []).append((body.zk_version, _zxid(body.zxid), epoch, node, event.seq))
+            if forbid_unclean and body.unclean and body.recovery is False:
+                anomalies.append(Anomaly(
+                    "unclean-election",
+                    f"Controller {node} elected broker {body.leader}, which was not in the ISR, as leader of "
+                    f"{key[0]}/{key[1]} in leader epoch {epoch}, though unclean leader election is disabled.",
+                    key[0], key[1], events=((node, event.seq),),
+                    details={"leader": body.leader, "leader_epoch": epoch}))
         elif isinstance(body, ControllerElected):
             epoch = body.controller_epoch
             controllers.setdefault(epoch, {}).setdefault(body.broker, (node, event.seq))
@@ -137,9 +163,11 @@ def _scan_node(node: str, events: list[NodeEvent], acting: _Acting, elected: _El
                     events=((node, controller_view[1]), (node, event.seq)),
                     details={"node": node, "controller_epoch": epoch}))
             controller_view = (epoch, event.seq)
-        elif isinstance(body, IsrChanged):
-            zk_states.setdefault((body.topic, body.partition), []).append(
-                (body.zk_version, body.leader_epoch, node, event.seq))
+        elif isinstance(body, IsrChanged):  # only a partition's leader changes its ISR
+            key = (body.topic, body.partition)
+            acting.setdefault((key, body.leader_epoch), {}).setdefault(node, (node, event.seq))
+            zk_states.setdefault(key, []).append(
+                (body.zk_version, _zxid(body.zxid), body.leader_epoch, node, event.seq))
     return anomalies
 
 
@@ -151,18 +179,27 @@ def _regression(node: str, key: PartitionKey, before: tuple[int, int], epoch: in
         details={"node": node, "from_epoch": before[0], "to_epoch": epoch})
 
 
-def _zookeeper_order(key: PartitionKey, states: list[tuple[int, int, str, int]]) -> list[Anomaly]:
+def _zxid(zxid: int | None) -> int:
+    return -1 if zxid is None else zxid
+
+
+def _zookeeper_order(key: PartitionKey, states: list[tuple[int, int, int, str, int]]) -> list[Anomaly]:
+    """Each state is (version, zxid, epoch, node, seq). A state written after another (a
+    greater version, or the same version and a greater transaction id, both known) must not
+    hold an older epoch."""
     anomalies = []
-    highest: tuple[int, int, str, int] | None = None
+    highest: tuple[int, int, int, str, int] | None = None
     for state in sorted(states):
-        if highest is not None and state[1] < highest[1] and state[0] > highest[0]:
+        version, zxid, epoch = state[0], state[1], state[2]
+        if highest is not None and epoch < highest[2] and (
+                version > highest[0] or (zxid > highest[1] >= 0 and version == highest[0])):
             anomalies.append(Anomaly(
                 "epoch-regression",
-                f"ZooKeeper's state of {key[0]}/{key[1]} went back from leader epoch {highest[1]} "
-                f"(version {highest[0]}) to epoch {state[1]} (version {state[0]}).",
-                key[0], key[1], events=((highest[2], highest[3]), (state[2], state[3])),
-                details={"source": "zookeeper", "from_epoch": highest[1], "to_epoch": state[1],
-                         "zk_versions": [highest[0], state[0]]}))
-        if highest is None or state[1] >= highest[1]:
+                f"ZooKeeper's state of {key[0]}/{key[1]} went back from leader epoch {highest[2]} "
+                f"(version {highest[0]}) to epoch {epoch} (version {version}).",
+                key[0], key[1], events=((highest[3], highest[4]), (state[3], state[4])),
+                details={"source": "zookeeper", "from_epoch": highest[2], "to_epoch": epoch,
+                         "zk_versions": [highest[0], version]}))
+        if highest is None or epoch >= highest[2]:
             highest = state
     return anomalies

@@ -1,50 +1,133 @@
-"""Which losses the run's configuration permits.
+"""Which losses the run's configuration permits, and where.
 
-Kafka promises durability only for records acknowledged by every in-sync replica when
-at least two replicas must be in sync and only in-sync replicas may lead. A run configured
-outside that contract (``acks`` below ``all``, ``min_insync_replicas`` of 1, or unclean
-leader election enabled) may lose acknowledged records without the system breaking its
-promise. The checkers still report such losses, and the run is still invalid, but each
-anomaly carries ``permitted_by`` with the reason, and statistics count contract violations
-and permitted losses separately.
+Kafka promises durability only for records acknowledged by every in-sync replica when at
+least two replicas must be in sync and only in-sync replicas may lead. A run configured
+outside that contract may lose records without the system breaking its promise. The
+checkers still report such losses, and the run is still invalid, but each anomaly carries
+``permitted_by`` with the reason, and statistics count contract violations and permitted
+losses apart. What is permitted is read from what the run states, never from knowledge of
+the implementation, and only as far as the permission reaches:
 
-All of it is read from what the run states: its configuration (the effective settings the
-harness recorded) and its node events (a controller that elected an out-of-sync leader says
-so). A run that states no configuration, such as a foreign Jepsen history, promised nothing
+* ``min_insync_replicas`` of 1 or unclean leader election enabled: any loss, anywhere (a
+  leader alone may have held what it acknowledged, or an out-of-sync replica may lead);
+* ``acks`` below ``all``: the loss of what only an acknowledgement vouched for. A record a
+  consumer read was below the HW, committed by the whole ISR whatever the producer asked
+  for, so losing *that* is still a violation;
+* a partition whose in-sync replicas all lost unsynced writes at once (a power loss of every
+  one of them): what that power loss took. Kafka's contract cannot keep what no replica
+  kept. The controller says so when it elects the furthest of them (KIP-966's balanced
+  recovery: an unclean election made because every in-sync replica recovered from an
+  unclean shutdown), and the history's fault ops say that a power loss took unsynced
+  writes; both must be there, and the permission covers that partition only. A recovery
+  after crashes that lost nothing (SIGKILL leaves the page cache) permits nothing.
+
+A run that states no configuration, such as a foreign Jepsen history, promised nothing
 anyone can name: its losses are reported as permitted by that, never judged against an
 assumed acks=all.
 """
 
 from __future__ import annotations
 
-from floodmark.node_events import LeaderElected, NodeEvent
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from floodmark.history import NEMESIS, Op
+from floodmark.node_events import LeaderElected, NodeEvent, PartitionKey
 from floodmark.run_config import TestConfig
 
 NO_CONFIGURATION = "no configuration (the run states no acks, so no durability promise can be assumed)"
 
 
-def loss_permitted_by(config: TestConfig | None, events: dict[str, list[NodeEvent]] | None = None) -> str | None:
-    """The reason the configuration permits losing acknowledged records, or None."""
+def loss_permitted_by(config: TestConfig | None) -> str | None:
+    """The reason the configuration permits losing acknowledged records, or None. With
+    ``acks`` below all, what consumers read is still promised (see the module docstring)."""
     if config is None:
         return NO_CONFIGURATION
-    if not config.acks_all:
-        return f"acks={config.acks} (only acks=all promises durability)"
     if config.min_insync_replicas <= 1:
         return f"min_insync_replicas={config.min_insync_replicas} (an ISR of the leader alone may acknowledge)"
     if config.unclean_leader_election:
         return f"unclean leader election is enabled (variant {config.variant})"
-    election = first_unclean_election(events or {})
-    if election is not None:
-        event, body = election
-        return (f"unclean leader election of {body.topic}/{body.partition} "
-                f"in epoch {body.leader_epoch} (event {event.node}#{event.seq})")
+    if not config.acks_all:
+        return acks_reason(config)
     return None
 
 
-def first_unclean_election(events: dict[str, list[NodeEvent]]) -> tuple[NodeEvent, LeaderElected] | None:
-    """The first unclean election a controller recorded, in node order."""
-    return next(((e, e.body) for node in sorted(events) for e in events[node]
-                 if isinstance(e.body, LeaderElected) and e.body.unclean), None)
+def acks_reason(config: TestConfig) -> str:
+    return f"acks={config.acks} (only acks=all promises durability)"
+
+
+@dataclass(frozen=True)
+class LossPermissions:
+    """Every permission a run states, and which loss each reaches."""
+
+    everywhere: str | None  # no configuration, min.insync.replicas of 1, unclean elections enabled
+    acknowledged_only: str | None  # acks below all: losses of records no consumer read
+    partitions: Mapping[PartitionKey, str]  # recoveries after a power loss took every replica's tail
+
+    def reason(self, topic: str, partition: int, *, committed: bool) -> str | None:
+        """Why a loss in this partition is permitted, or None. ``committed``: a consumer read
+        what was lost (the whole ISR had it), so acks below all do not excuse it."""
+        return (self.everywhere or (None if committed else self.acknowledged_only)
+                or self.partitions.get((topic, partition)))
+
+    def details(self, topic: str, partition: int, *, committed: bool) -> dict[str, Any]:
+        """What a loss anomaly's details carry: ``permitted_by`` when it is permitted."""
+        reason = self.reason(topic, partition, committed=committed)
+        return {"permitted_by": reason} if reason else {}
+
+
+def loss_permissions(config: TestConfig | None, history: list[Op],
+                     events: Mapping[str, list[NodeEvent]]) -> LossPermissions:
+    everywhere = loss_permitted_by(config)
+    acknowledged_only = None
+    if config is not None and not config.acks_all:
+        everywhere = None if everywhere == acks_reason(config) else everywhere
+        acknowledged_only = acks_reason(config)
+    partitions = power_loss_recoveries(history, events) if everywhere is None else {}
+    return LossPermissions(everywhere, acknowledged_only, partitions)
+
+
+def power_loss_recoveries(history: list[Op], events: Mapping[str, list[NodeEvent]]) -> dict[PartitionKey, str]:
+    """The partitions a controller recovered by electing the furthest of replicas that had
+    all recovered from an unclean shutdown, in a run whose faults took unsynced writes; each
+    with the reason (the first such election of the partition, in node order)."""
+    if not _power_loss_took_writes(history):
+        return {}
+    found: dict[PartitionKey, str] = {}
+    for node in sorted(events):
+        for event in events[node]:
+            body = event.body
+            # An older event file does not say whether an unclean election was a recovery:
+            # only a recovery elects uncleanly where the configuration forbids it.
+            if isinstance(body, LeaderElected) and body.unclean and body.recovery is not False:
+                found.setdefault((body.topic, body.partition), (
+                    f"every in-sync replica of {body.topic}/{body.partition} lost unsynced writes: recovered "
+                    f"by electing the furthest in epoch {body.leader_epoch} (event {event.node}#{event.seq})"))
+    return found
+
+
+def _power_loss_took_writes(history: list[Op]) -> bool:
+    """Whether a fault op of the history records a crash that lost unsynced writes (data, or
+    file-system changes such as a new segment), alone or as part of a group of faults."""
+    return any(op.process == NEMESIS and op.type == "ok" and _took_writes(op.value, 0) for op in history)
+
+
+def _took_writes(value: object, depth: int) -> bool:
+    if depth > 8:  # evidence is a few levels deep at most; a hostile history is not walked for ever
+        return False
+    if isinstance(value, dict):
+        if value.get("mode") == "power-loss" and (_positive(value.get("lost_unsynced_bytes"))
+                                                   or _positive(value.get("lost_metadata_changes"))):
+            return True
+        return any(_took_writes(v, depth + 1) for v in value.values() if isinstance(v, (dict, list)))
+    if isinstance(value, list):
+        return any(_took_writes(v, depth + 1) for v in value if isinstance(v, (dict, list)))
+    return False
+
+
+def _positive(value: object) -> bool:
+    return type(value) is int and value > 0
 
 
 def acks_all(config: TestConfig | None) -> bool:

@@ -12,7 +12,10 @@ Names and meanings follow ``jepsen.tests.kafka`` so results can be compared with
   drain read to its end. Where no drain did, nobody looked that far: such sends make the
   verdict unknown, not invalid.
 - ``poll-skip``: a consumer's consecutive reads of a partition (within one poll, or across
-  its successive polls without a reassignment) jumped over values known to lie between.
+  its successive polls without a reassignment) jumped over values known to lie between; or
+  a poll's first record lies past values known to lie between it and the offset the poll
+  fetched from (the first poll after an assignment, or a consumer's first poll: the history
+  states where each poll fetched from, which Jepsen's histories do not).
 - ``nonmonotonic-poll``: such consecutive reads went backwards or repeated.
 - ``nonmonotonic-send``: one process's successive acknowledged sends to a partition got
   decreasing offsets.
@@ -22,10 +25,15 @@ Positions are compared in each partition's *version order*: the offsets at which
 was observed, ranked; gaps in what was observed never count as skips. A consumer's
 ``assign`` resets its positions, and the final drain (which re-reads from offset 0) is only
 checked within itself.
+
+Losses the configuration permits carry ``permitted_by`` (see :mod:`.permitted`), a producer's
+offsets going backwards included: a log that lost acknowledged records, as the configuration
+allows, hands out their offsets again. A history with no client op tested nothing: unknown.
 """
 
 from __future__ import annotations
 
+import bisect
 import operator
 from collections import Counter
 from typing import Any
@@ -50,7 +58,6 @@ class QueueChecker:
 
     def check(self, run: CheckInput) -> CheckerResult:
         index = index_for(run.history)
-        loss_details = run.loss_details
         duplicate_reason = duplicates_permitted_by(run.config)
         anomalies: list[Anomaly] = []
         stats: dict[str, Any] = {"sends": {"ok": 0, "fail": 0, "info": 0}, "records_read": 0,
@@ -61,15 +68,17 @@ class QueueChecker:
             part = index.partitions[key]
             for outcome, count in Counter(map(_OUTCOME, part.sends)).items():
                 stats["sends"][outcome] = stats["sends"].get(outcome, 0) + count
-            anomalies.extend(inconsistent_offsets(part, loss_details))
+            anomalies.extend(inconsistent_offsets(part, run))
             duplicates = _duplicates(part)
             if duplicate_reason:
                 stats["duplicates_allowed"] += len(duplicates)
             else:
                 anomalies.extend(duplicates)
-            anomalies.extend(_lost_and_unseen(part, key in index.drained, loss_details, stats))
+            # What no consumer read was vouched for by its acknowledgement alone.
+            details = run.loss_details(key[0], key[1], committed=False)
+            anomalies.extend(_lost_and_unseen(part, key in index.drained, details, stats))
             anomalies.extend(_aborted_reads(part, failed))
-            anomalies.extend(_nonmonotonic_sends(part))
+            anomalies.extend(_nonmonotonic_sends(part, details))
             ranks[key] = _version_order(part)
         anomalies.extend(_poll_order(index, ranks))
         stats["anomalies"] = anomaly_counts(anomalies)
@@ -85,6 +94,9 @@ class QueueChecker:
         if index.malformed:  # ops the checker could not read: it cannot vouch for the history
             stats["malformed_ops"] = [{"op": i, "problem": p} for i, p in index.malformed[:20]]
             valid = False if anomalies else "unknown"
+        if valid is True and index.client_ops == 0:
+            valid = "unknown"
+            stats["unjudged_because"] = "the history has no client op: nothing was tested"
         return CheckerResult(valid, anomalies, stats)
 
 
@@ -170,7 +182,7 @@ def _aborted_reads(part: PartitionIndex, failed: dict[Any, Send]) -> list[Anomal
     return anomalies
 
 
-def _nonmonotonic_sends(part: PartitionIndex) -> list[Anomaly]:
+def _nonmonotonic_sends(part: PartitionIndex, details: dict[str, Any]) -> list[Anomaly]:
     last: dict[Any, tuple[int, int]] = {}  # process -> (offset, completion op)
     anomalies = []
     topic, partition = part.partition
@@ -185,7 +197,8 @@ def _nonmonotonic_sends(part: PartitionIndex) -> list[Anomaly]:
                 "nonmonotonic-send",
                 f"Process {process!r} sent to {topic}/{partition} at offset {before[0]}, then its next "
                 f"acknowledged send got offset {send.offset}.",
-                topic, partition, (before[0], send.offset), (before[1], send.completion or send.invoke)))
+                topic, partition, (before[0], send.offset), (before[1], send.completion or send.invoke),
+                details=dict(details)))
         last[process] = (send.offset, send.completion or send.invoke)  # type: ignore[assignment]
     return anomalies
 
@@ -212,6 +225,15 @@ def _poll_order(index: QueueIndex, ranks: dict[tuple[str, int], VersionOrder]) -
                 delta = rank_of[first_offset] - previous[0]
                 if delta != 1:
                     anomalies.append(_order_anomaly(process, read, previous, first_offset, delta, ordered))
+            elif not drain and type(read.start) is int and read.start < first_offset:
+                # No read of this partition since the consumer's positions were set: its fetch
+                # position is where it stood. Known records from there to the first returned
+                # were skipped.
+                skipped = rank_of[first_offset] - bisect.bisect_left(ordered, read.start)
+                if skipped > 0:
+                    anomalies.append(_order_anomaly(process, read, (rank_of[first_offset] - skipped - 1,
+                                                                    read.start, read.op),
+                                                    first_offset, skipped + 1, ordered, fetched_from=True))
             # Consecutive offsets are consecutive in the version order too (both were observed);
             # only a batch that is not consecutive needs its ranks compared one by one.
             if not _consecutive(records, first_offset):
@@ -247,15 +269,19 @@ _OFFSET = operator.itemgetter(0)
 
 
 def _order_anomaly(process: Any, read: Any, previous: tuple[int, int, int], offset: int, delta: int,
-                   ordered: list[int]) -> Anomaly:
+                   ordered: list[int], *, fetched_from: bool = False) -> Anomaly:
+    """``previous`` is (rank, offset, op) of the read before; with ``fetched_from``, its rank is
+    that of the last known offset below the position the poll fetched from (``previous[1]``)."""
     topic, partition = read.partition
     where = "within one poll" if previous[2] == read.op else "between successive polls"
     if delta > 1:
         skipped = ordered[previous[0] + 1 : previous[0] + delta]
+        said = (f"fetched from offset {previous[1]} of {topic}/{partition} but got offset {offset} first"
+                if fetched_from else
+                f"read offset {previous[1]} then offset {offset} of {topic}/{partition} {where}")
         return Anomaly(
             "poll-skip",
-            f"Process {process!r} read offset {previous[1]} then offset {offset} of {topic}/{partition} "
-            f"{where}, skipping {len(skipped)} known record(s).",
+            f"Process {process!r} {said}, skipping {len(skipped)} known record(s).",
             topic, partition, (previous[1], offset), tuple(sorted({previous[2], read.op})),
             details={"skipped_offsets": skipped[:100], "delta": delta})
     return Anomaly(

@@ -11,8 +11,15 @@ of the history's size.
 Op shapes (see DESIGN.md): ``send`` carries ``{"topic", "partition", "value"}`` and its ``ok``
 adds ``"offset"``; ``poll``/``drain`` complete with a list of per-partition batches
 ``{"topic", "partition", "offset", "records": [[offset, value], ...], "high_watermark"}``;
-``assign`` resets a consumer's positions. The ``log-lin`` workload's ``append`` and ``read``
-map onto the same index (an append is a send, an ok read of a value is a one-record read).
+``assign`` resets a consumer's positions (Jepsen's ``subscribe`` likewise). The ``log-lin``
+workload's ``append`` and ``read`` map onto the same index (an append is a send, an ok read
+of a value is a one-record read).
+
+An op the index cannot read is *malformed* and listed, so the checkers say unknown rather
+than judge the rest as if it were all: a value of the wrong shape, an acknowledged send
+whose offset is not an integer (``null``, ``true``: JSON's booleans are not offsets), and an
+op whose ``f`` no queue or log workload has (a renamed ``send`` would otherwise hide its
+loss).
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ class Read:
     partition: Partition
     records: list[Any]  # [offset, value] pairs, as the history holds them
     high_watermark: int | None
+    start: Any = None  # the offset the read fetched from (a poll's batch "offset"), if stated
 
 
 @dataclass
@@ -187,6 +195,7 @@ class QueueIndex:
 
 _SENDS = ("send", "append")
 _READS = ("poll", "drain")
+_POSITIONS = ("assign", "subscribe")  # a consumer's positions are reset
 
 
 def build_index(history: list[Op]) -> QueueIndex:
@@ -218,9 +227,13 @@ def build_index(history: list[Op]) -> QueueIndex:
                 value = invocation.value
                 try:
                     key = (value["topic"], value["partition"])
-                    send = Send(value["value"], process, "ok", op.value["offset"], invocation.index, op.index)
+                    offset = op.value["offset"]
+                    send = Send(value["value"], process, "ok", offset, invocation.index, op.index)
                 except (KeyError, TypeError, AttributeError, IndexError) as e:
                     malformed.append((invocation.index, f"send op has an unexpected shape ({type(e).__name__}: {e})"))
+                    continue
+                if type(offset) is not int:
+                    malformed.append((op.index, f"acknowledged send has offset {offset!r}, not an integer"))
                     continue
                 part = partitions.get(key)
                 if part is None:
@@ -235,7 +248,8 @@ def build_index(history: list[Op]) -> QueueIndex:
                 try:
                     for batch in op.value:
                         key = (batch["topic"], batch["partition"])
-                        read = Read(completion, "poll", key, batch.get("records") or [], batch.get("high_watermark"))
+                        read = Read(completion, "poll", key, batch.get("records") or [], batch.get("high_watermark"),
+                                    batch.get("offset"))
                         part = partitions.get(key)
                         if part is None:
                             part = index.partition(key)
@@ -262,6 +276,9 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
         if f in _SENDS:
             value = invocation.value
             offset = completion.value.get("offset") if completion is not None and outcome == "ok" else None
+            if outcome == "ok" and type(offset) is not int:
+                index.malformed.append((invocation.index, f"acknowledged send has offset {offset!r}, not an integer"))
+                return
             send = Send(value["value"], invocation.process, outcome, offset, invocation.index,
                         None if completion is None else completion.index)
             index.partition(_partition_of(value)).sends.append(send)
@@ -273,7 +290,8 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
             consumer = index.consumer_ops.setdefault(invocation.process, [])
             for batch in completion.value:
                 key = _partition_of(batch)
-                read = Read(completion.index, f, key, batch.get("records") or [], batch.get("high_watermark"))
+                read = Read(completion.index, f, key, batch.get("records") or [], batch.get("high_watermark"),
+                            batch.get("offset"))
                 index.partition(key).reads.append(read)
                 consumer.append(("read", read))
                 if f == "drain":
@@ -286,8 +304,11 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
             offset = invocation.value["offset"]
             records = [] if value.get("value") is None else [(offset, value["value"])]
             index.partition(key).reads.append(Read(completion.index, f, key, records, None))
-        elif f == "assign" and outcome != "fail":
-            index.consumer_ops.setdefault(invocation.process, []).append(("assign", invocation.index))
+        elif f in _POSITIONS:
+            if outcome != "fail":
+                index.consumer_ops.setdefault(invocation.process, []).append(("assign", invocation.index))
+        else:
+            index.malformed.append((invocation.index, f"op {f!r} is no op of a queue or log workload"))
     except (KeyError, TypeError, AttributeError, IndexError) as e:
         index.malformed.append((invocation.index, f"{f} op has an unexpected shape ({type(e).__name__}: {e})"))
 

@@ -1,0 +1,163 @@
+"""Replica logs rebuilt from node events: what each replica held, and which broker it is.
+
+The white-box invariants compare what one replica held with what another did. Neither log is
+in the run directory; each is rebuilt from its broker's own events, in its own order:
+``appended`` puts records at an offset (at the end, nearly always; over older records when
+a replica re-fetches after a truncation), ``truncated`` cuts the log back. A record written
+over or cut away is remembered, because "did this replica ever hold this value here" is what
+StrongIsr asks of a member whose log has changed since.
+
+Offsets come from the events, and a hostile or damaged file may name any offset: a log is
+kept from its first offset (a log that starts at 3·10⁸ costs nothing below it), and an
+append that would leave a gap of more than :data:`MAX_GAP` offsets is refused
+(:class:`ImplausibleOffset`) rather than padded; the checker then says it could not judge.
+
+ISRs and leaders name brokers by id, event files by node name. A broker says its id in its
+``started`` event; files written before it did are matched by inference (the id a node gave
+when it became controller, or the one id in every ISR it held as leader and never the
+leader it followed, or, where several remain, the number ending the node's name).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from floodmark.node_events import (
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    ControllerElected,
+    NodeEvent,
+    PartitionKey,
+    Started,
+)
+
+MAX_GAP = 10_000_000  # offsets an append may skip past the log's end
+
+
+class ImplausibleOffset(ValueError):
+    """An event puts a record so far past its log's end that no log of a run gets there."""
+
+
+class Appends:
+    """One replica's record of one partition: the log as it stands, from ``base`` (the offset
+    of ``log[0]``; ``None`` marks a gap no event filled), and every value it ever held at an
+    offset since written over or cut away."""
+
+    __slots__ = ("base", "log", "earlier")
+
+    def __init__(self) -> None:
+        self.base = 0
+        self.log: list[str | None] = []
+        self.earlier: dict[int, set[str]] = {}
+
+    @property
+    def end(self) -> int:
+        """The log end offset."""
+        return self.base + len(self.log)
+
+    def value_at(self, offset: int) -> str | None:
+        i = offset - self.base
+        return self.log[i] if 0 <= i < len(self.log) else None
+
+    def append(self, offset: int, values: tuple[str, ...]) -> bool:
+        """Record an append; True if it wrote over records (not at the end)."""
+        log = self.log
+        if not log:
+            self.base = offset  # an empty log starts wherever its first record is
+        end = self.base + len(log)
+        if offset == end:
+            log.extend(values)
+            return False
+        if offset > end:
+            if offset - end > MAX_GAP:
+                raise ImplausibleOffset(f"an append at offset {offset} leaves a gap of {offset - end} offsets")
+            log.extend([None] * (offset - end))
+            log.extend(values)
+            return False
+        if offset < self.base:
+            if self.base - offset > MAX_GAP:
+                raise ImplausibleOffset(f"an append at offset {offset}, {self.base - offset} below the log's start")
+            log[:0] = [None] * (self.base - offset)
+            self.base = offset
+        base = self.base
+        for i, value in enumerate(values, offset - base):
+            if i < len(log):
+                self._keep(base + i)
+                log[i] = value
+            else:
+                log.append(value)
+        return True
+
+    def truncate(self, offset: int) -> None:
+        cut = max(0, offset - self.base)
+        for i in range(cut, len(self.log)):
+            self._keep(self.base + i)
+        del self.log[cut:]
+
+    def _keep(self, offset: int) -> None:
+        old = self.log[offset - self.base]
+        if old is not None:
+            self.earlier.setdefault(offset, set()).add(old)
+
+    def ever_held(self, offset: int, value: str) -> bool:
+        return self.value_at(offset) == value or value in self.earlier.get(offset, ())
+
+    def values(self, start: int, stop: int) -> list[str | None]:
+        """The log's values at offsets [start, stop), None where it holds nothing."""
+        base, log = self.base, self.log
+        if start >= base and stop <= base + len(log):
+            return log[start - base:stop - base]
+        return [self.value_at(o) for o in range(start, stop)]
+
+
+Held = dict[PartitionKey, Appends]  # partition -> what the node ever held there
+
+
+def record_of(records: Held, key: PartitionKey) -> Appends:
+    """The record of partition ``key``, begun on its first event."""
+    found = records.get(key)
+    if found is None:
+        found = records[key] = Appends()
+    return found
+
+
+@dataclass
+class FirstPass:
+    """What one node ever appended, and its broker id (None: it cannot be told)."""
+
+    held: Held
+    broker: int | None
+
+
+def first_pass(node: str, events: list[NodeEvent]) -> FirstPass:
+    """Every value the node ever appended at each offset, and its broker id (see the module
+    docstring for how the id is found)."""
+    held: Held = {}
+    common: set[int] | None = None
+    followed: set[int] = set()
+    controller: int | None = None
+    stated: int | None = None
+    for event in events:
+        body = event.body
+        if type(body) is Appended:
+            record_of(held, (body.topic, body.partition)).append(body.offset, body.values)
+        elif type(body) is BecameLeader:
+            common = set(body.isr) if common is None else common & set(body.isr)
+        elif type(body) is BecameFollower:
+            followed.add(body.leader)
+        elif type(body) is ControllerElected:
+            controller = body.broker
+        elif type(body) is Started and body.broker is not None:
+            stated = body.broker
+    if stated is not None:
+        return FirstPass(held, stated)
+    if controller is not None and controller not in followed and (common is None or controller in common):
+        return FirstPass(held, controller)
+    if common is None:
+        return FirstPass(held, None)
+    common -= followed
+    if len(common) == 1:
+        return FirstPass(held, next(iter(common)))
+    digits = node[len(node.rstrip("0123456789")):]
+    return FirstPass(held, int(digits) if digits and int(digits) in common else None)
