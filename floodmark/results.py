@@ -7,6 +7,8 @@
                that could not decide makes an otherwise clean run unknown)
     checkers   {name: {"valid": ..., "anomalies": [...], "stats": {...}}}
     seed, config, variant   copied from the run so the file stands alone
+    notes      (when there are any) one line each about what the verdict rests on that it
+               does not say itself: a torn last line of the history left unread, ...
 
 An anomaly names its ``type``, the ``topic``/``partition`` and ``offsets`` involved, the
 history ``ops`` (indices) that witness it, optional node ``events`` ([node, seq] pairs), and a

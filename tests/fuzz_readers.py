@@ -186,7 +186,11 @@ def _through_file(data: bytes, name: str, read: Callable[[str], Any]) -> None:
 
 
 def _history(path: str) -> None:
-    load_history(path)
+    loaded = load_history(path)
+    if loaded.format == "jsonl":  # every op line is read, but a torn last line said to be left out
+        lines = sum(1 for line in Path(path).read_bytes().splitlines() if line.strip())
+        torn = getattr(loaded.ops, "torn_tail", None)
+        assert len(loaded.ops) + (torn is not None) == lines, f"{lines} lines, {len(loaded.ops)} ops, torn: {torn}"
 
 
 def _report_history(path: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import subprocess
 import sys
@@ -145,3 +146,37 @@ def test_serve_answers_400_to_a_symlink_loop_and_an_over_long_path(tmp_path: Pat
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+REGISTER_OPS = ['{"index":0,"time":0,"type":"invoke","process":0,"f":"write","value":1}',
+                '{"index":1,"time":1,"type":"ok","process":0,"f":"write","value":1}',
+                '{"index":2,"time":2,"type":"invoke","process":1,"f":"read","value":null}']
+
+
+def test_a_complete_last_op_with_a_bad_field_is_refused_even_without_its_newline(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"  # the audit's case 11b: the bad read was dropped and VALID said
+    path.write_text("\n".join([*REGISTER_OPS, '{"index":3,"time":3,"type":"ok","process":1,"f":"read","value":2,"node":5}']))
+    done = floodmark("check", str(path))
+    assert done.returncode == EXIT_BAD_ARGUMENTS
+    assert done.stderr == f"floodmark check: error: {path}:4: node must be a string, got 5\n"
+
+
+def test_a_torn_last_line_is_left_unread_and_said_so(tmp_path: Path) -> None:
+    from checkers_fixtures import make_run_dir
+
+    path = tmp_path / "h.jsonl"
+    path.write_text("\n".join([*REGISTER_OPS, '{"index":3,"time":3,"type":"ok","process":1,"f":"re']))
+    done = floodmark("check", str(path))
+    assert done.returncode == EXIT_VALID and done.stdout.startswith("VALID")
+    assert done.stderr == (f"floodmark check: warning: {path}:4: not read: the last line is cut short, as a writer "
+                           "killed mid-line leaves it (not valid JSON (Unterminated string starting at column 49))\n")
+    run = make_run_dir(tmp_path)
+    with open(run / "history.jsonl", "a") as f:
+        f.write('{"index": 99999, "ti')
+    lines = len((run / "history.jsonl").read_text().splitlines())
+    done = floodmark("check", str(run))
+    assert done.returncode == EXIT_VALID and done.stderr.count("\n") == 1
+    assert f"history.jsonl:{lines}: not read: the last line is cut short" in done.stderr
+    results = json.loads((run / "results.json").read_text())
+    assert results["notes"] == [done.stderr.removeprefix("floodmark check: warning: ").rstrip("\n")]
+    assert results["checkers"]["stats"]["stats"]["torn_tail"]["line"] == lines

@@ -106,6 +106,7 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
         check_run,
         default_checker_names,
         judge_history,
+        note_unread,
         results_of,
     )
     from floodmark.formats.detect import load_history
@@ -125,7 +126,7 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
             options["initial"] = _initial(args.initial)
         if args.every_key:
             options["every_object"] = True
-        return check_run(path, checkers=checkers, time_limit=args.time_limit, **options)
+        return check_run(path, checkers=checkers, time_limit=args.time_limit, note=_note, **options)
     loaded = load_history(name)
     if args.to_edn:
         write_edn_history(_edn_target(args.to_edn, Path("stdin" if name == STDIN else name), many), loaded.ops)
@@ -141,7 +142,15 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
     linearizable = judged.get("linearizable")
     if linearizable is not None and isinstance(linearizable.cause, ModelMismatch):
         raise ModelMismatch(f"model {model}: {linearizable.cause}")
-    return results_of(judged, None)
+    results = results_of(judged, None)
+    note_unread(results, loaded.ops, _note)
+    return results
+
+
+def _note(text: str) -> None:
+    """What a verdict rests on that its line does not say (a torn last line left unread)."""
+    print(f"floodmark check: warning: {text}", file=sys.stderr)
+    sys.stderr.flush()
 
 
 def _summary(results: dict[str, Any]) -> str:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import gc
 import os
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from floodmark.checkers.api import Checker, CheckInput
-from floodmark.history import Op
+from floodmark.history import Op, OpsRead
 from floodmark.results import CheckerResult, build_results, merge_validity, write_results
 
 if TYPE_CHECKING:
@@ -152,12 +152,31 @@ def check_history(
     return results_of(judged, config)
 
 
+# Told one line about what the judgement rests on that a reader would otherwise not know (a
+# torn last line left unread, ...); ``floodmark check`` prints it on stderr.
+Note = Callable[[str], None]
+
+
+def note_unread(results: dict[str, Any], ops: Sequence[Op], note: Note | None = None) -> None:
+    """Record in ``results`` (its ``notes``) what the history's reader left out, and tell ``note``."""
+    torn = ops.torn_tail if isinstance(ops, OpsRead) else None
+    if torn is not None:
+        add_note(results, str(torn), note)
+
+
+def add_note(results: dict[str, Any], text: str, note: Note | None = None) -> None:
+    results.setdefault("notes", []).append(text)
+    if note is not None:
+        note(text)
+
+
 def check_run(
     run_dir: Path | str | os.PathLike[str],
     *,
     checkers: Sequence[str | Checker] | None = None,
     time_limit: float | None = None,
     ops: list[Op] | None = None,
+    note: Note | None = None,
     **linearizable_options: Any,
 ) -> dict[str, Any]:
     """Judge a run directory and write (or update) its ``results.json``.
@@ -169,6 +188,8 @@ def check_run(
     The run's ``test.yaml`` is its configuration; a malformed one raises
     :class:`~floodmark.run_config.ConfigError` naming the file and the key. With an explicit subset of ``checkers``, the verdicts of other checkers already in
     ``results.json`` are kept and the overall verdict is merged over all of them.
+    ``note`` is told, one line each, what else the judgement rests on (a torn last line of
+    the history left unread); ``results.json`` keeps the same lines as ``notes``.
     """
     from floodmark.history import read_history
     from floodmark.node_events import read_events_dir
@@ -183,6 +204,7 @@ def check_run(
     if time_limit is None and config is not None:
         time_limit = config.check_time_limit
     results = check_history(ops, events, config, checkers=checkers, time_limit=time_limit, **linearizable_options)
+    note_unread(results, ops, note)
     if checkers is not None and run.results.is_file():
         try:
             from floodmark.results import read_results
