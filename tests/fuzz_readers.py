@@ -142,6 +142,17 @@ def results_file(draw: Any) -> bytes:
     return json.dumps(results).encode()
 
 
+@st.composite
+def previous_results_file(draw: Any) -> bytes:
+    """A results file whose judgements may have any shape (a list, null, a string ...)."""
+    judgement = st.fixed_dictionaries({}, optional={
+        "valid": st.sampled_from((True, False, "unknown", 1, "yes", None)),
+        "anomalies": st.lists(_values, max_size=2) | _values, "anomaly_counts": st.dictionaries(st.text(max_size=4), _values, max_size=2) | _values,
+        "stats": st.dictionaries(st.text(max_size=4), _values, max_size=2) | _values}) | _values
+    checkers = st.dictionaries(st.sampled_from(("hw", "queue", "stats")), judgement, max_size=3) | _values
+    return json.dumps({"valid": draw(st.sampled_from((True, False, "unknown"))), "checkers": draw(checkers)}).encode()
+
+
 _config_values = st.one_of(_scalars, st.floats(allow_nan=True, allow_infinity=True), st.lists(_scalars, max_size=2))
 
 
@@ -204,6 +215,17 @@ def _events(path: str) -> None:
     list(iter_events(path))
 
 
+def _previous_results(path: str) -> None:
+    from floodmark.checkers.commands import _summary
+    from floodmark.results import merge_validity, previous_verdicts
+
+    kept, problem = previous_verdicts(path)
+    if problem is not None:
+        assert not kept and "\n" not in problem and path in problem, problem
+    _summary({"checkers": kept})  # what check --checker prints of the judgements it keeps
+    merge_validity(c.get("valid", "unknown") for c in kept.values())
+
+
 def _config(path: str) -> None:
     read_test_config(path)
     make_config(read_yaml_mapping(path), path)
@@ -221,6 +243,7 @@ TARGETS: dict[str, tuple[st.SearchStrategy[bytes], Callable[[bytes], None], tupl
     "report-history": (jsonl_history(), lambda d: _through_file(d, "history.jsonl", _report_history), (SourceError,)),
     "node-events": (node_events(), lambda d: _through_file(d, "n1.jsonl", _events), (SourceError,)),
     "results-json": (results_file(), lambda d: _through_file(d, "results.json", read_results), (ValueError,)),
+    "previous-results": (previous_results_file(), lambda d: _through_file(d, "results.json", _previous_results), ()),
     "test-yaml": (test_yaml(), lambda d: _through_file(d, "test.yaml", _config), (SourceError,)),
     "schedule-json": (schedule_file(), lambda d: _through_file(d, "schedule.json", load_schedule), (ScheduleError,)),
     "wire-frame": (wire_frame(), _frame, (wire.WireError,)),

@@ -116,3 +116,31 @@ def test_a_malformed_test_yaml_is_an_error_naming_the_file_and_key(tmp_path: Pat
         check_run(path)
     assert str(raised.value).startswith(f"{path / 'test.yaml'}: acks: must be one of all, 1, 0")
     assert not (path / "results.json").exists()
+
+
+@pytest.mark.parametrize("previous", [
+    '{"valid": true, "checkers": [1]}', '{"valid": true, "checkers": null}', '{"valid": true, "checkers": {"hw": 3}}',
+    '{"valid": true, "checkers": {"hw": {"valid": false, "stats": []}}}',
+    '{"valid": true, "checkers": {"hw": {"valid": false, "anomaly_counts": "lost-write"}}}',
+    '{"valid": true, "checkers": {"hw": {"valid": "no"}}}', '{"valid": true, "checkers": {"hw": {"anomalies": [1]}}}',
+    "", "{bad", '{"valid": NaN}', "[" * 100_000,
+])
+def test_an_ill_shaped_old_results_file_is_replaced_and_said_to_be(tmp_path: Path, previous: str) -> None:
+    path = make_run_dir(tmp_path)
+    (path / "results.json").write_text(previous)
+    notes: list[str] = []
+    results = check_run(path, checkers=["stats"], note=notes.append)
+    assert set(results["checkers"]) == {"stats"} and results["valid"] is True
+    assert len(notes) == 1 and notes[0].startswith(f"{path / 'results.json'}: ") and "replaced" in notes[0]
+    assert "\n" not in notes[0] and json.loads((path / "results.json").read_text())["notes"] == notes
+    assert check_run(path, checkers=["hw"], note=notes.append)["checkers"].keys() == {"stats", "hw"}
+    assert len(notes) == 1  # the file it wrote is kept from then on, without a word
+
+
+def test_a_results_file_that_cannot_be_written_is_named(tmp_path: Path) -> None:
+    from floodmark.errors import UsageError
+
+    path = make_run_dir(tmp_path)
+    (path / "results.json").mkdir()
+    with pytest.raises(UsageError, match=f"^{path / 'results.json'}: is a directory, not a file"):
+        check_run(path, checkers=["stats"])

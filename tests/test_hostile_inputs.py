@@ -180,3 +180,20 @@ def test_a_torn_last_line_is_left_unread_and_said_so(tmp_path: Path) -> None:
     results = json.loads((run / "results.json").read_text())
     assert results["notes"] == [done.stderr.removeprefix("floodmark check: warning: ").rstrip("\n")]
     assert results["checkers"]["stats"]["stats"]["torn_tail"]["line"] == lines
+
+
+def test_check_of_some_checkers_over_an_ill_shaped_results_file_replaces_it(tmp_path: Path) -> None:
+    from checkers_fixtures import make_run_dir
+
+    run = make_run_dir(tmp_path)  # the audit's case 12: a TypeError traceback, exit 1
+    (run / "results.json").write_text('{"valid": true, "checkers": [1]}')
+    done = floodmark("check", "--checker", "stats", str(run))
+    assert done.returncode == EXIT_VALID and done.stdout.startswith(f"VALID    {run}  stats valid")
+    assert done.stderr == (f"floodmark check: warning: {run / 'results.json'}: not a results file ('checkers' is a "
+                           "list, not an object): replaced; the verdicts it held, if any, are not kept\n")
+    (run / "results.json").unlink()
+    (run / "results.json").mkdir()
+    done = floodmark("check", str(run))
+    assert done.returncode == EXIT_BAD_ARGUMENTS
+    assert done.stderr == (f"floodmark check: error: {run / 'results.json'}: is a directory, not a file: "
+                           "the results cannot be written\n")

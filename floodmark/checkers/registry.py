@@ -18,8 +18,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from floodmark.checkers.api import Checker, CheckInput
+from floodmark.errors import UsageError
 from floodmark.history import Op, OpsRead
-from floodmark.results import CheckerResult, build_results, merge_validity, write_results
+from floodmark.results import (
+    CheckerResult,
+    build_results,
+    merge_validity,
+    previous_verdicts,
+    write_results,
+)
 
 if TYPE_CHECKING:
     from floodmark.node_events import NodeEvent
@@ -188,8 +195,11 @@ def check_run(
     The run's ``test.yaml`` is its configuration; a malformed one raises
     :class:`~floodmark.run_config.ConfigError` naming the file and the key. With an explicit subset of ``checkers``, the verdicts of other checkers already in
     ``results.json`` are kept and the overall verdict is merged over all of them.
-    ``note`` is told, one line each, what else the judgement rests on (a torn last line of
-    the history left unread); ``results.json`` keeps the same lines as ``notes``.
+    An old ``results.json`` that cannot be read, or is not shaped as this version writes
+    it, keeps nothing: it is replaced, and a note says so. ``note`` is told, one line each,
+    what else the judgement rests on (a torn last line of the history left unread, an old
+    results file replaced); ``results.json`` keeps the same lines as ``notes``. A results
+    file that cannot be written is a UsageError naming it.
     """
     from floodmark.history import read_history
     from floodmark.node_events import read_events_dir
@@ -197,6 +207,8 @@ def check_run(
     from floodmark.rundir import RunDir
 
     run = RunDir(Path(run_dir))
+    if run.results.is_dir():  # where the verdict would go: refused before the checkers run for nothing
+        raise UsageError(f"{run.results}: is a directory, not a file: the results cannot be written")
     config = read_test_config(run.config)
     if ops is None:
         ops = read_history(run.history, check_pairs=True)
@@ -205,15 +217,17 @@ def check_run(
         time_limit = config.check_time_limit
     results = check_history(ops, events, config, checkers=checkers, time_limit=time_limit, **linearizable_options)
     note_unread(results, ops, note)
-    if checkers is not None and run.results.is_file():
-        try:
-            from floodmark.results import read_results
+    if checkers is not None:
+        kept, problem = previous_verdicts(run.results)
+        if problem is not None:  # an unreadable old results file is replaced, and said to be
+            add_note(results, f"{problem}: replaced; the verdicts it held, if any, are not kept", note)
+        merged = {**kept, **results["checkers"]}
+        results["checkers"] = merged
+        results["valid"] = merge_validity(c.get("valid", "unknown") for c in merged.values())
+    try:
+        write_results(run.results, results)
+    except OSError as e:
+        from floodmark.sources import describe_os_error, file_problem
 
-            previous = read_results(run.results)
-            merged = {**previous.get("checkers", {}), **results["checkers"]}
-            results["checkers"] = merged
-            results["valid"] = merge_validity(c.get("valid", "unknown") for c in merged.values())
-        except (ValueError, OSError):
-            pass  # an unreadable old results file is simply replaced
-    write_results(run.results, results)
+        raise UsageError(f"{run.results}: cannot write: {file_problem(run.results) or describe_os_error(e)}") from None
     return results
