@@ -79,7 +79,7 @@ def read_source(path: str | os.PathLike[str], *, limit: int | None = None, text:
             raise SourceError(source, 0, "is a directory, not a file")
         fd = os.open(source, os.O_RDONLY | (os.O_NONBLOCK if fifo else 0))
     except OSError as e:
-        raise SourceError(source, 0, f"cannot read: {describe_os_error(e)}") from None
+        raise SourceError(source, 0, f"cannot read: {file_problem(source) or describe_os_error(e)}") from None
     try:
         return _read_fd(fd, source, limit, text, fifo=fifo, writer_wait=writer_wait)
     finally:

@@ -144,3 +144,47 @@ def test_a_results_file_that_cannot_be_written_is_named(tmp_path: Path) -> None:
     (path / "results.json").mkdir()
     with pytest.raises(UsageError, match=f"^{path / 'results.json'}: is a directory, not a file"):
         check_run(path, checkers=["stats"])
+
+
+def test_a_run_without_test_yaml_is_judged_by_what_its_ops_are_and_says_so(tmp_path: Path) -> None:
+    path = make_run_dir(tmp_path, "hw-decrease")
+    (path / "test.yaml").unlink()
+    notes: list[str] = []
+    results = check_run(path, note=notes.append)
+    assert set(results["checkers"]) == {"durability", "queue", "hw", "leader", "invariants", "stats"}
+    assert results["valid"] is False and results["checkers"]["hw"]["valid"] is False
+    assert notes == [f"{path / 'test.yaml'}: no such file: the run states no configuration; judged as a queue "
+                     "history, as its ops suggest, with no settings assumed"]
+
+
+@pytest.mark.parametrize("damage", ["dangling", "loop", "directory"])
+def test_a_test_yaml_that_is_there_but_unreadable_is_refused_naming_it(tmp_path: Path, damage: str) -> None:
+    path = make_run_dir(tmp_path)
+    config = path / "test.yaml"
+    config.unlink()
+    if damage == "dangling":
+        config.symlink_to("nowhere.yaml")
+    elif damage == "loop":
+        config.symlink_to("test.yaml")
+    else:
+        config.mkdir()
+    problem = {"dangling": "cannot read: a symbolic link to nothing", "directory": "is a directory, not a file",
+               "loop": "cannot read: too many levels of symbolic links"}[damage]
+    with pytest.raises(ConfigError) as refused:
+        check_run(path)
+    assert str(refused.value) == f"{config}: {problem}"
+
+
+@pytest.mark.parametrize(("key", "value", "problem"), [
+    ("variant", "bogus", "variant: unknown variant 'bogus'; choose one of: default, truncate-to-hw"),
+    ("nemesis", ["kill", "bogus"], "nemesis: unknown fault kind 'bogus'; choose from partition, clock"),
+])
+def test_a_test_yaml_naming_what_no_test_may_is_refused_as_repro_refuses_it(tmp_path: Path, key: str, value: object,
+                                                                            problem: str) -> None:
+    path = make_run_dir(tmp_path)
+    config = yaml.safe_load((path / "test.yaml").read_text())
+    config[key] = value
+    (path / "test.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(ConfigError) as refused:
+        check_run(path)
+    assert str(refused.value).startswith(f"{path / 'test.yaml'}: {problem}")

@@ -197,3 +197,19 @@ def test_check_of_some_checkers_over_an_ill_shaped_results_file_replaces_it(tmp_
     assert done.returncode == EXIT_BAD_ARGUMENTS
     assert done.stderr == (f"floodmark check: error: {run / 'results.json'}: is a directory, not a file: "
                            "the results cannot be written\n")
+
+
+def test_a_run_directory_whose_test_yaml_is_a_symlink_loop_is_refused_naming_it(tmp_path: Path) -> None:
+    from checkers_fixtures import make_run_dir
+
+    run = make_run_dir(tmp_path, "hw-decrease")  # the audit's case 16: judged as a register history, UNKNOWN
+    (run / "test.yaml").unlink()
+    (run / "test.yaml").symlink_to("test.yaml")
+    done = floodmark("check", str(run))
+    assert done.returncode == EXIT_BAD_ARGUMENTS
+    assert done.stderr == f"floodmark check: error: {run / 'test.yaml'}: cannot read: too many levels of symbolic links\n"
+    (run / "test.yaml").unlink()
+    done = floodmark("check", str(run))
+    assert done.returncode == EXIT_INVALID and done.stdout.startswith("INVALID") and "hw invalid" in done.stdout
+    assert done.stderr.startswith(f"floodmark check: warning: {run / 'test.yaml'}: no such file") and \
+        done.stderr.count("\n") == 1

@@ -105,6 +105,7 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
     from floodmark.checkers.registry import (
         check_run,
         default_checker_names,
+        infer_workload,
         judge_history,
         note_unread,
         results_of,
@@ -130,11 +131,8 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
     loaded = load_history(name)
     if args.to_edn:
         write_edn_history(_edn_target(args.to_edn, Path("stdin" if name == STDIN else name), many), loaded.ops)
-    fs = {op.f for op in loaded.ops}
-    workload = "queue" if fs & {"send", "poll", "drain"} else None
     model = args.model or infer_model(loaded.ops)
-    if workload is None and model == "log":
-        workload = "log-lin"
+    workload = infer_workload(loaded.ops, model)
     names = checkers or list(default_checker_names(workload))
     # A history file states no configuration: the checkers are told none, not a made-up one.
     judged = judge_history(loaded.ops, {}, None, checkers=names, time_limit=args.time_limit,

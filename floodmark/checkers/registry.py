@@ -80,6 +80,15 @@ def default_checker_names(workload: str | None) -> tuple[str, ...]:
     return _DEFAULTS.get(workload or "", ("linearizable", "stats"))
 
 
+def infer_workload(ops: Sequence[Op], model: str) -> str | None:
+    """The workload a history's ops are of, when nothing states it: ``queue`` for sends,
+    polls or drains, ``log-lin`` for a history of the ``log`` model, else None (judged for
+    linearizability alone, as a foreign register history is)."""
+    if any(op.f in ("send", "poll", "drain") for op in ops):
+        return "queue"
+    return "log-lin" if model == "log" else None
+
+
 def default_checkers(workload: str) -> list[Checker]:
     """The checkers that judge a workload's runs: the queue workload gets durability, queue,
     hw, leader, invariants and stats; ``log-lin`` gets linearizable (log model), hw, leader and stats;
@@ -192,8 +201,10 @@ def check_run(
     ``check_pairs``, when the caller has read it already (the runner shares it with the fault
     coverage: reading a history back costs more than most checkers).
 
-    The run's ``test.yaml`` is its configuration; a malformed one raises
-    :class:`~floodmark.run_config.ConfigError` naming the file and the key. With an explicit subset of ``checkers``, the verdicts of other checkers already in
+    The run's ``test.yaml`` is its configuration; a malformed or unreadable one, or one
+    naming a variant or fault kind no test may, raises
+    :class:`~floodmark.run_config.ConfigError` naming the file and the key. A run without
+    one is judged as a history file is, by the workload its ops suggest, and a note says so. With an explicit subset of ``checkers``, the verdicts of other checkers already in
     ``results.json`` are kept and the overall verdict is merged over all of them.
     An old ``results.json`` that cannot be read, or is not shaped as this version writes
     it, keeps nothing: it is replaced, and a note says so. ``note`` is told, one line each,
@@ -203,19 +214,31 @@ def check_run(
     """
     from floodmark.history import read_history
     from floodmark.node_events import read_events_dir
-    from floodmark.run_config import read_test_config
+    from floodmark.run_config import check_names, read_test_config
     from floodmark.rundir import RunDir
 
     run = RunDir(Path(run_dir))
     if run.results.is_dir():  # where the verdict would go: refused before the checkers run for nothing
         raise UsageError(f"{run.results}: is a directory, not a file: the results cannot be written")
     config = read_test_config(run.config)
+    if config is not None:
+        check_names(config, str(run.config))
     if ops is None:
         ops = read_history(run.history, check_pairs=True)
     events = read_events_dir(run.events)
     if time_limit is None and config is not None:
         time_limit = config.check_time_limit
+    inferred = None
+    if config is None and checkers is None:  # judged as a history file is: by what its ops are
+        from floodmark.checkers.linearizable import infer_model
+
+        inferred = infer_workload(ops, linearizable_options.get("model") or infer_model(ops))
+        checkers = list(default_checker_names(inferred))
     results = check_history(ops, events, config, checkers=checkers, time_limit=time_limit, **linearizable_options)
+    if config is None:
+        judged = f"judged as a {inferred} history" if inferred else "judged for linearizability alone"
+        add_note(results, f"{run.config}: no such file: the run states no configuration; "
+                          f"{judged}, as its ops suggest, with no settings assumed", note)
     note_unread(results, ops, note)
     if checkers is not None:
         kept, problem = previous_verdicts(run.results)
