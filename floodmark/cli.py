@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import NoReturn, TextIO, cast
 
-from floodmark.errors import EXIT_BAD_ARGUMENTS, SourceError, UsageError
+from floodmark.errors import EXIT_BAD_ARGUMENTS, SourceError, UsageError, printable
 
 
 def _run_commands() -> ModuleType:
@@ -150,7 +150,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return int(args.func(args))
     except (UsageError, SourceError) as e:
-        print(f"floodmark {args.command}: error: {e}", file=sys.stderr)
+        print(f"floodmark {args.command}: error: {printable(str(e))}", file=sys.stderr)
         return EXIT_BAD_ARGUMENTS
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -213,3 +213,33 @@ def test_a_run_directory_whose_test_yaml_is_a_symlink_loop_is_refused_naming_it(
     assert done.returncode == EXIT_INVALID and done.stdout.startswith("INVALID") and "hw invalid" in done.stdout
     assert done.stderr.startswith(f"floodmark check: warning: {run / 'test.yaml'}: no such file") and \
         done.stderr.count("\n") == 1
+
+
+def test_an_unwritable_to_edn_target_is_named_not_the_history(tmp_path: Path) -> None:
+    history = tmp_path / "h.edn"
+    history.write_bytes(VALID_EDN)
+    for target, problem in ((tmp_path / "missing" / "out.edn", "no such file or directory"),
+                            (tmp_path, "is a directory, not a file")):
+        done = floodmark("check", "--to-edn", str(target), str(history))
+        assert done.returncode == EXIT_BAD_ARGUMENTS
+        assert done.stderr == f"floodmark check: error: --to-edn {target}: cannot write: {problem}\n"
+
+
+def test_a_name_with_a_newline_stays_on_its_line(tmp_path: Path) -> None:
+    history = tmp_path / "new\nline.edn"
+    history.write_bytes(VALID_EDN)
+    missing = tmp_path / "miss\ning.edn"
+    done = floodmark("check", str(history), str(missing))
+    escaped = str(tmp_path)
+    assert done.stdout.splitlines()[0] == f"VALID    {escaped}/new\\nline.edn  linearizable valid; stats valid"
+    assert done.stderr == f"floodmark check: error: {escaped}/miss\\ning.edn: cannot read: no such file or directory\n"
+
+
+def test_the_verdict_line_names_the_first_op_a_checker_could_not_read(tmp_path: Path) -> None:
+    history = tmp_path / "q.jsonl"
+    history.write_text('{"index":0,"time":0,"type":"invoke","process":0,"f":"send","value":[1,2]}\n'
+                       '{"index":1,"time":1,"type":"ok","process":0,"f":"send","value":[1,2]}\n')
+    done = floodmark("check", "--checker", "durability", str(history))
+    assert done.returncode == 2
+    assert done.stdout.splitlines()[0] == (f"UNKNOWN  {history}  durability unknown [malformed op 0: send op has an "
+                                           "unexpected shape (TypeError: list indices must be integers or slices, not str)]")

@@ -20,7 +20,7 @@ from typing import Any
 
 from floodmark.checkers.models import MODEL_NAMES
 from floodmark.checkers.registry import CHECKER_NAMES
-from floodmark.errors import EXIT_BAD_ARGUMENTS, SourceError, UsageError, exit_code
+from floodmark.errors import EXIT_BAD_ARGUMENTS, SourceError, UsageError, exit_code, printable
 from floodmark.sources import STDIN
 
 # Everything else ``check`` needs is imported when a path is checked: ``floodmark check``
@@ -100,6 +100,20 @@ def _edn_target(out: str, path: Path, many: bool) -> Path:
     return directory / f"{path.name if path.is_dir() else path.stem}.edn"
 
 
+def _to_edn(out: str, path: Path, many: bool, ops: list[Any]) -> None:
+    """Write ``ops`` as Jepsen EDN where --to-edn says; a target that cannot be written is
+    named (it is the output that is wrong, not the history)."""
+    from floodmark.formats.jepsen_edn import write_edn_history
+    from floodmark.sources import describe_os_error
+
+    target = Path(out)
+    try:
+        target = _edn_target(out, path, many)
+        write_edn_history(target, ops)
+    except OSError as e:
+        raise UsageError(f"--to-edn {target}: cannot write: {describe_os_error(e)}") from None
+
+
 def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None, many: bool) -> dict[str, Any]:
     from floodmark.checkers.linearizable import ModelMismatch, infer_model
     from floodmark.checkers.registry import (
@@ -111,7 +125,6 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
         results_of,
     )
     from floodmark.formats.detect import load_history
-    from floodmark.formats.jepsen_edn import write_edn_history
 
     name = str(path)
     if name != STDIN and path.is_dir():
@@ -121,7 +134,7 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
         if not is_run_dir(path):
             raise UsageError(f"{path}: not a run directory (no history.jsonl) and not a history file")
         if args.to_edn:
-            write_edn_history(_edn_target(args.to_edn, path, many), read_history(RunDir(path).history))
+            _to_edn(args.to_edn, path, many, read_history(RunDir(path).history))
         options: dict[str, Any] = {"model": args.model} if args.model else {}
         if args.initial is not None:
             options["initial"] = _initial(args.initial)
@@ -130,7 +143,7 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
         return check_run(path, checkers=checkers, time_limit=args.time_limit, note=_note, **options)
     loaded = load_history(name)
     if args.to_edn:
-        write_edn_history(_edn_target(args.to_edn, Path("stdin" if name == STDIN else name), many), loaded.ops)
+        _to_edn(args.to_edn, Path("stdin" if name == STDIN else name), many, loaded.ops)
     model = args.model or infer_model(loaded.ops)
     workload = infer_workload(loaded.ops, model)
     names = checkers or list(default_checker_names(workload))
@@ -147,7 +160,7 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
 
 def _note(text: str) -> None:
     """What a verdict rests on that its line does not say (a torn last line left unread)."""
-    print(f"floodmark check: warning: {text}", file=sys.stderr)
+    print(f"floodmark check: warning: {printable(text)}", file=sys.stderr)
     sys.stderr.flush()
 
 
@@ -159,8 +172,17 @@ def _summary(results: dict[str, Any]) -> str:
         counts = result.get("anomaly_counts") or {}
         detail = ", ".join(f"{n} {t}" for t, n in counts.items())
         error = (result.get("stats") or {}).get("error")
-        parts.append(f"{name} {word.lower()}" + (f" ({detail})" if detail else "") + (f" [error: {error}]" if error else ""))
-    return "; ".join(parts)
+        parts.append(f"{name} {word.lower()}" + (f" ({detail})" if detail else "") + (f" [error: {error}]" if error else "")
+                     + _malformed((result.get("stats") or {}).get("malformed_ops")))
+    return printable("; ".join(parts))
+
+
+def _malformed(ops: Any) -> str:
+    """The first op a checker could not read, for the verdict line (results.json has them all)."""
+    if not isinstance(ops, list) or not ops or not isinstance(ops[0], dict):
+        return ""
+    more = f"; {len(ops) - 1} more in results" if len(ops) > 1 else ""
+    return f" [malformed op {ops[0].get('op')}: {ops[0].get('problem')}{more}]"
 
 
 def _unusable(path: Path, error: BaseException) -> str:
@@ -168,7 +190,8 @@ def _unusable(path: Path, error: BaseException) -> str:
     from floodmark.checkers.linearizable import ModelMismatch
 
     if isinstance(error, SourceError | UsageError):
-        return str(error)  # names the file (and line) itself
+        return printable(str(error))  # names the file (and line) itself
+    path = Path(printable(str(path)))
     if isinstance(error, ModelMismatch):
         return f"{path}: the history does not fit the model: {error}"
     if isinstance(error, OSError):
@@ -207,7 +230,7 @@ def run_check(args: argparse.Namespace) -> int:
         valid = results["valid"]
         verdicts.append(valid)
         word = _WORD.get(valid, "UNKNOWN") if isinstance(valid, bool) else "UNKNOWN"
-        print(f"{word:8} {path}  {_summary(results)}")
+        print(f"{word:8} {printable(str(path))}  {_summary(results)}")
         sys.stdout.flush()
     from floodmark.results import merge_validity
 
