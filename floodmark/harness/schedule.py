@@ -84,6 +84,15 @@ class Schedule:
     def to_dict(self) -> dict[str, Any]:
         return {"time_limit": self.time_limit, "faults": [f.to_dict() for f in self.faults]}
 
+    def check_starts_within(self, time_limit: float, source: str) -> None:
+        """A ScheduleError naming the first fault that starts at or after ``time_limit``
+        (the test's): the fault phase ends then, so it would never run."""
+        for fault in self.faults:
+            if fault.start >= time_limit:
+                raise ScheduleError(f"{source}: fault {fault.number} ({fault.kind} {fault.shape}) starts at "
+                                    f"{fault.start:g} s, at or after the test's time limit of {time_limit:g} s: "
+                                    "it would never run")
+
     @staticmethod
     def from_dict(data: Any, source: str = "<schedule>") -> Schedule:
         if not isinstance(data, dict) or not isinstance(data.get("faults"), list):
