@@ -31,6 +31,7 @@ from floodmark.harness.schedule import ScheduleError, load_schedule
 from floodmark.node_events import iter_events
 from floodmark.reference.protocol import wire
 from floodmark.results import read_results
+from floodmark.run.digest import DigestError
 from floodmark.run_config import read_test_config, read_yaml_mapping
 
 REGRESSIONS = Path(__file__).parent / "fuzz_regressions"
@@ -173,6 +174,13 @@ def schedule_file(draw: Any) -> bytes:
 
 
 @st.composite
+def digest_file(draw: Any) -> bytes:
+    sha = st.text("0123456789abcdef", min_size=64, max_size=64)
+    names = ["run", "history.jsonl", *draw(st.lists(st.sampled_from(("events/n1.jsonl", "events/n2.jsonl")), max_size=2))]
+    return json.dumps({name: draw(sha) for name in names}, indent=1).encode()
+
+
+@st.composite
 def wire_frame(draw: Any) -> bytes:
     from floodmark.reference.protocol import messages as m
 
@@ -231,6 +239,14 @@ def _config(path: str) -> None:
     make_config(read_yaml_mapping(path), path)
 
 
+def _digest(path: str) -> None:
+    from floodmark.run.digest import load
+    from floodmark.rundir import RunDir
+
+    digests = load(RunDir(Path(path).parent))
+    assert digests is not None and set(digests) >= {"run", "history.jsonl"}
+
+
 def _frame(data: bytes) -> None:
     wire.decode_payload(data)
 
@@ -246,6 +262,7 @@ TARGETS: dict[str, tuple[st.SearchStrategy[bytes], Callable[[bytes], None], tupl
     "previous-results": (previous_results_file(), lambda d: _through_file(d, "results.json", _previous_results), ()),
     "test-yaml": (test_yaml(), lambda d: _through_file(d, "test.yaml", _config), (SourceError,)),
     "schedule-json": (schedule_file(), lambda d: _through_file(d, "schedule.json", load_schedule), (ScheduleError,)),
+    "digest-json": (digest_file(), lambda d: _through_file(d, "digest.json", _digest), (DigestError,)),
     "wire-frame": (wire_frame(), _frame, (wire.WireError,)),
 }
 
