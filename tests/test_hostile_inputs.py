@@ -243,3 +243,29 @@ def test_the_verdict_line_names_the_first_op_a_checker_could_not_read(tmp_path: 
     assert done.returncode == 2
     assert done.stdout.splitlines()[0] == (f"UNKNOWN  {history}  durability unknown [malformed op 0: send op has an "
                                            "unexpected shape (TypeError: list indices must be integers or slices, not str)]")
+
+
+@pytest.mark.parametrize(("damage", "problem"), [
+    ("empty", "not a results file: not valid JSON (Expecting value at column 1)"),
+    ("garbage", "not a results file: not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
+    ("nan", "not a results file: nan is not a finite number"),
+    ("deep", "not a results file: nested more than 100 levels deep"),
+    ("directory", "is a directory, not a file"), ("fifo", "is a FIFO, not a file"),
+])
+def test_report_of_a_run_whose_results_cannot_be_read_says_so(tmp_path: Path, damage: str, problem: str) -> None:
+    from checkers_fixtures import make_run_dir
+
+    from floodmark.reports.run_index import summarize
+    from floodmark.rundir import RunDir
+
+    run = make_run_dir(tmp_path)
+    results = run / "results.json"
+    {"empty": lambda: results.write_text(""), "garbage": lambda: results.write_text("{bad"),
+     "nan": lambda: results.write_text('{"valid": NaN}'), "deep": lambda: results.write_text("[" * 100_000),
+     "directory": results.mkdir, "fifo": lambda: os.mkfifo(results)}[damage]()
+    done = floodmark("report", str(run))  # the audit's D4: "not checked", exit 0, not a word
+    assert done.returncode == EXIT_BAD_ARGUMENTS
+    assert done.stderr == f"floodmark report: warning: {results}: {problem}: the run is shown unchecked\n"
+    assert "the run is shown unchecked" in (run / "report.html").read_text()
+    # The results browser's index says the same, and never waits on a FIFO.
+    assert summarize(RunDir(run), tmp_path).problem == f"results.json unreadable: {problem.removeprefix('not a results file: ')}"
