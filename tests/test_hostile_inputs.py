@@ -269,3 +269,20 @@ def test_report_of_a_run_whose_results_cannot_be_read_says_so(tmp_path: Path, da
     assert "the run is shown unchecked" in (run / "report.html").read_text()
     # The results browser's index says the same, and never waits on a FIFO.
     assert summarize(RunDir(run), tmp_path).problem == f"results.json unreadable: {problem.removeprefix('not a results file: ')}"
+
+
+def test_analyze_exits_254_when_it_rejected_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from floodmark.cli import main
+    from floodmark.pipeline import analysis
+    from floodmark.pipeline.ingest import IngestReport
+
+    store = tmp_path / "store"
+    store.mkdir()
+    report = IngestReport(None, ingested=["a"], rejected=[("store/t/r\n1", "history.jsonl:1: missing field 'process'")])
+    monkeypatch.setattr(analysis, "analyze", lambda *a, **k: analysis.AnalysisResult(report, tmp_path / "s.html", {}))
+    assert main(["analyze", str(store), "--quiet"]) == 254
+    assert capsys.readouterr().err == ("floodmark analyze: error: rejected store/t/r\\n1: history.jsonl:1: missing "
+                                       "field 'process'\n")
+    report.rejected.clear()
+    assert main(["analyze", str(store), "--quiet"]) == 0
