@@ -173,3 +173,20 @@ def test_repro_of_a_simulated_run_without_its_digest_says_it_cannot_compare(tmp_
     commands.repro_command(parse("repro", str(run)))
     assert (f"floodmark: {run / 'digest.json'}: no such file: whether the replay is byte-identical cannot be "
             "compared") in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("damage", "problem"), [
+    ("garbage", "not a results file: not valid JSON"), ("missing", "no such file or directory"),
+    ("fifo", "is a FIFO, not a file"), ("directory", "is a directory, not a file"),
+])
+def test_shrink_names_a_results_file_it_cannot_read(tmp_path: Path, damage: str, problem: str) -> None:
+    import os
+
+    run = _stored_run(tmp_path / "store" / "t" / "run")
+    results = run / "results.json"
+    {"garbage": lambda: results.write_text("{bad"), "missing": lambda: None,
+     "fifo": lambda: os.mkfifo(results), "directory": results.mkdir}[damage]()
+    with pytest.raises(errors.UsageError) as refused:  # the audit's E6: "the run has no anomalies to preserve"
+        commands.shrink_command(parse("shrink", str(run)))
+    assert str(refused.value).startswith(f"{results}: {problem}")
+    assert "the anomalies to preserve are read from it" in str(refused.value)
