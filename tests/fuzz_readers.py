@@ -32,7 +32,7 @@ from floodmark.node_events import iter_events
 from floodmark.reference.protocol import wire
 from floodmark.results import read_results
 from floodmark.run.digest import DigestError
-from floodmark.run_config import read_test_config, read_yaml_mapping
+from floodmark.run_config import check_names, read_test_config, read_yaml_mapping
 
 REGRESSIONS = Path(__file__).parent / "fuzz_regressions"
 COUNTS: Counter[str] = Counter()  # inputs tried per target in this process
@@ -235,8 +235,15 @@ def _previous_results(path: str) -> None:
 
 
 def _config(path: str) -> None:
-    read_test_config(path)
+    config = read_test_config(path)
+    if config is not None:
+        check_names(config, path)  # as check judges a run's test.yaml
     make_config(read_yaml_mapping(path), path)
+
+
+def _schedule(path: str) -> None:
+    _, schedule = load_schedule(path)
+    schedule.check_starts_within(60.0, path)  # as run --schedule and repro take it
 
 
 def _digest(path: str) -> None:
@@ -261,7 +268,7 @@ TARGETS: dict[str, tuple[st.SearchStrategy[bytes], Callable[[bytes], None], tupl
     "results-json": (results_file(), lambda d: _through_file(d, "results.json", read_results), (ValueError,)),
     "previous-results": (previous_results_file(), lambda d: _through_file(d, "results.json", _previous_results), ()),
     "test-yaml": (test_yaml(), lambda d: _through_file(d, "test.yaml", _config), (SourceError,)),
-    "schedule-json": (schedule_file(), lambda d: _through_file(d, "schedule.json", load_schedule), (ScheduleError,)),
+    "schedule-json": (schedule_file(), lambda d: _through_file(d, "schedule.json", _schedule), (ScheduleError,)),
     "digest-json": (digest_file(), lambda d: _through_file(d, "digest.json", _digest), (DigestError,)),
     "wire-frame": (wire_frame(), _frame, (wire.WireError,)),
 }
