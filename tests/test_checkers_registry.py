@@ -188,3 +188,12 @@ def test_a_test_yaml_naming_what_no_test_may_is_refused_as_repro_refuses_it(tmp_
     with pytest.raises(ConfigError) as refused:
         check_run(path)
     assert str(refused.value).startswith(f"{path / 'test.yaml'}: {problem}")
+
+
+def test_a_run_without_test_yaml_checked_by_named_checkers_says_so(tmp_path: Path) -> None:
+    path = make_run_dir(tmp_path)
+    (path / "test.yaml").unlink()
+    notes: list[str] = []
+    assert set(check_run(path, checkers=["hw"], note=notes.append)["checkers"]) == {"hw"}
+    assert notes == [f"{path / 'test.yaml'}: no such file: the run states no configuration; judged by the checkers "
+                     "asked for, with no settings assumed"]

@@ -228,17 +228,18 @@ def check_run(
     events = read_events_dir(run.events)
     if time_limit is None and config is not None:
         time_limit = config.check_time_limit
-    inferred = None
+    judged = "judged by the checkers asked for"
     if config is None and checkers is None:  # judged as a history file is: by what its ops are
         from floodmark.checkers.linearizable import infer_model
 
         inferred = infer_workload(ops, linearizable_options.get("model") or infer_model(ops))
         checkers = list(default_checker_names(inferred))
+        judged = (f"judged as a {inferred} history" if inferred else "judged for linearizability alone") + \
+            ", as its ops suggest"
     results = check_history(ops, events, config, checkers=checkers, time_limit=time_limit, **linearizable_options)
     if config is None:
-        judged = f"judged as a {inferred} history" if inferred else "judged for linearizability alone"
-        add_note(results, f"{run.config}: no such file: the run states no configuration; "
-                          f"{judged}, as its ops suggest, with no settings assumed", note)
+        add_note(results, f"{run.config}: no such file: the run states no configuration; {judged}, "
+                          "with no settings assumed", note)
     note_unread(results, ops, note)
     if checkers is not None:
         kept, problem = previous_verdicts(run.results)
