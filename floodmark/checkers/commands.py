@@ -16,12 +16,15 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from floodmark.checkers.models import MODEL_NAMES
 from floodmark.checkers.registry import CHECKER_NAMES
 from floodmark.errors import EXIT_BAD_ARGUMENTS, SourceError, UsageError, exit_code, printable
 from floodmark.sources import STDIN
+
+if TYPE_CHECKING:
+    from floodmark.history import Op
 
 # Everything else ``check`` needs is imported when a path is checked: ``floodmark check``
 # starts in the time of a bare interpreter plus the history readers and the checker.
@@ -100,7 +103,7 @@ def _edn_target(out: str, path: Path, many: bool) -> Path:
     return directory / f"{path.name if path.is_dir() else path.stem}.edn"
 
 
-def _to_edn(out: str, path: Path, many: bool, ops: list[Any]) -> None:
+def _to_edn(out: str, path: Path, many: bool, ops: list[Op]) -> None:
     """Write ``ops`` as Jepsen EDN where --to-edn says; a target that cannot be written is
     named (it is the output that is wrong, not the history)."""
     from floodmark.formats.jepsen_edn import write_edn_history
