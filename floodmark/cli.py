@@ -11,17 +11,23 @@ A command module is imported only when its command runs (or for ``floodmark --he
 ``floodmark check`` must start in about the time of a bare interpreter, not load the broker,
 the harness and Spark glue it never uses. :data:`COMMANDS` says which module offers which
 subcommand; a test holds it to what the modules register.
+
+A reader that goes away early (``floodmark check DIR | head -1``) closes the pipe the output
+goes to. Every command then finishes quietly, as if its output had been read: the work is
+done (results written, runs torn down) and the exit code is the verdict, never a
+``BrokenPipeError`` traceback halfway through a command.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import NoReturn
+from typing import NoReturn, TextIO, cast
 
-from floodmark.errors import EXIT_BAD_ARGUMENTS, SourceError, UsageError
+from floodmark.errors import EXIT_BAD_ARGUMENTS, SourceError, UsageError, printable
 
 
 def _run_commands() -> ModuleType:
@@ -90,7 +96,51 @@ def build_parser(command: str | None = None) -> ArgumentParser:
     return parser
 
 
+class _ReaderMayLeave:
+    """A text stream that, once its reader has gone (a closed pipe), drops what it is given.
+
+    The stream's descriptor is pointed at /dev/null then, so what the stream still buffers
+    (and the interpreter's flush at exit) goes nowhere instead of failing again."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._reader_gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+    def _reader_gone(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = (cast(TextIO, _ReaderMayLeave(s)) for s in streams)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
@@ -100,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (UsageError, SourceError) as e:
-        print(f"floodmark {args.command}: error: {e}", file=sys.stderr)
+        print(f"floodmark {args.command}: error: {printable(str(e))}", file=sys.stderr)
         return EXIT_BAD_ARGUMENTS
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -26,6 +26,7 @@ class SourceError(ValueError):
 
     def __init__(self, source: str, line: int, problem: str) -> None:
         problem = one_line(problem)
+        source = printable(source)  # a file's name may hold a newline too
         super().__init__(f"{source}:{line}: {problem}" if line else f"{source}: {problem}")
         self.source = source
         self.line = line
@@ -38,8 +39,17 @@ MAX_PROBLEM_CHARS = 300
 def one_line(problem: str) -> str:
     """A problem as one line of bounded length: the input it quotes is the user's, of any
     length and with any characters (a refusal must not repeat a megabyte back)."""
-    flat = problem.replace("\r", "\\r").replace("\n", "\\n")
+    flat = printable(problem)
     return flat if len(flat) <= MAX_PROBLEM_CHARS else flat[:MAX_PROBLEM_CHARS - 3] + "..."
+
+
+_CONTROLS = {c: f"\\x{c:02x}" for c in range(32) if chr(c) != "\t"} | {ord("\r"): "\\r", ord("\n"): "\\n", 127: "\\x7f"}
+
+
+def printable(text: str) -> str:
+    """``text`` (a file name, a message quoting one) with its control characters escaped:
+    a line says one thing, and a name cannot end it or drive the terminal."""
+    return text.translate(_CONTROLS) if not text.isprintable() else text
 
 
 def exit_code(valid: object) -> int:

@@ -21,6 +21,14 @@ convert both ways:
 
 A process whose op ended `info` never issues another op: its worker continues under a new
 process number, because the old one may still be acting in the system.
+
+A harness killed mid-write leaves a last line cut short, with no newline after it. Readers
+forgive that line and only that one: a last line that is the beginning of a JSON text
+(:func:`~floodmark.torn_lines.cut_short`). A complete line is judged like any other, with
+or without its newline, and so is a last line malformed where it stands. The forgiven line
+is not silently gone: :func:`read_history` and :func:`parse_history` return the ops as
+:class:`OpsRead`, whose ``torn_tail`` says which line was left out and why, for whoever
+judges the history to pass on.
 """
 
 from __future__ import annotations
@@ -32,9 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from floodmark.errors import SourceError
+from floodmark.errors import SourceError, one_line
 from floodmark.frozen_init import fast_frozen_init
 from floodmark.plain_values import json_lines_parser, parse_json
+from floodmark.torn_lines import cut_short
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 OP_TYPES: frozenset[str] = frozenset(("invoke", "ok", "fail", "info"))
@@ -157,12 +166,34 @@ class ProcessPairing:
                                "with no invocation open")
 
 
+@dataclass(frozen=True)
+class TornTail:
+    """A history's last line, cut short by a writer killed mid-line, and left unread."""
+
+    source: str
+    line: int
+    problem: str  # what parsing it said
+
+    def __str__(self) -> str:
+        return (f"{self.source}:{self.line}: not read: the last line is cut short, as a writer killed "
+                f"mid-line leaves it ({self.problem})")
+
+
+class OpsRead(list[Op]):
+    """A history's ops as a reader gave them, and the torn last line it left out, if any."""
+
+    torn_tail: TornTail | None = None
+
+    def left_out(self, torn: TornTail) -> None:
+        self.torn_tail = torn
+
+
 def iter_history(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = True) -> Iterator[Op]:
     """Read a JSONL history lazily.
 
-    A run whose harness was killed may end in a half-written line; with
-    ``tolerate_torn_tail`` that last line is ignored (it was never flushed whole), while a
-    malformed line anywhere else is an error naming the file and line.
+    A run whose harness was killed may end in a line cut short; with ``tolerate_torn_tail``
+    that last line is ignored (it was never written whole), while a malformed line anywhere
+    else, or a complete last line, is an error naming the file and line.
     """
     source = str(path)
     with open(path, "rb") as f:
@@ -171,8 +202,10 @@ def iter_history(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = Tru
 
 
 def _iter_lines(source: str, lines: Iterable[bytes], tolerate_torn_tail: bool,
-                parse: Callable[[bytes], Any] = parse_json) -> Iterator[tuple[int, Op]]:
-    """(line number, op) for every op line, each parsed by ``parse`` (as :func:`parse_json`)."""
+                parse: Callable[[bytes], Any] = parse_json,
+                torn: Callable[[TornTail], None] | None = None) -> Iterator[tuple[int, Op]]:
+    """(line number, op) for every op line, each parsed by ``parse`` (as :func:`parse_json`);
+    a forgiven torn tail is handed to ``torn``."""
     pending: tuple[int, bytes] | None = None
     for number, raw in enumerate(lines, start=1):
         if pending is not None:
@@ -185,11 +218,16 @@ def _iter_lines(source: str, lines: Iterable[bytes], tolerate_torn_tail: bool,
             continue
         yield number, _parse_line(source, number, raw, parse)
     if pending is not None:
+        number, raw = pending
         try:
-            yield pending[0], _parse_line(source, *pending, parse)
-        except HistoryError:
-            if not tolerate_torn_tail:
-                raise
+            parsed = parse(raw)
+        except ValueError as e:
+            if not (tolerate_torn_tail and cut_short(raw)):
+                raise HistoryError(source, number, str(e)) from None
+            if torn is not None:
+                torn(TornTail(source, number, one_line(str(e))))
+            return
+        yield number, op_from_dict(parsed, source, number)
 
 
 def _parse_line(source: str, number: int, raw: bytes, parse: Callable[[bytes], Any]) -> Op:
@@ -202,21 +240,27 @@ def _parse_line(source: str, number: int, raw: bytes, parse: Callable[[bytes], A
 
 def parse_history(data: bytes, source: str = "<history>", *, check_pairs: bool = True) -> list[Op]:
     """A whole JSONL history from its bytes (read once: the source may be a pipe), with
-    dense indices and (``check_pairs``) every completion closing an invocation."""
-    return _checked(_iter_lines(source, data.splitlines(keepends=True), True, json_lines_parser(data)),
-                    source, True, check_pairs)
+    dense indices and (``check_pairs``) every completion closing an invocation.
+
+    The list is an :class:`OpsRead` (typed as a plain list: it stands in for the ops of
+    histories in other formats, which have no torn tail)."""
+    ops = OpsRead()
+    return _checked(ops, _iter_lines(source, data.splitlines(keepends=True), True, json_lines_parser(data),
+                                     ops.left_out), source, True, check_pairs)
 
 
 def read_history(path: str | os.PathLike[str], *, check_dense: bool = True,
-                 check_pairs: bool = False) -> list[Op]:
+                 check_pairs: bool = False) -> OpsRead:
     """Read a whole JSONL history, checking that indices are dense from 0 and, when a
     checker is to judge it (``check_pairs``), that every completion closes an invocation."""
+    ops = OpsRead()
     with open(path, "rb") as f:
-        return _checked(_iter_lines(str(path), f, True, json_lines_parser(f)), str(path), check_dense, check_pairs)
+        return _checked(ops, _iter_lines(str(path), f, True, json_lines_parser(f), ops.left_out),
+                        str(path), check_dense, check_pairs)
 
 
-def _checked(numbered: Iterable[tuple[int, Op]], source: str, check_dense: bool, check_pairs: bool) -> list[Op]:
-    ops: list[Op] = []
+def _checked(ops: OpsRead, numbered: Iterable[tuple[int, Op]], source: str, check_dense: bool,
+             check_pairs: bool) -> OpsRead:
     pairing = ProcessPairing(source) if check_pairs else None
     for line, op in numbered:
         if check_dense and op.index != len(ops):

@@ -174,3 +174,4 @@ def _brackets(raw: bytes | str) -> int:
     if isinstance(raw, str):
         return raw.count("[") + raw.count("{")
     return raw.count(b"[") + raw.count(b"{")
+

@@ -7,6 +7,8 @@
                that could not decide makes an otherwise clean run unknown)
     checkers   {name: {"valid": ..., "anomalies": [...], "stats": {...}}}
     seed, config, variant   copied from the run so the file stands alone
+    notes      (when there are any) one line each about what the verdict rests on that it
+               does not say itself: a torn last line of the history left unread, ...
 
 An anomaly names its ``type``, the ``topic``/``partition`` and ``offsets`` involved, the
 history ``ops`` (indices) that witness it, optional node ``events`` ([node, seq] pairs), and a
@@ -128,6 +130,54 @@ def write_results(path: str | os.PathLike[str], results: dict[str, Any]) -> None
         json.dump(results, f, indent=1, default=str)
         f.write("\n")
     os.replace(tmp, path)
+
+
+def previous_verdicts(path: str | os.PathLike[str]) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """The checkers' judgements a results file holds, to keep beside new ones, and None; or
+    none and why, when the file is there but unreadable or not shaped as :func:`build_results`
+    writes it (a judgement kept must read as any other: a verdict, anomalies, counts, stats).
+    No file at all is no judgements and no problem."""
+    from floodmark.sources import file_problem
+
+    if not os.path.lexists(path):
+        return {}, None
+    problem = file_problem(path)
+    if problem is not None:
+        return {}, f"{path}: {problem}"
+    try:
+        checkers = read_results(path).get("checkers", {})
+    except ValueError as e:
+        return {}, str(e)
+    if not isinstance(checkers, dict):
+        return {}, f"{path}: not a results file ('checkers' is {_kind(checkers)}, not an object)"
+    for name, result in checkers.items():
+        shape = _judgement_problem(result)
+        if shape is not None:
+            return {}, f"{path}: not a results file (checker {str(name)[:40]!r}: {shape})"
+    return checkers, None
+
+
+def _judgement_problem(result: Any) -> str | None:
+    if not isinstance(result, dict):
+        return f"{_kind(result)}, not an object"
+    valid = result.get("valid", "unknown")
+    if not (valid is True or valid is False or valid == "unknown"):
+        return "'valid' is not true, false or \"unknown\""
+    expected = {"anomalies": list, "stats": dict, "anomaly_counts": dict}
+    for key, kind in expected.items():
+        if key in result and not isinstance(result[key], kind):
+            return f"{key!r} is {_kind(result[key])}, not {'a list' if kind is list else 'an object'}"
+    if not all(isinstance(a, dict) for a in result.get("anomalies", [])):
+        return "an anomaly is not an object"
+    counts = result.get("anomaly_counts", {})
+    if not all(isinstance(k, str) and type(v) is int for k, v in counts.items()):
+        return "'anomaly_counts' is not a count per anomaly type"
+    return None
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), "a number")
 
 
 def read_results(path: str | os.PathLike[str]) -> dict[str, Any]:

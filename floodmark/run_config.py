@@ -17,9 +17,12 @@ Choosing one (options and test files checked against the backends, workloads, fa
 and variants the harness has) is :mod:`floodmark.harness.config`'s business. Reading a run's
 ``test.yaml`` checks the types of the values only, so a run stays readable whatever it ran;
 a key this version does not know, or a value of the wrong type, is a :class:`ConfigError`
-naming the file and the key. A run that states no configuration at all (no ``test.yaml``, a
-foreign history) has none: readers get ``None``, never defaults that would claim settings
-nobody stated (acks=all, say). Keys a ``test.yaml`` leaves out take the defaults below,
+naming the file and the key; a reader that judges the run also checks its names
+(:func:`check_names`: the variant and the fault kinds), as the harness does before it runs
+one. A run that states no configuration at all (no ``test.yaml``, a foreign history) has
+none: readers get ``None``, never defaults that would claim settings nobody stated
+(acks=all, say). A ``test.yaml`` that is there but cannot be read (a symbolic link to
+nothing or in a loop, a directory) is a ConfigError, never taken for no configuration. Keys a ``test.yaml`` leaves out take the defaults below,
 which is what the harness does with such a file; ``test.yaml`` files written before a key
 existed read the same way (an old file without ``unclean_leader_election`` states it off).
 """
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +55,16 @@ SIMULATED_NEMESIS: tuple[str, ...] = ("power", "session", "message")
 # every backend does.
 SIMULATED_NAMED_ONLY: tuple[str, ...] = ("stall", "failover")
 NAMED_ONLY_NEMESIS: tuple[str, ...] = (*SIMULATED_NAMED_ONLY, "upgrade")
+# Every fault kind a test may name, in the order a configuration lists them.
+KNOWN_NEMESIS: tuple[str, ...] = (*DEFAULT_NEMESIS, *SIMULATED_NEMESIS, *NAMED_ONLY_NEMESIS)
+# The protocol variants a test may name. What each does is the reference implementation's
+# business (floodmark.reference.protocol.variants, which a test holds to this list): a
+# reader of runs needs only the names, to refuse a test.yaml that names another.
+VARIANT_NAMES: tuple[str, ...] = (
+    "default", "truncate-to-hw", "no-kip-279", "unfenced-fetch", "isr-admission-below-epoch",
+    "unconditional-isr-write", "no-controller-epoch-check", "unclean-election", "acks-all-isr-of-one",
+    "no-kip-966", "stale-isr-change-accepted",
+)
 
 
 class ConfigError(SourceError):
@@ -167,10 +181,24 @@ FIELDS: dict[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fiel
 
 
 def read_test_config(path: str | Path) -> TestConfig | None:
-    """A run's ``test.yaml`` as its configuration, or None when the run has no such file."""
-    if not Path(path).exists():
+    """A run's ``test.yaml`` as its configuration, or None when the run has no such file
+    (a symbolic link that leads nowhere is a file that cannot be read: a ConfigError)."""
+    if not os.path.lexists(path):
         return None
     return config_from_dict(read_yaml_mapping(path), str(path))
+
+
+def check_names(config: TestConfig, source: str) -> TestConfig:
+    """``config`` if its variant and fault kinds are ones a test may name; else a ConfigError
+    naming ``source`` and the key, in the harness's words."""
+    if config.variant not in VARIANT_NAMES:
+        shown = repr(config.variant) if len(config.variant) <= 40 else "a string"
+        raise ConfigError(source, "variant", f"unknown variant {shown}; choose one of: {', '.join(VARIANT_NAMES)}")
+    unknown = [kind for kind in config.nemesis if kind not in KNOWN_NEMESIS]
+    if unknown:
+        raise ConfigError(source, "nemesis", f"unknown fault kind {unknown[0][:40]!r}; choose from "
+                                             f"{', '.join(KNOWN_NEMESIS)}, 'all' or 'none'")
+    return config
 
 
 MAX_CONFIG_BYTES = 1 << 20  # a test definition is a few hundred bytes; more is not one

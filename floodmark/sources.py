@@ -16,7 +16,9 @@ nothing gives a wrong verdict. A named FIFO with no writer blocks ``open`` for e
 - text must be UTF-8: a bad byte is reported with its line, never replaced silently.
 
 Every failure is a :class:`~floodmark.errors.SourceError` naming the source and, where it
-has one, the line.
+has one, the line. A file a run directory should hold (``results.json``, ``schedule.json``,
+...) is looked at before it is read (:func:`file_problem`): a directory, a FIFO or a
+symbolic link that leads nowhere there is named as such at once, not waited on.
 """
 
 from __future__ import annotations
@@ -47,6 +49,23 @@ def describe_os_error(error: OSError) -> str:
     return (error.strerror or str(error)).lower()
 
 
+def file_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` is not a regular file to read, in a few words; None when it is one."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if e.errno == errno.ENOENT and os.path.islink(path):
+            return "a symbolic link to nothing"
+        return describe_os_error(e)
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a file"
+    if stat.S_ISFIFO(mode):
+        return "is a FIFO, not a file"
+    return "is not a regular file"
+
+
 def read_source(path: str | os.PathLike[str], *, limit: int | None = None, text: bool = True,
                 writer_wait: float = WRITER_WAIT) -> bytes:
     """All the bytes of ``path`` (``-`` for standard input), read once; raises SourceError."""
@@ -60,7 +79,7 @@ def read_source(path: str | os.PathLike[str], *, limit: int | None = None, text:
             raise SourceError(source, 0, "is a directory, not a file")
         fd = os.open(source, os.O_RDONLY | (os.O_NONBLOCK if fifo else 0))
     except OSError as e:
-        raise SourceError(source, 0, f"cannot read: {describe_os_error(e)}") from None
+        raise SourceError(source, 0, f"cannot read: {file_problem(source) or describe_os_error(e)}") from None
     try:
         return _read_fd(fd, source, limit, text, fifo=fifo, writer_wait=writer_wait)
     finally:

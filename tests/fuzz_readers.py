@@ -31,7 +31,8 @@ from floodmark.harness.schedule import ScheduleError, load_schedule
 from floodmark.node_events import iter_events
 from floodmark.reference.protocol import wire
 from floodmark.results import read_results
-from floodmark.run_config import read_test_config, read_yaml_mapping
+from floodmark.run.digest import DigestError
+from floodmark.run_config import check_names, read_test_config, read_yaml_mapping
 
 REGRESSIONS = Path(__file__).parent / "fuzz_regressions"
 COUNTS: Counter[str] = Counter()  # inputs tried per target in this process
@@ -142,6 +143,17 @@ def results_file(draw: Any) -> bytes:
     return json.dumps(results).encode()
 
 
+@st.composite
+def previous_results_file(draw: Any) -> bytes:
+    """A results file whose judgements may have any shape (a list, null, a string ...)."""
+    judgement = st.fixed_dictionaries({}, optional={
+        "valid": st.sampled_from((True, False, "unknown", 1, "yes", None)),
+        "anomalies": st.lists(_values, max_size=2) | _values, "anomaly_counts": st.dictionaries(st.text(max_size=4), _values, max_size=2) | _values,
+        "stats": st.dictionaries(st.text(max_size=4), _values, max_size=2) | _values}) | _values
+    checkers = st.dictionaries(st.sampled_from(("hw", "queue", "stats")), judgement, max_size=3) | _values
+    return json.dumps({"valid": draw(st.sampled_from((True, False, "unknown"))), "checkers": draw(checkers)}).encode()
+
+
 _config_values = st.one_of(_scalars, st.floats(allow_nan=True, allow_infinity=True), st.lists(_scalars, max_size=2))
 
 
@@ -159,6 +171,13 @@ def schedule_file(draw: Any) -> bytes:
                "start": draw(st.floats(0, 100)), "duration": draw(st.floats(0, 20)), "seed": draw(st.integers(0, 99))}
               for i in range(draw(st.integers(0, 4)))]
     return json.dumps({"seed": draw(st.integers(0, 9)), "time_limit": 60, "faults": faults}).encode()
+
+
+@st.composite
+def digest_file(draw: Any) -> bytes:
+    sha = st.text("0123456789abcdef", min_size=64, max_size=64)
+    names = ["run", "history.jsonl", *draw(st.lists(st.sampled_from(("events/n1.jsonl", "events/n2.jsonl")), max_size=2))]
+    return json.dumps({name: draw(sha) for name in names}, indent=1).encode()
 
 
 @st.composite
@@ -186,7 +205,11 @@ def _through_file(data: bytes, name: str, read: Callable[[str], Any]) -> None:
 
 
 def _history(path: str) -> None:
-    load_history(path)
+    loaded = load_history(path)
+    if loaded.format == "jsonl":  # every op line is read, but a torn last line said to be left out
+        lines = sum(1 for line in Path(path).read_bytes().splitlines() if line.strip())
+        torn = getattr(loaded.ops, "torn_tail", None)
+        assert len(loaded.ops) + (torn is not None) == lines, f"{lines} lines, {len(loaded.ops)} ops, torn: {torn}"
 
 
 def _report_history(path: str) -> None:
@@ -200,9 +223,35 @@ def _events(path: str) -> None:
     list(iter_events(path))
 
 
+def _previous_results(path: str) -> None:
+    from floodmark.checkers.commands import _summary
+    from floodmark.results import merge_validity, previous_verdicts
+
+    kept, problem = previous_verdicts(path)
+    if problem is not None:
+        assert not kept and "\n" not in problem and path in problem, problem
+    _summary({"checkers": kept})  # what check --checker prints of the judgements it keeps
+    merge_validity(c.get("valid", "unknown") for c in kept.values())
+
+
 def _config(path: str) -> None:
-    read_test_config(path)
+    config = read_test_config(path)
+    if config is not None:
+        check_names(config, path)  # as check judges a run's test.yaml
     make_config(read_yaml_mapping(path), path)
+
+
+def _schedule(path: str) -> None:
+    _, schedule = load_schedule(path)
+    schedule.check_starts_within(60.0, path)  # as run --schedule and repro take it
+
+
+def _digest(path: str) -> None:
+    from floodmark.run.digest import load
+    from floodmark.rundir import RunDir
+
+    digests = load(RunDir(Path(path).parent))
+    assert digests is not None and set(digests) >= {"run", "history.jsonl"}
 
 
 def _frame(data: bytes) -> None:
@@ -217,8 +266,10 @@ TARGETS: dict[str, tuple[st.SearchStrategy[bytes], Callable[[bytes], None], tupl
     "report-history": (jsonl_history(), lambda d: _through_file(d, "history.jsonl", _report_history), (SourceError,)),
     "node-events": (node_events(), lambda d: _through_file(d, "n1.jsonl", _events), (SourceError,)),
     "results-json": (results_file(), lambda d: _through_file(d, "results.json", read_results), (ValueError,)),
+    "previous-results": (previous_results_file(), lambda d: _through_file(d, "results.json", _previous_results), ()),
     "test-yaml": (test_yaml(), lambda d: _through_file(d, "test.yaml", _config), (SourceError,)),
-    "schedule-json": (schedule_file(), lambda d: _through_file(d, "schedule.json", load_schedule), (ScheduleError,)),
+    "schedule-json": (schedule_file(), lambda d: _through_file(d, "schedule.json", _schedule), (ScheduleError,)),
+    "digest-json": (digest_file(), lambda d: _through_file(d, "digest.json", _digest), (DigestError,)),
     "wire-frame": (wire_frame(), _frame, (wire.WireError,)),
 }
 

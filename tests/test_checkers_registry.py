@@ -116,3 +116,84 @@ def test_a_malformed_test_yaml_is_an_error_naming_the_file_and_key(tmp_path: Pat
         check_run(path)
     assert str(raised.value).startswith(f"{path / 'test.yaml'}: acks: must be one of all, 1, 0")
     assert not (path / "results.json").exists()
+
+
+@pytest.mark.parametrize("previous", [
+    '{"valid": true, "checkers": [1]}', '{"valid": true, "checkers": null}', '{"valid": true, "checkers": {"hw": 3}}',
+    '{"valid": true, "checkers": {"hw": {"valid": false, "stats": []}}}',
+    '{"valid": true, "checkers": {"hw": {"valid": false, "anomaly_counts": "lost-write"}}}',
+    '{"valid": true, "checkers": {"hw": {"valid": "no"}}}', '{"valid": true, "checkers": {"hw": {"anomalies": [1]}}}',
+    "", "{bad", '{"valid": NaN}', "[" * 100_000,
+])
+def test_an_ill_shaped_old_results_file_is_replaced_and_said_to_be(tmp_path: Path, previous: str) -> None:
+    path = make_run_dir(tmp_path)
+    (path / "results.json").write_text(previous)
+    notes: list[str] = []
+    results = check_run(path, checkers=["stats"], note=notes.append)
+    assert set(results["checkers"]) == {"stats"} and results["valid"] is True
+    assert len(notes) == 1 and notes[0].startswith(f"{path / 'results.json'}: ") and "replaced" in notes[0]
+    assert "\n" not in notes[0] and json.loads((path / "results.json").read_text())["notes"] == notes
+    assert check_run(path, checkers=["hw"], note=notes.append)["checkers"].keys() == {"stats", "hw"}
+    assert len(notes) == 1  # the file it wrote is kept from then on, without a word
+
+
+def test_a_results_file_that_cannot_be_written_is_named(tmp_path: Path) -> None:
+    from floodmark.errors import UsageError
+
+    path = make_run_dir(tmp_path)
+    (path / "results.json").mkdir()
+    with pytest.raises(UsageError, match=f"^{path / 'results.json'}: is a directory, not a file"):
+        check_run(path, checkers=["stats"])
+
+
+def test_a_run_without_test_yaml_is_judged_by_what_its_ops_are_and_says_so(tmp_path: Path) -> None:
+    path = make_run_dir(tmp_path, "hw-decrease")
+    (path / "test.yaml").unlink()
+    notes: list[str] = []
+    results = check_run(path, note=notes.append)
+    assert set(results["checkers"]) == {"durability", "queue", "hw", "leader", "invariants", "stats"}
+    assert results["valid"] is False and results["checkers"]["hw"]["valid"] is False
+    assert notes == [f"{path / 'test.yaml'}: no such file: the run states no configuration; judged as a queue "
+                     "history, as its ops suggest, with no settings assumed"]
+
+
+@pytest.mark.parametrize("damage", ["dangling", "loop", "directory"])
+def test_a_test_yaml_that_is_there_but_unreadable_is_refused_naming_it(tmp_path: Path, damage: str) -> None:
+    path = make_run_dir(tmp_path)
+    config = path / "test.yaml"
+    config.unlink()
+    if damage == "dangling":
+        config.symlink_to("nowhere.yaml")
+    elif damage == "loop":
+        config.symlink_to("test.yaml")
+    else:
+        config.mkdir()
+    problem = {"dangling": "cannot read: a symbolic link to nothing", "directory": "is a directory, not a file",
+               "loop": "cannot read: too many levels of symbolic links"}[damage]
+    with pytest.raises(ConfigError) as refused:
+        check_run(path)
+    assert str(refused.value) == f"{config}: {problem}"
+
+
+@pytest.mark.parametrize(("key", "value", "problem"), [
+    ("variant", "bogus", "variant: unknown variant 'bogus'; choose one of: default, truncate-to-hw"),
+    ("nemesis", ["kill", "bogus"], "nemesis: unknown fault kind 'bogus'; choose from partition, clock"),
+])
+def test_a_test_yaml_naming_what_no_test_may_is_refused_as_repro_refuses_it(tmp_path: Path, key: str, value: object,
+                                                                            problem: str) -> None:
+    path = make_run_dir(tmp_path)
+    config = yaml.safe_load((path / "test.yaml").read_text())
+    config[key] = value
+    (path / "test.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(ConfigError) as refused:
+        check_run(path)
+    assert str(refused.value).startswith(f"{path / 'test.yaml'}: {problem}")
+
+
+def test_a_run_without_test_yaml_checked_by_named_checkers_says_so(tmp_path: Path) -> None:
+    path = make_run_dir(tmp_path)
+    (path / "test.yaml").unlink()
+    notes: list[str] = []
+    assert set(check_run(path, checkers=["hw"], note=notes.append)["checkers"]) == {"hw"}
+    assert notes == [f"{path / 'test.yaml'}: no such file: the run states no configuration; judged by the checkers "
+                     "asked for, with no settings assumed"]

@@ -18,3 +18,31 @@ def test_help_lists_exit_codes():
     out = subprocess.run([sys.executable, "-m", "floodmark", "--help"],
                          capture_output=True, text=True, check=True).stdout
     assert "Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments" in out
+
+
+def _with_closed_stdout(*args: str) -> subprocess.CompletedProcess[str]:
+    """``floodmark ARGS`` writing into a pipe nobody reads any more (``... | head -0``)."""
+    import os
+    from pathlib import Path
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        return subprocess.run([sys.executable, "-m", "floodmark", *args], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, env=env, timeout=120)
+    finally:
+        os.close(write_end)
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback_and_the_verdict_stands(tmp_path):
+    from checkers_fixtures import make_run_dir
+
+    from floodmark.errors import EXIT_INVALID
+
+    run = make_run_dir(tmp_path, "hw-decrease")
+    done = _with_closed_stdout("check", str(run), str(run))
+    assert done.stderr == "" and done.returncode == EXIT_INVALID
+    assert (run / "results.json").is_file()  # the work was done, only its output went nowhere
+    helped = _with_closed_stdout("--help")
+    assert helped.stderr == "" and helped.returncode == 0

@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cluster_fixtures import FakeCluster, view_of
 
 from floodmark.harness.faults import ClusterView, DiskFault, FaultPlan
@@ -117,3 +118,33 @@ def test_stop_event_returns_early_leaving_faults_for_heal_all(tmp_path: Path) ->
     assert asyncio.run(go()) == ["pause:random-long"]
     assert [c[0] for c in applier.calls] == ["apply"]
     recorder.close()
+
+
+def test_a_thousand_faults_rewrite_schedule_json_a_few_times_not_after_each(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rewritten whole after every action, a schedule of n faults cost n² (80 s for 1,000).
+    faults = tuple(Fault(i, "kill", "leader", round(i * 0.0001, 4), 0.01, i) for i in range(1000))
+    writes = []
+    save = ScheduleLog.save
+    monkeypatch.setattr(ScheduleLog, "save", lambda log: writes.append(1) or save(log))
+    _, _, ops, saved = drive(tmp_path, faults, ("kill",))
+    assert len(saved["executed"]) == 1000 and all(e["stopped_at"] is not None for e in saved["executed"])
+    assert saved["heal_all"] is not None
+    assert len(writes) < 20
+
+
+def test_schedule_json_is_written_at_most_about_once_a_second_and_at_the_end(tmp_path: Path) -> None:
+    now = [0.0]
+    log = ScheduleLog(tmp_path / "schedule.json", 5, Schedule((Fault(0, "kill", "leader", 0, 1, 1),), 2.0),
+                      clock=lambda: now[0])
+    log.save()
+    log.record(log.schedule.faults[0]).started_at = 0.5
+    log.changed()  # within the second: not yet written
+    assert json.loads((tmp_path / "schedule.json").read_text())["executed"] == []
+    now[0] = 1.0
+    log.changed()
+    assert json.loads((tmp_path / "schedule.json").read_text())["executed"][0]["started_at"] == 0.5
+    log.record(log.schedule.faults[0]).stopped_at = 1.5
+    log.changed()
+    log.flush()  # the run ends: everything is written
+    assert json.loads((tmp_path / "schedule.json").read_text())["executed"][0]["stopped_at"] == 1.5

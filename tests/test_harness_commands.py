@@ -88,3 +88,105 @@ def test_repro_rejects_what_is_not_a_run(tmp_path: Path) -> None:
     (tmp_path / "test.yaml").write_text("nodes: 99\n")
     with pytest.raises(errors.UsageError, match="nodes"):
         commands.repro_command(parse("repro", str(tmp_path)))
+
+
+def _stored_run(path: Path, *, seed: int = 4) -> Path:
+    """A run directory as far as repro reads it before replaying: configuration and schedule."""
+    path.mkdir(parents=True, exist_ok=True)
+    dump_config(TestConfig(cluster="sim", seed=seed, time_limit=5), path / "test.yaml")
+    (path / "schedule.json").write_text(f'{{"seed": {seed}, "time_limit": 5, "faults": []}}')
+    return path
+
+
+@pytest.mark.parametrize(("damage", "problem"), [
+    ("directory", "schedule.json: is a directory, not a file"),
+    ("loop", "schedule.json: cannot read: too many levels of symbolic links"),
+    ("missing", "schedule.json: no such file: every run records its fault schedule there"),
+])
+def test_repro_refuses_a_schedule_it_cannot_read_rather_than_draw_another(tmp_path: Path, damage: str,
+                                                                         problem: str) -> None:
+    run = _stored_run(tmp_path / "run")
+    (run / "schedule.json").unlink()
+    if damage == "directory":
+        (run / "schedule.json").mkdir()
+    elif damage == "loop":
+        (run / "schedule.json").symlink_to("schedule.json")
+    with pytest.raises(errors.UsageError) as refused:
+        commands.repro_command(parse("repro", str(run), "--store", str(tmp_path / "out")))
+    assert str(refused.value).startswith(f"{run / problem}")
+    assert not (tmp_path / "out").exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize(("digest", "problem"), [
+    ("{bad", "not a digest: not valid JSON"), ("", "not a digest: not valid JSON"),
+    ("[]", "not a digest (expected an object of file digests)"), ("{}", "not a digest (no 'run')"),
+    ('{"run": "x", "history.jsonl": "y"}', "not a digest ('run' is not a SHA-256 in hex)"),
+    ('{"run": "' + "0" * 64 + '", "history.jsonl": "' + "0" * 64 + '", "../x": "' + "0" * 64 + '"}',
+     "not a digest ('../x' is not a file a run's digest names)"),
+    (None, "is a directory, not a file"),
+])
+def test_repro_refuses_a_digest_it_cannot_compare_with(tmp_path: Path, digest: str | None, problem: str) -> None:
+    run = _stored_run(tmp_path / "run")
+    if digest is None:
+        (run / "digest.json").mkdir()
+    else:
+        (run / "digest.json").write_text(digest)
+    with pytest.raises(errors.UsageError) as refused:
+        commands.repro_command(parse("repro", str(run), "--store", str(tmp_path / "out")))
+    assert str(refused.value) == f"{run / 'digest.json'}: {problem}" or \
+        str(refused.value).startswith(f"{run / 'digest.json'}: {problem}")
+
+
+def test_repro_of_a_test_yaml_in_a_symlink_loop_names_the_loop(tmp_path: Path) -> None:
+    run = _stored_run(tmp_path / "run")
+    (run / "test.yaml").unlink()
+    (run / "test.yaml").symlink_to("test.yaml")
+    with pytest.raises(errors.UsageError, match="test.yaml: cannot read: too many levels of symbolic links"):
+        commands.repro_command(parse("repro", str(run)))
+
+
+def test_a_fault_that_starts_at_or_after_the_time_limit_is_refused(tmp_path: Path) -> None:
+    schedule = tmp_path / "s.json"
+    schedule.write_text('{"time_limit": 5, "faults": [{"number": 0, "kind": "kill", "shape": "leader", '
+                        '"start": 500, "duration": 2.0, "seed": 1}]}')
+    with pytest.raises(errors.UsageError) as refused:
+        commands.run_command(parse("run", "--cluster", "sim", "--time-limit", "5", "--seed", "3",
+                                   "--schedule", str(schedule), "--store", str(tmp_path / "store")))
+    assert str(refused.value) == (f"{schedule}: fault 0 (kill leader) starts at 500 s, at or after the test's "
+                                  "time limit of 5 s: it would never run")
+    assert not (tmp_path / "store").exists()
+    run = _stored_run(tmp_path / "run")
+    (run / "schedule.json").write_text(schedule.read_text().replace('"time_limit": 5', '"seed": 4, "time_limit": 5'))
+    with pytest.raises(errors.UsageError, match="fault 0 .kill leader. starts at 500 s"):
+        commands.repro_command(parse("repro", str(run)))
+
+
+def test_repro_of_a_simulated_run_without_its_digest_says_it_cannot_compare(tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    assert commands.run_command(parse("run", "--cluster", "sim", "--time-limit", "5", "--seed", "3",
+                                      "--nemesis", "kill", "--store", str(store))) == 0
+    run = (store / "latest").resolve()
+    commands.repro_command(parse("repro", str(run)))
+    assert f"floodmark: replay identical to {run}" in capsys.readouterr().err
+    (run / "digest.json").unlink()
+    commands.repro_command(parse("repro", str(run)))
+    assert (f"floodmark: {run / 'digest.json'}: no such file: whether the replay is byte-identical cannot be "
+            "compared") in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("damage", "problem"), [
+    ("garbage", "not a results file: not valid JSON"), ("missing", "no such file or directory"),
+    ("fifo", "is a FIFO, not a file"), ("directory", "is a directory, not a file"),
+])
+def test_shrink_names_a_results_file_it_cannot_read(tmp_path: Path, damage: str, problem: str) -> None:
+    import os
+
+    run = _stored_run(tmp_path / "store" / "t" / "run")
+    results = run / "results.json"
+    {"garbage": lambda: results.write_text("{bad"), "missing": lambda: None,
+     "fifo": lambda: os.mkfifo(results), "directory": results.mkdir}[damage]()
+    with pytest.raises(errors.UsageError) as refused:  # the audit's E6: "the run has no anomalies to preserve"
+        commands.shrink_command(parse("shrink", str(run)))
+    assert str(refused.value).startswith(f"{results}: {problem}")
+    assert "the anomalies to preserve are read from it" in str(refused.value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import subprocess
 import sys
@@ -145,3 +146,143 @@ def test_serve_answers_400_to_a_symlink_loop_and_an_over_long_path(tmp_path: Pat
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+REGISTER_OPS = ['{"index":0,"time":0,"type":"invoke","process":0,"f":"write","value":1}',
+                '{"index":1,"time":1,"type":"ok","process":0,"f":"write","value":1}',
+                '{"index":2,"time":2,"type":"invoke","process":1,"f":"read","value":null}']
+
+
+def test_a_complete_last_op_with_a_bad_field_is_refused_even_without_its_newline(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"  # the audit's case 11b: the bad read was dropped and VALID said
+    path.write_text("\n".join([*REGISTER_OPS, '{"index":3,"time":3,"type":"ok","process":1,"f":"read","value":2,"node":5}']))
+    done = floodmark("check", str(path))
+    assert done.returncode == EXIT_BAD_ARGUMENTS
+    assert done.stderr == f"floodmark check: error: {path}:4: node must be a string, got 5\n"
+
+
+def test_a_torn_last_line_is_left_unread_and_said_so(tmp_path: Path) -> None:
+    from checkers_fixtures import make_run_dir
+
+    path = tmp_path / "h.jsonl"
+    path.write_text("\n".join([*REGISTER_OPS, '{"index":3,"time":3,"type":"ok","process":1,"f":"re']))
+    done = floodmark("check", str(path))
+    assert done.returncode == EXIT_VALID and done.stdout.startswith("VALID")
+    assert done.stderr == (f"floodmark check: warning: {path}:4: not read: the last line is cut short, as a writer "
+                           "killed mid-line leaves it (not valid JSON (Unterminated string starting at column 49))\n")
+    run = make_run_dir(tmp_path)
+    with open(run / "history.jsonl", "a") as f:
+        f.write('{"index": 99999, "ti')
+    lines = len((run / "history.jsonl").read_text().splitlines())
+    done = floodmark("check", str(run))
+    assert done.returncode == EXIT_VALID and done.stderr.count("\n") == 1
+    assert f"history.jsonl:{lines}: not read: the last line is cut short" in done.stderr
+    results = json.loads((run / "results.json").read_text())
+    assert results["notes"] == [done.stderr.removeprefix("floodmark check: warning: ").rstrip("\n")]
+    assert results["checkers"]["stats"]["stats"]["torn_tail"]["line"] == lines
+
+
+def test_check_of_some_checkers_over_an_ill_shaped_results_file_replaces_it(tmp_path: Path) -> None:
+    from checkers_fixtures import make_run_dir
+
+    run = make_run_dir(tmp_path)  # the audit's case 12: a TypeError traceback, exit 1
+    (run / "results.json").write_text('{"valid": true, "checkers": [1]}')
+    done = floodmark("check", "--checker", "stats", str(run))
+    assert done.returncode == EXIT_VALID and done.stdout.startswith(f"VALID    {run}  stats valid")
+    assert done.stderr == (f"floodmark check: warning: {run / 'results.json'}: not a results file ('checkers' is a "
+                           "list, not an object): replaced; the verdicts it held, if any, are not kept\n")
+    (run / "results.json").unlink()
+    (run / "results.json").mkdir()
+    done = floodmark("check", str(run))
+    assert done.returncode == EXIT_BAD_ARGUMENTS
+    assert done.stderr == (f"floodmark check: error: {run / 'results.json'}: is a directory, not a file: "
+                           "the results cannot be written\n")
+
+
+def test_a_run_directory_whose_test_yaml_is_a_symlink_loop_is_refused_naming_it(tmp_path: Path) -> None:
+    from checkers_fixtures import make_run_dir
+
+    run = make_run_dir(tmp_path, "hw-decrease")  # the audit's case 16: judged as a register history, UNKNOWN
+    (run / "test.yaml").unlink()
+    (run / "test.yaml").symlink_to("test.yaml")
+    done = floodmark("check", str(run))
+    assert done.returncode == EXIT_BAD_ARGUMENTS
+    assert done.stderr == f"floodmark check: error: {run / 'test.yaml'}: cannot read: too many levels of symbolic links\n"
+    (run / "test.yaml").unlink()
+    done = floodmark("check", str(run))
+    assert done.returncode == EXIT_INVALID and done.stdout.startswith("INVALID") and "hw invalid" in done.stdout
+    assert done.stderr.startswith(f"floodmark check: warning: {run / 'test.yaml'}: no such file") and \
+        done.stderr.count("\n") == 1
+
+
+def test_an_unwritable_to_edn_target_is_named_not_the_history(tmp_path: Path) -> None:
+    history = tmp_path / "h.edn"
+    history.write_bytes(VALID_EDN)
+    for target, problem in ((tmp_path / "missing" / "out.edn", "no such file or directory"),
+                            (tmp_path, "is a directory, not a file")):
+        done = floodmark("check", "--to-edn", str(target), str(history))
+        assert done.returncode == EXIT_BAD_ARGUMENTS
+        assert done.stderr == f"floodmark check: error: --to-edn {target}: cannot write: {problem}\n"
+
+
+def test_a_name_with_a_newline_stays_on_its_line(tmp_path: Path) -> None:
+    history = tmp_path / "new\nline.edn"
+    history.write_bytes(VALID_EDN)
+    missing = tmp_path / "miss\ning.edn"
+    done = floodmark("check", str(history), str(missing))
+    escaped = str(tmp_path)
+    assert done.stdout.splitlines()[0] == f"VALID    {escaped}/new\\nline.edn  linearizable valid; stats valid"
+    assert done.stderr == f"floodmark check: error: {escaped}/miss\\ning.edn: cannot read: no such file or directory\n"
+
+
+def test_the_verdict_line_names_the_first_op_a_checker_could_not_read(tmp_path: Path) -> None:
+    history = tmp_path / "q.jsonl"
+    history.write_text('{"index":0,"time":0,"type":"invoke","process":0,"f":"send","value":[1,2]}\n'
+                       '{"index":1,"time":1,"type":"ok","process":0,"f":"send","value":[1,2]}\n')
+    done = floodmark("check", "--checker", "durability", str(history))
+    assert done.returncode == 2
+    assert done.stdout.splitlines()[0] == (f"UNKNOWN  {history}  durability unknown [malformed op 0: send op has an "
+                                           "unexpected shape (TypeError: list indices must be integers or slices, not str)]")
+
+
+@pytest.mark.parametrize(("damage", "problem"), [
+    ("empty", "not a results file: not valid JSON (Expecting value at column 1)"),
+    ("garbage", "not a results file: not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
+    ("nan", "not a results file: nan is not a finite number"),
+    ("deep", "not a results file: nested more than 100 levels deep"),
+    ("directory", "is a directory, not a file"), ("fifo", "is a FIFO, not a file"),
+])
+def test_report_of_a_run_whose_results_cannot_be_read_says_so(tmp_path: Path, damage: str, problem: str) -> None:
+    from checkers_fixtures import make_run_dir
+
+    from floodmark.reports.run_index import summarize
+    from floodmark.rundir import RunDir
+
+    run = make_run_dir(tmp_path)
+    results = run / "results.json"
+    {"empty": lambda: results.write_text(""), "garbage": lambda: results.write_text("{bad"),
+     "nan": lambda: results.write_text('{"valid": NaN}'), "deep": lambda: results.write_text("[" * 100_000),
+     "directory": results.mkdir, "fifo": lambda: os.mkfifo(results)}[damage]()
+    done = floodmark("report", str(run))  # the audit's D4: "not checked", exit 0, not a word
+    assert done.returncode == EXIT_BAD_ARGUMENTS
+    assert done.stderr == f"floodmark report: warning: {results}: {problem}: the run is shown unchecked\n"
+    assert "the run is shown unchecked" in (run / "report.html").read_text()
+    # The results browser's index says the same, and never waits on a FIFO.
+    assert summarize(RunDir(run), tmp_path).problem == f"results.json unreadable: {problem.removeprefix('not a results file: ')}"
+
+
+def test_analyze_exits_254_when_it_rejected_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from floodmark.cli import main
+    from floodmark.pipeline import analysis
+    from floodmark.pipeline.ingest import IngestReport
+
+    store = tmp_path / "store"
+    store.mkdir()
+    report = IngestReport(None, ingested=["a"], rejected=[("store/t/r\n1", "history.jsonl:1: missing field 'process'")])
+    monkeypatch.setattr(analysis, "analyze", lambda *a, **k: analysis.AnalysisResult(report, tmp_path / "s.html", {}))
+    assert main(["analyze", str(store), "--quiet"]) == 254
+    assert capsys.readouterr().err == ("floodmark analyze: error: rejected store/t/r\\n1: history.jsonl:1: missing "
+                                       "field 'process'\n")
+    report.rejected.clear()
+    assert main(["analyze", str(store), "--quiet"]) == 0

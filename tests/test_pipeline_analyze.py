@@ -20,10 +20,11 @@ def test_analyze_writes_tables_and_summary(spark, tmp_path, capsys):  # noqa: F8
     broken = write_synthetic_run(store, "broken", synthetic.queue_run(3, ops=50), 3)
     (broken / "history.jsonl").write_text('{"index": 0, "time": 0, "type": "ok"}\n')
 
-    assert main(["analyze", str(store), "--quiet"]) == 0
+    assert main(["analyze", str(store), "--quiet"]) == 254  # a run was rejected: bad input, named
     out = capsys.readouterr()
     assert "ingested 2 run(s)" in out.out and "rejected 1" in out.out
-    assert "broken" in out.err and "missing field 'process'" in out.err
+    rejected = [line for line in out.err.splitlines() if line.startswith("floodmark analyze: error: rejected ")]
+    assert len(rejected) == 1 and "broken" in rejected[0] and "missing field 'process'" in rejected[0]
     analysis = store / "_analysis"
     with open(analysis / "tables" / "failing_seeds.csv") as f:
         seeds = list(csv.DictReader(f))
@@ -33,11 +34,12 @@ def test_analyze_writes_tables_and_summary(spark, tmp_path, capsys):  # noqa: F8
     page = (analysis / "summary.html").read_text()
     assert "failing seeds" in page and "lost-write" in page
 
-    # Analysing again ingests nothing new and gives the same tables.
-    assert main(["analyze", str(store), "--quiet"]) == 0
+    # Analysing again ingests nothing new and gives the same tables (and rejects the same run).
+    assert main(["analyze", str(store), "--quiet"]) == 254
     assert "ingested 0 run(s), skipped 2" in capsys.readouterr().out
 
 
 def test_analyze_rejects_a_missing_store(tmp_path, capsys):
     assert main(["analyze", str(tmp_path / "nope")]) == 254
     assert "is not a directory" in capsys.readouterr().err
+

@@ -115,3 +115,12 @@ def test_the_contract_states_what_the_run_promised() -> None:
     assert TestConfig().acks_all and not TestConfig(acks=0).acks_all
     assert TestConfig().unclean_leader_election is False
     assert TestConfig().producer_retries_without_idempotence is False
+
+
+def test_the_names_a_test_may_use_are_the_harness_s():
+    from floodmark.harness.config import ALL_KINDS
+    from floodmark.reference.protocol.variants import VARIANTS
+    from floodmark.run_config import KNOWN_NEMESIS, VARIANT_NAMES
+
+    assert tuple(VARIANTS) == VARIANT_NAMES
+    assert KNOWN_NEMESIS == ALL_KINDS

@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from floodmark import rundir
 from floodmark.backends import cleanup
 from floodmark.harness.code_version import code_version
@@ -136,3 +138,42 @@ def test_a_killed_harness_leaves_a_readable_history_and_the_next_start_cleans_up
     assert leftovers(run_id.group(1)) == []
     # Their libfaketime files too (libfaketime removes them only on a normal exit).
     assert [p.name for p in Path("/dev/shm").glob("*faketime_*") if p.name.rsplit("_", 1)[-1] in processes] == []
+
+
+def test_beside_the_verdict_a_few_faults_that_did_nothing_are_named_and_the_rest_counted(tmp_path: Path) -> None:
+    import io
+
+    from floodmark.history import Op
+
+    out = io.StringIO()
+    runner = Runner(TestConfig(cluster="sim", seed=1), tmp_path, out=out)
+    ops = []
+    for fault in range(40):
+        ops += [Op(len(ops), fault, "invoke", "nemesis", "start-kill", {"fault": fault, "shape": "leader"}),
+                Op(len(ops) + 1, fault, "ok", "nemesis", "start-kill", {"shape": "leader", "skipped": "n2 is not running"})]
+    runner._say_fault_coverage(ops)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "floodmark: faults that took effect: kill 0/40 (40 did not)"
+    assert lines[1:] == ["floodmark:   kill did not take effect: leader at 0.0 s: skipped (n2 is not running)"] * 3 + [
+        "floodmark:   ... and 37 more kill faults that did not take effect (the report names each)"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupted_simulated_run_says_interrupted_without_a_traceback(tmp_path: Path, signum: int) -> None:
+    # The interrupt landed inside the simulator's loop (halfway through writing schedule.json):
+    # asyncio logged it as "Task exception was never retrieved", traceback and all.
+    process = floodmark_run("--cluster", "sim", "--time-limit", "3600", "--seed", "3", store=tmp_path)
+    assert process.stderr is not None
+    lines = []
+    while not any("ops/s" in line for line in lines[-1:]):
+        lines.append(process.stderr.readline())
+        assert lines[-1], "".join(lines)
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=120)
+    err = "".join(lines) + err
+    assert process.returncode == EXIT_INTERRUPTED, err[-3000:]
+    assert "Traceback" not in err and "never retrieved" not in err, err[-3000:]
+    assert "floodmark: interrupted: healing and tearing down" in err
+    read_history(tmp_path / "latest" / "history.jsonl")
+    seed, _ = load_schedule(tmp_path / "latest" / "schedule.json")
+    assert seed == 3

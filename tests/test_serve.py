@@ -192,8 +192,11 @@ def test_serve_command_rejects_a_missing_store(tmp_path: Path, capsys: pytest.Ca
 # --- a store with damaged runs: each one noted, none breaks the index or the server -----------
 
 DAMAGED = {  # test name -> (what to write, over which file, words its problem note must carry)
-    "deep-results": ("results.json", "[" * 100_000 + "]" * 100_000, "results.json unreadable: nested too deeply"),
-    "deep-results-object": ("results.json", '{"valid": true, "variant": ' + "[" * 500 + "]" * 500 + "}", None),
+    "deep-results": ("results.json", "[" * 100_000 + "]" * 100_000, "results.json unreadable: nested more than 100 levels deep"),
+    # as the report reads it: deeper than the checkers ever write is no results file
+    "deep-results-object": ("results.json", '{"valid": true, "variant": ' + "[" * 500 + "]" * 500 + "}",
+                            "results.json unreadable: nested more than 100 levels deep"),
+    "odd-results-object": ("results.json", '{"valid": true, "variant": ' + "[" * 50 + "]" * 50 + "}", None),
     "list-results": ("results.json", "[1, 2]", "results.json unreadable: expected a JSON object, got a list"),
     "truncated-results": ("results.json", '{"valid": false, "seed": 3, "checkers": {"durability": {"va', "results.json unreadable: "),
     "garbage-results": ("results.json", bytes(range(256)) * 8, "results.json unreadable: "),
@@ -276,8 +279,8 @@ def test_damaged_runs_are_noted_and_the_index_still_answers(
                 assert "nested more than 100 levels deep" in shown[1]
         assert proc.poll() is None  # the server process is alive
     status, body = get_from(host, port, "/?verdict=unchecked&per=500")
-    # one good run never checked, the five with a damaged test.yaml, and the four whose results.json is no results
-    assert status == 200 and len(rows(body)) == 10
+    # one good run never checked, the five with a damaged test.yaml, and the five whose results.json is no results
+    assert status == 200 and len(rows(body)) == 11
     status, body = get_from(host, port, "/store/deep-results/20260201T000000-s100/")  # its files are still browsable
     assert status == 200 and 'href="results.json"' in body
     assert proc.poll() is None

@@ -26,8 +26,8 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 
+from floodmark.backends.interrupts import raise_interrupt
 from floodmark.harness.cluster import NAME_PREFIX, OWNER_LABEL, RUN_LABEL
 
 _RESOURCE_NAME = re.compile(rf"^{NAME_PREFIX}([0-9A-Za-z]+)(?:-|$)")
@@ -232,11 +232,9 @@ def remove_stale_runs(docker_too: bool = True) -> list[str]:
 
 @contextlib.contextmanager
 def interruptible() -> Iterator[None]:
-    """Within the block, SIGTERM raises KeyboardInterrupt like SIGINT, so cleanup runs."""
-
-    def raise_interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
+    """Within the block, SIGTERM raises KeyboardInterrupt like SIGINT, so cleanup runs
+    (while a backend runs the test's loop, either cancels the run instead: see
+    :mod:`floodmark.backends.interrupts`)."""
     previous = signal.signal(signal.SIGTERM, raise_interrupt)
     # A harness started as a background job inherits SIGINT ignored: take it back, so an
     # interrupt tears the cluster down whatever disposition the process was given.

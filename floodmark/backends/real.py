@@ -16,6 +16,7 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from floodmark.backends import cleanup
+from floodmark.backends.interrupts import cancelled_on_interrupt, quiet_about_interrupts
 from floodmark.backends.node_faults import NodeFaultApplier
 from floodmark.backends.real_clients import RealClientHost
 from floodmark.backends.zk_view import ZooKeeperView
@@ -64,7 +65,14 @@ class RealBackend:
         self._view = ZooKeeperView(self.cluster.zookeeper_address)
 
     def run(self, main: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run(main)
+        # asyncio.run, but an interrupt (SIGTERM too) cancels the run's task rather than
+        # raising in whatever it was doing (see backends.interrupts).
+        with asyncio.Runner() as runner:
+            loop = runner.get_loop()
+            quiet_about_interrupts(loop)
+            task = loop.create_task(main)
+            with cancelled_on_interrupt(task):
+                return loop.run_until_complete(task)
 
     def client_host(self) -> RealClientHost:
         if self._clients is None:  # one per run: the workload's sessions and admin faults share it

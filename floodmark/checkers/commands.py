@@ -16,12 +16,15 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from floodmark.checkers.models import MODEL_NAMES
 from floodmark.checkers.registry import CHECKER_NAMES
-from floodmark.errors import EXIT_BAD_ARGUMENTS, SourceError, UsageError, exit_code
+from floodmark.errors import EXIT_BAD_ARGUMENTS, SourceError, UsageError, exit_code, printable
 from floodmark.sources import STDIN
+
+if TYPE_CHECKING:
+    from floodmark.history import Op
 
 # Everything else ``check`` needs is imported when a path is checked: ``floodmark check``
 # starts in the time of a bare interpreter plus the history readers and the checker.
@@ -100,16 +103,31 @@ def _edn_target(out: str, path: Path, many: bool) -> Path:
     return directory / f"{path.name if path.is_dir() else path.stem}.edn"
 
 
+def _to_edn(out: str, path: Path, many: bool, ops: list[Op]) -> None:
+    """Write ``ops`` as Jepsen EDN where --to-edn says; a target that cannot be written is
+    named (it is the output that is wrong, not the history)."""
+    from floodmark.formats.jepsen_edn import write_edn_history
+    from floodmark.sources import describe_os_error
+
+    target = Path(out)
+    try:
+        target = _edn_target(out, path, many)
+        write_edn_history(target, ops)
+    except OSError as e:
+        raise UsageError(f"--to-edn {target}: cannot write: {describe_os_error(e)}") from None
+
+
 def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None, many: bool) -> dict[str, Any]:
     from floodmark.checkers.linearizable import ModelMismatch, infer_model
     from floodmark.checkers.registry import (
         check_run,
         default_checker_names,
+        infer_workload,
         judge_history,
+        note_unread,
         results_of,
     )
     from floodmark.formats.detect import load_history
-    from floodmark.formats.jepsen_edn import write_edn_history
 
     name = str(path)
     if name != STDIN and path.is_dir():
@@ -119,21 +137,18 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
         if not is_run_dir(path):
             raise UsageError(f"{path}: not a run directory (no history.jsonl) and not a history file")
         if args.to_edn:
-            write_edn_history(_edn_target(args.to_edn, path, many), read_history(RunDir(path).history))
+            _to_edn(args.to_edn, path, many, read_history(RunDir(path).history))
         options: dict[str, Any] = {"model": args.model} if args.model else {}
         if args.initial is not None:
             options["initial"] = _initial(args.initial)
         if args.every_key:
             options["every_object"] = True
-        return check_run(path, checkers=checkers, time_limit=args.time_limit, **options)
+        return check_run(path, checkers=checkers, time_limit=args.time_limit, note=_note, **options)
     loaded = load_history(name)
     if args.to_edn:
-        write_edn_history(_edn_target(args.to_edn, Path("stdin" if name == STDIN else name), many), loaded.ops)
-    fs = {op.f for op in loaded.ops}
-    workload = "queue" if fs & {"send", "poll", "drain"} else None
+        _to_edn(args.to_edn, Path("stdin" if name == STDIN else name), many, loaded.ops)
     model = args.model or infer_model(loaded.ops)
-    if workload is None and model == "log":
-        workload = "log-lin"
+    workload = infer_workload(loaded.ops, model)
     names = checkers or list(default_checker_names(workload))
     # A history file states no configuration: the checkers are told none, not a made-up one.
     judged = judge_history(loaded.ops, {}, None, checkers=names, time_limit=args.time_limit,
@@ -141,7 +156,15 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
     linearizable = judged.get("linearizable")
     if linearizable is not None and isinstance(linearizable.cause, ModelMismatch):
         raise ModelMismatch(f"model {model}: {linearizable.cause}")
-    return results_of(judged, None)
+    results = results_of(judged, None)
+    note_unread(results, loaded.ops, _note)
+    return results
+
+
+def _note(text: str) -> None:
+    """What a verdict rests on that its line does not say (a torn last line left unread)."""
+    print(f"floodmark check: warning: {printable(text)}", file=sys.stderr)
+    sys.stderr.flush()
 
 
 def _summary(results: dict[str, Any]) -> str:
@@ -152,8 +175,17 @@ def _summary(results: dict[str, Any]) -> str:
         counts = result.get("anomaly_counts") or {}
         detail = ", ".join(f"{n} {t}" for t, n in counts.items())
         error = (result.get("stats") or {}).get("error")
-        parts.append(f"{name} {word.lower()}" + (f" ({detail})" if detail else "") + (f" [error: {error}]" if error else ""))
-    return "; ".join(parts)
+        parts.append(f"{name} {word.lower()}" + (f" ({detail})" if detail else "") + (f" [error: {error}]" if error else "")
+                     + _malformed((result.get("stats") or {}).get("malformed_ops")))
+    return printable("; ".join(parts))
+
+
+def _malformed(ops: Any) -> str:
+    """The first op a checker could not read, for the verdict line (results.json has them all)."""
+    if not isinstance(ops, list) or not ops or not isinstance(ops[0], dict):
+        return ""
+    more = f"; {len(ops) - 1} more in results" if len(ops) > 1 else ""
+    return f" [malformed op {ops[0].get('op')}: {ops[0].get('problem')}{more}]"
 
 
 def _unusable(path: Path, error: BaseException) -> str:
@@ -161,7 +193,8 @@ def _unusable(path: Path, error: BaseException) -> str:
     from floodmark.checkers.linearizable import ModelMismatch
 
     if isinstance(error, SourceError | UsageError):
-        return str(error)  # names the file (and line) itself
+        return printable(str(error))  # names the file (and line) itself
+    path = Path(printable(str(path)))
     if isinstance(error, ModelMismatch):
         return f"{path}: the history does not fit the model: {error}"
     if isinstance(error, OSError):
@@ -200,7 +233,7 @@ def run_check(args: argparse.Namespace) -> int:
         valid = results["valid"]
         verdicts.append(valid)
         word = _WORD.get(valid, "UNKNOWN") if isinstance(valid, bool) else "UNKNOWN"
-        print(f"{word:8} {path}  {_summary(results)}")
+        print(f"{word:8} {printable(str(path))}  {_summary(results)}")
         sys.stdout.flush()
     from floodmark.results import merge_validity
 

@@ -13,13 +13,20 @@ from __future__ import annotations
 import gc
 import os
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from floodmark.checkers.api import Checker, CheckInput
-from floodmark.history import Op
-from floodmark.results import CheckerResult, build_results, merge_validity, write_results
+from floodmark.errors import UsageError
+from floodmark.history import Op, OpsRead
+from floodmark.results import (
+    CheckerResult,
+    build_results,
+    merge_validity,
+    previous_verdicts,
+    write_results,
+)
 
 if TYPE_CHECKING:
     from floodmark.node_events import NodeEvent
@@ -71,6 +78,15 @@ def make_checker(name: str, **linearizable_options: Any) -> Checker:
 
 def default_checker_names(workload: str | None) -> tuple[str, ...]:
     return _DEFAULTS.get(workload or "", ("linearizable", "stats"))
+
+
+def infer_workload(ops: Sequence[Op], model: str) -> str | None:
+    """The workload a history's ops are of, when nothing states it: ``queue`` for sends,
+    polls or drains, ``log-lin`` for a history of the ``log`` model, else None (judged for
+    linearizability alone, as a foreign register history is)."""
+    if any(op.f in ("send", "poll", "drain") for op in ops):
+        return "queue"
+    return "log-lin" if model == "log" else None
 
 
 def default_checkers(workload: str) -> list[Checker]:
@@ -152,12 +168,31 @@ def check_history(
     return results_of(judged, config)
 
 
+# Told one line about what the judgement rests on that a reader would otherwise not know (a
+# torn last line left unread, ...); ``floodmark check`` prints it on stderr.
+Note = Callable[[str], None]
+
+
+def note_unread(results: dict[str, Any], ops: Sequence[Op], note: Note | None = None) -> None:
+    """Record in ``results`` (its ``notes``) what the history's reader left out, and tell ``note``."""
+    torn = ops.torn_tail if isinstance(ops, OpsRead) else None
+    if torn is not None:
+        add_note(results, str(torn), note)
+
+
+def add_note(results: dict[str, Any], text: str, note: Note | None = None) -> None:
+    results.setdefault("notes", []).append(text)
+    if note is not None:
+        note(text)
+
+
 def check_run(
     run_dir: Path | str | os.PathLike[str],
     *,
     checkers: Sequence[str | Checker] | None = None,
     time_limit: float | None = None,
     ops: list[Op] | None = None,
+    note: Note | None = None,
     **linearizable_options: Any,
 ) -> dict[str, Any]:
     """Judge a run directory and write (or update) its ``results.json``.
@@ -166,32 +201,57 @@ def check_run(
     ``check_pairs``, when the caller has read it already (the runner shares it with the fault
     coverage: reading a history back costs more than most checkers).
 
-    The run's ``test.yaml`` is its configuration; a malformed one raises
-    :class:`~floodmark.run_config.ConfigError` naming the file and the key. With an explicit subset of ``checkers``, the verdicts of other checkers already in
+    The run's ``test.yaml`` is its configuration; a malformed or unreadable one, or one
+    naming a variant or fault kind no test may, raises
+    :class:`~floodmark.run_config.ConfigError` naming the file and the key. A run without
+    one is judged as a history file is, by the workload its ops suggest, and a note says so. With an explicit subset of ``checkers``, the verdicts of other checkers already in
     ``results.json`` are kept and the overall verdict is merged over all of them.
+    An old ``results.json`` that cannot be read, or is not shaped as this version writes
+    it, keeps nothing: it is replaced, and a note says so. ``note`` is told, one line each,
+    what else the judgement rests on (a torn last line of the history left unread, an old
+    results file replaced); ``results.json`` keeps the same lines as ``notes``. A results
+    file that cannot be written is a UsageError naming it.
     """
     from floodmark.history import read_history
     from floodmark.node_events import read_events_dir
-    from floodmark.run_config import read_test_config
+    from floodmark.run_config import check_names, read_test_config
     from floodmark.rundir import RunDir
 
     run = RunDir(Path(run_dir))
+    if run.results.is_dir():  # where the verdict would go: refused before the checkers run for nothing
+        raise UsageError(f"{run.results}: is a directory, not a file: the results cannot be written")
     config = read_test_config(run.config)
+    if config is not None:
+        check_names(config, str(run.config))
     if ops is None:
         ops = read_history(run.history, check_pairs=True)
     events = read_events_dir(run.events)
     if time_limit is None and config is not None:
         time_limit = config.check_time_limit
-    results = check_history(ops, events, config, checkers=checkers, time_limit=time_limit, **linearizable_options)
-    if checkers is not None and run.results.is_file():
-        try:
-            from floodmark.results import read_results
+    judged = "judged by the checkers asked for"
+    if config is None and checkers is None:  # judged as a history file is: by what its ops are
+        from floodmark.checkers.linearizable import infer_model
 
-            previous = read_results(run.results)
-            merged = {**previous.get("checkers", {}), **results["checkers"]}
-            results["checkers"] = merged
-            results["valid"] = merge_validity(c.get("valid", "unknown") for c in merged.values())
-        except (ValueError, OSError):
-            pass  # an unreadable old results file is simply replaced
-    write_results(run.results, results)
+        inferred = infer_workload(ops, linearizable_options.get("model") or infer_model(ops))
+        checkers = list(default_checker_names(inferred))
+        judged = (f"judged as a {inferred} history" if inferred else "judged for linearizability alone") + \
+            ", as its ops suggest"
+    results = check_history(ops, events, config, checkers=checkers, time_limit=time_limit, **linearizable_options)
+    if config is None:
+        add_note(results, f"{run.config}: no such file: the run states no configuration; {judged}, "
+                          "with no settings assumed", note)
+    note_unread(results, ops, note)
+    if checkers is not None:
+        kept, problem = previous_verdicts(run.results)
+        if problem is not None:  # an unreadable old results file is replaced, and said to be
+            add_note(results, f"{problem}: replaced; the verdicts it held, if any, are not kept", note)
+        merged = {**kept, **results["checkers"]}
+        results["checkers"] = merged
+        results["valid"] = merge_validity(c.get("valid", "unknown") for c in merged.values())
+    try:
+        write_results(run.results, results)
+    except OSError as e:
+        from floodmark.sources import describe_os_error, file_problem
+
+        raise UsageError(f"{run.results}: cannot write: {file_problem(run.results) or describe_os_error(e)}") from None
     return results

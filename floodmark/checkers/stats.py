@@ -9,6 +9,9 @@ made which partition unavailable and for how long.
 A gap between successive successful ops on a partition counts as a window when it is
 longer than ``max(min_window, 5 × the partition's median gap)``: a slow partition is not
 "unavailable" merely because traffic to it is sparse.
+
+The counts are of the ops read. A history whose last line was cut short (a harness killed
+mid-write) was read without it, and ``torn_tail`` says so, so no count passes for complete.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.history import NEMESIS, Op
+from floodmark.history import NEMESIS, Op, OpsRead
 from floodmark.results import CheckerResult
 
 NS = 1_000_000_000
@@ -95,6 +98,9 @@ class StatsChecker:
                        for k, s, e in faults],
             "unavailability": self._windows(successes, faults, start, end),
         }
+        torn = history.torn_tail if isinstance(history, OpsRead) else None
+        if torn is not None:
+            stats["torn_tail"] = {"line": torn.line, "problem": torn.problem}
         return CheckerResult(True, [], stats)
 
     def _windows(self, successes: dict[tuple[str, int], list[int]], faults: list[tuple[str, int, int]],

@@ -34,6 +34,7 @@ from floodmark.history import OP_TYPES, op_from_dict
 from floodmark.node_events import NodeEvent, event_from_dict
 from floodmark.pipeline.records import event_columns, json_text
 from floodmark.plain_values import json_decode_problem
+from floodmark.torn_lines import cut_short
 
 T = TypeVar("T")
 CHUNK_BYTES = 32 * 1024 * 1024
@@ -146,12 +147,15 @@ class _Columns:
 
 def _parsed_lines(chunk: Chunk, summary: ChunkSummary, parse: Callable[[Any, int], T],
                   json_problem: Callable[[bytes, json.JSONDecodeError], str], *, torn_source_errors: bool,
+                  torn_only_if_cut: bool = False,
                   other_errors: tuple[type[Exception], ...] = ()) -> Iterator[tuple[int, Any, bool, T]]:
     """Each non-blank line of ``chunk`` as (line number, its JSON, whether fast_json parsed it,
     what ``parse(json, line number)`` made of it), up to the first problem, which goes into
     ``summary``. A torn last line that is not JSON (the harness died mid-write) is skipped, as
-    the readers skip it; so is one ``parse`` rejects, with ``torn_source_errors``.
-    ``other_errors`` from ``parse`` are problems too (say, a wall clock that is not a number).
+    the readers skip it: with ``torn_only_if_cut``, only one that is the beginning of a JSON
+    text (as the history reader decides, :func:`~floodmark.torn_lines.cut_short`); one
+    ``parse`` rejects too, with ``torn_source_errors``. ``other_errors`` from ``parse`` are
+    problems too (say, a wall clock that is not a number).
     """
     for number, raw, whole in iter_lines(chunk):
         summary.lines = number
@@ -161,11 +165,13 @@ def _parsed_lines(chunk: Chunk, summary: ChunkSummary, parse: Callable[[Any, int
             d, fast = fast_json.parse(raw)
             parsed = parse(d, number)
         except json.JSONDecodeError as e:
-            if not whole:
+            if not whole and (not torn_only_if_cut or cut_short(raw)):
                 continue
             summary.error = (number, json_problem(raw, e))
             return
         except UnicodeDecodeError as e:
+            if not whole and torn_only_if_cut and cut_short(raw):
+                continue  # a character cut in the middle of its bytes
             summary.error = (number, f"not valid UTF-8 ({e.reason} at byte {e.start})")
             return
         except SourceError as e:
@@ -196,8 +202,9 @@ def history_rows(chunk: Chunk, run_id: str, witnesses: frozenset[int],
         if not _valid_op(d):
             op_from_dict(d, chunk.path, number)  # raises with the reader's own message
 
+    # A torn last line is forgiven as the history reader forgives it: only if it was cut.
     for number, d, fast, _ in _parsed_lines(chunk, summary, check_op, _not_json,
-                                            torn_source_errors=True):
+                                            torn_source_errors=False, torn_only_if_cut=True):
         index = d["index"]
         if summary.first_index is None:
             summary.first_index, summary.first_row_line, summary.first_time = index, number, d["time"]

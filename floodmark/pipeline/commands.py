@@ -1,4 +1,8 @@
-"""``floodmark analyze``: ingest a store of runs, check them at scale, aggregate."""
+"""``floodmark analyze``: ingest a store of runs, check them at scale, aggregate.
+
+Exit codes: 0 when every run was read, 254 when a run was rejected (each named, with why,
+in one line on stderr; the aggregates over the other runs are written all the same) or
+for bad arguments."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from floodmark.errors import UsageError
+from floodmark.errors import EXIT_BAD_ARGUMENTS, UsageError, one_line, printable
 
 
 def register(subparsers: Any) -> None:
@@ -42,8 +46,10 @@ def run_analyze(args: argparse.Namespace) -> int:
     result = analyze(store, out, parquet, master=args.master, check=not args.no_check,
                      progress=not args.quiet, log=lambda line: print(line, file=sys.stderr))
     print(result.ingest.summary())
-    for path, error in result.ingest.rejected:
-        print(f"rejected {path}: {error}", file=sys.stderr)
     print(f"summary: {result.summary_path}")
     print(f"tables:  {out / 'tables'}")
-    return 0
+    # A run it could not read is bad input: named, one line each, and the exit code says so
+    # (the aggregates cover the other runs and are written all the same).
+    for path, error in result.ingest.rejected:
+        print(f"floodmark analyze: error: rejected {printable(path)}: {one_line(error)}", file=sys.stderr)
+    return EXIT_BAD_ARGUMENTS if result.ingest.rejected else 0

@@ -1,6 +1,8 @@
 """``floodmark report`` and ``floodmark serve``: the report and the results browser on the CLI.
 
-``floodmark report RUN_DIR [--out FILE]`` renders (or re-renders) a run's report;
+``floodmark report RUN_DIR [--out FILE]`` renders (or re-renders) a run's report; what it
+could not read (a damaged results.json, node events) is noted on the page and in one line
+each on stderr, and the exit code is then 254 (the page is written all the same);
 ``floodmark serve [--store DIR] [--port 8080] [--host 127.0.0.1]`` browses a store of runs.
 """
 
@@ -10,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from floodmark.errors import UsageError
+from floodmark.errors import EXIT_BAD_ARGUMENTS, UsageError, printable
 from floodmark.history import HistoryError
 
 
@@ -40,14 +42,17 @@ def report_command(args: argparse.Namespace) -> int:
         raise UsageError(f"{run_dir}: no such directory")
     if args.out is not None and not Path(args.out).parent.resolve().is_dir():
         raise UsageError(f"--out {args.out}: directory {Path(args.out).parent} does not exist")
+    warnings: list[str] = []
     try:
-        target = write_report(run_dir, args.out)
+        target = write_report(run_dir, args.out, warn=warnings.append)
     except FileNotFoundError as e:
         raise UsageError(str(e)) from None
     except HistoryError as e:
         raise UsageError(f"cannot read the history: {e}") from None
+    for warning in warnings:  # the page shows them too; an input it could not read is bad input
+        print(f"floodmark report: warning: {printable(warning)}", file=sys.stderr)
     print(target)
-    return 0
+    return EXIT_BAD_ARGUMENTS if warnings else 0
 
 
 def serve_command(args: argparse.Namespace) -> int:

@@ -9,8 +9,9 @@ to become an ``Op`` (through the history contract's own ``op_from_dict``) when a
 
 The checks are the contract's: dense indices from 0, integer times, a known type, an
 integer or string process and a string ``f``; a malformed line is a ``HistoryError`` naming
-the file and line, except a torn last line, which a killed harness may leave and which is
-ignored as ``floodmark.history`` does.
+the file and line, except a torn last line (the beginning of a JSON text with no newline
+after it), which a killed harness may leave and which is ignored as ``floodmark.history``
+ignores it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from operator import itemgetter
 from typing import Any, NoReturn, overload
 
 from floodmark.history import NEMESIS, OP_TYPES, HistoryError, Op, op_from_dict
+from floodmark.torn_lines import cut_short
 
 _loads: Callable[[bytes], Any]
 try:  # orjson decodes a history several times faster; it is optional
@@ -160,7 +162,7 @@ def _load_history(path: str | os.PathLike[str]) -> HistoryColumns:
         try:
             raw.append(_loads(line))
         except (_DecodeError, ValueError, UnicodeDecodeError) as e:
-            if torn_tail and number == last + 1:
+            if torn_tail and number == last + 1 and cut_short(line):
                 break  # a half-written last line: the harness was killed mid-write
             raise HistoryError(source, number, f"not valid JSON ({e})") from None
     return HistoryColumns(source, raw)

@@ -45,16 +45,20 @@ class FileLink:
     size: int
 
 
-def write_report(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
+def write_report(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None,
+                 warn: Callable[[str], None] | None = None) -> Path:
     """Render the report of a run directory to ``out`` (default: ``<run>/report.html``).
 
     Written atomically (a temporary file renamed into place), so a reader of the store never
-    sees half a report.
+    sees half a report. ``warn`` is told each warning the page shows (what could not be read).
     """
     data = load_run(run_dir)
     target = Path(out) if out is not None else data.run.report
     with paused_gc():  # the charts build large acyclic structures too
         html = render_report(data, target.parent)
+    if warn is not None:
+        for warning in data.warnings:
+            warn(warning)
     tmp = target.with_name(f".{target.name}.tmp")
     try:
         # (a string the run recorded that is not Unicode text is shown replaced, never fatal)

@@ -25,6 +25,7 @@ from floodmark.reports.history_columns import HistoryColumns, load_history
 from floodmark.results import read_results
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir
+from floodmark.sources import file_problem
 
 PartitionKey = tuple[str, int]
 
@@ -71,11 +72,14 @@ def load_run(path: str | os.PathLike[str]) -> RunData:
         raise FileNotFoundError(f"{run.path}: not a run directory (no {run.history.name})")
     warnings: list[str] = []
     results: dict[str, Any] | None = None
-    if run.results.is_file():
+    if os.path.lexists(run.results):  # there, in any form: a directory or a FIFO is no verdict either
+        problem = file_problem(run.results)
         try:
+            if problem is not None:
+                raise ValueError(f"{run.results}: {problem}")
             results = read_results(run.results)
         except (ValueError, OSError) as e:
-            warnings.append(f"{run.results}: unreadable results ({e}); showing the run unchecked")
+            warnings.append(f"{e}: the run is shown unchecked")
     config = _load_config(run, results, warnings)
     history = load_history(run.history)
     completion_of = history.pairs()

@@ -9,7 +9,6 @@ scan, not a re-read of every results file.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
@@ -17,9 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from floodmark.errors import SourceError
+from floodmark.plain_values import parse_json
 from floodmark.results import verdict_word
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir, find_run_dirs
+from floodmark.sources import file_problem, read_source
 
 NOT_STATED = "not stated"  # the variant of a run without a configuration
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})")
@@ -117,17 +119,19 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
     """One run's summary; a damaged results or config file is noted, not fatal."""
     problem = None
     results: dict[str, Any] = {}
-    if run.results.is_file():
+    if os.path.lexists(run.results):  # in any form: a FIFO is refused at once, never waited on
+        unreadable = file_problem(run.results)
         try:
-            with open(run.results, encoding="utf-8") as f:
-                loaded = json.load(f)
+            if unreadable is not None:
+                raise ValueError(unreadable)
+            loaded = parse_json(read_source(run.results))  # as strict as the report: no NaN, bounded depth
             if isinstance(loaded, dict):
                 results = loaded
             else:
                 problem = f"results.json unreadable: expected a JSON object, got {_json_kind(loaded)}"
-        except RecursionError:
-            problem = "results.json unreadable: nested too deeply"
-        except (OSError, ValueError) as e:  # ValueError: bad JSON, and bytes that are not UTF-8
+        except SourceError as e:
+            problem = f"results.json unreadable: {e.problem}"
+        except ValueError as e:  # bad JSON, bytes that are not UTF-8, NaN, nesting without end
             problem = f"results.json unreadable: {e}"
     # results.json carries a copy of the config; test.yaml (slower to parse) only for unchecked runs
     config: TestConfig | None = None

@@ -8,6 +8,7 @@ the verdict (0 valid, 1 invalid, 2 unknown, 254 bad arguments, 130 interrupted).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from floodmark.harness.config import (
     load_config,
     make_config,
 )
-from floodmark.harness.schedule import ScheduleError, load_schedule
+from floodmark.harness.schedule import Schedule, ScheduleError, load_schedule
 from floodmark.reference.protocol.variants import VARIANTS
 
 DEFAULT_STORE = "store"
@@ -225,6 +226,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.schedule:
         try:
             _, schedule = load_schedule(args.schedule)
+            schedule.check_starts_within(config.time_limit, args.schedule)
         except ScheduleError as e:
             raise UsageError(str(e)) from None
     from floodmark.run.runner import run_test
@@ -233,33 +235,60 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def repro_command(args: argparse.Namespace) -> int:
+    """Replay a stored run: its test.yaml, its schedule.json and, on the simulator, a proof
+    that the replay was byte-identical (digest.json). Whatever of these is there but cannot
+    be read refuses the replay, naming the file: a replay of something else must not pass
+    for this run's (see :func:`replay_inputs`)."""
     path = Path(args.run_dir).resolve()
     run = rundir.RunDir(path)
-    if not run.config.is_file():
-        raise UsageError(f"{args.run_dir}: not a run directory (no {rundir.CONFIG})")
-    try:
-        config = load_config(run.config)
-        seed, schedule = load_schedule(run.schedule) if run.schedule.is_file() else (None, None)
-    except (ConfigError, ScheduleError) as e:
-        raise UsageError(str(e)) from None
-    if config.seed is None:
-        raise UsageError(f"{run.config}: no seed recorded; cannot reproduce")
-    if seed is not None and seed != config.seed:
-        raise UsageError(f"{run.schedule}: seed {seed} differs from test.yaml's seed {config.seed}")
+    config, schedule, original = replay_inputs(run, args.run_dir)
     from floodmark.run import digest
     from floodmark.run.runner import run_test
 
+    if original is None and config.cluster == "sim":
+        print(f"floodmark: {run.digest}: no such file: whether the replay is byte-identical cannot be "
+              "compared", file=sys.stderr)
     store = args.store or str(path.parent.parent)
-    original = digest.load(run)
     outcome = run_test(config, store, schedule)
     if original is not None and outcome.digest is not None:
         differ = digest.differences(original, outcome.digest)
         if differ:
-            print(f"floodmark: replay DIFFERS from {path}: {', '.join(differ)} "
-                  "(nondeterminism, or the code changed since)", file=sys.stderr)
+            recorded, now = config.code_version, outcome.config.code_version
+            why = (f"the code changed since: recorded with {recorded}, replayed with {now}" if recorded != now
+                   else f"nondeterminism, or uncommitted changes: code {now} both times")
+            print(f"floodmark: replay DIFFERS from {path}: {', '.join(differ)} ({why})", file=sys.stderr)
         else:
             print(f"floodmark: replay identical to {path} (digest {outcome.digest['run'][:16]})", file=sys.stderr)
     return outcome.exit_code
+
+
+def replay_inputs(run: rundir.RunDir, named: str) -> tuple[TestConfig, Schedule, dict[str, str] | None]:
+    """A run's configuration, fault schedule and digests, for replaying it; UsageError naming
+    the file when one cannot be used.
+
+    Every run records its schedule in schedule.json before it starts, so a run without one is
+    refused too: drawing the schedule from the seed again would replay a different test if
+    the run had replayed a hand-written one (``floodmark run -f RUN/test.yaml`` runs the
+    seed's own schedule, knowingly)."""
+    from floodmark.run import digest
+
+    if not os.path.lexists(run.config):
+        raise UsageError(f"{named}: not a run directory (no {rundir.CONFIG})")
+    try:
+        config = load_config(run.config)
+        if config.seed is None:
+            raise UsageError(f"{run.config}: no seed recorded; cannot reproduce")
+        if not os.path.lexists(run.schedule):
+            raise UsageError(f"{run.schedule}: no such file: every run records its fault schedule there, and "
+                             "without it the replay could be of another test; to run the schedule the seed "
+                             f"draws, floodmark run -f {run.config}")
+        seed, schedule = load_schedule(run.schedule)
+        if seed is not None and seed != config.seed:
+            raise UsageError(f"{run.schedule}: seed {seed} differs from test.yaml's seed {config.seed}")
+        schedule.check_starts_within(config.time_limit, str(run.schedule))
+        return config, schedule, digest.load(run)
+    except (ConfigError, ScheduleError, digest.DigestError) as e:
+        raise UsageError(str(e)) from None
 
 
 def explore_command(args: argparse.Namespace) -> int:

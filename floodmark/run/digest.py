@@ -5,14 +5,29 @@ again must give the very same history and node events. The digest is a SHA-256 o
 (``history.jsonl``, and every ``events/<node>.jsonl`` in name order) and of all of them
 together; ``floodmark repro`` of a simulated run compares the replay's digest with the
 original's and says which file differs, as FoundationDB's unseed check does for its runs.
+
+A replay that cannot be compared must not pass for one that was: a ``digest.json`` that is
+there but unreadable, or not a digest of this shape (a SHA-256 of the history, of the whole
+run, and of event files only), is a :class:`DigestError` naming it, and a simulated run
+without one is said to have none.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 
-from floodmark.rundir import RunDir
+from floodmark.rundir import HISTORY, RunDir
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_EVENT_FILE = re.compile(r"events/[^/]+\.jsonl")
+MAX_DIGEST_BYTES = 1 << 20  # a digest names a few files; a larger one is not one
+
+
+class DigestError(ValueError):
+    """A digest.json that cannot be compared with: names the file and what is wrong."""
 
 
 def compute(run: RunDir) -> dict[str, str]:
@@ -38,14 +53,33 @@ def save(run: RunDir) -> dict[str, str]:
 
 
 def load(run: RunDir) -> dict[str, str] | None:
-    """The digests saved with a run, or None when it has none (a real cluster's run)."""
+    """The digests saved with a run, or None when it has none (a real cluster's run, or one
+    that ended before it was digested); DigestError when the file is there but is not one."""
+    from floodmark.errors import SourceError
+    from floodmark.plain_values import parse_json
+    from floodmark.sources import read_source
+
+    path = run.digest
+    if not os.path.lexists(path):
+        return None
     try:
-        data = json.loads(run.digest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
-        return None
-    return {str(k): v for k, v in data.items()}
+        data = parse_json(read_source(path, limit=MAX_DIGEST_BYTES))
+    except SourceError as e:
+        raise DigestError(str(e)) from None
+    except ValueError as e:
+        raise DigestError(f"{path}: not a digest: {e}") from None
+    if not isinstance(data, dict):
+        raise DigestError(f"{path}: not a digest (expected an object of file digests)")
+    for name in ("run", HISTORY):
+        if name not in data:
+            raise DigestError(f"{path}: not a digest (no {name!r})")
+    for name, value in data.items():
+        if name not in ("run", HISTORY) and not _EVENT_FILE.fullmatch(name):
+            raise DigestError(f"{path}: not a digest ({name[:60]!r} is not a file a run's digest names)")
+        if not isinstance(value, str) or not _SHA256.fullmatch(value):
+            raise DigestError(f"{path}: not a digest ({name[:60]!r} is not a SHA-256 in hex)")
+    return data
+
 
 
 def differences(original: dict[str, str], replay: dict[str, str]) -> list[str]:

@@ -8,7 +8,8 @@ as the clients' ops are recorded: an ``invoke`` of ``start-<kind>`` or ``stop-<k
 what was planned, then a completion whose value says what was done: how the nemesis chose
 (the role it aimed at, what it saw), the plan (nodes, links, offsets) and the backend's
 evidence (rules, pids, what it verified). ``ok`` when it did it, ``info`` when it raised
-part-way (the fault may be partly in place). The same account goes into ``schedule.json``.
+part-way (the fault may be partly in place). The same account goes into ``schedule.json``
+(written as :class:`~floodmark.harness.schedule.ScheduleLog` decides: not after every action).
 
 A fault whose healing waits for long work (an upgrade's roll finishing) is healed in the
 background: its ``stop-<kind>`` completion is recorded when the work ends, while the
@@ -102,7 +103,7 @@ class FaultDriver:
             result = {**choice, **plan.describe(), **evidence}
             executed.start = result
             self.recorder.record("ok", NEMESIS, f"start-{fault.kind}", result)
-        self.schedule_log.save()
+        self.schedule_log.changed()
 
     async def stop(self, fault: Fault) -> None:
         executed = self.schedule_log.record(fault)
@@ -118,7 +119,7 @@ class FaultDriver:
             executed.stop = result
             self.recorder.record("ok", NEMESIS, f"stop-{fault.kind}", result)
         executed.stopped_at = self.recorder.seconds()
-        self.schedule_log.save()
+        self.schedule_log.changed()
 
     async def heal_all(self) -> dict[str, Any]:
         """Heal every kind on every node; records one ``heal-all`` op with each kind's account."""

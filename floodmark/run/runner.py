@@ -58,6 +58,7 @@ from floodmark.workloads.registry import final_reads, make_workers
 log = logging.getLogger(__name__)
 
 EXIT_INTERRUPTED = 130
+MISSED_SHOWN = 3  # faults that did not take effect named beside the verdict, per kind
 
 
 @dataclass
@@ -228,6 +229,7 @@ class Runner:
                 backend.force_cleanup()
         finally:
             recorder.close()
+            driver.schedule_log.flush()  # what was executed since it was last written
             self.mark("torn_down")
 
     def _check(self) -> None:
@@ -265,8 +267,11 @@ class Runner:
             return
         self.say(summary_line(coverage))
         for kind, counted in coverage.items():
-            for missed in counted.missed[:5]:
+            for missed in counted.missed[:MISSED_SHOWN]:
                 self.say(f"  {kind} did not take effect: {missed}")
+            if len(counted.missed) > MISSED_SHOWN:
+                self.say(f"  ... and {len(counted.missed) - MISSED_SHOWN} more {kind} faults that did not take "
+                         "effect (the report names each)")
 
     def _report(self) -> None:
         if not self.report:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from floodmark.errors import UsageError
 from floodmark.harness.config import ConfigError, TestConfig, load_config
 from floodmark.harness.schedule import Fault, Schedule, ScheduleError, load_schedule
 from floodmark.results import read_results
+from floodmark.sources import file_problem
 
 SETTLE = 5.0  # seconds of workload kept after the last fault ends
 
@@ -168,7 +170,7 @@ def load_failure(path: Path) -> tuple[TestConfig, Schedule, frozenset[str]]:
     """A failing simulated run's configuration, schedule and anomaly types; UsageError if it
     is not one."""
     run = rundir.RunDir(path)
-    if not run.config.is_file() or not run.schedule.is_file():
+    if not os.path.lexists(run.config) or not os.path.lexists(run.schedule):  # there: read, or named
         raise UsageError(f"{path}: not a run directory (needs {rundir.CONFIG} and {rundir.SCHEDULE})")
     try:
         config = load_config(run.config)
@@ -178,6 +180,14 @@ def load_failure(path: Path) -> tuple[TestConfig, Schedule, frozenset[str]]:
     if config.cluster != "sim":
         raise UsageError(f"{path}: a {config.cluster} run; only simulated runs can be shrunk "
                          "(they replay exactly)")
+    try:  # what to preserve: a results file that cannot be read is named, not taken for a clean run
+        unreadable = file_problem(run.results)  # (a FIFO is named at once, not waited on)
+        if unreadable is not None:
+            raise ValueError(f"{run.results}: {unreadable}")
+        read_results(run.results)
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{e}: the anomalies to preserve are read from it (floodmark check {path} "
+                         "writes it)") from None
     anomalies = anomaly_types(path)
     if not anomalies:
         raise UsageError(f"{path}: the run has no anomalies to preserve (is it invalid? run floodmark check first)")

@@ -33,6 +33,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from floodmark.backends.interrupts import cancelled_on_interrupt, quiet_about_interrupts
 from floodmark.backends.sim.clients import SimClientHost
 from floodmark.backends.sim.cluster import LOG_DIRS, SimCluster
 from floodmark.backends.sim.faults import SimFaultApplier
@@ -140,8 +141,10 @@ class SimBackend:
             timers.append(loop.call_later(60.0, loop.stop))
 
         timers.append(loop.call_later(budget, overrun))
+        quiet_about_interrupts(loop)
         try:
-            return self.world.run(task)
+            with cancelled_on_interrupt(task):  # Ctrl-C or SIGTERM cancels the run, and then interrupts
+                return self.world.run(task)
         except (asyncio.CancelledError, RuntimeError):  # RuntimeError: stopped before it finished
             if not overran:
                 raise
