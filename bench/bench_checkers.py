@@ -9,7 +9,7 @@ their node events, about 1.9 per entry), then each checker is timed from scratch
 history index rebuilt each time) with the garbage collector paused, as
 :func:`floodmark.checkers.registry.run_checkers` runs them; the six are also timed together,
 sharing the index as they do in a real check. Caches the checkers keep between calls on the
-same run (the index, the scan for unclean elections) are dropped before every timed run.
+same run (the index, the scan for power-loss recoveries) are dropped before every timed run.
 
 Printed per size: the median process CPU time of each checker alone (generation excluded),
 history entries per second of it, and that time as a multiple of the calibration anchor
@@ -46,9 +46,9 @@ MIB = 2**20
 
 def forget_cached_scans(run: CheckInput) -> None:
     """Drop what checkers remember about the last run (the shared queue index, the scan for
-    unclean elections the input caches), so every timed run pays for it from scratch."""
+    power-loss recoveries the input caches), so every timed run pays for it from scratch."""
     queue_index._cache.clear()
-    run.__dict__.pop("loss_permitted_by", None)  # CheckInput's cached_property
+    run.__dict__.pop("loss_permissions", None)  # CheckInput's cached_property
 
 
 def run_all(run: CheckInput, names: tuple[str, ...]) -> None:

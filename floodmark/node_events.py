@@ -66,6 +66,7 @@ from floodmark.node_event_kinds import (
 )
 from floodmark.plain_values import json_lines_parser
 from floodmark.sources import read_source
+from floodmark.torn_lines import cut_short
 
 try:
     import orjson
@@ -293,7 +294,8 @@ def event_from_dict(d: Any, source: str = "<events>", line: int = 0) -> NodeEven
 
 
 def iter_events(path: str | os.PathLike[str], node: str | None = None) -> Iterator[NodeEvent]:
-    """Read one node's event file. A torn last line (the node was killed) is ignored.
+    """Read one node's event file. A last line cut short (the node was killed while writing
+    it, see :mod:`floodmark.torn_lines`) is ignored; any other malformed line is refused.
     ``node``: the node the file belongs to; then every event must be that node's, and no
     ``seq`` may come twice (a line duplicated or a file of another node would make the
     checkers count what happened twice, or in the wrong broker's story)."""
@@ -311,8 +313,8 @@ def iter_events(path: str | os.PathLike[str], node: str | None = None) -> Iterat
         try:
             d = parse(raw)
         except ValueError as e:
-            if number == len(lines) and not raw.endswith(b"\n"):
-                return
+            if number == len(lines) and not raw.endswith(b"\n") and cut_short(raw):
+                return  # the node was killed in the middle of writing its last event
             raise NodeEventError(source, number, str(e)) from None
         event = event_from_dict(d, source, number)
         if node is not None:

@@ -262,3 +262,13 @@ def test_an_events_directory_holds_each_nodes_events_once(tmp_path) -> None:
     (tmp_path / "n2.jsonl").write_text(started)
     [event] = read_events_dir(tmp_path)["n2"]
     assert event.body == Started(broker=2)
+
+
+def test_only_a_last_line_cut_short_is_forgiven(tmp_path) -> None:
+    path = tmp_path / "n1.jsonl"
+    started = '{"node": "n1", "seq": 0, "kind": "started", "broker": 1}\n'
+    path.write_text(started + '{"node": "n1", "seq": 1, "kind": "sto')  # killed mid-write
+    assert [e.seq for e in iter_events(path, "n1")] == [0]
+    path.write_text(started + '{"node": "n1", "seq": 1, "kind": "stopped"}}')  # complete, then garbage
+    with pytest.raises(NodeEventError, match="n1.jsonl:2"):
+        list(iter_events(path, "n1"))

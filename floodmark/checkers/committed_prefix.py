@@ -15,15 +15,20 @@ itself.
 did not hold (or held with another value) when it became leader. What the configuration
 permits (see :mod:`.permitted`) is marked ``permitted_by``.
 
-The commits come from the leaders' own events (``hw_changed`` as leader, over their own
-rebuilt logs), the leaderships from ``became_leader`` with the new leader's log as it stood
-then. A log changes below that point only when its broker later truncates or re-fetches as a
-follower, so it is copied only then; a leader's log is otherwise read at the end.
+How, in time linear in the events: a first pass over every node notes, per partition and
+offset, the value first committed there and the epoch it was committed in (a leader's
+``hw_changed`` over the value its log held there then: the last one appended at that offset,
+since the HW only covers records the log has). A second pass replays each node's log in its
+own order; when the node becomes leader in epoch *E*, the offsets committed before *E* form a
+prefix (offsets are committed in epoch order, up to a deposed leader still committing for a
+moment, which is handled apart), and only what the node's log has not been found to match
+since it last changed is compared.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+import itertools
 
 from floodmark.checkers.permitted import LossPermissions
 from floodmark.checkers.replica_logs import Appends
@@ -31,118 +36,146 @@ from floodmark.node_events import PartitionKey
 from floodmark.results import Anomaly
 
 
-@dataclass
-class Commit:
-    """Records one leader committed in one epoch, offsets ``start`` on (HW advances of the
-    same leader in the same epoch are contiguous, so they join into one)."""
+class Committed:
+    """What was committed at each offset of one partition, first: its value and epoch. Kept
+    from the first offset committed (offsets come from events: a log that starts high costs
+    nothing below it)."""
 
-    node: str
-    epoch: int
-    start: int
-    values: list[str | None]
-    witness: tuple[str, int]  # the first hw_changed event of it
-
-    @property
-    def stop(self) -> int:
-        return self.start + len(self.values)
-
-
-@dataclass
-class Leadership:
-    """A broker became leader of a partition in an epoch, with this log."""
-
-    node: str
-    key: PartitionKey
-    epoch: int
-    length: int  # its log end offset then
-    witness: tuple[str, int]
-    log: Appends  # its log; only [.., length) counts, and only until ``frozen`` is set
-    frozen: tuple[int, list[str | None]] | None = None  # (base, values) copied before the log changed
-
-    def values(self, start: int, stop: int) -> list[str | None]:
-        """What the leader held at offsets [start, stop) when it became leader."""
-        stop = min(stop, self.length)
-        if start >= stop:
-            return []
-        if self.frozen is None:
-            return self.log.values(start, stop)
-        base, values = self.frozen
-        return [values[o - base] if 0 <= o - base < len(values) else None for o in range(start, stop)]
-
-
-class CommittedPrefix:
-    """Commits and leaderships gathered while each node's events are replayed, judged once
-    every node's are in (see the module docstring)."""
+    __slots__ = ("base", "values", "epochs", "_reach", "_late")
 
     def __init__(self) -> None:
-        self.commits: dict[PartitionKey, list[Commit]] = {}
-        self.leaderships: list[Leadership] = []
-        self._open: dict[tuple[str, PartitionKey], list[Leadership]] = {}  # whose logs still count
+        self.base = 0
+        self.values: list[str | None] = []  # None: never committed (or not known)
+        self.epochs: list[int] = []
+        self._reach: list[int] = []  # the greatest epoch committed at or below each offset
+        self._late: list[tuple[int, int]] = []  # (offset, epoch) committed in an epoch below its reach
 
-    def commit(self, node: str, key: PartitionKey, epoch: int, log: Appends, start: int, stop: int,
-               witness: tuple[str, int]) -> None:
-        """``node``, leading ``key`` in ``epoch``, moved its HW from ``start`` to ``stop``."""
-        if stop <= start:
+    def note(self, start: int, values: list[str | None], epoch: int) -> None:
+        """``values`` were committed at offsets ``start``.. in ``epoch`` (each kept where it is
+        the first commit there)."""
+        if not self.values:
+            self.base = start
+        elif start < self.base:  # below the first offset seen: grow downwards (rare)
+            pad = self.base - start
+            self.values[:0] = [None] * pad
+            self.epochs[:0] = [0] * pad
+            self.base = start
+        mine, epochs = self.values, self.epochs
+        i = start - self.base
+        overlap = max(0, min(len(mine) - i, len(values)))
+        # Nearly always every offset of the overlap holds an earlier epoch's commit already.
+        if overlap and (None in mine[i:i + overlap] or max(epochs[i:i + overlap]) > epoch):
+            self._keep_first(i, values, overlap, epoch)
+        if overlap < len(values):  # beyond what is known: appended as a whole
+            gap = i + overlap - len(mine)
+            if gap > 0:
+                mine.extend(itertools.repeat(None, gap))
+                epochs.extend(itertools.repeat(0, gap))
+            mine.extend(values[overlap:])
+            epochs.extend(itertools.repeat(epoch, len(values) - overlap))
+
+    def _keep_first(self, i: int, values: list[str | None], count: int, epoch: int) -> None:
+        mine, epochs = self.values, self.epochs
+        for j in range(count):
+            value = values[j]
+            if value is not None and (mine[i + j] is None or epoch < epochs[i + j]):
+                mine[i + j] = value
+                epochs[i + j] = epoch
+
+    def value_at(self, offset: int) -> str | None:
+        i = offset - self.base
+        return self.values[i] if 0 <= i < len(self.values) else None
+
+    def seal(self) -> None:
+        """Every commit is in: work out the prefix committed before each epoch."""
+        reach, late, top = [], [], -1
+        for i, (value, epoch) in enumerate(zip(self.values, self.epochs)):
+            if value is not None:
+                if epoch < top:
+                    late.append((self.base + i, epoch))
+                top = max(top, epoch)
+            reach.append(top)
+        self._reach, self._late = reach, late
+
+    def before(self, epoch: int) -> tuple[int, list[int]]:
+        """The offsets committed before ``epoch``: every committed one below the returned
+        bound, and the listed ones above it (a deposed leader's late commits)."""
+        bound = self.base + bisect.bisect_left(self._reach, epoch)
+        return bound, [o for o, e in self._late if o >= bound and e < epoch]
+
+    def values_between(self, start: int, stop: int) -> list[str | None]:
+        """The committed values at offsets [start, stop), None where none was."""
+        base = self.base
+        if start >= base:
+            return self.values[start - base:stop - base]
+        return [None] * min(base - start, stop - start) + self.values[:max(0, stop - base)]
+
+
+class Commits:
+    """Every partition's :class:`Committed`, filled by the first pass (a ``CommitSink``)."""
+
+    def __init__(self) -> None:
+        self.partitions: dict[PartitionKey, Committed] = {}
+
+    def __call__(self, key: PartitionKey, epoch: int, log: Appends, start: int, stop: int) -> None:
+        start, stop = max(start, log.base), min(stop, log.end)  # the HW covers what the log has
+        if start >= stop:
             return
-        commits = self.commits.setdefault(key, [])
-        last = commits[-1] if commits else None
-        if last is not None and (last.node, last.epoch, last.stop) == (node, epoch, start):
-            last.values.extend(log.values(start, stop))
-        else:
-            commits.append(Commit(node, epoch, start, log.values(start, stop), witness))
+        committed = self.partitions.get(key)
+        if committed is None:
+            committed = self.partitions[key] = Committed()
+        committed.note(start, log.values(start, stop), epoch)
 
-    def lead(self, node: str, key: PartitionKey, epoch: int, log: Appends, witness: tuple[str, int]) -> None:
-        leadership = Leadership(node, key, epoch, log.end, witness, log)
-        self.leaderships.append(leadership)
-        self._open.setdefault((node, key), []).append(leadership)
-
-    def before_change(self, node: str, key: PartitionKey, log: Appends, offset: int) -> None:
-        """``node``'s log of ``key`` is about to change from ``offset`` on: keep what its
-        leaderships held."""
-        open_ones = self._open.get((node, key))
-        if not open_ones:
-            return
-        keep = []
-        for leadership in open_ones:
-            if leadership.length > offset:
-                leadership.frozen = (log.base, log.log[:leadership.length - log.base])
-            else:
-                keep.append(leadership)
-        self._open[(node, key)] = keep
-
-    def anomalies(self, permissions: LossPermissions) -> list[Anomaly]:
-        found = []
-        for leadership in self.leaderships:
-            missing: list[int] = []
-            sources: list[Commit] = []
-            for commit in self.commits.get(leadership.key, ()):
-                if commit.epoch >= leadership.epoch:
-                    continue
-                held = leadership.values(commit.start, commit.stop)
-                if held == commit.values:
-                    continue
-                lacking = [commit.start + i for i, value in enumerate(commit.values)
-                           if value is not None and (i >= len(held) or held[i] != value)]
-                if lacking:
-                    missing.extend(lacking)
-                    sources.append(commit)
-            if missing:
-                found.append(_lacks(leadership, sorted(set(missing)), sources, permissions))
-        return found
+    def seal(self) -> None:
+        for committed in self.partitions.values():
+            committed.seal()
 
 
-def _lacks(leadership: Leadership, missing: list[int], sources: list[Commit],
-           permissions: LossPermissions) -> Anomaly:
-    topic, partition = leadership.key
+class LeaderCheck:
+    """The check of one node's leaderships against what was committed before each."""
+
+    def __init__(self, node: str, committed: dict[PartitionKey, Committed]) -> None:
+        self.node = node
+        self.committed = committed
+        self._matched: dict[PartitionKey, int] = {}  # the log matches every commit below this
+
+    def changed(self, key: PartitionKey, offset: int) -> None:
+        """The node's log of ``key`` changes from ``offset`` on."""
+        if self._matched.get(key, 0) > offset:
+            self._matched[key] = offset
+
+    def lead(self, key: PartitionKey, epoch: int, log: Appends, witness: tuple[str, int],
+             permissions: LossPermissions) -> Anomaly | None:
+        """The node became leader of ``key`` in ``epoch`` with ``log``: does it hold every
+        record committed in an earlier epoch?"""
+        committed = self.committed.get(key)
+        if committed is None:
+            return None
+        bound, late = committed.before(epoch)
+        start = max(self._matched.get(key, 0), committed.base)  # nothing was committed below its base
+        missing: list[int] = []
+        if start < bound:
+            held, wanted = log.values(start, bound), committed.values_between(start, bound)
+            if held != wanted:
+                missing = [o for o, h, w in zip(itertools.count(start), held, wanted) if w is not None and h != w]
+        missing.extend(o for o in late if log.value_at(o) != committed.value_at(o))
+        self._matched[key] = missing[0] if missing else max(start, bound)
+        if not missing:
+            return None
+        return _lacks(self.node, key, epoch, log.end, witness, missing, committed, permissions)
+
+
+def _lacks(node: str, key: PartitionKey, epoch: int, log_end: int, witness: tuple[str, int], missing: list[int],
+           committed: Committed, permissions: LossPermissions) -> Anomaly:
+    topic, partition = key
+    missing.sort()
     shown = ", ".join(map(str, missing[:5])) + (" ..." if len(missing) > 5 else "")
-    first = sources[0]
+    epochs = sorted({committed.epochs[o - committed.base] for o in missing})
     return Anomaly(
         "leader-lacks-committed",
-        f"{leadership.node} became leader of {topic}/{partition} in leader epoch {leadership.epoch} without "
-        f"{len(missing)} record(s) committed in earlier epochs (offsets {shown}; {first.node} committed "
-        f"them in epoch {first.epoch}).",
-        topic, partition, tuple(missing[:100]),
-        events=tuple(sorted({leadership.witness, *(c.witness for c in sources)})),
-        details={"node": leadership.node, "leader_epoch": leadership.epoch, "log_end": leadership.length,
-                 "committed_in": sorted({c.epoch for c in sources}),
+        f"{node} became leader of {topic}/{partition} in leader epoch {epoch} without {len(missing)} record(s) "
+        f"committed in earlier epochs (offsets {shown}; committed in epoch{'s' if len(epochs) > 1 else ''} "
+        f"{', '.join(map(str, epochs))}).",
+        topic, partition, tuple(missing[:100]), events=(witness,),
+        details={"node": node, "leader_epoch": epoch, "log_end": log_end, "committed_in": epochs,
                  **permissions.details(topic, partition, committed=True)})

@@ -51,13 +51,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.committed_prefix import CommittedPrefix
+from floodmark.checkers.committed_prefix import Commits, LeaderCheck
 from floodmark.checkers.epoch_invariants import (
     admissions_lacking_committed,
     isr_writes_for_another_epoch,
     stale_controller_writes,
 )
 from floodmark.checkers.event_coverage import uncovered
+from floodmark.checkers.permitted import LossPermissions
 from floodmark.checkers.replica_logs import Appends, Held, ImplausibleOffset, first_pass, record_of
 from floodmark.node_event_kinds import ACKS_ALL
 from floodmark.node_events import (
@@ -117,16 +118,17 @@ def _judge(run: CheckInput, stats: dict[str, Any]) -> tuple[list[Anomaly], set[i
     assert run.config is not None
     # Two passes: what every node ever appended (and who it is) first, because a leader's
     # commit is held against its followers' whole record; then each node's own story.
-    firsts = {node: first_pass(node, events) for node, events in sorted(run.events.items())}
+    commits = Commits()
+    firsts = {node: first_pass(node, events, commits) for node, events in sorted(run.events.items())}
+    commits.seal()
     held = {node: first.held for node, first in firsts.items()}
     node_of = {first.broker: node for node, first in firsts.items() if first.broker is not None}
-    prefix = CommittedPrefix()
     unjudged: set[int] = set()
     anomalies: list[Anomaly] = []
     for node in sorted(run.events):
+        leaders = LeaderCheck(node, commits.partitions)
         anomalies.extend(_replay(node, run.events[node], held, node_of, run.config.min_insync_replicas, stats,
-                                 prefix, unjudged))
-    anomalies.extend(prefix.anomalies(run.loss_permissions))
+                                 leaders, run.loss_permissions, unjudged))
     # Invariants across nodes, ordered by epochs and ZooKeeper zxids (see epoch_invariants).
     anomalies.extend(admissions_lacking_committed(run.events))
     anomalies.extend(stale_controller_writes(run.events))
@@ -159,7 +161,8 @@ def _judge_ack(event: NodeEvent, ack: Acked, view: LeaderView, min_isr: int) -> 
 
 
 def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: dict[int, str],
-            min_isr: int, stats: dict[str, Any], prefix: CommittedPrefix, unjudged: set[int]) -> list[Anomaly]:
+            min_isr: int, stats: dict[str, Any], leaders: LeaderCheck, permissions: LossPermissions,
+            unjudged: set[int]) -> list[Anomaly]:
     """The node's own story: its log, its leader views, its acks and its commits."""
     me = next((b for b, n in node_of.items() if n == node), None)
     strong = _StrongIsr(node, me, held, node_of, stats, unjudged)
@@ -171,11 +174,9 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
         body = event.body
         if type(body) is Appended:
             key = (body.topic, body.partition)
-            log = record_of(logs, key)
-            if body.offset < log.end:  # written over, not at the end: what it led with changes
-                prefix.before_change(node, key, log, body.offset)
+            if record_of(logs, key).append(body.offset, body.values):  # written over, not at the end
+                leaders.changed(key, body.offset)
                 strong.forget_from(key, body.offset)
-            log.append(body.offset, body.values)
         elif type(body) is Acked:
             if body.acks != ACKS_ALL:
                 continue
@@ -190,17 +191,16 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
             hws[key] = body.high_watermark
             view = views.get(key)
             if body.role == "leader" and view is not None and view.leader_epoch == body.leader_epoch:
-                log = record_of(logs, key)
-                prefix.commit(node, key, view.leader_epoch, log, body.previous, body.high_watermark,
-                              (node, event.seq))
-                anomalies.extend(strong.commit(event, body, view, log))
+                anomalies.extend(strong.commit(event, body, view, record_of(logs, key)))
         elif type(body) is BecameLeader or type(body) is IsrChanged:
             key = (body.topic, body.partition)
             before = views.get(key)
             view = views[key] = LeaderView(body.leader_epoch, tuple(body.isr))
             if type(body) is BecameLeader:
                 hws[key] = body.high_watermark
-                prefix.lead(node, key, body.leader_epoch, record_of(logs, key), (node, event.seq))
+                lacking = leaders.lead(key, body.leader_epoch, record_of(logs, key), (node, event.seq), permissions)
+                if lacking is not None:
+                    anomalies.append(lacking)
             joined = [m for m in view.isr
                       if before is None or before.leader_epoch != view.leader_epoch or m not in before.isr]
             anomalies.extend(strong.admitted(event, key, view, joined, hws.get(key, 0), record_of(logs, key)))
@@ -208,9 +208,8 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
             views.pop((body.topic, body.partition), None)
         elif type(body) is Truncated:
             key = (body.topic, body.partition)
-            log = record_of(logs, key)
-            prefix.before_change(node, key, log, body.to_offset)
-            log.truncate(body.to_offset)
+            leaders.changed(key, body.to_offset)
+            record_of(logs, key).truncate(body.to_offset)
             strong.forget_from(key, body.to_offset)
     return anomalies
 
@@ -282,8 +281,13 @@ class _StrongIsr:
         """Offsets in [first, upto) of this node's log whose record ``member`` never appended."""
         theirs = self.held[member].get(key) or Appends()
         start, stop = max(first, log.base), min(upto, log.end)
-        values = log.values(start, stop) if start < stop else []
-        missing = [o for o, value in enumerate(values, start) if value is not None and not theirs.ever_held(o, value)]
+        missing: list[int] = []
+        if start < stop:
+            values = log.values(start, stop)
+            # Nearly always the member's latest values there are these very ones.
+            if theirs.values(start, stop) != values:
+                missing = [o for o, value in enumerate(values, start)
+                           if value is not None and not theirs.ever_held(o, value)]
         self.stats["committed_checked"] += max(0, upto - first)
         self.checked[(key, member)] = max(first, upto, self.checked.get((key, member), 0))
         return missing

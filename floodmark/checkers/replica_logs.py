@@ -20,6 +20,7 @@ leader it followed, or, where several remain, the number ending the node's name)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from floodmark.node_events import (
@@ -27,9 +28,11 @@ from floodmark.node_events import (
     BecameFollower,
     BecameLeader,
     ControllerElected,
+    HwChanged,
     NodeEvent,
     PartitionKey,
     Started,
+    Truncated,
 )
 
 MAX_GAP = 10_000_000  # offsets an append may skip past the log's end
@@ -106,12 +109,19 @@ class Appends:
     def values(self, start: int, stop: int) -> list[str | None]:
         """The log's values at offsets [start, stop), None where it holds nothing."""
         base, log = self.base, self.log
+        if start >= stop:
+            return []
         if start >= base and stop <= base + len(log):
             return log[start - base:stop - base]
-        return [self.value_at(o) for o in range(start, stop)]
+        below = min(max(0, base - start), stop - start)  # offsets before the log's first
+        inside = log[max(0, start - base):max(0, stop - base)]
+        return [None] * below + inside + [None] * (stop - start - below - len(inside))
 
 
 Held = dict[PartitionKey, Appends]  # partition -> what the node ever held there
+
+CommitSink = Callable[[PartitionKey, int, Appends, int, int], None]
+"""Told of each commit: (partition, leader epoch, the leader's log, first offset, end offset)."""
 
 
 def record_of(records: Held, key: PartitionKey) -> Appends:
@@ -130,22 +140,47 @@ class FirstPass:
     broker: int | None
 
 
-def first_pass(node: str, events: list[NodeEvent]) -> FirstPass:
+def first_pass(node: str, events: list[NodeEvent], on_commit: CommitSink | None = None) -> FirstPass:
     """Every value the node ever appended at each offset, and its broker id (see the module
-    docstring for how the id is found)."""
+    docstring for how the id is found); ``on_commit`` hears of every HW advance the node made
+    as leader, while its record holds what its log held then (the last value appended at
+    each offset: the HW covers only records the log has)."""
     held: Held = {}
     common: set[int] | None = None
     followed: set[int] = set()
     controller: int | None = None
     stated: int | None = None
+    # partition -> (the epoch the node leads it in, its HW when it became leader): what lies
+    # below that HW was committed before, in an earlier epoch
+    leading: dict[PartitionKey, tuple[int, int]] = {}
+    # partition -> the offset below which the node told of its commits since its log last
+    # changed there: told once, each commit costs its own records, not the log's length
+    told: dict[PartitionKey, int] = {}
     for event in events:
         body = event.body
         if type(body) is Appended:
-            record_of(held, (body.topic, body.partition)).append(body.offset, body.values)
+            key = (body.topic, body.partition)
+            if record_of(held, key).append(body.offset, body.values) and told.get(key, 0) > body.offset:
+                told[key] = body.offset  # re-fetched over older records
+        elif type(body) is HwChanged:
+            if on_commit is not None and body.role == "leader" and body.high_watermark > body.previous:
+                key = (body.topic, body.partition)
+                lead = leading.get(key)
+                if lead is not None and lead[0] == body.leader_epoch:
+                    start = max(body.previous, lead[1], told.get(key, 0))
+                    if start < body.high_watermark:
+                        on_commit(key, body.leader_epoch, record_of(held, key), start, body.high_watermark)
+                        told[key] = body.high_watermark
+        elif type(body) is Truncated:
+            key = (body.topic, body.partition)
+            if told.get(key, 0) > body.to_offset:
+                told[key] = body.to_offset
         elif type(body) is BecameLeader:
             common = set(body.isr) if common is None else common & set(body.isr)
+            leading[(body.topic, body.partition)] = (body.leader_epoch, body.high_watermark)
         elif type(body) is BecameFollower:
             followed.add(body.leader)
+            leading.pop((body.topic, body.partition), None)
         elif type(body) is ControllerElected:
             controller = body.broker
         elif type(body) is Started and body.broker is not None:

@@ -254,8 +254,9 @@ def event_rows(chunk: Chunk, run_id: str, report: Callable[[ChunkSummary], None]
     def parse(d: Any, number: int) -> NodeEvent:
         return event_from_dict(d, chunk.path, number)
 
-    for _, _, fast, event in _parsed_lines(chunk, summary, parse, _not_json,
-                                           torn_source_errors=False, other_errors=(TypeError, ValueError)):
+    # A torn last line is forgiven as the event reader forgives it: only if it was cut.
+    for _, _, fast, event in _parsed_lines(chunk, summary, parse, _not_json, torn_source_errors=False,
+                                           torn_only_if_cut=True, other_errors=(TypeError, ValueError)):
         summary.rows += 1
         row = (run_id, event.node, event.seq, event.wall, event.kind, *event_columns(event),
                _dumps(event.fields(), fast))
