@@ -33,6 +33,7 @@ begins after every earlier one was decided). Each invariant below is stated in o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from floodmark.node_events import (
     BecameLeader,
@@ -49,17 +50,55 @@ from floodmark.results import Anomaly
 Events = Mapping[str, Sequence[NodeEvent]]
 
 
-def stale_controller_writes(events: Events) -> list[Anomaly]:
-    """Partition states written by a controller after a later controller's election (by zxid)."""
-    elections: list[tuple[int, int, str, int]] = []  # (controller epoch, zxid, node, seq)
-    writes: list[tuple[NodeEvent, LeaderElected]] = []
+@dataclass
+class EpochFacts:
+    """The events of every node that these invariants read, gathered in one pass over them
+    all (the few kinds they need, in each node's own order)."""
+
+    elections: list[tuple[int, int, str, int]] = field(default_factory=list)  # (controller epoch, zxid, node, seq)
+    writes: list[tuple[NodeEvent, LeaderElected]] = field(default_factory=list)  # with a zxid
+    exposed: dict[PartitionKey, dict[int, int]] = field(default_factory=dict)  # greatest leader HW per epoch
+    # per node, in its order: its leaderships and the ISR expansions it made
+    leading: dict[str, list[tuple[NodeEvent, BecameLeader | IsrChanged]]] = field(default_factory=dict)
+    isr_writes: list[tuple[str, NodeEvent, IsrWritten]] = field(default_factory=list)
+
+
+def gather(events: Events) -> EpochFacts:
+    facts = EpochFacts()
+    exposed = facts.exposed
     for node in sorted(events):
+        leading = facts.leading.setdefault(node, [])
         for event in events[node]:
             body = event.body
-            if type(body) is ControllerElected and body.zxid is not None:
-                elections.append((body.controller_epoch, body.zxid, node, event.seq))
-            elif type(body) is LeaderElected and body.zxid is not None:
-                writes.append((event, body))
+            if type(body) is HwChanged:  # the most frequent kind these read
+                if body.role == "leader":
+                    per_epoch = exposed.setdefault((body.topic, body.partition), {})
+                    if body.high_watermark > per_epoch.get(body.leader_epoch, 0):
+                        per_epoch[body.leader_epoch] = body.high_watermark
+            elif type(body) is BecameLeader:
+                leading.append((event, body))
+            elif type(body) is IsrChanged:
+                if body.change == "expand" and body.joined is not None and body.joined_log_end is not None:
+                    leading.append((event, body))
+            elif type(body) is ControllerElected:
+                if body.zxid is not None:
+                    facts.elections.append((body.controller_epoch, body.zxid, node, event.seq))
+            elif type(body) is LeaderElected:
+                if body.zxid is not None:
+                    facts.writes.append((event, body))
+            elif type(body) is IsrWritten:
+                facts.isr_writes.append((node, event, body))
+    return facts
+
+
+def _facts(events: Events | EpochFacts) -> EpochFacts:
+    return events if isinstance(events, EpochFacts) else gather(events)
+
+
+def stale_controller_writes(events: Events | EpochFacts) -> list[Anomaly]:
+    """Partition states written by a controller after a later controller's election (by zxid)."""
+    facts = _facts(events)
+    elections, writes = facts.elections, facts.writes
     if not elections or not writes:
         return []
     first: dict[int, tuple[int, str, int]] = {}  # controller epoch -> its earliest election (zxid, node, seq)
@@ -81,26 +120,17 @@ def stale_controller_writes(events: Events) -> list[Anomaly]:
     return anomalies
 
 
-def admissions_lacking_committed(events: Events) -> list[Anomaly]:
+def admissions_lacking_committed(events: Events | EpochFacts) -> list[Anomaly]:
     """Followers admitted to an ISR below what an earlier leader epoch committed (StrongIsr)."""
-    # partition -> leader epoch -> greatest HW a leader exposed in that epoch
-    exposed: dict[PartitionKey, dict[int, int]] = {}
-    for node in sorted(events):
-        for event in events[node]:
-            body = event.body
-            if type(body) is HwChanged and body.role == "leader":
-                per_epoch = exposed.setdefault((body.topic, body.partition), {})
-                if body.high_watermark > per_epoch.get(body.leader_epoch, 0):
-                    per_epoch[body.leader_epoch] = body.high_watermark
+    facts = _facts(events)
+    exposed = facts.exposed  # partition -> leader epoch -> greatest HW a leader exposed in that epoch
     anomalies: list[Anomaly] = []
-    for node in sorted(events):
+    for node, leading in sorted(facts.leading.items()):
         starts: dict[tuple[PartitionKey, int], int] = {}  # (partition, epoch) -> this leader's epoch start
-        for event in events[node]:
-            body = event.body
+        for event, body in leading:
             if type(body) is BecameLeader:
                 starts[((body.topic, body.partition), body.leader_epoch)] = body.log_end
-            elif (type(body) is IsrChanged and body.change == "expand" and body.joined is not None
-                  and body.joined_log_end is not None):
+            elif type(body) is IsrChanged and body.joined is not None and body.joined_log_end is not None:  # an expansion (see gather)
                 key = (body.topic, body.partition)
                 start = starts.get((key, body.leader_epoch))
                 committed = max((hw for epoch, hw in exposed.get(key, {}).items() if epoch < body.leader_epoch),
@@ -114,30 +144,27 @@ def admissions_lacking_committed(events: Events) -> list[Anomaly]:
                     f"{start}), admitted broker {body.joined} to the ISR with its log ending at "
                     f"{body.joined_log_end}, below offset {committed} that an earlier epoch had committed: it "
                     f"lacked offsets {body.joined_log_end}..{lacking - 1}.",
-                    key[0], key[1], tuple(range(body.joined_log_end, lacking)), events=((node, event.seq),),
+                    key[0], key[1], tuple(range(body.joined_log_end, min(lacking, body.joined_log_end + 100))),
+                    events=((node, event.seq),),
                     details={"joined": body.joined, "joined_log_end": body.joined_log_end, "epoch_start": start,
                              "committed_before": committed, "leader_epoch": body.leader_epoch,
                              "isr": list(body.isr)}))
     return anomalies
 
 
-def isr_writes_for_another_epoch(events: Events) -> list[Anomaly]:
+def isr_writes_for_another_epoch(events: Events | EpochFacts) -> list[Anomaly]:
     """ISRs the controller wrote on the proposal of a broker that did not lead in that epoch."""
     anomalies: list[Anomaly] = []
-    for node in sorted(events):
-        for event in events[node]:
-            body = event.body
-            if type(body) is not IsrWritten:
-                continue
-            if body.requester == body.leader and body.requested_leader_epoch == body.leader_epoch:
-                continue
-            anomalies.append(Anomaly(
-                "isr-written-for-another-epoch",
-                f"{node}, as controller, wrote ISR {list(body.isr)} into the state of {body.topic}/{body.partition} "
-                f"(leader {body.leader} in epoch {body.leader_epoch}) at the request of broker {body.requester}, "
-                f"which proposed it as leader in epoch {body.requested_leader_epoch}.",
-                body.topic, body.partition, events=((node, event.seq),),
-                details={"requester": body.requester, "requested_leader_epoch": body.requested_leader_epoch,
-                         "leader": body.leader, "leader_epoch": body.leader_epoch, "isr": list(body.isr),
-                         "zxid": body.zxid}))
+    for node, event, body in _facts(events).isr_writes:
+        if body.requester == body.leader and body.requested_leader_epoch == body.leader_epoch:
+            continue
+        anomalies.append(Anomaly(
+            "isr-written-for-another-epoch",
+            f"{node}, as controller, wrote ISR {list(body.isr)} into the state of {body.topic}/{body.partition} "
+            f"(leader {body.leader} in epoch {body.leader_epoch}) at the request of broker {body.requester}, "
+            f"which proposed it as leader in epoch {body.requested_leader_epoch}.",
+            body.topic, body.partition, events=((node, event.seq),),
+            details={"requester": body.requester, "requested_leader_epoch": body.requested_leader_epoch,
+                     "leader": body.leader, "leader_epoch": body.leader_epoch, "isr": list(body.isr),
+                     "zxid": body.zxid}))
     return anomalies

@@ -54,6 +54,7 @@ from floodmark.checkers.api import CheckInput
 from floodmark.checkers.committed_prefix import Commits, LeaderCheck
 from floodmark.checkers.epoch_invariants import (
     admissions_lacking_committed,
+    gather,
     isr_writes_for_another_epoch,
     stale_controller_writes,
 )
@@ -130,9 +131,10 @@ def _judge(run: CheckInput, stats: dict[str, Any]) -> tuple[list[Anomaly], set[i
         anomalies.extend(_replay(node, run.events[node], held, node_of, run.config.min_insync_replicas, stats,
                                  leaders, run.loss_permissions, unjudged))
     # Invariants across nodes, ordered by epochs and ZooKeeper zxids (see epoch_invariants).
-    anomalies.extend(admissions_lacking_committed(run.events))
-    anomalies.extend(stale_controller_writes(run.events))
-    anomalies.extend(isr_writes_for_another_epoch(run.events))
+    facts = gather(run.events)
+    anomalies.extend(admissions_lacking_committed(facts))
+    anomalies.extend(stale_controller_writes(facts))
+    anomalies.extend(isr_writes_for_another_epoch(facts))
     return anomalies, unjudged
 
 
