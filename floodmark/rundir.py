@@ -24,6 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HISTORY = "history.jsonl"
 CONFIG = "test.yaml"
@@ -128,3 +129,19 @@ def find_run_dirs(store: str | os.PathLike[str]) -> list[RunDir]:
     ] if root.is_dir() else []
     runs.sort(key=lambda r: r.path.name, reverse=True)
     return runs
+
+
+def read_json_file(path: str | os.PathLike[str], *, limit: int, what: str) -> Any:
+    """One of a run's small JSON files (``schedule.json``, ``digest.json``), parsed as
+    :func:`~floodmark.plain_values.parse_json` does; every problem, reading or parsing, is a
+    :class:`~floodmark.errors.SourceError` naming the file and saying it is not ``what``."""
+    from floodmark.errors import SourceError
+    from floodmark.plain_values import parse_json
+    from floodmark.sources import read_source
+
+    source = str(path)
+    data = read_source(source, limit=limit)
+    try:
+        return parse_json(data)
+    except ValueError as e:
+        raise SourceError(source, 0, f"not {what}: {e}") from None

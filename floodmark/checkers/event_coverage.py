@@ -14,7 +14,10 @@ they are, but no events at all judge nothing.
 
 from __future__ import annotations
 
+from typing import Any
+
 from floodmark.checkers.api import CheckInput
+from floodmark.results import Anomaly, Validity
 
 
 def uncovered(run: CheckInput) -> str | None:
@@ -28,3 +31,15 @@ def uncovered(run: CheckInput) -> str | None:
     heard = ", ".join(speaking) if speaking else "none"
     return (f"node events of {len(speaking)} of the {expected} brokers the configuration states "
             f"(events from: {heard})")
+
+
+def verdict(anomalies: list[Anomaly], run: CheckInput, stats: dict[str, Any]) -> Validity:
+    """Invalid if anything is wrong; else valid, or unknown (why, in ``stats``) when the
+    events do not cover every broker of the run."""
+    if anomalies:
+        return False
+    missing = uncovered(run)
+    if missing is None:
+        return True
+    stats["unjudged_because"] = missing
+    return "unknown"

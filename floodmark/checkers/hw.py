@@ -42,7 +42,7 @@ import bisect
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.event_coverage import uncovered
+from floodmark.checkers.event_coverage import verdict
 from floodmark.checkers.permitted import LossPermissions, acks_all
 from floodmark.checkers.queue_index import index_for
 from floodmark.node_events import (
@@ -56,7 +56,7 @@ from floodmark.node_events import (
     Started,
     Truncated,
 )
-from floodmark.results import Anomaly, CheckerResult, Validity, anomaly_counts
+from floodmark.results import Anomaly, CheckerResult, anomaly_counts
 
 
 class HighWatermarkChecker:
@@ -79,12 +79,7 @@ class HighWatermarkChecker:
         stats["anomalies"] = anomaly_counts(anomalies)
         stats["permitted"] = sum("permitted_by" in a.details for a in anomalies)
         stats["violations"] = len(anomalies) - stats["permitted"]
-        valid: Validity = not anomalies
-        missing = uncovered(run)
-        if valid and missing is not None:
-            valid = "unknown"
-            stats["unjudged_because"] = missing
-        return CheckerResult(valid, anomalies, stats)
+        return CheckerResult(verdict(anomalies, run, stats), anomalies, stats)
 
 
 class _Scan:

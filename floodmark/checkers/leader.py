@@ -31,7 +31,7 @@ run had, a run with nothing wrong in them is unknown (see :mod:`.event_coverage`
 from __future__ import annotations
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.event_coverage import uncovered
+from floodmark.checkers.event_coverage import verdict
 from floodmark.node_events import (
     Acked,
     Appended,
@@ -44,7 +44,7 @@ from floodmark.node_events import (
     NodeEvent,
     PartitionKey,
 )
-from floodmark.results import Anomaly, CheckerResult, Validity
+from floodmark.results import Anomaly, CheckerResult
 
 _Acting = dict[tuple[PartitionKey, int], dict[str, tuple[str, int]]]  # (partition, epoch) -> node -> first (node, seq)
 _Elected = dict[tuple[PartitionKey, int], dict[int, tuple[str, int]]]  # (partition, epoch) -> leader -> first event
@@ -95,12 +95,7 @@ class LeaderChecker:
             counts[a.type] = counts.get(a.type, 0) + 1
         stats: dict[str, object] = {"leader_epochs": len(acting), "controller_epochs": len(controllers),
                                     "anomalies": dict(sorted(counts.items()))}
-        valid: Validity = not anomalies
-        missing = uncovered(run)
-        if valid and missing is not None:
-            valid = "unknown"
-            stats["unjudged_because"] = missing
-        return CheckerResult(valid, anomalies, stats)
+        return CheckerResult(verdict(anomalies, run, stats), anomalies, stats)
 
 
 def _scan_node(node: str, events: list[NodeEvent], acting: _Acting, elected: _Elected,

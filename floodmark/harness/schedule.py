@@ -325,15 +325,12 @@ class ScheduleLog:
 
 def load_schedule(path: str | os.PathLike[str]) -> tuple[int | None, Schedule]:
     """Read the planned schedule (and the seed) back from a run's schedule.json."""
-    from floodmark.plain_values import parse_json
-    from floodmark.sources import read_source
+    from floodmark.rundir import read_json_file
 
     source = str(path)
     try:
-        data = parse_json(read_source(source, limit=MAX_SCHEDULE_BYTES))
+        data = read_json_file(source, limit=MAX_SCHEDULE_BYTES, what="a schedule")
     except SourceError as e:
         raise ScheduleError(str(e)) from None
-    except ValueError as e:
-        raise ScheduleError(f"{source}: not a schedule: {e}") from None
     seed = data.get("seed") if isinstance(data, dict) else None
     return (seed if type(seed) is int and 0 <= seed < 2**63 else None), Schedule.from_dict(data, source)

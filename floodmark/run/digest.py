@@ -56,18 +56,15 @@ def load(run: RunDir) -> dict[str, str] | None:
     """The digests saved with a run, or None when it has none (a real cluster's run, or one
     that ended before it was digested); DigestError when the file is there but is not one."""
     from floodmark.errors import SourceError
-    from floodmark.plain_values import parse_json
-    from floodmark.sources import read_source
+    from floodmark.rundir import read_json_file
 
     path = run.digest
     if not os.path.lexists(path):
         return None
     try:
-        data = parse_json(read_source(path, limit=MAX_DIGEST_BYTES))
+        data = read_json_file(path, limit=MAX_DIGEST_BYTES, what="a digest")
     except SourceError as e:
         raise DigestError(str(e)) from None
-    except ValueError as e:
-        raise DigestError(f"{path}: not a digest: {e}") from None
     if not isinstance(data, dict):
         raise DigestError(f"{path}: not a digest (expected an object of file digests)")
     for name in ("run", HISTORY):
