@@ -31,6 +31,12 @@ from floodmark.sources import read_source
 # (and copies through a terminal) print.
 _LINE = re.compile(r"jepsen\.util - (\S+)[ \t]+:(\w+)[ \t]+:([\w-]+)(?:[ \t]+(.*))?$")
 MARKER = "jepsen.util - "
+_LOGGER = re.compile(rb"(?<!\S)jepsen\.util[ \t]+-")
+
+
+def looks_like_text_log(data: bytes) -> bool:
+    """Whether ``data`` has a record of Jepsen's ``jepsen.util`` logger in it."""
+    return _LOGGER.search(data) is not None
 
 
 def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = False) -> list[Op]:
