@@ -102,8 +102,8 @@ def test_blank_lines_of_any_length_before_the_history_are_skipped(tmp_path: Path
         detect_format(path)
 
 
-def test_a_text_log_is_recognised_after_any_preamble(tmp_path: Path) -> None:
+def test_a_text_log_is_recognised_after_any_preamble_and_with_any_spacing(tmp_path: Path) -> None:
     path = tmp_path / "h.log"
     preamble = "INFO  jepsen.os.debian - n1 installing packages\n" * 2000  # beyond 64 KiB
-    path.write_text(preamble + "INFO  jepsen.util - 0\t:invoke\t:read\tnil\n")
+    path.write_text(preamble + "INFO  jepsen.util -\t0\t:invoke\t:read\tnil\n")
     assert detect_format(path) == "jepsen-text" and len(load_history(path).ops) == 1

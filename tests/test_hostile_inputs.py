@@ -85,6 +85,10 @@ def test_an_endless_binary_source_is_refused_at_its_first_block() -> None:
 # verdict of the history as it was meant, or a refusal naming the line, never a VALID
 # reached by skipping what could not be read.
 AUDITED = [
+    ("history-jepsen-text/5e9c71ccecf4a038", EXIT_INVALID, ""),  # etcd_000 with a tab after the dash
+    ("history-jepsen-text/bccea742038978a9", EXIT_INVALID, ""),  # the same, small
+    ("history-jepsen-text/3b81b2487897c634", EXIT_INVALID, ""),  # two spaces before the dash
+    ("history-jepsen-text/26f95055872716f8", EXIT_BAD_ARGUMENTS, ":2: an INFO line that is not a log record"),
     ("history-jsonl/b2749a8203b58284", EXIT_INVALID, ""),  # a value quoting a log line
     ("history-jsonl/fda18f3014fd64af", EXIT_INVALID, ""),  # 64 KiB of blank lines first
 ]
