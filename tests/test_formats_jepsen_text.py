@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from floodmark.formats.jepsen_text import parse_text_history
+from floodmark.formats.jepsen_text import parse_text_history, parse_text_log
 from floodmark.history import HistoryError
 
 LOG = """2014-05-01 setting up
@@ -174,3 +174,23 @@ def test_one_damaged_character_before_an_ops_value_never_hides_the_op(which: int
     except HistoryError:
         return
     assert len(ops) == len(OPS), lines[which]
+
+
+# ----------------------------------------------------------- bytes that are not UTF-8 (A6)
+
+def test_a_byte_that_is_not_utf8_in_an_op_line_is_refused_naming_it() -> None:
+    # Decoded with replacement, "\xff" and "\xfe" both became U+FFFD, one value.
+    log = b'INFO  jepsen.util - 0\t:invoke\t:write\t"\xff"\nINFO  jepsen.util - 0\t:ok\t:write\t"\xff"\n'
+    with pytest.raises(HistoryError, match=r"^h.log:1: not UTF-8 text \(byte 0xff\)$"):
+        parse_text_log(log, "h.log")
+    with pytest.raises(HistoryError, match=r"^h.log:2: not UTF-8 text \(byte 0xe9\)$"):
+        parse_text_log(b"INFO  jepsen.core - start\nINFO  jepsen.ut\xe9l - 0\t:ok\t:write\t1\n", "h.log")
+
+
+def test_bytes_that_are_not_utf8_in_chatter_are_skipped_with_it() -> None:
+    log = b"INFO  jepsen.control - n1: Connexion refus\xe9e\n" + canonical(0, "invoke", "read", "nil").encode() + b"\n"
+    assert [op.f for op in parse_text_log(log, "h.log")] == ["read"]
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_line() -> None:
+    assert len(parse_text_log(b"\xef\xbb\xbf" + canonical(0, "invoke", "read", "nil").encode() + b"\n")) == 1

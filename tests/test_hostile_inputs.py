@@ -89,6 +89,7 @@ AUDITED = [
     ("history-jepsen-text/bccea742038978a9", EXIT_INVALID, ""),  # the same, small
     ("history-jepsen-text/3b81b2487897c634", EXIT_INVALID, ""),  # two spaces before the dash
     ("history-jepsen-text/26f95055872716f8", EXIT_BAD_ARGUMENTS, ":2: an INFO line that is not a log record"),
+    ("history-jepsen-text/fb6a16184f1428da", EXIT_BAD_ARGUMENTS, ":1: not UTF-8 text (byte 0xff)"),
     ("history-jsonl/b2749a8203b58284", EXIT_INVALID, ""),  # a value quoting a log line
     ("history-jsonl/fda18f3014fd64af", EXIT_INVALID, ""),  # 64 KiB of blank lines first
 ]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from floodmark.formats.jepsen_edn import parse_edn_history
-from floodmark.formats.jepsen_text import looks_like_text_log, parse_text_history
+from floodmark.formats.jepsen_text import looks_like_text_log, parse_text_log
 from floodmark.history import HistoryError, Op, parse_history
 from floodmark.sources import STDIN, decode_utf8, read_source
 
@@ -97,9 +97,7 @@ def load_history(path: str | os.PathLike[str], format: str | None = None) -> Loa
     elif fmt == EDN:
         ops = parse_edn_history(decode_utf8(data, source), source, check_pairs=True)
     elif fmt == JEPSEN_TEXT:
-        # Only the jepsen.util lines are history; a stray byte in the chatter around them is
-        # not worth refusing the log for, so undecodable bytes are replaced.
-        ops = parse_text_history(data.decode("utf-8", errors="replace"), source, check_pairs=True)
+        ops = parse_text_log(data, source, check_pairs=True)
     else:
         raise ValueError(f"unknown history format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if not ops:

@@ -44,6 +44,11 @@ one of these, and only the last kind is skipped:
 4. **Chatter**, skipped: everything else (other loggers' records, any logger's free text at
    other levels, stack traces, continuation lines, blank lines).
 
+Bytes: Jepsen's JVM writes UTF-8. A byte that is not UTF-8 on a line of kinds 1-3 is
+refused with its line, never replaced: two different damaged values must not read as the
+same character. In chatter, which is skipped, it is tolerated (a log also carries what
+remote commands printed, in whatever encoding they used).
+
 Two conventions of that client are made explicit on reading, because the checker must
 know them: a value of ``:timed-out`` on an ``:info`` carries no result (the invocation's
 value is what was attempted), and a ``:fail`` with ``:timed-out`` (the etcd client's
@@ -76,12 +81,20 @@ _OP_SHAPED = re.compile(r"(?:^|[ \t]):(?:invoke|ok|fail|info)[ \t]++:[^\s:,]"
                         r"|(?:^|[ \t-])(?:\d++|:[^\s:,]++)[ \t]++:(?:invoke|ok|fail|info)[ \t]*+$")
 _LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
 _LOGGER = re.compile(rb"(?<!\S)jepsen\.util[ \t]+-")
+_UNDECODABLE = re.compile("[\ud800-\udfff]")  # bytes kept by surrogateescape, or lone surrogates
 _TIMED_OUT = ":timed-out"
 
 
 def looks_like_text_log(data: bytes) -> bool:
     """Whether ``data`` has a record of Jepsen's ``jepsen.util`` logger in it."""
     return _LOGGER.search(data) is not None
+
+
+def parse_text_log(data: bytes, source: str = "<log>", *, check_pairs: bool = False) -> list[Op]:
+    """The history in a text log's bytes (see the module's rules)."""
+    # surrogateescape keeps each undecodable byte as its own character, so a line that
+    # counts can be refused naming the byte, and chatter can keep any bytes it has.
+    return parse_text_history(data.decode("utf-8", errors="surrogateescape"), source, check_pairs=check_pairs)
 
 
 def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = False) -> list[Op]:
@@ -100,7 +113,9 @@ def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = 
             damage = _damage(line, near_misses)
             if damage is None:
                 continue  # chatter
+            _refuse_undecodable(line, source, number)
             raise HistoryError(source, number, f"{damage}; refused rather than skipped: {line.strip()[:60]!r}")
+        _refuse_undecodable(line, source, number)
         op_type, process, f, value, value_text, error = _read_op(line[record.end():], cache, source, number)
         if number == len(lines) and raw:
             raise HistoryError(source, number, "the last op line has no line break after it: the log may "
@@ -222,7 +237,15 @@ def _within_two_edits(a: str, b: str) -> bool:
     return previous[-1] <= 2
 
 
+def _refuse_undecodable(line: str, source: str, number: int) -> None:
+    bad = _UNDECODABLE.search(line)
+    if bad is None:
+        return
+    code = ord(bad.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that surrogateescape kept
+        raise HistoryError(source, number, f"not UTF-8 text (byte 0x{code - 0xDC00:02x})")
+    raise HistoryError(source, number, f"a lone surrogate (U+{code:04X}), not Unicode text")
+
+
 def read_text_history(path: str | os.PathLike[str]) -> list[Op]:
-    # Only the jepsen.util lines are history; a stray byte in the chatter around them is not
-    # worth refusing the log for, so undecodable bytes are replaced.
-    return parse_text_history(read_source(path).decode("utf-8", errors="replace"), str(path))
+    return parse_text_log(read_source(path), str(path))
