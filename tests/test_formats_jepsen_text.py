@@ -194,3 +194,11 @@ def test_bytes_that_are_not_utf8_in_chatter_are_skipped_with_it() -> None:
 
 def test_a_byte_order_mark_is_not_part_of_the_first_line() -> None:
     assert len(parse_text_log(b"\xef\xbb\xbf" + canonical(0, "invoke", "read", "nil").encode() + b"\n")) == 1
+
+
+def test_ops_with_the_same_line_text_do_not_share_a_value() -> None:
+    # Each distinct op text is read once; a list or map is then copied for every op that has it.
+    line = canonical(3, "info", "cas", "[1 {:a [4]}]") + "\n"
+    first, second = parse_text_history(line * 2)
+    assert first.value == second.value == [1, {"a": [4]}]
+    assert first.value is not second.value and first.value[1]["a"] is not second.value[1]["a"]

@@ -83,6 +83,7 @@ _LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
 _LOGGER = re.compile(rb"(?<!\S)jepsen\.util[ \t]+-")
 _UNDECODABLE = re.compile("[\ud800-\udfff]")  # bytes kept by surrogateescape, or lone surrogates
 _TIMED_OUT = ":timed-out"
+_MAX_MESSAGES = 1 << 16  # distinct op messages remembered (a log repeats a few thousand)
 
 
 def looks_like_text_log(data: bytes) -> bool:
@@ -104,7 +105,9 @@ def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = 
     # A log repeats a handful of processes, types, fs and values thousands of times: each
     # distinct text is read as EDN once (values are rebuilt per op, so no two ops share a list).
     cache: dict[str, Any] = {}
+    messages: dict[str, tuple[str, Any, str, Any, str, str | None]] = {}  # each distinct op message, read
     near_misses: dict[str, bool] = {}  # logger -> whether it is jepsen.util damaged
+    clean = _UNDECODABLE.search(text) is None  # then no line needs looking at for bad bytes
     lines = text.removeprefix("\ufeff").split("\n")
     for number, raw in enumerate(lines, start=1):
         line = raw.rstrip("\r")
@@ -113,10 +116,20 @@ def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = 
             damage = _damage(line, near_misses)
             if damage is None:
                 continue  # chatter
-            _refuse_undecodable(line, source, number)
+            if not clean:
+                _refuse_undecodable(line, source, number)
             raise HistoryError(source, number, f"{damage}; refused rather than skipped: {line.strip()[:60]!r}")
-        _refuse_undecodable(line, source, number)
-        op_type, process, f, value, value_text, error = _read_op(line[record.end():], cache, source, number)
+        if not clean:
+            _refuse_undecodable(line, source, number)
+        message = line[record.end():]
+        read = messages.get(message)
+        if read is None:
+            read = _read_op(message, cache, source, number)
+            if len(messages) < _MAX_MESSAGES:
+                messages[message] = read
+        op_type, process, f, value, value_text, error = read
+        if type(value) is list or type(value) is dict:
+            value = _copy(value)  # each op its own: a checker may hold on to one
         if number == len(lines) and raw:
             raise HistoryError(source, number, "the last op line has no line break after it: the log may "
                                "have been cut short inside it (add the line break if the line is whole)")
@@ -166,8 +179,6 @@ def _read_op(message: str, cache: dict[str, Any], source: str,
             raise
         raise HistoryError(source, number, f"the value is not one EDN form ({e.problem}; an error after "
                            "it must follow a tab)") from None
-    if type(value) is list or type(value) is dict:
-        value = _copy(value)
     return op_type, process, str.__str__(f), value, value_text, error.strip(" \t") or None
 
 
