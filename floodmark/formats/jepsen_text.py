@@ -79,6 +79,7 @@ _OP_MESSAGE = re.compile(r"[ \t]*+-[ \t]*+(\S++)[ \t]++:(\S++)[ \t]++:(\S++)(?:[
 # process and a type ending the line.
 _OP_SHAPED = re.compile(r"(?:^|[ \t]):(?:invoke|ok|fail|info)[ \t]++:[^\s:,]"
                         r"|(?:^|[ \t-])(?:\d++|:[^\s:,]++)[ \t]++:(?:invoke|ok|fail|info)[ \t]*+$")
+_TYPE_KEYWORD = re.compile(r":(?:invoke|ok|fail|info)")  # cheap, so that most chatter goes no further
 _LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
 _LOGGER = re.compile(rb"(?<!\S)jepsen\.util[ \t]+-")
 _UNDECODABLE = re.compile("[\ud800-\udfff]")  # bytes kept by surrogateescape, or lone surrogates
@@ -219,7 +220,7 @@ def _damage(line: str, near_misses: dict[str, bool]) -> str | None:
             return f"an INFO record of {record[1][:20]!r}, a damaged jepsen.util, which may have been an op"
     elif start.rstrip() in ("I", "IN", "INF"):
         return "a log record cut short before its message, which may have been an op"
-    if _OP_SHAPED.search(line):
+    if ":" in line and _TYPE_KEYWORD.search(line) and _OP_SHAPED.search(line):
         return ("an op that is not on an op line ('INFO  jepsen.util - process :type :f value'): its level "
                 "or logger is damaged, or something else printed it")
     return None
