@@ -102,6 +102,12 @@ def test_blank_lines_of_any_length_before_the_history_are_skipped(tmp_path: Path
         detect_format(path)
 
 
+def test_comments_of_any_length_before_an_edn_history_are_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "h.edn"
+    path.write_bytes(b"; a comment\n\n" * 20_000 + b"[{:process 0 :type :invoke :f :read :value nil}]\n")
+    assert detect_format(path) == "edn" and len(load_history(path).ops) == 1
+
+
 def test_a_text_log_is_recognised_after_any_preamble_and_with_any_spacing(tmp_path: Path) -> None:
     path = tmp_path / "h.log"
     preamble = "INFO  jepsen.os.debian - n1 installing packages\n" * 2000  # beyond 64 KiB

@@ -71,18 +71,17 @@ def format_of(data: bytes, source: str) -> str:
 _BOM = b"\xef\xbb\xbf"
 _NOT_BLANK = re.compile(rb"[^ \t\n\r\f\v]")
 _JSON_OBJECT = re.compile(rb'\{[ \t]*"')
+# Blanks and EDN comments, possessively: skipped in one pass of the regex engine, however many.
+_BLANKS_AND_COMMENTS = re.compile(rb"(?:[ \t\n\r\f\v]++|;[^\n]*+)*+")
 
 
 def _first_line(data: bytes, pos: int) -> int | None:
     """Where the first line that is neither blank nor an EDN comment starts (at its first
-    byte that is not blank), however many blank bytes come before it; None if none does."""
-    while (found := _NOT_BLANK.search(data, pos)) is not None:
-        if data[found.start():found.start() + 1] != b";":
-            return found.start()
-        pos = data.find(b"\n", found.start())  # a comment: the rest of its line
-        if pos < 0:
-            return None
-    return None
+    byte that is not blank), however many blank bytes and comments come before it; None if
+    none does."""
+    skipped = _BLANKS_AND_COMMENTS.match(data, pos)
+    assert skipped is not None  # the pattern matches the empty string
+    return skipped.end() if skipped.end() < len(data) else None
 
 
 def load_history(path: str | os.PathLike[str], format: str | None = None) -> LoadedHistory:
