@@ -71,3 +71,15 @@ def test_a_long_line_is_never_split_whole_into_memory() -> None:
     tracemalloc.stop()
     assert line == 1 and len(first) <= edn_tokens.WINDOW
     assert peak < 4 * edn_tokens.WINDOW * 8  # a window's tokens and text, not the line's
+
+
+def test_a_run_of_comment_lines_is_skipped_in_constant_memory_and_linear_time() -> None:
+    # Matched from every line of the run, it was quadratic; with a repeat that kept a state
+    # per comment line, it took memory in proportion (360 MB for two million lines).
+    text = "; a comment\n" * 200_000 + "[1]"
+    tracemalloc.start()
+    groups = list(tokens_by_line(text))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert groups == [(200_001, ["[", "1", "]"])]
+    assert peak < 1_000_000

@@ -31,21 +31,22 @@ from collections.abc import Iterator
 
 # One match per token: the whitespace, commas and comments before a token are skipped inside
 # the same match, so matching costs one step per token, not one per token and one per gap.
-# The skipped part is an atomic group, so a token that fails to match never makes the engine
-# backtrack into the gap before it. A string is an unrolled loop (runs of plain characters
-# between escapes) with possessive repeats, so the engine keeps no state per character:
-# memory stays linear in the input. The second group takes a '"' that opens no string (the
-# only character no token can start with once gaps are skipped).
+# Every repeat is possessive: a token that fails to match never makes the engine backtrack
+# into the gap before it, and the engine keeps no state per repetition (an atomic group
+# around the gap still kept one per comment line: 360 MB for two million of them). A string
+# is an unrolled loop (runs of plain characters between escapes), so memory stays linear in
+# it. The second group takes a '"' that opens no string (the only character no token can
+# start with once gaps are skipped).
 TOKEN = re.compile(
     r"""
-    (?>[\s,]*(?:;[^\n]*[\s,]*)*)
+    [\s,]*+(?:;[^\n]*+[\s,]*+)*+
     (?:
         (  "[^"\\]*+(?:\\.[^"\\]*+)*+"
          | \#[{_]
          | [\[\](){}]
-         | \#[A-Za-z][^\s,\[\](){}"]*
+         | \#[A-Za-z][^\s,\[\](){}"]*+
          | \\(?:newline|space|tab|return|u[0-9a-fA-F]{4}|\S)
-         | [^\s,\[\](){}";]+
+         | [^\s,\[\](){}";]++
         )
       | (.)
     )?
@@ -102,7 +103,14 @@ def tokens_by_line(text: str) -> Iterator[tuple[int, list[str]]]:
                     yield number, tokens
                 return
             start = m.start(group)
-            if start > end:  # the rest of the line was whitespace or a comment
+            if start > end:
+                # The rest of the line was whitespace or a comment, and so were the lines up
+                # to the token's: go on from the start of its line (from the next line, a run
+                # of comment lines would be matched again for each of them: quadratic).
+                if tokens:
+                    yield number, tokens
+                pos = text.rfind("\n", end, start) + 1
+                number += text.count("\n", end, pos)
                 break
             tokens.append(m[group])
             if group == 2:  # a '"' that opens no string: nothing after it can be read
@@ -119,6 +127,4 @@ def tokens_by_line(text: str) -> Iterator[tuple[int, list[str]]]:
             elif len(tokens) >= BATCH:
                 yield number, tokens
                 tokens = []
-        if tokens:
-            yield number, tokens
-        pos, number = end + 1, number + 1
+
