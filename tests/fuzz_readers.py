@@ -45,6 +45,7 @@ HOSTILE = [
     b"#{[1] [1]}", b"{[1 2] 3}", b"#inst {[1] 2}", b"\\u0000", b"\\", b'"', b"'", b"::", b"0x10",
     b'{"type":[1]}', b'{"type":{"a":1}}', b"-1", b"1e308", b"1.5e-320", b".inf", b".nan", b"&a [*a]",
     b"jepsen.util - ", b"INFO  jepsen.util - 0\t:ok\t:read\tnil", b"{:process 0 :type :ok :f :read}",
+    b"INFO", b"INFO  jepsen.ut", b" -\t", b"\t:ok\t:read\t", b"\t:timed-out", b"WARN  ", b"\xc3", b"\xef\xbb\xbf",
 ]
 
 
@@ -110,15 +111,21 @@ def edn_history(draw: Any) -> bytes:
     return (("[" + "\n".join(ops) + "]") if vector else "\n".join(ops)).encode()
 
 
+_CHATTER = ("INFO  jepsen.core - Worker 0 starting", "WARN  jepsen.util - retrying", "\tat jepsen.core$run.invoke",
+            "{:valid? false, :op {:process 1, :type :ok, :f :read}}", "")
+
+
 @st.composite
 def text_log(draw: Any) -> bytes:
     lines = ["INFO  jepsen.core - starting"]
     for _ in range(draw(st.integers(0, 8))):
-        sep = draw(st.sampled_from(("\t", "  ", " ")))
-        value = draw(st.sampled_from(("nil", "3", "[1 4]", ":timed-out", "")))
-        lines.append(f"INFO  jepsen.util - {draw(st.integers(0, 4))}{sep}:"
+        sep = draw(st.sampled_from(("\t", "  ", " ", " \t")))
+        dash = draw(st.sampled_from((" - ", "  - ", " -\t", " -")))
+        value = draw(st.sampled_from(("nil", "3", "[1 4]", ":timed-out", '"a b"', "{:k #{1}}", "nil\tsql: OK")))
+        lines.append(f"INFO  jepsen.util{dash}{draw(st.integers(0, 4) | st.just(':nemesis'))}{sep}:"
                      f"{draw(st.sampled_from(('invoke', 'ok', 'fail', 'info')))}{sep}:"
                      f"{draw(st.sampled_from(('read', 'write', 'cas')))}{sep}{value}")
+        lines.append(draw(st.sampled_from(_CHATTER)))
     return ("\n".join(lines) + "\n").encode()
 
 

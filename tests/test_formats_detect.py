@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from floodmark.formats.detect import detect_format, load_history
 from floodmark.history import HistoryError, Op, write_history
@@ -44,3 +47,69 @@ def test_malformed_jsonl_names_its_line(tmp_path: Path) -> None:
     with pytest.raises(HistoryError) as caught:
         load_history(path)
     assert caught.value.line == 2
+
+
+# ------------------------------------------- structure before the text-log marker (A5, E2)
+
+LOG_LINE = "INFO  jepsen.util - 0\t:invoke\t:write\t1"
+
+
+def jsonl_ops(values: list[object]) -> bytes:
+    ops = []
+    for i, value in enumerate(values):
+        ops.append(Op(2 * i, 2 * i, "invoke", i, "write", value))
+        ops.append(Op(2 * i + 1, 2 * i + 1, "ok", i, "write", value))
+    return b"".join((json.dumps(op.to_dict()) + "\n").encode() for op in ops)
+
+
+def test_a_history_quoting_a_log_line_is_that_history_not_a_log(tmp_path: Path) -> None:
+    # Audit case 06: the first op's value held the marker, and the history was read as a
+    # text log of one line; the other ops were never read.
+    jsonl = tmp_path / "h.jsonl"
+    jsonl.write_bytes(jsonl_ops([f"copied from {LOG_LINE}", 2]))
+    assert detect_format(jsonl) == "jsonl" and len(load_history(jsonl).ops) == 4
+    edn = tmp_path / "h.edn"
+    edn.write_text(f'{{:process 0, :type :invoke, :f :write, :value "{LOG_LINE}"}}\n'
+                   f'{{:process 0, :type :ok, :f :write, :value "{LOG_LINE}"}}\n')
+    assert detect_format(edn) == "edn" and len(load_history(edn).ops) == 2
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(alphabet=st.sampled_from(list("INFO jepsn.util-\t:invoke\n\"{[")) | st.characters(exclude_categories=("Cs",))),
+                min_size=1, max_size=4),
+       st.text(alphabet=" \t\r\n", max_size=200))
+def test_any_values_and_leading_blanks_leave_a_jsonl_history_jsonl(tmp_path: Path, values: list[str],
+                                                                   blanks: str) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(blanks.encode() + jsonl_ops(values))
+    assert detect_format(path) == "jsonl"
+    assert [op.value for op in load_history(path).ops] == [v for v in values for _ in range(2)]
+
+
+@pytest.mark.parametrize("blank", ["\n", "\r\n", "  \t\n", " " * 1000 + "\n"])
+def test_blank_lines_of_any_length_before_the_history_are_skipped(tmp_path: Path, blank: str) -> None:
+    # Audit E2: detection looked at the first 64 KiB only, and called the file empty.
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(blank.encode() * (70_000 // len(blank) + 1) + jsonl_ops([1]))
+    assert detect_format(path) == "jsonl" and len(load_history(path).ops) == 2
+    path.write_bytes(blank.encode() * (70_000 // len(blank) + 1) + b"; a comment\n[{:process 0 :type :invoke :f :r}]")
+    assert detect_format(path) == "edn"
+    path.write_bytes(blank.encode() * (70_000 // len(blank) + 1))
+    with pytest.raises(HistoryError, match="empty file"):
+        detect_format(path)
+    path.write_bytes(b"\xef\xbb\xbf" + blank.encode() * 10 + b"; only this\n" + blank.encode())
+    with pytest.raises(HistoryError, match="only comments"):
+        detect_format(path)
+
+
+def test_comments_of_any_length_before_an_edn_history_are_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "h.edn"
+    path.write_bytes(b"; a comment\n\n" * 20_000 + b"[{:process 0 :type :invoke :f :read :value nil}]\n")
+    assert detect_format(path) == "edn" and len(load_history(path).ops) == 1
+
+
+def test_a_text_log_is_recognised_after_any_preamble_and_with_any_spacing(tmp_path: Path) -> None:
+    path = tmp_path / "h.log"
+    preamble = "INFO  jepsen.os.debian - n1 installing packages\n" * 2000  # beyond 64 KiB
+    path.write_text(preamble + "INFO  jepsen.util -\t0\t:invoke\t:read\tnil\n")
+    assert detect_format(path) == "jepsen-text" and len(load_history(path).ops) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,23 @@ def test_written_edn_reads_back_identically(tmp_path: Path) -> None:
     text = path.read_text()
     assert ":process :nemesis" in text and ":f :send" in text and ":topic \"t0\"" in text
     assert read_edn_history(path) == ops
+
+
+def test_a_stream_is_read_an_op_at_a_time() -> None:
+    # Each op is built as its map is read: at the peak, little more than the ops themselves
+    # (holding every map until the last was read peaked at 2.5 times the ops).
+    text = "".join(f"{{:index {i}, :time {i * 1_000_003}, :type :{('invoke', 'ok')[i % 2]}, :process {i % 10}, "
+                   f":f :write, :value {i % 5}}}\n" for i in range(10_000))
+    tracemalloc.start()
+    ops = parse_edn_history(text)
+    kept, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert len(ops) == 10_000
+    assert peak < 1.3 * kept
+
+
+def test_a_problem_in_a_stream_is_the_first_in_the_file() -> None:
+    # Ops are built as their maps are read, so a bad op is named before a bad form after it.
+    with pytest.raises(HistoryError) as caught:
+        parse_edn_history("{:process 0 :type :done :f :read}\n{:a 1", "x.edn")
+    assert caught.value.line == 1 and ":type must be" in caught.value.problem

@@ -82,6 +82,28 @@ def test_an_endless_binary_source_is_refused_at_its_first_block() -> None:
         read_source("/dev/zero")
 
 
+# The readers audit's inputs (kept in tests/fuzz_regressions) and what each must give: the
+# verdict of the history as it was meant, or a refusal naming the line, never a VALID
+# reached by skipping what could not be read.
+AUDITED = [
+    ("history-jepsen-text/5e9c71ccecf4a038", EXIT_INVALID, ""),  # etcd_000 with a tab after the dash
+    ("history-jepsen-text/bccea742038978a9", EXIT_INVALID, ""),  # the same, small
+    ("history-jepsen-text/3b81b2487897c634", EXIT_INVALID, ""),  # two spaces before the dash
+    ("history-jepsen-text/26f95055872716f8", EXIT_BAD_ARGUMENTS, ":2: an INFO line that is not a log record"),
+    ("history-jepsen-text/fb6a16184f1428da", EXIT_BAD_ARGUMENTS, ":1: not UTF-8 text (byte 0xff)"),
+    ("history-jsonl/b2749a8203b58284", EXIT_INVALID, ""),  # a value quoting a log line
+    ("history-jsonl/fda18f3014fd64af", EXIT_INVALID, ""),  # 64 KiB of blank lines first
+]
+
+
+@pytest.mark.parametrize(("case", "code", "said"), AUDITED, ids=[c[0] for c in AUDITED])
+def test_what_the_readers_audit_found_is_judged_or_refused(case: str, code: int, said: str) -> None:
+    path = REPO / "tests/fuzz_regressions" / case
+    done = floodmark("check", str(path))
+    assert done.returncode == code, (done.stdout, done.stderr)
+    assert said in done.stderr and "Traceback" not in done.stderr
+
+
 def test_jepsen_text_fields_separated_by_runs_of_spaces_read_like_tabs() -> None:
     tabs = "INFO  jepsen.util - 3\t:invoke\t:cas\t[1 4]\nINFO  jepsen.util - 3\t:ok\t:cas\t[1 4]\n"
     spaces = tabs.replace("\t", "    ")

@@ -2,11 +2,17 @@
 
 ``floodmark check`` accepts our JSONL histories, Jepsen EDN histories (a vector of op maps
 or a stream of them) and Jepsen's 2014 text logs. The format is recognised from the
-content, not the file name (Porcupine's EDN test data is named ``*.txt``):
+content, not the file name (Porcupine's EDN test data is named ``*.txt``), by the structure
+of the first line that is neither blank nor an EDN comment (``;``), however far down it is:
 
-- a line starting ``{"`` is JSON, so JSONL;
-- a line mentioning ``jepsen.util - `` is a Jepsen text log;
-- anything starting with ``[``, ``(`` or ``{`` (after comments) is EDN.
+- a JSON object (``{`` then ``"``) is JSONL;
+- an EDN form (``{``, ``[``, ``(`` or ``#``) is EDN;
+- anything else is a Jepsen text log if a ``jepsen.util`` record is anywhere in the file
+  (a log's chatter comes before its first op).
+
+The structure is looked at first because the text ``jepsen.util - `` can be a value inside a
+JSON or EDN op: a history that quotes a log line is still that history, never a log of one
+line. Blank means ASCII whitespace, as in JSON.
 
 The source is read once (:mod:`floodmark.sources`) and both detected and parsed from
 memory: a pipe or standard input gives its data to the first reader only, so peeking at it
@@ -16,11 +22,12 @@ and then reopening it would judge an empty history.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from floodmark.formats.jepsen_edn import parse_edn_history
-from floodmark.formats.jepsen_text import MARKER, parse_text_history
+from floodmark.formats.jepsen_text import looks_like_text_log, parse_text_log
 from floodmark.history import HistoryError, Op, parse_history
 from floodmark.sources import STDIN, decode_utf8, read_source
 
@@ -28,7 +35,6 @@ JSONL = "jsonl"
 EDN = "edn"
 JEPSEN_TEXT = "jepsen-text"
 FORMATS = (JSONL, EDN, JEPSEN_TEXT)
-_HEAD = 65536
 
 
 @dataclass(frozen=True)
@@ -46,23 +52,36 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 
 def format_of(data: bytes, source: str) -> str:
     """Which format a history's bytes are in; raises HistoryError when it is none of them."""
-    head = data[:_HEAD].decode("utf-8", errors="replace")
-    for number, raw in enumerate(head.splitlines(), start=1):
-        line = raw.strip().lstrip("\ufeff")
-        if not line or line.startswith(";"):
-            continue
-        if MARKER in line:
-            return JEPSEN_TEXT
-        if line.startswith("{"):
-            return JSONL if line[1:].lstrip().startswith('"') else EDN
-        if line[0] in "[(#":
-            return EDN
-        if MARKER in head:
-            return JEPSEN_TEXT  # log preamble before the first history line
-        raise HistoryError(source, number, "not a history: expected JSONL, EDN or a Jepsen text log")
-    if not head.strip():
-        raise HistoryError(source, 1, "empty file: no history")
-    raise HistoryError(source, 1, "not a history: only comments")
+    begin = len(_BOM) if data.startswith(_BOM) else 0
+    start = _first_line(data, begin)
+    if start is None:
+        if _NOT_BLANK.search(data, begin) is None:
+            raise HistoryError(source, 1, "empty file: no history")
+        raise HistoryError(source, 1, "not a history: only comments")
+    if _JSON_OBJECT.match(data, start):
+        return JSONL
+    if data[start:start + 1] in (b"{", b"[", b"(", b"#"):
+        return EDN
+    if looks_like_text_log(data):
+        return JEPSEN_TEXT
+    raise HistoryError(source, data.count(b"\n", 0, start) + 1,
+                       "not a history: expected JSONL, EDN or a Jepsen text log")
+
+
+_BOM = b"\xef\xbb\xbf"
+_NOT_BLANK = re.compile(rb"[^ \t\n\r\f\v]")
+_JSON_OBJECT = re.compile(rb'\{[ \t]*"')
+# Blanks and EDN comments, possessively: skipped in one pass of the regex engine, however many.
+_BLANKS_AND_COMMENTS = re.compile(rb"(?:[ \t\n\r\f\v]++|;[^\n]*+)*+")
+
+
+def _first_line(data: bytes, pos: int) -> int | None:
+    """Where the first line that is neither blank nor an EDN comment starts (at its first
+    byte that is not blank), however many blank bytes and comments come before it; None if
+    none does."""
+    skipped = _BLANKS_AND_COMMENTS.match(data, pos)
+    assert skipped is not None  # the pattern matches the empty string
+    return skipped.end() if skipped.end() < len(data) else None
 
 
 def load_history(path: str | os.PathLike[str], format: str | None = None) -> LoadedHistory:
@@ -77,9 +96,7 @@ def load_history(path: str | os.PathLike[str], format: str | None = None) -> Loa
     elif fmt == EDN:
         ops = parse_edn_history(decode_utf8(data, source), source, check_pairs=True)
     elif fmt == JEPSEN_TEXT:
-        # Only the jepsen.util lines are history; a stray byte in the chatter around them is
-        # not worth refusing the log for, so undecodable bytes are replaced.
-        ops = parse_text_history(data.decode("utf-8", errors="replace"), source, check_pairs=True)
+        ops = parse_text_log(data, source, check_pairs=True)
     else:
         raise ValueError(f"unknown history format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if not ops:

@@ -11,6 +11,14 @@ is reported with its file, line and what is wrong. Keywords and symbols become
 name (``Keyword("ok") == "ok"``), so converted histories read naturally in Python while the
 writer can still tell a keyword from a string. Vectors and lists become lists, maps dicts
 (unhashable keys are frozen to tuples), sets frozensets.
+
+A history is megabytes of the same few keywords around distinct numbers, so reading is
+built for that: the text is split into tokens a line at a time
+(:mod:`floodmark.formats.edn_tokens`, mostly by ``str.split`` in C), and each distinct
+keyword, symbol and short string is made once and shared by every place it occurs (they are
+immutable), which saves both the making and the memory of a hundred thousand ``:process``
+keys. What is refused is refused alike: nesting past :data:`MAX_DEPTH`, numbers past
+:data:`MAX_DIGITS`, bad escapes, lone surrogates, duplicate keys and members.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from floodmark.errors import SourceError
+from floodmark.formats.edn_tokens import tokens_by_line
 
 
 class Keyword(str):
@@ -50,22 +59,6 @@ class EdnError(SourceError):
     """Malformed EDN: names the source, the line (from 1) and the problem."""
 
 
-# A string is matched by an unrolled loop (runs of plain characters between escapes) so the
-# regex engine keeps no state per character: memory stays linear in the input.
-_TOKEN = re.compile(
-    r"""
-    (?P<ws>[\s,]+)
-  | (?P<comment>;[^\n]*)
-  | (?P<string>"[^"\\]*(?:\\.[^"\\]*)*")
-  | (?P<open>\#\{|[\[({])
-  | (?P<close>[\])}])
-  | (?P<discard>\#_)
-  | (?P<tag>\#[A-Za-z][^\s,\[\](){}"]*)
-  | (?P<char>\\(?:newline|space|tab|return|u[0-9a-fA-F]{4}|\S))
-  | (?P<atom>[^\s,\[\](){}";]+)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
 _INT = re.compile(r"[+-]?\d+N?$")
 _FLOAT = re.compile(r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?M?$")
 _RATIO = re.compile(r"[+-]?\d+/\d+$")
@@ -73,21 +66,17 @@ _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
 _STRING_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "b": "\b", "f": "\f"}
 _CHARS = {"newline": "\n", "space": " ", "tab": "\t", "return": "\r"}
 _CLOSERS = {"[": "]", "(": ")", "{": "}", "#{": "}"}
+_NOT_ATOMS = frozenset('[](){}#"\\')  # first characters of the tokens that are not atoms
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")  # a tag starts with one
 MAX_DEPTH = 100  # collections, tags and discards open at once; Jepsen's histories use a few
 MAX_DIGITS = 400  # a number longer than this is damage, not data
-_COLL, _TAG, _DISCARD = 0, 1, 2
-
-
-class _Frame:
-    """Something open while its contents are read: a collection, a tag or a discard."""
-
-    __slots__ = ("kind", "text", "line", "items")
-
-    def __init__(self, kind: int, text: str, line: int) -> None:
-        self.kind = kind
-        self.text = text
-        self.line = line
-        self.items: list[Any] = []
+# Distinct keywords, symbols and short strings remembered, so that a history's thousands of
+# ':process' read as one shared (immutable) object: read once, stored once. Bounded, so a
+# file of a million distinct keywords costs no more than reading them.
+_MAX_REMEMBERED = 1 << 16
+_MAX_REMEMBERED_STRING = 64
+_MISSING: Any = object()
+_DISCARDED: Any = object()
 
 
 class _Reader:
@@ -97,110 +86,158 @@ class _Reader:
     def __init__(self, text: str, source: str) -> None:
         self.text = text
         self.source = source
-        self.pos = 0
-        self.line = 1
+        self.remembered: dict[str, Any] = {"nil": None, "true": True, "false": False}
 
-    def error(self, problem: str, line: int | None = None) -> EdnError:
-        return EdnError(self.source, self.line if line is None else line, problem)
+    def error(self, problem: str, line: int) -> EdnError:
+        return EdnError(self.source, line, problem)
 
     def forms(self) -> Iterator[tuple[Any, int]]:
         """Every top-level form with the line it starts on."""
-        text = self.text
-        match = _TOKEN.match
-        stack: list[_Frame] = []
-        start_line = 1
-        length = len(text)
-        while self.pos < length:
-            m = match(text, self.pos)
-            if m is None:
-                if text[self.pos] == '"':
-                    raise self.error("string is never closed")
-                raise self.error(f"unexpected character {text[self.pos]!r}")
-            kind = m.lastgroup
-            token = m.group()
-            line = self.line
-            self.pos = m.end()
-            if kind == "ws" or kind == "comment" or kind == "string":
-                self.line += token.count("\n")
-                if kind != "string":
+        recall = self.remembered.get
+        not_atoms = _NOT_ATOMS
+        # The collections enclosing the one being read: (the enclosing one's items, the
+        # opening token, its line); ``items`` are the innermost open collection's.
+        stack: list[tuple[list[Any], str, int]] = []
+        items: list[Any] = []
+        toplevel = items  # a form read while this is innermost is a top-level form
+        append = items.append
+        # Tags and discards waiting for their form: (collections open when it came, the
+        # token, its line); a tag's form is wrapped, a discard's dropped.
+        pending: list[tuple[int, str, int]] = []
+        top = 0  # the line the top-level form being read starts on, once it has an opening token
+        for line, tokens in tokens_by_line(self.text):
+            for token in tokens:
+                first = token[0]
+                if first not in not_atoms:
+                    value = recall(token, _MISSING)
+                    if value is _MISSING:
+                        if len(token) <= MAX_DIGITS and token.isdigit() and token.isascii():
+                            value = int(token)  # the commonest number, without the patterns of number()
+                        else:
+                            value = self.atom(token, line)
+                elif first in "{[(" or token == "#{":
+                    if len(stack) + len(pending) >= MAX_DEPTH:
+                        raise self.error(f"nested more than {MAX_DEPTH} levels deep", line)
+                    if not top and not stack:
+                        top = line
+                    stack.append((items, token, line))
+                    items = []
+                    append = items.append
                     continue
-            if not stack:
-                start_line = line
-            if kind == "open" or kind == "tag" or kind == "discard":
-                if len(stack) >= MAX_DEPTH:
-                    raise self.error(f"nested more than {MAX_DEPTH} levels deep", line)
-                stack.append(_Frame(_COLL if kind == "open" else _TAG if kind == "tag" else _DISCARD, token, line))
-                continue
-            if kind == "close":
-                if not stack:
-                    raise self.error(f"unexpected {token!r} (no matching opening bracket)", line)
-                frame = stack[-1]
-                if frame.kind != _COLL:
-                    what = "#_" if frame.kind == _DISCARD else frame.text
-                    raise self.error(f"{what} on line {frame.line} is followed by {token!r}, not a form", line)
-                if token != _CLOSERS[frame.text]:
-                    raise self.error(f"expected {_CLOSERS[frame.text]!r} to close {frame.text!r} from line "
-                                     f"{frame.line}, got {token!r}", line)
-                stack.pop()
-                value = self.collection(frame)
-            elif kind == "string":
-                value = self.read_string(token, line)
-            elif kind == "char":
-                value = self.read_char(token[1:], line)
-            else:
-                value = self.read_atom(token, line)
-            # Deliver the value to what is open: tags wrap it, a discard swallows it.
-            while stack:
-                frame = stack[-1]
-                if frame.kind == _COLL:
-                    frame.items.append(value)
-                    break
-                stack.pop()
-                if frame.kind == _DISCARD:
-                    break
-                value = Tagged(frame.text[1:], value)
-            else:
-                yield value, start_line
+                elif first in "}])":
+                    if pending and pending[-1][0] == len(stack):
+                        raise self.dangling(pending[-1], f"is followed by {token!r}, not a form", line)
+                    if not stack:
+                        raise self.error(f"unexpected {token!r} (no matching opening bracket)", line)
+                    enclosing, opener, opened = stack.pop()
+                    if _CLOSERS[opener] != token:
+                        raise self.error(f"expected {_CLOSERS[opener]!r} to close {opener!r} from line "
+                                         f"{opened}, got {token!r}", line)
+                    if opener == "{":
+                        value = self.mapping(items, opened)
+                    elif opener == "#{":
+                        value = self.members(items, opened)
+                    else:
+                        value = items
+                    items = enclosing
+                    append = items.append
+                elif first == '"':
+                    value = recall(token, _MISSING)
+                    if value is _MISSING:
+                        value = self.string(token, line)
+                elif token == "#_" or (first == "#" and token[1:2] in _LETTERS):
+                    # A discard or a tag: it applies to the next form.
+                    if len(stack) + len(pending) >= MAX_DEPTH:
+                        raise self.error(f"nested more than {MAX_DEPTH} levels deep", line)
+                    if not top and not stack:
+                        top = line
+                    pending.append((len(stack), token, line))
+                    continue
+                elif first == "\\" and len(token) > 1:
+                    value = self.char(token[1:], line)
+                else:  # an atom that starts like something else: ##Inf, a backslash alone
+                    value = self.atom(token, line)
+                if pending and pending[-1][0] == len(stack):
+                    value = self.unwrap(value, pending)
+                    if value is _DISCARDED:
+                        if not stack and not pending:
+                            top = 0  # the discarded form was all there was
+                        continue
+                if items is not toplevel:
+                    append(value)
+                    continue
+                yield value, top or line
+                top = 0
+        if pending and pending[-1][0] == len(stack):
+            raise self.dangling(pending[-1], "has no form after it", pending[-1][2])
         if stack:
-            frame = stack[-1]
-            if frame.kind == _COLL:
-                raise self.error(f"{frame.text!r} opened on line {frame.line} is never closed", frame.line)
-            what = "#_" if frame.kind == _DISCARD else frame.text
-            raise self.error(f"{what} on line {frame.line} has no form after it", frame.line)
+            opener, opened = stack[-1][1], stack[-1][2]
+            raise self.error(f"{opener!r} opened on line {opened} is never closed", opened)
 
-    def collection(self, frame: _Frame) -> Any:
-        items = frame.items
-        if frame.text == "{":
-            if len(items) % 2:
-                raise self.error(f"map opened on line {frame.line} has an odd number of forms", frame.line)
-            result: dict[Any, Any] = {}
-            for i in range(0, len(items), 2):
-                key = _hashable(items[i])
-                if key in result:
-                    raise self.error(f"map opened on line {frame.line} has the key {_short(items[i])} twice",
-                                     frame.line)
-                result[key] = items[i + 1]
-            return result
-        if frame.text == "#{":
+    def unwrap(self, value: Any, pending: list[tuple[int, str, int]]) -> Any:
+        """``value`` given to the tags and discards waiting at its level, innermost first: a
+        discard drops it (and is done), a tag wraps it."""
+        depth = pending[-1][0]
+        while pending and pending[-1][0] == depth:
+            _, token, _ = pending.pop()
+            if token == "#_":
+                return _DISCARDED
+            value = Tagged(token[1:], value)
+        return value
+
+    def dangling(self, waiting: tuple[int, str, int], problem: str, line: int) -> EdnError:
+        _, token, at = waiting
+        return self.error(f"{token} on line {at} {problem}", line)
+
+    def mapping(self, items: list[Any], opened: int) -> dict[Any, Any]:
+        count = len(items)
+        if count & 1:
+            raise self.error(f"map opened on line {opened} has an odd number of forms", opened)
+        pairs = iter(items)
+        try:
+            result = dict(zip(pairs, pairs))
+        except TypeError:  # a key that is a collection: frozen, so that it hashes
+            result = {_hashable(items[i]): items[i + 1] for i in range(0, count, 2)}
+        if len(result) * 2 != count:
+            seen: set[Any] = set()
+            for key in items[::2]:
+                if _hashable(key) in seen:
+                    raise self.error(f"map opened on line {opened} has the key {_short(key)} twice",
+                                     opened)
+                seen.add(_hashable(key))
+        return result
+
+    def members(self, items: list[Any], opened: int) -> frozenset[Any]:
+        try:
+            members = frozenset(items)
+        except TypeError:  # a member that is a collection: frozen, so that it hashes
             members = frozenset(_hashable(x) for x in items)
-            if len(members) != len(items):
-                raise self.error(f"set opened on line {frame.line} has a member twice", frame.line)
-            return members
-        return items
+        if len(members) != len(items):
+            raise self.error(f"set opened on line {opened} has a member twice", opened)
+        return members
 
-    def read_char(self, name: str, line: int) -> str:
+    def char(self, name: str, line: int) -> str:
         if name in _CHARS:
             return _CHARS[name]
         if len(name) == 5 and name.startswith("u"):
-            return self.unicode(chr(int(name[1:], 16)), line)
+            char = chr(int(name[1:], 16))
+            if "\ud800" <= char <= "\udfff":
+                raise self.error(f"character \\u{ord(char):04X} is a lone surrogate, not Unicode text", line)
+            return char
         return name
 
-    def read_string(self, text: str, line: int) -> str:
-        body = text[1:-1]
-        if "\\" not in body:
-            return body
+    def string(self, token: str, line: int) -> str:
+        if len(token) == 1:
+            raise self.error("string is never closed", line)
+        body = token[1:-1]
+        if "\\" in body:
+            body = self.unescape(body, line)
+        if len(token) <= _MAX_REMEMBERED_STRING and len(self.remembered) < _MAX_REMEMBERED:
+            self.remembered[token] = body
+        return body
 
-        def unescape(m: re.Match[str]) -> str:
+    def unescape(self, body: str, line: int) -> str:
+        def escape(m: re.Match[str]) -> str:
             if m.group(1) is not None:
                 return chr(int(m.group(1), 16))
             escaped = m.group(2)
@@ -208,7 +245,7 @@ class _Reader:
                 raise self.error(f"unknown string escape \\{escaped}", line)
             return _STRING_ESCAPES[escaped]
 
-        value = _ESCAPE.sub(unescape, body)
+        value = _ESCAPE.sub(escape, body)
         if "\\u" in body:
             # \uD83D\uDE00 is one character written as a pair; a half pair is not text.
             try:
@@ -217,28 +254,23 @@ class _Reader:
                 raise self.error("string with a lone surrogate (\\uD800-\\uDFFF), not Unicode text", line) from None
         return value
 
-    def unicode(self, char: str, line: int) -> str:
-        if "\ud800" <= char <= "\udfff":
-            raise self.error(f"character \\u{ord(char):04X} is a lone surrogate, not Unicode text", line)
-        return char
-
-    def read_atom(self, text: str, line: int) -> Any:
-        if text == "nil":
-            return None
-        if text == "true":
-            return True
-        if text == "false":
-            return False
-        if text[0] == ":":
+    def atom(self, text: str, line: int) -> Any:
+        """A keyword, symbol or number not met before (nil, true and false always have been)."""
+        first = text[0]
+        if first == ":":
             if len(text) == 1:
                 raise self.error("empty keyword ':'", line)
-            return Keyword(text[1:])
-        first = text[0]
-        if first.isdigit() or (first in "+-" and len(text) > 1 and text[1].isdigit()):
-            return self.read_number(text, line)
-        return Symbol(text)
+            value: Any = Keyword(text[1:])
+        elif first.isdigit() or (first in "+-" and len(text) > 1 and text[1].isdigit()):
+            # Numbers are not remembered: a history's times and values are mostly distinct.
+            return self.number(text, line)
+        else:
+            value = Symbol(text)
+        if len(self.remembered) < _MAX_REMEMBERED:
+            self.remembered[text] = value
+        return value
 
-    def read_number(self, text: str, line: int) -> Any:
+    def number(self, text: str, line: int) -> Any:
         if len(text) > MAX_DIGITS:
             raise self.error(f"number of {len(text)} characters (at most {MAX_DIGITS})", line)
         if _INT.match(text):

@@ -15,8 +15,9 @@ and map keys become keywords, ``f`` and ``type`` keywords, and the nemesis proce
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from floodmark.formats import edn
@@ -89,28 +90,34 @@ def _short(value: Any) -> str:
 
 def parse_edn_history(text: str, source: str = "<edn>", *, check_pairs: bool = False) -> list[Op]:
     """A history from EDN text: one vector of op maps, or a stream of op maps; with
-    ``check_pairs``, every completion must close its process's invocation."""
+    ``check_pairs``, every completion must close its process's invocation.
+
+    Each op is built as its form is read, so the forms of a stream are never all held
+    beside the ops made of them."""
+    forms = edn.iter_forms(text, source)
     try:
-        forms = list(edn.iter_forms(text, source))
+        first = next(forms, None)
+        if first is None:
+            return []
+        numbered: Iterator[tuple[Any, int]]
+        if isinstance(first[0], list):
+            # A vector's elements do not carry their own lines; name the vector's line.
+            numbered = ((form, first[1]) for form in first[0])
+        else:
+            numbered = itertools.chain((first,), forms)
+        pairing = ProcessPairing(source) if check_pairs else None
+        ops = []
+        for position, (form, line) in enumerate(numbered):
+            op = op_from_edn(form, position, source, line)
+            if pairing is not None:
+                pairing.see(op, line)
+            ops.append(op)
+        if isinstance(first[0], list):
+            after = next(forms, None)
+            if after is not None:
+                raise HistoryError(source, after[1], "unexpected form after the history vector")
     except edn.EdnError as e:
         raise HistoryError(e.source, e.line, e.problem) from None
-    if not forms:
-        return []
-    first, first_line = forms[0]
-    if isinstance(first, list):
-        if len(forms) > 1:
-            raise HistoryError(source, forms[1][1], "unexpected form after the history vector")
-        # A vector's elements do not carry their own lines; name the vector's line.
-        numbered = [(first_line, f) for f in first]
-    else:
-        numbered = [(line, f) for f, line in forms]
-    pairing = ProcessPairing(source) if check_pairs else None
-    ops = []
-    for position, (line, form) in enumerate(numbered):
-        op = op_from_edn(form, position, source, line)
-        if pairing is not None:
-            pairing.see(op, line)
-        ops.append(op)
     return ops
 
 

@@ -1,13 +1,53 @@
 """Jepsen's 2014 text logs: the history as it was printed to the console.
 
-Early Jepsen tests (the etcd register test that Porcupine's and ahorn's checkers use as
-test data) logged every op through ``jepsen.util``:
+Jepsen 0.0.x (2014: the etcd register test whose logs Porcupine's and ahorn's checkers use
+as test data; later versions kept the layout for years) logged through log4j's layout
+``%-5p %c - %m%n`` (the level padded to five, the logger, `` - ``, the message), and every
+op through ``jepsen.util/log-op``, at INFO, as ``process \t type \t (pr-str f) \t (pr-str
+value)``, later followed by ``\t error``:
 
     INFO  jepsen.util - 3	:invoke	:cas	[1 4]
+    INFO  jepsen.util - :nemesis	:info	:start	nil
+    INFO  jepsen.util - 2	:ok	:cas	[0 4]	sql: OK OK 1 row val 0
 
-that is, process, type, f and value separated by tabs (or, as some Jepsen versions print
-them, runs of spaces), the value in EDN. Every other line
-(set-up chatter, stack traces) is not history and is skipped.
+Around them is chatter: other loggers' records (``INFO  jepsen.core - Worker 0 starting``),
+stack traces, a test's report. Chatter may be skipped, but an op must never be: a skipped
+``:ok :write`` can turn an invalid history valid. So each line (without its line break) is
+one of these, and only the last kind is skipped:
+
+1. An **op line**: the level ``INFO``, blanks, the logger ``jepsen.util``, blanks, a dash,
+   blanks or none, then process (an integer, or a keyword such as ``:nemesis``), ``:type``
+   (``:invoke``, ``:ok``, ``:fail`` or ``:info``), ``:f`` and the value (one EDN form),
+   separated by tabs or runs of spaces; then, after a tab, the error if there is one (free
+   text; ``pr-str`` writes a tab in a value as ``\t``, so the first tab after the value
+   starts it). So ``jepsen.util -<TAB>1``, ``jepsen.util  - 1`` and ``jepsen.util -1`` read
+   like the tab-separated original, and whatever precedes the level (a timestamp a tool put
+   there) is ignored. An op line that cannot be read (a field missing, an unknown type, a
+   process that is neither an integer nor a keyword, an unreadable value) is refused.
+2. A **damaged op line**, refused, which is any of:
+
+   - a ``jepsen.util`` record (the logger, blanks, a dash) whose level is not a level
+     (``NFO  jepsen.util - ...``) or is missing;
+   - a line starting with ``INFO`` that is not ``INFO  logger - ...`` (``INFO  jepsen.uti1``,
+     cut short; ``INFO  jepsen.util- 0 ...``), or is the start of one (``INF``);
+   - an INFO record of a logger within two characters of ``jepsen.util`` (``jepsen.utl``);
+     Jepsen's other loggers (``jepsen.core``, ``jepsen.os.debian``) are four or more away;
+   - a line with an op in it that is not an op line: a type keyword (``:invoke``, ``:ok``,
+     ``:fail``, ``:info``) followed by a keyword, or a process and a type keyword ending the
+     line. That is an op whose logger or level was damaged or lost (``WARN  jepsen.util -
+     0 :ok :read 1``), or one printed by something else (a failed test's report prints its
+     linearizable prefix as bare op lines: keep the log's own ops only). Clojure prints maps
+     with commas (``{:process 3, :type :ok, :f :read}``), so they do not look like one.
+3. The **last line**, refused if it is an op line with no line break after it: Jepsen ends
+   every record with one, and a log cut short inside a value can still read as an op, a
+   wrong one (``:ok :read 12`` cut to ``:ok :read 1``). Add the line break if it is whole.
+4. **Chatter**, skipped: everything else (other loggers' records, any logger's free text at
+   other levels, stack traces, continuation lines, blank lines).
+
+Bytes: Jepsen's JVM writes UTF-8. A byte that is not UTF-8 on a line of kinds 1-3 is
+refused with its line, never replaced: two different damaged values must not read as the
+same character. In chatter, which is skipped, it is tolerated (a log also carries what
+remote commands printed, in whatever encoding they used).
 
 Two conventions of that client are made explicit on reading, because the checker must
 know them: a value of ``:timed-out`` on an ``:info`` carries no result (the invocation's
@@ -27,44 +67,75 @@ from floodmark.formats.jepsen_edn import plain
 from floodmark.history import OP_TYPES, HistoryError, Op, ProcessPairing
 from floodmark.sources import read_source
 
-# Fields are separated by a tab, or by a run of spaces in logs that some Jepsen versions
-# (and copies through a terminal) print.
-_LINE = re.compile(r"jepsen\.util - (\S+)[ \t]+:(\w+)[ \t]+:([\w-]+)(?:[ \t]+(.*))?$")
-MARKER = "jepsen.util - "
+# INFO and the jepsen.util logger (a whole word: not jepsen.util-test), then the rest.
+_OP_RECORD = re.compile(r"(?<!\S)INFO[ \t]+jepsen\.util(?![^ \t])")
+# A jepsen.util record at any level: the word before the logger is its level.
+_UTIL_RECORD = re.compile(r"(?:(?<!\S)(\S++)[ \t]++|^[ \t]*+)jepsen\.util[ \t]++-")
+# An INFO record as log4j writes it: the level, the logger (a Clojure namespace or a Java
+# class name), a dash.
+_INFO_RECORD = re.compile(r"INFO[ \t]++([\w.$*+!?<>=/'-]++)[ \t]++-")
+_OP_MESSAGE = re.compile(r"[ \t]*+-[ \t]*+(\S++)[ \t]++:(\S++)[ \t]++:(\S++)(?:[ \t]++(.++))?")
+# A type then an f (Jepsen prints maps with commas, so ':type :ok, :f' is not one), or a
+# process and a type ending the line.
+_OP_SHAPED = re.compile(r"(?:^|[ \t]):(?:invoke|ok|fail|info)[ \t]++:[^\s:,]"
+                        r"|(?:^|[ \t-])(?:\d++|:[^\s:,]++)[ \t]++:(?:invoke|ok|fail|info)[ \t]*+$")
+_TYPE_KEYWORD = re.compile(r":(?:invoke|ok|fail|info)")  # cheap, so that most chatter goes no further
+_LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
+_LOGGER = re.compile(rb"(?<!\S)jepsen\.util[ \t]+-")
+_UNDECODABLE = re.compile("[\ud800-\udfff]")  # bytes kept by surrogateescape, or lone surrogates
+_TIMED_OUT = ":timed-out"
+_MAX_MESSAGES = 1 << 16  # distinct op messages remembered (a log repeats a few thousand)
+
+
+def looks_like_text_log(data: bytes) -> bool:
+    """Whether ``data`` has a record of Jepsen's ``jepsen.util`` logger in it."""
+    return _LOGGER.search(data) is not None
+
+
+def parse_text_log(data: bytes, source: str = "<log>", *, check_pairs: bool = False) -> list[Op]:
+    """The history in a text log's bytes (see the module's rules)."""
+    # surrogateescape keeps each undecodable byte as its own character, so a line that
+    # counts can be refused naming the byte, and chatter can keep any bytes it has.
+    return parse_text_history(data.decode("utf-8", errors="surrogateescape"), source, check_pairs=check_pairs)
 
 
 def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = False) -> list[Op]:
+    """The history in a text log (see the module's rules)."""
     ops: list[Op] = []
     pairing = ProcessPairing(source) if check_pairs else None
-    # A log repeats a handful of processes and values thousands of times: each distinct text
-    # is read as EDN once (values are rebuilt per op, so no two ops share a list).
-    processes: dict[str, Any] = {}
-    values: dict[str, Any] = {}
-    line_of = _LINE.search
-    number = 0
-    for raw in text.split("\n"):
-        number += 1
-        if MARKER not in raw:
-            continue
-        m = line_of(raw)
-        if m is None:
-            raise HistoryError(source, number, "a jepsen.util line that is not 'process :type :f value' "
-                               "(separated by tabs or spaces)")
-        process_text, op_type, f, value_text = m.groups()
-        if op_type not in OP_TYPES:
-            raise HistoryError(source, number, f"unknown op type :{op_type}")
-        process = processes.get(process_text, _UNREAD)
-        if process is _UNREAD:
-            process = processes[process_text] = _process(process_text, source, number)
-        value_text = (value_text or "").rstrip(" \t\r")
-        value = values.get(value_text, _UNREAD)
-        if value is _UNREAD:
-            value = values[value_text] = _value(value_text, source, number)
-        if type(value) is list:
-            value = _copy(value)
-        error = None
-        if value == "timed-out" and op_type in ("info", "fail"):
-            value, error = None, "timed-out"
+    # A log repeats a handful of processes, types, fs and values thousands of times: each
+    # distinct text is read as EDN once (values are rebuilt per op, so no two ops share a list).
+    cache: dict[str, Any] = {}
+    messages: dict[str, tuple[str, Any, str, Any, str, str | None]] = {}  # each distinct op message, read
+    near_misses: dict[str, bool] = {}  # logger -> whether it is jepsen.util damaged
+    clean = _UNDECODABLE.search(text) is None  # then no line needs looking at for bad bytes
+    lines = text.removeprefix("\ufeff").split("\n")
+    for number, raw in enumerate(lines, start=1):
+        line = raw.rstrip("\r")
+        record = _OP_RECORD.search(line) if "jepsen.util" in line else None
+        if record is None:
+            damage = _damage(line, near_misses)
+            if damage is None:
+                continue  # chatter
+            if not clean:
+                _refuse_undecodable(line, source, number)
+            raise HistoryError(source, number, f"{damage}; refused rather than skipped: {line.strip()[:60]!r}")
+        if not clean:
+            _refuse_undecodable(line, source, number)
+        message = line[record.end():]
+        read = messages.get(message)
+        if read is None:
+            read = _read_op(message, cache, source, number)
+            if len(messages) < _MAX_MESSAGES:
+                messages[message] = read
+        op_type, process, f, value, value_text, error = read
+        if type(value) is list or type(value) is dict:
+            value = _copy(value)  # each op its own: a checker may hold on to one
+        if number == len(lines) and raw:
+            raise HistoryError(source, number, "the last op line has no line break after it: the log may "
+                               "have been cut short inside it (add the line break if the line is whole)")
+        if value_text == _TIMED_OUT and op_type in ("info", "fail"):
+            value, error = None, error or "timed-out"
             op_type = "info"  # the client gave up waiting: the outcome is unknown, not a failure
         index = len(ops)
         op = Op(index, index, op_type, process, f, value, None, error)  # type: ignore[arg-type]
@@ -74,26 +145,57 @@ def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = 
     return ops
 
 
-_UNREAD: Any = object()
-
-
-def _process(text: str, source: str, number: int) -> int | str:
+def _read_op(message: str, cache: dict[str, Any], source: str,
+             number: int) -> tuple[str, Any, str, Any, str, str | None]:
+    """(type, process, f, value, the value's text, error) of the message after INFO jepsen.util."""
+    m = _OP_MESSAGE.fullmatch(message.rstrip(" \t"))
+    if m is None:
+        raise HistoryError(source, number, "a jepsen.util line that is not ' - process :type :f value' "
+                           "(separated by tabs or spaces)")
+    process_text, op_type, f_text, value_text = m.groups()
+    if op_type not in OP_TYPES:
+        raise HistoryError(source, number, f"unknown op type :{op_type[:40]}")
+    if value_text is None:
+        raise HistoryError(source, number, "no value after :f (Jepsen prints nil for none): the line may "
+                           "have been cut short")
+    process = _cached(cache, process_text, source, number)
+    if isinstance(process, edn.Keyword):
+        process = str.__str__(process)
+    elif isinstance(process, bool) or not isinstance(process, int):
+        raise HistoryError(source, number, f"process must be an integer or a keyword, got {process_text[:40]!r}")
     try:
-        process = plain(edn.loads(text, source))
-    except edn.EdnError as e:
-        raise HistoryError(source, number, e.problem) from None
-    if isinstance(process, bool) or not isinstance(process, int | str):
-        raise HistoryError(source, number, f"process must be an integer or a keyword, got {text[:40]!r}")
-    return process  # type: ignore[no-any-return]
-
-
-def _value(text: str, source: str, number: int) -> Any:
-    if not text:
-        return None
+        f = _cached(cache, ":" + f_text, source, number)
+    except HistoryError:
+        f = None
+    if not isinstance(f, edn.Keyword):
+        raise HistoryError(source, number, f":f must be a keyword, got {':' + f_text[:40]!r}")
+    # Jepsen prints the value with pr-str, which writes a tab in a string as \t: a tab after
+    # the value starts the error, printed with str (free text, as in 'sql: 1 row val 0').
+    value_text, _, error = value_text.partition("\t")
+    value_text = value_text.rstrip(" ")
     try:
-        return plain(edn.loads(text, source))
-    except edn.EdnError as e:
-        raise HistoryError(source, number, e.problem) from None
+        value = _cached(cache, value_text, source, number, convert=True)
+    except HistoryError as e:
+        if "exactly one form" not in e.problem:
+            raise
+        raise HistoryError(source, number, f"the value is not one EDN form ({e.problem}; an error after "
+                           "it must follow a tab)") from None
+    return op_type, process, str.__str__(f), value, value_text, error.strip(" \t") or None
+
+
+_VALUES = "values:"  # cache keys of converted values, apart from the raw forms of fields
+
+
+def _cached(cache: dict[str, Any], text: str, source: str, number: int, *, convert: bool = False) -> Any:
+    """``text`` read as one EDN form (converted to a plain value with ``convert``), once."""
+    key = _VALUES + text if convert else text
+    if key not in cache:
+        try:
+            form = edn.loads(text, source)
+        except edn.EdnError as e:
+            raise HistoryError(source, number, e.problem) from None
+        cache[key] = plain(form) if convert else form
+    return cache[key]
 
 
 def _copy(value: Any) -> Any:
@@ -104,7 +206,58 @@ def _copy(value: Any) -> Any:
     return value
 
 
+def _damage(line: str, near_misses: dict[str, bool]) -> str | None:
+    """What is wrong with a line that is not an op line but may have been one (rule 2 of the
+    module's), or None for chatter."""
+    if "jepsen.util" in line and (util := _UTIL_RECORD.search(line)) and util[1] not in _LEVELS:
+        return "a jepsen.util record whose level is damaged or missing, which may have been an op"
+    start = line.lstrip(" \t")
+    if start.startswith("INFO") and start[4:5] in ("", " ", "\t"):
+        record = _INFO_RECORD.match(start)
+        if record is None:
+            return "an INFO line that is not a log record ('INFO  logger - message'), which may have been an op"
+        if _near_miss(record[1], near_misses):
+            return f"an INFO record of {record[1][:20]!r}, a damaged jepsen.util, which may have been an op"
+    elif start.rstrip() in ("I", "IN", "INF"):
+        return "a log record cut short before its message, which may have been an op"
+    if ":" in line and _TYPE_KEYWORD.search(line) and _OP_SHAPED.search(line):
+        return ("an op that is not on an op line ('INFO  jepsen.util - process :type :f value'): its level "
+                "or logger is damaged, or something else printed it")
+    return None
+
+
+def _near_miss(logger: str, known: dict[str, bool]) -> bool:
+    """Whether ``logger`` is ``jepsen.util`` with one or two characters deleted, inserted or
+    changed (``jepsen.uti1``, ``jepsen.util-``); Jepsen's other loggers (``jepsen.core``,
+    ``jepsen.os.debian``, ``knossos.core``) are four or more away."""
+    if logger not in known:
+        known[logger] = logger != "jepsen.util" and _within_two_edits(logger, "jepsen.util")
+    return known[logger]
+
+
+def _within_two_edits(a: str, b: str) -> bool:
+    if abs(len(a) - len(b)) > 2:
+        return False
+    previous = list(range(len(b) + 1))
+    for i, char in enumerate(a, start=1):
+        row = [i]
+        for j, other in enumerate(b, start=1):
+            row.append(min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (char != other)))
+        if min(row) > 2:
+            return False
+        previous = row
+    return previous[-1] <= 2
+
+
+def _refuse_undecodable(line: str, source: str, number: int) -> None:
+    bad = _UNDECODABLE.search(line)
+    if bad is None:
+        return
+    code = ord(bad.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that surrogateescape kept
+        raise HistoryError(source, number, f"not UTF-8 text (byte 0x{code - 0xDC00:02x})")
+    raise HistoryError(source, number, f"a lone surrogate (U+{code:04X}), not Unicode text")
+
+
 def read_text_history(path: str | os.PathLike[str]) -> list[Op]:
-    # Only the jepsen.util lines are history; a stray byte in the chatter around them is not
-    # worth refusing the log for, so undecodable bytes are replaced.
-    return parse_text_history(read_source(path).decode("utf-8", errors="replace"), str(path))
+    return parse_text_log(read_source(path), str(path))
