@@ -115,3 +115,63 @@ def test_a_malformed_test_yaml_exits_254_with_one_line_naming_it(tmp_path: Path,
     err = capsys.readouterr().err.strip()
     assert err == f"floodmark check: error: {path / 'test.yaml'}: acks: must be one of all, 1, 0, got 'most'"
     assert not (path / "results.json").exists()
+
+
+# ------------------------------------------------ the linearizability audit's inputs (regressions)
+
+def edn_ops(*ops: str) -> str:
+    """EDN op maps, one process, each op invoked then completed ok: 'write 1' or 'read nil -> 3'."""
+    lines = []
+    for op in ops:
+        f, values = op.split(" ", 1)
+        invoked, _, completed = values.partition(" -> ")
+        lines.append(f"{{:process 0 :type :invoke :f :{f} :value {invoked}}}")
+        lines.append(f"{{:process 0 :type :ok :f :{f} :value {completed or invoked}}}")
+    return "\n".join(lines) + "\n"
+
+
+def jsonl_ops(*ops: tuple[str, object, object]) -> str:
+    import json
+
+    lines = []
+    for f, invoked, completed in ops:
+        for type_, value in (("invoke", invoked), ("ok", completed)):
+            lines.append(json.dumps({"index": len(lines), "time": len(lines), "type": type_, "process": 0,
+                                     "f": f, "value": value}))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(("name", "text", "options", "code"), [
+    # values Python's == merges (audit finding 1)
+    ("write 1, read true", edn_ops("write 1", "read nil -> true"), ["--model", "register"], 1),
+    ("write :x, read \"x\"", edn_ops("write :x", 'read nil -> "x"'), ["--model", "register"], 1),
+    ("write 1, read 1.0", edn_ops("write 1", "read nil -> 1.0"), ["--model", "register"], 1),
+    ("write #{1 2}, read [1 2]", edn_ops("write #{1 2}", "read nil -> [1 2]"), ["--model", "register"], 1),
+    ("initial 0, read false", edn_ops("read nil -> false"), ["--model", "register"], 1),
+    ("kv keys 1 and true", edn_ops('put [1 "x"]', 'put [true "y"]', 'get [1 nil] -> [1 "x"]'), ["--model", "kv"], 0),
+    # legal values of mixed types (finding 5)
+    ("multi-register --initial mixed keys", edn_ops("txn [[:write :x 1]]"), ["--initial", "{:x 0, 1 0}"], 0),
+    ("multi-register mixed keys read", edn_ops("txn [[:read 1 0] [:read :x 0]]"), ["--initial", "{:x 0, 1 0}"], 0),
+    ("map with keys of mixed types", edn_ops('write {1 2, "a" 3}', 'read nil -> {"a" 3, 1 2}'),
+     ["--model", "register"], 0),
+    # Jepsen's (cas-register) starts at nil (finding 6): --initial nil
+    ("cas from an empty register, Knossos", edn_ops("cas [0 1]"), [], 0),
+    ("cas from an empty register, Jepsen", edn_ops("cas [0 1]"), ["--initial", "nil"], 1),
+])
+def test_audited_histories_get_their_verdicts(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
+                                              text: str, options: list[str], code: int) -> None:
+    path = write(tmp_path, "h.edn", text)
+    assert main(["check", "--checker", "linearizable", *options, str(path)]) == code, capsys.readouterr()
+    if code == 254:
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "does not fit the model" in err and "op 0" in err
+
+
+@pytest.mark.parametrize(("name", "ops", "code"), [
+    ("write 1, read true", [("write", 1, 1), ("read", None, True)], 1),
+    ("register starts at nil", [("read", None, 0)], 1),
+])
+def test_audited_jsonl_histories_get_their_verdicts(tmp_path: Path, name: str, ops: list[tuple[str, object, object]],
+                                                    code: int) -> None:
+    path = write(tmp_path, "h.jsonl", jsonl_ops(*ops))
+    assert main(["check", "--checker", "linearizable", str(path)]) == code

@@ -15,6 +15,7 @@ from floodmark.checkers.linearizable import (
 )
 from floodmark.checkers.models import make_model
 from floodmark.checkers.synthetic_lin import illegal_gets, kv_run, log_lin_run
+from floodmark.formats.edn import EdnSet, Keyword
 from floodmark.run_config import TestConfig
 
 
@@ -133,3 +134,38 @@ def test_format_conventions() -> None:
     assert format_conventions("edn", "cas-register") == {"initial": 0, "nil_reads_unknown": True}
     assert format_conventions("jepsen-text", "cas-register")["failed_cas_observed"] is True
     assert format_conventions("edn", "kv") == {}
+
+
+def verdict(h: History, **options: object) -> object:
+    return LinearizableChecker(**options).check(CheckInput(h.ops)).valid  # type: ignore[arg-type]
+
+
+def sequential(*calls: tuple[str, object, object]) -> History:
+    """One process, one op at a time: the only order is the history's."""
+    h = History()
+    for f, invoked, completed in calls:
+        h.call(0, f, invoked, completed)
+    return h
+
+
+@pytest.mark.parametrize(("written", "read"), [(1, True), (0, False), (1, 1.0), (Keyword("x"), "x"),
+                                               (EdnSet([1, 2]), [1, 2]), ({"a": 1}, {"a": True})])
+def test_a_read_of_a_value_python_merges_with_the_written_one_is_invalid(written: object, read: object) -> None:
+    assert verdict(sequential(("write", written, None), ("read", None, read)), model="register") is False
+    assert verdict(sequential(("write", written, None), ("read", None, written)), model="register") is True
+
+
+def test_kv_keys_1_and_true_are_checked_apart() -> None:
+    h = sequential(("put", [1, "x"], None), ("put", [True, "y"], None), ("get", [1, None], [1, "x"]))
+    result = LinearizableChecker(model="kv").check(CheckInput(h.ops))
+    assert result.valid is True and result.stats["objects"] == 2
+
+
+def test_a_read_invoked_with_true_that_returns_1_read_1() -> None:
+    assert verdict(sequential(("write", 1, None), ("read", True, 1)), model="register") is True
+
+
+def test_a_register_value_may_be_a_map_with_keys_of_mixed_types() -> None:
+    value = {1: 2, "a": 3}
+    assert verdict(sequential(("write", value, None), ("read", None, {"a": 3, 1: 2})), model="register") is True
+    assert verdict(sequential(("write", value, None), ("read", None, {"a": 3, True: 2})), model="register") is False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from floodmark.checkers.models import INCONSISTENT, Log, make_model
+from floodmark.formats.edn import EdnSet, Keyword
 
 
 def run(model_name: str, steps: list[tuple[str, object, object, str]], **options: object) -> object:
@@ -92,3 +93,37 @@ def test_log_appends_at_offsets_and_reads() -> None:
 def test_unknown_model_is_named() -> None:
     with pytest.raises(ValueError, match="choose one of"):
         make_model("queue")
+
+
+# ----------------------------------------------- values compare as EDN and JSON mean them
+
+
+@pytest.mark.parametrize(("written", "read"), [
+    (1, True), (0, False), (1, 1.0), (Keyword("x"), "x"), (EdnSet([1, 2]), [1, 2]), ([1, True], [1, 1]),
+    ({"a": 1}, {Keyword("a"): 1}),
+])
+def test_a_read_of_a_value_python_takes_for_the_written_one_is_inconsistent(written: object, read: object) -> None:
+    assert run("register", [("write", written, None, "ok"), ("read", None, read, "ok")]) is INCONSISTENT
+    assert run("register", [("write", written, None, "ok"), ("read", None, written, "ok")]) is not INCONSISTENT
+
+
+def test_an_initial_0_is_not_false_and_a_cas_compares_exactly() -> None:
+    assert run("cas-register", [("read", None, False, "ok")], initial=0) is INCONSISTENT
+    assert run("cas-register", [("cas", [True, 2], None, "ok")], initial=1) is INCONSISTENT
+    assert run("cas-register", [("cas", [1, 2], None, "ok")], initial=1) == 2
+
+
+def test_kv_keys_1_and_true_are_different_keys() -> None:
+    model = make_model("kv")
+    assert model.split([1, "x"], {})[0] != model.split([True, "y"], {})[0]
+    assert model.split(["k", "x"], {})[0] != model.split([Keyword("k"), "x"], {})[0]
+    assert model.split(["v"], {"key": 1})[0] != model.split(["v"], {"key": True})[0]
+
+
+def test_multi_register_keys_of_mixed_types() -> None:
+    model = make_model("multi-register", {Keyword("x"): 0, 1: 0})
+    txn = [["read", 1, 0], ["read", Keyword("x"), 0], ["write", True, 5], ["read", 1, 0], ["read", True, 5]]
+    state = model.step(model.initial(), model.prepare("txn", txn, txn, "ok"))  # type: ignore[arg-type]
+    assert state is not INCONSISTENT
+    wrong = [["read", "x", 0]]  # the string "x" is not the keyword :x: it starts at nil
+    assert model.step(model.initial(), model.prepare("txn", wrong, wrong, "ok")) is INCONSISTENT  # type: ignore[arg-type]

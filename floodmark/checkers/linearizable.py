@@ -26,7 +26,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.models import _UNSET, INCONSISTENT, Log, Model, Mutex, make_model
+from floodmark.checkers.models import (
+    _UNSET,
+    INCONSISTENT,
+    KeyValue,
+    Log,
+    Model,
+    MultiRegister,
+    Mutex,
+    make_model,
+)
+from floodmark.checkers.values import display, order_key, same, shown
 from floodmark.checkers.wgl import DEFAULT_CACHE_LIMIT, Call, SearchResult, search_either
 from floodmark.history import NEMESIS, Op
 from floodmark.results import Anomaly, CheckerResult, Validity, merge_validity
@@ -64,15 +74,18 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
 
     objects: dict[Hashable, list[Call]] = {}
     split, prepare = model.split, model.prepare
+    # (what a write returns only echoes it: the model never looks, so it is not even split)
+    uses_result = model.uses_result
     make_call = tuple.__new__  # Call(...) without its Python-level __new__: this loop is hot
     for invoked_at, invocation, completed_at, completion in completed:
         outcome = "info" if completion is None else completion.type
         try:
             key, invoked_value = split(invocation.value, invocation.extra)
             completed_value = None
-            if outcome == "ok":
+            if outcome == "ok" and (uses_result is None or invocation.f in uses_result):
                 value, extra = completion.value, completion.extra
-                if value == invocation.value and extra == invocation.extra:
+                # (same too, not only ==: a read invoked with true and returning 1 echoes nothing)
+                if value == invocation.value and extra == invocation.extra and same(value, invocation.value):
                     completed_value = invoked_value  # (an echoed write: no second split)
                 else:
                     try:
@@ -81,7 +94,7 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
                         completed_value = value
             call = prepare(invocation.f, invoked_value, completed_value, outcome)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise ModelMismatch(f"op {invocation.index} ({invocation.f} {_short(invocation.value)}): {e}") from None
+            raise ModelMismatch(f"op {invocation.index} ({invocation.f} {shown(invocation.value)}): {e}") from None
         if call is None:
             continue
         # (op, completion, call, invoked at, completed at: None when the outcome is unknown)
@@ -93,11 +106,6 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
         else:
             calls.append(made)
     return [ObjectHistory(k, calls) for k, calls in objects.items()]
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def infer_model(ops: list[Op], workload: str | None = None) -> str:
@@ -140,12 +148,17 @@ def format_conventions(history_format: str, model: str) -> dict[str, Any]:
 def render_state(model: Model, state: Any) -> Any:
     """A model state as JSON for the report."""
     if isinstance(model, Log):
-        return {"length": model.length[state], "last": model.last[state]}
+        return {"length": model.length[state], "last": display(model.last[state])}
     if isinstance(model, Mutex):
         return "held" if state else "free"
-    if model.name == "multi-register":
-        return {str(k): v for k, v in state}
-    return state
+    if isinstance(model, MultiRegister):
+        return {_key_text(k): display(v) for k, v in sorted(state, key=lambda kv: order_key(kv[0]))}
+    return display(state)
+
+
+def _key_text(key: Any) -> str:
+    shown_key = display(key)
+    return shown_key if type(shown_key) is str else shown(key)
 
 
 @dataclass
@@ -166,7 +179,8 @@ class LinearizableChecker:
         model_name = self.model or infer_model(run.history, run.config.workload if run.config else None)
         options = {"failed_cas_observed": self.failed_cas_observed, "nil_reads_unknown": self.nil_reads_unknown}
         build = lambda: make_model(model_name, self.initial, **options)  # noqa: E731
-        objects = prepare_history(run.history, build())
+        first = build()
+        objects = prepare_history(run.history, first)
         objects.sort(key=lambda o: len(o.calls))
         verdicts: list[Validity] = []
         anomalies: list[Anomaly] = []
@@ -199,7 +213,7 @@ class LinearizableChecker:
                         break  # fail-fast: one object without a linearization decides the history
                     continue
                 if result.valid == "unknown":
-                    unknown.append(f"{_describe_key(obj.key)}: {result.reason}")
+                    unknown.append(f"{_describe_key(first, obj.key)}: {result.reason}")
                 checked += 1
             if failed:
                 for _, steps in still + active:
@@ -220,12 +234,17 @@ class LinearizableChecker:
         return CheckerResult(valid, anomalies, stats)
 
 
-def _describe_key(key: Hashable) -> str:
-    if key is None:
+def _keyed(model: Model) -> bool:
+    """Whether the model splits ops by a key of their own (so a key may be nil)."""
+    return isinstance(model, KeyValue)
+
+
+def _describe_key(model: Model, key: Hashable) -> str:
+    if key is None and not _keyed(model):
         return "the register"
-    if isinstance(key, tuple) and len(key) == 2:
+    if isinstance(model, Log) and isinstance(key, tuple):
         return f"partition {key[0]}/{key[1]}"
-    return f"key {key!r}"
+    return f"key {shown(key)}"
 
 
 def _anomaly(model: Model, obj: ObjectHistory, result: SearchResult, history: list[Op]) -> Anomaly:
@@ -250,7 +269,7 @@ def _anomaly(model: Model, obj: ObjectHistory, result: SearchResult, history: li
     first_stuck = stuck[0] if stuck else None
     depth = len(result.longest[0]) if result.longest else 0
     last_state = result.longest[0][-1][1] if result.longest and result.longest[0] else model.initial()
-    where = _describe_key(obj.key)
+    where = _describe_key(model, obj.key)
     if first_stuck is not None:
         explanation = (
             f"No linearization exists for {where}: the longest consistent order covers {depth} of "
@@ -272,7 +291,7 @@ def _anomaly(model: Model, obj: ObjectHistory, result: SearchResult, history: li
         partition=partition,
         ops=tuple(witness),
         details={
-            "key": None if obj.key is None or isinstance(model, Log) else repr(obj.key),
+            "key": None if (obj.key is None and not _keyed(model)) or isinstance(model, Log) else repr(display(obj.key)),
             "partial_linearizations": paths,
             "unlinearizable_ops": stuck,
             "stuck": [s["op"] for s in stuck],

@@ -13,6 +13,10 @@ objects one at a time (P-compositionality).
 Indeterminate operations (``info``, or no completion) are prepared with what was attempted;
 the search may linearize them anywhere after their invocation, or not at all.
 
+Values enter a model through :func:`~floodmark.checkers.values.canonical`, so states, calls
+and keys compare as EDN and JSON values do (``1`` is not ``true`` nor ``1.0``, ``:x`` is not
+``"x"``), not as Python's ``==`` would.
+
 Models: ``register`` (read/write), ``cas-register`` (plus compare-and-set), ``kv`` (one
 string register per key with get/put/append, Porcupine's key-value model; Jepsen's
 independent ``[key value]`` ops are also accepted), ``multi-register`` (transactions of
@@ -25,6 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from typing import Any, Final
+
+from floodmark.checkers.values import canonical
+from floodmark.checkers.values import shown as _shown
 
 INCONSISTENT: Final = object()  # a step's answer when the op cannot happen in that state
 NOTHING_OBSERVED: Final = object()  # Model.observed's answer for a call that reads no whole state
@@ -67,6 +74,10 @@ class Model:
         the search can treat such calls as interchangeable. By default, nothing changes."""
         return calls
 
+    # The op functions whose prepare reads what the op returned (None: any may); for the
+    # others, prepare is given None, and the history's completions need not be looked at.
+    uses_result: frozenset[str] | None = None
+
     # Growth (a lookahead for the search): in some models most calls only ever *extend* the
     # state (an append to a string), so a state that no future read can extend into is a dead
     # end the moment it is reached, not when the search meets that read's completion.
@@ -86,14 +97,6 @@ class Model:
         return True
 
 
-def _freeze(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
-    return value
-
-
 class CasRegister(Model):
     """A register with read, write and compare-and-set ``[expected new]``.
 
@@ -105,11 +108,12 @@ class CasRegister(Model):
     """
 
     name = "cas-register"
+    uses_result = frozenset(("read",))  # (a write or a cas returns nothing the model uses)
 
     def __init__(
         self, initial: Any = None, *, failed_cas_observed: bool = False, nil_reads_unknown: bool = False
     ) -> None:
-        self._initial = _freeze(initial)
+        self._initial = canonical(initial)
         self.failed_cas_observed = failed_cas_observed
         self.nil_reads_unknown = nil_reads_unknown
 
@@ -120,13 +124,13 @@ class CasRegister(Model):
         if f == "read":
             if outcome != "ok" or (completed is None and self.nil_reads_unknown):
                 return DROP
-            return ("read", _freeze(completed))
+            return ("read", canonical(completed))
         if f == "write":
-            return DROP if outcome == "fail" else ("write", _freeze(invoked))
+            return DROP if outcome == "fail" else ("write", canonical(invoked))
         if f == "cas":
             if not isinstance(invoked, list | tuple) or len(invoked) != 2:
-                raise ValueError(f"cas value must be [expected new], got {invoked!r}")
-            expected, new = _freeze(invoked[0]), _freeze(invoked[1])
+                raise ValueError(f"cas value must be [expected new], got {_shown(invoked)}")
+            expected, new = canonical(invoked[0]), canonical(invoked[1])
             if outcome == "ok":
                 return ("cas", expected, new)
             if outcome == "info":
@@ -168,7 +172,7 @@ def kv_key_and_value(value: Any, key: Any) -> tuple[Any, Any]:
         return value["key"], value.get("value")
     if isinstance(value, list | tuple) and len(value) == 2:
         return value[0], value[1]
-    raise ValueError(f"cannot find the key of key-value op value {value!r}")
+    raise ValueError(f"cannot find the key of key-value op value {_shown(value)}")
 
 
 class KeyValue(Model):
@@ -176,6 +180,7 @@ class KeyValue(Model):
     A key never written holds ``initial`` (Porcupine's model: the empty string)."""
 
     name = "kv"
+    uses_result = frozenset(("get", "read"))
 
     def __init__(self, initial: Any = "", **register_options: bool) -> None:
         self.register = CasRegister(initial, **register_options)
@@ -184,15 +189,15 @@ class KeyValue(Model):
         return self.register.initial()
 
     def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
-        # (the common ops first, strings not frozen: a history has hundreds of thousands)
+        # (the common ops first, strings passed as they are: a history has hundreds of thousands)
         if f == "append":
             return DROP if outcome == "fail" else ("append", invoked)
         if f == "get":
             if outcome != "ok":
                 return DROP
-            return ("read", completed if type(completed) is str else _freeze(completed))
+            return ("read", completed if type(completed) is str else canonical(completed))
         if f == "put":
-            return DROP if outcome == "fail" else ("write", invoked if type(invoked) is str else _freeze(invoked))
+            return DROP if outcome == "fail" else ("write", invoked if type(invoked) is str else canonical(invoked))
         return self.register.prepare(f, invoked, completed, outcome)
 
     def step(self, state: Any, call: tuple[Any, ...]) -> Any:
@@ -224,8 +229,11 @@ class KeyValue(Model):
         key = extra.get("key")
         if type(key) is str:  # Porcupine's ops name their key beside the value
             return key, value
+        if key is None and type(value) is dict and "key" in value:  # (our JSONL's {"key", "value"})
+            key = value["key"]
+            return key if type(key) is str else canonical(key), value.get("value")
         key, inner = kv_key_and_value(value, key)
-        return _freeze(key), inner
+        return canonical(key), inner
 
 
 class MultiRegister(Model):
@@ -233,13 +241,15 @@ class MultiRegister(Model):
     A read of ``nil`` in a transaction whose result is unknown constrains nothing."""
 
     name = "multi-register"
+    uses_result = frozenset(("txn",))
 
     def __init__(self, initial: Any = 0) -> None:
-        self.defaults: dict[Any, Any] = dict(initial) if isinstance(initial, dict) else {}
-        self.default = None if isinstance(initial, dict) else initial
+        self.defaults: dict[Any, Any] = (
+            {canonical(k): canonical(v) for k, v in initial.items()} if isinstance(initial, dict) else {})
+        self.default = None if isinstance(initial, dict) else canonical(initial)
 
     def initial(self) -> Hashable:
-        return tuple(sorted(self.defaults.items()))
+        return tuple(sorted(self.defaults.items(), key=repr))
 
     def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
         if f != "txn":
@@ -255,7 +265,7 @@ class MultiRegister(Model):
                 raise ValueError(f"txn micro-op must be [read|write key value], got {micro!r}")
             if micro[0] == "read" and (outcome != "ok" or micro[2] is None):
                 continue
-            prepared.append((micro[0] == "write", micro[1], _freeze(micro[2])))
+            prepared.append((micro[0] == "write", canonical(micro[1]), canonical(micro[2])))
         return ("txn", tuple(prepared)) if prepared else DROP
 
     def read_only(self, call: tuple[Any, ...]) -> bool:
@@ -275,6 +285,7 @@ class Mutex(Model):
     """A lock: acquire needs it free, release needs it held."""
 
     name = "mutex"
+    uses_result = frozenset()
 
     def read_only(self, call: tuple[Any, ...]) -> bool:
         return False
@@ -318,11 +329,13 @@ class Log(Model):
             if outcome == "fail":
                 return DROP
             offset = completed.get("offset") if outcome == "ok" and isinstance(completed, dict) else None
-            return ("append", invoked["value"], offset)
+            value = invoked["value"]
+            return ("append", value if type(value) is str else canonical(value), offset)
         if f == "read":
             if outcome != "ok":
                 return DROP
-            return ("read", invoked["offset"], _freeze(completed.get("value")))
+            value = completed.get("value")
+            return ("read", invoked["offset"], value if type(value) is str else canonical(value))
         raise ValueError(f"the log model has only append/read, not {f!r}")
 
     def anonymize(self, calls: list[tuple[Any, ...]], indeterminate: list[bool]) -> list[tuple[Any, ...]]:
@@ -341,7 +354,7 @@ class Log(Model):
 
     def split(self, value: Any, extra: dict[str, Any]) -> tuple[Hashable, Any]:
         if not isinstance(value, dict) or "topic" not in value or "partition" not in value:
-            raise ValueError(f"log op value must name its topic and partition, got {value!r}")
+            raise ValueError(f"log op value must name its topic and partition, got {_shown(value)}")
         return (value["topic"], value["partition"]), value
 
     def child(self, state: int, value: Any) -> int:
