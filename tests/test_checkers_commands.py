@@ -149,6 +149,10 @@ def jsonl_ops(*ops: tuple[str, object, object]) -> str:
     ("write #{1 2}, read [1 2]", edn_ops("write #{1 2}", "read nil -> [1 2]"), ["--model", "register"], 1),
     ("initial 0, read false", edn_ops("read nil -> false"), ["--model", "register"], 1),
     ("kv keys 1 and true", edn_ops('put [1 "x"]', 'put [true "y"]', 'get [1 nil] -> [1 "x"]'), ["--model", "kv"], 0),
+    # inputs that do not fit the model (finding 5): named, exit 254
+    ("kv append of an integer", '{:process 0 :type :invoke :f :append :key "a" :value 1}\n'
+                                '{:process 0 :type :ok :f :append :key "a" :value 1}\n', [], 254),
+    ("multi-register vector key", edn_ops("txn [[:write [1 2] 3]]"), [], 254),
     # legal values of mixed types (finding 5)
     ("multi-register --initial mixed keys", edn_ops("txn [[:write :x 1]]"), ["--initial", "{:x 0, 1 0}"], 0),
     ("multi-register mixed keys read", edn_ops("txn [[:read 1 0] [:read :x 0]]"), ["--initial", "{:x 0, 1 0}"], 0),

@@ -169,3 +169,11 @@ def test_a_register_value_may_be_a_map_with_keys_of_mixed_types() -> None:
     value = {1: 2, "a": 3}
     assert verdict(sequential(("write", value, None), ("read", None, {"a": 3, 1: 2})), model="register") is True
     assert verdict(sequential(("write", value, None), ("read", None, {"a": 3, True: 2})), model="register") is False
+
+
+def test_calls_that_do_not_fit_together_name_the_op() -> None:
+    h = sequential(("put", ["k", 5], None), ("append", ["k", "x"], None))
+    with pytest.raises(ModelMismatch, match=r"op 0 \(put \[\"k\" 5\]\): 5 is put in a key that is appended to"):
+        verdict(h, model="kv")
+    with pytest.raises(ModelMismatch, match="a register's key is a name"):
+        verdict(History(), model="multi-register", initial={(1, 2): 0})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from floodmark.checkers.models import INCONSISTENT, Log, make_model
+from floodmark.checkers.models import INCONSISTENT, Log, MultiRegister, make_model
 from floodmark.formats.edn import EdnSet, Keyword
 
 
@@ -63,8 +63,9 @@ def test_kv_appends_concatenate_and_missing_keys_read_empty() -> None:
 
 def test_multi_register_transactions() -> None:
     txn = [["write", "x", 1], ["read", "y", 0]]
-    assert run("multi-register", [("txn", txn, txn, "ok")]) == (("x", 1),)
-    assert run("multi-register", [("txn", txn, [["write", "x", 1], ["read", "y", 2]], "ok")]) is INCONSISTENT
+    assert run("multi-register", [("txn", txn, txn, "ok")], initial=0) == frozenset({("x", 1)})
+    assert run("multi-register", [("txn", txn, [["write", "x", 1], ["read", "y", 2]], "ok")],
+               initial=0) is INCONSISTENT
     assert run("multi-register", [("txn", [["read", "x", 5]], [["read", "x", 5]], "ok")], initial={"x": 5}) is not INCONSISTENT
 
 
@@ -120,6 +121,27 @@ def test_kv_keys_1_and_true_are_different_keys() -> None:
     assert model.split(["v"], {"key": 1})[0] != model.split(["v"], {"key": True})[0]
 
 
+def test_a_kv_append_of_something_other_than_a_string_does_not_fit() -> None:
+    with pytest.raises(ValueError, match="concatenates strings, and 1 is not one"):
+        run("kv", [("append", ["k", 1], None, "ok")])
+    model = make_model("kv")
+    assert model.unfit([("write", 5), ("append", "x")]) == (0, "5 is put in a key that is appended to, and is no string")
+    assert model.unfit([("write", 5), ("read", 5)]) is None  # no append: any value may be put
+    assert model.unfit([("append", "x"), ("cas", "x", 3)]) is not None
+    assert make_model("kv", 0).unfit([("append", "x")]) is not None
+    assert make_model("kv", None).unfit([("append", "x")]) is None
+
+
+def test_multi_register_states_have_one_form() -> None:
+    model = MultiRegister(0)
+    x_then_y = model.step(model.step(model.initial(), ("txn", ((True, "x", 1),))), ("txn", ((True, "y", 2),)))
+    y_then_x = model.step(model.step(model.initial(), ("txn", ((True, "y", 2),))), ("txn", ((True, "x", 1),)))
+    assert x_then_y == y_then_x and hash(x_then_y) == hash(y_then_x)
+    # writing a register's initial value leaves the state nothing was written in
+    assert model.step(model.initial(), ("txn", ((True, "a", 0),))) == model.initial()
+    assert model.step(x_then_y, ("txn", ((True, "x", 0), (True, "y", 0)))) == model.initial()
+
+
 def test_multi_register_keys_of_mixed_types() -> None:
     model = make_model("multi-register", {Keyword("x"): 0, 1: 0})
     txn = [["read", 1, 0], ["read", Keyword("x"), 0], ["write", True, 5], ["read", 1, 0], ["read", True, 5]]
@@ -127,3 +149,15 @@ def test_multi_register_keys_of_mixed_types() -> None:
     assert state is not INCONSISTENT
     wrong = [["read", "x", 0]]  # the string "x" is not the keyword :x: it starts at nil
     assert model.step(model.initial(), model.prepare("txn", wrong, wrong, "ok")) is INCONSISTENT  # type: ignore[arg-type]
+
+
+def test_a_multi_register_key_is_a_name_not_a_collection() -> None:
+    with pytest.raises(ValueError, match=r"not \[1 2\]"):
+        make_model("multi-register").prepare("txn", [["write", [1, 2], 3]], [["write", [1, 2], 3]], "ok")
+    with pytest.raises(ValueError, match="a register's key is a name"):
+        make_model("multi-register", {(1, 2): 0})
+
+
+def test_a_log_offset_is_a_whole_number() -> None:
+    with pytest.raises(ValueError, match="offset"):
+        Log().prepare("read", {"offset": True}, {"value": "a"}, "ok")

@@ -105,6 +105,13 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
             objects[key] = [made]
         else:
             calls.append(made)
+    unfit = model.unfit
+    for calls in objects.values():
+        problem = unfit([made.call for made in calls])
+        if problem is not None:
+            number, what = problem
+            op = ops[calls[number].invoked_at]
+            raise ModelMismatch(f"op {op.index} ({op.f} {shown(op.value)}): {what}")
     return [ObjectHistory(k, calls) for k, calls in objects.items()]
 
 
@@ -152,7 +159,8 @@ def render_state(model: Model, state: Any) -> Any:
     if isinstance(model, Mutex):
         return "held" if state else "free"
     if isinstance(model, MultiRegister):
-        return {_key_text(k): display(v) for k, v in sorted(state, key=lambda kv: order_key(kv[0]))}
+        registers = model.registers(state)
+        return {_key_text(k): display(registers[k]) for k in sorted(registers, key=order_key)}
     return display(state)
 
 
@@ -179,7 +187,10 @@ class LinearizableChecker:
         model_name = self.model or infer_model(run.history, run.config.workload if run.config else None)
         options = {"failed_cas_observed": self.failed_cas_observed, "nil_reads_unknown": self.nil_reads_unknown}
         build = lambda: make_model(model_name, self.initial, **options)  # noqa: E731
-        first = build()
+        try:
+            first = build()
+        except (ValueError, TypeError) as e:  # an initial value or option the model cannot take
+            raise ModelMismatch(f"the {model_name} model: {e}") from None
         objects = prepare_history(run.history, first)
         objects.sort(key=lambda o: len(o.calls))
         verdicts: list[Validity] = []

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Final
 
-from floodmark.checkers.values import canonical
+from floodmark.checkers.values import canonical, is_scalar
 from floodmark.checkers.values import shown as _shown
 
 INCONSISTENT: Final = object()  # a step's answer when the op cannot happen in that state
@@ -77,6 +77,13 @@ class Model:
     # The op functions whose prepare reads what the op returned (None: any may); for the
     # others, prepare is given None, and the history's completions need not be looked at.
     uses_result: frozenset[str] | None = None
+
+    def unfit(self, calls: list[tuple[Any, ...]]) -> tuple[int, str] | None:
+        """(the number of a call, what is wrong) if one object's prepared calls do not fit
+        the model together, though each fits alone (a string appended to a key that holds a
+        number); None if they fit. Checked once per object, before the search, so the
+        search's steps never meet a state they cannot apply a call to."""
+        return None
 
     # Growth (a lookahead for the search): in some models most calls only ever *extend* the
     # state (an append to a string), so a state that no future read can extend into is a dead
@@ -177,7 +184,9 @@ def kv_key_and_value(value: Any, key: Any) -> tuple[Any, Any]:
 
 class KeyValue(Model):
     """One register per key: get, put, append (string concatenation), and read/write/cas.
-    A key never written holds ``initial`` (Porcupine's model: the empty string)."""
+    A key never written holds ``initial`` (Porcupine's model: the empty string). Appends
+    concatenate strings, so a key that is appended to must hold strings (or nil, which an
+    append treats as the empty string); anything else does not fit the model."""
 
     name = "kv"
     uses_result = frozenset(("get", "read"))
@@ -191,6 +200,8 @@ class KeyValue(Model):
     def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
         # (the common ops first, strings passed as they are: a history has hundreds of thousands)
         if f == "append":
+            if type(invoked) is not str:
+                raise ValueError(f"an append concatenates strings, and {_shown(invoked)} is not one")
             return DROP if outcome == "fail" else ("append", invoked)
         if f == "get":
             if outcome != "ok":
@@ -200,12 +211,26 @@ class KeyValue(Model):
             return DROP if outcome == "fail" else ("write", invoked if type(invoked) is str else canonical(invoked))
         return self.register.prepare(f, invoked, completed, outcome)
 
+    def unfit(self, calls: list[tuple[Any, ...]]) -> tuple[int, str] | None:
+        if not any(call[0] == "append" for call in calls):
+            return None
+        initial = self.initial()
+        if initial is not None and type(initial) is not str:
+            first = next(n for n, call in enumerate(calls) if call[0] == "append")
+            return first, f"an append to the initial value {_shown(initial)}, which is no string"
+        for number, call in enumerate(calls):
+            kind = call[0]
+            held = call[1] if kind == "write" else call[2] if kind in ("cas", "cas?") else None
+            if held is not None and type(held) is not str:
+                return number, f"{_shown(held)} is put in a key that is appended to, and is no string"
+        return None
+
     def step(self, state: Any, call: tuple[Any, ...]) -> Any:
         kind = call[0]
         if kind == "read":  # the common ops inline: the search calls this millions of times
             return state if state == call[1] else INCONSISTENT
-        if kind == "append":
-            return (state or "") + call[1]
+        if kind == "append":  # (unfit has made sure the state is a string or nil)
+            return call[1] if state is None else state + call[1]
         if kind == "write":
             return call[1]
         return self.register.step(state, call)
@@ -238,18 +263,30 @@ class KeyValue(Model):
 
 class MultiRegister(Model):
     """Registers named by key, read and written in transactions ``[[f key value] ...]``.
-    A read of ``nil`` in a transaction whose result is unknown constrains nothing."""
+
+    ``initial``: every register's initial value, or a map of the registers' initial values
+    (a key it does not name starts at nil). The reads of a transaction whose result is
+    unknown constrain nothing, and neither does a read of nil.
+
+    A state holds only the registers whose value differs from their initial one, as a
+    frozenset of (key, value) pairs: one form per state, whatever order the registers were
+    written in, so equal states are equal for the search's cache (a write of the initial
+    value gives back the very state nothing was written in).
+    """
 
     name = "multi-register"
     uses_result = frozenset(("txn",))
 
     def __init__(self, initial: Any = 0) -> None:
-        self.defaults: dict[Any, Any] = (
-            {canonical(k): canonical(v) for k, v in initial.items()} if isinstance(initial, dict) else {})
-        self.default = None if isinstance(initial, dict) else canonical(initial)
+        if isinstance(initial, dict):
+            self.defaults = {_register_key(k): canonical(v) for k, v in initial.items()}
+            self.default = None
+        else:
+            self.defaults = {}
+            self.default = canonical(initial)
 
     def initial(self) -> Hashable:
-        return tuple(sorted(self.defaults.items(), key=repr))
+        return frozenset()
 
     def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
         if f != "txn":
@@ -258,14 +295,15 @@ class MultiRegister(Model):
             return DROP
         micro_ops = completed if outcome == "ok" else invoked
         if not isinstance(micro_ops, list):
-            raise ValueError(f"txn value must be a list of [f key value], got {micro_ops!r}")
+            raise ValueError(f"txn value must be a list of [f key value], got {_shown(micro_ops)}")
         prepared = []
         for micro in micro_ops:
             if not isinstance(micro, list | tuple) or len(micro) != 3 or micro[0] not in ("read", "write"):
-                raise ValueError(f"txn micro-op must be [read|write key value], got {micro!r}")
-            if micro[0] == "read" and (outcome != "ok" or micro[2] is None):
+                raise ValueError(f"txn micro-op must be [read|write key value], got {_shown(micro)}")
+            value = micro[2]
+            if micro[0] == "read" and (outcome != "ok" or value is None):
                 continue
-            prepared.append((micro[0] == "write", canonical(micro[1]), canonical(micro[2])))
+            prepared.append((micro[0] == "write", _register_key(micro[1]), canonical(value)))
         return ("txn", tuple(prepared)) if prepared else DROP
 
     def read_only(self, call: tuple[Any, ...]) -> bool:
@@ -273,12 +311,37 @@ class MultiRegister(Model):
 
     def step(self, state: Any, call: tuple[Any, ...]) -> Any:
         registers = dict(state)
+        defaults, default = self.defaults, self.default
+        changed = False
         for is_write, key, value in call[1]:
+            held = registers.get(key, _ABSENT)
             if is_write:
-                registers[key] = value
-            elif registers.get(key, self.default) != value:
+                if value == defaults.get(key, default):
+                    if held is not _ABSENT:
+                        del registers[key]
+                        changed = True
+                elif held != value:
+                    registers[key] = value
+                    changed = True
+            elif (defaults.get(key, default) if held is _ABSENT else held) != value:
                 return INCONSISTENT
-        return tuple(sorted(registers.items(), key=repr))
+        # (a txn that changes nothing gives back the same state, which the search then knows)
+        return frozenset(registers.items()) if changed else state
+
+    def registers(self, state: Any) -> dict[Any, Any]:
+        """Every register the state or the initial value names, with its value."""
+        return {**self.defaults, **dict(state)}
+
+
+_ABSENT: Final = object()
+
+
+def _register_key(key: Any) -> Any:
+    """A multi-register key: a name (a keyword, string, number, ...), not a collection."""
+    form = canonical(key)
+    if not is_scalar(form):
+        raise ValueError(f"a register's key is a name (a keyword, a string, a number), not {_shown(key)}")
+    return form
 
 
 class Mutex(Model):
@@ -329,13 +392,17 @@ class Log(Model):
             if outcome == "fail":
                 return DROP
             offset = completed.get("offset") if outcome == "ok" and isinstance(completed, dict) else None
+            if offset is not None and (type(offset) is not int or offset < 0):
+                raise ValueError(f"an offset is a whole number from 0, not {_shown(offset)}")
             value = invoked["value"]
             return ("append", value if type(value) is str else canonical(value), offset)
         if f == "read":
             if outcome != "ok":
                 return DROP
-            value = completed.get("value")
-            return ("read", invoked["offset"], value if type(value) is str else canonical(value))
+            offset, value = invoked["offset"], completed.get("value")
+            if type(offset) is not int or offset < 0:
+                raise ValueError(f"an offset is a whole number from 0, not {_shown(offset)}")
+            return ("read", offset, value if type(value) is str else canonical(value))
         raise ValueError(f"the log model has only append/read, not {f!r}")
 
     def anonymize(self, calls: list[tuple[Any, ...]], indeterminate: list[bool]) -> list[tuple[Any, ...]]:
@@ -399,10 +466,11 @@ _UNSET: Final = object()
 def make_model(name: str, initial: Any = _UNSET, **register_options: bool) -> Model:
     """A fresh model instance (models may keep per-search tables, so one per search).
     ``register_options`` (failed_cas_observed, nil_reads_unknown) apply to register models."""
+    start = None if initial is _UNSET else initial
     if name == "cas-register":
-        return CasRegister(None if initial is _UNSET else initial, **register_options)
+        return CasRegister(start, **register_options)
     if name == "register":
-        return Register(None if initial is _UNSET else initial, **register_options)
+        return Register(start, **register_options)
     if name == "kv":
         return KeyValue("" if initial is _UNSET else initial, **register_options)
     if name == "multi-register":
