@@ -173,6 +173,8 @@ def test_audited_histories_get_their_verdicts(tmp_path: Path, capsys: pytest.Cap
 
 @pytest.mark.parametrize(("name", "ops", "code"), [
     ("write 1, read true", [("write", 1, 1), ("read", None, True)], 1),
+    ("multi-register starts at nil", [("txn", [["read", "x", None]], [["read", "x", 0]])], 1),
+    ("multi-register reads nil", [("txn", [["read", "x", None]], [["read", "x", None]])], 0),
     ("register starts at nil", [("read", None, 0)], 1),
 ])
 def test_audited_jsonl_histories_get_their_verdicts(tmp_path: Path, name: str, ops: list[tuple[str, object, object]],

@@ -134,6 +134,8 @@ def test_format_conventions() -> None:
     assert format_conventions("edn", "cas-register") == {"initial": 0, "nil_reads_unknown": True}
     assert format_conventions("jepsen-text", "cas-register")["failed_cas_observed"] is True
     assert format_conventions("edn", "kv") == {}
+    # our JSONL: every register model starts at nil with nil a value, the models' defaults
+    assert format_conventions("jsonl", "multi-register") == format_conventions("jsonl", "cas-register") == {}
 
 
 def verdict(h: History, **options: object) -> object:
@@ -169,6 +171,15 @@ def test_a_register_value_may_be_a_map_with_keys_of_mixed_types() -> None:
     value = {1: 2, "a": 3}
     assert verdict(sequential(("write", value, None), ("read", None, {"a": 3, 1: 2})), model="register") is True
     assert verdict(sequential(("write", value, None), ("read", None, {"a": 3, True: 2})), model="register") is False
+
+
+def test_multi_register_in_jsonl_starts_at_nil_like_the_register() -> None:
+    h = History()
+    h.call(0, "txn", [["read", "x", None]], [["read", "x", 0]])
+    assert verdict(h, model="multi-register") is False
+    assert verdict(h, model="multi-register", **format_conventions("edn", "multi-register")) is True
+    assert verdict(h, model="multi-register", initial={Keyword("x"): 0, 1: 0}) is False  # :x is not "x"
+    assert verdict(h, model="multi-register", initial={"x": 0, 1: 0}) is True
 
 
 def test_calls_that_do_not_fit_together_name_the_op() -> None:

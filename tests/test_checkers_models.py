@@ -158,6 +158,16 @@ def test_a_multi_register_key_is_a_name_not_a_collection() -> None:
         make_model("multi-register", {(1, 2): 0})
 
 
+def test_multi_register_starts_at_nil_and_nil_is_a_value_unless_told_otherwise() -> None:
+    read_0, read_nil = [["read", "x", 0]], [["read", "x", None]]
+    assert run("multi-register", [("txn", read_0, read_0, "ok")]) is INCONSISTENT
+    assert run("multi-register", [("txn", read_nil, read_nil, "ok")]) == frozenset()
+    write = [["write", "x", 1]]
+    assert run("multi-register", [("txn", write, write, "ok"), ("txn", read_nil, read_nil, "ok")]) is INCONSISTENT
+    assert run("multi-register", [("txn", write, write, "ok"), ("txn", read_nil, read_nil, "ok")],
+               initial=0, nil_reads_unknown=True) == frozenset({("x", 1)})
+
+
 def test_a_log_offset_is_a_whole_number() -> None:
     with pytest.raises(ValueError, match="offset"):
         Log().prepare("read", {"offset": True}, {"value": "a"}, "ok")

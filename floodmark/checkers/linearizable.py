@@ -141,7 +141,8 @@ def format_conventions(history_format: str, model: str) -> dict[str, Any]:
     - Jepsen 2014 text logs (etcd): the register starts absent (nil), ``:ok :read nil`` read
       the absent value, and a failed cas observed that the register did not hold the
       expected value.
-    - our JSONL: registers start at nil, failed ops never happened.
+    - our JSONL: every register (register, cas-register, multi-register) starts at nil, nil
+      is a value like any other, failed ops never happened: the models' own defaults.
     """
     if model not in ("cas-register", "register", "multi-register"):
         return {}

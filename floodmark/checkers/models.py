@@ -266,7 +266,8 @@ class MultiRegister(Model):
 
     ``initial``: every register's initial value, or a map of the registers' initial values
     (a key it does not name starts at nil). The reads of a transaction whose result is
-    unknown constrain nothing, and neither does a read of nil.
+    unknown constrain nothing; with ``nil_reads_unknown`` neither does a read of nil
+    (Knossos's model), else nil is a value like any other.
 
     A state holds only the registers whose value differs from their initial one, as a
     frozenset of (key, value) pairs: one form per state, whatever order the registers were
@@ -277,13 +278,14 @@ class MultiRegister(Model):
     name = "multi-register"
     uses_result = frozenset(("txn",))
 
-    def __init__(self, initial: Any = 0) -> None:
+    def __init__(self, initial: Any = None, *, nil_reads_unknown: bool = False) -> None:
         if isinstance(initial, dict):
             self.defaults = {_register_key(k): canonical(v) for k, v in initial.items()}
             self.default = None
         else:
             self.defaults = {}
             self.default = canonical(initial)
+        self.nil_reads_unknown = nil_reads_unknown
 
     def initial(self) -> Hashable:
         return frozenset()
@@ -301,7 +303,7 @@ class MultiRegister(Model):
             if not isinstance(micro, list | tuple) or len(micro) != 3 or micro[0] not in ("read", "write"):
                 raise ValueError(f"txn micro-op must be [read|write key value], got {_shown(micro)}")
             value = micro[2]
-            if micro[0] == "read" and (outcome != "ok" or value is None):
+            if micro[0] == "read" and (outcome != "ok" or (value is None and self.nil_reads_unknown)):
                 continue
             prepared.append((micro[0] == "write", _register_key(micro[1]), canonical(value)))
         return ("txn", tuple(prepared)) if prepared else DROP
@@ -465,7 +467,9 @@ _UNSET: Final = object()
 
 def make_model(name: str, initial: Any = _UNSET, **register_options: bool) -> Model:
     """A fresh model instance (models may keep per-search tables, so one per search).
-    ``register_options`` (failed_cas_observed, nil_reads_unknown) apply to register models."""
+    ``register_options`` (failed_cas_observed, nil_reads_unknown) apply to register models,
+    nil_reads_unknown to multi-register too. Without ``initial``, registers start at nil
+    (and kv's keys at the empty string, as in Porcupine)."""
     start = None if initial is _UNSET else initial
     if name == "cas-register":
         return CasRegister(start, **register_options)
@@ -474,7 +478,7 @@ def make_model(name: str, initial: Any = _UNSET, **register_options: bool) -> Mo
     if name == "kv":
         return KeyValue("" if initial is _UNSET else initial, **register_options)
     if name == "multi-register":
-        return MultiRegister(0 if initial is _UNSET else initial)
+        return MultiRegister(start, nil_reads_unknown=register_options.get("nil_reads_unknown", False))
     if name == "mutex":
         return Mutex()
     if name == "log":
