@@ -149,6 +149,14 @@ def jsonl_ops(*ops: tuple[str, object, object]) -> str:
     ("write #{1 2}, read [1 2]", edn_ops("write #{1 2}", "read nil -> [1 2]"), ["--model", "register"], 1),
     ("initial 0, read false", edn_ops("read nil -> false"), ["--model", "register"], 1),
     ("kv keys 1 and true", edn_ops('put [1 "x"]', 'put [true "y"]', 'get [1 nil] -> [1 "x"]'), ["--model", "kv"], 0),
+    # Jepsen independent histories (finding 2): per key, by default and with --model kv
+    ("independent", edn_ops("write [1 3]", "write [2 4]", "read [1 nil] -> [1 3]", "read [3 nil] -> [3 nil]"), [], 0),
+    ("independent, kv", edn_ops("write [1 3]", "write [2 4]", "read [1 nil] -> [1 3]", "read [3 nil] -> [3 nil]"),
+     ["--model", "kv"], 0),
+    ("independent, kv, nil read of a written key", edn_ops("write [1 3]", "read [1 nil] -> [1 nil]"), ["--model", "kv"], 0),
+    ("independent minimal", edn_ops("write [1 3]", "write [2 4]", "read [1 nil] -> [1 3]"), [], 0),
+    ("independent, stale", edn_ops("write [1 3]", "write [1 4]", "read [1 nil] -> [1 3]"), [], 1),
+    ("independent refused", edn_ops("write [1 3]", "write [2 4]", "read [1 nil] -> [1 3]"), ["--no-independent"], 1),
     # inputs that do not fit the model (finding 5): named, exit 254
     ("kv append of an integer", '{:process 0 :type :invoke :f :append :key "a" :value 1}\n'
                                 '{:process 0 :type :ok :f :append :key "a" :value 1}\n', [], 254),
@@ -181,3 +189,14 @@ def test_audited_jsonl_histories_get_their_verdicts(tmp_path: Path, name: str, o
                                                     code: int) -> None:
     path = write(tmp_path, "h.jsonl", jsonl_ops(*ops))
     assert main(["check", "--checker", "linearizable", str(path)]) == code
+
+
+def test_the_verdict_line_says_how_the_history_was_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "h.edn", edn_ops("write [1 3]", "read [1 nil] -> [1 3]"))
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert ("[cas-register per key of jepsen.independent [key value] ops (detected); registers start at 0 "
+            "and a nil read tells nothing]") in out
+    assert main(["check", "--independent", str(path)]) == 0
+    assert "ops; registers" in capsys.readouterr().out  # asked, not detected
+    assert main(["check", "--independent", "--model", "kv", str(path)]) == 254

@@ -6,6 +6,7 @@ import pytest
 from checkers_fixtures import History
 
 from floodmark.checkers.api import CheckInput
+from floodmark.checkers.independent import looks_independent
 from floodmark.checkers.linearizable import (
     LinearizableChecker,
     ModelMismatch,
@@ -133,7 +134,8 @@ def test_model_inference() -> None:
 def test_format_conventions() -> None:
     assert format_conventions("edn", "cas-register") == {"initial": 0, "nil_reads_unknown": True}
     assert format_conventions("jepsen-text", "cas-register")["failed_cas_observed"] is True
-    assert format_conventions("edn", "kv") == {}
+    assert format_conventions("edn", "kv") == {"nil_reads_unknown": True}  # Knossos: a nil read tells nothing
+    assert format_conventions("edn", "log") == {}
     # our JSONL: every register model starts at nil with nil a value, the models' defaults
     assert format_conventions("jsonl", "multi-register") == format_conventions("jsonl", "cas-register") == {}
 
@@ -173,11 +175,50 @@ def test_a_register_value_may_be_a_map_with_keys_of_mixed_types() -> None:
     assert verdict(sequential(("write", value, None), ("read", None, {"a": 3, True: 2})), model="register") is False
 
 
+def independent_history() -> History:
+    return sequential(("write", [1, 3], None), ("write", [2, 4], None), ("read", [1, None], [1, 3]),
+                      ("cas", [2, [4, 5]], None), ("read", [2, None], [2, 5]))
+
+
+def test_jepsen_independent_ops_are_detected_and_checked_per_key() -> None:
+    h = independent_history()
+    assert looks_independent(h.ops)
+    result = LinearizableChecker().check(CheckInput(h.ops))
+    assert result.valid is True and result.stats["objects"] == 2 and result.stats["independent"] is True
+    assert "per key of jepsen.independent [key value] ops (detected)" in result.stats["interpretation"]
+    # taken as one register holding pairs, the same history is invalid
+    assert verdict(h, independent=False) is False
+    h.call(1, "read", [1, None], [1, 4])  # key 1 never held 4
+    bad = LinearizableChecker().check(CheckInput(h.ops))
+    assert bad.valid is False and bad.anomalies[0].details["key"] == "1"
+
+
+def test_independent_registers_follow_the_formats_conventions() -> None:
+    h = sequential(("read", [3, None], [3, None]), ("cas", [4, [0, 1]], None), ("read", [5, None], [5, None]))
+    assert verdict(h, conventions="edn") is True  # EDN: start at 0, a nil read tells nothing
+    assert verdict(h, conventions="jsonl") is False  # JSONL: start at nil, so cas 0 -> 1 cannot happen
+    assert verdict(h, conventions="edn", initial=None) is False  # Jepsen's (cas-register): nil
+
+
+def test_a_plain_register_history_does_not_look_independent() -> None:
+    assert not looks_independent(register_history().ops)
+    pairs = sequential(("write", [1, 3], None), ("read", None, [1, 3]))  # a register holding pairs
+    assert not looks_independent(pairs.ops) and verdict(pairs) is True
+    writes_only = sequential(("write", [1, 3], None), ("write", [2, 4], None))
+    assert not looks_independent(writes_only.ops)  # no read to tell: ambiguous
+    assert not looks_independent(sequential(("read", [1, None], [1, 3]), ("get", [1, None], [1, 3])).ops)
+
+
+def test_explicit_independent_ops_must_be_pairs() -> None:
+    with pytest.raises(ModelMismatch, match=r"op 0 \(read nil\): an independent op's value is \[key value\]"):
+        verdict(sequential(("read", None, 3)), independent=True)
+
+
 def test_multi_register_in_jsonl_starts_at_nil_like_the_register() -> None:
     h = History()
     h.call(0, "txn", [["read", "x", None]], [["read", "x", 0]])
     assert verdict(h, model="multi-register") is False
-    assert verdict(h, model="multi-register", **format_conventions("edn", "multi-register")) is True
+    assert verdict(h, model="multi-register", conventions="edn") is True
     assert verdict(h, model="multi-register", initial={Keyword("x"): 0, 1: 0}) is False  # :x is not "x"
     assert verdict(h, model="multi-register", initial={"x": 0, 1: 0}) is True
 

@@ -132,6 +132,12 @@ def test_a_kv_append_of_something_other_than_a_string_does_not_fit() -> None:
     assert make_model("kv", None).unfit([("append", "x")]) is None
 
 
+def test_kv_nil_reads_tell_nothing_under_knossos_conventions() -> None:
+    model = make_model("kv", nil_reads_unknown=True)
+    assert model.prepare("read", None, None, "ok") is None and model.prepare("get", None, None, "ok") is None
+    assert make_model("kv").prepare("get", None, None, "ok") == ("read", None)
+
+
 def test_multi_register_states_have_one_form() -> None:
     model = MultiRegister(0)
     x_then_y = model.step(model.step(model.initial(), ("txn", ((True, "x", 1),))), ("txn", ((True, "y", 2),)))
@@ -171,3 +177,9 @@ def test_multi_register_starts_at_nil_and_nil_is_a_value_unless_told_otherwise()
 def test_a_log_offset_is_a_whole_number() -> None:
     with pytest.raises(ValueError, match="offset"):
         Log().prepare("read", {"offset": True}, {"value": "a"}, "ok")
+
+
+def test_independent_keys_are_for_register_models() -> None:
+    assert make_model("cas-register", independent=True).split([1, [0, 2]], {}) == (1, [0, 2])
+    with pytest.raises(ValueError, match="independent"):
+        make_model("kv", independent=True)

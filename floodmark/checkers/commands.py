@@ -1,6 +1,7 @@
 """``floodmark check``: judge run directories and history files from the command line.
 
-    floodmark check PATH... [--model M] [--checker NAME,...] [--time-limit S] [--every-key] [--to-edn OUT]
+    floodmark check PATH... [--model M] [--independent] [--checker NAME,...] [--time-limit S] [--every-key]
+                            [--to-edn OUT]
 
 A PATH is a run directory (its history, node events and ``test.yaml`` are judged by the
 workload's checkers and ``results.json`` is written or updated) or a history file in any
@@ -47,6 +48,10 @@ def register(subparsers: Any) -> None:
                         help="run directories or history files ('-' for standard input)")
     parser.add_argument("--model", choices=MODEL_NAMES,
                         help="linearizability model (default: guessed from the workload or the ops)")
+    parser.add_argument("--independent", action=argparse.BooleanOptionalAction, default=None,
+                        help="the ops are Jepsen independent [key value] ones: check one register per key "
+                             "(default: so when every read is invoked as [key nil]); --no-independent: "
+                             "one register holding the pairs")
     parser.add_argument("--checker", metavar="NAME,...",
                         help=f"checkers to run, comma-separated, from: {', '.join(CHECKER_NAMES)}")
     parser.add_argument("--time-limit", type=float, metavar="S",
@@ -71,12 +76,18 @@ def _parse_checkers(raw: str | None) -> list[str] | None:
     return names
 
 
-def _lin_options(args: argparse.Namespace, history_format: str, model: str) -> dict[str, Any]:
-    from floodmark.checkers.linearizable import format_conventions
-
-    options: dict[str, Any] = {"model": model, **format_conventions(history_format, model)}
+def _lin_options(args: argparse.Namespace, history_format: str | None, model: str | None) -> dict[str, Any]:
+    """The linearizable checker's options from the command line, for a history in
+    ``history_format`` (None: a run directory, whose JSONL conventions are the defaults)."""
+    options: dict[str, Any] = {}
+    if model is not None:
+        options["model"] = model
+    if history_format is not None:
+        options["conventions"] = history_format
     if args.initial is not None:
         options["initial"] = _initial(args.initial)
+    if args.independent is not None:
+        options["independent"] = args.independent
     if args.every_key:
         options["every_object"] = True
     return options
@@ -120,12 +131,7 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
             raise UsageError(f"{path}: not a run directory (no history.jsonl) and not a history file")
         if args.to_edn:
             write_edn_history(_edn_target(args.to_edn, path, many), read_history(RunDir(path).history))
-        options: dict[str, Any] = {"model": args.model} if args.model else {}
-        if args.initial is not None:
-            options["initial"] = _initial(args.initial)
-        if args.every_key:
-            options["every_object"] = True
-        return check_run(path, checkers=checkers, time_limit=args.time_limit, **options)
+        return check_run(path, checkers=checkers, time_limit=args.time_limit, **_lin_options(args, None, args.model))
     loaded = load_history(name)
     if args.to_edn:
         write_edn_history(_edn_target(args.to_edn, Path("stdin" if name == STDIN else name), many), loaded.ops)
@@ -151,8 +157,12 @@ def _summary(results: dict[str, Any]) -> str:
         word = _WORD.get(valid, "unknown") if isinstance(valid, bool) else "unknown"
         counts = result.get("anomaly_counts") or {}
         detail = ", ".join(f"{n} {t}" for t, n in counts.items())
-        error = (result.get("stats") or {}).get("error")
-        parts.append(f"{name} {word.lower()}" + (f" ({detail})" if detail else "") + (f" [error: {error}]" if error else ""))
+        stats = result.get("stats") or {}
+        error = stats.get("error")
+        # (the linearizable checker says how it read the history: model, keys, conventions)
+        how = stats.get("interpretation")
+        parts.append(f"{name} {word.lower()}" + (f" ({detail})" if detail else "") + (f" [{how}]" if how else "")
+                     + (f" [error: {error}]" if error else ""))
     return "; ".join(parts)
 
 
@@ -181,6 +191,8 @@ def run_check(args: argparse.Namespace) -> int:
         raise UsageError("--time-limit must be a positive number of seconds, at most 1000000")
     if args.initial is not None:
         _initial(args.initial)  # a bad --initial is a usage error before any path is read
+    if args.independent and args.model not in (None, "register", "cas-register"):
+        raise UsageError(f"--independent checks one register per key; --model {args.model} is no register model")
     paths = [Path(p) if p != STDIN else Path(STDIN) for p in args.paths]
     if sum(str(p) == STDIN for p in paths) > 1:
         raise UsageError("standard input ('-') can be checked only once")

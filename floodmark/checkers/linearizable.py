@@ -10,6 +10,11 @@ invalid ends every search (fail-fast; ``every_object`` searches on to name every
 object), and an overall deadline turns what is left into
 "unknown", never a guess.
 
+How a history is read (:class:`Interpretation`): the model (given, or inferred from the
+ops), whether its register ops are Jepsen ``independent`` ``[key value]`` ones (one register
+per key, :mod:`floodmark.checkers.independent`), and the register conventions of the format
+it came in (:func:`format_conventions`). The result's stats say which, in words.
+
 Outcomes follow Jepsen: ``ok`` happened, ``fail`` did not (except a failed compare-and-set
 where the model is told it is an observed compare failure), ``info`` or no completion may
 have happened at any point after the invocation, or never.
@@ -26,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
+from floodmark.checkers.independent import looks_independent
 from floodmark.checkers.models import (
     _UNSET,
     INCONSISTENT,
@@ -132,25 +138,42 @@ def infer_model(ops: list[Op], workload: str | None = None) -> str:
     return "cas-register"
 
 
+REGISTER_MODELS = ("cas-register", "register", "multi-register")
+
+
 def format_conventions(history_format: str, model: str) -> dict[str, Any]:
     """The register conventions of the tools that write each format, so their histories get
     the verdicts those tools give.
 
-    - Knossos/Jepsen EDN: registers start at 0 in Knossos's own test data, a read of nil
-      tells nothing, a failed op never happened.
+    - Knossos/Jepsen EDN: registers start at 0 as in Knossos's own test data (Jepsen's own
+      tests start theirs at nil: ``--initial nil``), a read of nil tells nothing, a failed op
+      never happened. In kv (Porcupine's data, Jepsen's independent ops) a read of nil tells
+      nothing either; keys start at the empty string, as in Porcupine.
     - Jepsen 2014 text logs (etcd): the register starts absent (nil), ``:ok :read nil`` read
       the absent value, and a failed cas observed that the register did not hold the
       expected value.
     - our JSONL: every register (register, cas-register, multi-register) starts at nil, nil
       is a value like any other, failed ops never happened: the models' own defaults.
     """
-    if model not in ("cas-register", "register", "multi-register"):
-        return {}
     if history_format == "edn":
-        return {"initial": 0, "nil_reads_unknown": True}
-    if history_format == "jepsen-text":
+        if model == "kv":
+            return {"nil_reads_unknown": True}
+        if model in REGISTER_MODELS:
+            return {"initial": 0, "nil_reads_unknown": True}
+        return {}
+    if history_format == "jepsen-text" and model in REGISTER_MODELS:
         return {"initial": None, "failed_cas_observed": True}
     return {}
+
+
+def describe_conventions(conventions: dict[str, Any]) -> str:
+    """Register conventions in words, e.g. 'start at 0 and a nil read tells nothing'."""
+    initial = conventions.get("initial")
+    parts = [f"start at {shown(initial)}"]
+    parts.append("a nil read tells nothing" if conventions.get("nil_reads_unknown") else "nil is a value")
+    if conventions.get("failed_cas_observed"):
+        parts.append("a failed cas observed a mismatch")
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def render_state(model: Model, state: Any) -> Any:
@@ -170,24 +193,72 @@ def _key_text(key: Any) -> str:
     return shown_key if type(shown_key) is str else shown(key)
 
 
+@dataclass(frozen=True)
+class Interpretation:
+    """How a history is read: the model, whether its ops are independent [key value] ones,
+    and the model's options (the register conventions among them)."""
+
+    model: str
+    independent: bool
+    detected: bool  # independent because the history's shape said so (not asked)
+    options: dict[str, Any]
+
+    def describe(self) -> str:
+        """In words, for the verdict line: the model, and for registers their conventions."""
+        what = self.model
+        if self.independent:
+            what += f" per key of jepsen.independent [key value] ops{' (detected)' if self.detected else ''}"
+        if self.model in REGISTER_MODELS or self.model == "kv":
+            initial = self.options.get("initial", "" if self.model == "kv" else None)
+            start = {**self.options, "initial": initial}
+            what += f"; {'keys' if self.model == 'kv' else 'registers'} {describe_conventions(start)}"
+        return what
+
+
 @dataclass
 class LinearizableChecker:
-    """Wing–Gong–Lowe linearizability over a model, per object, with a deadline."""
+    """Wing–Gong–Lowe linearizability over a model, per object, with a deadline.
+
+    ``conventions``: the history format whose register conventions apply
+    (:func:`format_conventions`); ``initial``, ``failed_cas_observed`` and
+    ``nil_reads_unknown``, when given, override them. ``independent``: the ops are
+    ``jepsen.independent`` [key value] ones, one register per key; None: so if the history
+    unmistakably looks it (:func:`~floodmark.checkers.independent.looks_independent`).
+    """
 
     model: str | None = None
     initial: Any = _UNSET
-    failed_cas_observed: bool = False
-    nil_reads_unknown: bool = False
+    failed_cas_observed: bool | None = None
+    nil_reads_unknown: bool | None = None
+    independent: bool | None = None
+    conventions: str | None = None
     cache_limit: int = DEFAULT_CACHE_LIMIT
     every_object: bool = False  # search on past an invalid object, to name every one (no fail-fast)
     name: str = field(default="linearizable")
 
+    def interpret(self, run: CheckInput) -> Interpretation:
+        """The model and options this checker judges ``run``'s history with."""
+        model_name = self.model or infer_model(run.history, run.config.workload if run.config else None)
+        independent, detected = self.independent, False
+        if independent is None:
+            independent = detected = model_name in ("register", "cas-register") and looks_independent(run.history)
+        conventions = format_conventions(self.conventions, model_name) if self.conventions else {}
+        options: dict[str, Any] = {
+            "failed_cas_observed": _given(self.failed_cas_observed, conventions.get("failed_cas_observed", False)),
+            "nil_reads_unknown": _given(self.nil_reads_unknown, conventions.get("nil_reads_unknown", False)),
+        }
+        if self.initial is not _UNSET:
+            options["initial"] = self.initial
+        elif "initial" in conventions:
+            options["initial"] = conventions["initial"]
+        return Interpretation(model_name, independent, detected, options)
+
     def check(self, run: CheckInput) -> CheckerResult:
         started = time.monotonic()
         deadline = None if run.time_limit is None else started + run.time_limit
-        model_name = self.model or infer_model(run.history, run.config.workload if run.config else None)
-        options = {"failed_cas_observed": self.failed_cas_observed, "nil_reads_unknown": self.nil_reads_unknown}
-        build = lambda: make_model(model_name, self.initial, **options)  # noqa: E731
+        seen = self.interpret(run)
+        model_name = seen.model
+        build = lambda: make_model(model_name, independent=seen.independent, **seen.options)  # noqa: E731
         try:
             first = build()
         except (ValueError, TypeError) as e:  # an initial value or option the model cannot take
@@ -235,6 +306,8 @@ class LinearizableChecker:
         valid = merge_validity(verdicts)
         stats = {
             "model": model_name,
+            "independent": seen.independent,
+            "interpretation": seen.describe(),
             "objects": len(objects),
             "objects_checked": checked,
             "calls": sum(len(o.calls) for o in objects),
@@ -246,9 +319,13 @@ class LinearizableChecker:
         return CheckerResult(valid, anomalies, stats)
 
 
+def _given(value: bool | None, otherwise: bool) -> bool:
+    return otherwise if value is None else value
+
+
 def _keyed(model: Model) -> bool:
     """Whether the model splits ops by a key of their own (so a key may be nil)."""
-    return isinstance(model, KeyValue)
+    return isinstance(model, KeyValue) or getattr(model, "independent", False) is True
 
 
 def _describe_key(model: Model, key: Hashable) -> str:

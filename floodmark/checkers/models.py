@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Final
 
+from floodmark.checkers.independent import independent_split
 from floodmark.checkers.values import canonical, is_scalar
 from floodmark.checkers.values import shown as _shown
 
@@ -112,20 +113,27 @@ class CasRegister(Model):
     client reported it; otherwise a failed op simply never happened (Knossos).
     ``nil_reads_unknown``: a read that returned nil tells nothing (Knossos's register
     model); otherwise nil is a value like any other (the etcd client's absent key).
+    ``independent``: one register per key, every op's value a ``[key value]`` pair
+    (:mod:`floodmark.checkers.independent`).
     """
 
     name = "cas-register"
     uses_result = frozenset(("read",))  # (a write or a cas returns nothing the model uses)
 
     def __init__(
-        self, initial: Any = None, *, failed_cas_observed: bool = False, nil_reads_unknown: bool = False
+        self, initial: Any = None, *, failed_cas_observed: bool = False, nil_reads_unknown: bool = False,
+        independent: bool = False,
     ) -> None:
         self._initial = canonical(initial)
         self.failed_cas_observed = failed_cas_observed
         self.nil_reads_unknown = nil_reads_unknown
+        self.independent = independent
 
     def initial(self) -> Hashable:
         return self._initial  # type: ignore[no-any-return]
+
+    def split(self, value: Any, extra: dict[str, Any]) -> tuple[Hashable, Any]:
+        return independent_split(value) if self.independent else (None, value)
 
     def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
         if f == "read":
@@ -193,6 +201,7 @@ class KeyValue(Model):
 
     def __init__(self, initial: Any = "", **register_options: bool) -> None:
         self.register = CasRegister(initial, **register_options)
+        self.nil_reads_unknown = self.register.nil_reads_unknown
 
     def initial(self) -> Hashable:
         return self.register.initial()
@@ -204,7 +213,7 @@ class KeyValue(Model):
                 raise ValueError(f"an append concatenates strings, and {_shown(invoked)} is not one")
             return DROP if outcome == "fail" else ("append", invoked)
         if f == "get":
-            if outcome != "ok":
+            if outcome != "ok" or (completed is None and self.nil_reads_unknown):
                 return DROP
             return ("read", completed if type(completed) is str else canonical(completed))
         if f == "put":
@@ -465,16 +474,19 @@ class Log(Model):
 _UNSET: Final = object()
 
 
-def make_model(name: str, initial: Any = _UNSET, **register_options: bool) -> Model:
+def make_model(name: str, initial: Any = _UNSET, *, independent: bool = False, **register_options: bool) -> Model:
     """A fresh model instance (models may keep per-search tables, so one per search).
     ``register_options`` (failed_cas_observed, nil_reads_unknown) apply to register models,
-    nil_reads_unknown to multi-register too. Without ``initial``, registers start at nil
-    (and kv's keys at the empty string, as in Porcupine)."""
+    nil_reads_unknown to kv and multi-register too; ``independent``: one register per key
+    of ``[key value]`` ops (register models only). Without ``initial``, registers start at
+    nil (and kv's keys at the empty string, as in Porcupine)."""
+    if independent and name not in ("cas-register", "register"):
+        raise ValueError(f"independent [key value] registers are a register model's, not {name}'s")
     start = None if initial is _UNSET else initial
     if name == "cas-register":
-        return CasRegister(start, **register_options)
+        return CasRegister(start, independent=independent, **register_options)
     if name == "register":
-        return Register(start, **register_options)
+        return Register(start, independent=independent, **register_options)
     if name == "kv":
         return KeyValue("" if initial is _UNSET else initial, **register_options)
     if name == "multi-register":
