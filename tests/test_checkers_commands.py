@@ -200,3 +200,10 @@ def test_the_verdict_line_says_how_the_history_was_read(tmp_path: Path, capsys: 
     assert main(["check", "--independent", str(path)]) == 0
     assert "ops; registers" in capsys.readouterr().out  # asked, not detected
     assert main(["check", "--independent", "--model", "kv", str(path)]) == 254
+
+
+def test_the_models_help_offers_are_the_models() -> None:
+    from floodmark.checkers import commands
+    from floodmark.checkers.models import MODEL_NAMES
+
+    assert commands.MODEL_NAMES == MODEL_NAMES
