@@ -202,8 +202,44 @@ def test_the_verdict_line_says_how_the_history_was_read(tmp_path: Path, capsys: 
     assert main(["check", "--independent", "--model", "kv", str(path)]) == 254
 
 
-def test_the_models_help_offers_are_the_models() -> None:
+def test_to_edn_warns_when_floodmark_would_judge_the_edn_otherwise(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    lost = write(tmp_path, "lost.jsonl", jsonl_ops(("write", 1, 1), ("read", None, None)))  # a lost write
+    out = tmp_path / "lost.edn"
+    assert main(["check", "--checker", "linearizable", str(lost), "--to-edn", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (f"floodmark check: warning: {out}: floodmark judges this EDN VALID, not INVALID: its EDN registers "
+                   "start at 0 and a nil read tells nothing (this jsonl history's start at nil and nil is a value); "
+                   "check it with --conventions jsonl for the same verdict")
+    assert out.read_text().count("\n") == 4 and ":value nil" in out.read_text()  # written as it is
+    assert main(["check", "--checker", "linearizable", str(out)]) == 0
+    assert main(["check", "--checker", "linearizable", "--conventions", "jsonl", str(out)]) == 1
+    # a history whose verdict does not rest on the conventions converts without a word
+    fine = write(tmp_path, "fine.jsonl", jsonl_ops(("write", 1, 1), ("read", None, 1)))
+    assert main(["check", "--checker", "linearizable", str(fine), "--to-edn", str(tmp_path / "fine.edn")]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_to_edn_keeps_an_edn_historys_values_as_they_were(tmp_path: Path) -> None:
+    source = write(tmp_path, "h.edn", edn_ops('write {"a" 1}', "read nil -> {:a 1}", "write #{1 \\c :k}"))
+    out = tmp_path / "out.edn"
+    assert main(["check", "--checker", "linearizable", "--model", "register", str(source), "--to-edn", str(out)]) == 1
+    text = out.read_text()
+    assert ':value {"a" 1}' in text and ":value {:a 1}" in text and "#{" in text and "\\c" in text
+    assert main(["check", "--checker", "linearizable", "--model", "register", str(out)]) == 1
+
+
+def test_the_names_help_offers_are_the_models_and_formats() -> None:
     from floodmark.checkers import commands
     from floodmark.checkers.models import MODEL_NAMES
+    from floodmark.formats.detect import FORMATS
 
-    assert commands.MODEL_NAMES == MODEL_NAMES
+    assert commands.MODEL_NAMES == MODEL_NAMES and commands.FORMATS == FORMATS
+
+
+def test_help_says_how_to_get_jepsens_nil_initial_value(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "start their registers at nil: check their EDN with --initial nil" in text
+    assert "--conventions FORMAT" in text and "--independent" in text

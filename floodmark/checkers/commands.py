@@ -1,14 +1,22 @@
 """``floodmark check``: judge run directories and history files from the command line.
 
-    floodmark check PATH... [--model M] [--independent] [--checker NAME,...] [--time-limit S] [--every-key]
-                            [--to-edn OUT]
+    floodmark check PATH... [--model M] [--independent] [--initial EDN] [--conventions FORMAT]
+                            [--checker NAME,...] [--time-limit S] [--every-key] [--to-edn OUT]
 
 A PATH is a run directory (its history, node events and ``test.yaml`` are judged by the
 workload's checkers and ``results.json`` is written or updated) or a history file in any
 format :mod:`floodmark.formats.detect` recognises (judged by the linearizability checker
 unless it is a queue or log-lin history). One verdict line per path, then the overall
 verdict; the exit code is 0 valid, 1 invalid, 2 unknown, 254 for bad arguments or an
-unreadable input (reported as ``file:line: problem``).
+unreadable input (reported as ``file:line: problem``, or a history that does not fit the
+model, naming the op).
+
+Register histories are judged by the conventions of the tool that wrote their format
+(:func:`~floodmark.checkers.linearizable.format_conventions`); the verdict line says which
+model, conventions and interpretation were used. ``--to-edn`` writes a history as it is,
+op for op, for Jepsen's tools; when floodmark would judge that EDN differently from the
+history it came from (EDN registers start at 0 and a nil read tells nothing), it says so in
+one line on standard error and names the flag that gives the same verdict.
 """
 
 from __future__ import annotations
@@ -27,9 +35,10 @@ from floodmark.sources import STDIN
 # starts in the time of a bare interpreter plus the history readers and the checker.
 
 _WORD = {True: "VALID", False: "INVALID"}
-# floodmark.checkers.models.MODEL_NAMES, named here so that --help does not import the
-# models and what they import (the tests hold the two equal)
+# floodmark.checkers.models.MODEL_NAMES and floodmark.formats.detect.FORMATS, named here so
+# that --help does not import the models and the readers (the tests hold them equal)
 MODEL_NAMES = ("cas-register", "register", "kv", "multi-register", "mutex", "log")
+FORMATS = ("jsonl", "edn", "jepsen-text")
 
 
 def register(subparsers: Any) -> None:
@@ -40,8 +49,11 @@ def register(subparsers: Any) -> None:
             "Judge run directories (their history, node events and test.yaml; results.json is "
             "written) and history files in our JSONL, Jepsen EDN or Jepsen 2014 text logs (the "
             "format is detected). Prints a verdict per path and overall. Register histories follow "
-            "their tool's conventions: Knossos EDN registers start at 0 and a nil read tells "
-            "nothing; Jepsen text logs start at nil and a failed cas observed a mismatch."
+            "their tool's conventions: our JSONL registers start at nil and nil is a value; Knossos "
+            "EDN registers start at 0 (as in Knossos's test data) and a nil read tells nothing; "
+            "Jepsen text logs start at nil and a failed cas observed a mismatch. Jepsen's own tests "
+            "start their registers at nil: check their EDN with --initial nil. Jepsen independent "
+            "histories ([key value] ops) are detected and checked one register per key."
         ),
         epilog="Exit codes: the worst over all paths: 254 bad arguments or an unusable input (each "
                "is named and the rest are still checked), then 1 invalid, 2 unknown, 0 valid.",
@@ -62,9 +74,16 @@ def register(subparsers: Any) -> None:
                         help="linearizability: check every key (or partition) and name each invalid one, "
                              "instead of stopping at the first")
     parser.add_argument("--initial", metavar="EDN",
-                        help="the register model's initial value, in EDN (e.g. 0, nil, '{:x 0}')")
+                        help="the registers' initial value, in EDN (e.g. 0, nil, '{:x 0}'); "
+                             "--initial nil gives Jepsen's (cas-register) to an EDN history")
+    parser.add_argument("--conventions", choices=FORMATS, metavar="FORMAT",
+                        help="judge registers by the conventions of FORMAT (jsonl, edn, jepsen-text) "
+                             "instead of the file's own, e.g. an EDN written by --to-edn as its JSONL")
     parser.add_argument("--to-edn", metavar="OUT",
-                        help="also write each history as Jepsen EDN (a file for one path, else a directory)")
+                        help="also write each history as Jepsen EDN, op for op (a file for one path, else "
+                             "a directory); if floodmark would judge that EDN differently (EDN registers "
+                             "start at 0, a nil read tells nothing), a warning says so and names the flag "
+                             "that keeps the verdict (--conventions FORMAT)")
     parser.set_defaults(func=run_check)
 
 
@@ -84,8 +103,9 @@ def _lin_options(args: argparse.Namespace, history_format: str | None, model: st
     options: dict[str, Any] = {}
     if model is not None:
         options["model"] = model
-    if history_format is not None:
-        options["conventions"] = history_format
+    conventions = args.conventions or history_format
+    if conventions is not None:
+        options["conventions"] = conventions
     if args.initial is not None:
         options["initial"] = _initial(args.initial)
     if args.independent is not None:
@@ -132,11 +152,19 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
         if not is_run_dir(path):
             raise UsageError(f"{path}: not a run directory (no history.jsonl) and not a history file")
         if args.to_edn:
-            write_edn_history(_edn_target(args.to_edn, path, many), read_history(RunDir(path).history))
-        return check_run(path, checkers=checkers, time_limit=args.time_limit, **_lin_options(args, None, args.model))
+            ops = read_history(RunDir(path).history)
+            out = _edn_target(args.to_edn, path, many)
+            write_edn_history(out, ops)
+        results = check_run(path, checkers=checkers, time_limit=args.time_limit,
+                            **_lin_options(args, None, args.model))
+        if args.to_edn:
+            _warn_if_edn_differs(out, ops, "jsonl", results, args)
+        return results
     loaded = load_history(name)
     if args.to_edn:
-        write_edn_history(_edn_target(args.to_edn, Path("stdin" if name == STDIN else name), many), loaded.ops)
+        out = _edn_target(args.to_edn, Path("stdin" if name == STDIN else name), many)
+        # (a history read from EDN keeps its string map keys strings; a JSON one's become keywords)
+        write_edn_history(out, loaded.ops, keyword_keys=loaded.format != "edn")
     fs = {op.f for op in loaded.ops}
     workload = "queue" if fs & {"send", "poll", "drain"} else None
     model = args.model or infer_model(loaded.ops)
@@ -149,7 +177,52 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
     linearizable = judged.get("linearizable")
     if linearizable is not None and isinstance(linearizable.cause, ModelMismatch):
         raise ModelMismatch(f"model {model}: {linearizable.cause}")
-    return results_of(judged, None)
+    results = results_of(judged, None)
+    if args.to_edn:
+        _warn_if_edn_differs(out, loaded.ops, loaded.format, results, args)
+    return results
+
+
+def _warn_if_edn_differs(out: Path, ops: list[Any], history_format: str, results: dict[str, Any],
+                         args: argparse.Namespace) -> None:
+    """One line on standard error if floodmark would judge the EDN written to ``out``
+    differently from the history it came from (whose verdict is in ``results``).
+
+    The EDN is written as the history is, op for op, since that is what Jepsen's tools must
+    read; but floodmark reads an EDN register by Knossos's conventions, so a JSONL or text
+    history whose verdict rests on its own (a register that starts at nil, a nil read that is
+    a lost write) would silently change meaning. Only then is the history judged again as
+    EDN (the same ops, the EDN conventions), and a differing verdict named with its cause."""
+    from floodmark.checkers.linearizable import describe_conventions, format_conventions
+    from floodmark.checkers.registry import judge_history
+
+    judged = results.get("checkers", {}).get("linearizable")
+    stats = (judged or {}).get("stats") or {}
+    model = stats.get("model")
+    if model is None:
+        return
+    source = args.conventions or history_format
+    ours, theirs = format_conventions(source, model), format_conventions("edn", model)
+    if args.initial is not None:  # (the same --initial would be given to the EDN)
+        ours = {**ours, "initial": _initial(args.initial)}
+        theirs = {**theirs, "initial": ours["initial"]}
+    if ours == theirs:
+        return
+    options = {**_lin_options(args, "edn", model), "conventions": "edn", "independent": stats.get("independent")}
+    again = judge_history(ops, {}, None, checkers=["linearizable"], time_limit=args.time_limit, **options)
+    before, after = judged.get("valid"), again["linearizable"].valid if "linearizable" in again else "unknown"
+    if after == before:
+        return
+    kind = "kv key" if model == "kv" else "register"
+    print(f"floodmark check: warning: {out}: floodmark judges this EDN {_word(after)}, not {_word(before)}: "
+          f"its EDN {kind}s {describe_conventions(theirs)} (this {source} history's "
+          f"{describe_conventions(ours)}); check it with --conventions {source} for the same verdict",
+          file=sys.stderr)
+    sys.stderr.flush()
+
+
+def _word(valid: Any) -> str:
+    return _WORD.get(valid, "UNKNOWN") if isinstance(valid, bool) else "UNKNOWN"
 
 
 def _summary(results: dict[str, Any]) -> str:
