@@ -167,6 +167,9 @@ def test_kv_keys_1_and_true_are_checked_apart() -> None:
 
 def test_a_read_invoked_with_true_that_returns_1_read_1() -> None:
     assert verdict(sequential(("write", 1, None), ("read", True, 1)), model="register") is True
+    # (where the completion is split by key, it is not taken for an echo of the invocation)
+    assert verdict(sequential(("put", ["k", 1], None), ("get", ["k", True], ["k", 1])), model="kv") is True
+    assert verdict(sequential(("put", ["k", 1], None), ("get", ["k", 1], ["k", True])), model="kv") is False
 
 
 def test_a_register_value_may_be_a_map_with_keys_of_mixed_types() -> None:

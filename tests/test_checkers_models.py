@@ -124,12 +124,18 @@ def test_kv_keys_1_and_true_are_different_keys() -> None:
 def test_a_kv_append_of_something_other_than_a_string_does_not_fit() -> None:
     with pytest.raises(ValueError, match="concatenates strings, and 1 is not one"):
         run("kv", [("append", ["k", 1], None, "ok")])
-    model = make_model("kv")
-    assert model.unfit([("write", 5), ("append", "x")]) == (0, "5 is put in a key that is appended to, and is no string")
-    assert model.unfit([("write", 5), ("read", 5)]) is None  # no append: any value may be put
-    assert model.unfit([("append", "x"), ("cas", "x", 3)]) is not None
-    assert make_model("kv", 0).unfit([("append", "x")]) is not None
-    assert make_model("kv", None).unfit([("append", "x")]) is None
+
+    def unfit(*steps: tuple[str, object], initial: object = "") -> object:
+        model = make_model("kv", initial)
+        calls = [model.prepare(f, value, value, "ok") for f, value in steps]
+        return model.unfit(calls) if model.may_be_unfit() else None  # type: ignore[arg-type]
+
+    assert unfit(("put", 5), ("append", "x")) == (0, "5 is put in a key that is appended to, and is no string")
+    assert unfit(("put", 5), ("get", 5)) is None  # no append: any value may be put
+    assert unfit(("append", "x"), ("cas", ["x", 3])) is not None
+    assert unfit(("append", "x"), ("put", "y")) is None
+    assert unfit(("append", "x"), initial=0) is not None
+    assert unfit(("append", "x"), initial=None) is None
 
 
 def test_kv_nil_reads_tell_nothing_under_knossos_conventions() -> None:

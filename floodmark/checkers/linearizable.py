@@ -35,7 +35,6 @@ from floodmark.checkers.independent import looks_independent
 from floodmark.checkers.models import (
     _UNSET,
     INCONSISTENT,
-    KeyValue,
     Log,
     Model,
     MultiRegister,
@@ -82,6 +81,7 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
     split, prepare = model.split, model.prepare
     # (what a write returns only echoes it: the model never looks, so it is not even split)
     uses_result = model.uses_result
+    keyed = model.keyed
     make_call = tuple.__new__  # Call(...) without its Python-level __new__: this loop is hot
     for invoked_at, invocation, completed_at, completion in completed:
         outcome = "info" if completion is None else completion.type
@@ -90,8 +90,10 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
             completed_value = None
             if outcome == "ok" and (uses_result is None or invocation.f in uses_result):
                 value, extra = completion.value, completion.extra
+                if not keyed:  # (the whole value is the object's: nothing to split)
+                    completed_value = value
                 # (same too, not only ==: a read invoked with true and returning 1 echoes nothing)
-                if value == invocation.value and extra == invocation.extra and same(value, invocation.value):
+                elif value == invocation.value and extra == invocation.extra and same(value, invocation.value):
                     completed_value = invoked_value  # (an echoed write: no second split)
                 else:
                     try:
@@ -111,9 +113,8 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
             objects[key] = [made]
         else:
             calls.append(made)
-    unfit = model.unfit
-    for calls in objects.values():
-        problem = unfit([made.call for made in calls])
+    for calls in objects.values() if model.may_be_unfit() else ():
+        problem = model.unfit([made.call for made in calls])
         if problem is not None:
             number, what = problem
             op = ops[calls[number].invoked_at]
@@ -323,13 +324,8 @@ def _given(value: bool | None, otherwise: bool) -> bool:
     return otherwise if value is None else value
 
 
-def _keyed(model: Model) -> bool:
-    """Whether the model splits ops by a key of their own (so a key may be nil)."""
-    return isinstance(model, KeyValue) or getattr(model, "independent", False) is True
-
-
 def _describe_key(model: Model, key: Hashable) -> str:
-    if key is None and not _keyed(model):
+    if key is None and not model.keyed:
         return "the register"
     if isinstance(model, Log) and isinstance(key, tuple):
         return f"partition {key[0]}/{key[1]}"
@@ -380,7 +376,7 @@ def _anomaly(model: Model, obj: ObjectHistory, result: SearchResult, history: li
         partition=partition,
         ops=tuple(witness),
         details={
-            "key": None if (obj.key is None and not _keyed(model)) or isinstance(model, Log) else repr(display(obj.key)),
+            "key": None if (obj.key is None and not model.keyed) or isinstance(model, Log) else repr(display(obj.key)),
             "partial_linearizations": paths,
             "unlinearizable_ops": stuck,
             "stuck": [s["op"] for s in stuck],

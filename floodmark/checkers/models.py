@@ -31,8 +31,9 @@ from collections.abc import Hashable
 from typing import Any, Final
 
 from floodmark.checkers.independent import independent_split
-from floodmark.checkers.values import canonical, is_scalar
+from floodmark.checkers.values import canonical
 from floodmark.checkers.values import shown as _shown
+from floodmark.formats.edn import Char, Keyword, Symbol
 
 INCONSISTENT: Final = object()  # a step's answer when the op cannot happen in that state
 NOTHING_OBSERVED: Final = object()  # Model.observed's answer for a call that reads no whole state
@@ -66,6 +67,8 @@ class Model:
         Ops on different objects commute, so each object is checked on its own."""
         return None, value
 
+    keyed = False  # True if split finds keys in ops (else every op is the one object's, key None)
+
     def read_only(self, call: tuple[Any, ...]) -> bool:
         """True if the call leaves every state unchanged (it only observes)."""
         return call[0] == "read"
@@ -80,11 +83,16 @@ class Model:
     uses_result: frozenset[str] | None = None
 
     def unfit(self, calls: list[tuple[Any, ...]]) -> tuple[int, str] | None:
-        """(the number of a call, what is wrong) if one object's prepared calls do not fit
-        the model together, though each fits alone (a string appended to a key that holds a
-        number); None if they fit. Checked once per object, before the search, so the
-        search's steps never meet a state they cannot apply a call to."""
+        """(the number of a call, what is wrong) if one object's calls, as this model
+        prepared them, do not fit the model together, though each fits alone (a string
+        appended to a key that holds a number); None if they fit. Checked once per object,
+        before the search, so the search's steps never meet a state they cannot apply a call to."""
         return None
+
+    def may_be_unfit(self) -> bool:
+        """False if :meth:`unfit` would find nothing in any object's calls this model has
+        prepared (a cheap test, asked first, so most histories pay nothing for unfit)."""
+        return False
 
     # Growth (a lookahead for the search): in some models most calls only ever *extend* the
     # state (an append to a string), so a state that no future read can extend into is a dead
@@ -127,7 +135,7 @@ class CasRegister(Model):
         self._initial = canonical(initial)
         self.failed_cas_observed = failed_cas_observed
         self.nil_reads_unknown = nil_reads_unknown
-        self.independent = independent
+        self.independent = self.keyed = independent
 
     def initial(self) -> Hashable:
         return self._initial  # type: ignore[no-any-return]
@@ -198,10 +206,14 @@ class KeyValue(Model):
 
     name = "kv"
     uses_result = frozenset(("get", "read"))
+    keyed = True
 
     def __init__(self, initial: Any = "", **register_options: bool) -> None:
         self.register = CasRegister(initial, **register_options)
         self.nil_reads_unknown = self.register.nil_reads_unknown
+        # True once prepare has met a put (or cas) of something other than a string: only
+        # then can an append meet a key it cannot extend (unfit looks only then)
+        self.puts_non_strings = False
 
     def initial(self) -> Hashable:
         return self.register.initial()
@@ -217,8 +229,20 @@ class KeyValue(Model):
                 return DROP
             return ("read", completed if type(completed) is str else canonical(completed))
         if f == "put":
-            return DROP if outcome == "fail" else ("write", invoked if type(invoked) is str else canonical(invoked))
-        return self.register.prepare(f, invoked, completed, outcome)
+            if outcome == "fail":
+                return DROP
+            if type(invoked) is str:
+                return ("write", invoked)
+            self.puts_non_strings = True
+            return ("write", canonical(invoked))
+        call = self.register.prepare(f, invoked, completed, outcome)
+        if call is not None and call[0] != "read" and type(call[-1]) is not str:  # (what a write or cas leaves)
+            self.puts_non_strings = True
+        return call
+
+    def may_be_unfit(self) -> bool:
+        initial = self.initial()
+        return self.puts_non_strings or not (initial is None or type(initial) is str)
 
     def unfit(self, calls: list[tuple[Any, ...]]) -> tuple[int, str] | None:
         if not any(call[0] == "append" for call in calls):
@@ -308,13 +332,16 @@ class MultiRegister(Model):
         if not isinstance(micro_ops, list):
             raise ValueError(f"txn value must be a list of [f key value], got {_shown(micro_ops)}")
         prepared = []
+        nil_reads_unknown = self.nil_reads_unknown
         for micro in micro_ops:
             if not isinstance(micro, list | tuple) or len(micro) != 3 or micro[0] not in ("read", "write"):
                 raise ValueError(f"txn micro-op must be [read|write key value], got {_shown(micro)}")
-            value = micro[2]
-            if micro[0] == "read" and (outcome != "ok" or (value is None and self.nil_reads_unknown)):
+            f, key, value = micro
+            if f == "read" and (outcome != "ok" or (value is None and nil_reads_unknown)):
                 continue
-            prepared.append((micro[0] == "write", _register_key(micro[1]), canonical(value)))
+            # (the common keys and values first, as they are: this runs for every micro-op)
+            prepared.append((f == "write", key if type(key) is str or type(key) is int else _register_key(key),
+                             value if type(value) is int else canonical(value)))
         return ("txn", tuple(prepared)) if prepared else DROP
 
     def read_only(self, call: tuple[Any, ...]) -> bool:
@@ -349,10 +376,12 @@ _ABSENT: Final = object()
 
 def _register_key(key: Any) -> Any:
     """A multi-register key: a name (a keyword, string, number, ...), not a collection."""
-    form = canonical(key)
-    if not is_scalar(form):
+    if type(key) not in _NAMES:
         raise ValueError(f"a register's key is a name (a keyword, a string, a number), not {_shown(key)}")
-    return form
+    return canonical(key)
+
+
+_NAMES: Final = frozenset((str, int, float, bool, type(None), Keyword, Symbol, Char))
 
 
 class Mutex(Model):
@@ -429,6 +458,8 @@ class Log(Model):
                 self.known_at.setdefault(c[2], c[1])
         return [("append", UNOBSERVED, None) if unknown and c[0] == "append" and c[2] is None and c[1] not in read
                 else c for c, unknown in zip(calls, indeterminate)]
+
+    keyed = True
 
     def split(self, value: Any, extra: dict[str, Any]) -> tuple[Hashable, Any]:
         if not isinstance(value, dict) or "topic" not in value or "partition" not in value:

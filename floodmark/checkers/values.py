@@ -55,7 +55,6 @@ CHAR: Final = _Tag("char")
 SET: Final = _Tag("set")
 MAP: Final = _Tag("map")
 TAGGED: Final = _Tag("tagged")
-_TAGS: Final = frozenset((BOOL, FLOAT, KEYWORD, SYMBOL, CHAR, SET, MAP, TAGGED))
 
 TRUE: Final = (BOOL, True)
 FALSE: Final = (BOOL, False)
@@ -107,13 +106,6 @@ _CONVERT: dict[type, Callable[[Any], Any]] = {
     FrozenMap: _frozen_map,
     Tagged: lambda v: (TAGGED, v.tag, canonical(v.value)),
 }
-
-
-def is_scalar(form: Any) -> bool:
-    """True if a canonical form is no collection (nil, a number, a string, a keyword, ...)."""
-    if type(form) is not tuple:
-        return True
-    return bool(form) and form[0] in _TAGS and form[0] not in (SET, MAP, TAGGED)
 
 
 def order_key(form: Any) -> tuple[Any, ...]:
