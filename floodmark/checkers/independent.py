@@ -17,6 +17,10 @@ read, write or cas, and every read is *invoked* with a ``[key nil]`` pair. A pla
 history invokes its reads with nil, never with a pair, so no plain register history looks
 like this; a register that holds pairs would still be read with nil. ``floodmark check
 --independent`` (or ``--no-independent``) says so explicitly instead.
+
+The kv model takes such ops too, and two other ways of naming a key
+(:func:`kv_key_and_value`): Porcupine's ``:key`` beside the value, and a ``{"key", "value"}``
+map, as our JSONL writes it.
 """
 
 from __future__ import annotations
@@ -59,3 +63,15 @@ def looks_independent(ops: Iterable[Op]) -> bool:
 
 def _pair(value: Any) -> bool:
     return type(value) is list and len(value) == 2
+
+
+def kv_key_and_value(value: Any, key: Any) -> tuple[Any, Any]:
+    """Split a key-value op's value: Porcupine's separate ``key`` field, Jepsen's
+    independent ``[key value]`` tuple, or a ``{"key", "value"}`` map."""
+    if key is not None:
+        return key, value
+    if isinstance(value, dict) and "key" in value:
+        return value["key"], value.get("value")
+    if isinstance(value, list | tuple) and len(value) == 2:
+        return value[0], value[1]
+    raise ValueError(f"cannot find the key of key-value op value {shown(value)}")

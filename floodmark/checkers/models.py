@@ -30,10 +30,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Final
 
-from floodmark.checkers.independent import independent_split
-from floodmark.checkers.values import canonical
+from floodmark.checkers.independent import independent_split, kv_key_and_value
+from floodmark.checkers.values import canonical, canonical_name
 from floodmark.checkers.values import shown as _shown
-from floodmark.formats.edn import Char, Keyword, Symbol
 
 INCONSISTENT: Final = object()  # a step's answer when the op cannot happen in that state
 NOTHING_OBSERVED: Final = object()  # Model.observed's answer for a call that reads no whole state
@@ -83,15 +82,13 @@ class Model:
     uses_result: frozenset[str] | None = None
 
     def unfit(self, calls: list[tuple[Any, ...]]) -> tuple[int, str] | None:
-        """(the number of a call, what is wrong) if one object's calls, as this model
-        prepared them, do not fit the model together, though each fits alone (a string
-        appended to a key that holds a number); None if they fit. Checked once per object,
-        before the search, so the search's steps never meet a state they cannot apply a call to."""
+        """(the number of a call, what is wrong) if one object's calls, as this model prepared
+        them, do not fit it together though each fits alone (a string appended to a number);
+        checked before the search, so its steps never meet a state they cannot step from."""
         return None
 
     def may_be_unfit(self) -> bool:
-        """False if :meth:`unfit` would find nothing in any object's calls this model has
-        prepared (a cheap test, asked first, so most histories pay nothing for unfit)."""
+        """False if :meth:`unfit` can find nothing in what this model prepared (asked first)."""
         return False
 
     # Growth (a lookahead for the search): in some models most calls only ever *extend* the
@@ -186,18 +183,6 @@ class Register(CasRegister):
         return super().prepare(f, invoked, completed, outcome)
 
 
-def kv_key_and_value(value: Any, key: Any) -> tuple[Any, Any]:
-    """Split a key-value op's value: Porcupine's separate ``key`` field, Jepsen's
-    independent ``[key value]`` tuple, or a ``{"key", "value"}`` map."""
-    if key is not None:
-        return key, value
-    if isinstance(value, dict) and "key" in value:
-        return value["key"], value.get("value")
-    if isinstance(value, list | tuple) and len(value) == 2:
-        return value[0], value[1]
-    raise ValueError(f"cannot find the key of key-value op value {_shown(value)}")
-
-
 class KeyValue(Model):
     """One register per key: get, put, append (string concatenation), and read/write/cas.
     A key never written holds ``initial`` (Porcupine's model: the empty string). Appends
@@ -245,15 +230,12 @@ class KeyValue(Model):
         return self.puts_non_strings or not (initial is None or type(initial) is str)
 
     def unfit(self, calls: list[tuple[Any, ...]]) -> tuple[int, str] | None:
-        if not any(call[0] == "append" for call in calls):
-            return None
+        appends = [number for number, call in enumerate(calls) if call[0] == "append"]
         initial = self.initial()
-        if initial is not None and type(initial) is not str:
-            first = next(n for n, call in enumerate(calls) if call[0] == "append")
-            return first, f"an append to the initial value {_shown(initial)}, which is no string"
-        for number, call in enumerate(calls):
-            kind = call[0]
-            held = call[1] if kind == "write" else call[2] if kind in ("cas", "cas?") else None
+        if appends and initial is not None and type(initial) is not str:
+            return appends[0], f"an append to the initial value {_shown(initial)}, which is no string"
+        for number, call in enumerate(calls if appends else ()):
+            held = call[-1] if call[0] in ("write", "cas", "cas?") else None  # (what it leaves)
             if held is not None and type(held) is not str:
                 return number, f"{_shown(held)} is put in a key that is appended to, and is no string"
         return None
@@ -313,7 +295,7 @@ class MultiRegister(Model):
 
     def __init__(self, initial: Any = None, *, nil_reads_unknown: bool = False) -> None:
         if isinstance(initial, dict):
-            self.defaults = {_register_key(k): canonical(v) for k, v in initial.items()}
+            self.defaults = {canonical_name(k): canonical(v) for k, v in initial.items()}
             self.default = None
         else:
             self.defaults = {}
@@ -340,7 +322,7 @@ class MultiRegister(Model):
             if f == "read" and (outcome != "ok" or (value is None and nil_reads_unknown)):
                 continue
             # (the common keys and values first, as they are: this runs for every micro-op)
-            prepared.append((f == "write", key if type(key) is str or type(key) is int else _register_key(key),
+            prepared.append((f == "write", key if type(key) is str or type(key) is int else canonical_name(key),
                              value if type(value) is int else canonical(value)))
         return ("txn", tuple(prepared)) if prepared else DROP
 
@@ -374,14 +356,7 @@ class MultiRegister(Model):
 _ABSENT: Final = object()
 
 
-def _register_key(key: Any) -> Any:
-    """A multi-register key: a name (a keyword, string, number, ...), not a collection."""
-    if type(key) not in _NAMES:
-        raise ValueError(f"a register's key is a name (a keyword, a string, a number), not {_shown(key)}")
-    return canonical(key)
 
-
-_NAMES: Final = frozenset((str, int, float, bool, type(None), Keyword, Symbol, Char))
 
 
 class Mutex(Model):

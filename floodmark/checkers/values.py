@@ -108,6 +108,17 @@ _CONVERT: dict[type, Callable[[Any], Any]] = {
 }
 
 
+def canonical_name(value: Any) -> Any:
+    """The canonical form of a value that names something (a register): a keyword, string,
+    number, boolean, nil, symbol or character, not a collection."""
+    if type(value) not in _NAME_TYPES:
+        raise ValueError(f"a register's key is a name (a keyword, a string, a number), not {shown(value)}")
+    return canonical(value)
+
+
+_NAME_TYPES: Final = frozenset((str, int, float, bool, type(None), Keyword, Symbol, Char))
+
+
 def order_key(form: Any) -> tuple[Any, ...]:
     """A sort key that orders canonical values of any mix of types (a total order), so
     values are shown in the same order every time: ``sorted(forms, key=order_key)``."""
