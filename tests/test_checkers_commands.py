@@ -115,3 +115,131 @@ def test_a_malformed_test_yaml_exits_254_with_one_line_naming_it(tmp_path: Path,
     err = capsys.readouterr().err.strip()
     assert err == f"floodmark check: error: {path / 'test.yaml'}: acks: must be one of all, 1, 0, got 'most'"
     assert not (path / "results.json").exists()
+
+
+# ------------------------------------------------ the linearizability audit's inputs (regressions)
+
+def edn_ops(*ops: str) -> str:
+    """EDN op maps, one process, each op invoked then completed ok: 'write 1' or 'read nil -> 3'."""
+    lines = []
+    for op in ops:
+        f, values = op.split(" ", 1)
+        invoked, _, completed = values.partition(" -> ")
+        lines.append(f"{{:process 0 :type :invoke :f :{f} :value {invoked}}}")
+        lines.append(f"{{:process 0 :type :ok :f :{f} :value {completed or invoked}}}")
+    return "\n".join(lines) + "\n"
+
+
+def jsonl_ops(*ops: tuple[str, object, object]) -> str:
+    import json
+
+    lines = []
+    for f, invoked, completed in ops:
+        for type_, value in (("invoke", invoked), ("ok", completed)):
+            lines.append(json.dumps({"index": len(lines), "time": len(lines), "type": type_, "process": 0,
+                                     "f": f, "value": value}))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(("name", "text", "options", "code"), [
+    # values Python's == merges (audit finding 1)
+    ("write 1, read true", edn_ops("write 1", "read nil -> true"), ["--model", "register"], 1),
+    ("write :x, read \"x\"", edn_ops("write :x", 'read nil -> "x"'), ["--model", "register"], 1),
+    ("write 1, read 1.0", edn_ops("write 1", "read nil -> 1.0"), ["--model", "register"], 1),
+    ("write #{1 2}, read [1 2]", edn_ops("write #{1 2}", "read nil -> [1 2]"), ["--model", "register"], 1),
+    ("initial 0, read false", edn_ops("read nil -> false"), ["--model", "register"], 1),
+    ("kv keys 1 and true", edn_ops('put [1 "x"]', 'put [true "y"]', 'get [1 nil] -> [1 "x"]'), ["--model", "kv"], 0),
+    # Jepsen independent histories (finding 2): per key, by default and with --model kv
+    ("independent", edn_ops("write [1 3]", "write [2 4]", "read [1 nil] -> [1 3]", "read [3 nil] -> [3 nil]"), [], 0),
+    ("independent, kv", edn_ops("write [1 3]", "write [2 4]", "read [1 nil] -> [1 3]", "read [3 nil] -> [3 nil]"),
+     ["--model", "kv"], 0),
+    ("independent, kv, nil read of a written key", edn_ops("write [1 3]", "read [1 nil] -> [1 nil]"), ["--model", "kv"], 0),
+    ("independent minimal", edn_ops("write [1 3]", "write [2 4]", "read [1 nil] -> [1 3]"), [], 0),
+    ("independent, stale", edn_ops("write [1 3]", "write [1 4]", "read [1 nil] -> [1 3]"), [], 1),
+    ("independent refused", edn_ops("write [1 3]", "write [2 4]", "read [1 nil] -> [1 3]"), ["--no-independent"], 1),
+    # inputs that do not fit the model (finding 5): named, exit 254
+    ("kv append of an integer", '{:process 0 :type :invoke :f :append :key "a" :value 1}\n'
+                                '{:process 0 :type :ok :f :append :key "a" :value 1}\n', [], 254),
+    ("multi-register vector key", edn_ops("txn [[:write [1 2] 3]]"), [], 254),
+    # legal values of mixed types (finding 5)
+    ("multi-register --initial mixed keys", edn_ops("txn [[:write :x 1]]"), ["--initial", "{:x 0, 1 0}"], 0),
+    ("multi-register mixed keys read", edn_ops("txn [[:read 1 0] [:read :x 0]]"), ["--initial", "{:x 0, 1 0}"], 0),
+    ("map with keys of mixed types", edn_ops('write {1 2, "a" 3}', 'read nil -> {"a" 3, 1 2}'),
+     ["--model", "register"], 0),
+    # Jepsen's (cas-register) starts at nil (finding 6): --initial nil
+    ("cas from an empty register, Knossos", edn_ops("cas [0 1]"), [], 0),
+    ("cas from an empty register, Jepsen", edn_ops("cas [0 1]"), ["--initial", "nil"], 1),
+])
+def test_audited_histories_get_their_verdicts(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
+                                              text: str, options: list[str], code: int) -> None:
+    path = write(tmp_path, "h.edn", text)
+    assert main(["check", "--checker", "linearizable", *options, str(path)]) == code, capsys.readouterr()
+    if code == 254:
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "does not fit the model" in err and "op 0" in err
+
+
+@pytest.mark.parametrize(("name", "ops", "code"), [
+    ("write 1, read true", [("write", 1, 1), ("read", None, True)], 1),
+    ("multi-register starts at nil", [("txn", [["read", "x", None]], [["read", "x", 0]])], 1),
+    ("multi-register reads nil", [("txn", [["read", "x", None]], [["read", "x", None]])], 0),
+    ("register starts at nil", [("read", None, 0)], 1),
+])
+def test_audited_jsonl_histories_get_their_verdicts(tmp_path: Path, name: str, ops: list[tuple[str, object, object]],
+                                                    code: int) -> None:
+    path = write(tmp_path, "h.jsonl", jsonl_ops(*ops))
+    assert main(["check", "--checker", "linearizable", str(path)]) == code
+
+
+def test_the_verdict_line_says_how_the_history_was_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "h.edn", edn_ops("write [1 3]", "read [1 nil] -> [1 3]"))
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert ("[cas-register per key of jepsen.independent [key value] ops (detected); registers start at 0 "
+            "and a nil read tells nothing]") in out
+    assert main(["check", "--independent", str(path)]) == 0
+    assert "ops; registers" in capsys.readouterr().out  # asked, not detected
+    assert main(["check", "--independent", "--model", "kv", str(path)]) == 254
+
+
+def test_to_edn_warns_when_floodmark_would_judge_the_edn_otherwise(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    lost = write(tmp_path, "lost.jsonl", jsonl_ops(("write", 1, 1), ("read", None, None)))  # a lost write
+    out = tmp_path / "lost.edn"
+    assert main(["check", "--checker", "linearizable", str(lost), "--to-edn", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (f"floodmark check: warning: {out}: floodmark judges this EDN VALID, not INVALID: its EDN registers "
+                   "start at 0 and a nil read tells nothing (this jsonl history's start at nil and nil is a value); "
+                   "check it with --conventions jsonl for the same verdict")
+    assert out.read_text().count("\n") == 4 and ":value nil" in out.read_text()  # written as it is
+    assert main(["check", "--checker", "linearizable", str(out)]) == 0
+    assert main(["check", "--checker", "linearizable", "--conventions", "jsonl", str(out)]) == 1
+    # a history whose verdict does not rest on the conventions converts without a word
+    fine = write(tmp_path, "fine.jsonl", jsonl_ops(("write", 1, 1), ("read", None, 1)))
+    assert main(["check", "--checker", "linearizable", str(fine), "--to-edn", str(tmp_path / "fine.edn")]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_to_edn_keeps_an_edn_historys_values_as_they_were(tmp_path: Path) -> None:
+    source = write(tmp_path, "h.edn", edn_ops('write {"a" 1}', "read nil -> {:a 1}", "write #{1 \\c :k}"))
+    out = tmp_path / "out.edn"
+    assert main(["check", "--checker", "linearizable", "--model", "register", str(source), "--to-edn", str(out)]) == 1
+    text = out.read_text()
+    assert ':value {"a" 1}' in text and ":value {:a 1}" in text and "#{" in text and "\\c" in text
+    assert main(["check", "--checker", "linearizable", "--model", "register", str(out)]) == 1
+
+
+def test_the_names_help_offers_are_the_models_and_formats() -> None:
+    from floodmark.checkers import commands
+    from floodmark.checkers.models import MODEL_NAMES
+    from floodmark.formats.detect import FORMATS
+
+    assert commands.MODEL_NAMES == MODEL_NAMES and commands.FORMATS == FORMATS
+
+
+def test_help_says_how_to_get_jepsens_nil_initial_value(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "start their registers at nil: check their EDN with --initial nil" in text
+    assert "--conventions FORMAT" in text and "--independent" in text

@@ -6,6 +6,7 @@ import pytest
 from checkers_fixtures import History
 
 from floodmark.checkers.api import CheckInput
+from floodmark.checkers.independent import looks_independent
 from floodmark.checkers.linearizable import (
     LinearizableChecker,
     ModelMismatch,
@@ -15,6 +16,7 @@ from floodmark.checkers.linearizable import (
 )
 from floodmark.checkers.models import make_model
 from floodmark.checkers.synthetic_lin import illegal_gets, kv_run, log_lin_run
+from floodmark.formats.edn import EdnSet, Keyword
 from floodmark.run_config import TestConfig
 
 
@@ -132,4 +134,101 @@ def test_model_inference() -> None:
 def test_format_conventions() -> None:
     assert format_conventions("edn", "cas-register") == {"initial": 0, "nil_reads_unknown": True}
     assert format_conventions("jepsen-text", "cas-register")["failed_cas_observed"] is True
-    assert format_conventions("edn", "kv") == {}
+    assert format_conventions("edn", "kv") == {"nil_reads_unknown": True}  # Knossos: a nil read tells nothing
+    assert format_conventions("edn", "log") == {}
+    # our JSONL: every register model starts at nil with nil a value, the models' defaults
+    assert format_conventions("jsonl", "multi-register") == format_conventions("jsonl", "cas-register") == {}
+
+
+def verdict(h: History, **options: object) -> object:
+    return LinearizableChecker(**options).check(CheckInput(h.ops)).valid  # type: ignore[arg-type]
+
+
+def sequential(*calls: tuple[str, object, object]) -> History:
+    """One process, one op at a time: the only order is the history's."""
+    h = History()
+    for f, invoked, completed in calls:
+        h.call(0, f, invoked, completed)
+    return h
+
+
+@pytest.mark.parametrize(("written", "read"), [(1, True), (0, False), (1, 1.0), (Keyword("x"), "x"),
+                                               (EdnSet([1, 2]), [1, 2]), ({"a": 1}, {"a": True})])
+def test_a_read_of_a_value_python_merges_with_the_written_one_is_invalid(written: object, read: object) -> None:
+    assert verdict(sequential(("write", written, None), ("read", None, read)), model="register") is False
+    assert verdict(sequential(("write", written, None), ("read", None, written)), model="register") is True
+
+
+def test_kv_keys_1_and_true_are_checked_apart() -> None:
+    h = sequential(("put", [1, "x"], None), ("put", [True, "y"], None), ("get", [1, None], [1, "x"]))
+    result = LinearizableChecker(model="kv").check(CheckInput(h.ops))
+    assert result.valid is True and result.stats["objects"] == 2
+
+
+def test_a_read_invoked_with_true_that_returns_1_read_1() -> None:
+    assert verdict(sequential(("write", 1, None), ("read", True, 1)), model="register") is True
+    # (where the completion is split by key, it is not taken for an echo of the invocation)
+    assert verdict(sequential(("put", ["k", 1], None), ("get", ["k", True], ["k", 1])), model="kv") is True
+    assert verdict(sequential(("put", ["k", 1], None), ("get", ["k", 1], ["k", True])), model="kv") is False
+
+
+def test_a_register_value_may_be_a_map_with_keys_of_mixed_types() -> None:
+    value = {1: 2, "a": 3}
+    assert verdict(sequential(("write", value, None), ("read", None, {"a": 3, 1: 2})), model="register") is True
+    assert verdict(sequential(("write", value, None), ("read", None, {"a": 3, True: 2})), model="register") is False
+
+
+def independent_history() -> History:
+    return sequential(("write", [1, 3], None), ("write", [2, 4], None), ("read", [1, None], [1, 3]),
+                      ("cas", [2, [4, 5]], None), ("read", [2, None], [2, 5]))
+
+
+def test_jepsen_independent_ops_are_detected_and_checked_per_key() -> None:
+    h = independent_history()
+    assert looks_independent(h.ops)
+    result = LinearizableChecker().check(CheckInput(h.ops))
+    assert result.valid is True and result.stats["objects"] == 2 and result.stats["independent"] is True
+    assert "per key of jepsen.independent [key value] ops (detected)" in result.stats["interpretation"]
+    # taken as one register holding pairs, the same history is invalid
+    assert verdict(h, independent=False) is False
+    h.call(1, "read", [1, None], [1, 4])  # key 1 never held 4
+    bad = LinearizableChecker().check(CheckInput(h.ops))
+    assert bad.valid is False and bad.anomalies[0].details["key"] == "1"
+
+
+def test_independent_registers_follow_the_formats_conventions() -> None:
+    h = sequential(("read", [3, None], [3, None]), ("cas", [4, [0, 1]], None), ("read", [5, None], [5, None]))
+    assert verdict(h, conventions="edn") is True  # EDN: start at 0, a nil read tells nothing
+    assert verdict(h, conventions="jsonl") is False  # JSONL: start at nil, so cas 0 -> 1 cannot happen
+    assert verdict(h, conventions="edn", initial=None) is False  # Jepsen's (cas-register): nil
+
+
+def test_a_plain_register_history_does_not_look_independent() -> None:
+    assert not looks_independent(register_history().ops)
+    pairs = sequential(("write", [1, 3], None), ("read", None, [1, 3]))  # a register holding pairs
+    assert not looks_independent(pairs.ops) and verdict(pairs) is True
+    writes_only = sequential(("write", [1, 3], None), ("write", [2, 4], None))
+    assert not looks_independent(writes_only.ops)  # no read to tell: ambiguous
+    assert not looks_independent(sequential(("read", [1, None], [1, 3]), ("get", [1, None], [1, 3])).ops)
+
+
+def test_explicit_independent_ops_must_be_pairs() -> None:
+    with pytest.raises(ModelMismatch, match=r"op 0 \(read nil\): an independent op's value is \[key value\]"):
+        verdict(sequential(("read", None, 3)), independent=True)
+
+
+def test_multi_register_in_jsonl_starts_at_nil_like_the_register() -> None:
+    h = History()
+    h.call(0, "txn", [["read", "x", None]], [["read", "x", 0]])
+    assert verdict(h, model="multi-register") is False
+    assert verdict(h, model="multi-register", conventions="edn") is True
+    assert verdict(h, model="multi-register", initial={Keyword("x"): 0, 1: 0}) is False  # :x is not "x"
+    assert verdict(h, model="multi-register", initial={"x": 0, 1: 0}) is True
+
+
+def test_calls_that_do_not_fit_together_name_the_op() -> None:
+    h = sequential(("put", ["k", 5], None), ("append", ["k", "x"], None))
+    with pytest.raises(ModelMismatch, match=r"op 0 \(put \[\"k\" 5\]\): 5 is put in a key that is appended to"):
+        verdict(h, model="kv")
+    with pytest.raises(ModelMismatch, match="a register's key is a name"):
+        verdict(History(), model="multi-register", initial={(1, 2): 0})

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from floodmark.checkers.models import INCONSISTENT, Log, make_model
+from floodmark.checkers.models import INCONSISTENT, Log, MultiRegister, make_model
+from floodmark.formats.edn import EdnSet, Keyword
 
 
 def run(model_name: str, steps: list[tuple[str, object, object, str]], **options: object) -> object:
@@ -62,8 +63,9 @@ def test_kv_appends_concatenate_and_missing_keys_read_empty() -> None:
 
 def test_multi_register_transactions() -> None:
     txn = [["write", "x", 1], ["read", "y", 0]]
-    assert run("multi-register", [("txn", txn, txn, "ok")]) == (("x", 1),)
-    assert run("multi-register", [("txn", txn, [["write", "x", 1], ["read", "y", 2]], "ok")]) is INCONSISTENT
+    assert run("multi-register", [("txn", txn, txn, "ok")], initial=0) == frozenset({("x", 1)})
+    assert run("multi-register", [("txn", txn, [["write", "x", 1], ["read", "y", 2]], "ok")],
+               initial=0) is INCONSISTENT
     assert run("multi-register", [("txn", [["read", "x", 5]], [["read", "x", 5]], "ok")], initial={"x": 5}) is not INCONSISTENT
 
 
@@ -92,3 +94,98 @@ def test_log_appends_at_offsets_and_reads() -> None:
 def test_unknown_model_is_named() -> None:
     with pytest.raises(ValueError, match="choose one of"):
         make_model("queue")
+
+
+# ----------------------------------------------- values compare as EDN and JSON mean them
+
+
+@pytest.mark.parametrize(("written", "read"), [
+    (1, True), (0, False), (1, 1.0), (Keyword("x"), "x"), (EdnSet([1, 2]), [1, 2]), ([1, True], [1, 1]),
+    ({"a": 1}, {Keyword("a"): 1}),
+])
+def test_a_read_of_a_value_python_takes_for_the_written_one_is_inconsistent(written: object, read: object) -> None:
+    assert run("register", [("write", written, None, "ok"), ("read", None, read, "ok")]) is INCONSISTENT
+    assert run("register", [("write", written, None, "ok"), ("read", None, written, "ok")]) is not INCONSISTENT
+
+
+def test_an_initial_0_is_not_false_and_a_cas_compares_exactly() -> None:
+    assert run("cas-register", [("read", None, False, "ok")], initial=0) is INCONSISTENT
+    assert run("cas-register", [("cas", [True, 2], None, "ok")], initial=1) is INCONSISTENT
+    assert run("cas-register", [("cas", [1, 2], None, "ok")], initial=1) == 2
+
+
+def test_kv_keys_1_and_true_are_different_keys() -> None:
+    model = make_model("kv")
+    assert model.split([1, "x"], {})[0] != model.split([True, "y"], {})[0]
+    assert model.split(["k", "x"], {})[0] != model.split([Keyword("k"), "x"], {})[0]
+    assert model.split(["v"], {"key": 1})[0] != model.split(["v"], {"key": True})[0]
+
+
+def test_a_kv_append_of_something_other_than_a_string_does_not_fit() -> None:
+    with pytest.raises(ValueError, match="concatenates strings, and 1 is not one"):
+        run("kv", [("append", ["k", 1], None, "ok")])
+
+    def unfit(*steps: tuple[str, object], initial: object = "") -> object:
+        model = make_model("kv", initial)
+        calls = [model.prepare(f, value, value, "ok") for f, value in steps]
+        return model.unfit(calls) if model.may_be_unfit() else None  # type: ignore[arg-type]
+
+    assert unfit(("put", 5), ("append", "x")) == (0, "5 is put in a key that is appended to, and is no string")
+    assert unfit(("put", 5), ("get", 5)) is None  # no append: any value may be put
+    assert unfit(("append", "x"), ("cas", ["x", 3])) is not None
+    assert unfit(("append", "x"), ("put", "y")) is None
+    assert unfit(("append", "x"), initial=0) is not None
+    assert unfit(("append", "x"), initial=None) is None
+
+
+def test_kv_nil_reads_tell_nothing_under_knossos_conventions() -> None:
+    model = make_model("kv", nil_reads_unknown=True)
+    assert model.prepare("read", None, None, "ok") is None and model.prepare("get", None, None, "ok") is None
+    assert make_model("kv").prepare("get", None, None, "ok") == ("read", None)
+
+
+def test_multi_register_states_have_one_form() -> None:
+    model = MultiRegister(0)
+    x_then_y = model.step(model.step(model.initial(), ("txn", ((True, "x", 1),))), ("txn", ((True, "y", 2),)))
+    y_then_x = model.step(model.step(model.initial(), ("txn", ((True, "y", 2),))), ("txn", ((True, "x", 1),)))
+    assert x_then_y == y_then_x and hash(x_then_y) == hash(y_then_x)
+    # writing a register's initial value leaves the state nothing was written in
+    assert model.step(model.initial(), ("txn", ((True, "a", 0),))) == model.initial()
+    assert model.step(x_then_y, ("txn", ((True, "x", 0), (True, "y", 0)))) == model.initial()
+
+
+def test_multi_register_keys_of_mixed_types() -> None:
+    model = make_model("multi-register", {Keyword("x"): 0, 1: 0})
+    txn = [["read", 1, 0], ["read", Keyword("x"), 0], ["write", True, 5], ["read", 1, 0], ["read", True, 5]]
+    state = model.step(model.initial(), model.prepare("txn", txn, txn, "ok"))  # type: ignore[arg-type]
+    assert state is not INCONSISTENT
+    wrong = [["read", "x", 0]]  # the string "x" is not the keyword :x: it starts at nil
+    assert model.step(model.initial(), model.prepare("txn", wrong, wrong, "ok")) is INCONSISTENT  # type: ignore[arg-type]
+
+
+def test_a_multi_register_key_is_a_name_not_a_collection() -> None:
+    with pytest.raises(ValueError, match=r"not \[1 2\]"):
+        make_model("multi-register").prepare("txn", [["write", [1, 2], 3]], [["write", [1, 2], 3]], "ok")
+    with pytest.raises(ValueError, match="a register's key is a name"):
+        make_model("multi-register", {(1, 2): 0})
+
+
+def test_multi_register_starts_at_nil_and_nil_is_a_value_unless_told_otherwise() -> None:
+    read_0, read_nil = [["read", "x", 0]], [["read", "x", None]]
+    assert run("multi-register", [("txn", read_0, read_0, "ok")]) is INCONSISTENT
+    assert run("multi-register", [("txn", read_nil, read_nil, "ok")]) == frozenset()
+    write = [["write", "x", 1]]
+    assert run("multi-register", [("txn", write, write, "ok"), ("txn", read_nil, read_nil, "ok")]) is INCONSISTENT
+    assert run("multi-register", [("txn", write, write, "ok"), ("txn", read_nil, read_nil, "ok")],
+               initial=0, nil_reads_unknown=True) == frozenset({("x", 1)})
+
+
+def test_a_log_offset_is_a_whole_number() -> None:
+    with pytest.raises(ValueError, match="offset"):
+        Log().prepare("read", {"offset": True}, {"value": "a"}, "ok")
+
+
+def test_independent_keys_are_for_register_models() -> None:
+    assert make_model("cas-register", independent=True).split([1, [0, 2]], {}) == (1, [0, 2])
+    with pytest.raises(ValueError, match="independent"):
+        make_model("kv", independent=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 import tracemalloc
@@ -20,7 +21,7 @@ def test_reads_scalars_collections_and_keywords() -> None:
     assert form[:8] == [None, True, False, 1, -2, 3.5, 'a"b\n', "ok"]
     assert isinstance(form[7], edn.Keyword) and form[7] == "ok"
     assert isinstance(form[8], edn.Symbol)
-    assert form[9] == "a"
+    assert form[9] == "a" and isinstance(form[9], edn.Char)
     assert form[10] == [1, 2]
     assert form[11] == frozenset({1, 2})
     assert form[12] == {"k": [1]}
@@ -151,3 +152,38 @@ def test_reading_a_megabyte_of_op_maps_costs_well_under_the_reference_loop() -> 
         times.append(time.process_time() - started)
     loop = min(machine_speed() for _ in range(3))
     assert min(times) / megabytes < 0.7 * loop, (min(times), megabytes, loop)
+
+
+def test_characters_are_not_strings_and_write_back() -> None:
+    for text in ("\\a", "\\newline", "\\space", "\\u00e9", "\\u000B"):
+        char = edn.loads(text)
+        assert isinstance(char, edn.Char) and edn.loads(edn.dumps(char)) == char
+    assert edn.dumps([edn.Char("a"), "a"]) == '[\\a "a"]'
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("{1 :a, true :b}", "has the keys 1 and true, distinct in EDN but one to Python"),
+    ('{:x 1, "x" 2}', 'has the keys :x and "x", distinct in EDN'),
+    ("#{1 1.0}", "has the members 1 and 1.0, distinct in EDN"),
+    ("#{0 false}", "has the members 0 and false"),
+    ("#{{:a 1} #{[:a 1]}}", "has the members {:a 1} and #{[:a 1]}"),
+    ("{1 :a, 1 :b}", "has the key 1 twice"),
+    ("#{[1 2] (1 2)}", "has the member [1 2] twice"),  # a list is a vector to EDN
+])
+def test_keys_python_cannot_hold_apart_are_refused_by_name(text: str, problem: str) -> None:
+    with pytest.raises(edn.EdnError, match=re.escape(problem)):
+        edn.loads(text)
+
+
+def test_collections_as_map_keys_and_set_members_write_back() -> None:
+    for text in ("{{:a 1} 2, [[:a 1]] 3}", "#{#{1} {:b [2]}}", "{#{1} :x}"):
+        value = edn.loads(text)
+        assert edn.loads(edn.dumps(value)) == value
+    assert isinstance(next(iter(edn.loads("{{:a 1} 2}"))), edn.FrozenMap)
+
+
+def test_writer_can_keep_string_keys_strings() -> None:
+    value = {"a": 1, edn.Keyword("b"): {"c": 2}}
+    assert edn.dumps(value) == "{:a 1, :b {:c 2}}"
+    assert edn.dumps(value, keyword_keys=False) == '{"a" 1, :b {"c" 2}}'
+    assert edn.dumps(edn.EdnSet([1, "x"])) == '#{"x" 1}'

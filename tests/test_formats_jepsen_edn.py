@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 from pathlib import Path
 
 import pytest
 
+from floodmark.formats import edn
 from floodmark.formats.jepsen_edn import parse_edn_history, read_edn_history, write_edn_history
 from floodmark.history import HistoryError, Op
 
@@ -29,9 +31,32 @@ def test_stream_of_maps_keeps_extra_fields_and_original_index() -> None:
 
 
 def test_values_become_plain_json_shapes() -> None:
-    ops = parse_edn_history("[{:process 0 :type :ok :f :txn :value [[:read :x 1] #{:a}]}]")
+    ops = parse_edn_history("[{:process :nemesis :type :ok :f :txn :value [[:read :x 1] #{:a}] :node :n1}]")
     assert ops[0].value == [["read", "x", 1], ["a"]]
-    assert type(ops[0].value[0][0]) is str
+    assert json.loads(json.dumps(ops[0].value)) == [["read", "x", 1], ["a"]]
+    # the op's own fields are plain strings
+    assert type(ops[0].f) is str and type(ops[0].type) is str and type(ops[0].process) is str
+    assert type(ops[0].node) is str
+
+
+def test_values_remember_what_json_shapes_forget() -> None:
+    """A keyword is not a string and a set is not a vector (in EDN, Clojure and Knossos)."""
+    ops = parse_edn_history('[{:process 0 :type :ok :f :txn :value [:x "x" #{1} [1] \\c {:k 1} {"k" 1} #t 2]}]')
+    keyword, string, a_set, vector, char, keyword_map, string_map, tagged = ops[0].value
+    assert isinstance(keyword, edn.Keyword) and type(string) is str
+    assert isinstance(a_set, edn.EdnSet) and type(vector) is list
+    assert isinstance(char, edn.Char) and char == "c"
+    assert all(isinstance(k, edn.Keyword) for k in keyword_map) and all(type(k) is str for k in string_map)
+    assert tagged == edn.Tagged("t", 2)
+
+
+def test_an_edn_history_is_written_back_as_it_was(tmp_path: Path) -> None:
+    text = ('{:process 0, :type :ok, :f :write, :value [:x "x" #{1 2} \\c {:k 1} {"k" 1} #t [1]]}\n')
+    ops = parse_edn_history(text)
+    path = tmp_path / "again.edn"
+    write_edn_history(path, ops, keyword_keys=False)
+    assert read_edn_history(path)[0].value == ops[0].value
+    assert ':value [:x "x" #{1 2} \\c {:k 1} {"k" 1} #t [1]]' in path.read_text()
 
 
 @pytest.mark.parametrize(

@@ -253,7 +253,7 @@ def test_a_name_with_a_newline_stays_on_its_line(tmp_path: Path) -> None:
     missing = tmp_path / "miss\ning.edn"
     done = floodmark("check", str(history), str(missing))
     escaped = str(tmp_path)
-    assert done.stdout.splitlines()[0] == f"VALID    {escaped}/new\\nline.edn  linearizable valid; stats valid"
+    assert done.stdout.splitlines()[0].startswith(f"VALID    {escaped}/new\\nline.edn  linearizable valid")
     assert done.stderr == f"floodmark check: error: {escaped}/miss\\ning.edn: cannot read: no such file or directory\n"
 
 

@@ -1,13 +1,22 @@
 """``floodmark check``: judge run directories and history files from the command line.
 
-    floodmark check PATH... [--model M] [--checker NAME,...] [--time-limit S] [--every-key] [--to-edn OUT]
+    floodmark check PATH... [--model M] [--independent] [--initial EDN] [--conventions FORMAT]
+                            [--checker NAME,...] [--time-limit S] [--every-key] [--to-edn OUT]
 
 A PATH is a run directory (its history, node events and ``test.yaml`` are judged by the
 workload's checkers and ``results.json`` is written or updated) or a history file in any
 format :mod:`floodmark.formats.detect` recognises (judged by the linearizability checker
 unless it is a queue or log-lin history). One verdict line per path, then the overall
 verdict; the exit code is 0 valid, 1 invalid, 2 unknown, 254 for bad arguments or an
-unreadable input (reported as ``file:line: problem``).
+unreadable input (reported as ``file:line: problem``, or a history that does not fit the
+model, naming the op).
+
+Register histories are judged by the conventions of the tool that wrote their format
+(:func:`~floodmark.checkers.linearizable.format_conventions`); the verdict line says which
+model, conventions and interpretation were used. ``--to-edn`` writes a history as it is,
+op for op, for Jepsen's tools; when floodmark would judge that EDN differently from the
+history it came from (EDN registers start at 0 and a nil read tells nothing), it says so in
+one line on standard error and names the flag that gives the same verdict.
 """
 
 from __future__ import annotations
@@ -18,7 +27,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from floodmark.checkers.models import MODEL_NAMES
 from floodmark.checkers.registry import CHECKER_NAMES
 from floodmark.errors import EXIT_BAD_ARGUMENTS, SourceError, UsageError, exit_code, printable
 from floodmark.sources import STDIN
@@ -30,6 +38,10 @@ if TYPE_CHECKING:
 # starts in the time of a bare interpreter plus the history readers and the checker.
 
 _WORD = {True: "VALID", False: "INVALID"}
+# floodmark.checkers.models.MODEL_NAMES and floodmark.formats.detect.FORMATS, named here so
+# that --help does not import the models and the readers (the tests hold them equal)
+MODEL_NAMES = ("cas-register", "register", "kv", "multi-register", "mutex", "log")
+FORMATS = ("jsonl", "edn", "jepsen-text")
 
 
 def register(subparsers: Any) -> None:
@@ -40,8 +52,11 @@ def register(subparsers: Any) -> None:
             "Judge run directories (their history, node events and test.yaml; results.json is "
             "written) and history files in our JSONL, Jepsen EDN or Jepsen 2014 text logs (the "
             "format is detected). Prints a verdict per path and overall. Register histories follow "
-            "their tool's conventions: Knossos EDN registers start at 0 and a nil read tells "
-            "nothing; Jepsen text logs start at nil and a failed cas observed a mismatch."
+            "their tool's conventions: our JSONL registers start at nil and nil is a value; Knossos "
+            "EDN registers start at 0 (as in Knossos's test data) and a nil read tells nothing; "
+            "Jepsen text logs start at nil and a failed cas observed a mismatch. Jepsen's own tests "
+            "start their registers at nil: check their EDN with --initial nil. Jepsen independent "
+            "histories ([key value] ops) are detected and checked one register per key."
         ),
         epilog="Exit codes: the worst over all paths: 254 bad arguments or an unusable input (each "
                "is named and the rest are still checked), then 1 invalid, 2 unknown, 0 valid.",
@@ -50,6 +65,10 @@ def register(subparsers: Any) -> None:
                         help="run directories or history files ('-' for standard input)")
     parser.add_argument("--model", choices=MODEL_NAMES,
                         help="linearizability model (default: guessed from the workload or the ops)")
+    parser.add_argument("--independent", action=argparse.BooleanOptionalAction, default=None,
+                        help="the ops are Jepsen independent [key value] ones: check one register per key "
+                             "(default: so when every read is invoked as [key nil]); --no-independent: "
+                             "one register holding the pairs")
     parser.add_argument("--checker", metavar="NAME,...",
                         help=f"checkers to run, comma-separated, from: {', '.join(CHECKER_NAMES)}")
     parser.add_argument("--time-limit", type=float, metavar="S",
@@ -58,9 +77,16 @@ def register(subparsers: Any) -> None:
                         help="linearizability: check every key (or partition) and name each invalid one, "
                              "instead of stopping at the first")
     parser.add_argument("--initial", metavar="EDN",
-                        help="the register model's initial value, in EDN (e.g. 0, nil, '{:x 0}')")
+                        help="the registers' initial value, in EDN (e.g. 0, nil, '{:x 0}'); "
+                             "--initial nil gives Jepsen's (cas-register) to an EDN history")
+    parser.add_argument("--conventions", choices=FORMATS, metavar="FORMAT",
+                        help="judge registers by the conventions of FORMAT (jsonl, edn, jepsen-text) "
+                             "instead of the file's own, e.g. an EDN written by --to-edn as its JSONL")
     parser.add_argument("--to-edn", metavar="OUT",
-                        help="also write each history as Jepsen EDN (a file for one path, else a directory)")
+                        help="also write each history as Jepsen EDN, op for op (a file for one path, else "
+                             "a directory); if floodmark would judge that EDN differently (EDN registers "
+                             "start at 0, a nil read tells nothing), a warning says so and names the flag "
+                             "that keeps the verdict (--conventions FORMAT)")
     parser.set_defaults(func=run_check)
 
 
@@ -74,12 +100,19 @@ def _parse_checkers(raw: str | None) -> list[str] | None:
     return names
 
 
-def _lin_options(args: argparse.Namespace, history_format: str, model: str) -> dict[str, Any]:
-    from floodmark.checkers.linearizable import format_conventions
-
-    options: dict[str, Any] = {"model": model, **format_conventions(history_format, model)}
+def _lin_options(args: argparse.Namespace, history_format: str | None, model: str | None) -> dict[str, Any]:
+    """The linearizable checker's options from the command line, for a history in
+    ``history_format`` (None: a run directory, whose JSONL conventions are the defaults)."""
+    options: dict[str, Any] = {}
+    if model is not None:
+        options["model"] = model
+    conventions = args.conventions or history_format
+    if conventions is not None:
+        options["conventions"] = conventions
     if args.initial is not None:
         options["initial"] = _initial(args.initial)
+    if args.independent is not None:
+        options["independent"] = args.independent
     if args.every_key:
         options["every_object"] = True
     return options
@@ -103,18 +136,19 @@ def _edn_target(out: str, path: Path, many: bool) -> Path:
     return directory / f"{path.name if path.is_dir() else path.stem}.edn"
 
 
-def _to_edn(out: str, path: Path, many: bool, ops: list[Op]) -> None:
-    """Write ``ops`` as Jepsen EDN where --to-edn says; a target that cannot be written is
-    named (it is the output that is wrong, not the history)."""
+def _to_edn(out: str, path: Path, many: bool, ops: list[Op], *, keyword_keys: bool = True) -> Path:
+    """Write ``ops`` as Jepsen EDN where --to-edn says, and return where; a target that
+    cannot be written is named (it is the output that is wrong, not the history)."""
     from floodmark.formats.jepsen_edn import write_edn_history
     from floodmark.sources import describe_os_error
 
     target = Path(out)
     try:
         target = _edn_target(out, path, many)
-        write_edn_history(target, ops)
+        write_edn_history(target, ops, keyword_keys=keyword_keys)
     except OSError as e:
         raise UsageError(f"--to-edn {target}: cannot write: {describe_os_error(e)}") from None
+    return target
 
 
 def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None, many: bool) -> dict[str, Any]:
@@ -137,16 +171,18 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
         if not is_run_dir(path):
             raise UsageError(f"{path}: not a run directory (no history.jsonl) and not a history file")
         if args.to_edn:
-            _to_edn(args.to_edn, path, many, read_history(RunDir(path).history))
-        options: dict[str, Any] = {"model": args.model} if args.model else {}
-        if args.initial is not None:
-            options["initial"] = _initial(args.initial)
-        if args.every_key:
-            options["every_object"] = True
-        return check_run(path, checkers=checkers, time_limit=args.time_limit, note=_note, **options)
+            ops = read_history(RunDir(path).history)
+            out = _to_edn(args.to_edn, path, many, ops)
+        results = check_run(path, checkers=checkers, time_limit=args.time_limit, note=_note,
+                            **_lin_options(args, None, args.model))
+        if args.to_edn:
+            _warn_if_edn_differs(out, ops, "jsonl", results, args)
+        return results
     loaded = load_history(name)
     if args.to_edn:
-        _to_edn(args.to_edn, Path("stdin" if name == STDIN else name), many, loaded.ops)
+        # (a history read from EDN keeps its string map keys strings; a JSON one's become keywords)
+        out = _to_edn(args.to_edn, Path("stdin" if name == STDIN else name), many, loaded.ops,
+                      keyword_keys=loaded.format != "edn")
     model = args.model or infer_model(loaded.ops)
     workload = infer_workload(loaded.ops, model)
     names = checkers or list(default_checker_names(workload))
@@ -158,6 +194,8 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
         raise ModelMismatch(f"model {model}: {linearizable.cause}")
     results = results_of(judged, None)
     note_unread(results, loaded.ops, _note)
+    if args.to_edn:
+        _warn_if_edn_differs(out, loaded.ops, loaded.format, results, args)
     return results
 
 
@@ -167,6 +205,48 @@ def _note(text: str) -> None:
     sys.stderr.flush()
 
 
+def _warn_if_edn_differs(out: Path, ops: list[Any], history_format: str, results: dict[str, Any],
+                         args: argparse.Namespace) -> None:
+    """One line on standard error if floodmark would judge the EDN written to ``out``
+    differently from the history it came from (whose verdict is in ``results``).
+
+    The EDN is written as the history is, op for op, since that is what Jepsen's tools must
+    read; but floodmark reads an EDN register by Knossos's conventions, so a JSONL or text
+    history whose verdict rests on its own (a register that starts at nil, a nil read that is
+    a lost write) would silently change meaning. Only then is the history judged again as
+    EDN (the same ops, the EDN conventions), and a differing verdict named with its cause."""
+    from floodmark.checkers.linearizable import describe_conventions, format_conventions
+    from floodmark.checkers.registry import judge_history
+
+    judged = results.get("checkers", {}).get("linearizable")
+    stats = (judged or {}).get("stats") or {}
+    model = stats.get("model")
+    if model is None:
+        return
+    source = args.conventions or history_format
+    ours, theirs = format_conventions(source, model), format_conventions("edn", model)
+    if args.initial is not None:  # (the same --initial would be given to the EDN)
+        ours = {**ours, "initial": _initial(args.initial)}
+        theirs = {**theirs, "initial": ours["initial"]}
+    if ours == theirs:
+        return
+    options = {**_lin_options(args, "edn", model), "conventions": "edn", "independent": stats.get("independent")}
+    again = judge_history(ops, {}, None, checkers=["linearizable"], time_limit=args.time_limit, **options)
+    before, after = judged.get("valid"), again["linearizable"].valid if "linearizable" in again else "unknown"
+    if after == before:
+        return
+    kind = "kv key" if model == "kv" else "register"
+    print(f"floodmark check: warning: {out}: floodmark judges this EDN {_word(after)}, not {_word(before)}: "
+          f"its EDN {kind}s {describe_conventions(theirs)} (this {source} history's "
+          f"{describe_conventions(ours)}); check it with --conventions {source} for the same verdict",
+          file=sys.stderr)
+    sys.stderr.flush()
+
+
+def _word(valid: Any) -> str:
+    return _WORD.get(valid, "UNKNOWN") if isinstance(valid, bool) else "UNKNOWN"
+
+
 def _summary(results: dict[str, Any]) -> str:
     parts = []
     for name, result in results.get("checkers", {}).items():
@@ -174,9 +254,12 @@ def _summary(results: dict[str, Any]) -> str:
         word = _WORD.get(valid, "unknown") if isinstance(valid, bool) else "unknown"
         counts = result.get("anomaly_counts") or {}
         detail = ", ".join(f"{n} {t}" for t, n in counts.items())
-        error = (result.get("stats") or {}).get("error")
-        parts.append(f"{name} {word.lower()}" + (f" ({detail})" if detail else "") + (f" [error: {error}]" if error else "")
-                     + _malformed((result.get("stats") or {}).get("malformed_ops")))
+        stats = result.get("stats") or {}
+        error = stats.get("error")
+        # (the linearizable checker says how it read the history: model, keys, conventions)
+        how = stats.get("interpretation")
+        parts.append(f"{name} {word.lower()}" + (f" ({detail})" if detail else "") + (f" [{how}]" if how else "")
+                     + (f" [error: {error}]" if error else "") + _malformed(stats.get("malformed_ops")))
     return printable("; ".join(parts))
 
 
@@ -214,6 +297,8 @@ def run_check(args: argparse.Namespace) -> int:
         raise UsageError("--time-limit must be a positive number of seconds, at most 1000000")
     if args.initial is not None:
         _initial(args.initial)  # a bad --initial is a usage error before any path is read
+    if args.independent and args.model not in (None, "register", "cas-register"):
+        raise UsageError(f"--independent checks one register per key; --model {args.model} is no register model")
     paths = [Path(p) if p != STDIN else Path(STDIN) for p in args.paths]
     if sum(str(p) == STDIN for p in paths) > 1:
         raise UsageError("standard input ('-') can be checked only once")

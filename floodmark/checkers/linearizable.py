@@ -10,6 +10,11 @@ invalid ends every search (fail-fast; ``every_object`` searches on to name every
 object), and an overall deadline turns what is left into
 "unknown", never a guess.
 
+How a history is read (:class:`Interpretation`): the model (given, or inferred from the
+ops), whether its register ops are Jepsen ``independent`` ``[key value]`` ones (one register
+per key, :mod:`floodmark.checkers.independent`), and the register conventions of the format
+it came in (:func:`format_conventions`). The result's stats say which, in words.
+
 Outcomes follow Jepsen: ``ok`` happened, ``fail`` did not (except a failed compare-and-set
 where the model is told it is an observed compare failure), ``info`` or no completion may
 have happened at any point after the invocation, or never.
@@ -26,7 +31,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.models import _UNSET, INCONSISTENT, Log, Model, Mutex, make_model
+from floodmark.checkers.independent import looks_independent
+from floodmark.checkers.models import (
+    _UNSET,
+    INCONSISTENT,
+    Log,
+    Model,
+    MultiRegister,
+    Mutex,
+    make_model,
+)
+from floodmark.checkers.values import display, order_key, same, shown
 from floodmark.checkers.wgl import DEFAULT_CACHE_LIMIT, Call, SearchResult, search_either
 from floodmark.history import NEMESIS, Op
 from floodmark.results import Anomaly, CheckerResult, Validity, merge_validity
@@ -64,15 +79,21 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
 
     objects: dict[Hashable, list[Call]] = {}
     split, prepare = model.split, model.prepare
+    # (what a write returns only echoes it: the model never looks, so it is not even split)
+    uses_result = model.uses_result
+    keyed = model.keyed
     make_call = tuple.__new__  # Call(...) without its Python-level __new__: this loop is hot
     for invoked_at, invocation, completed_at, completion in completed:
         outcome = "info" if completion is None else completion.type
         try:
             key, invoked_value = split(invocation.value, invocation.extra)
             completed_value = None
-            if outcome == "ok":
+            if outcome == "ok" and (uses_result is None or invocation.f in uses_result):
                 value, extra = completion.value, completion.extra
-                if value == invocation.value and extra == invocation.extra:
+                if not keyed:  # (the whole value is the object's: nothing to split)
+                    completed_value = value
+                # (same too, not only ==: a read invoked with true and returning 1 echoes nothing)
+                elif value == invocation.value and extra == invocation.extra and same(value, invocation.value):
                     completed_value = invoked_value  # (an echoed write: no second split)
                 else:
                     try:
@@ -81,7 +102,7 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
                         completed_value = value
             call = prepare(invocation.f, invoked_value, completed_value, outcome)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise ModelMismatch(f"op {invocation.index} ({invocation.f} {_short(invocation.value)}): {e}") from None
+            raise ModelMismatch(f"op {invocation.index} ({invocation.f} {shown(invocation.value)}): {e}") from None
         if call is None:
             continue
         # (op, completion, call, invoked at, completed at: None when the outcome is unknown)
@@ -92,12 +113,13 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
             objects[key] = [made]
         else:
             calls.append(made)
+    for calls in objects.values() if model.may_be_unfit() else ():
+        problem = model.unfit([made.call for made in calls])
+        if problem is not None:
+            number, what = problem
+            op = ops[calls[number].invoked_at]
+            raise ModelMismatch(f"op {op.index} ({op.f} {shown(op.value)}): {what}")
     return [ObjectHistory(k, calls) for k, calls in objects.items()]
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def infer_model(ops: list[Op], workload: str | None = None) -> str:
@@ -117,56 +139,132 @@ def infer_model(ops: list[Op], workload: str | None = None) -> str:
     return "cas-register"
 
 
+REGISTER_MODELS = ("cas-register", "register", "multi-register")
+
+
 def format_conventions(history_format: str, model: str) -> dict[str, Any]:
     """The register conventions of the tools that write each format, so their histories get
     the verdicts those tools give.
 
-    - Knossos/Jepsen EDN: registers start at 0 in Knossos's own test data, a read of nil
-      tells nothing, a failed op never happened.
+    - Knossos/Jepsen EDN: registers start at 0 as in Knossos's own test data (Jepsen's own
+      tests start theirs at nil: ``--initial nil``), a read of nil tells nothing, a failed op
+      never happened. In kv (Porcupine's data, Jepsen's independent ops) a read of nil tells
+      nothing either; keys start at the empty string, as in Porcupine.
     - Jepsen 2014 text logs (etcd): the register starts absent (nil), ``:ok :read nil`` read
       the absent value, and a failed cas observed that the register did not hold the
       expected value.
-    - our JSONL: registers start at nil, failed ops never happened.
+    - our JSONL: every register (register, cas-register, multi-register) starts at nil, nil
+      is a value like any other, failed ops never happened: the models' own defaults.
     """
-    if model not in ("cas-register", "register", "multi-register"):
-        return {}
     if history_format == "edn":
-        return {"initial": 0, "nil_reads_unknown": True}
-    if history_format == "jepsen-text":
+        if model == "kv":
+            return {"nil_reads_unknown": True}
+        if model in REGISTER_MODELS:
+            return {"initial": 0, "nil_reads_unknown": True}
+        return {}
+    if history_format == "jepsen-text" and model in REGISTER_MODELS:
         return {"initial": None, "failed_cas_observed": True}
     return {}
+
+
+def describe_conventions(conventions: dict[str, Any]) -> str:
+    """Register conventions in words, e.g. 'start at 0 and a nil read tells nothing'."""
+    initial = conventions.get("initial")
+    parts = [f"start at {shown(initial)}"]
+    parts.append("a nil read tells nothing" if conventions.get("nil_reads_unknown") else "nil is a value")
+    if conventions.get("failed_cas_observed"):
+        parts.append("a failed cas observed a mismatch")
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def render_state(model: Model, state: Any) -> Any:
     """A model state as JSON for the report."""
     if isinstance(model, Log):
-        return {"length": model.length[state], "last": model.last[state]}
+        return {"length": model.length[state], "last": display(model.last[state])}
     if isinstance(model, Mutex):
         return "held" if state else "free"
-    if model.name == "multi-register":
-        return {str(k): v for k, v in state}
-    return state
+    if isinstance(model, MultiRegister):
+        registers = model.registers(state)
+        return {_key_text(k): display(registers[k]) for k in sorted(registers, key=order_key)}
+    return display(state)
+
+
+def _key_text(key: Any) -> str:
+    shown_key = display(key)
+    return shown_key if type(shown_key) is str else shown(key)
+
+
+@dataclass(frozen=True)
+class Interpretation:
+    """How a history is read: the model, whether its ops are independent [key value] ones,
+    and the model's options (the register conventions among them)."""
+
+    model: str
+    independent: bool
+    detected: bool  # independent because the history's shape said so (not asked)
+    options: dict[str, Any]
+
+    def describe(self) -> str:
+        """In words, for the verdict line: the model, and for registers their conventions."""
+        what = self.model
+        if self.independent:
+            what += f" per key of jepsen.independent [key value] ops{' (detected)' if self.detected else ''}"
+        if self.model in REGISTER_MODELS or self.model == "kv":
+            initial = self.options.get("initial", "" if self.model == "kv" else None)
+            start = {**self.options, "initial": initial}
+            what += f"; {'keys' if self.model == 'kv' else 'registers'} {describe_conventions(start)}"
+        return what
 
 
 @dataclass
 class LinearizableChecker:
-    """Wing–Gong–Lowe linearizability over a model, per object, with a deadline."""
+    """Wing–Gong–Lowe linearizability over a model, per object, with a deadline.
+
+    ``conventions``: the history format whose register conventions apply
+    (:func:`format_conventions`); ``initial``, ``failed_cas_observed`` and
+    ``nil_reads_unknown``, when given, override them. ``independent``: the ops are
+    ``jepsen.independent`` [key value] ones, one register per key; None: so if the history
+    unmistakably looks it (:func:`~floodmark.checkers.independent.looks_independent`).
+    """
 
     model: str | None = None
     initial: Any = _UNSET
-    failed_cas_observed: bool = False
-    nil_reads_unknown: bool = False
+    failed_cas_observed: bool | None = None
+    nil_reads_unknown: bool | None = None
+    independent: bool | None = None
+    conventions: str | None = None
     cache_limit: int = DEFAULT_CACHE_LIMIT
     every_object: bool = False  # search on past an invalid object, to name every one (no fail-fast)
     name: str = field(default="linearizable")
 
+    def interpret(self, run: CheckInput) -> Interpretation:
+        """The model and options this checker judges ``run``'s history with."""
+        model_name = self.model or infer_model(run.history, run.config.workload if run.config else None)
+        independent, detected = self.independent, False
+        if independent is None:
+            independent = detected = model_name in ("register", "cas-register") and looks_independent(run.history)
+        conventions = format_conventions(self.conventions, model_name) if self.conventions else {}
+        options: dict[str, Any] = {
+            "failed_cas_observed": _given(self.failed_cas_observed, conventions.get("failed_cas_observed", False)),
+            "nil_reads_unknown": _given(self.nil_reads_unknown, conventions.get("nil_reads_unknown", False)),
+        }
+        if self.initial is not _UNSET:
+            options["initial"] = self.initial
+        elif "initial" in conventions:
+            options["initial"] = conventions["initial"]
+        return Interpretation(model_name, independent, detected, options)
+
     def check(self, run: CheckInput) -> CheckerResult:
         started = time.monotonic()
         deadline = None if run.time_limit is None else started + run.time_limit
-        model_name = self.model or infer_model(run.history, run.config.workload if run.config else None)
-        options = {"failed_cas_observed": self.failed_cas_observed, "nil_reads_unknown": self.nil_reads_unknown}
-        build = lambda: make_model(model_name, self.initial, **options)  # noqa: E731
-        objects = prepare_history(run.history, build())
+        seen = self.interpret(run)
+        model_name = seen.model
+        build = lambda: make_model(model_name, independent=seen.independent, **seen.options)  # noqa: E731
+        try:
+            first = build()
+        except (ValueError, TypeError) as e:  # an initial value or option the model cannot take
+            raise ModelMismatch(f"the {model_name} model: {e}") from None
+        objects = prepare_history(run.history, first)
         objects.sort(key=lambda o: len(o.calls))
         verdicts: list[Validity] = []
         anomalies: list[Anomaly] = []
@@ -199,7 +297,7 @@ class LinearizableChecker:
                         break  # fail-fast: one object without a linearization decides the history
                     continue
                 if result.valid == "unknown":
-                    unknown.append(f"{_describe_key(obj.key)}: {result.reason}")
+                    unknown.append(f"{_describe_key(first, obj.key)}: {result.reason}")
                 checked += 1
             if failed:
                 for _, steps in still + active:
@@ -209,6 +307,8 @@ class LinearizableChecker:
         valid = merge_validity(verdicts)
         stats = {
             "model": model_name,
+            "independent": seen.independent,
+            "interpretation": seen.describe(),
             "objects": len(objects),
             "objects_checked": checked,
             "calls": sum(len(o.calls) for o in objects),
@@ -220,12 +320,16 @@ class LinearizableChecker:
         return CheckerResult(valid, anomalies, stats)
 
 
-def _describe_key(key: Hashable) -> str:
-    if key is None:
+def _given(value: bool | None, otherwise: bool) -> bool:
+    return otherwise if value is None else value
+
+
+def _describe_key(model: Model, key: Hashable) -> str:
+    if key is None and not model.keyed:
         return "the register"
-    if isinstance(key, tuple) and len(key) == 2:
+    if isinstance(model, Log) and isinstance(key, tuple):
         return f"partition {key[0]}/{key[1]}"
-    return f"key {key!r}"
+    return f"key {shown(key)}"
 
 
 def _anomaly(model: Model, obj: ObjectHistory, result: SearchResult, history: list[Op]) -> Anomaly:
@@ -250,7 +354,7 @@ def _anomaly(model: Model, obj: ObjectHistory, result: SearchResult, history: li
     first_stuck = stuck[0] if stuck else None
     depth = len(result.longest[0]) if result.longest else 0
     last_state = result.longest[0][-1][1] if result.longest and result.longest[0] else model.initial()
-    where = _describe_key(obj.key)
+    where = _describe_key(model, obj.key)
     if first_stuck is not None:
         explanation = (
             f"No linearization exists for {where}: the longest consistent order covers {depth} of "
@@ -272,7 +376,7 @@ def _anomaly(model: Model, obj: ObjectHistory, result: SearchResult, history: li
         partition=partition,
         ops=tuple(witness),
         details={
-            "key": None if obj.key is None or isinstance(model, Log) else repr(obj.key),
+            "key": None if (obj.key is None and not model.keyed) or isinstance(model, Log) else repr(display(obj.key)),
             "partial_linearizations": paths,
             "unlinearizable_ops": stuck,
             "stuck": [s["op"] for s in stuck],

@@ -6,11 +6,17 @@ literals (``#inst "..."``) and the discard form ``#_``. Commas are whitespace an
 starts a comment.
 
 This is a small reader of our own rather than a dependency, so that a malformed history
-is reported with its file, line and what is wrong. Keywords and symbols become
-:class:`Keyword` and :class:`Symbol`, subclasses of ``str`` that compare equal to the bare
-name (``Keyword("ok") == "ok"``), so converted histories read naturally in Python while the
-writer can still tell a keyword from a string. Vectors and lists become lists, maps dicts
-(unhashable keys are frozen to tuples), sets frozensets.
+is reported with its file, line and what is wrong. Keywords, symbols and characters become
+:class:`Keyword`, :class:`Symbol` and :class:`Char`, subclasses of ``str`` that compare equal
+to the bare name (``Keyword("ok") == "ok"``), so converted histories read naturally in Python
+while the writer, and :mod:`floodmark.checkers.values` (which compares values as EDN does),
+can still tell a keyword from a string. Vectors and lists become lists, maps dicts, sets
+frozensets; a map key or set member that is a collection is frozen (a vector to a tuple, a
+map to a :class:`FrozenMap`).
+
+Python's ``==`` merges values that EDN keeps apart (``1``, ``1.0`` and ``true``; ``:x`` and
+``"x"``), so one dict or frozenset cannot hold two such keys: a map or set that has them is
+refused with a message saying so, rather than misread as one with a key twice.
 
 A history is megabytes of the same few keywords around distinct numbers, so reading is
 built for that: the text is split into tokens a line at a time
@@ -47,6 +53,36 @@ class Symbol(str):
     __slots__ = ()
 
 
+class Char(str):
+    """An EDN character, e.g. ``\\a``: in EDN a character is not the one-letter string."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        """The character as EDN writes it: ``\\a``, ``\\newline``, ``\\u000B``."""
+        char = str.__str__(self)
+        if char in _CHAR_NAMES:
+            return "\\" + _CHAR_NAMES[char]
+        return "\\" + (f"u{ord(char):04X}" if len(char) == 1 and (char.isspace() or not char.isprintable()) else char)
+
+
+class FrozenMap(frozenset):  # type: ignore[type-arg]
+    """A map used as a map key or set member: its (key, value) pairs, hashable (a frozenset
+    of pairs in Python's eyes; :mod:`floodmark.checkers.values` tells it from a set)."""
+
+    __slots__ = ()
+
+
+class EdnSet(list):  # type: ignore[type-arg]
+    """A set in a history's values: its members as a list (so a history stays JSON-shaped),
+    remembered to be a set, which a vector is not."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "#{" + " ".join(map(repr, self)) + "}"
+
+
 @dataclass(frozen=True)
 class Tagged:
     """A tagged literal we do not interpret, e.g. ``#inst "2014-01-01"``."""
@@ -65,6 +101,7 @@ _RATIO = re.compile(r"[+-]?\d+/\d+$")
 _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
 _STRING_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "b": "\b", "f": "\f"}
 _CHARS = {"newline": "\n", "space": " ", "tab": "\t", "return": "\r"}
+_CHAR_NAMES = {v: k for k, v in _CHARS.items()}
 _CLOSERS = {"[": "]", "(": ")", "{": "}", "#{": "}"}
 _NOT_ATOMS = frozenset('[](){}#"\\')  # first characters of the tokens that are not atoms
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")  # a tag starts with one
@@ -199,12 +236,11 @@ class _Reader:
         except TypeError:  # a key that is a collection: frozen, so that it hashes
             result = {_hashable(items[i]): items[i + 1] for i in range(0, count, 2)}
         if len(result) * 2 != count:
-            seen: set[Any] = set()
-            for key in items[::2]:
-                if _hashable(key) in seen:
-                    raise self.error(f"map opened on line {opened} has the key {_short(key)} twice",
-                                     opened)
-                seen.add(_hashable(key))
+            seen: dict[Any, Any] = {}
+            for key in map(_hashable, items[::2]):
+                if key in seen:
+                    raise self.collision("map", "key", opened, seen[key], key)
+                seen[key] = key
         return result
 
     def members(self, items: list[Any], opened: int) -> frozenset[Any]:
@@ -213,18 +249,30 @@ class _Reader:
         except TypeError:  # a member that is a collection: frozen, so that it hashes
             members = frozenset(_hashable(x) for x in items)
         if len(members) != len(items):
-            raise self.error(f"set opened on line {opened} has a member twice", opened)
+            seen: dict[Any, Any] = {}
+            for member in map(_hashable, items):
+                if member in seen:
+                    raise self.collision("set", "member", opened, seen[member], member)
+                seen[member] = member
         return members
+
+    def collision(self, kind: str, what: str, line: int, first: Any, second: Any) -> EdnError:
+        """A map key or set member given twice, or two that only Python takes for one."""
+        if _same(first, second):
+            return self.error(f"{kind} opened on line {line} has the {what} {_shown(second)} twice", line)
+        return self.error(f"{kind} opened on line {line} has the {what}s {_shown(first)} and {_shown(second)}, "
+                          f"distinct in EDN but one to Python: floodmark cannot hold them apart in one {kind}",
+                          line)
 
     def char(self, name: str, line: int) -> str:
         if name in _CHARS:
-            return _CHARS[name]
+            return Char(_CHARS[name])
         if len(name) == 5 and name.startswith("u"):
             char = chr(int(name[1:], 16))
             if "\ud800" <= char <= "\udfff":
                 raise self.error(f"character \\u{ord(char):04X} is a lone surrogate, not Unicode text", line)
-            return char
-        return name
+            return Char(char)
+        return Char(name)
 
     def string(self, token: str, line: int) -> str:
         if len(token) == 1:
@@ -291,8 +339,9 @@ class _Reader:
         raise self.error(f"malformed number {text[:40]!r}", line)
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
+def _shown(value: Any) -> str:
+    """A value as EDN, cut short for a message."""
+    text = dumps(value, keyword_keys=False)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -302,10 +351,24 @@ def _hashable(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(_hashable(v) for v in value)
     if isinstance(value, dict):
-        return tuple(sorted(((repr(k), _hashable(v)) for k, v in value.items())))
+        return FrozenMap((k, _hashable(v)) for k, v in value.items())
     if isinstance(value, Tagged):
         return Tagged(value.tag, _hashable(value.value))
     return value
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two hashable forms that Python finds equal are the same EDN value (not 1 and
+    true, :x and "x", a set and a map of pairs)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, tuple):
+        return all(map(_same, a, b))
+    if isinstance(a, frozenset):  # (members Python finds equal, paired up)
+        return all(any(m == n and _same(m, n) for n in b) for m in a)
+    if isinstance(a, Tagged):
+        return a.tag == b.tag and _same(a.value, b.value)
+    return True
 
 
 def iter_forms(text: str, source: str = "<edn>") -> Iterator[tuple[Any, int]]:
@@ -324,11 +387,13 @@ def loads(text: str, source: str = "<edn>") -> Any:
 
 # ---------------------------------------------------------------------------------- writer
 
-def dumps(value: Any) -> str:
-    """Write a Python value as EDN. ``str`` keys of dicts become keywords (Jepsen's maps
-    are keyword-keyed); other strings stay strings unless they are :class:`Keyword`."""
+def dumps(value: Any, *, keyword_keys: bool = True) -> str:
+    """Write a Python value as EDN. With ``keyword_keys``, plain ``str`` keys of maps become
+    keywords (Jepsen's maps are keyword-keyed; a JSON history's object keys are strings);
+    without it a ``str`` stays a string wherever it is, and only a :class:`Keyword` is a
+    keyword (a history read from EDN, written back as it was)."""
     out: list[str] = []
-    _write(value, out)
+    _write(value, out, keyword_keys)
     return "".join(out)
 
 
@@ -348,7 +413,7 @@ def _string(s: str) -> str:
     return '"' + escaped + '"'
 
 
-def _write(value: Any, out: list[str]) -> None:
+def _write(value: Any, out: list[str], keyword_keys: bool) -> None:
     if value is None:
         out.append("nil")
     elif value is True:
@@ -359,35 +424,37 @@ def _write(value: Any, out: list[str]) -> None:
         out.append(keyword(str.__str__(value)))
     elif isinstance(value, Symbol):
         out.append(str.__str__(value))
+    elif isinstance(value, Char):
+        out.append(repr(value) if len(value) == 1 else _string(value))
     elif isinstance(value, str):
         out.append(_string(value))
     elif isinstance(value, int | float):
         out.append(repr(value))
-    elif isinstance(value, dict):
+    elif isinstance(value, dict | FrozenMap):  # (a FrozenMap is a frozenset: before sets)
         out.append("{")
-        for i, (k, v) in enumerate(value.items()):
+        for i, (k, v) in enumerate(value.items() if isinstance(value, dict) else value):
             if i:
                 out.append(", ")
-            if isinstance(k, str) and not isinstance(k, Keyword | Symbol):
+            if keyword_keys and type(k) is str:
                 out.append(keyword(k))
             else:
-                _write(k, out)
+                _write(k, out, keyword_keys)
             out.append(" ")
-            _write(v, out)
+            _write(v, out, keyword_keys)
+        out.append("}")
+    elif isinstance(value, set | frozenset | EdnSet):  # (an EdnSet is a list: before vectors)
+        out.append("#{")
+        out.append(" ".join(dumps(v, keyword_keys=keyword_keys) for v in sorted(value, key=repr)))
         out.append("}")
     elif isinstance(value, list | tuple):
         out.append("[")
         for i, v in enumerate(value):
             if i:
                 out.append(" ")
-            _write(v, out)
+            _write(v, out, keyword_keys)
         out.append("]")
-    elif isinstance(value, set | frozenset):
-        out.append("#{")
-        out.append(" ".join(dumps(v) for v in sorted(value, key=repr)))
-        out.append("}")
     elif isinstance(value, Tagged):
         out.append(f"#{value.tag} ")
-        _write(value.value, out)
+        _write(value.value, out, keyword_keys)
     else:
         raise TypeError(f"cannot write {type(value).__name__} as EDN")

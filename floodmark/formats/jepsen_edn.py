@@ -6,11 +6,14 @@ per line). An op map has ``:process``, ``:type`` (``:invoke``/``:ok``/``:fail``/
 ``:f`` and ``:value``, and optionally ``:time``, ``:index``, ``:error``, ``:node`` and
 anything else (Porcupine adds ``:key``).
 
-Reading converts EDN values to the JSON-shaped values our histories use (keywords become
-plain strings, sets sorted lists); ops are re-indexed densely in file order (the order
-Knossos checks them in), keeping a differing original ``:index`` as ``jepsen_index``.
-Writing does the reverse, so our own histories can be fed to Jepsen's tools: op fields
-and map keys become keywords, ``f`` and ``type`` keywords, and the nemesis process ``:nemesis``.
+Reading converts EDN values to the JSON-shaped values our histories use (:func:`plain`:
+vectors become lists, sets lists marked as sets, while keywords stay keywords, so that
+``:x`` is still not ``"x"`` when values are compared); ops are re-indexed densely in file
+order (the order Knossos checks them in), keeping a differing original ``:index`` as
+``jepsen_index``. Writing does the reverse, so our own histories can be fed to Jepsen's
+tools: op fields become keywords, ``f`` and ``type`` keywords, the nemesis process
+``:nemesis``, and the string keys of a JSON history's maps keywords (a history read from
+EDN is written back as it was).
 """
 
 from __future__ import annotations
@@ -28,35 +31,52 @@ _OP_FIELDS = ("index", "time", "type", "process", "f", "value", "node", "error")
 
 
 def plain(value: Any) -> Any:
-    """An EDN value as the JSON-shaped value our histories hold."""
-    if isinstance(value, edn.Keyword | edn.Symbol):
-        return str.__str__(value)
-    if isinstance(value, list | tuple):
+    """An EDN value as the JSON-shaped value our histories hold: vectors and lists become
+    lists, maps dicts, sets :class:`~floodmark.formats.edn.EdnSet` (a list that remembers it
+    was a set). Keywords, symbols and characters stay the ``str`` subclasses the reader made
+    (JSON writes them as strings), and a tagged literal keeps its tag, so the checkers can
+    still compare values as EDN does (:mod:`floodmark.checkers.values`): ``:x`` is not
+    ``"x"`` and ``#{1 2}`` is not ``[1 2]``."""
+    kind = type(value)
+    if kind is int or kind is str or value is None or kind in _SCALARS:
+        return value
+    if kind is list or kind is tuple:
         return [plain(v) for v in value]
-    if isinstance(value, dict):
-        return {(plain(k) if isinstance(k, str) else k): plain(v) for k, v in value.items()}
-    if isinstance(value, frozenset):
-        return sorted((plain(v) for v in value), key=repr)
-    if isinstance(value, edn.Tagged):
-        return plain(value.value)
+    if kind is dict:
+        # (keys are the reader's hashable forms, kept: a dict key cannot be a list)
+        return {k: plain(v) for k, v in value.items()}
+    if kind is edn.FrozenMap:
+        return {k: plain(v) for k, v in value}
+    if kind is frozenset:
+        return edn.EdnSet(sorted((plain(v) for v in value), key=repr))
+    if kind is edn.Tagged:
+        return edn.Tagged(value.tag, plain(value.value))
     return value
+
+
+_SCALARS = frozenset((bool, float, edn.Keyword, edn.Symbol, edn.Char))
+
+
+def _name(value: Any) -> Any:
+    """An op field's keyword (``:ok``, ``:nemesis``) as the plain string our ops hold."""
+    return str.__str__(value) if isinstance(value, str) else value
 
 
 def op_from_edn(form: Any, position: int, source: str, line: int) -> Op:
     """One EDN op map as an Op; ``position`` becomes its index."""
     if not isinstance(form, dict):
         raise HistoryError(source, line, f"expected an op map, got {type(form).__name__}")
-    fields = {plain(k) if isinstance(k, str) else k: v for k, v in form.items()}
+    fields = {_name(k): v for k, v in form.items()}
     for name in ("process", "type", "f"):
         if name not in fields:
             raise HistoryError(source, line, f"op map has no :{name}")
-    op_type = plain(fields["type"])
+    op_type = _name(fields["type"])
     if not isinstance(op_type, str) or op_type not in OP_TYPES:
         raise HistoryError(source, line, f":type must be :invoke/:ok/:fail/:info, got {_short(fields['type'])}")
     process = fields["process"]
     if isinstance(process, bool) or not isinstance(process, int | str):
         raise HistoryError(source, line, f":process must be an integer or a keyword, got {_short(process)}")
-    process = plain(process)
+    process = _name(process)
     time = fields.get("time")
     if time is None:
         time = position  # no clock recorded: file order is the only order
@@ -77,7 +97,7 @@ def op_from_edn(form: Any, position: int, source: str, line: int) -> Op:
         process=process,
         f=str.__str__(f),
         value=plain(fields.get("value")),
-        node=None if node is None else str(plain(node)),
+        node=None if node is None else str(_name(node)),
         error=plain(fields.get("error")),
         extra=extra,
     )
@@ -126,8 +146,9 @@ def read_edn_history(path: str | os.PathLike[str]) -> list[Op]:
     return parse_edn_history(decode_utf8(read_source(source), source), source)
 
 
-def op_to_edn(op: Op) -> str:
-    """One op as a Jepsen op map on one line."""
+def op_to_edn(op: Op, *, keyword_keys: bool = True) -> str:
+    """One op as a Jepsen op map on one line; ``keyword_keys``: the plain string keys of its
+    values' maps become keywords (for a JSON history, whose object keys are strings)."""
     fields: dict[Any, Any] = {
         edn.Keyword("index"): op.index,
         edn.Keyword("time"): op.time,
@@ -142,13 +163,14 @@ def op_to_edn(op: Op) -> str:
         fields[edn.Keyword("error")] = op.error
     for key, value in op.extra.items():
         fields[edn.Keyword(key)] = value
-    return edn.dumps(fields)
+    return edn.dumps(fields, keyword_keys=keyword_keys)
 
 
-def write_edn_history(path: str | os.PathLike[str], ops: Iterable[Op]) -> None:
-    """Write a history as a Jepsen ``history.edn``: one op map per line."""
+def write_edn_history(path: str | os.PathLike[str], ops: Iterable[Op], *, keyword_keys: bool = True) -> None:
+    """Write a history as a Jepsen ``history.edn``: one op map per line (``keyword_keys``:
+    as for :func:`op_to_edn`; False for a history read from EDN)."""
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         for op in ops:
-            f.write(op_to_edn(op) + "\n")
+            f.write(op_to_edn(op, keyword_keys=keyword_keys) + "\n")
     os.replace(tmp, path)
