@@ -211,3 +211,14 @@ def test_a_history_without_client_ops_tested_nothing() -> None:
     h = History()
     h.power_loss()
     assert check(h).valid == "unknown"
+
+
+def test_a_partition_that_is_not_a_topic_and_a_number_is_malformed_not_a_crash() -> None:
+    h = sent(2)
+    h.call(0, "send", {"topic": "t0", "partition": "0", "value": "s"}, {"topic": "t0", "partition": "0",
+                                                                       "value": "s", "offset": 2})
+    h.call(3, "poll", [{"topic": "t0", "partition": True, "offset": 0}],
+           [{"topic": "t0", "partition": True, "offset": 0, "records": [], "high_watermark": 0}])
+    h.poll(4, 0, 0, [(0, "v0"), (1, "v1")], f="drain")
+    result = check(h)
+    assert result.valid == "unknown" and len(result.stats["malformed_ops"]) == 2

@@ -235,6 +235,9 @@ def build_index(history: list[Op]) -> QueueIndex:
                 if type(offset) is not int:
                     malformed.append((op.index, f"acknowledged send has offset {offset!r}, not an integer"))
                     continue
+                if type(key[0]) is not str or type(key[1]) is not int:
+                    malformed.append((invocation.index, f"send names partition {_shown(key)}, not a topic and a number"))
+                    continue
                 part = partitions.get(key)
                 if part is None:
                     part = index.partition(key)
@@ -248,6 +251,8 @@ def build_index(history: list[Op]) -> QueueIndex:
                 try:
                     for batch in op.value:
                         key = (batch["topic"], batch["partition"])
+                        if type(key[0]) is not str or type(key[1]) is not int:
+                            raise TypeError(f"a batch names partition {_shown(key)}, not a topic and a number")
                         read = Read(completion, "poll", key, batch.get("records") or [], batch.get("high_watermark"),
                                     batch.get("offset"))
                         part = partitions.get(key)
@@ -266,7 +271,15 @@ def build_index(history: list[Op]) -> QueueIndex:
 
 
 def _partition_of(value: Any) -> Partition:
-    return (value["topic"], value["partition"])
+    key = (value["topic"], value["partition"])
+    if type(key[0]) is not str or type(key[1]) is not int:
+        raise TypeError(f"names partition {_shown(key)}, not a topic and a number")
+    return key
+
+
+def _shown(key: tuple[Any, Any]) -> str:
+    text = repr(list(key))
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
