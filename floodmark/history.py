@@ -144,13 +144,14 @@ def _short(value: Any) -> str:
 class ProcessPairing:
     """Every completion must close its process's open invocation (Jepsen's rule).
 
-    A completion with no invocation, or a second invocation while one is open, means the
+    A completion with no invocation, a second invocation while one is open, or a completion
+    of another function than the one invoked (``:invoke :read`` then ``:ok :re``) means the
     history is damaged or not a history at all: judging it would ignore ops silently. The
     nemesis is exempt (it may record what it did without an invocation)."""
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.open: dict[Process, int] = {}
+        self.open: dict[Process, tuple[int, str]] = {}  # process -> (line, f) of its open invocation
 
     def see(self, op: Op, line: int) -> None:
         process = op.process
@@ -159,11 +160,16 @@ class ProcessPairing:
         if op.type == "invoke":
             if process in self.open:
                 raise HistoryError(self.source, line, f"process {process!r} invokes again while its "
-                                   f"op on line {self.open[process]} has not completed")
-            self.open[process] = line
-        elif self.open.pop(process, None) is None:
+                                   f"op on line {self.open[process][0]} has not completed")
+            self.open[process] = (line, op.f)
+            return
+        invoked = self.open.pop(process, None)
+        if invoked is None:
             raise HistoryError(self.source, line, f"a {op.type} completion of process {process!r} "
                                "with no invocation open")
+        if invoked[1] != op.f:
+            raise HistoryError(self.source, line, f"a {op.type} completion of {op.f!r} closes process "
+                               f"{process!r}'s invocation of {invoked[1]!r} on line {invoked[0]}")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,13 @@ import yaml
 
 from floodmark.checkers.synthetic import inject, queue_run
 from floodmark.history import Op, write_history
-from floodmark.node_events import KnownKind, LeaderElected, NodeEvent, NodeEventWriter
+from floodmark.node_events import (
+    BecameFollower,
+    KnownKind,
+    LeaderElected,
+    NodeEvent,
+    NodeEventWriter,
+)
 
 
 class History:
@@ -70,6 +76,11 @@ def elected(partition: int, leader: int, epoch: int, *, zk_version: int = 1, unc
     return LeaderElected(topic=topic, partition=partition, leader=leader, leader_epoch=epoch, isr=(leader,),
                          controller_epoch=1, zk_version=zk_version, unclean=unclean,
                          recovery=unclean if recovery is None else recovery)
+
+
+def follows(partition: int, leader: int = 2, epoch: int = 1, topic: str = "t0") -> BecameFollower:
+    """The node became a follower of ``partition``: it holds a replica of it."""
+    return BecameFollower(topic=topic, partition=partition, leader_epoch=epoch, leader=leader, log_end=0)
 
 
 def make_run_dir(tmp_path: Path, anomaly: str | None = None) -> Path:

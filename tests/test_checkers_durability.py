@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checkers_fixtures import History, elected, events
+from checkers_fixtures import History, elected, events, follows
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.durability import DurabilityChecker
@@ -80,21 +80,24 @@ def test_a_recovery_after_every_replica_lost_power_permits_losses_in_its_partiti
     h.power_loss()
     h.poll(5, 0, 0, [(0, "a")], f="drain")  # b lost in t0/0
     h.poll(6, 1, 0, [], f="drain")  # c lost in t0/1
-    recovered = {"n1": events("n1", elected(0, leader=1, epoch=2, unclean=True, recovery=True))}
+    recovered = {"n1": events("n1", follows(0), elected(0, leader=1, epoch=2, unclean=True, recovery=True))}
     by_partition = {a.partition: a for a in check(h, ACKS_ALL, recovered).anomalies}
     assert "lost unsynced writes" in by_partition[0].details["permitted_by"]
     assert "permitted_by" not in by_partition[1].details  # no recovery there: a violation
 
 
 def test_a_recovery_permits_nothing_where_no_power_loss_took_writes() -> None:
-    h = base()
-    h.poll(5, 0, 0, [(0, "a")], f="drain")
-    recovered = {"n1": events("n1", elected(0, leader=1, epoch=2, unclean=True, recovery=True))}
-    assert "permitted_by" not in check(h, ACKS_ALL, recovered).anomalies[0].details  # SIGKILL loses nothing
-    h.power_loss(lost_bytes=0)
-    assert "permitted_by" not in check(h, ACKS_ALL, recovered).anomalies[0].details
-    h.power_loss(lost_bytes=10)
-    assert "permitted_by" in check(h, ACKS_ALL, recovered).anomalies[0].details
+    recovered = {"n1": events("n1", follows(0), elected(0, leader=1, epoch=2, unclean=True, recovery=True))}
+
+    def judged(*lost_bytes: int):  # type: ignore[no-untyped-def]
+        h = base()
+        for lost in lost_bytes:
+            h.power_loss(lost_bytes=lost)
+        h.poll(5, 0, 0, [(0, "a")], f="drain")
+        return check(h, ACKS_ALL, recovered).anomalies[0].details
+    assert "permitted_by" not in judged()  # SIGKILL loses nothing
+    assert "permitted_by" not in judged(0)
+    assert "permitted_by" in judged(0, 10)
 
 
 def test_an_unclean_election_the_configuration_forbids_permits_nothing() -> None:

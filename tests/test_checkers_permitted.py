@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from checkers_fixtures import History, elected, events
+from checkers_fixtures import History, elected, events, follows
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.durability import DurabilityChecker
@@ -43,14 +43,14 @@ def test_the_configuration_states_the_permission_not_the_variant_name() -> None:
 
 
 def test_a_recovery_after_a_power_loss_permits_its_partition_only() -> None:
-    recovered = {"n1": events("n1", elected(0, leader=2, epoch=3, unclean=True, recovery=True))}
+    recovered = {"n1": events("n1", follows(0), elected(0, leader=2, epoch=3, unclean=True, recovery=True))}
     history = History()
     assert loss_permissions(TestConfig(), history.ops, recovered).partitions == {}  # no power loss took writes
     history.power_loss()
     permissions = loss_permissions(TestConfig(), history.ops, recovered)
     assert permissions.reason("t0", 0, committed=True) == (
         "every in-sync replica of t0/0 lost unsynced writes: recovered by electing the furthest in epoch 3 "
-        "(event n1#0)")
+        "(event n1#1)")
     assert permissions.reason("t0", 1, committed=True) is None
     forbidden = {"n1": events("n1", elected(0, leader=2, epoch=3, unclean=True, recovery=False))}
     assert loss_permissions(TestConfig(), history.ops, forbidden).partitions == {}
@@ -93,7 +93,7 @@ def test_the_permission_is_worked_out_once_per_check_input() -> None:
 
     history = History()
     history.power_loss()
-    run = CheckInput(history.ops, Counting(n1=events("n1", elected(0, leader=2, epoch=3, unclean=True))), TestConfig())
+    run = CheckInput(history.ops, Counting(n1=events("n1", follows(0), elected(0, leader=2, epoch=3, unclean=True))), TestConfig())
     assert run.loss_permissions is run.loss_permissions
     assert "epoch 3" in run.loss_details("t0", 0, committed=True)["permitted_by"]
     assert len(found) == 1
@@ -108,3 +108,18 @@ def test_checkers_reports_and_pipeline_do_not_import_the_implementation() -> Non
                          else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
                 for name in names:
                     assert not name.startswith(("floodmark.reference", "floodmark.harness")), (path, name)
+
+
+def test_a_power_loss_permits_only_what_it_could_have_taken() -> None:
+    recovered = {"n1": events("n1", follows(0), elected(0, leader=1, epoch=3, unclean=True, recovery=True)),
+                 "n5": events("n5", follows(1))}
+    elsewhere = History()
+    elsewhere.power_loss("n5")  # a node holding no replica of t0/0
+    assert loss_permissions(TestConfig(), elsewhere.ops, recovered).partitions == {}
+    after = History()
+    after.call(9, "drain", [{"topic": "t0", "partition": 0, "offset": 0}], [])
+    after.power_loss("n1")  # after the drain began: it took nothing the drain read
+    assert loss_permissions(TestConfig(), after.ops, recovered).partitions == {}
+    before = History()
+    before.power_loss("n1")
+    assert set(loss_permissions(TestConfig(), before.ops, recovered).partitions) == {("t0", 0)}

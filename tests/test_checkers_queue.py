@@ -222,3 +222,17 @@ def test_a_partition_that_is_not_a_topic_and_a_number_is_malformed_not_a_crash()
     h.poll(4, 0, 0, [(0, "v0"), (1, "v1")], f="drain")
     result = check(h)
     assert result.valid == "unknown" and len(result.stats["malformed_ops"]) == 2
+
+
+def test_a_value_sent_again_after_a_permitted_loss_is_permitted_as_the_loss_is() -> None:
+    h = History()
+    h.send(0, 0, "a0", 0)
+    h.send(0, 0, "a2", 2)  # acknowledged at 2 by a leader that lost it (acks=1 permits it) ...
+    h.poll(9, 0, 0, [(0, "a0"), (1, "a2")], f="drain")  # ... and written again at 1
+    [duplicate] = [a for a in check(h, TestConfig(acks=1)).anomalies if a.type == "duplicate"]
+    assert duplicate.details["permitted_by"].startswith("acks=1")
+    twice_read = History()
+    twice_read.send(0, 0, "a0", 0)
+    twice_read.poll(1, 0, 0, [(0, "a0"), (1, "a0")], f="drain")  # consumers saw it twice: committed twice
+    [read] = [a for a in check(twice_read, TestConfig(acks=1)).anomalies if a.type == "duplicate"]
+    assert "permitted_by" not in read.details

@@ -78,3 +78,13 @@ def test_pair_ops_matches_completions_per_process():
         Op(4, 4, "invoke", 2, "poll"),
     ]
     assert pair_ops(ops) == {0: 3, 1: 2}
+
+
+def test_a_completion_of_another_function_than_the_one_invoked_is_refused(tmp_path) -> None:
+    from floodmark.history import HistoryError, read_history
+
+    path = tmp_path / "history.jsonl"
+    path.write_text('{"index": 0, "time": 0, "type": "invoke", "process": 0, "f": "read", "value": null}\n'
+                    '{"index": 1, "time": 1, "type": "ok", "process": 0, "f": "re", "value": 1}\n')
+    with pytest.raises(HistoryError, match="history.jsonl:2: a ok completion of 're' closes process 0's invocation of 'read' on line 1"):
+        read_history(path, check_pairs=True)

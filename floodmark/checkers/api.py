@@ -38,6 +38,14 @@ class CheckInput:
 
         return loss_permissions(self.config, self.history, self.events)
 
+    @cached_property
+    def coverage_problem(self) -> str | None:
+        """Why the node events do not speak for every broker of the run, or None (worked out
+        once: the white-box checkers all ask, and it scans every event)."""
+        from floodmark.checkers.event_coverage import uncovered
+
+        return uncovered(self)
+
     def loss_details(self, topic: str, partition: int, *, committed: bool) -> dict[str, Any]:
         """What a loss anomaly in this partition carries: ``permitted_by`` when the run
         permits it. ``committed``: what was lost was read by a consumer (see

@@ -31,7 +31,7 @@ import bisect
 import itertools
 
 from floodmark.checkers.permitted import LossPermissions
-from floodmark.checkers.replica_logs import Appends
+from floodmark.checkers.replica_logs import MAX_GAP, Appends, ImplausibleOffset
 from floodmark.node_events import PartitionKey
 from floodmark.results import Anomaly
 
@@ -41,9 +41,10 @@ class Committed:
     from the first offset committed (offsets come from events: a log that starts high costs
     nothing below it)."""
 
-    __slots__ = ("base", "values", "epochs", "_reach", "_late")
+    __slots__ = ("base", "values", "epochs", "_reach", "_late", "_padded")
 
     def __init__(self) -> None:
+        self._padded = 0  # offsets never committed between ones that were, so far
         self.base = 0
         self.values: list[str | None] = []  # None: never committed (or not known)
         self.epochs: list[int] = []
@@ -57,6 +58,7 @@ class Committed:
             self.base = start
         elif start < self.base:  # below the first offset seen: grow downwards (rare)
             pad = self.base - start
+            self._pad(pad)
             self.values[:0] = [None] * pad
             self.epochs[:0] = [0] * pad
             self.base = start
@@ -69,10 +71,16 @@ class Committed:
         if overlap < len(values):  # beyond what is known: appended as a whole
             gap = i + overlap - len(mine)
             if gap > 0:
+                self._pad(gap)
                 mine.extend(itertools.repeat(None, gap))
                 epochs.extend(itertools.repeat(0, gap))
             mine.extend(values[overlap:])
             epochs.extend(itertools.repeat(epoch, len(values) - overlap))
+
+    def _pad(self, count: int) -> None:
+        self._padded += count
+        if self._padded > MAX_GAP:
+            raise ImplausibleOffset(f"commits leave gaps of {self._padded} offsets in all")
 
     def _keep_first(self, i: int, values: list[str | None], count: int, epoch: int) -> None:
         mine, epochs = self.values, self.epochs

@@ -6,31 +6,96 @@ trimmed by hand) says nothing, and a check that finds nothing wrong in what it r
 judged what it did not read: its verdict is unknown, never valid. Violations found in the
 events that are there still make the run invalid.
 
-The run's configuration says how many brokers it had, and every broker writes a ``started``
-event when its process starts, so a broker that ran has a file with at least that line. A run
-that states no configuration cannot say how many brokers it had: its events are judged as
-they are, but no events at all judge nothing.
+Files are not brokers. Each broker names its id in its ``started`` event, so coverage is
+counted in brokers: the events must hold as many distinct brokers as the configuration
+states, no two files may claim to be the same broker, and every broker the events
+themselves name (in an ISR, as a leader, as the controller) must have a file that says it
+is that broker. A stray file therefore cannot stand in for a missing one. Files written
+before brokers named themselves are counted as one broker each, as well as that can be done.
+A run that states no configuration cannot say how many brokers it had: its events are
+judged as they are, but no events at all judge nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
+from floodmark.node_events import (
+    BecameFollower,
+    BecameLeader,
+    ControllerElected,
+    IsrChanged,
+    IsrWritten,
+    LeaderElected,
+    NodeEvent,
+    Started,
+)
 from floodmark.results import Anomaly, Validity
 
 
+def stated_brokers(events: Mapping[str, list[NodeEvent]]) -> dict[str, int | None]:
+    """Each file's broker, as its ``started`` events state it (None: they do not)."""
+    stated: dict[str, int | None] = {}
+    for node, node_events in events.items():
+        if node_events:
+            stated[node] = next((e.body.broker for e in reversed(node_events)
+                                 if type(e.body) is Started and e.body.broker is not None), None)
+    return stated
+
+
+def claimed_twice(stated: Mapping[str, int | None]) -> dict[int, list[str]]:
+    """Broker ids that more than one file claims, with the files."""
+    files: dict[int, list[str]] = {}
+    for node, broker in sorted(stated.items()):
+        if broker is not None:
+            files.setdefault(broker, []).append(node)
+    return {broker: nodes for broker, nodes in files.items() if len(nodes) > 1}
+
+
 def uncovered(run: CheckInput) -> str | None:
-    """Why the run's node events do not cover its brokers, or None if they do."""
-    speaking = sorted(node for node, events in run.events.items() if events)
-    if run.config is None:
-        return None if speaking else "no node events to judge"
-    expected = run.config.nodes
-    if len(speaking) >= expected:
-        return None
-    heard = ", ".join(speaking) if speaking else "none"
-    return (f"node events of {len(speaking)} of the {expected} brokers the configuration states "
-            f"(events from: {heard})")
+    """Why the run's node events do not cover its brokers, or None if they do (worked out
+    once per run: see ``CheckInput.coverage_problem``)."""
+    stated = stated_brokers(run.events)
+    if not stated:
+        return "no node events to judge"
+    twice = claimed_twice(stated)
+    if twice:
+        broker, nodes = next(iter(sorted(twice.items())))
+        return f"the events of {' and '.join(nodes)} {'both' if len(nodes) == 2 else 'all'} say they are broker {broker}"
+    known = {broker for broker in stated.values() if broker is not None}
+    if run.config is not None and len(stated) < run.config.nodes:
+        return (f"node events of {len(stated)} of the {run.config.nodes} brokers the configuration states "
+                f"(events from: {', '.join(sorted(stated))})")
+    if None in stated.values():
+        return None  # older files name no broker: named brokers cannot be matched to them
+    unheard = sorted(_named_brokers(run.events) - known)
+    if unheard:
+        return f"broker{'s' if len(unheard) > 1 else ''} {', '.join(map(str, unheard))} named in the events, " \
+               f"but no events file says it is {'them' if len(unheard) > 1 else 'it'}"
+    return None
+
+
+def _named_brokers(events: Mapping[str, list[NodeEvent]]) -> set[int]:
+    """Every broker id the events name: in ISRs, as leaders, as controllers."""
+    named: set[int] = set()
+    for node_events in events.values():
+        for event in node_events:
+            body = event.body
+            if type(body) is BecameLeader or type(body) is IsrChanged:
+                named.update(body.isr)
+            elif type(body) is BecameFollower:
+                named.add(body.leader)
+            elif type(body) is LeaderElected:
+                named.update(body.isr)
+                named.add(body.leader)
+            elif type(body) is ControllerElected:
+                named.add(body.broker)
+            elif type(body) is IsrWritten:
+                named.update(body.isr)
+                named.update((body.leader, body.requester))
+    return {broker for broker in named if broker >= 0}  # (-1: no leader)
 
 
 def verdict(anomalies: list[Anomaly], run: CheckInput, stats: dict[str, Any]) -> Validity:
@@ -38,7 +103,7 @@ def verdict(anomalies: list[Anomaly], run: CheckInput, stats: dict[str, Any]) ->
     events do not cover every broker of the run."""
     if anomalies:
         return False
-    missing = uncovered(run)
+    missing = run.coverage_problem
     if missing is None:
         return True
     stats["unjudged_because"] = missing

@@ -58,7 +58,7 @@ from floodmark.checkers.epoch_invariants import (
     isr_writes_for_another_epoch,
     stale_controller_writes,
 )
-from floodmark.checkers.event_coverage import uncovered
+from floodmark.checkers.event_coverage import claimed_twice, stated_brokers
 from floodmark.checkers.permitted import LossPermissions
 from floodmark.checkers.replica_logs import Appends, Held, ImplausibleOffset, first_pass, record_of
 from floodmark.node_event_kinds import ACKS_ALL
@@ -103,7 +103,7 @@ class InvariantsChecker:
         if unjudged:
             stats["isr_members_unjudged"] = sorted(unjudged)
             reasons.append(f"ISR members {sorted(unjudged)} are no broker whose events the run holds")
-        missing = uncovered(run)
+        missing = run.coverage_problem
         if missing is not None:
             reasons.append(missing)
         if run.config.acks_all and stats["acks_judged"] == 0 and _acknowledged_sends(run):
@@ -123,7 +123,10 @@ def _judge(run: CheckInput, stats: dict[str, Any]) -> tuple[list[Anomaly], set[i
     firsts = {node: first_pass(node, events, commits) for node, events in sorted(run.events.items())}
     commits.seal()
     held = {node: first.held for node, first in firsts.items()}
-    node_of = {first.broker: node for node, first in firsts.items() if first.broker is not None}
+    # A broker two files claim is nobody's: its ISR memberships cannot be judged.
+    ambiguous = claimed_twice(stated_brokers(run.events))
+    node_of = {first.broker: node for node, first in firsts.items()
+               if first.broker is not None and first.broker not in ambiguous}
     unjudged: set[int] = set()
     anomalies: list[Anomaly] = []
     for node in sorted(run.events):

@@ -18,7 +18,8 @@ the implementation, and only as far as the permission reaches:
   kept. The controller says so when it elects the furthest of them (KIP-966's balanced
   recovery: an unclean election made because every in-sync replica recovered from an
   unclean shutdown), and the history's fault ops say that a power loss took unsynced
-  writes; both must be there, and the permission covers that partition only. A recovery
+  writes from a replica of that partition before the final drain; both must be there, and
+  the permission covers that partition only. A recovery
   after crashes that lost nothing (SIGKILL leaves the page cache) permits nothing.
 
 A run that states no configuration, such as a foreign Jepsen history, promised nothing
@@ -33,7 +34,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from floodmark.history import NEMESIS, Op
-from floodmark.node_events import LeaderElected, NodeEvent, PartitionKey
+from floodmark.node_events import (
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    LeaderElected,
+    NodeEvent,
+    PartitionKey,
+)
 from floodmark.run_config import TestConfig
 
 NO_CONFIGURATION = "no configuration (the run states no acks, so no durability promise can be assumed)"
@@ -90,40 +98,58 @@ def loss_permissions(config: TestConfig | None, history: list[Op],
 
 def power_loss_recoveries(history: list[Op], events: Mapping[str, list[NodeEvent]]) -> dict[PartitionKey, str]:
     """The partitions a controller recovered by electing the furthest of replicas that had
-    all recovered from an unclean shutdown, in a run whose faults took unsynced writes; each
-    with the reason (the first such election of the partition, in node order)."""
-    if not _power_loss_took_writes(history):
+    all recovered from an unclean shutdown, where a power loss before the final drain took
+    unsynced writes from a replica of that partition; each with the reason (the first such
+    election of the partition, in node order)."""
+    powered_off = _power_losses_before_drain(history)
+    if not powered_off:
         return {}
     found: dict[PartitionKey, str] = {}
+    held: dict[str, set[PartitionKey]] = {}  # node -> the partitions it holds a replica of
     for node in sorted(events):
+        mine = held.setdefault(node, set())
         for event in events[node]:
             body = event.body
+            if type(body) is Appended or type(body) is BecameFollower or type(body) is BecameLeader:
+                mine.add((body.topic, body.partition))
             # An older event file does not say whether an unclean election was a recovery:
             # only a recovery elects uncleanly where the configuration forbids it.
-            if isinstance(body, LeaderElected) and body.unclean and body.recovery is not False:
+            elif type(body) is LeaderElected and body.unclean and body.recovery is not False:
                 found.setdefault((body.topic, body.partition), (
                     f"every in-sync replica of {body.topic}/{body.partition} lost unsynced writes: recovered "
                     f"by electing the furthest in epoch {body.leader_epoch} (event {event.node}#{event.seq})"))
-    return found
+    return {key: reason for key, reason in found.items()
+            if any(key in held.get(node, ()) for node in powered_off)}
 
 
-def _power_loss_took_writes(history: list[Op]) -> bool:
-    """Whether a fault op of the history records a crash that lost unsynced writes (data, or
-    file-system changes such as a new segment), alone or as part of a group of faults."""
-    return any(op.process == NEMESIS and op.type == "ok" and _took_writes(op.value, 0) for op in history)
+def _power_losses_before_drain(history: list[Op]) -> set[str]:
+    """The nodes whose power loss, recorded by a fault op before the final drain began, took
+    unsynced writes (data, or file-system changes such as a new segment), alone or as part
+    of a group of faults."""
+    nodes: set[str] = set()
+    for op in history:
+        if op.f == "drain" and op.type == "invoke":
+            break  # what the drain reads was lost before it, if at all
+        if op.process == NEMESIS and op.type == "ok":
+            _collect_power_losses(op.value, nodes, 0)
+    return nodes
 
 
-def _took_writes(value: object, depth: int) -> bool:
+def _collect_power_losses(value: object, nodes: set[str], depth: int) -> None:
     if depth > 8:  # evidence is a few levels deep at most; a hostile history is not walked for ever
-        return False
+        return
     if isinstance(value, dict):
-        if value.get("mode") == "power-loss" and (_positive(value.get("lost_unsynced_bytes"))
-                                                   or _positive(value.get("lost_metadata_changes"))):
-            return True
-        return any(_took_writes(v, depth + 1) for v in value.values() if isinstance(v, (dict, list)))
-    if isinstance(value, list):
-        return any(_took_writes(v, depth + 1) for v in value if isinstance(v, (dict, list)))
-    return False
+        node = value.get("node")
+        if (value.get("mode") == "power-loss" and isinstance(node, str)
+                and (_positive(value.get("lost_unsynced_bytes")) or _positive(value.get("lost_metadata_changes")))):
+            nodes.add(node)
+        for v in value.values():
+            if isinstance(v, dict | list):
+                _collect_power_losses(v, nodes, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            if isinstance(v, dict | list):
+                _collect_power_losses(v, nodes, depth + 1)
 
 
 def _positive(value: object) -> bool:

@@ -69,7 +69,7 @@ class QueueChecker:
             for outcome, count in Counter(map(_OUTCOME, part.sends)).items():
                 stats["sends"][outcome] = stats["sends"].get(outcome, 0) + count
             anomalies.extend(inconsistent_offsets(part, run))
-            duplicates = _duplicates(part)
+            duplicates = _duplicates(part, run)
             if duplicate_reason:
                 stats["duplicates_allowed"] += len(duplicates)
             else:
@@ -111,25 +111,38 @@ def _version_order(part: PartitionIndex) -> VersionOrder:
     return dict(zip(ordered, range(len(ordered)))), ordered
 
 
-def _duplicates(part: PartitionIndex) -> list[Anomaly]:
+def _duplicates(part: PartitionIndex, run: CheckInput) -> list[Anomaly]:
+    """Values at more than one offset. One whose extra offsets only an acknowledgement vouched
+    for (a consumer read it at one offset at most) is what a permitted loss leaves when its
+    record is sent again: it carries the loss's permission, as a loss would."""
     observed = part.observations()
     topic, partition = part.partition
-    anomalies = []
+    found: list[tuple[Any, list[int], tuple[int, ...]]] = []  # (value, offsets, witnesses)
     for value, op in observed.duplicate_witness.items():
-        offsets = sorted(observed.more_offsets[value])
-        anomalies.append(Anomaly(
-            "duplicate", f"Value {value!r} appears at {len(offsets)} offsets of {topic}/{partition}: {offsets}.",
-            topic, partition, tuple(offsets), (op,), details={"value": value, "count": len(offsets)}))
-    if not observed.more_offsets:
-        return anomalies
+        found.append((value, sorted(observed.more_offsets[value]), (op,)))
     for value in observed.offset_of:  # acknowledged at several offsets, read at none (in observation order)
-        found = observed.more_offsets.get(value)
-        if found is not None and value not in observed.duplicate_witness:
-            anomalies.append(Anomaly(
-                "duplicate", f"Value {value!r} appears at {len(found)} offsets of {topic}/{partition}: "
-                f"{sorted(found)}.", topic, partition, tuple(sorted(found)),
-                details={"value": value, "count": len(found)}))
-    return anomalies
+        offsets = observed.more_offsets.get(value)
+        if offsets is not None and value not in observed.duplicate_witness:
+            found.append((value, sorted(offsets), ()))
+    if not found:
+        return []
+    read_at = _read_offsets(part, {value for value, _, _ in found})
+    return [Anomaly(
+        "duplicate", f"Value {value!r} appears at {len(offsets)} offsets of {topic}/{partition}: {offsets}.",
+        topic, partition, tuple(offsets), witnesses,
+        details={"value": value, "count": len(offsets),
+                 **run.loss_details(topic, partition, committed=len(read_at.get(value, ())) > 1)})
+        for value, offsets, witnesses in found]
+
+
+def _read_offsets(part: PartitionIndex, values: set[Any]) -> dict[Any, set[int]]:
+    """value -> the offsets reads returned it at, for ``values`` only."""
+    read_at: dict[Any, set[int]] = {}
+    for read in part.reads:
+        for offset, value in read.records:
+            if value in values:
+                read_at.setdefault(value, set()).add(offset)
+    return read_at
 
 
 def _lost_and_unseen(part: PartitionIndex, drained: bool, details: dict[str, Any],

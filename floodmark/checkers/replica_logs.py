@@ -8,8 +8,8 @@ over or cut away is remembered, because "did this replica ever hold this value h
 StrongIsr asks of a member whose log has changed since.
 
 Offsets come from the events, and a hostile or damaged file may name any offset: a log is
-kept from its first offset (a log that starts at 3·10⁸ costs nothing below it), and an
-append that would leave a gap of more than :data:`MAX_GAP` offsets is refused
+kept from its first offset (a log that starts at 3·10⁸ costs nothing below it), and appends
+that would leave gaps of more than :data:`MAX_GAP` offsets in all are refused
 (:class:`ImplausibleOffset`) rather than padded; the checker then says it could not judge.
 
 ISRs and leaders name brokers by id, event files by node name. A broker says its id in its
@@ -35,7 +35,7 @@ from floodmark.node_events import (
     Truncated,
 )
 
-MAX_GAP = 10_000_000  # offsets an append may skip past the log's end
+MAX_GAP = 10_000_000  # offsets a log's appends may skip, in all
 
 
 class ImplausibleOffset(ValueError):
@@ -47,12 +47,13 @@ class Appends:
     of ``log[0]``; ``None`` marks a gap no event filled), and every value it ever held at an
     offset since written over or cut away."""
 
-    __slots__ = ("base", "log", "earlier")
+    __slots__ = ("base", "log", "earlier", "padded")
 
     def __init__(self) -> None:
         self.base = 0
         self.log: list[str | None] = []
         self.earlier: dict[int, set[str]] = {}
+        self.padded = 0  # offsets of gaps no event filled, so far
 
     @property
     def end(self) -> int:
@@ -73,14 +74,12 @@ class Appends:
             log.extend(values)
             return False
         if offset > end:
-            if offset - end > MAX_GAP:
-                raise ImplausibleOffset(f"an append at offset {offset} leaves a gap of {offset - end} offsets")
+            self._pad(offset - end, offset)
             log.extend([None] * (offset - end))
             log.extend(values)
             return False
         if offset < self.base:
-            if self.base - offset > MAX_GAP:
-                raise ImplausibleOffset(f"an append at offset {offset}, {self.base - offset} below the log's start")
+            self._pad(self.base - offset, offset)
             log[:0] = [None] * (self.base - offset)
             self.base = offset
         base = self.base
@@ -91,6 +90,11 @@ class Appends:
             else:
                 log.append(value)
         return True
+
+    def _pad(self, count: int, offset: int) -> None:
+        self.padded += count
+        if self.padded > MAX_GAP:
+            raise ImplausibleOffset(f"an append at offset {offset} leaves gaps of {self.padded} offsets in all")
 
     def truncate(self, offset: int) -> None:
         cut = max(0, offset - self.base)
