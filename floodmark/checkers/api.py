@@ -44,7 +44,7 @@ class CheckInput:
         once: the white-box checkers all ask, and it scans every event)."""
         from floodmark.checkers.event_coverage import uncovered
 
-        return uncovered(self)
+        return uncovered(self.events, self.config)
 
     def loss_details(self, topic: str, partition: int, *, committed: bool) -> dict[str, Any]:
         """What a loss anomaly in this partition carries: ``permitted_by`` when the run

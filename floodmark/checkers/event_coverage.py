@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from floodmark.checkers.api import CheckInput
 from floodmark.node_events import (
     BecameFollower,
     BecameLeader,
@@ -33,6 +32,7 @@ from floodmark.node_events import (
     Started,
 )
 from floodmark.results import Anomaly, Validity
+from floodmark.run_config import TestConfig
 
 
 def stated_brokers(events: Mapping[str, list[NodeEvent]]) -> dict[str, int | None]:
@@ -54,10 +54,10 @@ def claimed_twice(stated: Mapping[str, int | None]) -> dict[int, list[str]]:
     return {broker: nodes for broker, nodes in files.items() if len(nodes) > 1}
 
 
-def uncovered(run: CheckInput) -> str | None:
-    """Why the run's node events do not cover its brokers, or None if they do (worked out
-    once per run: see ``CheckInput.coverage_problem``)."""
-    stated = stated_brokers(run.events)
+def uncovered(events: Mapping[str, list[NodeEvent]], config: TestConfig | None) -> str | None:
+    """Why a run's node events do not cover its brokers, or None if they do (worked out once
+    per run: see ``CheckInput.coverage_problem``)."""
+    stated = stated_brokers(events)
     if not stated:
         return "no node events to judge"
     twice = claimed_twice(stated)
@@ -65,12 +65,12 @@ def uncovered(run: CheckInput) -> str | None:
         broker, nodes = next(iter(sorted(twice.items())))
         return f"the events of {' and '.join(nodes)} {'both' if len(nodes) == 2 else 'all'} say they are broker {broker}"
     known = {broker for broker in stated.values() if broker is not None}
-    if run.config is not None and len(stated) < run.config.nodes:
-        return (f"node events of {len(stated)} of the {run.config.nodes} brokers the configuration states "
+    if config is not None and len(stated) < config.nodes:
+        return (f"node events of {len(stated)} of the {config.nodes} brokers the configuration states "
                 f"(events from: {', '.join(sorted(stated))})")
     if None in stated.values():
         return None  # older files name no broker: named brokers cannot be matched to them
-    unheard = sorted(_named_brokers(run.events) - known)
+    unheard = sorted(_named_brokers(events) - known)
     if unheard:
         return f"broker{'s' if len(unheard) > 1 else ''} {', '.join(map(str, unheard))} named in the events, " \
                f"but no events file says it is {'them' if len(unheard) > 1 else 'it'}"
@@ -98,12 +98,11 @@ def _named_brokers(events: Mapping[str, list[NodeEvent]]) -> set[int]:
     return {broker for broker in named if broker >= 0}  # (-1: no leader)
 
 
-def verdict(anomalies: list[Anomaly], run: CheckInput, stats: dict[str, Any]) -> Validity:
+def verdict(anomalies: list[Anomaly], missing: str | None, stats: dict[str, Any]) -> Validity:
     """Invalid if anything is wrong; else valid, or unknown (why, in ``stats``) when the
-    events do not cover every broker of the run."""
+    events do not cover every broker of the run (``missing`` says how)."""
     if anomalies:
         return False
-    missing = run.coverage_problem
     if missing is None:
         return True
     stats["unjudged_because"] = missing

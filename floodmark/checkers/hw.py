@@ -79,7 +79,7 @@ class HighWatermarkChecker:
         stats["anomalies"] = anomaly_counts(anomalies)
         stats["permitted"] = sum("permitted_by" in a.details for a in anomalies)
         stats["violations"] = len(anomalies) - stats["permitted"]
-        return CheckerResult(verdict(anomalies, run, stats), anomalies, stats)
+        return CheckerResult(verdict(anomalies, run.coverage_problem, stats), anomalies, stats)
 
 
 class _Scan:

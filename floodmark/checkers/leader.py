@@ -95,7 +95,7 @@ class LeaderChecker:
             counts[a.type] = counts.get(a.type, 0) + 1
         stats: dict[str, object] = {"leader_epochs": len(acting), "controller_epochs": len(controllers),
                                     "anomalies": dict(sorted(counts.items()))}
-        return CheckerResult(verdict(anomalies, run, stats), anomalies, stats)
+        return CheckerResult(verdict(anomalies, run.coverage_problem, stats), anomalies, stats)
 
 
 def _scan_node(node: str, events: list[NodeEvent], acting: _Acting, elected: _Elected,
