@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"))
 
 from floodmark.reference.controller import brokers as controller_brokers  # noqa: E402
 from floodmark.reference.controller.channel import ControllerChannel  # noqa: E402

@@ -4,7 +4,7 @@ Two inputs, generated once under --data and reused by later invocations:
   * a corpus of --runs runs (default 1,000) of about 2 x --run-ops history entries each
     (floodmark.checkers.synthetic.queue_run), spread over three variants and three nemeses;
   * one history of --single-history-ops entries (default 10^7), streamed to disk by
-    tests.pipeline_fixtures.write_large_queue_run (8 partitions, 16 client processes).
+    pipeline_fixtures.write_large_queue_run (8 partitions, 16 client processes).
 
 For each input the anchor is the in-process way: read the run directory and run the checkers
 (what `floodmark check` does; the single history gets the checkers that by-partition checking
@@ -38,9 +38,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "fixtures"))
 
 from calibration import machine_speed  # noqa: E402
+from pipeline_fixtures import write_large_queue_run, write_synthetic_run  # noqa: E402
 
 from floodmark.checkers import synthetic  # noqa: E402
 from floodmark.checkers.registry import check_history  # noqa: E402
@@ -49,7 +50,6 @@ from floodmark.node_events import read_events_dir  # noqa: E402
 from floodmark.pipeline.records import find_runs  # noqa: E402
 from floodmark.run_config import read_test_config  # noqa: E402
 from floodmark.rundir import RunDir  # noqa: E402
-from tests.pipeline_fixtures import write_large_queue_run, write_synthetic_run  # noqa: E402
 
 VARIANTS = ("default", "truncate-to-hw", "unclean-election")
 NEMESES = ("partition", "kill", "pause")

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test support
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"))  # the test support
 from zookeeper_server import ZooKeeperServer, free_port, missing_requirements  # noqa: E402
 
 from floodmark.reference.client.admin import Admin

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # this checkout's floodmark, not an installed one
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "fixtures")]  # this checkout's floodmark, not an installed one
 
 from report_fixtures import make_run  # noqa: E402
 

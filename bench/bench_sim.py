@@ -46,7 +46,7 @@ from typing import Any
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from broker_fixtures import SimCluster  # noqa: E402

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test support
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"))  # the test support
 from zookeeper_server import free_port  # noqa: E402
 
 from floodmark.reference.protocol import messages as m

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-
-from tests.storage_fixtures import STORAGE_KINDS, StorageRoot, make_storage_root
+from storage_fixtures import STORAGE_KINDS, StorageRoot, make_storage_root
 
 if TYPE_CHECKING:
     from floodmark.reference.sim import SimWorld
@@ -51,5 +50,5 @@ def world(request: pytest.FixtureRequest) -> Iterator[SimWorld]:
 
 @pytest.fixture(params=STORAGE_KINDS)
 def storage_root(request: pytest.FixtureRequest, tmp_path: Path) -> StorageRoot:
-    """An empty directory on each storage kind in turn (see ``tests.storage_fixtures``)."""
+    """An empty directory on each storage kind in turn (see ``storage_fixtures``)."""
     return make_storage_root(request.param, tmp_path)

@@ -19,7 +19,7 @@ Splitting ops by partition is Spark SQL (``from_json`` on the value), not Python
 of 10^7 ops is cut up in the JVM; Python sees each group once, in its pandas UDF.
 
 The verdicts are exactly the in-process checkers' verdicts on the same histories; the
-differential test in tests/test_pipeline_check.py holds the two to that.
+differential test in tests/pipeline/test_pipeline_check.py holds the two to that.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ for report_fixtures
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))  # for report_fixtures
 
 from report_fixtures import make_run  # noqa: E402
 

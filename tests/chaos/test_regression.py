@@ -19,13 +19,13 @@ import os
 from pathlib import Path
 
 import pytest
+from runner_fixtures import needs_docker, needs_local_cluster
 
 from floodmark.harness.config import NEMESIS_KINDS, TestConfig
 from floodmark.harness.schedule import Fault, Schedule
 from floodmark.node_event_kinds import BecameFollower, BecameLeader, Fenced
 from floodmark.node_events import NodeEvent, read_events_dir
 from floodmark.run.runner import Runner
-from tests.runner_fixtures import needs_docker, needs_local_cluster
 
 CLUSTER = os.environ.get("FLOODMARK_CHAOS_CLUSTER", "docker")
 needs_cluster = needs_local_cluster() if CLUSTER == "local" else needs_docker()

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 
 from cluster_fixtures import BACKENDS, require_docker, require_local, view_of  # noqa: E402
 

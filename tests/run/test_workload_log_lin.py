@@ -1,0 +1,74 @@
+"""Tests for the log-lin workload: append/read shapes and read results against a known log."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+from workload_fixtures import FakeLogs
+
+from floodmark.harness.config import TestConfig
+from floodmark.workloads.clients import FetchOutcome, SendOutcome
+from floodmark.workloads.log_lin import LogLinWorker
+
+CONFIG = TestConfig(workload="log-lin", topics=1, partitions=2, concurrency=2, nemesis=())
+
+
+def run_ops(worker: LogLinWorker, count: int):
+    """Run ops one by one; each read is returned with the log's length when it ran."""
+    done = []
+    for _ in range(count):
+        op = worker.next_op()
+        length = len(worker.clients.logs.get((op.value["topic"], op.value["partition"]), []))
+        done.append((op, asyncio.run(worker.invoke(op)), length))
+    return done
+
+
+def test_shapes_and_read_results_match_the_log() -> None:
+    logs = FakeLogs()
+    worker = LogLinWorker(CONFIG, logs, 0, random.Random(4))
+    results = run_ops(worker, 300)
+    appends = [(op, c) for op, c, _ in results if op.f == "append"]
+    reads = [(op, c, length) for op, c, length in results if op.f == "read"]
+    assert appends and reads
+    for op, c in appends:
+        assert set(op.value) == {"topic", "partition", "value"}
+        assert c.type == "ok" and c.value == {**op.value, "offset": c.value["offset"]}
+        assert logs.logs[(op.value["topic"], op.value["partition"])][c.value["offset"]] == op.value["value"]
+    nulls = 0
+    for op, c, length in reads:
+        assert set(op.value) == {"topic", "partition", "offset"}
+        assert c.type == "ok" and set(c.value) == {"topic", "partition", "offset", "value"}
+        log = logs.logs.get((op.value["topic"], op.value["partition"]), [])
+        if c.value["value"] is None:
+            nulls += 1
+            assert op.value["offset"] >= length
+        else:
+            assert log[op.value["offset"]] == c.value["value"]
+    assert 0 < nulls < len(reads)  # reads probe around the end of the log
+
+
+def test_uncommitted_records_read_as_null() -> None:
+    logs = FakeLogs(logs={("t0", 0): ["a", "b"], ("t0", 1): []}, hidden_tail=1)
+    worker = LogLinWorker(CONFIG, logs, 0, random.Random(0))
+    from floodmark.harness.generator import Invocation
+
+    done = asyncio.run(worker.invoke(Invocation("read", {"topic": "t0", "partition": 0, "offset": 1})))
+    assert done.type == "ok" and done.value["value"] is None
+    done = asyncio.run(worker.invoke(Invocation("read", {"topic": "t0", "partition": 0, "offset": 0})))
+    assert done.value["value"] == "a"
+
+
+def test_errors() -> None:
+    logs = FakeLogs(send_errors=[SendOutcome("info", error="REQUEST_TIMED_OUT")],
+                    fetch_errors=[FetchOutcome(error="NOT_LEADER_OR_FOLLOWER")])
+    worker = LogLinWorker(CONFIG, logs, 0, random.Random(0))
+    from floodmark.harness.generator import Invocation
+
+    sent = asyncio.run(worker.invoke(Invocation("append", {"topic": "t0", "partition": 0, "value": "x"})))
+    assert sent.type == "info" and sent.value == {"topic": "t0", "partition": 0, "value": "x"}
+    read = asyncio.run(worker.invoke(Invocation("read", {"topic": "t0", "partition": 0, "offset": 0})))
+    assert read.type == "fail" and read.error == "NOT_LEADER_OR_FOLLOWER"
+    assert worker.timeout_type("append") == "info" and worker.timeout_type("read") == "fail"
+    asyncio.run(worker.reopen())
+    assert logs.closed == 1 and worker.session is None
