@@ -3,7 +3,7 @@
     python bench/bench_edn.py [--ops 100000] [--repeat 3]
 
 A correct CAS-register history of ``--ops`` entries (invocations plus completions, 10
-processes: :mod:`floodmark.checkers.synthetic_lin`) is written as Jepsen writes
+processes: :mod:`floodmark.checkers.linearizability.synthetic`) is written as Jepsen writes
 ``history.edn`` (one op map per line, :func:`floodmark.formats.jepsen_edn.write_edn_history`)
 and as Knossos's test data holds it (one vector of op maps), about 77 bytes per op. For
 each shape, printed:
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from calibration import machine_speed
 
-from floodmark.checkers.synthetic_lin import register_run
+from floodmark.checkers.linearizability.synthetic import register_run
 from floodmark.formats import edn
 from floodmark.formats.detect import load_history
 from floodmark.formats.jepsen_edn import write_edn_history

@@ -32,8 +32,12 @@ from typing import Any
 from calibration import machine_speed
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.linearizable import LinearizableChecker, format_conventions, infer_model
-from floodmark.checkers.synthetic_lin import (
+from floodmark.checkers.linearizability.checker import (
+    LinearizableChecker,
+    format_conventions,
+    infer_model,
+)
+from floodmark.checkers.linearizability.synthetic import (
     corrupt_read,
     illegal_gets,
     kv_run,

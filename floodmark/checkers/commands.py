@@ -12,7 +12,7 @@ unreadable input (reported as ``file:line: problem``, or a history that does not
 model, naming the op).
 
 Register histories are judged by the conventions of the tool that wrote their format
-(:func:`~floodmark.checkers.linearizable.format_conventions`); the verdict line says which
+(:func:`~floodmark.checkers.linearizability.checker.format_conventions`); the verdict line says which
 model, conventions and interpretation were used. ``--to-edn`` writes a history as it is,
 op for op, for Jepsen's tools; when floodmark would judge that EDN differently from the
 history it came from (EDN registers start at 0 and a nil read tells nothing), it says so in
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 # starts in the time of a bare interpreter plus the history readers and the checker.
 
 _WORD = {True: "VALID", False: "INVALID"}
-# floodmark.checkers.models.MODEL_NAMES and floodmark.formats.detect.FORMATS, named here so
+# floodmark.checkers.linearizability.models.MODEL_NAMES and floodmark.formats.detect.FORMATS, named here so
 # that --help does not import the models and the readers (the tests hold them equal)
 MODEL_NAMES = ("cas-register", "register", "kv", "multi-register", "mutex", "log")
 FORMATS = ("jsonl", "edn", "jepsen-text")
@@ -152,7 +152,7 @@ def _to_edn(out: str, path: Path, many: bool, ops: list[Op], *, keyword_keys: bo
 
 
 def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None, many: bool) -> dict[str, Any]:
-    from floodmark.checkers.linearizable import ModelMismatch, infer_model
+    from floodmark.checkers.linearizability.checker import ModelMismatch, infer_model
     from floodmark.checkers.registry import (
         check_run,
         default_checker_names,
@@ -215,7 +215,7 @@ def _warn_if_edn_differs(out: Path, ops: list[Any], history_format: str, results
     history whose verdict rests on its own (a register that starts at nil, a nil read that is
     a lost write) would silently change meaning. Only then is the history judged again as
     EDN (the same ops, the EDN conventions), and a differing verdict named with its cause."""
-    from floodmark.checkers.linearizable import describe_conventions, format_conventions
+    from floodmark.checkers.linearizability.checker import describe_conventions, format_conventions
     from floodmark.checkers.registry import judge_history
 
     judged = results.get("checkers", {}).get("linearizable")
@@ -273,7 +273,7 @@ def _malformed(ops: Any) -> str:
 
 def _unusable(path: Path, error: BaseException) -> str:
     """One line naming the unusable input and what is wrong with it."""
-    from floodmark.checkers.linearizable import ModelMismatch
+    from floodmark.checkers.linearizability.checker import ModelMismatch
 
     if isinstance(error, SourceError | UsageError):
         return printable(str(error))  # names the file (and line) itself

@@ -66,7 +66,7 @@ def make_checker(name: str, **linearizable_options: Any) -> Checker:
 
         return QueueChecker()
     if name == "linearizable":
-        from floodmark.checkers.linearizable import LinearizableChecker
+        from floodmark.checkers.linearizability.checker import LinearizableChecker
 
         return LinearizableChecker(**linearizable_options)
     if name == "stats":
@@ -230,7 +230,7 @@ def check_run(
         time_limit = config.check_time_limit
     judged = "judged by the checkers asked for"
     if config is None and checkers is None:  # judged as a history file is: by what its ops are
-        from floodmark.checkers.linearizable import infer_model
+        from floodmark.checkers.linearizability.checker import infer_model
 
         inferred = infer_workload(ops, linearizable_options.get("model") or infer_model(ops))
         checkers = list(default_checker_names(inferred))

@@ -9,7 +9,7 @@ This is a small reader of our own rather than a dependency, so that a malformed 
 is reported with its file, line and what is wrong. Keywords, symbols and characters become
 :class:`Keyword`, :class:`Symbol` and :class:`Char`, subclasses of ``str`` that compare equal
 to the bare name (``Keyword("ok") == "ok"``), so converted histories read naturally in Python
-while the writer, and :mod:`floodmark.checkers.values` (which compares values as EDN does),
+while the writer, and :mod:`floodmark.checkers.linearizability.values` (which compares values as EDN does),
 can still tell a keyword from a string. Vectors and lists become lists, maps dicts, sets
 frozensets; a map key or set member that is a collection is frozen (a vector to a tuple, a
 map to a :class:`FrozenMap`).
@@ -68,7 +68,7 @@ class Char(str):
 
 class FrozenMap(frozenset):  # type: ignore[type-arg]
     """A map used as a map key or set member: its (key, value) pairs, hashable (a frozenset
-    of pairs in Python's eyes; :mod:`floodmark.checkers.values` tells it from a set)."""
+    of pairs in Python's eyes; :mod:`floodmark.checkers.linearizability.values` tells it from a set)."""
 
     __slots__ = ()
 

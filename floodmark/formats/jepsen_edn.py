@@ -35,7 +35,7 @@ def plain(value: Any) -> Any:
     lists, maps dicts, sets :class:`~floodmark.formats.edn.EdnSet` (a list that remembers it
     was a set). Keywords, symbols and characters stay the ``str`` subclasses the reader made
     (JSON writes them as strings), and a tagged literal keeps its tag, so the checkers can
-    still compare values as EDN does (:mod:`floodmark.checkers.values`): ``:x`` is not
+    still compare values as EDN does (:mod:`floodmark.checkers.linearizability.values`): ``:x`` is not
     ``"x"`` and ``#{1 2}`` is not ``[1 2]``."""
     kind = type(value)
     if kind is int or kind is str or value is None or kind in _SCALARS:

@@ -37,7 +37,7 @@ def test_run_directory_gets_results(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_unknown_on_time_limit(tmp_path: Path) -> None:
-    from floodmark.checkers.synthetic_lin import register_run
+    from floodmark.checkers.linearizability.synthetic import register_run
     from floodmark.history import write_history
 
     run = register_run(3, ops=3000, processes=60)
@@ -231,7 +231,7 @@ def test_to_edn_keeps_an_edn_historys_values_as_they_were(tmp_path: Path) -> Non
 
 def test_the_names_help_offers_are_the_models_and_formats() -> None:
     from floodmark.checkers import commands
-    from floodmark.checkers.models import MODEL_NAMES
+    from floodmark.checkers.linearizability.models import MODEL_NAMES
     from floodmark.formats.detect import FORMATS
 
     assert commands.MODEL_NAMES == MODEL_NAMES and commands.FORMATS == FORMATS

@@ -6,16 +6,16 @@ import pytest
 from checkers_fixtures import History
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.independent import looks_independent
-from floodmark.checkers.linearizable import (
+from floodmark.checkers.linearizability.checker import (
     LinearizableChecker,
     ModelMismatch,
     format_conventions,
     infer_model,
     prepare_history,
 )
-from floodmark.checkers.models import make_model
-from floodmark.checkers.synthetic_lin import illegal_gets, kv_run, log_lin_run
+from floodmark.checkers.linearizability.independent import looks_independent
+from floodmark.checkers.linearizability.models import make_model
+from floodmark.checkers.linearizability.synthetic import illegal_gets, kv_run, log_lin_run
 from floodmark.formats.edn import EdnSet, Keyword
 from floodmark.run_config import TestConfig
 
@@ -237,7 +237,7 @@ def test_calls_that_do_not_fit_together_name_the_op() -> None:
 def test_a_history_with_only_fault_ops_is_vacuously_linearizable_and_says_so() -> None:
     # As Knossos judges it (knossos/cas-register/good/mongodb-v0-ack-rollback-.edn is such a history).
     from floodmark.checkers.api import CheckInput
-    from floodmark.checkers.linearizable import LinearizableChecker
+    from floodmark.checkers.linearizability.checker import LinearizableChecker
     from floodmark.history import Op
 
     faults = [Op(0, 0, "invoke", "nemesis", "start", None), Op(1, 1, "info", "nemesis", "start", None)]

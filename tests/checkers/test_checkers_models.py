@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from floodmark.checkers.models import INCONSISTENT, Log, MultiRegister, make_model
+from floodmark.checkers.linearizability.models import INCONSISTENT, Log, MultiRegister, make_model
 from floodmark.formats.edn import EdnSet, Keyword
 
 

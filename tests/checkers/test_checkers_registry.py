@@ -10,7 +10,7 @@ import yaml
 from checkers_fixtures import History, make_run_dir
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.linearizable import ModelMismatch
+from floodmark.checkers.linearizability.checker import ModelMismatch
 from floodmark.checkers.permitted import NO_CONFIGURATION
 from floodmark.checkers.registry import (
     CHECKER_NAMES,

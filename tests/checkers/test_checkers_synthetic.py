@@ -2,7 +2,7 @@
 
 Histories come from :mod:`floodmark.checkers.synthetic` (a correct replicated log under
 random concurrency, leader changes, unknown and failed sends) and
-:mod:`floodmark.checkers.synthetic_lin` (correct objects under concurrent clients), with
+:mod:`floodmark.checkers.linearizability.synthetic` (correct objects under concurrent clients), with
 Hypothesis drawing the seed and the shape.
 """
 
@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.linearizable import LinearizableChecker
+from floodmark.checkers.linearizability.checker import LinearizableChecker
+from floodmark.checkers.linearizability.synthetic import corrupt_read, log_lin_run, register_run
 from floodmark.checkers.registry import check_history
 from floodmark.checkers.synthetic import (
     ANOMALY_CHECKER,
@@ -21,7 +22,6 @@ from floodmark.checkers.synthetic import (
     inject,
     queue_run,
 )
-from floodmark.checkers.synthetic_lin import corrupt_read, log_lin_run, register_run
 
 LOG_CHECKERS = ["durability", "queue", "hw", "leader"]
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

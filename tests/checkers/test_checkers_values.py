@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from floodmark.checkers.values import canonical, display, order_key, same, shown
+from floodmark.checkers.linearizability.values import canonical, display, order_key, same, shown
 from floodmark.formats import edn
 from floodmark.formats.jepsen_edn import plain
 

@@ -8,8 +8,14 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from floodmark.checkers.models import INCONSISTENT, CasRegister, KeyValue, Model, Mutex
-from floodmark.checkers.wgl import Call, SearchResult, search, search_either
+from floodmark.checkers.linearizability.models import (
+    INCONSISTENT,
+    CasRegister,
+    KeyValue,
+    Model,
+    Mutex,
+)
+from floodmark.checkers.linearizability.wgl import Call, SearchResult, search, search_either
 
 
 def brute_force(model: Model, calls: list[Call]) -> bool:

@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.linearizable import LinearizableChecker, format_conventions, infer_model
+from floodmark.checkers.linearizability.checker import (
+    LinearizableChecker,
+    format_conventions,
+    infer_model,
+)
 from floodmark.formats.detect import load_history
 
 _REPO = Path(__file__).resolve().parents[2]

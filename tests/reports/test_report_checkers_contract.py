@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from floodmark.checkers import registry as checkers
+from floodmark.checkers import synthetic
+from floodmark.checkers.linearizability import synthetic as synthetic_lin
 from floodmark.history import write_history
 from floodmark.node_events import NodeEventWriter
 from floodmark.reports.report import write_report
-
-checkers = pytest.importorskip("floodmark.checkers.registry", reason="the checkers package is not available")
-synthetic_lin = pytest.importorskip("floodmark.checkers.synthetic_lin", reason="synthetic lin histories not available")
-synthetic = pytest.importorskip("floodmark.checkers.synthetic", reason="synthetic queue runs not available")
 
 
 def _write_run(root: Path, run: object, workload: str) -> Path:

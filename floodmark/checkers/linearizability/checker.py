@@ -4,7 +4,7 @@ The history is first cut into calls (an invocation with its completion), prepare
 model and grouped by the independent object they touch: a key, or a log partition. An
 object's operations commute with every other object's, so each object has a linearization
 on its own if and only if the whole history has one (Herlihy and Wing's locality,
-"P-compositionality" in Lowe's terms). Objects are searched with :func:`floodmark.checkers.wgl.search_either`, all of them interleaved a
+"P-compositionality" in Lowe's terms). Objects are searched with :func:`floodmark.checkers.linearizability.wgl.search_either`, all of them interleaved a
 slice at a time (as Porcupine searches partitions in parallel); the first object found
 invalid ends every search (fail-fast; ``every_object`` searches on to name every invalid
 object), and an overall deadline turns what is left into
@@ -12,7 +12,7 @@ object), and an overall deadline turns what is left into
 
 How a history is read (:class:`Interpretation`): the model (given, or inferred from the
 ops), whether its register ops are Jepsen ``independent`` ``[key value]`` ones (one register
-per key, :mod:`floodmark.checkers.independent`), and the register conventions of the format
+per key, :mod:`floodmark.checkers.linearizability.independent`), and the register conventions of the format
 it came in (:func:`format_conventions`). The result's stats say which, in words.
 
 Outcomes follow Jepsen: ``ok`` happened, ``fail`` did not (except a failed compare-and-set
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.independent import looks_independent
-from floodmark.checkers.models import (
+from floodmark.checkers.linearizability.independent import looks_independent
+from floodmark.checkers.linearizability.models import (
     _UNSET,
     INCONSISTENT,
     Log,
@@ -41,8 +41,13 @@ from floodmark.checkers.models import (
     Mutex,
     make_model,
 )
-from floodmark.checkers.values import display, order_key, same, shown
-from floodmark.checkers.wgl import DEFAULT_CACHE_LIMIT, Call, SearchResult, search_either
+from floodmark.checkers.linearizability.values import display, order_key, same, shown
+from floodmark.checkers.linearizability.wgl import (
+    DEFAULT_CACHE_LIMIT,
+    Call,
+    SearchResult,
+    search_either,
+)
 from floodmark.history import NEMESIS, Op
 from floodmark.results import Anomaly, CheckerResult, Validity, merge_validity
 
@@ -224,7 +229,7 @@ class LinearizableChecker:
     (:func:`format_conventions`); ``initial``, ``failed_cas_observed`` and
     ``nil_reads_unknown``, when given, override them. ``independent``: the ops are
     ``jepsen.independent`` [key value] ones, one register per key; None: so if the history
-    unmistakably looks it (:func:`~floodmark.checkers.independent.looks_independent`).
+    unmistakably looks it (:func:`~floodmark.checkers.linearizability.independent.looks_independent`).
     """
 
     model: str | None = None

@@ -13,7 +13,7 @@ objects one at a time (P-compositionality).
 Indeterminate operations (``info``, or no completion) are prepared with what was attempted;
 the search may linearize them anywhere after their invocation, or not at all.
 
-Values enter a model through :func:`~floodmark.checkers.values.canonical`, so states, calls
+Values enter a model through :func:`~floodmark.checkers.linearizability.values.canonical`, so states, calls
 and keys compare as EDN and JSON values do (``1`` is not ``true`` nor ``1.0``, ``:x`` is not
 ``"x"``), not as Python's ``==`` would.
 
@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Final
 
-from floodmark.checkers.independent import independent_split, kv_key_and_value
-from floodmark.checkers.values import canonical, canonical_name
-from floodmark.checkers.values import shown as _shown
+from floodmark.checkers.linearizability.independent import independent_split, kv_key_and_value
+from floodmark.checkers.linearizability.values import canonical, canonical_name
+from floodmark.checkers.linearizability.values import shown as _shown
 
 INCONSISTENT: Final = object()  # a step's answer when the op cannot happen in that state
 NOTHING_OBSERVED: Final = object()  # Model.observed's answer for a call that reads no whole state
@@ -119,7 +119,7 @@ class CasRegister(Model):
     ``nil_reads_unknown``: a read that returned nil tells nothing (Knossos's register
     model); otherwise nil is a value like any other (the etcd client's absent key).
     ``independent``: one register per key, every op's value a ``[key value]`` pair
-    (:mod:`floodmark.checkers.independent`).
+    (:mod:`floodmark.checkers.linearizability.independent`).
     """
 
     name = "cas-register"

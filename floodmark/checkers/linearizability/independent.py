@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from floodmark.checkers.values import canonical, shown
+from floodmark.checkers.linearizability.values import canonical, shown
 from floodmark.history import NEMESIS, Op
 
 REGISTER_FUNCTIONS = frozenset(("read", "write", "cas"))

@@ -44,7 +44,13 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from floodmark.checkers.models import ANY_STATE, GROWS_ONLY, INCONSISTENT, NOTHING_OBSERVED, Model
+from floodmark.checkers.linearizability.models import (
+    ANY_STATE,
+    GROWS_ONLY,
+    INCONSISTENT,
+    NOTHING_OBSERVED,
+    Model,
+)
 from floodmark.results import Validity
 
 
