@@ -126,13 +126,18 @@ class Commits:
         self.partitions: dict[PartitionKey, Committed] = {}
 
     def __call__(self, key: PartitionKey, epoch: int, log: Appends, start: int, stop: int) -> None:
-        start, stop = max(start, log.base), min(stop, log.end)  # the HW covers what the log has
+        base = log.base
+        end = base + len(log.log)
+        if start < base:
+            start = base
+        if stop > end:
+            stop = end  # the HW covers what the log has
         if start >= stop:
             return
         committed = self.partitions.get(key)
         if committed is None:
             committed = self.partitions[key] = Committed()
-        committed.note(start, log.values(start, stop), epoch)
+        committed.note(start, log.log[start - base:stop - base], epoch)
 
     def seal(self) -> None:
         for committed in self.partitions.values():

@@ -47,7 +47,7 @@ node's events, is unknown, never valid.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
@@ -58,7 +58,7 @@ from floodmark.checkers.epoch_invariants import (
     isr_writes_for_another_epoch,
     stale_controller_writes,
 )
-from floodmark.checkers.event_coverage import claimed_twice, stated_brokers
+from floodmark.checkers.event_coverage import claimed_twice
 from floodmark.checkers.permitted import LossPermissions
 from floodmark.checkers.replica_logs import Appends, Held, ImplausibleOffset, first_pass, record_of
 from floodmark.node_event_kinds import ACKS_ALL
@@ -82,6 +82,10 @@ class LeaderView:
 
     leader_epoch: int
     isr: tuple[int, ...]
+    members: int = field(init=False, compare=False)  # each member counted once, however often the ISR names it
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "members", len(set(self.isr)))
 
 
 class InvariantsChecker:
@@ -124,7 +128,7 @@ def _judge(run: CheckInput, stats: dict[str, Any]) -> tuple[list[Anomaly], set[i
     commits.seal()
     held = {node: first.held for node, first in firsts.items()}
     # A broker two files claim is nobody's: its ISR memberships cannot be judged.
-    ambiguous = claimed_twice(stated_brokers(run.events))
+    ambiguous = claimed_twice({node: first.stated for node, first in firsts.items()})
     node_of = {first.broker: node for node, first in firsts.items()
                if first.broker is not None and first.broker not in ambiguous}
     unjudged: set[int] = set()
@@ -142,12 +146,14 @@ def _judge(run: CheckInput, stats: dict[str, Any]) -> tuple[list[Anomaly], set[i
 
 
 def _judge_ack(event: NodeEvent, ack: Acked, view: LeaderView, min_isr: int) -> list[Anomaly]:
+    if ack.high_watermark > ack.offset and view.members >= min_isr:
+        return []  # the common case, decided before anything is built for a report
     where = f"{ack.topic}/{ack.partition}"
     first = ack.first_offset if ack.first_offset is not None else ack.offset
     offsets = tuple(range(max(first, ack.offset - 99), ack.offset + 1))  # the last hundred at most
     witness = ((event.node, event.seq),)
     found = []
-    if len(set(view.isr)) < min_isr:  # each member counts once, however often the ISR names it
+    if view.members < min_isr:
         found.append(Anomaly(
             "acked-below-min-isr",
             f"{event.node} acknowledged offsets {first}..{ack.offset} of {where} with acks=all in leader "
@@ -179,7 +185,10 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
         body = event.body
         if type(body) is Appended:
             key = (body.topic, body.partition)
-            if record_of(logs, key).append(body.offset, body.values):  # written over, not at the end
+            log = logs.get(key)  # record_of, inline: the most frequent event by far
+            if log is None:
+                log = logs[key] = Appends()
+            if log.append(body.offset, body.values):  # written over, not at the end
                 leaders.changed(key, body.offset)
                 strong.forget_from(key, body.offset)
         elif type(body) is Acked:
@@ -233,6 +242,7 @@ class _StrongIsr:
         # Offsets below this were already held against the member (what a member ever appended
         # only grows, so a check passed stays passed until this node's own log changes there).
         self.checked: dict[tuple[PartitionKey, str], int] = {}
+        self._members_of: dict[LeaderView, tuple[list[str], list[int]]] = {}
 
     def _member(self, member: int) -> str | None:
         """The node that is ISR member ``member``; None for the leader itself, and for a
@@ -246,21 +256,35 @@ class _StrongIsr:
 
     def commit(self, event: NodeEvent, hw: HwChanged, view: LeaderView, log: Appends) -> list[Anomaly]:
         """One HW advance: every other ISR member appended each newly committed record."""
-        key = (hw.topic, hw.partition)
-        found = []
         if hw.high_watermark <= hw.previous:
             return []
-        for member in dict.fromkeys(view.isr):
-            other = self._member(member)
-            if other is None:
-                continue
-            missing = self._unheld(key, log, other, max(hw.previous, self.checked.get((key, other), 0)),
-                                   hw.high_watermark)
+        key = (hw.topic, hw.partition)
+        found = []
+        for other in self._others(view):
+            missing = self._unheld(key, log, other, hw.previous, hw.high_watermark)
             if missing:
                 found.append(_lacks(event, key, hw.high_watermark, view, other, missing, log,
                                     f"moved the HW of {key[0]}/{key[1]} to {hw.high_watermark} in leader epoch "
                                     f"{view.leader_epoch} counting ISR member {other}"))
         return found
+
+    def _others(self, view: LeaderView) -> list[str]:
+        """The nodes that are the view's other ISR members, each once; a member no node is
+        is noted as unjudged. Asked at every HW advance, so worked out once per view."""
+        known = self._members_of.get(view)
+        if known is None:
+            others, unjudged = [], []
+            for member in dict.fromkeys(view.isr):
+                if member != self.me:
+                    other = self.node_of.get(member)
+                    if other is None:
+                        unjudged.append(member)
+                    else:
+                        others.append(other)
+            known = self._members_of[view] = (others, unjudged)
+        if known[1]:
+            self.unjudged.update(known[1])
+        return known[0]
 
     def admitted(self, event: NodeEvent, key: PartitionKey, view: LeaderView, joined: list[int], hw: int,
                  log: Appends) -> list[Anomaly]:
@@ -275,7 +299,7 @@ class _StrongIsr:
             other = self._member(member)
             if other is None:
                 continue
-            missing = self._unheld(key, log, other, self.checked.get((key, other), 0), hw)
+            missing = self._unheld(key, log, other, 0, hw)
             if missing:
                 found.append(_lacks(event, key, hw, view, other, missing, log,
                                     f"holds {other} in the ISR of {key[0]}/{key[1]} in leader epoch "
@@ -283,19 +307,38 @@ class _StrongIsr:
         return found
 
     def _unheld(self, key: PartitionKey, log: Appends, member: str, first: int, upto: int) -> list[int]:
-        """Offsets in [first, upto) of this node's log whose record ``member`` never appended."""
-        theirs = self.held[member].get(key) or Appends()
-        start, stop = max(first, log.base), min(upto, log.end)
-        missing: list[int] = []
-        if start < stop:
-            values = log.values(start, stop)
+        """Offsets in [first, upto) of this node's log whose record ``member`` never appended
+        (from where it was last found to hold all: see ``checked``)."""
+        checked = self.checked
+        pair = (key, member)
+        done = checked.get(pair, 0)
+        if done > first:
+            first = done
+        if upto > first:
+            self.stats["committed_checked"] += upto - first
+            checked[pair] = upto
+        else:
+            checked[pair] = first
+        base = log.base
+        start = first if first > base else base
+        stop = base + len(log.log)
+        if upto < stop:
+            stop = upto
+        if start >= stop:
+            return []
+        values = log.log[start - base:stop - base]
+        theirs = self.held[member].get(key)
+        if theirs is not None:
             # Nearly always the member's latest values there are these very ones.
-            if theirs.values(start, stop) != values:
-                missing = [o for o, value in enumerate(values, start)
-                           if value is not None and not theirs.ever_held(o, value)]
-        self.stats["committed_checked"] += max(0, upto - first)
-        self.checked[(key, member)] = max(first, upto, self.checked.get((key, member), 0))
-        return missing
+            theirs_base = theirs.base
+            if theirs_base <= start and stop <= theirs_base + len(theirs.log):
+                if theirs.log[start - theirs_base:stop - theirs_base] == values:
+                    return []
+            elif theirs.values(start, stop) == values:
+                return []
+        else:
+            theirs = Appends()
+        return [o for o, value in enumerate(values, start) if value is not None and not theirs.ever_held(o, value)]
 
     def forget_from(self, key: PartitionKey, offset: int) -> None:
         """This node's log changed from ``offset`` on: what was checked there must be again."""

@@ -138,10 +138,12 @@ def record_of(records: Held, key: PartitionKey) -> Appends:
 
 @dataclass
 class FirstPass:
-    """What one node ever appended, and its broker id (None: it cannot be told)."""
+    """What one node ever appended, its broker id (None: it cannot be told), and the id its
+    ``started`` events state (None: they state none)."""
 
     held: Held
     broker: int | None
+    stated: int | None = None
 
 
 def first_pass(node: str, events: list[NodeEvent], on_commit: CommitSink | None = None) -> FirstPass:
@@ -164,14 +166,18 @@ def first_pass(node: str, events: list[NodeEvent], on_commit: CommitSink | None 
         body = event.body
         if type(body) is Appended:
             key = (body.topic, body.partition)
-            if record_of(held, key).append(body.offset, body.values) and told.get(key, 0) > body.offset:
+            record = held.get(key)  # record_of, inline: the most frequent event by far
+            if record is None:
+                record = held[key] = Appends()
+            if record.append(body.offset, body.values) and told.get(key, 0) > body.offset:
                 told[key] = body.offset  # re-fetched over older records
         elif type(body) is HwChanged:
             if on_commit is not None and body.role == "leader" and body.high_watermark > body.previous:
                 key = (body.topic, body.partition)
                 lead = leading.get(key)
                 if lead is not None and lead[0] == body.leader_epoch:
-                    start = max(body.previous, lead[1], told.get(key, 0))
+                    start = body.previous if body.previous > lead[1] else lead[1]
+                    start = max(start, told.get(key, 0))
                     if start < body.high_watermark:
                         on_commit(key, body.leader_epoch, record_of(held, key), start, body.high_watermark)
                         told[key] = body.high_watermark
@@ -190,7 +196,7 @@ def first_pass(node: str, events: list[NodeEvent], on_commit: CommitSink | None 
         elif type(body) is Started and body.broker is not None:
             stated = body.broker
     if stated is not None:
-        return FirstPass(held, stated)
+        return FirstPass(held, stated, stated)
     if controller is not None and controller not in followed and (common is None or controller in common):
         return FirstPass(held, controller)
     if common is None:
