@@ -24,6 +24,7 @@ code handles them the same way under both runtimes.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable, Coroutine
@@ -328,7 +329,7 @@ class Runtime(Protocol):
         JVM stops threads for a collection at safepoints."""
         ...
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> Any:
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run a coroutine in the background; returns a handle with ``cancel()``.
 
         A task that raises is logged by the runtime, not silently dropped.

@@ -26,7 +26,7 @@ class _BrokerQueue:
         self.broker_id = broker_id
         self.address = address
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
-        self.task: Any = None
+        self.task: asyncio.Task[None] | None = None
         self.closed = False
 
 
@@ -51,7 +51,8 @@ class ControllerChannel:
         q = self._queues.pop(broker_id, None)
         if q is not None:
             q.closed = True
-            q.task.cancel()
+            if q.task is not None:
+                q.task.cancel()
 
     def has_broker(self, broker_id: int) -> bool:
         return broker_id in self._queues
