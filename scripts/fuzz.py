@@ -17,7 +17,7 @@ import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"))
 
 from fuzz_readers import COUNTS, REGRESSIONS, TARGETS, inputs, run_target  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402

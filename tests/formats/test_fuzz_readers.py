@@ -31,3 +31,16 @@ def test_every_input_that_once_failed_is_handled() -> None:
     for target, path in regression_cases():  # tests/fuzz_regressions/<target>/<input>
         assert target in TARGETS, f"{path}: no reader named {target}"
         run_target(target, path.read_bytes())
+
+
+def test_the_long_fuzz_run_finds_its_targets() -> None:
+    """``make fuzz`` (scripts/fuzz.py) imports the same targets from the test support."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "fuzz.py"
+    done = subprocess.run([sys.executable, str(script), "--examples", "2", "--target", "digest-json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "digest-json" in done.stdout
