@@ -153,7 +153,7 @@ def test_the_server_dies_with_the_process_that_started_it(tmp_path: Path) -> Non
         f"s = ZooKeeperServer({str(tmp_path / 'zk')!r}); s.start(); print(s.process.pid, flush=True); "
         "os.kill(os.getpid(), 9)"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "fixtures")}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "fixtures")}
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
     pgid = int(result.stdout.split()[0])
     deadline = time.monotonic() + 10
