@@ -185,9 +185,7 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
         body = event.body
         if type(body) is Appended:
             key = (body.topic, body.partition)
-            log = logs.get(key)  # record_of, inline: the most frequent event by far
-            if log is None:
-                log = logs[key] = Appends()
+            log = logs.get(key) or record_of(logs, key)  # no call for the most frequent event
             if log.append(body.offset, body.values):  # written over, not at the end
                 leaders.changed(key, body.offset)
                 strong.forget_from(key, body.offset)
@@ -244,15 +242,18 @@ class _StrongIsr:
         self.checked: dict[tuple[PartitionKey, str], int] = {}
         self._members_of: dict[LeaderView, tuple[list[str], list[int]]] = {}
 
-    def _member(self, member: int) -> str | None:
-        """The node that is ISR member ``member``; None for the leader itself, and for a
-        member no node is (noted: it cannot be judged)."""
-        if member == self.me:
-            return None
-        other = self.node_of.get(member)
-        if other is None:
-            self.unjudged.add(member)
-        return other
+    def _resolve(self, members: tuple[int, ...] | list[int]) -> tuple[list[str], list[int]]:
+        """The nodes that are ``members`` (each once, the leader itself left out), and the
+        members no node is (they cannot be judged)."""
+        others, unjudged = [], []
+        for member in dict.fromkeys(members):
+            if member != self.me:
+                other = self.node_of.get(member)
+                if other is None:
+                    unjudged.append(member)
+                else:
+                    others.append(other)
+        return others, unjudged
 
     def commit(self, event: NodeEvent, hw: HwChanged, view: LeaderView, log: Appends) -> list[Anomaly]:
         """One HW advance: every other ISR member appended each newly committed record."""
@@ -269,19 +270,11 @@ class _StrongIsr:
         return found
 
     def _others(self, view: LeaderView) -> list[str]:
-        """The nodes that are the view's other ISR members, each once; a member no node is
-        is noted as unjudged. Asked at every HW advance, so worked out once per view."""
+        """The nodes that are the view's other ISR members (see ``_resolve``), noting the
+        unjudged ones. Asked at every HW advance, so worked out once per view."""
         known = self._members_of.get(view)
         if known is None:
-            others, unjudged = [], []
-            for member in dict.fromkeys(view.isr):
-                if member != self.me:
-                    other = self.node_of.get(member)
-                    if other is None:
-                        unjudged.append(member)
-                    else:
-                        others.append(other)
-            known = self._members_of[view] = (others, unjudged)
+            known = self._members_of[view] = self._resolve(view.isr)
         if known[1]:
             self.unjudged.update(known[1])
         return known[0]
@@ -295,10 +288,9 @@ class _StrongIsr:
         found: list[Anomaly] = []
         if hw <= log.base or not log.log:
             return found  # nothing below the HW to hold them to
-        for member in dict.fromkeys(joined):
-            other = self._member(member)
-            if other is None:
-                continue
+        others, unjudged = self._resolve(joined)
+        self.unjudged.update(unjudged)
+        for other in others:
             missing = self._unheld(key, log, other, 0, hw)
             if missing:
                 found.append(_lacks(event, key, hw, view, other, missing, log,
@@ -320,24 +312,17 @@ class _StrongIsr:
         else:
             checked[pair] = first
         base = log.base
-        start = first if first > base else base
-        stop = base + len(log.log)
-        if upto < stop:
-            stop = upto
+        start = first if first > base else base  # conditionals, not max and min: a hot path
+        stop = min(upto, base + len(log.log))
         if start >= stop:
             return []
         values = log.log[start - base:stop - base]
-        theirs = self.held[member].get(key)
-        if theirs is not None:
-            # Nearly always the member's latest values there are these very ones.
-            theirs_base = theirs.base
-            if theirs_base <= start and stop <= theirs_base + len(theirs.log):
-                if theirs.log[start - theirs_base:stop - theirs_base] == values:
-                    return []
-            elif theirs.values(start, stop) == values:
-                return []
-        else:
-            theirs = Appends()
+        theirs = self.held[member].get(key) or Appends()
+        # Nearly always the member's latest values there are these very ones: one slice where
+        # its log starts early enough (Appends.values without its call: a hot path).
+        i = start - theirs.base
+        if (theirs.log[i:i + len(values)] if i >= 0 else theirs.values(start, stop)) == values:
+            return []
         return [o for o, value in enumerate(values, start) if value is not None and not theirs.ever_held(o, value)]
 
     def forget_from(self, key: PartitionKey, offset: int) -> None:

@@ -166,9 +166,7 @@ def first_pass(node: str, events: list[NodeEvent], on_commit: CommitSink | None 
         body = event.body
         if type(body) is Appended:
             key = (body.topic, body.partition)
-            record = held.get(key)  # record_of, inline: the most frequent event by far
-            if record is None:
-                record = held[key] = Appends()
+            record = held.get(key) or record_of(held, key)  # no call for the most frequent event
             if record.append(body.offset, body.values) and told.get(key, 0) > body.offset:
                 told[key] = body.offset  # re-fetched over older records
         elif type(body) is HwChanged:
