@@ -230,7 +230,7 @@ def build_index(history: list[Op]) -> QueueIndex:
                     offset = op.value["offset"]
                     send = Send(value["value"], process, "ok", offset, invocation.index, op.index)
                 except (KeyError, TypeError, AttributeError, IndexError) as e:
-                    malformed.append((invocation.index, f"send op has an unexpected shape ({type(e).__name__}: {e})"))
+                    malformed.append((invocation.index, shape_problem("send", invocation.value, op.value, e)))
                     continue
                 if type(offset) is not int:
                     malformed.append((op.index, f"acknowledged send has offset {offset!r}, not an integer"))
@@ -261,7 +261,7 @@ def build_index(history: list[Op]) -> QueueIndex:
                         part.reads.append(read)
                         consumer.append(("read", read))
                 except (KeyError, TypeError, AttributeError, IndexError) as e:
-                    malformed.append((invocation.index, f"poll op has an unexpected shape ({type(e).__name__}: {e})"))
+                    malformed.append((invocation.index, shape_problem("poll", invocation.value, op.value, e)))
                 continue
         _complete(index, invocation, op)
     for invocation in open_ops.values():
@@ -278,8 +278,7 @@ def _partition_of(value: Any) -> Partition:
 
 
 def _shown(key: tuple[Any, Any]) -> str:
-    text = repr(list(key))
-    return text if len(text) <= 60 else text[:57] + "..."
+    return _shown_value(list(key))
 
 
 def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
@@ -323,7 +322,40 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
         else:
             index.malformed.append((invocation.index, f"op {f!r} is no op of a queue or log workload"))
     except (KeyError, TypeError, AttributeError, IndexError) as e:
-        index.malformed.append((invocation.index, f"{f} op has an unexpected shape ({type(e).__name__}: {e})"))
+        index.malformed.append((invocation.index, shape_problem(
+            f, invocation.value, None if completion is None else completion.value, e)))
+
+
+# What each op of the queue and log workloads holds, for the message about one that does not.
+_SHAPES = {
+    "send": "a send's value is a map of topic, partition and value, its acknowledgement's a map with the offset",
+    "poll": "a poll's completion holds a list of batches, each a map of topic, partition and records",
+    "read": "a read's value is a map of topic, partition and offset, its completion's a map with the value",
+}
+_SHAPES["append"] = _SHAPES["send"]
+_SHAPES["drain"] = _SHAPES["poll"].replace("poll", "drain")
+_MICRO_OPS = ("send", "poll")  # the micro-ops of Jepsen's kafka workload: [[:send k v] [:poll]]
+
+
+def shape_problem(f: str, value: Any, completion: Any, error: Exception) -> str:
+    """Why an op of kind ``f`` could not be read: the shape its kind has, what it held
+    instead, and the foreign format it most likely comes from."""
+    # A send or read is known by its value; a poll or drain by what it returned.
+    held = completion if f in _READS and completion is not None and not _is_micro_ops(value) else value
+    expected = _SHAPES.get(f, f"{f} is no op of a queue or log workload")
+    if _is_micro_ops(held):
+        return f"{f} op holds Jepsen kafka micro-ops ({_shown_value(held)}), which the queue checkers do not read: {expected}"
+    return f"{f} op has an unexpected shape ({type(error).__name__}: {error}): {expected}; it holds {_shown_value(held)}"
+
+
+def _is_micro_ops(value: Any) -> bool:
+    return (isinstance(value, list) and bool(value)
+            and all(isinstance(m, list) and m and m[0] in _MICRO_OPS for m in value[:8]))
+
+
+def _shown_value(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 _cache: list[tuple[list[Op], QueueIndex]] = []

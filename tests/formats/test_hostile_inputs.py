@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from floodmark.checkers.api import CheckInput
+from floodmark.checkers.queue import QueueChecker
 from floodmark.errors import EXIT_BAD_ARGUMENTS, EXIT_INVALID, EXIT_VALID, SourceError
 from floodmark.formats import edn
+from floodmark.formats.detect import load_history
 from floodmark.formats.jepsen_text import parse_text_history
 from floodmark.harness.config import load_config
 from floodmark.run_config import ConfigError
@@ -263,8 +266,40 @@ def test_the_verdict_line_names_the_first_op_a_checker_could_not_read(tmp_path: 
                        '{"index":1,"time":1,"type":"ok","process":0,"f":"send","value":[1,2]}\n')
     done = floodmark("check", "--checker", "durability", str(history))
     assert done.returncode == 2
-    assert done.stdout.splitlines()[0] == (f"UNKNOWN  {history}  durability unknown [malformed op 0: send op has an "
-                                           "unexpected shape (TypeError: list indices must be integers or slices, not str)]")
+    assert done.stdout.splitlines()[0] == (
+        f"UNKNOWN  {history}  durability unknown [malformed op 0: send op has an unexpected shape (TypeError: list "
+        "indices must be integers or slices, not str): a send's value is a map of topic, partition and value, its "
+        "acknowledgement's a map with the offset; it holds [1, 2]]")
+
+
+JEPSEN_KAFKA_EDN = b"""{:type :invoke, :f :assign, :value [1 2], :process 0}
+{:type :ok, :f :assign, :value [1 2], :process 0}
+{:type :invoke, :f :send, :value [[:send 1 5]], :process 1}
+{:type :ok, :f :send, :value [[:send 1 [0 5]]], :process 1}
+{:type :invoke, :f :poll, :value [[:poll]], :process 0}
+{:type :ok, :f :poll, :value [[:poll {1 [[0 5]]}]], :process 0}
+"""
+
+
+def test_a_jepsen_kafka_history_is_named_as_such_and_never_judged(tmp_path: Path) -> None:
+    """Jepsen's kafka workload writes micro-op lists the queue checkers do not read: the
+    verdict is unknown, and the line says what the file holds instead of a Python error."""
+    history = tmp_path / "kafka.edn"
+    history.write_bytes(JEPSEN_KAFKA_EDN)
+    done = floodmark("check", "--checker", "durability,queue", str(history))
+    assert done.returncode == 2, done.stdout
+    line = done.stdout.splitlines()[0]
+    assert line.startswith(f"UNKNOWN  {history}  durability unknown [malformed op 2: send op holds Jepsen kafka "
+                           "micro-ops ([[:send, 1, 5]]), which the queue checkers do not read: a send's value is a map")
+    loaded = load_history(history)
+    result = QueueChecker().check(CheckInput(loaded.ops))
+    assert result.valid == "unknown"
+    problems = [m["problem"] for m in result.stats["malformed_ops"]]
+    assert problems == ["send op holds Jepsen kafka micro-ops ([[:send, 1, 5]]), which the queue checkers do not "
+                        "read: a send's value is a map of topic, partition and value, its acknowledgement's a map "
+                        "with the offset",
+                        "poll op holds Jepsen kafka micro-ops ([[:poll]]), which the queue checkers do not read: a "
+                        "poll's completion holds a list of batches, each a map of topic, partition and records"]
 
 
 @pytest.mark.parametrize(("damage", "problem"), [
