@@ -401,10 +401,10 @@ class NodeEventWriter:
         if self._fd is None:
             raise ValueError(f"{self.path}: the event writer is closed")
         line = event_line(self.node, self.seq, wall, body)
-        self.seq += 1
         view = memoryview(line)
         while view:
             view = view[os.write(self._fd, view):]
+        self.seq += 1  # only once written: a number missing from a file means lines lost from it
 
     def close(self) -> None:
         if self._fd is not None:

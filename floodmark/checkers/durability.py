@@ -4,8 +4,11 @@ Kafka's contract for ``acks=all``: once a send is acknowledged at offset *o*, ev
 read of the partition finds the same value at *o*, and so does the final drain that reads
 every partition from the beginning after all faults are healed. This checker reports
 
-- ``lost-write``: an acknowledged value is missing from the final drain (``how: missing``),
-  or the drain has it at a different offset (``how: moved``);
+- ``lost-write``: an acknowledged value is missing from a drain begun after it was
+  acknowledged (``how: missing``), or the drain has it at a different offset (``how:
+  moved``); or a drain begun after a read ended lacks an offset that read returned (``how:
+  read-then-missing``: consumers read only committed records, so this holds for sends that
+  timed out too);
 - ``inconsistent-offsets``: two different values observed at one offset, by reads or by a
   read and an acknowledgement.
 
@@ -14,8 +17,11 @@ queue checker's business (a read of one is Jepsen's G1a). Losses the configurati
 (see :mod:`floodmark.checkers.permitted`) are still anomalies, marked ``permitted_by``; with
 acks below all, a lost record that a consumer had read was committed and is a violation all
 the same. A partition with acknowledged sends but no successful drain cannot be judged: the
-verdict is then "unknown" unless something else is already wrong, and so is a history with
-no client op at all.
+verdict is then "unknown" unless something else is already wrong, and so is a send
+acknowledged after every drain of its partition began (a drain running meanwhile may have
+read past where the record went), and a history with no client op at all. Drains are taken
+in the order of the history, not only the last: a record that one drain holds and a later
+one lacks is lost.
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ from __future__ import annotations
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.queue_index import PartitionIndex, index_for
+from floodmark.checkers.queue_index import PartitionIndex, Read, index_for
 from floodmark.results import Anomaly, CheckerResult, Validity
+
+_NOTHING = object()  # no value at an offset (a sentinel: equal to no value a history holds)
 
 
 class DurabilityChecker:
@@ -45,7 +53,8 @@ class DurabilityChecker:
         stats["permitted"] = len(anomalies) - len(violations)
         valid: Validity = False if anomalies else ("unknown" if stats["unjudged"] or index.malformed else True)
         if stats["unjudged"]:
-            stats["unjudged_because"] = "acknowledged sends in partitions no successful drain read"
+            stats["unjudged_because"] = ("acknowledged sends that no successful drain begun after their "
+                                         "acknowledgement read")
         if index.malformed:  # ops the checker could not read: it cannot vouch for the history
             stats["malformed_ops"] = [{"op": i, "problem": p} for i, p in index.malformed[:20]]
         if valid is True and index.client_ops == 0:
@@ -94,48 +103,103 @@ def _read_values_at(part: PartitionIndex, polls_only: bool = False) -> dict[int,
     return found
 
 
+class _Drain:
+    """One successful drain of a partition: what it holds at each offset, and where each
+    value is (worked out the first time a loss is looked into)."""
+
+    __slots__ = ("read", "held", "_where")
+
+    def __init__(self, read: Read) -> None:
+        self.read = read
+        self.held: dict[int, Any] = dict(read.records)
+        self._where: dict[Any, int] | None = None
+
+    def offset_of(self, value: Any) -> int | None:
+        if self._where is None:
+            self._where = {}
+            for offset, held in self.read.records:
+                self._where.setdefault(held, offset)
+        return self._where.get(value)
+
+
 def _lost_writes(part: PartitionIndex, drained: bool, run: CheckInput, stats: dict[str, Any]) -> list[Anomaly]:
+    """Acknowledged sends each drain begun after their acknowledgement lacks at their offset."""
     topic, partition = part.partition
-    final: dict[int, Any] = {}
-    offset_of: dict[Any, int] = {}
-    drain_ops: list[int] = []
-    for read in part.reads:
-        if read.f == "drain":
-            drain_ops.append(read.op)
-            for offset, value in read.records:
-                final.setdefault(offset, value)
-                offset_of.setdefault(value, offset)
+    drains = [_Drain(read) for read in part.reads if read.f == "drain"]
     polled: dict[int, set[Any]] | None = None  # what polls read where, if acks may excuse a loss
     anomalies = []
     for send in part.sends:
         if send.outcome == "info" and drained:
-            key = "indeterminate_present" if send.value in offset_of else "indeterminate_absent"
-            stats[key] += 1
+            present = any(d.offset_of(send.value) is not None for d in drains[-1:])
+            stats["indeterminate_present" if present else "indeterminate_absent"] += 1
         if send.outcome != "ok" or send.offset is None:
             continue
         stats["acknowledged"] += 1
-        if not drained:
+        acknowledged = send.completion if send.completion is not None else send.invoke
+        # Only a drain that began after the acknowledgement must hold the record: one
+        # running meanwhile may have read the partition before the record was there.
+        later = [d for d in drains if d.read.invoke > acknowledged]
+        if not later:
             stats["unjudged"] += 1
+            if drained:
+                stats["acknowledged_during_drains"] = stats.get("acknowledged_during_drains", 0) + 1
             continue
         stats["judged"] += 1
-        if final.get(send.offset) == send.value:
+        lacking = next((d for d in later if d.held.get(send.offset, _NOTHING) != send.value), None)
+        if lacking is None:
             continue
-        witnesses = tuple(sorted({send.invoke, *((send.completion,) if send.completion is not None else ()), *drain_ops[-1:]}))
-        moved_to = offset_of.get(send.value)
+        witnesses = tuple(sorted({send.invoke, acknowledged, lacking.read.op}))
+        moved_to = lacking.offset_of(send.value)
+        drain = "the final drain" if lacking is drains[-1] else f"the drain of op {lacking.read.op}"
         if moved_to is not None:
             stats["moved"] += 1
             explanation = (f"Send of {send.value!r} was acknowledged at offset {send.offset} of {topic}/{partition}, "
-                           f"but the final drain has it at offset {moved_to}.")
+                           f"but {drain} has it at offset {moved_to}.")
             extra = {"how": "moved", "value": send.value, "moved_to": moved_to}
         else:
             stats["lost"] += 1
+            there = lacking.held.get(send.offset, _NOTHING)
             explanation = (f"Send of {send.value!r} was acknowledged at offset {send.offset} of {topic}/{partition}, "
-                           f"but the final drain does not contain it"
-                           + (f" (it has {final[send.offset]!r} there)." if send.offset in final else "."))
+                           f"but {drain} does not contain it"
+                           + (f" (it has {there!r} there)." if there is not _NOTHING else "."))
             extra = {"how": "missing", "value": send.value}
         if polled is None:
             polled = _read_values_at(part, polls_only=True) if _acks_may_excuse(run) else {}
         committed = send.value in polled.get(send.offset, ())  # a consumer read it where it was acknowledged
         anomalies.append(Anomaly("lost-write", explanation, topic, partition, (send.offset,), witnesses,
                                  details={**extra, **run.loss_details(topic, partition, committed=committed)}))
+    anomalies.extend(_reads_lost(part, drains, {a.offsets[0] for a in anomalies}, run, stats))
+    return anomalies
+
+
+def _reads_lost(part: PartitionIndex, drains: list[_Drain], reported: set[int], run: CheckInput,
+                stats: dict[str, Any]) -> list[Anomaly]:
+    """Records a read returned that a drain begun after that read ended lacks altogether. A
+    consumer reads only below the HW, so whatever it read was committed, acknowledged or
+    not (a send that timed out, say). A different value at that offset is an inconsistent
+    offset, reported as such; ``reported`` holds offsets already reported lost."""
+    if not drains:
+        return []
+    topic, partition = part.partition
+    anomalies = []
+    for read in part.reads:
+        if not read.records:
+            continue
+        for drain in drains:
+            if drain.read.invoke <= read.op or drain.read is read:
+                continue
+            held = drain.held
+            for offset, value in read.records:
+                if offset in held or offset in reported:
+                    continue
+                reported.add(offset)
+                stats["read_then_missing"] = stats.get("read_then_missing", 0) + 1
+                anomalies.append(Anomaly(
+                    "lost-write",
+                    f"Op {read.op} read {value!r} at offset {offset} of {topic}/{partition}, but "
+                    f"{'the final drain' if drain is drains[-1] else f'the drain of op {drain.read.op}'}, "
+                    "begun after that read, does not contain the offset.",
+                    topic, partition, (offset,), (read.op, drain.read.op),
+                    details={"how": "read-then-missing", "value": value,
+                             **run.loss_details(topic, partition, committed=True)}))
     return anomalies

@@ -10,10 +10,16 @@ Files are not brokers. Each broker names its id in its ``started`` event, so cov
 counted in brokers: the events must hold as many distinct brokers as the configuration
 states, no two files may claim to be the same broker, and every broker the events
 themselves name (in an ISR, as a leader, as the controller) must have a file that says it
-is that broker. A stray file therefore cannot stand in for a missing one. Files written
-before brokers named themselves are counted as one broker each, as well as that can be done.
-A run that states no configuration cannot say how many brokers it had: its events are
-judged as they are, but no events at all judge nothing.
+is that broker. A stray file therefore cannot stand in for a missing one: once any file
+names its broker, a file that names none is no broker's. Only when no file names one (files
+written before brokers named themselves) is each counted as one broker, as well as that can
+be done. A run that states no configuration cannot say how many brokers it had: its events
+are judged as they are, but no events at all judge nothing.
+
+A file is also read whole or not at all: each node numbers its events 0, 1, 2, ... (a
+restarted process goes on from where its file ends), so a number missing between two that
+are there means lines were lost from the middle of the file, and what they said was not
+read.
 """
 
 from __future__ import annotations
@@ -64,16 +70,35 @@ def uncovered(events: Mapping[str, list[NodeEvent]], config: TestConfig | None) 
     if twice:
         broker, nodes = next(iter(sorted(twice.items())))
         return f"the events of {' and '.join(nodes)} {'both' if len(nodes) == 2 else 'all'} say they are broker {broker}"
+    gap = first_gap(events)
+    if gap is not None:
+        return gap
     known = {broker for broker in stated.values() if broker is not None}
-    if config is not None and len(stated) < config.nodes:
-        return (f"node events of {len(stated)} of the {config.nodes} brokers the configuration states "
-                f"(events from: {', '.join(sorted(stated))})")
-    if None in stated.values():
-        return None  # older files name no broker: named brokers cannot be matched to them
+    if not known:  # older files name no broker: one broker each, and none can be matched to a name
+        if config is not None and len(stated) < config.nodes:
+            return (f"node events of {len(stated)} of the {config.nodes} brokers the configuration states "
+                    f"(events from: {', '.join(sorted(stated))})")
+        return None
+    if config is not None and len(known) < config.nodes:
+        nameless = sorted(node for node, broker in stated.items() if broker is None)
+        return (f"node events of {len(known)} of the {config.nodes} brokers the configuration states "
+                f"(brokers {', '.join(map(str, sorted(known)))}"
+                + (f"; {', '.join(nameless)} name{'s' if len(nameless) == 1 else ''} no broker)" if nameless else ")"))
     unheard = sorted(_named_brokers(events) - known)
     if unheard:
         return f"broker{'s' if len(unheard) > 1 else ''} {', '.join(map(str, unheard))} named in the events, " \
                f"but no events file says it is {'them' if len(unheard) > 1 else 'it'}"
+    return None
+
+
+def first_gap(events: Mapping[str, list[NodeEvent]]) -> str | None:
+    """The first file (in node order) whose events skip a number, said as where, or None.
+    ``events`` holds each node's events in number order, as the reader gives them."""
+    for node in sorted(events):
+        for expected, event in enumerate(events[node]):
+            if event.seq != expected:
+                where = f"go from seq {expected - 1} to {event.seq}" if expected else f"begin at seq {event.seq}"
+                return f"the events of {node} {where}: {event.seq - expected} line(s) missing from its file"
     return None
 
 

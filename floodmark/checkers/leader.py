@@ -141,7 +141,7 @@ def _scan_node(node: str, events: list[NodeEvent], acting: _Acting, elected: _El
                 anomalies.append(_regression(node, key, before, epoch, event.seq, "the leader epochs it elected"))
             decided[key] = (epoch, event.seq)
             zk_states.setdefault(key, []).append((body.zk_version, _zxid(body.zxid), epoch, node, event.seq))
-            if forbid_unclean and body.unclean and body.recovery is False:
+            if forbid_unclean and body.unclean and body.recovery is not True:
                 anomalies.append(Anomaly(
                     "unclean-election",
                     f"Controller {node} elected broker {body.leader}, which was not in the ISR, as leader of "

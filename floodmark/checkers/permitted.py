@@ -112,9 +112,9 @@ def power_loss_recoveries(history: list[Op], events: Mapping[str, list[NodeEvent
             body = event.body
             if type(body) is Appended or type(body) is BecameFollower or type(body) is BecameLeader:
                 mine.add((body.topic, body.partition))
-            # An older event file does not say whether an unclean election was a recovery:
-            # only a recovery elects uncleanly where the configuration forbids it.
-            elif type(body) is LeaderElected and body.unclean and body.recovery is not False:
+            # Only an election that says it was a recovery permits: one that does not say
+            # (an older event file, another writer) is an unclean election, never excused.
+            elif type(body) is LeaderElected and body.unclean and body.recovery is True:
                 found.setdefault((body.topic, body.partition), (
                     f"every in-sync replica of {body.topic}/{body.partition} lost unsynced writes: recovered "
                     f"by electing the furthest in epoch {body.leader_epoch} (event {event.node}#{event.seq})"))

@@ -8,18 +8,23 @@ Names and meanings follow ``jepsen.tests.kafka`` so results can be compared with
 - ``lost-write``: an acknowledged send at an offset no higher than the highest offset any
   consumer read from that partition, whose value no consumer ever read.
 - ``unseen``: an acknowledged send never read by anyone by the end of the test, above the
-  highest offset read (below it, it is a lost write instead), in a partition the final
-  drain read to its end. Where no drain did, nobody looked that far: such sends make the
-  verdict unknown, not invalid.
+  highest offset read (below it, it is a lost write instead), in a partition a drain begun
+  after the acknowledgement read to its end. Where no drain did, nobody looked that far:
+  such sends make the verdict unknown, not invalid.
 - ``poll-skip``: a consumer's consecutive reads of a partition (within one poll, or across
   its successive polls without a reassignment) jumped over values known to lie between; or
   a poll's first record lies past values known to lie between it and the offset the poll
   fetched from (the first poll after an assignment, or a consumer's first poll: the history
   states where each poll fetched from, which Jepsen's histories do not).
-- ``nonmonotonic-poll``: such consecutive reads went backwards or repeated.
+- ``nonmonotonic-poll``: such consecutive reads went backwards or repeated, or a poll's first
+  record lies below the offset it fetched from.
 - ``nonmonotonic-send``: one process's successive acknowledged sends to a partition got
   decreasing offsets.
-- ``G1a``: a read of a value whose send definitely failed (an aborted read).
+- ``G1a``: a read of a value whose send definitely failed (an aborted read), and that no
+  other send of the partition may have written.
+- ``unexpected``: a read of a value no send to that partition ever tried to write (Jepsen's
+  queue checkers' name): a record from nowhere, or from another partition. Every send the
+  clients made is in the history, so no record can come from outside it.
 
 Positions are compared in each partition's *version order*: the offsets at which any value
 was observed, ranked; gaps in what was observed never count as skips. A consumer's
@@ -76,8 +81,9 @@ class QueueChecker:
                 anomalies.extend(duplicates)
             # What no consumer read was vouched for by its acknowledgement alone.
             details = run.loss_details(key[0], key[1], committed=False)
-            anomalies.extend(_lost_and_unseen(part, key in index.drained, details, stats))
+            anomalies.extend(_lost_and_unseen(part, details, stats))
             anomalies.extend(_aborted_reads(part, failed))
+            anomalies.extend(_unexpected_reads(part, failed))
             anomalies.extend(_nonmonotonic_sends(part, details))
             ranks[key] = _version_order(part)
         anomalies.extend(_poll_order(index, ranks))
@@ -145,9 +151,10 @@ def _read_offsets(part: PartitionIndex, values: set[Any]) -> dict[Any, set[int]]
     return read_at
 
 
-def _lost_and_unseen(part: PartitionIndex, drained: bool, details: dict[str, Any],
-                     stats: dict[str, Any]) -> list[Anomaly]:
+def _lost_and_unseen(part: PartitionIndex, details: dict[str, Any], stats: dict[str, Any]) -> list[Anomaly]:
     observed = part.observations()
+    # A send is unseen only if a drain begun after its acknowledgement read to the end.
+    last_drain = max((read.invoke for read in part.reads if read.f == "drain"), default=-1)
     read_values, highest_read = observed.read_values, observed.highest_read
     stats["records_read"] += sum(map(len, map(_RECORDS, part.reads)))
     topic, partition = part.partition
@@ -162,8 +169,8 @@ def _lost_and_unseen(part: PartitionIndex, drained: bool, details: dict[str, Any
                 f"Send of {send.value!r} was acknowledged at offset {send.offset} of {topic}/{partition}; "
                 f"consumers read up to offset {highest_read} but never saw it.",
                 topic, partition, (send.offset,), witnesses, details={"value": send.value, **details}))
-        elif not drained:
-            # Nobody read this partition to its end: the send may be there, past every read.
+        elif last_drain <= (send.completion if send.completion is not None else send.invoke):
+            # Nobody read this partition to its end since: the send may be there, past every read.
             stats["unseen_undrained"] = stats.get("unseen_undrained", 0) + 1
         else:
             anomalies.append(Anomaly(
@@ -177,6 +184,9 @@ def _lost_and_unseen(part: PartitionIndex, drained: bool, details: dict[str, Any
 def _aborted_reads(part: PartitionIndex, failed: dict[Any, Send]) -> list[Anomaly]:
     observed = part.observations()
     aborted = [v for v in failed if v in observed.read_values]
+    if aborted:  # a value also sent without failing may be that send's (histories may reuse values)
+        tried = {send.value for send in part.sends if send.outcome != "fail"}
+        aborted = [v for v in aborted if v not in tried]
     if not aborted:
         return []
     topic, partition = part.partition
@@ -191,6 +201,26 @@ def _aborted_reads(part: PartitionIndex, failed: dict[Any, Send]) -> list[Anomal
             f"but its send (op {send.invoke}) definitely failed.",
             topic, partition, (offset,),
             tuple(sorted({send.invoke, send.completion or send.invoke, *((read_op,) if read_op is not None else ())})),
+            details={"value": value}))
+    return anomalies
+
+
+def _unexpected_reads(part: PartitionIndex, failed: dict[Any, Send]) -> list[Anomaly]:
+    """Values read that no send to this partition tried to write (a failed send's value is
+    G1a's business)."""
+    observed = part.observations()
+    sent = {send.value for send in part.sends}
+    unexpected = [v for v in observed.read_values if v not in sent and v not in failed]
+    topic, partition = part.partition
+    anomalies = []
+    for value in sorted(unexpected, key=lambda v: min(observed.offsets(v))):
+        offset = min(observed.offsets(value))
+        read_op = observed.witness_at.get(offset)
+        anomalies.append(Anomaly(
+            "unexpected",
+            f"Op {read_op} read {value!r} at offset {offset} of {topic}/{partition}, a value no send to "
+            f"{topic}/{partition} in the history tried to write.",
+            topic, partition, (offset,), (read_op,) if read_op is not None else (),
             details={"value": value}))
     return anomalies
 
@@ -238,6 +268,12 @@ def _poll_order(index: QueueIndex, ranks: dict[tuple[str, int], VersionOrder]) -
                 delta = rank_of[first_offset] - previous[0]
                 if delta != 1:
                     anomalies.append(_order_anomaly(process, read, previous, first_offset, delta, ordered))
+            elif not drain and type(read.start) is int and first_offset < read.start:
+                # Records below the position the poll fetched from: the log handed back what
+                # the consumer had already passed.
+                anomalies.append(_order_anomaly(process, read, (bisect.bisect_left(ordered, read.start),
+                                                                read.start, read.op),
+                                                first_offset, 0, ordered, fetched_from=True))
             elif not drain and type(read.start) is int and read.start < first_offset:
                 # No read of this partition since the consumer's positions were set: its fetch
                 # position is where it stood. Known records from there to the first returned
@@ -297,9 +333,10 @@ def _order_anomaly(process: Any, read: Any, previous: tuple[int, int, int], offs
             f"Process {process!r} {said}, skipping {len(skipped)} known record(s).",
             topic, partition, (previous[1], offset), tuple(sorted({previous[2], read.op})),
             details={"skipped_offsets": skipped[:100], "delta": delta})
+    said = (f"fetched from offset {previous[1]} of {topic}/{partition} but got offset {offset} first"
+            if fetched_from else f"read offset {previous[1]} then offset {offset} of {topic}/{partition} {where}")
     return Anomaly(
         "nonmonotonic-poll",
-        f"Process {process!r} read offset {previous[1]} then offset {offset} of {topic}/{partition} {where}: "
-        "the position went backwards or repeated.",
+        f"Process {process!r} {said}: the position went backwards or repeated.",
         topic, partition, (previous[1], offset), tuple(sorted({previous[2], read.op})),
         details={"delta": delta})

@@ -17,9 +17,12 @@ of a value is a one-record read).
 
 An op the index cannot read is *malformed* and listed, so the checkers say unknown rather
 than judge the rest as if it were all: a value of the wrong shape, an acknowledged send
-whose offset is not an integer (``null``, ``true``: JSON's booleans are not offsets), and an
-op whose ``f`` no queue or log workload has (a renamed ``send`` would otherwise hide its
-loss).
+whose offset is not an integer (``null``, ``true``: JSON's booleans are not offsets), a
+batch without its records or a record that is not an ``[offset, value]`` pair with an integer
+offset, and an op whose ``f`` no queue or log workload has (a renamed ``send`` would
+otherwise hide its loss). Values sent and read are strings or integers: Python takes
+``true`` for ``1`` and ``1.0`` for ``1``, so a history holding booleans, floats, ``null`` or
+collections as values could not be compared value for value, and is not judged.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ class Read:
     records: list[Any]  # [offset, value] pairs, as the history holds them
     high_watermark: int | None
     start: Any = None  # the offset the read fetched from (a poll's batch "offset"), if stated
+    invoke: int = -1  # history index of the invocation (drains only: -1 for the others)
 
 
 @dataclass
@@ -238,6 +242,9 @@ def build_index(history: list[Op]) -> QueueIndex:
                 if type(key[0]) is not str or type(key[1]) is not int:
                     malformed.append((invocation.index, f"send names partition {_shown(key)}, not a topic and a number"))
                     continue
+                if type(send.value) is not str and type(send.value) is not int:
+                    malformed.append((invocation.index, _value_problem(send.value)))
+                    continue
                 part = partitions.get(key)
                 if part is None:
                     part = index.partition(key)
@@ -253,13 +260,19 @@ def build_index(history: list[Op]) -> QueueIndex:
                         key = (batch["topic"], batch["partition"])
                         if type(key[0]) is not str or type(key[1]) is not int:
                             raise TypeError(f"a batch names partition {_shown(key)}, not a topic and a number")
-                        read = Read(completion, "poll", key, batch.get("records") or [], batch.get("high_watermark"),
+                        records = batch["records"]
+                        problem = record_problem(records)
+                        if problem is not None:
+                            raise ValueError(problem)
+                        read = Read(completion, "poll", key, records, batch.get("high_watermark"),
                                     batch.get("offset"))
                         part = partitions.get(key)
                         if part is None:
                             part = index.partition(key)
                         part.reads.append(read)
                         consumer.append(("read", read))
+                except ValueError as e:  # the batch's records: said exactly
+                    malformed.append((op.index, f"poll op's {e}"))
                 except (KeyError, TypeError, AttributeError, IndexError) as e:
                     malformed.append((invocation.index, shape_problem("poll", invocation.value, op.value, e)))
                 continue
@@ -293,7 +306,11 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
                 return
             send = Send(value["value"], invocation.process, outcome, offset, invocation.index,
                         None if completion is None else completion.index)
-            index.partition(_partition_of(value)).sends.append(send)
+            key = _partition_of(value)
+            if type(send.value) is not str and type(send.value) is not int:
+                index.malformed.append((invocation.index, _value_problem(send.value)))
+                return
+            index.partition(key).sends.append(send)
             if outcome == "fail":
                 index.failed_sends.setdefault(send.value, send)
         elif f in _READS:
@@ -302,8 +319,13 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
             consumer = index.consumer_ops.setdefault(invocation.process, [])
             for batch in completion.value:
                 key = _partition_of(batch)
-                read = Read(completion.index, f, key, batch.get("records") or [], batch.get("high_watermark"),
-                            batch.get("offset"))
+                records = batch["records"]
+                problem = record_problem(records)
+                if problem is not None:
+                    index.malformed.append((completion.index, f"{f} op's {problem}"))
+                    continue
+                read = Read(completion.index, f, key, records, batch.get("high_watermark"),
+                            batch.get("offset"), invocation.index)
                 index.partition(key).reads.append(read)
                 consumer.append(("read", read))
                 if f == "drain":
@@ -315,6 +337,10 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
             key = _partition_of(invocation.value)
             offset = invocation.value["offset"]
             records = [] if value.get("value") is None else [(offset, value["value"])]
+            problem = record_problem(records)
+            if problem is not None:
+                index.malformed.append((completion.index, f"read op's {problem}"))
+                return
             index.partition(key).reads.append(Read(completion.index, f, key, records, None))
         elif f in _POSITIONS:
             if outcome != "fail":
@@ -346,6 +372,27 @@ def shape_problem(f: str, value: Any, completion: Any, error: Exception) -> str:
     if _is_micro_ops(held):
         return f"{f} op holds Jepsen kafka micro-ops ({_shown_value(held)}), which the queue checkers do not read: {expected}"
     return f"{f} op has an unexpected shape ({type(error).__name__}: {error}): {expected}; it holds {_shown_value(held)}"
+
+
+def record_problem(records: Any) -> str | None:
+    """What is wrong with a batch's records, or None: a list of ``[offset, value]`` pairs, each
+    offset an integer and each value a string or an integer (see the module docstring)."""
+    if type(records) is not list:
+        return f"records are {_shown_value(records)}, not a list"
+    for record in records:
+        if (type(record) is not list and type(record) is not tuple) or len(record) != 2:
+            return f"record {_shown_value(record)} is not an [offset, value] pair"
+        offset, value = record
+        if type(offset) is not int:
+            return f"record {_shown_value(record)} has offset {_shown_value(offset)}, not an integer"
+        if type(value) is not str and type(value) is not int:
+            return f"record {_shown_value(record)}: {_value_problem(value)}"
+    return None
+
+
+def _value_problem(value: Any) -> str:
+    return (f"the value {_shown_value(value)} is not a string or an integer (the checkers compare values exactly, "
+            "and Python takes true for 1 and 1.0 for 1)")
 
 
 def _is_micro_ops(value: Any) -> bool:

@@ -152,3 +152,52 @@ def test_without_a_drain_losses_cannot_be_judged() -> None:
     result = check(h)
     assert result.valid == "unknown"
     assert result.stats["unjudged"] == 2
+
+
+def test_a_later_drain_lacking_what_an_earlier_one_held_is_a_loss() -> None:
+    """Drains are taken in history order, not the first one only: the last read of the
+    partition no longer holding an acknowledged record lost it."""
+    h = History()
+    h.send(0, 0, "a", 0)
+    h.send(0, 0, "b", 1)
+    h.poll(1, 0, 0, [(0, "a"), (1, "b")], f="drain")
+    h.poll(2, 0, 0, [(0, "a")], high_watermark=1, f="drain")
+    result = check(h)
+    assert result.valid is False
+    assert [(a.type, a.offsets, a.details["how"]) for a in result.anomalies] == [("lost-write", (1,), "missing")]
+    assert "the final drain does not contain it" in result.anomalies[0].explanation
+
+
+def test_a_record_a_consumer_read_then_missing_from_the_drain_is_lost_even_unacknowledged() -> None:
+    """Consumers read only committed records: one a poll returned, whose send timed out,
+    must still be in the drain begun after the poll, and acks below all do not excuse it."""
+    h = History()
+    h.send(0, 0, "a", 0)
+    h.send(0, 0, "b", None, outcome="info")
+    h.poll(1, 0, 0, [(0, "a"), (1, "b")])
+    h.poll(2, 0, 0, [(0, "a")], high_watermark=1, f="drain")
+    for config in (TestConfig(acks="all"), TestConfig(acks="1")):
+        result = check(h, config)
+        assert result.valid is False
+        [lost] = result.anomalies
+        assert (lost.type, lost.offsets, lost.details["how"], lost.details["value"]) == (
+            "lost-write", (1,), "read-then-missing", "b")
+        assert "permitted_by" not in lost.details
+        assert lost.ops == (5, 7)
+    assert check(h, TestConfig(min_insync_replicas=1)).anomalies[0].details["permitted_by"].startswith("min_insync")
+
+
+def test_values_are_compared_exactly_or_not_at_all() -> None:
+    """Python takes true for 1: a history with boolean, float or null values is not judged
+    (unknown, naming the op), never found valid by a loose comparison."""
+    for bad in (True, 1.0, None, [1]):
+        h = History()
+        h.send(0, 0, 1, 0)  # type: ignore[arg-type]
+        h.poll(1, 0, 0, [(0, bad)], f="drain")  # type: ignore[list-item]
+        result = check(h)
+        assert result.valid == "unknown", bad
+        assert "is not a string or an integer" in result.stats["malformed_ops"][0]["problem"]
+    h = History()
+    h.send(0, 0, 1, 0)  # type: ignore[arg-type]
+    h.poll(1, 0, 0, [(0, 1)], f="drain")  # type: ignore[list-item]
+    assert check(h).valid is True

@@ -6,7 +6,9 @@ from checkers_fixtures import History, events
 
 from floodmark import node_events as kinds
 from floodmark.checkers.api import CheckInput
+from floodmark.checkers.hw import HighWatermarkChecker
 from floodmark.checkers.invariants import InvariantsChecker
+from floodmark.checkers.leader import LeaderChecker
 from floodmark.node_events import NodeEvent
 from floodmark.results import CheckerResult
 from floodmark.run_config import TestConfig
@@ -346,6 +348,33 @@ def test_a_stray_file_does_not_stand_in_for_a_missing_broker() -> None:
     assert result.valid == "unknown" and "broker 3" in result.stats["unjudged_because"]
     twice = check({"n1": n1, "n2": n2, "n3": events("n3", kinds.Started(broker=2))})
     assert twice.valid == "unknown" and "n2 and n3 both say they are broker 2" in twice.stats["unjudged_because"]
+
+
+def test_a_file_that_names_no_broker_is_no_broker_once_others_name_theirs() -> None:
+    """A stray file (here a ZooKeeper node's) cannot stand in for a missing broker: the
+    white-box checkers, hw and leader included, say unknown."""
+    n1 = events("n1", kinds.Started(broker=1), leads(1, 1, 2, 3), acked(0, 1))
+    n2 = events("n2", kinds.Started(broker=2))
+    stray = events("zk", kinds.BrokerState(state="Active", incarnation=1))
+    for checker in (InvariantsChecker(), HighWatermarkChecker(), LeaderChecker()):
+        result = checker.check(CheckInput([], events={"n1": n1, "n2": n2, "zk": stray},
+                                          config=TestConfig(min_insync_replicas=2)))
+        assert result.valid == "unknown", checker.name
+        assert result.stats["unjudged_because"] == (
+            "node events of 2 of the 3 brokers the configuration states (brokers 1, 2; zk names no broker)")
+
+
+def test_events_missing_from_the_middle_of_a_file_leave_the_run_unjudged() -> None:
+    n1 = events("n1", kinds.Started(broker=1), leads(1, 1, 2, 3), acked(0, 1))
+    others = {f"n{b}": events(f"n{b}", kinds.Started(broker=b)) for b in (2, 3)}
+    assert check({"n1": n1, **others}).valid is True
+    cut = [n1[0], n1[2]]  # seq 1 deleted
+    for checker in (InvariantsChecker(), HighWatermarkChecker(), LeaderChecker()):
+        result = checker.check(CheckInput([], events={"n1": cut, **others}, config=TestConfig(min_insync_replicas=2)))
+        assert result.valid == "unknown", checker.name
+        assert result.stats["unjudged_because"] == "the events of n1 go from seq 0 to 2: 1 line(s) missing from its file"
+    headless = CheckInput([], events={"n1": n1[1:], **others}, config=TestConfig(min_insync_replicas=2))
+    assert "the events of n1 begin at seq 1" in InvariantsChecker().check(headless).stats["unjudged_because"]
 
 
 def test_many_gaps_each_below_the_bound_are_not_padded_either() -> None:

@@ -115,6 +115,10 @@ def test_an_unclean_election_the_configuration_forbids_is_caught_unless_it_was_a
     assert anomaly.type == "unclean-election" and anomaly.events == (("n1", 0),)
     assert judge(recovery=True).valid is True  # KIP-966's balanced recovery
     assert judge(recovery=False, unclean_enabled=True).valid is True  # the configuration allows it
+    # An election that does not say it was a recovery (an older file, another writer) is not one.
+    unsaid = events("n1", dataclasses.replace(elected(0, leader=2, epoch=3, unclean=True), recovery=None))
+    result = LeaderChecker().check(CheckInput([], {"n1": unsaid}, TestConfig(unclean_leader_election=False, nodes=1)))
+    assert [a.type for a in result.anomalies] == ["unclean-election"]
 
 
 def test_states_at_one_zookeeper_version_are_ordered_by_their_transaction_ids() -> None:

@@ -4,6 +4,7 @@ history's fault ops, never from knowledge of the implementation."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
 from checkers_fixtures import History, elected, events, follows
@@ -54,6 +55,9 @@ def test_a_recovery_after_a_power_loss_permits_its_partition_only() -> None:
     assert permissions.reason("t0", 1, committed=True) is None
     forbidden = {"n1": events("n1", elected(0, leader=2, epoch=3, unclean=True, recovery=False))}
     assert loss_permissions(TestConfig(), history.ops, forbidden).partitions == {}
+    unsaid = {"n1": events("n1", follows(0), dataclasses.replace(elected(0, leader=2, epoch=3, unclean=True),
+                                                                   recovery=None))}
+    assert loss_permissions(TestConfig(), history.ops, unsaid).partitions == {}
 
 
 def test_acks_below_all_excuse_only_what_no_consumer_read() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from checkers_fixtures import History
 
 from floodmark.checkers.api import CheckInput
+from floodmark.checkers.durability import DurabilityChecker
 from floodmark.checkers.queue import QueueChecker, duplicates_permitted_by
 from floodmark.run_config import TestConfig
 
@@ -79,6 +80,7 @@ def test_duplicate_unless_configuration_allows_it() -> None:
 
 def test_inconsistent_offsets() -> None:
     h = sent(2)
+    h.send(4, 0, "other", None, outcome="info")
     h.poll(2, 0, 0, [(0, "v0"), (1, "other")])
     h.poll(3, 0, 0, [(0, "v0"), (1, "v1")], f="drain")
     result = check(h)
@@ -236,3 +238,55 @@ def test_a_value_sent_again_after_a_permitted_loss_is_permitted_as_the_loss_is()
     twice_read.poll(1, 0, 0, [(0, "a0"), (1, "a0")], f="drain")  # consumers saw it twice: committed twice
     [read] = [a for a in check(twice_read, TestConfig(acks=1)).anomalies if a.type == "duplicate"]
     assert "permitted_by" not in read.details
+
+
+def test_a_value_no_send_wrote_is_unexpected() -> None:
+    """Every send is in the history: a record from nowhere (or from another partition) is
+    reported, named by the read that returned it."""
+    h = sent(2)
+    h.send(5, 1, "elsewhere", 0)
+    h.poll(3, 0, 0, [(0, "v0"), (1, "v1"), (2, "zzz"), (3, "elsewhere")], f="drain")
+    h.poll(3, 1, 0, [(0, "elsewhere")], f="drain")
+    result = check(h)
+    assert result.valid is False
+    unexpected = [a for a in result.anomalies if a.type == "unexpected"]
+    assert [(a.partition, a.offsets, a.details["value"]) for a in unexpected] == [(0, (2,), "zzz"), (0, (3,), "elsewhere")]
+    assert "no send to t0/0 in the history tried to write" in unexpected[0].explanation
+
+
+def test_a_value_sent_again_after_a_failed_send_is_no_aborted_read() -> None:
+    """Histories may reuse a value: a read of it is G1a only if no other send of the
+    partition may have written it."""
+    h = History()
+    h.send(0, 0, "a", None, outcome="fail")
+    h.send(0, 0, "a", 0)
+    h.poll(1, 0, 0, [(0, "a")], f="drain")
+    assert check(h).valid is True
+    h2 = History()
+    h2.send(0, 0, "a", None, outcome="fail")
+    h2.send(0, 0, "b", 0)
+    h2.poll(1, 0, 0, [(0, "b"), (1, "a")], f="drain")
+    assert check(h2).stats["anomalies"] == {"G1a": 1}
+
+
+def test_a_poll_that_returns_records_below_where_it_fetched_went_backwards() -> None:
+    h = sent(4)
+    h.call(1, "assign", [{"topic": "t0", "partition": 0, "offset": 3}])
+    h.poll(1, 0, 3, [(1, "v1"), (2, "v2")])
+    h.poll(3, 0, 0, [(0, "v0"), (1, "v1"), (2, "v2"), (3, "v3")], f="drain")
+    result = check(h)
+    assert result.stats["anomalies"] == {"nonmonotonic-poll": 1}
+    assert "fetched from offset 3 of t0/0 but got offset 1 first" in result.anomalies[0].explanation
+
+
+def test_a_send_acknowledged_after_the_drain_began_is_not_unseen() -> None:
+    """A drain that ran before the acknowledgement proves nothing about the record: the
+    verdict is unknown, not a wrong unseen (nor a lost write in durability)."""
+    h = History()
+    h.invoke(0, "send", {"topic": "t0", "partition": 0, "value": "a"})
+    h.poll(1, 0, 0, [], f="drain")
+    h.add("ok", 0, "send", {"topic": "t0", "partition": 0, "value": "a", "offset": 0})
+    result = check(h)
+    assert result.valid == "unknown" and not result.anomalies
+    durability = DurabilityChecker().check(CheckInput(h.ops))
+    assert durability.valid == "unknown" and not durability.anomalies
