@@ -71,11 +71,11 @@ COMMANDS: tuple[tuple[Callable[[], ModuleType], tuple[str, ...]], ...] = (
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse, but a usage error exits 254 (2 means 'unknown' for floodmark)."""
+    """argparse, but a usage error is one line (what is wrong, and where help is) and exits
+    254 (2 means 'unknown' for floodmark)."""
 
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_ARGUMENTS, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_BAD_ARGUMENTS, f"{self.prog}: error: {printable(message)} (see {self.prog} --help)\n")
 
 
 def build_parser(command: str | None = None) -> ArgumentParser:

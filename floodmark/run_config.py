@@ -192,7 +192,8 @@ def check_names(config: TestConfig, source: str) -> TestConfig:
     """``config`` if its variant and fault kinds are ones a test may name; else a ConfigError
     naming ``source`` and the key, in the harness's words."""
     if config.variant not in VARIANT_NAMES:
-        shown = repr(config.variant) if len(config.variant) <= 40 else "a string"
+        shown = (repr(config.variant) if len(config.variant) <= 40 else "a string") \
+            if isinstance(config.variant, str) else f"{config.variant!r} (a variant is a name)"
         raise ConfigError(source, "variant", f"unknown variant {shown}; choose one of: {', '.join(VARIANT_NAMES)}")
     unknown = [kind for kind in config.nemesis if kind not in KNOWN_NEMESIS]
     if unknown:
@@ -326,12 +327,23 @@ def fault_kind_words(source: str, value: Any, wrong_type: str) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
-        words = [w.strip() for w in value.split(",") if w.strip()]
+        words = [w.strip() for w in value.split(",")]
+        if not value.strip():
+            raise ConfigError(source, "nemesis", "no fault kind given (none: a run without faults)")
     elif isinstance(value, list | tuple) and all(isinstance(w, str) for w in value):
         words = [w.strip() for w in value]
     else:
         raise ConfigError(source, "nemesis", wrong_type)
+    if "" in words:  # "partition,,kill": a kind left out, or a typo; never silently fewer faults
+        raise ConfigError(source, "nemesis", f"an empty fault kind in {_shown_kinds(value)}")
+    if len(words) > 1 and ("all" in words or "none" in words):
+        raise ConfigError(source, "nemesis", f"'all' and 'none' stand alone, not in a list of kinds: {_shown_kinds(value)}")
     return [] if words == ["none"] else words
+
+
+def _shown_kinds(value: str | list[str] | tuple[str, ...]) -> str:
+    text = repr(value if isinstance(value, str) else ",".join(value))
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def read_acks(source: str, key: str, value: Any) -> str | int:
@@ -384,7 +396,8 @@ def read_number(source: str, key: str, value: Any, kind: type, minimum: float, m
     if value < minimum:
         raise ConfigError(source, key, f"must be at least {minimum}, got {_shown(value)}")
     if maximum is not None and value > maximum:
-        raise ConfigError(source, key, f"must be at most {maximum:g}, got {_shown(value)}")
+        bound = maximum if isinstance(maximum, int) else f"{maximum:g}"  # an integer bound in full
+        raise ConfigError(source, key, f"must be at most {bound}, got {_shown(value)}")
     return kind(value)
 
 

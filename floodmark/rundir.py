@@ -119,6 +119,29 @@ def is_run_dir(path: str | os.PathLike[str]) -> bool:
     return (Path(path) / HISTORY).is_file()
 
 
+def repoint_latest(store: str | os.PathLike[str]) -> None:
+    """After run directories were removed: point ``store/latest`` at the newest one left, or
+    remove it if none is, so that it never names a directory that is gone."""
+    latest = Path(store) / LATEST
+    if latest.is_symlink() and not latest.exists():
+        remaining = find_run_dirs(store)
+        if remaining:
+            update_latest(store, remaining[0].path)
+        else:
+            latest.unlink()
+
+
+def discard(store: str | os.PathLike[str], run: RunDir) -> None:
+    """Remove a run directory that never held a run (its test was refused before it began)."""
+    import contextlib
+    import shutil
+
+    shutil.rmtree(run.path, ignore_errors=True)
+    with contextlib.suppress(OSError):  # the test's folder, if this was its only run
+        run.path.parent.rmdir()
+    repoint_latest(store)
+
+
 def find_run_dirs(store: str | os.PathLike[str]) -> list[RunDir]:
     """Every run directory under a store, newest first (by directory name's timestamp)."""
     root = Path(store)

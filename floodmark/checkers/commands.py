@@ -70,7 +70,9 @@ def register(subparsers: Any) -> None:
                              "(default: so when every read is invoked as [key nil]); --no-independent: "
                              "one register holding the pairs")
     parser.add_argument("--checker", metavar="NAME,...",
-                        help=f"checkers to run, comma-separated, from: {', '.join(CHECKER_NAMES)}")
+                        help=f"checkers to run, comma-separated, from: {', '.join(CHECKER_NAMES)} (on a "
+                             "run directory, the other checkers' verdicts already in its results.json are kept, "
+                             "and the overall verdict is over all of them)")
     parser.add_argument("--time-limit", type=float, metavar="S",
                         help="seconds the searching checkers may take before answering 'unknown'")
     parser.add_argument("--every-key", action="store_true",

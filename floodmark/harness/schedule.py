@@ -70,6 +70,8 @@ class Schedule:
 
     faults: tuple[Fault, ...]
     time_limit: float
+    # Whether the file said how long its test runs (else: until its last fault ends).
+    time_limit_stated: bool = field(default=True, compare=False)
 
     def actions(self) -> list[tuple[float, str, Fault]]:
         """Every start and stop in time order: (seconds, "start"|"stop", fault).
@@ -98,6 +100,7 @@ class Schedule:
         if not isinstance(data, dict) or not isinstance(data.get("faults"), list):
             raise ScheduleError(f"{source}: expected an object with a 'faults' list")
         faults = []
+        numbered: dict[int, int] = {}  # fault number -> the position it was first given at
         for position, raw in enumerate(data["faults"]):
             if not isinstance(raw, dict):
                 raise ScheduleError(f"{source}: fault {position}: expected an object")
@@ -111,13 +114,16 @@ class Schedule:
                 raise ScheduleError(f"{source}: fault {position}: missing field {e}") from None
             except ValueError as e:
                 raise ScheduleError(f"{source}: fault {position}: {e}") from None
+            first = numbered.setdefault(fault.number, position)
+            if first != position:  # what the run records of each fault is keyed by its number
+                raise ScheduleError(f"{source}: fault {position}: number {fault.number} is fault {first}'s already")
             faults.append(fault)
         try:
             time_limit = (_seconds(data["time_limit"], "time_limit") if "time_limit" in data
                           else max((f.end for f in faults), default=0.0))
         except ValueError as e:
             raise ScheduleError(f"{source}: {e}") from None
-        return Schedule(tuple(faults), time_limit)
+        return Schedule(tuple(faults), time_limit, "time_limit" in data)
 
 
 MAX_SCHEDULE_SECONDS = 7 * 24 * 3600.0  # as long as a configuration's time limit may be

@@ -7,7 +7,14 @@ where Spark runs.
 
 from __future__ import annotations
 
+import re
+
 from pyspark.sql import SparkSession
+
+from floodmark.errors import UsageError
+
+# The master URLs Spark knows (its SparkContext refuses any other, after starting the JVM).
+_MASTER_URL = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn|(spark|k8s|mesos)://\S+")
 
 
 def get_session(master: str | None = None, *, app_name: str = "floodmark", progress: bool = True,
@@ -27,10 +34,17 @@ def get_session(master: str | None = None, *, app_name: str = "floodmark", progr
         .config("spark.driver.memory", driver_memory)
     )
     if master is not None:
+        if not _MASTER_URL.fullmatch(master):  # refused here, before a JVM starts and prints its stack
+            raise UsageError(f"--master {master}: not a Spark master URL (local, local[*], local[N], "
+                             "spark://HOST:PORT, yarn, k8s://URL or mesos://URL)")
         builder = builder.master(master)
     elif not _submitted():
         builder = builder.master("local[*]")
-    session = builder.getOrCreate()
+    try:
+        session = builder.getOrCreate()
+    except Exception as e:  # noqa: BLE001 - Py4J's and PySpark's own errors, whatever the cause
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise UsageError(f"Spark could not start{f' with master {master!r}' if master else ''}: {first}") from None
     session.sparkContext.setLogLevel("ERROR")
     return session
 

@@ -137,7 +137,8 @@ def register(subparsers: Any) -> None:
                            "or kip-343 (ISR changes proposed to the controller); with the upgrade "
                            "fault the default is legacy, and kip-343 is refused (nothing to upgrade)")
     run.add_argument("--schedule", metavar="FILE",
-                     help="replay this fault schedule (schedule.json format) instead of drawing one")
+                     help="replay this fault schedule (schedule.json format) instead of drawing one; its "
+                          "time_limit is the test's unless --time-limit is given")
     run.add_argument("--store", default=None, metavar="DIR", help=f"where run directories go (default ./{DEFAULT_STORE})")
 
     repro = _add_command(
@@ -220,18 +221,43 @@ def config_from_args(args: argparse.Namespace) -> TestConfig:
         raise UsageError(str(e)) from None
 
 
+MAX_JOBS = 1024
+
+
+def usable_store(option: str | None) -> str:
+    """The store ``--store`` names (or the default), made if missing; UsageError when it
+    is not a directory this process can write to (a file, a path under one, /proc)."""
+    store = option or DEFAULT_STORE
+    if os.path.exists(store) and not os.path.isdir(store):
+        raise UsageError(f"--store {store}: is a file, not a directory")
+    try:
+        Path(store).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--store {store}: cannot use it as a directory: {e.strerror or e}") from None
+    if not os.access(store, os.W_OK | os.X_OK):
+        raise UsageError(f"--store {store}: not writable")
+    return store
+
+
 def run_command(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     schedule = None
     if args.schedule:
         try:
             _, schedule = load_schedule(args.schedule)
+        except ScheduleError as e:
+            raise UsageError(str(e)) from None
+        if schedule.time_limit_stated and args.time_limit is None and schedule.time_limit != config.time_limit:
+            # The schedule says how long its test runs; only --time-limit says otherwise.
+            args.time_limit = schedule.time_limit
+            config = config_from_args(args)
+        try:
             schedule.check_starts_within(config.time_limit, args.schedule)
         except ScheduleError as e:
             raise UsageError(str(e)) from None
     from floodmark.run.runner import run_test
 
-    return run_test(config, args.store or DEFAULT_STORE, schedule).exit_code
+    return run_test(config, usable_store(args.store), schedule).exit_code
 
 
 def repro_command(args: argparse.Namespace) -> int:
@@ -248,7 +274,7 @@ def repro_command(args: argparse.Namespace) -> int:
     if original is None and config.cluster == "sim":
         print(f"floodmark: {run.digest}: no such file: whether the replay is byte-identical cannot be "
               "compared", file=sys.stderr)
-    store = args.store or str(path.parent.parent)
+    store = usable_store(args.store) if args.store else str(path.parent.parent)
     outcome = run_test(config, store, schedule)
     if original is not None and outcome.digest is not None:
         differ = digest.differences(original, outcome.digest)
@@ -302,11 +328,14 @@ def explore_command(args: argparse.Namespace) -> int:
     if args.time_budget is not None and not args.time_budget > 0:
         raise UsageError("--time-budget must be positive")
     jobs = args.jobs if args.jobs is not None else explore.default_jobs()
-    if jobs < 1:
-        raise UsageError("--jobs must be at least 1")
+    if not 1 <= jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs must be between 1 and {MAX_JOBS} (a worker process each), got {jobs}")
     first = args.seed if args.seed is not None else new_seed()
-    store = args.store or DEFAULT_STORE
-    seeds = explore.seeds_from(first, args.runs)
+    try:
+        seeds = explore.seeds_from(first, args.runs)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    store = usable_store(args.store)
     print(f"floodmark explore: variant {args.variant}, seeds {first}..{first + args.runs - 1}, "
           f"{'Spark ' + args.master if args.master else f'{jobs} jobs'}; store {store}", file=sys.stderr)
     tally, on_result = explore.progress_printer(len(seeds), sys.stderr)
@@ -320,7 +349,8 @@ def explore_command(args: argparse.Namespace) -> int:
                               on_result=on_result)
     print(f"\nfloodmark explore: {explore.summary(tally, time.monotonic() - started)}", file=sys.stderr)
     if tally.invalid and not args.no_shrink:
-        _shrink_findings(store, args.shrink_budget)
+        with cleanup.interruptible():
+            _shrink_findings(store, args.shrink_budget)
     return tally.exit_code
 
 
@@ -349,8 +379,9 @@ def shrink_command(args: argparse.Namespace) -> int:
     if args.budget < 1:
         raise UsageError("--budget must be at least 1")
     path = Path(args.run_dir).resolve()
-    store = Path(args.store) if args.store else path.parent.parent
-    minimal, runs = shrink_run(path, store, args.budget, sys.stderr)
+    store = Path(usable_store(args.store)) if args.store else path.parent.parent
+    with cleanup.interruptible():  # SIGTERM as Ctrl-C: the candidate running is torn down and removed
+        minimal, runs = shrink_run(path, store, args.budget, sys.stderr)
     if minimal == path:
         print(f"floodmark shrink: no smaller failing run found in {runs} runs; {path} stays the smallest",
               file=sys.stderr)

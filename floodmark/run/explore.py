@@ -25,7 +25,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +35,7 @@ from floodmark.backends.cleanup import interruptible
 from floodmark.harness.config import ALL_KINDS, TestConfig, make_config
 from floodmark.harness.seeds import Seeds
 from floodmark.results import Validity
-from floodmark.rundir import LATEST, RunDir, find_run_dirs, safe_name, update_latest
+from floodmark.rundir import RunDir, repoint_latest, safe_name
 
 RESTARTING_KINDS = ("kill", "power", "disk")  # faults after which a broker starts again
 # Kinds added after seeds were first pinned in the regression corpus, each with the share of
@@ -188,7 +188,7 @@ class Tally:
                 f"{speed:.1f} simulated s per CPU s")
 
 
-def explore_local(seeds: list[int], variant: str, store: str, jobs: int, *, keep_all: bool = False,
+def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, keep_all: bool = False,
                   time_budget: float | None = None, stop_on_first: bool = False,
                   on_result: Callable[[Explored], None] | None = None) -> list[Explored]:
     """Run seeds across ``jobs`` worker processes until done, out of time or (optionally) a failure.
@@ -204,7 +204,9 @@ def explore_local(seeds: list[int], variant: str, store: str, jobs: int, *, keep
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
-    with interruptible(), ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+    # A forking pool starts every worker at once: never more than there are seeds to run.
+    workers = max(1, min(jobs, len(seeds)))
+    with interruptible(), ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         def submit() -> bool:
             if stopping or (time_budget is not None and time.monotonic() - started >= time_budget):
                 return False
@@ -214,7 +216,7 @@ def explore_local(seeds: list[int], variant: str, store: str, jobs: int, *, keep
             pending[pool.submit(run_seed, seed, variant, store, keep_all)] = seed
             return True
 
-        for _ in range(jobs * 2):
+        for _ in range(workers * 2):
             if not submit():
                 break
         try:
@@ -244,7 +246,7 @@ def explore_local(seeds: list[int], variant: str, store: str, jobs: int, *, keep
                 child.join()
             remove_unfinished_runs(store, variant, sorted(pending.values()))
             raise
-    return [results[s] for s in seeds if s in results]
+    return [results[s] for s in sorted(results)]  # seeds run in order: submission order is seed order
 
 
 def remove_unfinished_runs(store: str, variant: str, seeds: list[int]) -> list[Path]:
@@ -256,17 +258,11 @@ def remove_unfinished_runs(store: str, variant: str, seeds: list[int]) -> list[P
                if p.is_dir() and p.name.endswith(suffixes) and not RunDir(p).results.exists()]
     for path in removed:
         shutil.rmtree(path, ignore_errors=True)
-    latest = Path(store) / LATEST
-    if latest.is_symlink() and not latest.exists():  # it named a removed run
-        remaining = find_run_dirs(store)
-        if remaining:
-            update_latest(store, remaining[0].path)
-        else:
-            latest.unlink()
+    repoint_latest(store)
     return removed
 
 
-def explore_spark(seeds: list[int], variant: str, store: str, master: str, *,
+def explore_spark(seeds: Sequence[int], variant: str, store: str, master: str, *,
                   keep_all: bool = True) -> list[Explored]:
     """Run seeds as Spark tasks, one per seed; every run lands in ``store`` (shared by the
     executors) for ``floodmark analyze`` to ingest."""
@@ -277,7 +273,7 @@ def explore_spark(seeds: list[int], variant: str, store: str, master: str, *,
     absolute = os.path.abspath(store)
     rdd = context.parallelize(seeds, numSlices=max(1, min(len(seeds), context.defaultParallelism * 4)))
     found = rdd.map(lambda seed: run_seed(seed, variant, absolute, keep_all)).collect()
-    return sorted(found, key=lambda f: seeds.index(f.seed))
+    return sorted(found, key=lambda f: f.seed)
 
 
 def print_finding(found: Explored, out: TextIO) -> None:
@@ -288,8 +284,18 @@ def print_finding(found: Explored, out: TextIO) -> None:
     print(f"floodmark explore: seed {found.seed} {word} ({what}): {found.repro}", file=out, flush=True)
 
 
-def seeds_from(first: int, runs: int) -> list[int]:
-    return list(range(first, first + runs))
+MAX_SEED = 2**63 - 1  # as for floodmark run: a seed fits the history's 64-bit integers
+
+
+def seeds_from(first: int, runs: int) -> range:
+    """Seeds ``first``, ``first + 1``, ...: ``runs`` of them, worked out as they are run (a
+    night's exploration may ask for more seeds than there is memory to list), each within
+    the range a run accepts (ValueError naming the bound otherwise)."""
+    if not 0 <= first <= MAX_SEED:
+        raise ValueError(f"--seed must be between 0 and {MAX_SEED}, got {first}")
+    if first + runs - 1 > MAX_SEED:
+        raise ValueError(f"--seed {first} with --runs {runs} goes past the largest seed, {MAX_SEED}")
+    return range(first, first + runs)
 
 
 def summary(tally: Tally, elapsed: float) -> str:

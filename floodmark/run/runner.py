@@ -126,7 +126,11 @@ class Runner:
         self.config = config = recorded_settings(dataclasses.replace(self.config, code_version=code_version()))
         self.outcome.config = config
         nemeses = make_nemeses(config)
-        schedule = self.plan_schedule(nemeses)
+        try:
+            schedule = self.plan_schedule(nemeses)
+        except UsageError:
+            rundir.discard(self.store, self.run_dir)  # refused before it began: it leaves nothing
+            raise
         dump_config(config, self.run_dir.config)
         self.say(f"seed {config.seed}  (repeat with: floodmark run --seed {config.seed} ... or floodmark repro {self.run_dir.path})")
         self.say(f"run directory {self.run_dir.path}")

@@ -62,6 +62,9 @@ class Shrinker:
 
         runner = Runner(config, self.store, schedule=schedule, out=io.StringIO(), check=True, report=False)
         outcome = runner.run()
+        if outcome.interrupted:  # the runner tore its cluster down: the shrink stops here, leaving no half run
+            rundir.discard(self.store, runner.run_dir)
+            raise KeyboardInterrupt
         anomalies = anomaly_types(runner.run_dir.path)
         failed = outcome.valid is False and bool(anomalies & self.target)
         attempt = Attempt(config, schedule, failed, anomalies, runner.run_dir.path)

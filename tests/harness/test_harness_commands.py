@@ -51,7 +51,8 @@ def test_file_with_overrides(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "argv",
     [("run", "--nodes", "12"), ("run", "--variant", "bogus"), ("run", "--nemesis", "flood"),
-     ("run", "--replication-factor", "5")],
+     ("run", "--replication-factor", "5"), ("run", "--nemesis", ""), ("run", "--nemesis", ","),
+     ("run", "--nemesis", "partition,,kill"), ("run", "--nemesis", "all,none")],
 )
 def test_bad_values_are_usage_errors(argv: tuple[str, ...]) -> None:
     with pytest.raises(errors.UsageError):
@@ -62,6 +63,9 @@ def test_unparseable_options_exit_254(capsys: pytest.CaptureFixture[str]) -> Non
     with pytest.raises(SystemExit) as raised:
         parse("run", "--nodes", "three")
     assert raised.value.code == errors.EXIT_BAD_ARGUMENTS
+    # One line: what is wrong, and where help is (not the usage block first).
+    assert capsys.readouterr().err == ("floodmark run: error: argument --nodes: invalid int value: 'three' "
+                                       "(see floodmark run --help)\n")
     with pytest.raises(SystemExit) as raised:
         parse("run", "--cluster", "k8s")
     assert raised.value.code == errors.EXIT_BAD_ARGUMENTS
@@ -190,3 +194,53 @@ def test_shrink_names_a_results_file_it_cannot_read(tmp_path: Path, damage: str,
         commands.shrink_command(parse("shrink", str(run)))
     assert str(refused.value).startswith(f"{results}: {problem}")
     assert "the anomalies to preserve are read from it" in str(refused.value)
+
+
+def test_a_schedule_giving_a_fault_number_twice_is_refused(tmp_path: Path) -> None:
+    """The run records each fault by its number: a second fault 0 would overwrite the first's record."""
+    schedule = tmp_path / "s.json"
+    schedule.write_text('{"time_limit": 10, "faults": ['
+                        '{"number": 0, "kind": "partition", "shape": "halves", "start": 1, "duration": 2, "seed": 1},'
+                        '{"number": 0, "kind": "kill", "shape": "leader", "start": 5, "duration": 2, "seed": 2}]}')
+    with pytest.raises(errors.UsageError) as refused:
+        commands.run_command(parse("run", "--cluster", "sim", "--schedule", str(schedule),
+                                   "--store", str(tmp_path / "store")))
+    assert str(refused.value) == f"{schedule}: fault 1: number 0 is fault 0's already"
+    assert not (tmp_path / "store").exists()
+
+
+def test_a_schedule_refused_by_the_backend_leaves_no_run_directory_and_latest_as_it_was(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    assert commands.run_command(parse("run", "--cluster", "sim", "--nemesis", "none", "--time-limit", "2",
+                                      "--seed", "1", "--store", str(store))) == errors.EXIT_VALID
+    before = (store / "latest").resolve()
+    schedule = tmp_path / "s.json"
+    schedule.write_text('{"time_limit": 4, "faults": [{"number": 0, "kind": "kill", "shape": "no-such-shape", '
+                        '"start": 1, "duration": 2, "seed": 1}]}')
+    with pytest.raises(errors.UsageError, match="no-such-shape"):
+        commands.run_command(parse("run", "--cluster", "sim", "--nemesis", "kill", "--schedule", str(schedule),
+                                   "--store", str(store)))
+    assert (store / "latest").resolve() == before
+    assert sorted(p.name for p in store.iterdir()) == ["latest", "queue-none-default"]  # nothing of the refused test
+
+
+def test_a_schedule_says_how_long_its_test_runs_unless_the_command_line_does(tmp_path: Path) -> None:
+    schedule = tmp_path / "s.json"
+    schedule.write_text('{"time_limit": 3, "faults": [{"number": 0, "kind": "kill", "shape": "leader", '
+                        '"start": 1, "duration": 1, "seed": 1}]}')
+    store = tmp_path / "store"
+    commands.run_command(parse("run", "--cluster", "sim", "--nemesis", "kill", "--seed", "2",
+                               "--schedule", str(schedule), "--store", str(store)))
+    assert "time_limit: 3" in (store / "latest" / "test.yaml").read_text()
+    commands.run_command(parse("run", "--cluster", "sim", "--nemesis", "kill", "--seed", "2", "--time-limit", "4",
+                               "--schedule", str(schedule), "--store", str(store)))
+    assert "time_limit: 4" in (store / "latest" / "test.yaml").read_text()
+
+
+def test_a_store_that_is_a_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    a_file = tmp_path / "f"
+    a_file.write_text("")
+    for store in (a_file, a_file / "below"):
+        with pytest.raises(errors.UsageError) as refused:
+            commands.run_command(parse("run", "--cluster", "sim", "--store", str(store)))
+        assert str(refused.value).startswith(f"--store {store}: ")

@@ -1,5 +1,7 @@
 """Reading run directories into rows, without Spark."""
 
+from pathlib import Path
+
 import pytest
 from pipeline_fixtures import make_run
 
@@ -75,3 +77,16 @@ def test_a_run_without_configuration_leaves_what_it_does_not_state_null(tmp_path
     assert row["workload"] is None and row["nemesis"] is None and row["cluster"] is None
     assert row["config_json"] is None and config_from_json(row["config_json"], row["run_id"]) is None
     assert config_from_json("{}", row["run_id"]) is None  # what older ingests stored for such a run
+
+
+def test_a_master_url_spark_does_not_know_is_refused_before_a_jvm_starts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad --master is a bad argument: one line, exit 254, and no Java stack on the way
+    (Spark itself would start a JVM only to refuse it)."""
+    from floodmark.cli import main
+
+    for master in ("bogus://x", "local[", "spark://", "yarnx"):
+        assert main(["analyze", "--master", master, str(tmp_path)]) == 254
+        assert capsys.readouterr().err == (
+            f"floodmark analyze: error: --master {master}: not a Spark master URL (local, local[*], local[N], "
+            "spark://HOST:PORT, yarn, k8s://URL or mesos://URL)\n")

@@ -16,12 +16,14 @@ import pytest
 from floodmark.cli import main
 from floodmark.harness.config import ALL_KINDS
 from floodmark.harness.schedule import Fault, Schedule
+from floodmark.run import explore
 from floodmark.run.explore import (
     Tally,
     explore_local,
     explore_spark,
     remove_unfinished_runs,
     run_seed,
+    seeds_from,
     swarm_config,
 )
 from floodmark.run.shrink import Shrinker, load_failure, renumbered, shrink_run, split, without
@@ -184,3 +186,66 @@ def test_seeds_run_as_spark_tasks_land_in_the_store(tmp_path: Path) -> None:
     assert [f.seed for f in found] == [11, 12]
     assert all(f.valid is True and f.run_dir is not None for f in found)
     assert len(list(tmp_path.glob("explore-default/*/history.jsonl"))) == 2
+
+
+def test_explore_refuses_seeds_jobs_and_stores_it_cannot_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each refused before any worker starts, in one line, exit 254: a seed past what a run
+    accepts (also once --runs carries it there), a worker process per --jobs beyond reason,
+    a store that is a file."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    cases = {
+        ("--seed", str(2**70)): "--seed must be between 0 and 9223372036854775807, got 1180591620717411303424",
+        ("--seed", "-1"): "--seed must be between 0 and 9223372036854775807, got -1",
+        ("--seed", str(2**63 - 1), "--runs", "2"): "goes past the largest seed, 9223372036854775807",
+        ("--jobs", "100000"): "--jobs must be between 1 and 1024 (a worker process each), got 100000",
+        ("--store", str(a_file)): f"--store {a_file}: is a file, not a directory",
+    }
+    for extra, said in cases.items():
+        code = main(["explore", "--runs", "1", "--no-shrink", *extra] + ([] if "--store" in extra else
+                                                                         ["--store", str(tmp_path / "s")]))
+        err = capsys.readouterr().err
+        assert code == 254, (extra, err)
+        assert said in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "s").exists() or not any((tmp_path / "s").iterdir())
+
+
+def test_seeds_are_worked_out_as_they_run_and_workers_never_outnumber_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seeds = seeds_from(5, 10**12)  # a night's worth, in no memory to speak of
+    assert len(seeds) == 10**12 and seeds[0] == 5 and seeds[-1] == 5 + 10**12 - 1
+    pools: list[int] = []
+    real_pool = explore.ProcessPoolExecutor
+
+    def recording_pool(max_workers: int, **options: object) -> object:
+        pools.append(max_workers)
+        return real_pool(max_workers=max_workers, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(explore, "ProcessPoolExecutor", recording_pool)
+    found = explore_local(seeds_from(1002, 1), "truncate-to-hw", str(tmp_path), jobs=64)
+    assert [f.seed for f in found] == [1002]
+    assert pools == [1]  # a forking pool starts all its workers at once: one seed, one worker
+
+
+def test_sigterm_stops_a_shrink_leaving_no_half_run(tmp_path: Path) -> None:
+    """As Ctrl-C: the candidate running is torn down and removed, the command says it was
+    interrupted (130), and store/latest names a whole run."""
+    store = tmp_path / "store"
+    found = run_seed(1002, "truncate-to-hw", str(store))
+    assert found.valid is False and found.run_dir is not None
+    shrink = subprocess.Popen([sys.executable, "-m", "floodmark", "shrink", "--budget", "60", found.run_dir],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        assert shrink.stderr is not None
+        first = shrink.stderr.readline()  # the first candidate is done: the next one is running
+        assert first.startswith(b"floodmark shrink: try 1:"), first
+        shrink.send_signal(signal.SIGTERM)
+        _, err = shrink.communicate(timeout=60)
+    finally:
+        if shrink.poll() is None:
+            os.killpg(shrink.pid, signal.SIGKILL)
+    assert shrink.returncode == 130, err
+    assert b"interrupted" in err
+    halves = [p for p in store.glob("*/*") if p.parent.name != "latest" and not (p / "results.json").exists()]
+    assert halves == []
+    assert (store / "latest" / "results.json").exists()
