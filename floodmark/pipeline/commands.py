@@ -51,5 +51,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     # A run it could not read is bad input: named, one line each, and the exit code says so
     # (the aggregates cover the other runs and are written all the same).
     for path, error in result.ingest.rejected:
-        print(f"floodmark analyze: error: rejected {printable(path)}: {one_line(error)}", file=sys.stderr)
+        why = one_line(error)  # most reasons name the file in the run that is wrong: the path once
+        print(f"floodmark analyze: error: rejected {why if why.startswith(path) else f'{printable(path)}: {why}'}",
+              file=sys.stderr)
     return EXIT_BAD_ARGUMENTS if result.ingest.rejected else 0

@@ -42,10 +42,9 @@ class IngestReport:
     rejected: list[tuple[str, str]] = field(default_factory=list)
 
     def summary(self) -> str:
-        lines = [f"ingested {len(self.ingested)} run(s), skipped {self.skipped} already in the store, "
-                 f"rejected {len(self.rejected)}"]
-        lines += [f"  rejected {path}: {error}" for path, error in self.rejected]
-        return "\n".join(lines)
+        # Each rejected run is named once, with why, as an error line of its own (see commands).
+        return (f"ingested {len(self.ingested)} run(s), skipped {self.skipped} already in the store, "
+                f"rejected {len(self.rejected)}")
 
 
 def _tag_rows(path: str, store: str) -> Iterator[Tagged]:

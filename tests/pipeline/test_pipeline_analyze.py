@@ -25,6 +25,7 @@ def test_analyze_writes_tables_and_summary(spark, tmp_path, capsys):  # noqa: F8
     assert "ingested 2 run(s)" in out.out and "rejected 1" in out.out
     rejected = [line for line in out.err.splitlines() if line.startswith("floodmark analyze: error: rejected ")]
     assert len(rejected) == 1 and "broken" in rejected[0] and "missing field 'process'" in rejected[0]
+    assert rejected[0].count(str(broken)) == 1, rejected[0]  # the run named once, not once per layer
     analysis = store / "_analysis"
     with open(analysis / "tables" / "failing_seeds.csv") as f:
         seeds = list(csv.DictReader(f))
