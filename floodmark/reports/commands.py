@@ -39,9 +39,10 @@ def report_command(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
-        raise UsageError(f"{run_dir}: no such directory")
+        raise UsageError(f"{run_dir}: {_not_a_directory(run_dir)} (report renders a run directory)")
     if args.out is not None and not Path(args.out).parent.resolve().is_dir():
-        raise UsageError(f"--out {args.out}: directory {Path(args.out).parent} does not exist")
+        parent = Path(args.out).parent
+        raise UsageError(f"--out {args.out}: {parent} {_not_a_directory(parent)}")
     warnings: list[str] = []
     try:
         target = write_report(run_dir, args.out, warn=warnings.append)
@@ -55,12 +56,16 @@ def report_command(args: argparse.Namespace) -> int:
     return EXIT_BAD_ARGUMENTS if warnings else 0
 
 
+def _not_a_directory(path: Path) -> str:
+    return "is a file, not a directory" if path.exists() else "no such directory"
+
+
 def serve_command(args: argparse.Namespace) -> int:
     from floodmark.reports.server import serve
 
     store = Path(args.store)
     if not store.is_dir():
-        raise UsageError(f"--store {store}: no such directory")
+        raise UsageError(f"--store {store}: {_not_a_directory(store)}")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: must be between 0 and 65535")
     try:

@@ -254,6 +254,11 @@ def test_unchecked_run_and_torn_event_file_are_reported_not_fatal(store: Path) -
 def test_report_command_rejects_bad_input_clearly(store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tmp_path / "nope")]) == 254
     assert "no such directory" in capsys.readouterr().err
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    assert main(["report", str(a_file)]) == 254
+    assert capsys.readouterr().err == (f"floodmark report: error: {a_file}: is a file, not a directory "
+                                       "(report renders a run directory)\n")
     run = make_run(store, ops=40)
     with open(run.path / "history.jsonl", "a") as f:
         f.write("{broken\n{\"index\": 99}\n")
