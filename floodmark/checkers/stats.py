@@ -76,6 +76,8 @@ class StatsChecker:
                 value = op.value if f == "poll" or f == "drain" else invocation.value
                 if type(value) is dict and "topic" in value and "partition" in value:
                     key = (value["topic"], value["partition"])
+                    if type(key[0]) is not str or type(key[1]) is not int:
+                        continue  # no partition (the queue checkers name the op): no window of one
                     times = successes.get(key)
                     if times is None:
                         times = successes[key] = []
@@ -106,7 +108,7 @@ class StatsChecker:
     def _windows(self, successes: dict[tuple[str, int], list[int]], faults: list[tuple[str, int, int]],
                  start: int, end: int) -> dict[str, list[dict[str, Any]]]:
         windows: dict[str, list[dict[str, Any]]] = {}
-        for (topic, partition), times in sorted(successes.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        for (topic, partition), times in sorted(successes.items()):
             times.sort()
             gaps = list(map(operator.sub, times[1:], times))
             gaps.sort()
@@ -133,12 +135,14 @@ def _partitions_touched(value: Any) -> list[tuple[str, int]]:
     """The partitions an op's value names: one (a send) or several (a poll's batches)."""
     try:
         if isinstance(value, dict) and "topic" in value:
-            return [(value["topic"], value["partition"])]
-        if isinstance(value, list):
-            return [(b["topic"], b["partition"]) for b in value if isinstance(b, dict) and "topic" in b]
+            keys = [(value["topic"], value["partition"])]
+        elif isinstance(value, list):
+            keys = [(b["topic"], b["partition"]) for b in value if isinstance(b, dict) and "topic" in b]
+        else:
+            return []
     except (KeyError, TypeError):
-        pass
-    return []
+        return []
+    return [key for key in keys if type(key[0]) is str and type(key[1]) is int]
 
 
 def fault_intervals(nemesis_ops: list[Op], end: int) -> list[tuple[str, int, int]]:

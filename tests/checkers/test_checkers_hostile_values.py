@@ -1,0 +1,63 @@
+"""Any value in any field of a queue history: the checkers read it or name the op they could
+not read, and never fail inside (a checker that raised would be reported unknown with its
+traceback, which says nothing about the history)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checkers_fixtures import History
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from floodmark.checkers.registry import judge_history
+from floodmark.history import Op
+from floodmark.run_config import TestConfig
+
+ODD = st.one_of(st.none(), st.booleans(), st.integers(-3, 2**65), st.floats(allow_nan=True),
+                st.text(max_size=3), st.lists(st.integers(0, 3), max_size=2),
+                st.dictionaries(st.text(max_size=2), st.integers(0, 3), max_size=2))
+
+
+def _history() -> History:
+    h = History()
+    for i in range(4):
+        h.send(0, i % 2, f"v{i}", i // 2)
+    h.call(1, "assign", [{"topic": "t0", "partition": 0, "offset": 0}])
+    h.poll(1, 0, 0, [(0, "v0"), (1, "v2")])
+    h.poll(2, 0, 0, [(0, "v0"), (1, "v2")], f="drain")
+    h.poll(2, 1, 0, [(0, "v1"), (1, "v3")], f="drain")
+    return h
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path] if path else []
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            found += _paths(inner, (*path, key))
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            found += _paths(inner, (*path, i))
+    return found
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_no_checker_fails_on_an_odd_value_anywhere(data: st.DataObject) -> None:
+    ops = _history().ops
+    at = data.draw(st.integers(0, len(ops) - 1))
+    op = ops[at]
+    paths = _paths(op.value)
+    value: Any = data.draw(ODD)
+    if paths:
+        path = data.draw(st.sampled_from(paths))
+        holder = op.value
+        for key in path[:-1]:
+            holder = holder[key]
+        holder[path[-1]] = value
+    else:
+        ops[at] = Op(op.index, op.time, op.type, op.process, op.f, value)
+    for config in (None, TestConfig(), TestConfig(acks=1)):
+        results = judge_history(ops, {}, config, checkers=["durability", "queue", "hw", "stats"])
+        errors = {name: r.stats["error"] for name, r in results.items() if "error" in (r.stats or {})}
+        assert errors == {}, (op.f, op.type, paths, value)
