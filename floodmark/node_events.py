@@ -293,9 +293,11 @@ def event_from_dict(d: Any, source: str = "<events>", line: int = 0) -> NodeEven
     return NodeEvent(node, seq, float(wall), body, extra)
 
 
-def iter_events(path: str | os.PathLike[str], node: str | None = None) -> Iterator[NodeEvent]:
+def iter_events(path: str | os.PathLike[str], node: str | None = None,
+                torn: list[str] | None = None) -> Iterator[NodeEvent]:
     """Read one node's event file. A last line cut short (the node was killed while writing
-    it, see :mod:`floodmark.torn_lines`) is ignored; any other malformed line is refused.
+    it, see :mod:`floodmark.torn_lines`) is ignored, and said in ``torn`` if given; any other
+    malformed line is refused.
     ``node``: the node the file belongs to; then every event must be that node's, and no
     ``seq`` may come twice (a line duplicated or a file of another node would make the
     checkers count what happened twice, or in the wrong broker's story)."""
@@ -314,7 +316,10 @@ def iter_events(path: str | os.PathLike[str], node: str | None = None) -> Iterat
             d = parse(raw)
         except ValueError as e:
             if number == len(lines) and not raw.endswith(b"\n") and cut_short(raw):
-                return  # the node was killed in the middle of writing its last event
+                if torn is not None:  # the node was killed in the middle of writing its last event
+                    torn.append(f"{source}:{number}: its last line was cut short (the node was killed while "
+                                "writing it) and is not read")
+                return
             raise NodeEventError(source, number, str(e)) from None
         event = event_from_dict(d, source, number)
         if node is not None:
@@ -326,15 +331,15 @@ def iter_events(path: str | os.PathLike[str], node: str | None = None) -> Iterat
         yield event
 
 
-def read_events_dir(directory: str | os.PathLike[str]) -> dict[str, list[NodeEvent]]:
+def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = None) -> dict[str, list[NodeEvent]]:
     """Read every ``<node>.jsonl`` in an events directory, keyed by node name (each file
-    holding that node's events only, each once)."""
+    holding that node's events only, each once); ``torn`` is told of last lines cut short."""
     result: dict[str, list[NodeEvent]] = {}
     d = Path(directory)
     if not d.is_dir():
         return result
     for path in sorted(d.glob("*.jsonl")):
-        events = list(iter_events(path, path.stem))
+        events = list(iter_events(path, path.stem, torn))
         result[path.stem] = sorted(events, key=lambda e: e.seq)
     return result
 

@@ -225,7 +225,8 @@ def check_run(
         check_names(config, str(run.config))
     if ops is None:
         ops = read_history(run.history, check_pairs=True)
-    events = read_events_dir(run.events)
+    torn: list[str] = []
+    events = read_events_dir(run.events, torn)
     if time_limit is None and config is not None:
         time_limit = config.check_time_limit
     judged = "judged by the checkers asked for"
@@ -241,6 +242,8 @@ def check_run(
         add_note(results, f"{run.config}: no such file: the run states no configuration; {judged}, "
                           "with no settings assumed", note)
     note_unread(results, ops, note)
+    for line in torn:  # an event the node was writing when it was killed: said, as for the history
+        add_note(results, line, note)
     if checkers is not None:
         kept, problem = previous_verdicts(run.results)
         if problem is not None:  # an unreadable old results file is replaced, and said to be

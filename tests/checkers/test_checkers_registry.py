@@ -40,6 +40,21 @@ def test_check_run_writes_results(tmp_path: Path) -> None:
     assert set(written["checkers"]) == {"durability", "queue", "hw", "leader", "invariants", "stats"}
 
 
+def test_an_event_cut_short_by_a_kill_is_forgiven_and_said(tmp_path: Path) -> None:
+    """As a torn last line of the history: the verdict stands on the rest, and a note (on
+    stderr for floodmark check, and in results.json) names the line left unread."""
+    path = make_run_dir(tmp_path)
+    events = path / "events" / "n1.jsonl"
+    lines = len(events.read_bytes().splitlines())
+    with open(events, "ab") as f:
+        f.write(b'{"node":"n1","seq":' + str(lines).encode() + b',"wall":1.0,"kind":"became_le')
+    told: list[str] = []
+    results = check_run(path, note=told.append)
+    said = (f"{events}:{lines + 1}: its last line was cut short (the node was killed while writing it) "
+            "and is not read")
+    assert results["valid"] is True and told == [said] and results["notes"] == [said]
+
+
 def test_check_run_judges_the_ops_it_is_handed_as_the_history_it_would_read(tmp_path: Path) -> None:
     path = make_run_dir(tmp_path, "hw-decrease")
     ops = read_history(path / "history.jsonl", check_pairs=True)
