@@ -29,6 +29,10 @@ class CheckInput:
     events: dict[str, list[NodeEvent]] = field(default_factory=dict)
     config: TestConfig | None = None  # None: the run states no configuration (a foreign history)
     time_limit: float | None = None  # seconds; checkers that search answer "unknown" past it
+    # None: ``events`` hold each node's whole file, and the event coverage looks for lines
+    # missing from them. Where they hold a part of each file (Spark's by-partition groups),
+    # what was found over the whole files instead: the missing lines, or "" for none.
+    whole_file_gap: str | None = None
 
     @cached_property
     def loss_permissions(self) -> LossPermissions:
@@ -44,7 +48,7 @@ class CheckInput:
         once: the white-box checkers all ask, and it scans every event)."""
         from floodmark.checkers.event_coverage import uncovered
 
-        return uncovered(self.events, self.config)
+        return uncovered(self.events, self.config, self.whole_file_gap)
 
     def loss_details(self, topic: str, partition: int, *, committed: bool) -> dict[str, Any]:
         """What a loss anomaly in this partition carries: ``permitted_by`` when the run

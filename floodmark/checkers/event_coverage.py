@@ -60,9 +60,11 @@ def claimed_twice(stated: Mapping[str, int | None]) -> dict[int, list[str]]:
     return {broker: nodes for broker, nodes in files.items() if len(nodes) > 1}
 
 
-def uncovered(events: Mapping[str, list[NodeEvent]], config: TestConfig | None) -> str | None:
+def uncovered(events: Mapping[str, list[NodeEvent]], config: TestConfig | None,
+              whole_file_gap: str | None = None) -> str | None:
     """Why a run's node events do not cover its brokers, or None if they do (worked out once
-    per run: see ``CheckInput.coverage_problem``)."""
+    per run: see ``CheckInput.coverage_problem``). ``whole_file_gap``: for events that are a
+    part of each file, the lines found missing from the whole files ("" for none)."""
     stated = stated_brokers(events)
     if not stated:
         return "no node events to judge"
@@ -70,8 +72,8 @@ def uncovered(events: Mapping[str, list[NodeEvent]], config: TestConfig | None) 
     if twice:
         broker, nodes = next(iter(sorted(twice.items())))
         return f"the events of {' and '.join(nodes)} {'both' if len(nodes) == 2 else 'all'} say they are broker {broker}"
-    gap = first_gap(events)
-    if gap is not None:
+    gap = first_gap(events) if whole_file_gap is None else whole_file_gap
+    if gap:
         return gap
     known = {broker for broker in stated.values() if broker is not None}
     if not known:  # older files name no broker: one broker each, and none can be matched to a name

@@ -135,14 +135,16 @@ def judge_history(
     *,
     checkers: Sequence[str | Checker] | None = None,
     time_limit: float | None = None,
+    whole_file_gap: str | None = None,
     **linearizable_options: Any,
 ) -> dict[str, CheckerResult]:
     """Each checker's judgement of a history (and node events) in memory.
 
     ``config`` is the run's configuration, or None for a history that states none (then the
     checkers assume nothing it would have said, and the workload's checkers are not known).
+    ``whole_file_gap``: see :class:`CheckInput` (for events that are a part of each file).
     """
-    run = CheckInput(ops, events or {}, config, time_limit)
+    run = CheckInput(ops, events or {}, config, time_limit, whole_file_gap)
     resolved = _resolve(checkers, config.workload if config else None, **linearizable_options)
     return run_checkers(resolved, run)
 
@@ -161,10 +163,12 @@ def check_history(
     *,
     checkers: Sequence[str | Checker] | None = None,
     time_limit: float | None = None,
+    whole_file_gap: str | None = None,
     **linearizable_options: Any,
 ) -> dict[str, Any]:
     """Judge a history (and node events) in memory; returns the results dict."""
-    judged = judge_history(ops, events, config, checkers=checkers, time_limit=time_limit, **linearizable_options)
+    judged = judge_history(ops, events, config, checkers=checkers, time_limit=time_limit,
+                           whole_file_gap=whole_file_gap, **linearizable_options)
     return results_of(judged, config)
 
 

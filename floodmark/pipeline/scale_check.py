@@ -120,9 +120,10 @@ Shared = dict[str, tuple[list[Op], dict[str, list[NodeEvent]]]]
 
 
 def _checker(configs: dict[str, str | None], checkers: tuple[str, ...] | None, time_limit: float | None,
-             shared: Any = None):  # type: ignore[no-untyped-def]
+             shared: Any = None, gaps: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
     """The grouped UDF. ``shared`` (by-partition mode) broadcasts each run's ops and events
-    that name no partition, which join every group of that run."""
+    that name no partition, which join every group of that run; ``gaps``, the runs whose
+    event files miss lines (a group holds a part of each file, which cannot show it)."""
     from floodmark.checkers.registry import check_history, default_checker_names
 
     def check(ops_frame: pd.DataFrame, events_frame: pd.DataFrame) -> pd.DataFrame:
@@ -141,7 +142,9 @@ def _checker(configs: dict[str, str | None], checkers: tuple[str, ...] | None, t
             ops = sorted(ops_from_frame(ops_frame, (topic, number)) + run_ops, key=lambda op: op.index)
             for node, node_events in run_events.items():
                 events[node] = sorted(events.get(node, []) + node_events, key=lambda e: e.seq)
-        results = check_history(ops, events, config, checkers=list(names), time_limit=time_limit)
+        gap = None if shared is None else (gaps or {}).get(run_id, "")
+        results = check_history(ops, events, config, checkers=list(names), time_limit=time_limit,
+                                whole_file_gap=gap)
         columns = OUTPUT.fieldNames()
         # Every cell filled (None, not NaN) so Arrow sees lists or nulls in the list columns.
         rows = [[row.get(c) for c in columns] for row in _output_rows(run_id, results, checkers)]
@@ -200,7 +203,7 @@ def check_runs(
             "pkey", F.concat_ws("\u0000", "topic", F.col("partition").cast("string")))
         shared = spark.sparkContext.broadcast(_shared_rows(ops, events))
         groups = ["run_id", "pkey"]
-    checker = _checker(configs, checkers, time_limit, shared)
+    checker = _checker(configs, checkers, time_limit, shared, _event_gaps(events) if shared is not None else None)
     out = (
         grouped_ops.groupBy(*groups).cogroup(grouped_events.groupBy(*groups))
         .applyInPandas(checker, OUTPUT)
@@ -215,6 +218,21 @@ def check_runs(
              .groupBy(*anomaly_columns).agg(F.min("time").alias("first_op_time")))
     first = first.withColumn("partition", F.col("partition").cast("int"))
     return verdicts, first
+
+
+def _event_gaps(events: DataFrame) -> dict[str, str]:
+    """Per run, the first node (in name order) whose events miss a number between 0 and their
+    last, and how many (what :func:`floodmark.checkers.event_coverage.first_gap` finds in
+    whole files); runs without one are not listed. Worked out before the files are split."""
+    counted = (events.groupBy("run_id", "node")
+               .agg(F.min("seq").alias("low"), F.max("seq").alias("high"), F.count("*").alias("held"))
+               .where((F.col("low") != 0) | (F.col("high") + 1 != F.col("held"))))
+    gaps: dict[str, str] = {}
+    for row in sorted(counted.collect(), key=lambda r: (r.run_id, r.node)):
+        if row.run_id not in gaps:
+            gaps[row.run_id] = (f"the events of {row.node} miss {row.high + 1 - row.held} of seq 0 to {row.high}: "
+                                "line(s) missing from its file")
+    return gaps
 
 
 def _merge_verdicts(rows: DataFrame) -> DataFrame:

@@ -26,6 +26,13 @@ def corpus(tmp_path_factory, spark):  # noqa: F811
     for seed, anomaly in enumerate(PLANTED, start=2):
         run = synthetic.inject(synthetic.queue_run(seed, ops=300, partitions=3), anomaly, seed)
         dirs.append(write_synthetic_run(store, anomaly, run, seed))
+    # A clean run whose event file lost a line from its middle: unknown, in every mode (a
+    # by-partition group holds a part of each file, so the gap is found over the whole files).
+    gapped = write_synthetic_run(store, "gapped", synthetic.queue_run(20, ops=300, partitions=3), 20)
+    events = gapped / "events" / "n1.jsonl"
+    lines = events.read_bytes().splitlines(keepends=True)
+    events.write_bytes(b"".join(lines[:3] + lines[4:]))
+    dirs.append(gapped)
     parquet = tmp_path_factory.mktemp("parquet")
     report = ingest(spark, store, parquet)
     assert not report.rejected
@@ -83,3 +90,6 @@ def test_by_partition_equals_in_process(spark, corpus):  # noqa: F811
     actual = _actual(*check_runs(spark, t["runs"], t["ops"], t["node_events"], mode="partition",
                                  checkers=PARTITION_LOCAL_CHECKERS[:-1]))
     assert actual == expected
+    gapped = next(d for d in dirs if d.parent.name == "gapped").relative_to(store).as_posix()
+    assert actual[0][(gapped, "hw")] == actual[0][(gapped, "leader")] == "unknown"
+    assert actual[0][(gapped, "durability")] == "true"
