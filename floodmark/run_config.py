@@ -192,9 +192,8 @@ def check_names(config: TestConfig, source: str) -> TestConfig:
     """``config`` if its variant and fault kinds are ones a test may name; else a ConfigError
     naming ``source`` and the key, in the harness's words."""
     if config.variant not in VARIANT_NAMES:
-        shown = (repr(config.variant) if len(config.variant) <= 40 else "a string") \
-            if isinstance(config.variant, str) else f"{config.variant!r} (a variant is a name)"
-        raise ConfigError(source, "variant", f"unknown variant {shown}; choose one of: {', '.join(VARIANT_NAMES)}")
+        raise ConfigError(source, "variant", f"unknown variant {_shown(config.variant)}; choose one of: "
+                                             f"{', '.join(VARIANT_NAMES)}")
     unknown = [kind for kind in config.nemesis if kind not in KNOWN_NEMESIS]
     if unknown:
         raise ConfigError(source, "nemesis", f"unknown fault kind {unknown[0][:40]!r}; choose from "
@@ -228,7 +227,7 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(source, None, f"expected a mapping, got {_kind(data)}")
+        raise ConfigError(source, None, f"expected a mapping, got {value_kind(data)}")
     return data
 
 
@@ -285,7 +284,7 @@ def _typed(source: str, key: str, value: Any) -> Any:
         return None if value is None else read_number(source, key, value, int, 0, 2**63 - 1)
     if key == "code_version":
         if not isinstance(value, str | int | float) or isinstance(value, bool):
-            raise ConfigError(source, key, f"expected a string, got {_kind(value)}")
+            raise ConfigError(source, key, f"expected a string, got {value_kind(value)}")
         return str(value)
     if key in _WORDS:
         return read_name(source, key, _text(source, key, value))
@@ -308,7 +307,7 @@ def _typed(source: str, key: str, value: Any) -> Any:
 
 def _text(source: str, key: str, value: Any) -> str:
     if not isinstance(value, str):
-        raise ConfigError(source, key, f"expected a string, got {_kind(value)}")
+        raise ConfigError(source, key, f"expected a string, got {value_kind(value)}")
     return value
 
 
@@ -335,15 +334,10 @@ def fault_kind_words(source: str, value: Any, wrong_type: str) -> list[str]:
     else:
         raise ConfigError(source, "nemesis", wrong_type)
     if "" in words:  # "partition,,kill": a kind left out, or a typo; never silently fewer faults
-        raise ConfigError(source, "nemesis", f"an empty fault kind in {_shown_kinds(value)}")
+        raise ConfigError(source, "nemesis", f"an empty fault kind in {_shown(','.join(words))}")
     if len(words) > 1 and ("all" in words or "none" in words):
-        raise ConfigError(source, "nemesis", f"'all' and 'none' stand alone, not in a list of kinds: {_shown_kinds(value)}")
+        raise ConfigError(source, "nemesis", f"'all' and 'none' stand alone, not in a list of kinds: {_shown(','.join(words))}")
     return [] if words == ["none"] else words
-
-
-def _shown_kinds(value: str | list[str] | tuple[str, ...]) -> str:
-    text = repr(value if isinstance(value, str) else ",".join(value))
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def read_acks(source: str, key: str, value: Any) -> str | int:
@@ -420,10 +414,10 @@ def _shown(value: Any) -> str:
     if value is None or isinstance(value, str | int | float):
         text = repr(value)
         return text if len(text) <= 60 else f"{text[:57]}..."
-    return _kind(value)
+    return value_kind(value)
 
 
-def _kind(value: Any) -> str:
+def value_kind(value: Any) -> str:
     """What a value is, in words (never the value: it may be huge or hostile)."""
     if isinstance(value, list | tuple):
         return "a list"

@@ -118,6 +118,10 @@ class _Drain:
         self.held: dict[int, Any] = dict(read.records)
         self._where: dict[Any, int] | None = None
 
+    def name(self, drains: list[_Drain]) -> str:
+        """How a message names this drain among the partition's ``drains`` (in order begun)."""
+        return "the final drain" if self is drains[-1] else f"the drain of op {self.read.op}"
+
     def offset_of(self, value: Any) -> int | None:
         if self._where is None:
             self._where = {}
@@ -160,7 +164,7 @@ def _lost_writes(part: PartitionIndex, drained: bool, run: CheckInput, stats: di
             continue
         witnesses = tuple(sorted({send.invoke, acknowledged, lacking.read.op}))
         moved_to = lacking.offset_of(send.value)
-        drain = "the final drain" if lacking is drains[-1] else f"the drain of op {lacking.read.op}"
+        drain = lacking.name(drains)
         if moved_to is not None:
             stats["moved"] += 1
             explanation = (f"Send of {send.value!r} was acknowledged at offset {send.offset} of {topic}/{partition}, "
@@ -208,8 +212,7 @@ def _reads_lost(part: PartitionIndex, drains: list[_Drain], reported: set[int], 
                 anomalies.append(Anomaly(
                     "lost-write",
                     f"Op {read.op} read {value!r} at offset {offset} of {topic}/{partition}, but "
-                    f"{'the final drain' if drain is drains[-1] else f'the drain of op {drain.read.op}'}, "
-                    "begun after that read, does not contain the offset.",
+                    f"{drain.name(drains)}, begun after that read, does not contain the offset.",
                     topic, partition, (offset,), (read.op, drain.read.op),
                     details={"how": "read-then-missing", "value": value,
                              **run.loss_details(topic, partition, committed=True)}))

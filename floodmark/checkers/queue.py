@@ -210,11 +210,10 @@ def _unexpected_reads(part: PartitionIndex, failed: dict[Any, Send]) -> list[Ano
     G1a's business)."""
     observed = part.observations()
     sent = {send.value for send in part.sends}
-    unexpected = [v for v in observed.read_values if v not in sent and v not in failed]
+    first_at = sorted((min(observed.offsets(v)), v) for v in observed.read_values if v not in sent and v not in failed)
     topic, partition = part.partition
     anomalies = []
-    for value in sorted(unexpected, key=lambda v: min(observed.offsets(v))):
-        offset = min(observed.offsets(value))
+    for offset, value in first_at:
         read_op = observed.witness_at.get(offset)
         anomalies.append(Anomaly(
             "unexpected",

@@ -41,6 +41,7 @@ from floodmark.run_config import (
     read_number,
     read_range,
     read_yaml_mapping,
+    value_kind,
 )
 
 CLUSTERS = ("docker", "local", "sim")
@@ -76,16 +77,9 @@ def parse_nemesis(value: Any, source: str = "<options>") -> tuple[str, ...]:
     return tuple(k for k in ALL_KINDS if k in words)
 
 
-def _kind_of(value: Any) -> str:
-    """How a message names a value of the wrong kind: YAML's words, not Python's."""
-    if value is None:
-        return "null (nothing)"
-    return {bool: "a boolean", float: "a number", list: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
-
-
 def _choice(source: str, key: str, value: Any, choices: tuple[Any, ...]) -> Any:
     if isinstance(value, bool) or not isinstance(value, str | int) or value not in choices:
-        shown = repr(value) if isinstance(value, str | int) and len(repr(value)) <= 40 else _kind_of(value)
+        shown = repr(value) if isinstance(value, str | int) and len(repr(value)) <= 40 else value_kind(value)
         raise ConfigError(source, key, f"must be one of {', '.join(map(str, choices))}, got {shown}")
     return value
 
@@ -158,8 +152,11 @@ def _convert(source: str, key: str, value: Any) -> Any:
     if key == "nemesis":
         return parse_nemesis(value, source)
     if key == "variant":
-        if not isinstance(value, str) or value not in VARIANTS:
-            shown = (repr(value) if len(value) <= 40 else "a string") if isinstance(value, str) else _kind_of(value)
+        if not isinstance(value, str):
+            raise ConfigError(source, key, f"unknown variant: expected a name, got {value_kind(value)}; choose one "
+                              f"of: {', '.join(VARIANTS)}")
+        if value not in VARIANTS:
+            shown = repr(value) if len(value) <= 40 else "a string"
             raise ConfigError(source, key, f"unknown variant {shown}; choose one of: {', '.join(VARIANTS)}")
         return value
     if key == "inter_broker_protocol":
