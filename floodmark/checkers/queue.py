@@ -210,7 +210,8 @@ def _unexpected_reads(part: PartitionIndex, failed: dict[Any, Send]) -> list[Ano
     G1a's business)."""
     observed = part.observations()
     sent = {send.value for send in part.sends}
-    first_at = sorted((min(observed.offsets(v)), v) for v in observed.read_values if v not in sent and v not in failed)
+    first_at = sorted(((min(observed.offsets(v)), v) for v in observed.read_values if v not in sent and v not in failed),
+                      key=_OFFSET)  # by offset only: values of two types do not compare
     topic, partition = part.partition
     anomalies = []
     for offset, value in first_at:

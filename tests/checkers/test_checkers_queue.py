@@ -290,3 +290,11 @@ def test_a_send_acknowledged_after_the_drain_began_is_not_unseen() -> None:
     assert result.valid == "unknown" and not result.anomalies
     durability = DurabilityChecker().check(CheckInput(h.ops))
     assert durability.valid == "unknown" and not durability.anomalies
+
+
+def test_unexpected_values_of_two_types_at_one_offset_are_both_reported() -> None:
+    h = sent(1)
+    h.poll(1, 0, 0, [(0, "v0"), (1, "x")])
+    h.poll(2, 0, 0, [(0, "v0"), (1, 7)], f="drain")  # type: ignore[list-item]
+    result = check(h)
+    assert sorted(str(a.details["value"]) for a in result.anomalies if a.type == "unexpected") == ["7", "x"]
