@@ -12,6 +12,7 @@ from floodmark.harness.generator import (
     Completion,
     Generator,
     Invocation,
+    OpDeadline,
     ProcessNumbers,
     RateLimiter,
 )
@@ -167,3 +168,59 @@ def test_ops_that_never_wait_do_not_starve_the_loop(tmp_path: Path) -> None:
     _, ops = run(tmp_path, [InstantWorker(["ok"]) for _ in range(2)], rate=1e6, duration=0.3)
     assert time.monotonic() - started < 5
     assert len(ops) > 100
+
+
+# ------------------------------------------------------------------ the op deadline
+
+
+def _outcome_under(deadline: str, body: str) -> tuple[str, int, bool]:
+    """Run ``body`` under ``asyncio.timeout`` or :class:`OpDeadline` (0.05 s); returns how it
+    ended, the task's cancelling count afterwards and whether the loop still holds a timer."""
+
+    async def scenario() -> tuple[str, int, bool]:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+
+        async def work() -> str:
+            if body == "quick":
+                await asyncio.sleep(0.01)
+                return "done"
+            if body == "hang":
+                await asyncio.sleep(10)
+            if body == "swallow":  # the deadline's cancel is caught and the work carries on
+                try:
+                    await asyncio.sleep(10)
+                except asyncio.CancelledError:
+                    return "swallowed"
+            if body == "outer-cancel":  # someone else cancels the task first
+                loop.call_later(0.01, task.cancel)
+                await asyncio.sleep(10)
+            if body == "raise":
+                await asyncio.sleep(0.01)
+                raise ValueError("boom")
+            return "unreachable"
+
+        try:
+            if deadline == "asyncio":
+                async with asyncio.timeout(0.05):
+                    result = await work()
+            else:
+                with OpDeadline(task, 0.05):
+                    result = await work()
+        except BaseException as e:  # noqa: BLE001 (the kind of ending is what is compared)
+            result = type(e).__name__
+        pending = any(not h.cancelled() for h in loop._scheduled)  # type: ignore[attr-defined]
+        return result, task.cancelling(), pending
+
+    return asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("body", ["quick", "hang", "swallow", "outer-cancel", "raise"])
+def test_the_op_deadline_ends_every_op_as_asyncio_timeout_does(body: str) -> None:
+    # The generator's deadline replaces asyncio.timeout on the hot path: every way an op can
+    # end must come out the same (the simulator's runs depend on it, byte for byte).
+    ours = _outcome_under("op-deadline", body)
+    assert ours == _outcome_under("asyncio", body)
+    assert ours[0] == {"quick": "done", "hang": "TimeoutError", "swallow": "swallowed",
+                       "outer-cancel": "CancelledError", "raise": "ValueError"}[body]

@@ -9,6 +9,7 @@ import pytest
 
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.sim import SimWorld
+from floodmark.reference.sim.cpu import CpuCosts
 from floodmark.reference.sim.network import UNKNOWN_SERVER_ERROR
 
 pytestmark = pytest.mark.sim_world(seed=11)
@@ -216,3 +217,80 @@ def test_heal_lifts_every_link_fault_and_lost_messages_are_counted(world: SimWor
     assert world.network.blocked == frozenset()
     assert isinstance(ask(world, n1, "n2"), m.ProduceResponse)
     assert world.network.lost == {("n1", "n2"): 1}
+
+
+# ------------------------------------------------------------------ handler tasks
+
+
+def test_a_handled_request_leaves_no_task_behind_on_either_side(world: SimWorld) -> None:
+    n1, _, _ = start_three(world)
+    for _ in range(3):
+        assert isinstance(ask(world, n1, "n2"), m.ProduceResponse)
+    world.run_for(0.1)
+    assert world.node("n2").tasks == {}
+    assert all(not tasks for tasks in world.network._handling.values())
+
+
+def test_a_crash_cancels_and_counts_handlers_that_have_not_started() -> None:
+    # With a CPU model a handler's task is made when the CPU is done with its request, and
+    # takes its first step a turn later: a crash timed for that very moment meets a handler
+    # that has not started, which cannot forget itself; the crash must.
+    with SimWorld(seed=11, cpu=CpuCosts()) as world:
+        n1, n2, _ = start_three(world)
+        started: list[str] = []
+
+        async def slow(sender: str, message: Any) -> Any:
+            started.append(sender)
+            await n2.sleep(5.0)
+            return m.ProduceResponse(None)
+
+        world.run(n2.network.serve(slow))
+        cpu = world.cpu("n2")
+        assert cpu is not None
+
+        async def crash_as_the_handler_begins() -> Any:
+            pending = asyncio.ensure_future(n1.network.request("n2", m.ProduceRequest("t", 0, ("x",)), 10.0))
+            while cpu.jobs == 0:  # until the request has reached n2's CPU
+                await asyncio.sleep(1e-6)
+            world.loop.call_at(cpu.busy_until, world.crash, "n2")  # after the handler's task is made
+            return await asyncio.gather(pending, return_exceptions=True)
+
+        outcomes = world.run(crash_as_the_handler_begins())
+        assert started == []  # the handler never ran
+        assert isinstance(outcomes[0], ConnectionResetError)
+        assert world.node("n2").tasks == {}
+        world.run_for(1.0)
+        assert world.failures == []
+
+
+def test_closing_the_network_forgets_the_handlers_it_cancelled() -> None:
+    with SimWorld(seed=11, cpu=CpuCosts()) as world:
+        n1, n2, _ = start_three(world)
+
+        async def slow(sender: str, message: Any) -> Any:
+            await n2.sleep(5.0)
+            return m.ProduceResponse(None)
+
+        world.run(n2.network.serve(slow))
+        cpu = world.cpu("n2")
+        assert cpu is not None
+
+        async def close_with_handlers_asleep_and_one_not_started() -> Any:
+            pending = [asyncio.ensure_future(n1.network.request("n2", m.ProduceRequest("t", 0, ()), 10.0))
+                       for _ in range(2)]
+            await asyncio.sleep(1.0)
+            assert len(world.node("n2").tasks) == 2  # both handlers asleep in their handler
+            jobs = cpu.jobs
+            pending.append(asyncio.ensure_future(n1.network.request("n2", m.ProduceRequest("t", 0, ()), 10.0)))
+            while cpu.jobs == jobs:  # until the third request has reached n2's CPU
+                await asyncio.sleep(1e-6)
+            # Closed once the third handler's task is made, before it takes a step.
+            world.loop.call_at(cpu.busy_until, world.network.close_node, "n2", 0)
+            return await asyncio.gather(*pending, return_exceptions=True)
+
+        outcomes = world.run(close_with_handlers_asleep_and_one_not_started())
+        assert world.now() < 1.1  # broken at the close, not by a timeout
+        assert all(isinstance(o, ConnectionResetError) for o in outcomes)
+        assert world.node("n2").tasks == {}
+        world.run_for(10.0)
+        assert world.failures == []

@@ -477,6 +477,10 @@ class Partition:
 
 def records_appended(topic: str, partition: int, records: Sequence[Record], role: str) -> Appended:
     """The ``appended`` event of ``records`` (at least one) reaching a log as ``role``."""
-    return Appended(topic=topic, partition=partition, offset=records[0].offset, epoch=records[0].leader_epoch,
+    first = records[0]
+    if len(records) == 1:  # a follower's fetch nearly always brings one record
+        return Appended(topic=topic, partition=partition, offset=first.offset, epoch=first.leader_epoch,
+                        values=(first.value,), role=role, epochs=(first.leader_epoch,))
+    return Appended(topic=topic, partition=partition, offset=first.offset, epoch=first.leader_epoch,
                     values=tuple(r.value for r in records), role=role,
                     epochs=tuple(sorted({r.leader_epoch for r in records})))

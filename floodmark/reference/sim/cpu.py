@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from floodmark.reference.protocol import messages as m
+from floodmark.reference.sim.loop import VirtualTimeLoop
 
 
 def _records(response: m.FetchResponse) -> int:
@@ -96,8 +97,9 @@ class CpuCosts:
 class SimCpu:
     """One node's CPU: a queue of work in virtual time, and what it did (the evidence)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, costs: CpuCosts) -> None:
+    def __init__(self, loop: VirtualTimeLoop, costs: CpuCosts) -> None:
         self._loop = loop
+        self._clock = loop.clock  # read as an attribute: a charge per message
         self.costs = costs
         self.busy_until = 0.0  # virtual time at which the work queued so far is done
         self.busy = 0.0  # seconds of work done or queued, in total
@@ -108,7 +110,7 @@ class SimCpu:
         """Queue ``seconds`` of work behind the work queued before it; returns the virtual
         time at which it is done. The caller schedules what follows the work at that time,
         so queued work costs the simulation one timer, not a sleeping task."""
-        now = self._loop.time()
+        now = self._clock.now
         start = self.busy_until if self.busy_until > now else now
         self.busy_until = start + seconds
         self.busy += seconds

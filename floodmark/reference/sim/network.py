@@ -66,7 +66,8 @@ class _Delivery:
 class _Call:
     """One request in flight, so a crash can break it, and what its response needs on arrival."""
 
-    __slots__ = ("source", "destination", "reply", "requester", "timeout", "charged", "priced_by", "price")
+    __slots__ = ("source", "destination", "reply", "requester", "timeout", "charged", "priced_by", "price",
+                 "handler")
 
     def __init__(self, source: str, destination: str, reply: asyncio.Future[Any], requester: SimNode) -> None:
         self.source = source
@@ -79,6 +80,7 @@ class _Call:
         # costs are nearly always the same, reads the price instead of counting again.
         self.priced_by: CpuCosts | None = None
         self.price = 0.0
+        self.handler: asyncio.Task[Any] | None = None  # the responder's task handling it
 
 
 class NetworkWorld(Protocol):
@@ -259,32 +261,36 @@ class SimNetwork:
         if self._handlers.get(node, (None,))[0] != incarnation:
             return
         self.stop_serving(node, incarnation)
+        tasks = self.world.node(node).tasks
+        current = asyncio.current_task()
         for task in list(self._handling.pop(node, {})):
-            if task is not asyncio.current_task():
+            if task is not current:
                 task.cancel()
+                tasks.pop(task, None)  # a handler cancelled before it started cannot forget itself
         self.break_connections(node, f"{node} closed its connections")
 
     async def request(self, source: str, incarnation: int, destination: str, message: Any,
                       timeout: float) -> Any:
-        node = self.world.node(source)
-        if not node.can_act(incarnation):
+        world = self.world
+        node = world.nodes.get(source) or world.node(source)
+        if not node.alive or node.incarnation != incarnation or node.paused:  # can_act, inline
             await node.gate(incarnation)
         if self.check_wire:
             message = wire.round_trip(message)
-        loop = self.world.loop
+        loop = world.loop
         reply: asyncio.Future[Any] = loop.create_future()
         call = _Call(source, destination, reply, node)
         self._calls[call] = None
-        self.deliver(source, destination, lambda: self._arrive(call, message), kind=type(message).__name__)
+        self._carry(source, destination, type(message).__name__, self._land_request, call, message)
         # A plain timer on the reply, not asyncio.wait_for: one timer and no extra future or
         # callback per request. The response's arrival cancels it (see ``_hear``).
-        call.timeout = loop.call_at(loop.time() + timeout, _time_out, reply)
+        call.timeout = timer = loop.call_at(loop.clock.now + timeout, _time_out, reply)
         try:
             response = await reply
         finally:
-            call.timeout.cancel()
+            timer.cancel()
             self._calls.pop(call, None)
-            if not node.can_act(incarnation):
+            if not node.alive or node.incarnation != incarnation or node.paused:
                 await node.gate(incarnation)
         if node.cpu is not None and not call.charged:
             # The response arrived while the node was paused: it reads it now it has resumed.
@@ -292,6 +298,40 @@ class SimNetwork:
             if not node.can_act(incarnation):
                 await node.gate(incarnation)
         return response
+
+    def _carry(self, source: str, destination: str, kind: str,
+               land: Callable[[Link, _Call, Any], None], call: _Call, message: Any) -> None:
+        """:meth:`deliver` for a request or a response: ``land(link, call, message)`` runs
+        when it reaches the end of its link. With no message rule in force (nearly always)
+        the timer calls ``land`` itself, without a closure per message; with rules, the
+        message takes :meth:`deliver`'s path, with the same draws."""
+        if self.message_faults.rules:
+            self.deliver(source, destination, lambda: land((source, destination), call, message), kind=kind)
+            return
+        link = (source, destination)
+        latency = self.min_latency + (self.max_latency - self.min_latency) * self.random.random()
+        loop = self.world.loop
+        # _schedule's steps (no delay here), without its call.
+        arrival = loop.clock.now + latency
+        last = self._last_arrival.get(link, 0.0)
+        if last > arrival:
+            arrival = last
+        self._last_arrival[link] = arrival
+        loop.plain_call_at(arrival, land, link, call, message)
+        if self._held and link in self._held:
+            self._release(link)
+
+    def _land_request(self, link: Link, call: _Call, message: Any) -> None:
+        if link in self._blocked:
+            self.lost[link] += 1
+            return
+        self._arrive(call, message)
+
+    def _land_response(self, link: Link, call: _Call, response: Any) -> None:
+        if link in self._blocked:
+            self.lost[link] += 1
+            return
+        self._hear(call, response)
 
     def _hear(self, call: _Call, response: Any) -> None:
         """The response reached the requester: the timeout no longer applies and the
@@ -314,7 +354,7 @@ class SimNetwork:
     def _arrive(self, call: _Call, message: Any) -> None:
         target = self.world.nodes.get(call.destination)
         serving = self._handlers.get(call.destination)
-        if target is None or serving is None or not target.is_current(serving[0]):
+        if target is None or serving is None or not target.alive or target.incarnation != serving[0]:
             self._answer_with_error(call, ConnectionRefusedError(f"{call.destination} refused the connection"))
             return
         cpu = target.cpu
@@ -329,43 +369,62 @@ class SimNetwork:
     def _start_handler(self, call: _Call, message: Any, target: SimNode, serving: tuple[int, Handler],
                        charged: bool) -> None:
         incarnation, handler = serving
-        if self._handlers.get(call.destination) is not serving or not target.is_current(incarnation):
+        if (self._handlers.get(call.destination) is not serving or not target.alive
+                or target.incarnation != incarnation):
             return  # the process died or closed its network meanwhile: the caller heard of it
-        handling = self._handling.setdefault(call.destination, {})
-        task = target.start_task(self.world.loop, incarnation,
-                                 self._handle(call, handler, message, target, incarnation, charged),
-                                 f"handle {type(message).__name__} from {call.source}",
-                                 lambda t: handling.pop(t, None), gated=False)
+        # One of the node's tasks, as SimNode.start_task makes them, but without a done
+        # callback (a turn of the loop per request): _handle forgets itself when it ends, and
+        # whoever cancels it before it starts (a crash, closing the network) forgets it then.
+        call.handler = task = self.world.loop.create_task(
+            self._handle(call, handler, message, target, incarnation, charged),
+            name=f"{target.name}:handle {type(message).__name__} from {call.source}")
+        target.tasks[task] = None
+        handling = self._handling.get(call.destination)
+        if handling is None:
+            handling = self._handling[call.destination] = {}
         handling[task] = None
 
     async def _handle(self, call: _Call, handler: Handler, message: Any, node: SimNode, incarnation: int,
                       charged: bool) -> None:
-        if not node.can_act(incarnation):
-            await node.gate(incarnation)
-        cpu = node.cpu
-        if cpu is not None and not charged:  # arrived while the node was paused: work on it now
-            await cpu.handle(message)
-            await node.gate(incarnation)  # paused while its CPU worked: the handler waits
         try:
-            response = await handler(call.source, message)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # a handler bug must not take the node down; the caller hears of it
-            log.exception("%s: handler failed on %s", call.destination, type(message).__name__)
-            self.world.record_failure(call.destination, f"handler for {type(message).__name__}", e)
-            response = ErrorResponse(UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
-        if self.check_wire:
-            response = wire.round_trip(response)
-        if cpu is None:
-            self._send_response(call, response, node, incarnation)
-        else:
-            # Building the response takes CPU time; it leaves when that is done.
-            call.priced_by = costs = cpu.costs
-            call.price = price = costs.cost(response)
-            self.world.loop.plain_call_at(cpu.charge(price), self._send_response, call, response, node, incarnation)
+            if not node.alive or node.incarnation != incarnation or node.paused:  # can_act, inline
+                await node.gate(incarnation)
+            cpu = node.cpu
+            if cpu is not None and not charged:  # arrived while the node was paused: work on it now
+                await cpu.handle(message)
+                await node.gate(incarnation)  # paused while its CPU worked: the handler waits
+            try:
+                response = await handler(call.source, message)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # a handler bug must not take the node down; the caller hears of it
+                log.exception("%s: handler failed on %s", call.destination, type(message).__name__)
+                self.world.record_failure(call.destination, f"handler for {type(message).__name__}", e)
+                response = ErrorResponse(UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
+            if self.check_wire:
+                response = wire.round_trip(response)
+            if cpu is None:
+                self._send_response(call, response, node, incarnation)
+            else:
+                # Building the response takes CPU time; it leaves when that is done.
+                call.priced_by = costs = cpu.costs
+                call.price = price = costs.cost(response)
+                self.world.loop.plain_call_at(cpu.charge(price), self._send_response, call, response, node,
+                                              incarnation)
+        finally:
+            self._forget_handler(call, node)
+
+    def _forget_handler(self, call: _Call, node: SimNode) -> None:
+        task = call.handler
+        if task is not None:
+            node.tasks.pop(task, None)
+            handling = self._handling.get(call.destination)
+            if handling is not None:
+                handling.pop(task, None)
 
     def _send_response(self, call: _Call, response: Any, node: SimNode, incarnation: int) -> None:
-        if not node.is_current(incarnation) or self._handlers.get(call.destination, (None,))[0] != incarnation:
+        if (not node.alive or node.incarnation != incarnation
+                or self._handlers.get(call.destination, (None,))[0] != incarnation):
             return  # died or closed its network before the response left: it never does
         if node.paused:
             # Paused before the response left: it leaves when the node resumes.
@@ -375,8 +434,7 @@ class SimNetwork:
             node.start_task(self.world.loop, incarnation, send_on_resume(),
                             f"send {type(response).__name__} to {call.source}")
             return
-        self.deliver(call.destination, call.source, lambda: self._hear(call, response),
-                     kind=type(response).__name__)
+        self._carry(call.destination, call.source, type(response).__name__, self._land_response, call, response)
 
     def _answer_with_error(self, call: _Call, error: Exception) -> None:
         # A refused connection is not a message: no rule acts on it.

@@ -171,6 +171,7 @@ class SimNode:
         tasks = list(self.tasks)
         for task in tasks:
             task.cancel()
+        self.tasks.clear()  # all cancelled; a task cancelled before it started cannot forget itself
         if self.cpu is not None:
             self.cpu.process_died()
         return len(tasks)
