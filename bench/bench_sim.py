@@ -17,6 +17,16 @@ with brokers and partitions. Each figure is the median of ``--runs`` runs, print
 load average and the calibration anchor (``calibration.machine_speed``), after one short
 untimed run that loads what a run imports lazily (once per process, as in ``explore``).
 
+``--instructions`` counts instead of timing: the machine instructions (valgrind's
+cachegrind) one simulated second of the default test costs, and what share of them missed
+the first-level caches. Time on a shared virtual machine wanders by a tenth from one run to
+the next, more than most single changes gain; the count does not (the same code, seed and
+``PYTHONHASHSEED`` give the same count to within a few parts in ten thousand), so compare two
+versions of the code by it. It runs the test twice under cachegrind, ``--seconds`` and one
+second long, and divides the difference by the difference in simulated time, so the
+interpreter's start and the imports drop out; about four minutes for 30 seconds. Needs
+valgrind.
+
 ``--bare`` measures the older miniature instead: the queue workload's workers straight on
 the client library and the test fixtures' cluster, without the harness (``--cpu-model``
 switches on the simulated CPU there). ``--profile`` prints the hottest functions of one run.
@@ -25,18 +35,23 @@ switches on the simulated CPU there). ``--profile`` prints the hottest functions
 how fast the runs would be if the simulator's own share cost nothing.
 
     python bench/bench_sim.py [--shapes 3x6,5x6,3x24,5x24] [--seconds 60] [--runs 3] [--seed 1] [--profile] [--layers]
+    python bench/bench_sim.py --instructions [--seconds 30] [--seed 1]
     python bench/bench_sim.py --bare [--cpu-model] [--seconds 60] [--runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import cProfile
 import io
 import os
 import pstats
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -227,6 +242,64 @@ def print_layers(samples: LayerSamples, speed: float) -> None:
               f"(the protocol, clients and harness alone)", flush=True)
 
 
+def one_run(seconds: float, seed: int) -> None:
+    """The child of --instructions: one run of the default test after the untimed one,
+    printing its simulated length."""
+    product_run(3, 6, 1.0, seed, profile=False)
+    run = product_run(3, 6, seconds, seed, profile=False)
+    print(f"simulated {run.simulated!r} ops {run.ops}", flush=True)
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What cachegrind counted over one whole child process."""
+
+    instructions: int
+    i1_misses: int
+    d1_misses: int
+    simulated: float
+    ops: int
+
+
+def counted(seconds: float, seed: int) -> Counted:
+    command = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--cachegrind-out-file=/dev/null",
+               sys.executable, str(Path(__file__).resolve()), "--one-run", str(seconds), "--seed", str(seed)]
+    # A fixed hash seed: the same string hashes, the same dict layouts, the same count.
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    if done.returncode != 0:
+        raise SystemExit(f"valgrind failed: {done.stderr.strip()[-500:]}")
+
+    def total(label: str) -> int:
+        found = re.search(rf"{label}:\s+([\d,]+)", done.stderr)
+        if found is None:
+            raise SystemExit(f"cachegrind printed no {label!r} count: {done.stderr.strip()[-500:]}")
+        return int(found.group(1).replace(",", ""))
+
+    found = re.search(r"simulated (\S+) ops (\d+)", done.stdout)
+    if found is None:
+        raise SystemExit(f"the run printed no length: {done.stdout.strip()[-500:]}")
+    return Counted(total("I   refs"), total("I1  misses"), total("D1  misses"), float(found.group(1)),
+                   int(found.group(2)))
+
+
+def instructions(args: argparse.Namespace) -> None:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (Debian's valgrind package)")
+    print(f"counting under cachegrind: the default test for {args.seconds:.0f} s and for 1 s (seed {args.seed}); "
+          f"{load_average()}", flush=True)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        long_run, short_run = pool.map(lambda s: counted(s, args.seed), (args.seconds, 1.0))
+    simulated = long_run.simulated - short_run.simulated
+    ops = long_run.ops - short_run.ops
+    instructions = long_run.instructions - short_run.instructions
+    i1 = long_run.i1_misses - short_run.i1_misses
+    d1 = long_run.d1_misses - short_run.d1_misses
+    print(f"{instructions / simulated / 1e6:.1f} M instructions per simulated second "
+          f"({instructions / ops / 1e3:.1f} k per history entry; {simulated:.1f} simulated s, {ops} entries counted); "
+          f"first-level cache misses per simulated second: {i1 / simulated / 1e6:.2f} M instruction, "
+          f"{d1 / simulated / 1e6:.2f} M data")
+
+
 def bare(args: argparse.Namespace) -> None:
     figures: list[float] = []
     counts: dict[str, Any] = {}
@@ -249,8 +322,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cpu-model", action="store_true", help="(--bare) handling takes virtual time")
     parser.add_argument("--profile", action="store_true", help="print the hottest functions (one run)")
     parser.add_argument("--layers", action="store_true", help="CPU of the timed runs by layer of the code")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count machine instructions per simulated second (valgrind) instead of timing")
+    parser.add_argument("--one-run", type=float, metavar="SECONDS", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.bare:
+    if args.one_run is not None:
+        one_run(args.one_run, args.seed)
+    elif args.instructions:
+        instructions(args)
+    elif args.bare:
         bare(args)
     else:
         product(args)

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs everything floodmark needs on a fresh Debian machine (idempotent).
 # System packages: ZooKeeper (and Java), Chromium for report tests, debootstrap for the Docker
-# base image, libfaketime, iproute2/iptables for network faults. Python packages from pyproject.
+# base image, libfaketime, iproute2/iptables for network faults, valgrind for the simulator's
+# instruction counts (bench/bench_sim.py --instructions). Python packages from pyproject.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(zookeeper libslf4j-java default-jre-headless chromium debootstrap faketime iproute2 iptables
-              procps psmisc util-linux ca-certificates)
+              procps psmisc util-linux ca-certificates valgrind)
 PYTHON=${PYTHON:-python3}
 
 missing=()

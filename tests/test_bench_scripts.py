@@ -49,3 +49,16 @@ def test_a_frame_counts_for_the_layer_of_its_file() -> None:
     assert layer_of("/x/floodmark/reference/client/producer.py") == "clients"
     assert layer_of("/x/floodmark/harness/recorder.py") == "harness"
     assert layer_of("<string>") is None  # a generated __init__ counts for whoever called it
+
+
+def test_the_simulator_bench_counts_instructions_per_simulated_second() -> None:
+    # Counted, not timed: the figure to compare two versions of the code by on a machine
+    # whose timings wander. Two short runs under valgrind, about a minute.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCH.parent), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(BENCH / "bench_sim.py"), "--instructions", "--seconds", "2"],
+                          capture_output=True, text=True, timeout=600, cwd=BENCH.parent, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = done.stdout.strip().splitlines()[-1]
+    per_second = float(line.split(" M instructions per simulated second")[0])
+    assert 10 < per_second < 10_000, line  # a run costs something, and not the interpreter's start
+    assert "first-level cache misses per simulated second" in line
