@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.sim import SimWorld
-from floodmark.reference.sim.cpu import CpuCosts
+from floodmark.reference.sim.cpu import CpuCosts, SimCpu
 from floodmark.reference.sim.network import UNKNOWN_SERVER_ERROR
 
 pytestmark = pytest.mark.sim_world(seed=11)
@@ -231,28 +232,42 @@ def test_a_handled_request_leaves_no_task_behind_on_either_side(world: SimWorld)
     assert all(not tasks for tasks in world.network._handling.values())
 
 
+def slow_server_with_a_cpu(world: SimWorld, started: list[str]) -> tuple[Any, SimCpu]:
+    """n1 and a server n2 whose handler sleeps 5 s (noting who it started for), and n2's CPU."""
+    n1, n2, _ = start_three(world)
+
+    async def slow(sender: str, message: Any) -> Any:
+        started.append(sender)
+        await n2.sleep(5.0)
+        return m.ProduceResponse(None)
+
+    world.run(n2.network.serve(slow))
+    cpu = world.cpu("n2")
+    assert cpu is not None
+    return n1, cpu
+
+
+async def when_the_cpu_is_done_with_the_next_request(world: SimWorld, cpu: SimCpu,
+                                                     action: Callable[..., object], *args: Any) -> None:
+    """Set ``action(*args)`` for the moment n2's CPU is done with the next request to reach it:
+    just after that request's handler task is made (its timer was set first), before the task
+    takes its first step (a turn later)."""
+    jobs = cpu.jobs
+    while cpu.jobs == jobs:
+        await asyncio.sleep(1e-6)
+    world.loop.call_at(cpu.busy_until, action, *args)
+
+
 def test_a_crash_cancels_and_counts_handlers_that_have_not_started() -> None:
-    # With a CPU model a handler's task is made when the CPU is done with its request, and
-    # takes its first step a turn later: a crash timed for that very moment meets a handler
-    # that has not started, which cannot forget itself; the crash must.
+    # A crash timed for that moment meets a handler that has not started, which cannot
+    # forget itself: the crash must.
     with SimWorld(seed=11, cpu=CpuCosts()) as world:
-        n1, n2, _ = start_three(world)
         started: list[str] = []
-
-        async def slow(sender: str, message: Any) -> Any:
-            started.append(sender)
-            await n2.sleep(5.0)
-            return m.ProduceResponse(None)
-
-        world.run(n2.network.serve(slow))
-        cpu = world.cpu("n2")
-        assert cpu is not None
+        n1, cpu = slow_server_with_a_cpu(world, started)
 
         async def crash_as_the_handler_begins() -> Any:
             pending = asyncio.ensure_future(n1.network.request("n2", m.ProduceRequest("t", 0, ("x",)), 10.0))
-            while cpu.jobs == 0:  # until the request has reached n2's CPU
-                await asyncio.sleep(1e-6)
-            world.loop.call_at(cpu.busy_until, world.crash, "n2")  # after the handler's task is made
+            await when_the_cpu_is_done_with_the_next_request(world, cpu, world.crash, "n2")
             return await asyncio.gather(pending, return_exceptions=True)
 
         outcomes = world.run(crash_as_the_handler_begins())
@@ -265,31 +280,21 @@ def test_a_crash_cancels_and_counts_handlers_that_have_not_started() -> None:
 
 def test_closing_the_network_forgets_the_handlers_it_cancelled() -> None:
     with SimWorld(seed=11, cpu=CpuCosts()) as world:
-        n1, n2, _ = start_three(world)
-
-        async def slow(sender: str, message: Any) -> Any:
-            await n2.sleep(5.0)
-            return m.ProduceResponse(None)
-
-        world.run(n2.network.serve(slow))
-        cpu = world.cpu("n2")
-        assert cpu is not None
+        started: list[str] = []
+        n1, cpu = slow_server_with_a_cpu(world, started)
 
         async def close_with_handlers_asleep_and_one_not_started() -> Any:
             pending = [asyncio.ensure_future(n1.network.request("n2", m.ProduceRequest("t", 0, ()), 10.0))
                        for _ in range(2)]
             await asyncio.sleep(1.0)
             assert len(world.node("n2").tasks) == 2  # both handlers asleep in their handler
-            jobs = cpu.jobs
             pending.append(asyncio.ensure_future(n1.network.request("n2", m.ProduceRequest("t", 0, ()), 10.0)))
-            while cpu.jobs == jobs:  # until the third request has reached n2's CPU
-                await asyncio.sleep(1e-6)
-            # Closed once the third handler's task is made, before it takes a step.
-            world.loop.call_at(cpu.busy_until, world.network.close_node, "n2", 0)
+            await when_the_cpu_is_done_with_the_next_request(world, cpu, world.network.close_node, "n2", 0)
             return await asyncio.gather(*pending, return_exceptions=True)
 
         outcomes = world.run(close_with_handlers_asleep_and_one_not_started())
         assert world.now() < 1.1  # broken at the close, not by a timeout
+        assert started == ["n1", "n1"]  # the third handler never ran
         assert all(isinstance(o, ConnectionResetError) for o in outcomes)
         assert world.node("n2").tasks == {}
         world.run_for(10.0)
