@@ -24,7 +24,7 @@ process number, because the old one may still be acting in the system.
 
 A harness killed mid-write leaves a last line cut short, with no newline after it. Readers
 forgive that line and only that one: a last line that is the beginning of a JSON text
-(:func:`~floodmark.torn_lines.cut_short`). A complete line is judged like any other, with
+(:func:`~floodmark.inputs.torn_lines.cut_short`). A complete line is judged like any other, with
 or without its newline, and so is a last line malformed where it stands. The forgiven line
 is not silently gone: :func:`read_history` and :func:`parse_history` return the ops as
 :class:`OpsRead`, whose ``torn_tail`` says which line was left out and why, for whoever
@@ -42,8 +42,8 @@ from typing import IO, Any, Literal
 
 from floodmark.errors import SourceError, one_line
 from floodmark.frozen_init import fast_frozen_init
-from floodmark.plain_values import json_lines_parser, parse_json
-from floodmark.torn_lines import cut_short
+from floodmark.inputs.plain_values import json_lines_parser, parse_json
+from floodmark.inputs.torn_lines import cut_short
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 OP_TYPES: frozenset[str] = frozenset(("invoke", "ok", "fail", "info"))

@@ -38,6 +38,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from floodmark.errors import SourceError
+from floodmark.inputs.plain_values import json_lines_parser
+from floodmark.inputs.sources import read_source
+from floodmark.inputs.torn_lines import cut_short
 from floodmark.node_event_kinds import (
     Acked,
     Appended,
@@ -64,9 +67,6 @@ from floodmark.node_event_kinds import (
     leader_epoch_of,
     partition_of,
 )
-from floodmark.plain_values import json_lines_parser
-from floodmark.sources import read_source
-from floodmark.torn_lines import cut_short
 
 try:
     import orjson
@@ -296,7 +296,7 @@ def event_from_dict(d: Any, source: str = "<events>", line: int = 0) -> NodeEven
 def iter_events(path: str | os.PathLike[str], node: str | None = None,
                 torn: list[str] | None = None) -> Iterator[NodeEvent]:
     """Read one node's event file. A last line cut short (the node was killed while writing
-    it, see :mod:`floodmark.torn_lines`) is ignored, and said in ``torn`` if given; any other
+    it, see :mod:`floodmark.inputs.torn_lines`) is ignored, and said in ``torn`` if given; any other
     malformed line is refused.
     ``node``: the node the file belongs to; then every event must be that node's, and no
     ``seq`` may come twice (a line duplicated or a file of another node would make the

@@ -137,7 +137,7 @@ def previous_verdicts(path: str | os.PathLike[str]) -> tuple[dict[str, dict[str,
     none and why, when the file is there but unreadable or not shaped as :func:`build_results`
     writes it (a judgement kept must read as any other: a verdict, anomalies, counts, stats).
     No file at all is no judgements and no problem."""
-    from floodmark.sources import file_problem
+    from floodmark.inputs.sources import file_problem
 
     if not os.path.lexists(path):
         return {}, None
@@ -183,8 +183,8 @@ def _kind(value: Any) -> str:
 def read_results(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A results file; ValueError (naming the file) when it is not one. Read once, as JSON
     without NaN, lone surrogates or nesting deeper than the checkers ever write."""
-    from floodmark.plain_values import parse_json
-    from floodmark.sources import read_source
+    from floodmark.inputs.plain_values import parse_json
+    from floodmark.inputs.sources import read_source
 
     try:
         data = parse_json(read_source(path))

@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from floodmark.errors import SourceError
-from floodmark.safe_yaml import describe_error, load_yaml
+from floodmark.inputs.safe_yaml import describe_error, load_yaml
 
 # The faults a test injects unless it names others (every kind the real backends apply),
 # also the order in which a configuration lists fault kinds; kinds not listed here follow,
@@ -209,7 +209,7 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
 
     The file is read once and at most :data:`MAX_CONFIG_BYTES` (so ``-f /dev/zero`` or a FIFO
     is refused, not read for ever); it must be UTF-8, and a key given twice is refused."""
-    from floodmark.sources import decode_utf8, read_source
+    from floodmark.inputs.sources import decode_utf8, read_source
 
     source = str(path)
     try:

@@ -156,11 +156,11 @@ def find_run_dirs(store: str | os.PathLike[str]) -> list[RunDir]:
 
 def read_json_file(path: str | os.PathLike[str], *, limit: int, what: str) -> Any:
     """One of a run's small JSON files (``schedule.json``, ``digest.json``), parsed as
-    :func:`~floodmark.plain_values.parse_json` does; every problem, reading or parsing, is a
+    :func:`~floodmark.inputs.plain_values.parse_json` does; every problem, reading or parsing, is a
     :class:`~floodmark.errors.SourceError` naming the file and saying it is not ``what``."""
     from floodmark.errors import SourceError
-    from floodmark.plain_values import parse_json
-    from floodmark.sources import read_source
+    from floodmark.inputs.plain_values import parse_json
+    from floodmark.inputs.sources import read_source
 
     source = str(path)
     data = read_source(source, limit=limit)

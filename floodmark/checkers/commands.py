@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from floodmark.checkers.registry import CHECKER_NAMES
 from floodmark.errors import EXIT_BAD_ARGUMENTS, SourceError, UsageError, exit_code, printable
-from floodmark.sources import STDIN
+from floodmark.inputs.sources import STDIN
 
 if TYPE_CHECKING:
     from floodmark.history import Op
@@ -142,7 +142,7 @@ def _to_edn(out: str, path: Path, many: bool, ops: list[Op], *, keyword_keys: bo
     """Write ``ops`` as Jepsen EDN where --to-edn says, and return where; a target that
     cannot be written is named (it is the output that is wrong, not the history)."""
     from floodmark.formats.jepsen_edn import write_edn_history
-    from floodmark.sources import describe_os_error
+    from floodmark.inputs.sources import describe_os_error
 
     target = Path(out)
     try:
@@ -283,7 +283,7 @@ def _unusable(path: Path, error: BaseException) -> str:
     if isinstance(error, ModelMismatch):
         return f"{path}: the history does not fit the model: {error}"
     if isinstance(error, OSError):
-        from floodmark.sources import describe_os_error
+        from floodmark.inputs.sources import describe_os_error
 
         return f"{path}: {describe_os_error(error)}"
     if isinstance(error, RecursionError):

@@ -258,7 +258,7 @@ def check_run(
     try:
         write_results(run.results, results)
     except OSError as e:
-        from floodmark.sources import describe_os_error, file_problem
+        from floodmark.inputs.sources import describe_os_error, file_problem
 
         raise UsageError(f"{run.results}: cannot write: {file_problem(run.results) or describe_os_error(e)}") from None
     return results

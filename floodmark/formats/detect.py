@@ -14,7 +14,7 @@ The structure is looked at first because the text ``jepsen.util - `` can be a va
 JSON or EDN op: a history that quotes a log line is still that history, never a log of one
 line. Blank means ASCII whitespace, as in JSON.
 
-The source is read once (:mod:`floodmark.sources`) and both detected and parsed from
+The source is read once (:mod:`floodmark.inputs.sources`) and both detected and parsed from
 memory: a pipe or standard input gives its data to the first reader only, so peeking at it
 and then reopening it would judge an empty history.
 """
@@ -29,7 +29,7 @@ from pathlib import Path
 from floodmark.formats.jepsen_edn import parse_edn_history
 from floodmark.formats.jepsen_text import looks_like_text_log, parse_text_log
 from floodmark.history import HistoryError, Op, parse_history
-from floodmark.sources import STDIN, decode_utf8, read_source
+from floodmark.inputs.sources import STDIN, decode_utf8, read_source
 
 JSONL = "jsonl"
 EDN = "edn"

@@ -25,7 +25,7 @@ from typing import Any
 
 from floodmark.formats import edn
 from floodmark.history import NEMESIS, OP_TYPES, HistoryError, Op, ProcessPairing
-from floodmark.sources import decode_utf8, read_source
+from floodmark.inputs.sources import decode_utf8, read_source
 
 _OP_FIELDS = ("index", "time", "type", "process", "f", "value", "node", "error")
 

@@ -65,7 +65,7 @@ from typing import Any
 from floodmark.formats import edn
 from floodmark.formats.jepsen_edn import plain
 from floodmark.history import OP_TYPES, HistoryError, Op, ProcessPairing
-from floodmark.sources import read_source
+from floodmark.inputs.sources import read_source
 
 # INFO and the jepsen.util logger (a whole word: not jepsen.util-test), then the rest.
 _OP_RECORD = re.compile(r"(?<!\S)INFO[ \t]+jepsen\.util(?![^ \t])")

@@ -13,7 +13,7 @@ numbers. The driver adds up the line counts of earlier chunks, so the error it r
 the file and the global line exactly as :func:`floodmark.history.iter_history` would, and
 checks that each chunk's first index continues the previous chunk (dense indices from 0).
 
-Parsing goes through :mod:`floodmark.fast_json`: orjson, or the standard ``json`` module for
+Parsing goes through :mod:`floodmark.inputs.fast_json`: orjson, or the standard ``json`` module for
 what orjson would refuse or read differently (NaN, huge integers), with its familiar messages.
 """
 
@@ -28,13 +28,13 @@ from typing import Any, TypeVar
 import orjson
 import pyarrow as pa
 
-from floodmark import fast_json
 from floodmark.errors import SourceError
 from floodmark.history import OP_TYPES, op_from_dict
+from floodmark.inputs import fast_json
+from floodmark.inputs.plain_values import json_decode_problem
+from floodmark.inputs.torn_lines import cut_short
 from floodmark.node_events import NodeEvent, event_from_dict
 from floodmark.pipeline.records import event_columns, json_text
-from floodmark.plain_values import json_decode_problem
-from floodmark.torn_lines import cut_short
 
 T = TypeVar("T")
 CHUNK_BYTES = 32 * 1024 * 1024
@@ -153,7 +153,7 @@ def _parsed_lines(chunk: Chunk, summary: ChunkSummary, parse: Callable[[Any, int
     what ``parse(json, line number)`` made of it), up to the first problem, which goes into
     ``summary``. A torn last line that is not JSON (the harness died mid-write) is skipped, as
     the readers skip it: with ``torn_only_if_cut``, only one that is the beginning of a JSON
-    text (as the history reader decides, :func:`~floodmark.torn_lines.cut_short`); one
+    text (as the history reader decides, :func:`~floodmark.inputs.torn_lines.cut_short`); one
     ``parse`` rejects too, with ``torn_source_errors``. ``other_errors`` from ``parse`` are
     problems too (say, a wall clock that is not a number).
     """

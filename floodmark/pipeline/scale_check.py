@@ -33,8 +33,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
-from floodmark.fast_json import loads
 from floodmark.history import Op
+from floodmark.inputs.fast_json import loads
 from floodmark.node_events import NodeEvent, event_from_fields
 from floodmark.pipeline.records import config_from_json
 from floodmark.run_config import TestConfig

@@ -24,7 +24,7 @@ from operator import itemgetter
 from typing import Any, NoReturn, overload
 
 from floodmark.history import NEMESIS, OP_TYPES, HistoryError, Op, op_from_dict
-from floodmark.torn_lines import cut_short
+from floodmark.inputs.torn_lines import cut_short
 
 _loads: Callable[[bytes], Any]
 try:  # orjson decodes a history several times faster; it is optional

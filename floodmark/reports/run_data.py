@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from floodmark.history import Op
+from floodmark.inputs.sources import file_problem
 from floodmark.node_events import NodeEvent, NodeEventError, iter_events
 from floodmark.reports.history_columns import HistoryColumns, load_history
 from floodmark.results import read_results
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir
-from floodmark.sources import file_problem
 
 PartitionKey = tuple[str, int]
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from floodmark.errors import SourceError
-from floodmark.plain_values import parse_json
+from floodmark.inputs.plain_values import parse_json
+from floodmark.inputs.sources import file_problem, read_source
 from floodmark.results import verdict_word
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir, find_run_dirs
-from floodmark.sources import file_problem, read_source
 
 NOT_STATED = "not stated"  # the variant of a run without a configuration
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})")

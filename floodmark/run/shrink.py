@@ -28,8 +28,8 @@ from floodmark import rundir
 from floodmark.errors import UsageError
 from floodmark.harness.config import ConfigError, TestConfig, load_config
 from floodmark.harness.schedule import Fault, Schedule, ScheduleError, load_schedule
+from floodmark.inputs.sources import file_problem
 from floodmark.results import read_results
-from floodmark.sources import file_problem
 
 SETTLE = 5.0  # seconds of workload kept after the last fault ends
 

@@ -1,4 +1,4 @@
-"""floodmark.fast_json: orjson's speed, the standard library's results."""
+"""floodmark.inputs.fast_json: orjson's speed, the standard library's results."""
 
 import io
 import json
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from floodmark import fast_json
+from floodmark.inputs import fast_json
 
 
 @pytest.mark.parametrize("text", [

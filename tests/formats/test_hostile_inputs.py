@@ -20,8 +20,8 @@ from floodmark.formats import edn
 from floodmark.formats.detect import load_history
 from floodmark.formats.jepsen_text import parse_text_history
 from floodmark.harness.config import load_config
+from floodmark.inputs.sources import read_source
 from floodmark.run_config import ConfigError
-from floodmark.sources import read_source
 
 REPO = Path(__file__).resolve().parents[2]
 INVALID_EDN = b"{:process 0 :type :invoke :f :write :value 1}\n{:process 0 :type :ok :f :write :value 1}\n" \

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from floodmark.plain_values import MAX_DEPTH, json_lines_parser, parse_json
+from floodmark.inputs.plain_values import MAX_DEPTH, json_lines_parser, parse_json
 
 LINES = [
     b'{"index": 0, "time": 5, "type": "invoke", "process": 0, "f": "send", "value": [1, {"a": "b"}]}\n',

@@ -1,4 +1,4 @@
-"""floodmark.safe_yaml: yaml.safe_load's answers, but hostile nesting is refused, never a crash."""
+"""floodmark.inputs.safe_yaml: yaml.safe_load's answers, but hostile nesting is refused, never a crash."""
 
 from __future__ import annotations
 
@@ -13,7 +13,14 @@ import pytest
 import yaml
 from report_fixtures import make_minimal_run
 
-from floodmark.safe_yaml import MAX_DEPTH, YamlTooDeep, _load, _PyLoader, describe_error, load_yaml
+from floodmark.inputs.safe_yaml import (
+    MAX_DEPTH,
+    YamlTooDeep,
+    _load,
+    _PyLoader,
+    describe_error,
+    load_yaml,
+)
 
 DEEP = 100_000  # libyaml's own composer (CSafeLoader) segfaults on documents this deep
 HOSTILE = {
@@ -100,7 +107,7 @@ def test_hostile_nesting_is_refused_in_process_without_a_crash(kind: str) -> Non
     """Run in a child process: a regression here would be a segfault, which must not kill pytest."""
     script = textwrap.dedent("""
         import sys
-        from floodmark.safe_yaml import YamlTooDeep, describe_error, load_yaml
+        from floodmark.inputs.safe_yaml import YamlTooDeep, describe_error, load_yaml
         try:
             load_yaml(sys.stdin.read(), "hostile/test.yaml")
         except YamlTooDeep as e:

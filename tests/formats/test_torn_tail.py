@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from floodmark.history import HistoryError, Op, OpsRead, parse_history, read_history
-from floodmark.torn_lines import cut_short
+from floodmark.inputs.torn_lines import cut_short
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
                      st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=8))

@@ -31,7 +31,7 @@ import typing
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from floodmark.plain_values import nesting_problem
+from floodmark.inputs.plain_values import nesting_problem
 from floodmark.reference.protocol import messages
 
 MAX_NESTING = 32  # messages nest a few levels; a frame nested deeper is not one of ours

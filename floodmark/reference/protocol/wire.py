@@ -18,7 +18,7 @@ wait (``max_wait``, ``timeout``) of at most :data:`MAX_WAIT_SECONDS`; anything e
 :class:`WireError`, which a server answers by closing the connection with one log line.
 
 JSON is written with orjson when it is installed (the harness has it; a broker image may
-not), else with the standard library, and parsed by :mod:`floodmark.fast_json`: both ways
+not), else with the standard library, and parsed by :mod:`floodmark.inputs.fast_json`: both ways
 produce and accept the same JSON, huge integers included.
 """
 
@@ -31,8 +31,8 @@ import struct
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from floodmark import fast_json
-from floodmark.plain_values import nesting_problem, value_problem
+from floodmark.inputs import fast_json
+from floodmark.inputs.plain_values import nesting_problem, value_problem
 
 # The decoder's names that callers of the codec use, re-exported here.
 from floodmark.reference.protocol.message_decoding import (  # noqa: F401

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from floodmark.plain_values import nesting_problem
+from floodmark.inputs.plain_values import nesting_problem
 from floodmark.reference.protocol import message_decoding as decoding
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.protocol import wire

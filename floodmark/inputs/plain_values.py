@@ -119,10 +119,10 @@ def json_decode_problem(raw: bytes | str, error: json.JSONDecodeError) -> str:
 def parse_json(raw: bytes | str, max_depth: int = MAX_DEPTH, max_int_digits: int = MAX_INT_DIGITS) -> Any:
     """One JSON text as a value fit to hold; raises ValueError with the problem in words.
 
-    orjson (through :mod:`floodmark.fast_json`) already refuses NaN, infinities and lone
+    orjson (through :mod:`floodmark.inputs.fast_json`) already refuses NaN, infinities and lone
     surrogates, so a value it parsed is walked only when it may nest deeper than allowed.
     """
-    from floodmark.fast_json import parse  # orjson loads in 10 ms: only for readers of JSON
+    from floodmark.inputs.fast_json import parse  # orjson loads in 10 ms: only for readers of JSON
 
     try:
         value, strict = parse(raw)
@@ -149,7 +149,7 @@ def json_lines_parser(text: bytes | BinaryIO, max_depth: int = MAX_DEPTH) -> Cal
     long for it) is decided once for the whole text, and a line orjson refuses goes to
     :func:`parse_json`, which reads it or names the problem exactly as for a line on its
     own. A history or an event file has tens of thousands."""
-    from floodmark.fast_json import orjson, stream_fits_orjson
+    from floodmark.inputs.fast_json import orjson, stream_fits_orjson
 
     stream = io.BytesIO(text) if isinstance(text, bytes) else text
     if orjson is None or not stream_fits_orjson(stream):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 
-from floodmark.plain_values import MAX_DEPTH
+from floodmark.inputs.plain_values import MAX_DEPTH
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # a whole JSON string, escapes and all
 _NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
