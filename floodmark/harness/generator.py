@@ -98,15 +98,14 @@ class RateLimiter:
         await asyncio.sleep(max(0.0, slot - now))
 
 
-@dataclass
 class OpDeadline:
     """``asyncio.timeout(delay)`` for the task ``task`` runs, as a plain context manager.
 
     The same steps as asyncio's, in the same order (one timer that cancels the task; on the
     way out the timer cancelled, and a cancellation that was the timer's own turned into
     ``TimeoutError``), so a simulated run is the same with either; but without asyncio's
-    state machine, its two coroutines and its lookup of the current task, which were a
-    twentieth of the generator's CPU: every op passes here.
+    state machine, its two coroutines and its lookup of the current task: every op passes
+    here.
     """
 
     __slots__ = ("_task", "_cancelling", "_handle", "_expired")
