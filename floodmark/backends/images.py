@@ -82,12 +82,18 @@ def _context_files(role: str) -> dict[str, bytes]:
     return {"Dockerfile": dockerfile, "zoo.cfg": zookeeper_config(ZOOKEEPER_DATA).encode()}
 
 
+# What the broker image carries besides the top-level modules: the reference and the one
+# package of the layers below it (see the layers contract in pyproject.toml).
+IMAGE_PACKAGES = ("reference", "inputs")
+
+
 def _sources() -> list[Path]:
-    """What the broker image carries: the reference implementation and the top-level
-    modules it imports (events, cli exit codes); not the harness, checkers or reports,
-    so work on those does not rebuild the image."""
+    """What the broker image carries: the reference implementation and everything below it
+    in the layers (the top-level contracts, errors, and the readers' ``inputs``); not the
+    harness, checkers or reports, so work on those does not rebuild the image."""
     wanted = list(PACKAGE_DIR.glob("*.py"))
-    wanted += [p for p in (PACKAGE_DIR / "reference").rglob("*.py") if "__pycache__" not in p.parts]
+    for package in IMAGE_PACKAGES:
+        wanted += [p for p in (PACKAGE_DIR / package).rglob("*.py") if "__pycache__" not in p.parts]
     return sorted(wanted)
 
 

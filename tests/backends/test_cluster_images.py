@@ -51,3 +51,34 @@ def test_present_images_are_reused_without_building() -> None:
         assert client.images.get(second["broker"]).id == client.images.get("floodmark/broker:latest").id
     finally:
         client.close()
+
+
+def test_the_broker_image_holds_everything_the_reference_imports(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The image carries a selection of the package; a module the reference imports from
+    # outside it (a package moved below the reference, say) would leave the broker unable to
+    # start in its container. Import every module of the reference from exactly that selection.
+    import os
+    import site
+    import subprocess
+    import sys
+
+    for source in images._sources():
+        target = tmp_path / "floodmark" / source.relative_to(images.PACKAGE_DIR)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(source.read_bytes())
+    program = (
+        "import importlib, pkgutil, sys\n"
+        "import floodmark, floodmark.reference\n"
+        f"assert floodmark.__file__.startswith({str(tmp_path)!r}), floodmark.__file__\n"
+        "for m in pkgutil.walk_packages(floodmark.reference.__path__, 'floodmark.reference.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "from floodmark.reference.real.process import main\n"
+        "print('imported', len([m for m in sys.modules if m.startswith('floodmark.')]))\n"
+    )
+    # -S: no site processing, so no editable install's finder can supply a module the copy
+    # lacks; the site-packages directories stay on the path for kazoo and orjson.
+    path = os.pathsep.join([str(tmp_path), *site.getsitepackages()])
+    done = subprocess.run([sys.executable, "-S", "-c", program], capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": path, "PATH": "/usr/bin:/bin"}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("imported ")
