@@ -1,7 +1,8 @@
 # floodmark/broker: one broker machine. The container's main process only keeps the machine
 # alive; the harness starts the broker in it (`docker exec`), signals it, kills and restarts
 # it, so a restarted broker keeps its address, its data and any partition rules.
-# Build context: prepared by floodmark/harness/images.py (the floodmark package + libfaketime).
+# Build context: prepared by floodmark/backends/images.py (the reference, the layers below it, and
+# libfaketime).
 ARG BASE=floodmark/base
 FROM ${BASE}
 
