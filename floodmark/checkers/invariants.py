@@ -265,6 +265,7 @@ class _StrongIsr:
             missing = self._unheld(key, log, other, hw.previous, hw.high_watermark)
             if missing:
                 found.append(_lacks(event, key, hw.high_watermark, view, other, missing, log,
+                                    self.held[other].get(key),
                                     f"moved the HW of {key[0]}/{key[1]} to {hw.high_watermark} in leader epoch "
                                     f"{view.leader_epoch} counting ISR member {other}"))
         return found
@@ -293,7 +294,7 @@ class _StrongIsr:
         for other in others:
             missing = self._unheld(key, log, other, 0, hw)
             if missing:
-                found.append(_lacks(event, key, hw, view, other, missing, log,
+                found.append(_lacks(event, key, hw, view, other, missing, log, self.held[other].get(key),
                                     f"holds {other} in the ISR of {key[0]}/{key[1]} in leader epoch "
                                     f"{view.leader_epoch} from below its HW {hw}"))
         return found
@@ -334,13 +335,26 @@ class _StrongIsr:
 
 
 def _lacks(event: NodeEvent, key: PartitionKey, hw: int, view: LeaderView, member: str, missing: list[int],
-           log: Appends, what: str) -> Anomaly:
+           log: Appends, theirs: Appends | None, what: str) -> Anomaly:
+    """The anomaly, saying whether the member's log lacks the records or diverges there: a
+    member holding other records at those offsets points at the leader's log as much as at
+    the member's (KAFKA-7128's shape), and the reader should see both values."""
     shown = ", ".join(f"{o} ({log.value_at(o)!r})" for o in missing[:5]) + (" ..." if len(missing) > 5 else "")
+    instead = {o: v for o in missing[:100] if theirs is not None and (v := theirs.value_at(o)) is not None}
+    diverged = ""
+    if instead:
+        listed = [o for o in missing[:5] if o in instead]
+        diverged = (f" The two logs diverge there: {member} holds "
+                    + ", ".join(f"{o} ({instead[o]!r})" for o in listed)
+                    + (" ..." if len(instead) > len(listed) else "") + " instead.")
+    details: dict[str, object] = {"member": member, "isr": list(view.isr), "leader_epoch": view.leader_epoch,
+                                  "high_watermark": hw}
+    if instead:
+        details["member_holds_instead"] = {str(o): v for o, v in instead.items()}
     return Anomaly(
         "isr-member-lacks-committed",
-        f"{event.node} {what}, but {member} never held offsets {shown}.",
-        key[0], key[1], tuple(missing[:100]), events=((event.node, event.seq),),
-        details={"member": member, "isr": list(view.isr), "leader_epoch": view.leader_epoch, "high_watermark": hw})
+        f"{event.node} {what}, but {member} never held offsets {shown}.{diverged}",
+        key[0], key[1], tuple(missing[:100]), events=((event.node, event.seq),), details=details)
 
 
 def _acknowledged_sends(run: CheckInput) -> bool:

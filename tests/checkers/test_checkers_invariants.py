@@ -124,6 +124,20 @@ def test_an_isr_member_that_never_held_a_committed_record_is_caught() -> None:
     assert types(result) == ["isr-member-lacks-committed", "leader-lacks-committed"]  # n2 led without b
     anomaly = result.anomalies[0]
     assert anomaly.offsets == (1,) and anomaly.details["member"] == "n2" and anomaly.events == (("n1", 2),)
+    # Both values are named: the member's log diverges there, it does not merely lack the record.
+    assert "never held offsets 1 ('b')" in anomaly.explanation
+    assert "diverge there: n2 holds 1 ('x') instead" in anomaly.explanation
+    assert anomaly.details["member_holds_instead"] == {"1": "x"}
+
+
+def test_a_member_that_lacks_a_committed_record_is_not_said_to_diverge() -> None:
+    result = check({
+        "n1": events("n1", leads(1, 1, 2), appended(0, 1, "a", "b"), hw(0, 2, 1)),
+        "n2": events("n2", kinds.ControllerElected(controller_epoch=1, broker=2), appended(0, 1, "a", role="follower")),
+    })
+    lacks = [a for a in result.anomalies if a.type == "isr-member-lacks-committed"]
+    assert len(lacks) == 1 and lacks[0].offsets == (1,)
+    assert "diverge" not in lacks[0].explanation and "member_holds_instead" not in lacks[0].details
 
 
 def test_a_record_written_but_announced_only_at_recovery_is_held() -> None:
