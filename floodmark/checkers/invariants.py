@@ -340,16 +340,14 @@ def _lacks(event: NodeEvent, key: PartitionKey, hw: int, view: LeaderView, membe
     member holding other records at those offsets points at the leader's log as much as at
     the member's (KAFKA-7128's shape), and the reader should see both values."""
     shown = ", ".join(f"{o} ({log.value_at(o)!r})" for o in missing[:5]) + (" ..." if len(missing) > 5 else "")
-    instead = {o: v for o in missing[:100] if theirs is not None and (v := theirs.value_at(o)) is not None}
+    instead = {} if theirs is None else {o: v for o in missing[:100] if (v := theirs.value_at(o)) is not None}
+    details: dict[str, object] = {"member": member, "isr": list(view.isr), "leader_epoch": view.leader_epoch,
+                                  "high_watermark": hw}
     diverged = ""
     if instead:
         listed = [o for o in missing[:5] if o in instead]
-        diverged = (f" The two logs diverge there: {member} holds "
-                    + ", ".join(f"{o} ({instead[o]!r})" for o in listed)
+        diverged = (f" The two logs diverge there: {member} holds " + ", ".join(f"{o} ({instead[o]!r})" for o in listed)
                     + (" ..." if len(instead) > len(listed) else "") + " instead.")
-    details: dict[str, object] = {"member": member, "isr": list(view.isr), "leader_epoch": view.leader_epoch,
-                                  "high_watermark": hw}
-    if instead:
         details["member_holds_instead"] = {str(o): v for o, v in instead.items()}
     return Anomaly(
         "isr-member-lacks-committed",

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import site
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from cluster_fixtures import require_docker
 
@@ -53,15 +59,10 @@ def test_present_images_are_reused_without_building() -> None:
         client.close()
 
 
-def test_the_broker_image_holds_everything_the_reference_imports(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_broker_image_holds_everything_the_reference_imports(tmp_path: Path) -> None:
     # The image carries a selection of the package; a module the reference imports from
     # outside it (a package moved below the reference, say) would leave the broker unable to
     # start in its container. Import every module of the reference from exactly that selection.
-    import os
-    import site
-    import subprocess
-    import sys
-
     for source in images._sources():
         target = tmp_path / "floodmark" / source.relative_to(images.PACKAGE_DIR)
         target.parent.mkdir(parents=True, exist_ok=True)
