@@ -221,3 +221,15 @@ def summary_line(coverage: Mapping[str, KindCoverage]) -> str:
     parts = [f"{kind} {c.took_effect}/{c.planned}" for kind, c in coverage.items()]
     missed = sum(len(c.missed) for c in coverage.values())
     return f"faults that took effect: {', '.join(parts)}" + (f" ({missed} did not)" if missed else "")
+
+
+def verdict_lines(coverage: Mapping[str, KindCoverage], shown: int = 3) -> list[str]:
+    """What a run says beside its verdict: the summary, then up to ``shown`` faults per kind
+    that did not take effect (a verdict is worth what its faults did), the rest counted."""
+    lines = [summary_line(coverage)]
+    for kind, counted in coverage.items():
+        lines += [f"  {kind} did not take effect: {missed}" for missed in counted.missed[:shown]]
+        if len(counted.missed) > shown:
+            lines.append(f"  ... and {len(counted.missed) - shown} more {kind} faults that did not take effect "
+                         "(the report names each)")
+    return lines

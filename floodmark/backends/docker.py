@@ -88,7 +88,8 @@ class DockerNode(NodeIdentity, ProcessCommand):
         return ExecResult(exit_code, (out or b"").decode(errors="replace"),
                           (err or b"").decode(errors="replace"))
 
-    def _checked(self, argv: Sequence[str], user: str | None = None) -> str:
+    def run_checked(self, argv: Sequence[str], user: str | None = None) -> str:
+        """Run ``argv`` in the container and return its output; ClusterError if it fails."""
         result = self.exec(argv, user=user)
         if not result.ok:
             raise ClusterError(f"{self._name}: {' '.join(argv)} failed: {result.stderr.strip()}")
@@ -175,8 +176,8 @@ class DockerNode(NodeIdentity, ProcessCommand):
             raise ClusterError(f"{self._name}: copying {src} to {path} failed")
 
     def write_file(self, path: str, content: str, user: str | None = None) -> None:
-        self._checked(["sh", "-c", 'printf %s "$1" > "$2.tmp" && mv "$2.tmp" "$2"', "write",
-                       content, path], user=user)
+        self.run_checked(["sh", "-c", 'printf %s "$1" > "$2.tmp" && mv "$2.tmp" "$2"', "write",
+                          content, path], user=user)
 
     def __repr__(self) -> str:
         return f"DockerNode({self._name}, {self.address})"
@@ -281,7 +282,7 @@ class DockerCluster(NodeRoster):
                           ip=ip, port=BROKER_PORT, argv=argv,
                           env=faketime.broker_environment(CLOCK_FILE, faketime.CONTAINER_LIBRARY),
                           process_user=BROKER_USER, log_dirs=log_dirs, clock_file=CLOCK_FILE)
-        node._checked(["mkdir", "-p", *log_dirs], user=BROKER_USER)
+        node.run_checked(["mkdir", "-p", *log_dirs], user=BROKER_USER)
         return node
 
     def teardown(self, collect_into: RunDir | None = None) -> None:

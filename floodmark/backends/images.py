@@ -87,7 +87,7 @@ def _context_files(role: str) -> dict[str, bytes]:
 IMAGE_PACKAGES = ("reference", "inputs")
 
 
-def _sources() -> list[Path]:
+def broker_sources() -> list[Path]:
     """What the broker image carries: the reference implementation and everything below it
     in the layers (the top-level contracts, errors, and the readers' ``inputs``); not the
     harness, checkers or reports, so work on those does not rebuild the image."""
@@ -102,7 +102,7 @@ def content_tag(role: str, base_id: str) -> str:
     for name, data in sorted(_context_files(role).items()):
         digest.update(name.encode() + b"\0" + data)
     if role == "broker":
-        for path in _sources():
+        for path in broker_sources():
             digest.update(str(path.relative_to(PACKAGE_DIR)).encode() + b"\0" + path.read_bytes())
     image = BROKER_IMAGE if role == "broker" else ZOOKEEPER_IMAGE
     return f"{image}:{digest.hexdigest()[:12]}"
@@ -113,7 +113,7 @@ def _build(client: Any, role: str, tag: str, base: str, progress: Progress) -> N
         for name, data in _context_files(role).items():
             Path(context, name).write_bytes(data)
         if role == "broker":
-            for source in _sources():
+            for source in broker_sources():
                 target = Path(context, "floodmark", source.relative_to(PACKAGE_DIR))
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)

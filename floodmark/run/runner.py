@@ -262,20 +262,15 @@ class Runner:
 
     def _say_fault_coverage(self, ops: list[Op]) -> None:
         """Next to the verdict: which faults took effect (a verdict is worth what they did)."""
-        from floodmark.fault_coverage import fault_coverage, summary_line
+        from floodmark.fault_coverage import fault_coverage, verdict_lines
 
         try:
             coverage = fault_coverage(ops)
         except ValueError as e:
             self.say(f"fault coverage unknown: {e}")
             return
-        self.say(summary_line(coverage))
-        for kind, counted in coverage.items():
-            for missed in counted.missed[:MISSED_SHOWN]:
-                self.say(f"  {kind} did not take effect: {missed}")
-            if len(counted.missed) > MISSED_SHOWN:
-                self.say(f"  ... and {len(counted.missed) - MISSED_SHOWN} more {kind} faults that did not take "
-                         "effect (the report names each)")
+        for line in verdict_lines(coverage, MISSED_SHOWN):
+            self.say(line)
 
     def _report(self) -> None:
         if not self.report:

@@ -21,7 +21,7 @@ def test_content_tag_is_stable_and_follows_the_base() -> None:
 
 
 def test_broker_image_carries_the_reference_and_not_the_harness() -> None:
-    names = {str(p.relative_to(images.PACKAGE_DIR)) for p in images._sources()}
+    names = {str(p.relative_to(images.PACKAGE_DIR)) for p in images.broker_sources()}
     assert "reference/real/process.py" in names and "reference/broker/broker.py" in names
     assert "node_events.py" in names and "node_event_kinds.py" in names
     assert not any(name.startswith(("harness/", "checkers/", "reports/")) for name in names)
@@ -63,7 +63,7 @@ def test_the_broker_image_holds_everything_the_reference_imports(tmp_path: Path)
     # The image carries a selection of the package; a module the reference imports from
     # outside it (a package moved below the reference, say) would leave the broker unable to
     # start in its container. Import every module of the reference from exactly that selection.
-    for source in images._sources():
+    for source in images.broker_sources():
         target = tmp_path / "floodmark" / source.relative_to(images.PACKAGE_DIR)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(source.read_bytes())

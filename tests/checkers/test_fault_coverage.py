@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from floodmark.fault_coverage import fault_coverage, summary_line
+from floodmark.fault_coverage import fault_coverage, summary_line, verdict_lines
 from floodmark.history import NEMESIS, Op
 
 
@@ -124,3 +124,14 @@ def test_a_failover_step_took_effect_as_the_kind_it_acted_as() -> None:
     assert (failover.planned, failover.applied, failover.took_effect) == (3, 3, 1)
     assert any("no message matched" in why for why in failover.missed)
     assert any("kind was not recorded" in why for why in failover.missed)
+
+
+def test_beside_the_verdict_a_few_faults_that_did_nothing_are_named_and_the_rest_counted() -> None:
+    ops = []
+    for fault in range(40):
+        ops += [Op(len(ops), fault, "invoke", "nemesis", "start-kill", {"fault": fault, "shape": "leader"}),
+                Op(len(ops) + 1, fault, "ok", "nemesis", "start-kill", {"shape": "leader", "skipped": "n2 is not running"})]
+    lines = verdict_lines(fault_coverage(ops), shown=3)
+    assert lines[0] == "faults that took effect: kill 0/40 (40 did not)"
+    assert lines[1:] == ["  kill did not take effect: leader at 0.0 s: skipped (n2 is not running)"] * 3 + [
+        "  ... and 37 more kill faults that did not take effect (the report names each)"]

@@ -75,7 +75,7 @@ class SimAppendFile:
         if handle.closed or handle.generation != self._disk.generation:
             # After a crash the process that opened this file is gone.
             raise os_error(errno_codes.EBADF, handle.path)
-        self._disk._check_fault(handle.path)
+        self._disk.check_fault(handle.path)
         return handle.inode
 
     def write(self, data: bytes) -> None:
@@ -83,7 +83,7 @@ class SimAppendFile:
 
     def fsync(self) -> None:
         inode = self._check()
-        self._disk._commit_journal()
+        self._disk.commit_journal()
         inode.fsync()
 
     def size(self) -> int:
@@ -160,7 +160,7 @@ class SimDisk:
         self._live.lookup(path)  # FileNotFoundError if absent
         if self._stat(moved_to) is not None:
             raise os_error(errno_codes.EEXIST, moved_to)
-        self._commit_journal()  # so that the durable tree has ``path`` too
+        self.commit_journal()  # so that the durable tree has ``path`` too
         inode = Inode(durable=True)
         for tree in (self._live, self._durable):
             tree.move(path, moved_to)
@@ -183,7 +183,7 @@ class SimDisk:
             return False
         if fault.moved_to is not None:
             self._live.lookup(fault.moved_to)  # FileNotFoundError if it was moved away since
-            self._commit_journal()
+            self.commit_journal()
             for tree in (self._live, self._durable):
                 parent, name = tree.parent(fault.path)
                 parent.entries.pop(name, None)
@@ -288,7 +288,7 @@ class SimDisk:
             return
         inode = Inode(data, durable=True)
         self._apply(lambda tree: tree.link(path, inode))
-        self._commit_journal()
+        self.commit_journal()
 
     def defer_syncs(self) -> None:
         if self._deferred is None:
@@ -354,12 +354,15 @@ class SimDisk:
         change(self._live)
         self._journal.append(lambda: change(self._durable))
 
-    def _commit_journal(self) -> None:
+    def commit_journal(self) -> None:
+        """Make the metadata changes so far durable: an fsync of any file on the disk
+        commits them, as a journaling file system's commit does."""
         for change in self._journal:
             change()
         self._journal.clear()
 
-    def _check_fault(self, path: str) -> None:
+    def check_fault(self, path: str) -> None:
+        """Raise the injected error if ``path`` lies under a faulted directory."""
         for prefix, code in self._faults.items():
             if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
                 raise os_error(code, path)
@@ -375,7 +378,7 @@ class SimDisk:
 
     def _resolve(self, path: str) -> Directory | Inode:
         """Look up ``path`` as the OS would: faults, traversal permission, then existence."""
-        self._check_fault(path)
+        self.check_fault(path)
         self._check_traverse(path)
         return self._live.lookup(path)
 
@@ -410,7 +413,7 @@ class SimDisk:
         """Creating, removing or renaming ``path`` needs w+x on its parent directory."""
         parent = posixpath.dirname(path)
         self._resolve_directory(parent, reported=path)
-        self._check_fault(path)
+        self.check_fault(path)
         mode = self._modes.get(parent)
         if mode is not None and (mode & (_WRITE | _SEARCH)) != (_WRITE | _SEARCH):
             raise os_error(errno_codes.EACCES, path)
