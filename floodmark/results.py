@@ -9,6 +9,9 @@
     seed, config, variant   copied from the run so the file stands alone
     notes      (when there are any) one line each about what the verdict rests on that it
                does not say itself: a torn last line of the history left unread, ...
+    judged_files  (a run directory's) the SHA-256 of the history and of each node's events
+               the checkers read, as ``digest.json`` names them: a later ``check --checker``
+               keeps the other verdicts only while the files are still these
 
 An anomaly names its ``type``, the ``topic``/``partition`` and ``offsets`` involved, the
 history ``ops`` (indices) that witness it, optional node ``events`` ([node, seq] pairs), and a
@@ -151,13 +154,15 @@ def previous_verdicts(path: str | os.PathLike[str]) -> tuple[dict[str, dict[str,
     if not isinstance(checkers, dict):
         return {}, f"{path}: not a results file ('checkers' is {_kind(checkers)}, not an object)"
     for name, result in checkers.items():
-        shape = _judgement_problem(result)
+        shape = judgement_problem(result)
         if shape is not None:
             return {}, f"{path}: not a results file (checker {str(name)[:40]!r}: {shape})"
     return checkers, None
 
 
-def _judgement_problem(result: Any) -> str | None:
+def judgement_problem(result: Any) -> str | None:
+    """What makes ``result`` no checker's judgement as :func:`build_results` writes one (a
+    verdict, and anomalies, counts and stats of the right shapes), in a phrase; None if it is one."""
     if not isinstance(result, dict):
         return f"{_kind(result)}, not an object"
     valid = result.get("valid", "unknown")

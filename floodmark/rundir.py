@@ -13,7 +13,10 @@
     store/latest -> the newest run directory
 
 Everything that reads runs (check, report, serve, analyze, repro) goes through this module,
-so the layout is written down once.
+so the layout is written down once; so do the digests of ``digest.json``
+(:func:`compute_digest`, :func:`load_digest`), which ``check`` and ``report`` consult to ask
+whether a verdict in ``results.json`` was judged on the files the run holds now
+(:func:`changed_since_digest`).
 """
 
 from __future__ import annotations
@@ -81,6 +84,15 @@ class RunDir:
     @property
     def test_name(self) -> str:
         return self.path.parent.name
+
+    def recorded_files(self) -> list[Path]:
+        """Every file the run recorded (all but the report, which is made from them): what a
+        command reading the run must never write over."""
+        files = [self.history, self.config, self.schedule, self.results, self.digest]
+        for folder in (self.events, self.logs):
+            for root, _, names in os.walk(folder):
+                files += (Path(root) / name for name in names)
+        return files
 
 
 def safe_name(name: str) -> str:
@@ -168,3 +180,106 @@ def read_json_file(path: str | os.PathLike[str], *, limit: int, what: str) -> An
         return parse_json(data)
     except ValueError as e:
         raise SourceError(source, 0, f"not {what}: {e}") from None
+
+
+# Digests (digest.json): a SHA-256 of the history, of each node's events and of the whole.
+# Here, below the checkers and the report, because both ask whether a verdict already in
+# results.json was judged on the files the run directory holds now (floodmark.run.digest
+# saves them and compares replays).
+
+MAX_DIGEST_BYTES = 1 << 20  # a digest names a few files; a larger one is not one
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_EVENT_FILE = re.compile(r"events/[^/]+\.jsonl")
+
+
+class DigestError(ValueError):
+    """A digest.json that cannot be compared with: names the file and what is wrong."""
+
+
+def compute_digest(run: RunDir) -> dict[str, str]:
+    """The digests of a run directory's history and node events, and of the whole."""
+    import hashlib
+
+    files = [run.history, *sorted(run.events.glob("*.jsonl"))] if run.events.is_dir() else [run.history]
+    whole = hashlib.sha256()
+    digests: dict[str, str] = {}
+    for path in files:
+        data = path.read_bytes() if path.is_file() else b""
+        name = str(path.relative_to(run.path))
+        digests[name] = hashlib.sha256(data).hexdigest()
+        whole.update(name.encode() + b"\0" + data + b"\0")
+    digests["run"] = whole.hexdigest()
+    return digests
+
+
+def load_digest(run: RunDir) -> dict[str, str] | None:
+    """The digests saved with a run, or None when it has none (a real cluster's run, or one
+    that ended before it was digested); DigestError when the file is there but is not one."""
+    from floodmark.errors import SourceError
+
+    path = run.digest
+    if not os.path.lexists(path):
+        return None
+    try:
+        data = read_json_file(path, limit=MAX_DIGEST_BYTES, what="a digest")
+    except SourceError as e:
+        raise DigestError(str(e)) from None
+    if not isinstance(data, dict):
+        raise DigestError(f"{path}: not a digest (expected an object of file digests)")
+    for name in ("run", HISTORY):
+        if name not in data:
+            raise DigestError(f"{path}: not a digest (no {name!r})")
+    for name, value in data.items():
+        if name not in ("run", HISTORY) and not _EVENT_FILE.fullmatch(name):
+            raise DigestError(f"{path}: not a digest ({name[:60]!r} is not a file a run's digest names)")
+        if not isinstance(value, str) or not _SHA256.fullmatch(value):
+            raise DigestError(f"{path}: not a digest ({name[:60]!r} is not a SHA-256 in hex)")
+    return data
+
+
+def digest_differences(original: dict[str, str], replay: dict[str, str]) -> list[str]:
+    """The files whose digests differ (empty: the replay was byte-identical)."""
+    names = sorted((set(original) | set(replay)) - {"run"})
+    return [name for name in names if original.get(name) != replay.get(name)]
+
+
+def changed_since_judged(run: RunDir, judged: Any, now: dict[str, str] | None = None) -> str | None:
+    """None when the run's history and node events are, byte for byte, those its results.json
+    says its verdicts judged (``judged``: the ``judged_files`` digests a check records there;
+    ``now``: the files' digests, if already computed); otherwise why that cannot be said, in
+    a phrase naming the file. A results file without them (written before checks recorded
+    them) is taken at the word of the run's digest.json (:func:`changed_since_digest`)."""
+    if not (isinstance(judged, dict) and "run" in judged and all(isinstance(v, str) for v in judged.values())):
+        return changed_since_digest(run)
+    try:
+        differ = digest_differences(judged, now if now is not None else compute_digest(run))
+    except OSError as e:
+        from floodmark.inputs.sources import describe_os_error
+
+        return f"{run.path}: cannot be digested: {describe_os_error(e)}"
+    if not differ:
+        return None
+    shown = ", ".join(differ[:4]) + (f" and {len(differ) - 4} more" if len(differ) > 4 else "")
+    return f"{shown} changed since {run.results} judged {'it' if len(differ) == 1 else 'them'}"
+
+
+def changed_since_digest(run: RunDir) -> str | None:
+    """None when the run's history and node events are, byte for byte, the ones its
+    digest.json records (so a verdict judged on those was judged on these); otherwise why
+    that cannot be said, in a phrase naming the file: no digest.json, an unreadable one, or
+    the files that differ."""
+    try:
+        saved = load_digest(run)
+        if saved is None:
+            return f"{run.digest}: no such file, so nothing records which history and node events were judged"
+        differ = digest_differences(saved, compute_digest(run))
+    except DigestError as e:
+        return str(e)
+    except OSError as e:
+        from floodmark.inputs.sources import describe_os_error
+
+        return f"{run.path}: cannot be digested: {describe_os_error(e)}"
+    if not differ:
+        return None
+    shown = ", ".join(differ[:4]) + (f" and {len(differ) - 4} more" if len(differ) > 4 else "")
+    return f"{shown} {'differs' if len(differ) == 1 else 'differ'} from what {run.digest} records"

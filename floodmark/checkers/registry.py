@@ -31,6 +31,7 @@ from floodmark.results import (
 if TYPE_CHECKING:
     from floodmark.node_events import NodeEvent
     from floodmark.run_config import TestConfig
+    from floodmark.rundir import RunDir
 
 CHECKER_NAMES: tuple[str, ...] = ("durability", "hw", "leader", "invariants", "queue", "linearizable", "stats")
 
@@ -209,7 +210,12 @@ def check_run(
     naming a variant or fault kind no test may, raises
     :class:`~floodmark.run_config.ConfigError` naming the file and the key. A run without
     one is judged as a history file is, by the workload its ops suggest, and a note says so. With an explicit subset of ``checkers``, the verdicts of other checkers already in
-    ``results.json`` are kept and the overall verdict is merged over all of them.
+    ``results.json`` are kept and the overall verdict is merged over all of them, but only
+    while the history and node events are still the ones those verdicts judged (the
+    ``judged_files`` digests each check records in ``results.json``; for a results file
+    written before those were, the run's ``digest.json``): otherwise (they changed, or
+    nothing says what they were) those checkers are unknown, each with the reason as its
+    ``stats["error"]``, and a note says why.
     An old ``results.json`` that cannot be read, or is not shaped as this version writes
     it, keeps nothing: it is replaced, and a note says so. ``note`` is told, one line each,
     what else the judgement rests on (a torn last line of the history left unread, an old
@@ -248,11 +254,13 @@ def check_run(
     note_unread(results, ops, note)
     for line in torn:  # an event the node was writing when it was killed: said, as for the history
         add_note(results, line, note)
+    judged_before = _judged_files(run) if checkers is not None else None
+    results["judged_files"] = _digest_of(run)
     if checkers is not None:
         kept, problem = previous_verdicts(run.results)
         if problem is not None:  # an unreadable old results file is replaced, and said to be
             add_note(results, f"{problem}: replaced; the verdicts it held, if any, are not kept", note)
-        merged = {**kept, **results["checkers"]}
+        merged = {**_unless_changed(run, kept, results, note, judged_before), **results["checkers"]}
         results["checkers"] = merged
         results["valid"] = merge_validity(c.get("valid", "unknown") for c in merged.values())
     try:
@@ -262,3 +270,46 @@ def check_run(
 
         raise UsageError(f"{run.results}: cannot write: {file_problem(run.results) or describe_os_error(e)}") from None
     return results
+
+
+def _digest_of(run: RunDir) -> dict[str, str] | None:
+    """The digests of the history and node events being judged (None: they cannot be read
+    again, and then no later check keeps a verdict on the strength of this one)."""
+    from floodmark.rundir import compute_digest
+
+    try:
+        return compute_digest(run)
+    except OSError:
+        return None
+
+
+def _judged_files(run: RunDir) -> Any:
+    """What the run's results.json says its verdicts judged: the ``judged_files`` digests a
+    check records beside them (None: none recorded, or no results file that can be read)."""
+    from floodmark.results import read_results
+
+    try:
+        return read_results(run.results).get("judged_files") if os.path.lexists(run.results) else None
+    except (ValueError, OSError):
+        return None
+
+
+def _unless_changed(run: RunDir, kept: dict[str, dict[str, Any]], results: dict[str, Any],
+                    note: Note | None, judged_before: Any) -> dict[str, dict[str, Any]]:
+    """The old verdicts ``kept`` of checkers not judged again, if they were judged on the
+    history and node events the run holds now (the old results.json's ``judged_files`` say
+    so, or, for results written before those were recorded, digest.json); else those
+    checkers as unknown, with the reason, and a note saying it."""
+    from floodmark.rundir import changed_since_judged
+
+    others = [name for name in kept if name not in results["checkers"]]
+    if not others:
+        return kept
+    changed = changed_since_judged(run, judged_before, results.get("judged_files"))
+    if changed is None:
+        return kept
+    add_note(results, f"{run.results}: the verdicts of {', '.join(others)} are not kept ({changed}): "
+                      "they are unknown until checked again", note)
+    dropped = CheckerResult("unknown", stats={"error": "not checked again, and its old verdict is not kept "
+                                                       "(the notes say why)"})
+    return {name: dropped.to_dict() for name in others}

@@ -11,7 +11,7 @@ The checks are the contract's: dense indices from 0, integer times, a known type
 integer or string process and a string ``f``; a malformed line is a ``HistoryError`` naming
 the file and line, except a torn last line (the beginning of a JSON text with no newline
 after it), which a killed harness may leave and which is ignored as ``floodmark.history``
-ignores it.
+ignores it (and kept as ``torn_tail``, for the report to say).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from contextlib import contextmanager
 from operator import itemgetter
 from typing import Any, NoReturn, overload
 
-from floodmark.history import NEMESIS, OP_TYPES, HistoryError, Op, op_from_dict
+from floodmark.errors import one_line
+from floodmark.history import NEMESIS, OP_TYPES, HistoryError, Op, TornTail, op_from_dict
 from floodmark.inputs.torn_lines import cut_short
 
 _loads: Callable[[bytes], Any]
@@ -54,6 +55,7 @@ class HistoryColumns(Sequence[Op]):
         self.f: list[str] = []
         self.nemesis_indices: list[int] = []
         self._ops: dict[int, Op] = {}
+        self.torn_tail: TornTail | None = None  # the last line, cut short and left unread
         self._check_all()
 
     def _check_all(self) -> None:
@@ -156,6 +158,7 @@ def _load_history(path: str | os.PathLike[str]) -> HistoryColumns:
     torn_tail = not data.endswith(b"\n")
     raw: list[dict[str, Any]] = []
     last = len(lines) - 1
+    torn: TornTail | None = None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -163,6 +166,10 @@ def _load_history(path: str | os.PathLike[str]) -> HistoryColumns:
             raw.append(_loads(line))
         except (_DecodeError, ValueError, UnicodeDecodeError) as e:
             if torn_tail and number == last + 1 and cut_short(line):
-                break  # a half-written last line: the harness was killed mid-write
+                # a half-written last line: the harness was killed mid-write (or the file was cut)
+                torn = TornTail(source, number, one_line(str(e)))
+                break
             raise HistoryError(source, number, f"not valid JSON ({e})") from None
-    return HistoryColumns(source, raw)
+    columns = HistoryColumns(source, raw)
+    columns.torn_tail = torn
+    return columns

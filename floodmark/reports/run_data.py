@@ -7,6 +7,12 @@ are incomplete: a run that crashed before checking has no results, a killed node
 torn event file. What could not be read becomes a *warning* shown at the top of the report
 rather than a crash, except the history itself, without which there is nothing to show.
 
+The verdict shown is results.json's only when it can be trusted as this run's
+(:func:`results_problem`): a file that contradicts itself (an overall "valid" over an
+invalid checker) or whose checkers' entries are not judgements, and a history not wholly
+read (a torn last line) that results.json (or ``digest.json``) does not show to be the one judged, make the
+run shown unchecked, with a warning saying why.
+
 Ops are paired here (each invocation with its completion, per process) because every view
 needs the pairs: latency, the process timeline, the context of witness ops.
 """
@@ -23,9 +29,9 @@ from floodmark.history import Op
 from floodmark.inputs.sources import file_problem
 from floodmark.node_events import NodeEvent, NodeEventError, iter_events
 from floodmark.reports.history_columns import HistoryColumns, load_history
-from floodmark.results import read_results
+from floodmark.results import judgement_problem, merge_validity, read_results, verdict_word
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
-from floodmark.rundir import RunDir
+from floodmark.rundir import RunDir, changed_since_judged
 
 PartitionKey = tuple[str, int]
 
@@ -40,6 +46,8 @@ class RunData:
     invocation_of: dict[int, int]  # completion index -> invoke index
     events: dict[str, list[NodeEvent]]
     warnings: list[str] = field(default_factory=list)
+    # why results.json's verdict is not this run's to show (said in ``warnings`` too), if it is not
+    verdict_problem: str | None = None
 
     @property
     def seed(self) -> Any:
@@ -49,8 +57,11 @@ class RunData:
 
     @property
     def verdict(self) -> Any:
-        """True, False, "unknown", or None when the run was never checked."""
-        return None if self.results is None else self.results.get("valid")
+        """True, False, "unknown", or None when the run was never checked, or when results.json's
+        verdict cannot be shown as this run's (:func:`results_problem`, ``verdict_problem``)."""
+        if self.results is None or self.verdict_problem is not None or results_problem(self.results):
+            return None
+        return self.results.get("valid")
 
     @property
     def duration_s(self) -> float:
@@ -84,8 +95,59 @@ def load_run(path: str | os.PathLike[str]) -> RunData:
     history = load_history(run.history)
     completion_of = history.pairs()
     events = _load_events(run, warnings)
+    if history.torn_tail is not None:  # as ``floodmark check`` says it
+        warnings.append(str(history.torn_tail))
+    problem = _verdict_problem(run, results, history)
+    if problem is not None:
+        warnings.append(f"{problem}: the run is shown unchecked")
     return RunData(run, config, results, history, completion_of,
-                   {c: i for i, c in completion_of.items()}, events, warnings)
+                   {c: i for i, c in completion_of.items()}, events, warnings, problem)
+
+
+def results_problem(results: dict[str, Any]) -> str | None:
+    """Why a results file's overall verdict is not one to show, in a phrase; None when it is:
+    a verdict (true, false or "unknown") that is the merge of its checkers' verdicts, each
+    checker's entry a judgement as the checkers write it (:func:`judgement_problem`). A file
+    that contradicts itself, or whose checkers are not judgements, is no verdict, whatever
+    its top line says; and no checker at all is none either."""
+    valid = results.get("valid")
+    if not (valid is True or valid is False or valid == "unknown"):
+        return f"not a results file ('valid' is {short_json(valid, 40)}, not true, false or \"unknown\")"
+    checkers = results.get("checkers")
+    if checkers is not None and not isinstance(checkers, dict):
+        return f"not a results file ('checkers' is {short_json(checkers, 40)}, not an object)"
+    if not checkers:
+        return "no checker's verdict in it"
+    for name, result in checkers.items():
+        shape = judgement_problem(result)
+        if shape is not None:
+            return f"not a results file (checker {str(name)[:40]!r}: {shape})"
+    merged = merge_validity(c.get("valid", "unknown") for c in checkers.values())
+    if merged != valid:
+        disagree = [f"{str(name)[:40]} {verdict_word(c.get('valid', 'unknown'))}" for name, c in checkers.items()
+                    if c.get("valid", "unknown") == merged]
+        return (f"inconsistent: its verdict is {verdict_word(valid)}, but its checkers' is "
+                f"{verdict_word(merged)} ({', '.join(disagree[:4])})")
+    return None
+
+
+def _verdict_problem(run: RunDir, results: dict[str, Any] | None, history: HistoryColumns) -> str | None:
+    """Why results.json's verdict is not to be shown as this run's, naming the file; None if it is."""
+    if results is None:
+        return None
+    problem = results_problem(results)
+    if problem is not None:
+        return f"{run.results}: {problem}"
+    if history.torn_tail is not None:
+        # The history was not wholly read: results.json's verdict is this history's only if it
+        # was judged on these very bytes, which results.json's own record of what it judged
+        # shows (or, for an older one, the run's digest); a history cut or changed since has
+        # no verdict yet.
+        changed = changed_since_judged(run, results.get("judged_files"))
+        if changed is not None:
+            return (f"{run.results}: its verdict may not be this history's, which is not wholly read "
+                    f"({changed})")
+    return None
 
 
 def _load_config(run: RunDir, results: dict[str, Any] | None, warnings: list[str]) -> TestConfig | None:

@@ -14,34 +14,18 @@ without one is said to have none.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import re
 
-from floodmark.rundir import HISTORY, RunDir
+# The digests themselves are computed and read in floodmark.rundir, below the checkers and the
+# report, which ask the same question of a run's results.json; they are this module's names too.
+from floodmark.rundir import MAX_DIGEST_BYTES as MAX_DIGEST_BYTES
+from floodmark.rundir import DigestError as DigestError
+from floodmark.rundir import RunDir
+from floodmark.rundir import compute_digest as compute
+from floodmark.rundir import digest_differences as differences
+from floodmark.rundir import load_digest as load
 
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-_EVENT_FILE = re.compile(r"events/[^/]+\.jsonl")
-MAX_DIGEST_BYTES = 1 << 20  # a digest names a few files; a larger one is not one
-
-
-class DigestError(ValueError):
-    """A digest.json that cannot be compared with: names the file and what is wrong."""
-
-
-def compute(run: RunDir) -> dict[str, str]:
-    """The digests of a run directory's history and node events, and of the whole."""
-    files = [run.history, *sorted(run.events.glob("*.jsonl"))] if run.events.is_dir() else [run.history]
-    whole = hashlib.sha256()
-    digests: dict[str, str] = {}
-    for path in files:
-        data = path.read_bytes() if path.is_file() else b""
-        name = str(path.relative_to(run.path))
-        digests[name] = hashlib.sha256(data).hexdigest()
-        whole.update(name.encode() + b"\0" + data + b"\0")
-    digests["run"] = whole.hexdigest()
-    return digests
+__all__ = ["MAX_DIGEST_BYTES", "DigestError", "compute", "differences", "load", "save"]
 
 
 def save(run: RunDir) -> dict[str, str]:
@@ -50,36 +34,3 @@ def save(run: RunDir) -> dict[str, str]:
     tmp.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     tmp.replace(run.digest)
     return digests
-
-
-def load(run: RunDir) -> dict[str, str] | None:
-    """The digests saved with a run, or None when it has none (a real cluster's run, or one
-    that ended before it was digested); DigestError when the file is there but is not one."""
-    from floodmark.errors import SourceError
-    from floodmark.rundir import read_json_file
-
-    path = run.digest
-    if not os.path.lexists(path):
-        return None
-    try:
-        data = read_json_file(path, limit=MAX_DIGEST_BYTES, what="a digest")
-    except SourceError as e:
-        raise DigestError(str(e)) from None
-    if not isinstance(data, dict):
-        raise DigestError(f"{path}: not a digest (expected an object of file digests)")
-    for name in ("run", HISTORY):
-        if name not in data:
-            raise DigestError(f"{path}: not a digest (no {name!r})")
-    for name, value in data.items():
-        if name not in ("run", HISTORY) and not _EVENT_FILE.fullmatch(name):
-            raise DigestError(f"{path}: not a digest ({name[:60]!r} is not a file a run's digest names)")
-        if not isinstance(value, str) or not _SHA256.fullmatch(value):
-            raise DigestError(f"{path}: not a digest ({name[:60]!r} is not a SHA-256 in hex)")
-    return data
-
-
-
-def differences(original: dict[str, str], replay: dict[str, str]) -> list[str]:
-    """The files whose digests differ (empty: the replay was byte-identical)."""
-    names = sorted((set(original) | set(replay)) - {"run"})
-    return [name for name in names if original.get(name) != replay.get(name)]

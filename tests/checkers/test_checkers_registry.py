@@ -64,8 +64,16 @@ def test_check_run_judges_the_ops_it_is_handed_as_the_history_it_would_read(tmp_
     assert check_run(path, ops=[])["checkers"] != check_run(path)["checkers"]
 
 
+def _digest(path: Path) -> None:
+    """Write the run's digest.json, as the runner does for a simulated run before it checks it."""
+    from floodmark.rundir import RunDir, compute_digest
+
+    (path / "digest.json").write_text(json.dumps(compute_digest(RunDir(path))))
+
+
 def test_check_run_on_a_broken_run_and_partial_update(tmp_path: Path) -> None:
     path = make_run_dir(tmp_path, "hw-decrease")
+    _digest(path)
     assert check_run(path)["valid"] is False
     updated = check_run(path, checkers=["queue"])  # the hw verdict already stored is kept
     assert set(updated["checkers"]) >= {"hw", "queue"}
@@ -142,6 +150,7 @@ def test_a_malformed_test_yaml_is_an_error_naming_the_file_and_key(tmp_path: Pat
 ])
 def test_an_ill_shaped_old_results_file_is_replaced_and_said_to_be(tmp_path: Path, previous: str) -> None:
     path = make_run_dir(tmp_path)
+    _digest(path)
     (path / "results.json").write_text(previous)
     notes: list[str] = []
     results = check_run(path, checkers=["stats"], note=notes.append)
@@ -192,6 +201,7 @@ def test_a_test_yaml_that_is_there_but_unreadable_is_refused_naming_it(tmp_path:
 
 @pytest.mark.parametrize(("key", "value", "problem"), [
     ("variant", "bogus", "variant: unknown variant 'bogus'; choose one of: default, truncate-to-hw"),
+    ("workload", "zzz", "workload: unknown workload 'zzz'; choose one of: queue, log-lin"),  # the audit's F11
     ("nemesis", ["kill", "bogus"], "nemesis: unknown fault kind 'bogus'; choose from partition, clock"),
 ])
 def test_a_test_yaml_naming_what_no_test_may_is_refused_as_repro_refuses_it(tmp_path: Path, key: str, value: object,

@@ -1,7 +1,21 @@
+"""The run directory contract: its layout, ``latest``, what it recorded, and its digests
+(which the checkers and the report consult)."""
+
+import json
 import os
 from pathlib import Path
 
-from floodmark.rundir import create_run_dir, find_run_dirs, safe_name
+from floodmark.run import digest
+from floodmark.rundir import (
+    RunDir,
+    changed_since_digest,
+    changed_since_judged,
+    compute_digest,
+    create_run_dir,
+    find_run_dirs,
+    load_digest,
+    safe_name,
+)
 
 
 def test_run_dirs_are_laid_out_and_latest_follows(tmp_path):
@@ -42,3 +56,64 @@ def test_runs_finishing_at_once_all_point_latest_without_tripping(tmp_path: Path
     assert errors == []
     assert (tmp_path / LATEST).resolve() in {r.resolve() for r in runs}
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_recorded_files_are_every_input_of_the_run_but_not_its_report(tmp_path: Path) -> None:
+    run = create_run_dir(tmp_path, "t", 1)
+    for path in (run.history, run.config, run.report, run.events / "n1.jsonl", run.node_logs("n1") / "stdout.log"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+    recorded = set(run.recorded_files())
+    assert {run.history, run.config, run.schedule, run.results, run.digest,
+            run.events / "n1.jsonl", run.node_logs("n1") / "stdout.log"} == recorded
+    assert run.report not in recorded
+
+
+def _run(tmp_path: Path) -> RunDir:
+    run = RunDir(tmp_path / "run")
+    (run.path / "events").mkdir(parents=True)
+    run.history.write_text('{"index":0}\n')
+    (run.events / "n1.jsonl").write_text("{}\n")
+    return run
+
+
+def test_floodmark_run_digest_still_names_the_moved_functions(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    assert digest.compute is compute_digest and digest.load is load_digest
+    saved = digest.save(run)
+    assert saved == compute_digest(run) == load_digest(run) and set(saved) == {"run", "history.jsonl", "events/n1.jsonl"}
+    assert issubclass(digest.DigestError, ValueError)
+
+
+def test_changed_since_digest_names_each_file_that_differs(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    assert changed_since_digest(run) == f"{run.digest}: no such file, so nothing records which history and node " \
+                                        "events were judged"
+    digest.save(run)
+    assert changed_since_digest(run) is None
+    (run.events / "n2.jsonl").write_text("")  # a node's file the digest does not name is a difference too
+    assert changed_since_digest(run) == f"events/n2.jsonl differs from what {run.digest} records"
+    run.history.write_text("")
+    assert changed_since_digest(run) == f"events/n2.jsonl, history.jsonl differ from what {run.digest} records"
+
+
+def test_an_unreadable_digest_is_named_not_raised(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    run.digest.write_text(json.dumps({"run": "0" * 64}))
+    assert changed_since_digest(run) == f"{run.digest}: not a digest (no 'history.jsonl')"
+    run.digest.unlink()
+    run.digest.mkdir()
+    problem = changed_since_digest(run)
+    assert problem is not None and problem.startswith(f"{run.digest}: ") and "\n" not in problem
+
+
+def test_what_results_json_says_it_judged_decides_before_the_digest(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    judged = compute_digest(run)
+    assert changed_since_judged(run, judged) is None  # no digest.json needed (a real cluster's run)
+    run.history.write_text("")
+    assert changed_since_judged(run, judged) == f"history.jsonl changed since {run.results} judged it"
+    (run.events / "n1.jsonl").write_text("")
+    assert changed_since_judged(run, judged) == f"events/n1.jsonl, history.jsonl changed since {run.results} judged them"
+    for unrecorded in (None, {}, {"run": 1}, ["x"], "text"):  # an older results file, or a damaged record
+        assert changed_since_judged(run, unrecorded) == changed_since_digest(run)
