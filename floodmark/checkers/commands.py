@@ -14,9 +14,10 @@ model, naming the op).
 Register histories are judged by the conventions of the tool that wrote their format
 (:func:`~floodmark.checkers.linearizability.checker.format_conventions`); the verdict line says which
 model, conventions and interpretation were used. ``--to-edn`` writes a history as it is,
-op for op, for Jepsen's tools; when floodmark would judge that EDN differently from the
-history it came from (EDN registers start at 0 and a nil read tells nothing), it says so in
-one line on standard error and names the flag that gives the same verdict.
+op for op, for Jepsen's tools (never over an input: :mod:`floodmark.inputs.output_paths`);
+when floodmark would judge that EDN differently from the history it came from (EDN
+registers start at 0 and a nil read tells nothing), it says so in one line on standard
+error and names the flag that gives the same verdict.
 """
 
 from __future__ import annotations
@@ -71,8 +72,9 @@ def register(subparsers: Any) -> None:
                              "one register holding the pairs")
     parser.add_argument("--checker", metavar="NAME,...",
                         help=f"checkers to run, comma-separated, from: {', '.join(CHECKER_NAMES)} (on a "
-                             "run directory, the other checkers' verdicts already in its results.json are kept, "
-                             "and the overall verdict is over all of them)")
+                             "run directory, the other checkers' verdicts already in its results.json are kept while "
+                             "its history and node events are those its digest.json records, else they are unknown "
+                             "with a warning; the overall verdict is over all of them)")
     parser.add_argument("--time-limit", type=float, metavar="S",
                         help="seconds the searching checkers may take before answering 'unknown'")
     parser.add_argument("--every-key", action="store_true",
@@ -130,27 +132,69 @@ def _initial(text: str) -> Any:
         raise UsageError(f"--initial: {e.problem}") from None
 
 
-def _edn_target(out: str, path: Path, many: bool) -> Path:
+def _edn_target(out: str, path: Path, many: bool, *, make: bool = True) -> Path:
     if not many:
         return Path(out)
     directory = Path(out)
-    directory.mkdir(parents=True, exist_ok=True)
+    if make:
+        directory.mkdir(parents=True, exist_ok=True)
     return directory / f"{path.name if path.is_dir() else path.stem}.edn"
 
 
-def _to_edn(out: str, path: Path, many: bool, ops: list[Op], *, keyword_keys: bool = True) -> Path:
+def _edn_inputs(paths: list[str]) -> list[str | Path | int]:
+    """What --to-edn must never write over: every history checked (standard input by its
+    descriptor) and every file each run directory checked recorded."""
+    from floodmark.rundir import RunDir
+
+    inputs: list[str | Path | int] = []
+    for name in paths:
+        if name == STDIN:
+            inputs.append(_stdin_fd())
+        elif Path(name).is_dir():
+            inputs += RunDir(Path(name)).recorded_files()
+        else:
+            inputs.append(name)
+    return inputs
+
+
+def _stdin_fd() -> int:
+    try:
+        return sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # none, closed, or not a file (then fd 0 is stdin)
+        return 0
+
+
+def _refuse_edn_targets(out: str, paths: list[Path], many: bool) -> None:
+    """Refuse a --to-edn that is a directory (for one path) or an input, before any path is
+    read or judged (a UsageError: the output is what is wrong, not the history)."""
+    from floodmark.inputs.output_paths import check_output
+
+    if many and Path(out).exists() and not Path(out).is_dir():
+        raise UsageError(f"--to-edn {printable(out)}: is not a directory (the EDN of several paths goes into one)")
+    if many and not Path(out).is_dir():
+        return  # made when the first EDN is written
+    inputs = _edn_inputs([str(p) for p in paths])
+    for path in paths:
+        check_output(_edn_target(out, Path("stdin" if str(path) == STDIN else path), many, make=False),
+                     flag="--to-edn", inputs=inputs)
+
+
+def _to_edn(out: str, path: Path, many: bool, ops: list[Op], *, keyword_keys: bool = True,
+            inputs: list[str | Path | int] | None = None) -> Path:
     """Write ``ops`` as Jepsen EDN where --to-edn says, and return where; a target that
-    cannot be written is named (it is the output that is wrong, not the history)."""
-    from floodmark.formats.jepsen_edn import write_edn_history
+    cannot be written, or would overwrite one of ``inputs``, is named (it is the output
+    that is wrong, not the history). See :mod:`floodmark.inputs.output_paths`."""
+    from floodmark.formats.jepsen_edn import op_to_edn
+    from floodmark.inputs.output_paths import write_output
     from floodmark.inputs.sources import describe_os_error
 
     target = Path(out)
     try:
         target = _edn_target(out, path, many)
-        write_edn_history(target, ops, keyword_keys=keyword_keys)
     except OSError as e:
-        raise UsageError(f"--to-edn {target}: cannot write: {describe_os_error(e)}") from None
-    return target
+        raise UsageError(f"--to-edn {printable(str(target))}: cannot write: {describe_os_error(e)}") from None
+    return write_output(target, lambda f: f.writelines(op_to_edn(op, keyword_keys=keyword_keys) + "\n" for op in ops),
+                        flag="--to-edn", inputs=inputs or ())
 
 
 def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None, many: bool) -> dict[str, Any]:
@@ -174,7 +218,7 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
             raise UsageError(f"{path}: not a run directory (no history.jsonl) and not a history file")
         if args.to_edn:
             ops = read_history(RunDir(path).history)
-            out = _to_edn(args.to_edn, path, many, ops)
+            out = _to_edn(args.to_edn, path, many, ops, inputs=_edn_inputs(args.paths))
         results = check_run(path, checkers=checkers, time_limit=args.time_limit, note=_note,
                             **_lin_options(args, None, args.model))
         if args.to_edn:
@@ -184,7 +228,7 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
     if args.to_edn:
         # (a history read from EDN keeps its string map keys strings; a JSON one's become keywords)
         out = _to_edn(args.to_edn, Path("stdin" if name == STDIN else name), many, loaded.ops,
-                      keyword_keys=loaded.format != "edn")
+                      keyword_keys=loaded.format != "edn", inputs=_edn_inputs(args.paths))
     model = args.model or infer_model(loaded.ops)
     workload = infer_workload(loaded.ops, model)
     names = checkers or list(default_checker_names(workload))
@@ -260,8 +304,11 @@ def _summary(results: dict[str, Any]) -> str:
         error = stats.get("error")
         # (the linearizable checker says how it read the history: model, keys, conventions)
         how = stats.get("interpretation")
+        # (an unknown verdict says why, where the checker said it in words)
+        why = stats.get("unjudged_because") if word not in ("VALID", "INVALID") else None
         parts.append(f"{name} {word.lower()}" + (f" ({detail})" if detail else "") + (f" [{how}]" if how else "")
-                     + (f" [error: {error}]" if error else "") + _malformed(stats.get("malformed_ops")))
+                     + (f" [error: {error}]" if error else "") + (f" [{why}]" if isinstance(why, str) else "")
+                     + _malformed(stats.get("malformed_ops")))
     return printable("; ".join(parts))
 
 
@@ -305,6 +352,8 @@ def run_check(args: argparse.Namespace) -> int:
     if sum(str(p) == STDIN for p in paths) > 1:
         raise UsageError("standard input ('-') can be checked only once")
     many = len(paths) > 1
+    if args.to_edn:
+        _refuse_edn_targets(args.to_edn, paths, many)  # never over an input, whatever else happens
     verdicts: list[Any] = []
     unusable = 0
     for path in paths:

@@ -7,6 +7,7 @@ same answers to the same questions: where the bytes come from when a path is a p
 (``sources``), what a parsed JSON or EDN value may be before it is held (``plain_values``),
 how JSON is parsed both fast and exactly (``fast_json``), how YAML is loaded without letting
 its nesting take the process down (``safe_yaml``), and which last line a killed writer may
-have cut short (``torn_lines``). It sits just above the error types and below the contracts
-that use it.
+have cut short (``torn_lines``). A path the user names for output is as hostile (it may be
+the input itself, a directory or a device): ``output_paths`` writes there without losing
+anything. It sits just above the error types and below the contracts that use it.
 """

@@ -2,7 +2,9 @@
 
 ``floodmark report RUN_DIR [--out FILE]`` renders (or re-renders) a run's report; what it
 could not read (a damaged results.json, node events) is noted on the page and in one line
-each on stderr, and the exit code is then 254 (the page is written all the same);
+each on stderr, and the exit code is then 254 (the page is written all the same); an
+``--out`` that is a directory or a file of the run is refused (254) and a device or FIFO is
+written through (:mod:`floodmark.inputs.output_paths`);
 ``floodmark serve [--store DIR] [--port 8080] [--host 127.0.0.1]`` browses a store of runs.
 """
 
@@ -40,9 +42,6 @@ def report_command(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: {_not_a_directory(run_dir)} (report renders a run directory)")
-    if args.out is not None and not Path(args.out).parent.resolve().is_dir():
-        parent = Path(args.out).parent
-        raise UsageError(f"--out {args.out}: {parent} {_not_a_directory(parent)}")
     warnings: list[str] = []
     try:
         target = write_report(run_dir, args.out, warn=warnings.append)

@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import quote
 
 from floodmark.fault_coverage import fault_coverage, summary_line
+from floodmark.inputs.output_paths import check_output, write_output
 from floodmark.reports.anomaly_context import ContextTables
 from floodmark.reports.anomaly_groups import checker_views
 from floodmark.reports.faults import FAULT_COLOURS, FaultInterval, fault_colour, fault_intervals
@@ -33,7 +34,7 @@ from floodmark.reports.process_timeline import timeline_payload
 from floodmark.reports.run_data import RunData, load_run
 from floodmark.reports.templating import environment, script_hash, static_text
 from floodmark.reports.time_plots import Plot, latency_plot, throughput_plot
-from floodmark.rundir import CONFIG, HISTORY, RESULTS, SCHEDULE
+from floodmark.rundir import CONFIG, HISTORY, RESULTS, SCHEDULE, RunDir
 
 NOT_STATED = "not stated"  # what a run without a configuration shows where one would say
 
@@ -49,24 +50,23 @@ def write_report(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | 
                  warn: Callable[[str], None] | None = None) -> Path:
     """Render the report of a run directory to ``out`` (default: ``<run>/report.html``).
 
-    Written atomically (a temporary file renamed into place), so a reader of the store never
-    sees half a report. ``warn`` is told each warning the page shows (what could not be read).
+    Written as :mod:`floodmark.inputs.output_paths` says: atomically (a temporary file
+    renamed into place), so a reader of the store never sees half a report, through a device
+    or FIFO, and never over a file of the run (a :class:`~floodmark.errors.UsageError` naming
+    ``--out``). ``warn`` is told each warning the page shows (what could not be read).
     """
+    run = RunDir(Path(run_dir))
+    target = Path(out) if out is not None else run.report
+    flag, inputs = ("--out" if out is not None else None), run.recorded_files()
+    check_output(target, flag=flag, inputs=inputs)  # before the reading and rendering, which take a while
     data = load_run(run_dir)
-    target = Path(out) if out is not None else data.run.report
     with paused_gc():  # the charts build large acyclic structures too
         html = render_report(data, target.parent)
     if warn is not None:
         for warning in data.warnings:
             warn(warning)
-    tmp = target.with_name(f".{target.name}.tmp")
-    try:
-        # (a string the run recorded that is not Unicode text is shown replaced, never fatal)
-        tmp.write_text(html, encoding="utf-8", errors="replace")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)  # nothing written half is left behind
-    return target
+    # (a string the run recorded that is not Unicode text is shown replaced, never fatal)
+    return write_output(target, lambda f: f.write(html), flag=flag, inputs=inputs, errors="replace")
 
 
 def render_report(data: RunData, out_dir: Path) -> str:

@@ -1,0 +1,104 @@
+"""``floodmark report RUN --out FILE`` never writes over the run, a directory or a device
+(audit F04, F07).
+
+On a real simulated run: an --out that is any file the run recorded (by its own name, a
+symbolic link or a hard link) is refused in one line, exit 254, and the run is left byte
+for byte; a directory is refused the same way, never a traceback; a FIFO is written
+through and stays a FIFO (never the machine's /dev/null or /dev/full).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from floodmark.cli import main
+
+
+@pytest.fixture(scope="module")
+def sim_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = tmp_path_factory.mktemp("report-out") / "store"
+    assert main(["run", "--cluster", "sim", "--time-limit", "5", "--seed", "3", "--store", str(store)]) == 0
+    return (store / "latest").resolve()
+
+
+def _snapshot(run: Path) -> dict[str, tuple[int, bytes]]:
+    """Every entry of the run: its type and, for a file, its bytes."""
+    return {str(p.relative_to(run)): (stat.S_IFMT(os.lstat(p).st_mode), p.read_bytes() if p.is_file() else b"")
+            for p in sorted(run.rglob("*"))}
+
+
+def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize("name", ["history.jsonl", "test.yaml", "schedule.json", "results.json", "digest.json",
+                                  "events/n1.jsonl"])
+def test_out_naming_a_file_of_the_run_is_refused_and_the_run_left_as_it_was(
+        sim_run: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    capsys.readouterr()
+    before = _snapshot(sim_run)
+    target = sim_run / name
+    assert main(["report", str(sim_run), "--out", str(target)]) == 254
+    assert _one_line(capsys) == (f"floodmark report: error: --out {target}: is the input {target}; "
+                                 "it would be overwritten\n")
+    assert _snapshot(sim_run) == before
+
+
+def test_out_naming_the_history_by_a_link_is_refused(sim_run: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    before = _snapshot(sim_run)
+    symlink, hard = tmp_path / "r.html", tmp_path / "h.html"
+    symlink.symlink_to(sim_run / "history.jsonl")
+    os.link(sim_run / "history.jsonl", hard)
+    for out in (symlink, hard):
+        assert main(["report", str(sim_run), "--out", str(out)]) == 254
+        assert "it would be overwritten" in _one_line(capsys)
+    assert _snapshot(sim_run) == before and symlink.is_symlink()
+
+
+def test_out_naming_a_directory_is_a_one_line_usage_error(sim_run: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    before = _snapshot(sim_run)
+    for directory in (sim_run / "events", tmp_path):
+        assert main(["report", str(sim_run), "--out", str(directory)]) == 254
+        assert _one_line(capsys) == f"floodmark report: error: --out {directory}: is a directory\n"
+    assert _snapshot(sim_run) == before and list(tmp_path.iterdir()) == []
+
+
+def test_out_in_a_missing_directory_is_a_one_line_usage_error(sim_run: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    out = tmp_path / "nope" / "r.html"
+    assert main(["report", str(sim_run), "--out", str(out)]) == 254
+    assert _one_line(capsys) == f"floodmark report: error: --out {out}: {out.parent}: no such directory\n"
+
+
+def test_out_through_a_fifo_reaches_its_reader_and_leaves_a_fifo(sim_run: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    fifo = tmp_path / "report"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    assert main(["report", str(sim_run), "--out", str(fifo)]) == 0
+    reader.join(timeout=30)
+    assert received and received[0].startswith(b"<!doctype html>") and received[0].rstrip().endswith(b"</html>")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and list(tmp_path.iterdir()) == [fifo]
+    assert capsys.readouterr().out == f"{fifo}\n"
+
+
+def test_out_over_an_earlier_report_elsewhere_replaces_it(sim_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    out.write_text("an old report")
+    assert main(["report", str(sim_run), "--out", str(out)]) == 0
+    assert out.read_text().startswith("<!doctype html>")
+    assert list(tmp_path.iterdir()) == [out]  # no temporary file left behind
