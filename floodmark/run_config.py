@@ -18,7 +18,7 @@ and variants the harness has) is :mod:`floodmark.harness.config`'s business. Rea
 ``test.yaml`` checks the types of the values only, so a run stays readable whatever it ran;
 a key this version does not know, or a value of the wrong type, is a :class:`ConfigError`
 naming the file and the key; a reader that judges the run also checks its names
-(:func:`check_names`: the variant and the fault kinds), as the harness does before it runs
+(:func:`check_names`: the workload, the variant and the fault kinds), as the harness does before it runs
 one. A run that states no configuration at all (no ``test.yaml``, a foreign history) has
 none: readers get ``None``, never defaults that would claim settings nobody stated
 (acks=all, say). A ``test.yaml`` that is there but cannot be read (a symbolic link to
@@ -65,6 +65,9 @@ VARIANT_NAMES: tuple[str, ...] = (
     "unconditional-isr-write", "no-controller-epoch-check", "unclean-election", "acks-all-isr-of-one",
     "no-kip-966", "stale-isr-change-accepted",
 )
+
+# The workloads a test may name: which checkers judge a run follows from it.
+WORKLOAD_NAMES: tuple[str, ...] = ("queue", "log-lin")
 
 
 class ConfigError(SourceError):
@@ -180,17 +183,43 @@ FIELDS: dict[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fiel
 # --- reading -------------------------------------------------------------------------------
 
 
+# What a run's verdict depends on, stated in every ``test.yaml`` the harness has ever written
+# (it writes every key). A run's file without one of them was cut short or written by hand,
+# and defaults in its place would claim settings nobody stated.
+STATED_BY_EVERY_RUN: tuple[str, ...] = ("nodes", "workload", "topics", "partitions", "replication_factor",
+                                        "min_insync_replicas", "acks")
+
+
 def read_test_config(path: str | Path) -> TestConfig | None:
     """A run's ``test.yaml`` as its configuration, or None when the run has no such file
-    (a symbolic link that leads nowhere is a file that cannot be read: a ConfigError)."""
+    (a symbolic link that leads nowhere is a file that cannot be read: a ConfigError).
+
+    Unlike a test definition a user writes (``floodmark run -f``), a run's file must state
+    each of :data:`STATED_BY_EVERY_RUN`: an empty one, or one cut short, is a ConfigError
+    naming what it leaves out, never read as the defaults."""
     if not os.path.lexists(path):
         return None
-    return config_from_dict(read_yaml_mapping(path), str(path))
+    source = str(path)
+    values = read_yaml_mapping(path)
+    config = config_from_dict(values, source)  # wrong keys and values first: they say more
+    if not values:
+        raise ConfigError(source, None, "states no configuration (an empty file): a run's test.yaml states "
+                                        "every setting; remove it to check the run without one")
+    stated = {str(key).replace("-", "_") for key in values}
+    missing = [key for key in STATED_BY_EVERY_RUN if key not in stated]
+    if missing:
+        others = f" (nor {', '.join(missing[1:])})" if missing[1:] else ""
+        raise ConfigError(source, missing[0], f"not stated{others}: a run's test.yaml states every setting its "
+                                              "verdict depends on; this one was cut short or written by hand")
+    return config
 
 
 def check_names(config: TestConfig, source: str) -> TestConfig:
-    """``config`` if its variant and fault kinds are ones a test may name; else a ConfigError
-    naming ``source`` and the key, in the harness's words."""
+    """``config`` if its workload, variant and fault kinds are ones a test may name; else a
+    ConfigError naming ``source`` and the key, in the harness's words."""
+    if config.workload not in WORKLOAD_NAMES:
+        raise ConfigError(source, "workload", f"unknown workload {_shown(config.workload)}; choose one of: "
+                                              f"{', '.join(WORKLOAD_NAMES)}")
     if config.variant not in VARIANT_NAMES:
         raise ConfigError(source, "variant", f"unknown variant {_shown(config.variant)}; choose one of: "
                                              f"{', '.join(VARIANT_NAMES)}")

@@ -31,6 +31,7 @@ from floodmark.run_config import (
     NAMED_ONLY_NEMESIS,
     SIMULATED_NAMED_ONLY,
     SIMULATED_NEMESIS,
+    WORKLOAD_NAMES,
     ConfigError,
     TestConfig,
     all_kinds,
@@ -45,7 +46,7 @@ from floodmark.run_config import (
 )
 
 CLUSTERS = ("docker", "local", "sim")
-WORKLOADS = ("queue", "log-lin")
+WORKLOADS = WORKLOAD_NAMES
 # The fault kinds every backend applies ("all" on a real cluster), those only the simulator
 # can, and those every backend applies but only a test that names them gets.
 NEMESIS_KINDS = DEFAULT_NEMESIS

@@ -117,6 +117,20 @@ def test_a_malformed_test_yaml_exits_254_with_one_line_naming_it(tmp_path: Path,
     assert not (path / "results.json").exists()
 
 
+def test_an_emptied_test_yaml_exits_254_rather_than_judging_by_the_defaults(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # The audit's F02: a run invalid by its own settings (min.insync 3) was judged valid by the
+    # defaults (min.insync 2) an emptied or torn test.yaml stood for.
+    path = make_run_dir(tmp_path)
+    full = (path / "test.yaml").read_text()
+    for torn in ("", full[:full.index("acks:")]):
+        (path / "test.yaml").write_text(torn)
+        assert main(["check", str(path)]) == 254
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"floodmark check: error: {path / 'test.yaml'}: ") and "\n" not in err
+        assert "states no configuration" in err if not torn else "acks: not stated" in err
+
+
 # ------------------------------------------------ the linearizability audit's inputs (regressions)
 
 def edn_ops(*ops: str) -> str:

@@ -6,10 +6,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from floodmark.harness.config import dump_config, make_config
 from floodmark.run_config import (
     DEFAULT_NEMESIS,
+    STATED_BY_EVERY_RUN,
     ConfigError,
     TestConfig,
     config_from_dict,
@@ -124,3 +127,35 @@ def test_the_names_a_test_may_use_are_the_harness_s():
 
     assert tuple(VARIANTS) == VARIANT_NAMES
     assert KNOWN_NEMESIS == ALL_KINDS
+
+
+@pytest.mark.parametrize("text", ["", "~\n", "{}\n", "# only a comment\n"])
+def test_a_run_test_yaml_that_states_nothing_is_refused_not_read_as_the_defaults(tmp_path: Path, text: str) -> None:
+    # The audit's F02: an emptied test.yaml turned an invalid run (acks=all, min.insync 3)
+    # into a valid one judged by the defaults (min.insync 2).
+    (tmp_path / "test.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=r"test.yaml: states no configuration"):
+        read_test_config(tmp_path / "test.yaml")
+
+
+def test_a_run_test_yaml_cut_short_is_refused_naming_what_it_does_not_state(tmp_path: Path) -> None:
+    full = yaml.safe_dump(TestConfig(min_insync_replicas=3, seed=1).to_dict(), sort_keys=False)
+    torn = full[:full.index("min_insync_replicas")]
+    (tmp_path / "test.yaml").write_text(torn)
+    with pytest.raises(ConfigError, match=r"test.yaml: min_insync_replicas: not stated \(nor acks\)"):
+        read_test_config(tmp_path / "test.yaml")
+
+
+@given(left_out=st.sets(st.sampled_from(sorted(TestConfig().to_dict()))))
+@settings(max_examples=60, deadline=None)
+def test_a_run_test_yaml_reads_exactly_when_it_states_every_setting_a_verdict_depends_on(
+        tmp_path_factory: pytest.TempPathFactory, left_out: set[str]) -> None:
+    values = {k: v for k, v in TestConfig(seed=5, acks=1).to_dict().items() if k not in left_out}
+    path = tmp_path_factory.mktemp("run") / "test.yaml"
+    path.write_text(yaml.safe_dump(values))
+    if left_out & set(STATED_BY_EVERY_RUN):
+        with pytest.raises(ConfigError, match="not stated|states no configuration"):
+            read_test_config(path)
+    else:
+        read = read_test_config(path)
+        assert read is not None and read.acks == 1  # what it states, never a default in its place

@@ -15,6 +15,7 @@ from floodmark.checkers.linearizability import synthetic as synthetic_lin
 from floodmark.history import write_history
 from floodmark.node_events import NodeEventWriter
 from floodmark.reports.report import write_report
+from floodmark.run_config import TestConfig
 
 
 def _write_run(root: Path, run: object, workload: str) -> Path:
@@ -27,7 +28,7 @@ def _write_run(root: Path, run: object, workload: str) -> Path:
             writer.write(e.wall, e.body)
         writer.close()
     config = {"name": workload, "seed": 1, "workload": workload, "concurrency": 5, "nemesis": []}
-    (path / "test.yaml").write_text(yaml.safe_dump(config))
+    (path / "test.yaml").write_text(yaml.safe_dump(TestConfig().to_dict() | config))
     return path
 
 
