@@ -231,14 +231,17 @@ def build_index(history: list[Op]) -> QueueIndex:
                 value = invocation.value
                 try:
                     key = (value["topic"], value["partition"])
-                    offset = op.value["offset"]
-                    send = Send(value["value"], process, "ok", offset, invocation.index, op.index)
+                    send = Send(value["value"], process, "ok", op.value["offset"], invocation.index, op.index)
                 except (KeyError, TypeError, AttributeError, IndexError) as e:
-                    malformed.append((invocation.index, shape_problem("send", invocation.value, op.value, e)))
-                    continue
-                if type(offset) is not int:
-                    malformed.append((op.index, f"acknowledged send has offset {offset!r}, not an integer"))
-                    continue
+                    try:
+                        key = (value["topic"], value["partition"])
+                        send = Send(value["value"], process, "ok", None, invocation.index, op.index)
+                    except (KeyError, TypeError, AttributeError, IndexError):
+                        malformed.append((invocation.index, shape_problem("send", invocation.value, op.value, e)))
+                        continue
+                    _unreadable_acknowledgement(index, send, op.value)
+                if type(send.offset) is not int and send.outcome == "ok":
+                    _unreadable_acknowledgement(index, send, op.value)
                 if type(key[0]) is not str or type(key[1]) is not int:
                     malformed.append((invocation.index, f"send names partition {_shown(key)}, not a topic and a number"))
                     continue
@@ -283,6 +286,19 @@ def build_index(history: list[Op]) -> QueueIndex:
     return index
 
 
+def _unreadable_acknowledgement(index: QueueIndex, send: Send, acknowledged: Any) -> None:
+    """An ok send whose acknowledgement holds no integer offset: listed as malformed, and kept
+    as a send whose outcome is unknown (it may be in the log, so reading its value is no
+    anomaly), never dropped as if it had not been sent."""
+    if isinstance(acknowledged, dict):
+        problem = f"acknowledged send has offset {acknowledged.get('offset')!r}, not an integer"
+    else:
+        problem = f"acknowledged send's completion holds {_shown_value(acknowledged)}, not a map with the offset"
+    index.malformed.append((send.completion if send.completion is not None else send.invoke, problem))
+    send.outcome = "info"
+    send.offset = None
+
+
 def _partition_of(value: Any) -> Partition:
     key = (value["topic"], value["partition"])
     if type(key[0]) is not str or type(key[1]) is not int:
@@ -300,12 +316,12 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
     try:
         if f in _SENDS:
             value = invocation.value
-            offset = completion.value.get("offset") if completion is not None and outcome == "ok" else None
-            if outcome == "ok" and type(offset) is not int:
-                index.malformed.append((invocation.index, f"acknowledged send has offset {offset!r}, not an integer"))
-                return
+            acknowledged = completion.value if completion is not None and outcome == "ok" else None
+            offset = acknowledged.get("offset") if isinstance(acknowledged, dict) else None
             send = Send(value["value"], invocation.process, outcome, offset, invocation.index,
                         None if completion is None else completion.index)
+            if outcome == "ok" and type(offset) is not int:
+                _unreadable_acknowledgement(index, send, acknowledged)
             key = _partition_of(value)
             if type(send.value) is not str and type(send.value) is not int:
                 index.malformed.append((invocation.index, _value_problem(send.value)))

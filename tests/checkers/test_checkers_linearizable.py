@@ -243,3 +243,15 @@ def test_a_history_with_only_fault_ops_is_vacuously_linearizable_and_says_so() -
     faults = [Op(0, 0, "invoke", "nemesis", "start", None), Op(1, 1, "info", "nemesis", "start", None)]
     result = LinearizableChecker(model="register").check(CheckInput(faults))
     assert result.valid is True and "no client op" in result.stats["note"]
+
+
+def test_a_floodmark_run_that_recorded_no_client_op_tested_nothing() -> None:
+    # The audit's F01: a log-lin run whose history.jsonl was emptied was judged valid. A run
+    # (it states a configuration) always has clients; a foreign history keeps Knossos's reading.
+    from floodmark.checkers.linearizability.checker import LinearizableChecker
+    from floodmark.history import Op
+
+    config = TestConfig(workload="log-lin")
+    for history in ([], [Op(0, 0, "invoke", "nemesis", "start", None), Op(1, 1, "info", "nemesis", "start", None)]):
+        result = LinearizableChecker(model="log").check(CheckInput(history, config=config))
+        assert result.valid == "unknown" and "no client op" in result.stats["unjudged_because"]

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from checkers_fixtures import History
 
+from floodmark.checkers.api import CheckInput
+from floodmark.checkers.durability import DurabilityChecker
+from floodmark.checkers.queue import QueueChecker
 from floodmark.checkers.queue_index import build_index, index_for
 from floodmark.checkers.synthetic import inject, queue_run
+from floodmark.run_config import TestConfig
 
 
 def test_sends_reads_and_consumers_are_indexed() -> None:
@@ -76,3 +81,28 @@ def test_first_values_equal_the_observations_value_at() -> None:
             assert part._observed is None  # computed without the full observations
             assert shortcut == part.observations().value_at
             assert part.first_values() is part.observations().value_at  # cached ones reused
+
+
+@pytest.mark.parametrize(("acknowledged", "problem"), [
+    (None, "acknowledged send's completion holds None, not a map with the offset"),
+    ({"topic": "t0", "partition": 0, "value": "a", "offset": "0"}, "acknowledged send has offset '0', not an integer"),
+    ({"topic": "t0", "partition": 0, "value": "a"}, "acknowledged send has offset None, not an integer"),
+])
+def test_an_unreadable_acknowledgement_is_malformed_and_its_send_may_have_happened(acknowledged: object,
+                                                                                   problem: str) -> None:
+    # The audit's F06: the send was dropped, so a poll reading its value found an "unexpected"
+    # record and the run was judged invalid about data the checker could not read.
+    h = History()
+    h.invoke(0, "send", {"topic": "t0", "partition": 0, "value": "a"})
+    h.ok(0, "send", acknowledged)
+    h.poll(1, 0, 0, [(0, "a")])
+    h.invoke(2, "append", {"topic": "t0", "partition": 0, "value": "b"})  # log-lin's send: the other path
+    h.ok(2, "append", acknowledged)
+    index = build_index(h.ops)
+    assert index.malformed == [(1, problem), (5, problem)]
+    assert [(s.value, s.outcome, s.offset) for s in index.partitions[("t0", 0)].sends] == \
+        [("a", "info", None), ("b", "info", None)]
+    config = TestConfig(nodes=1, replication_factor=1, min_insync_replicas=1)
+    for checker in (QueueChecker(), DurabilityChecker()):
+        result = checker.check(CheckInput(h.ops, config=config))
+        assert result.valid == "unknown" and result.anomalies == [], (checker, result)

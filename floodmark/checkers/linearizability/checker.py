@@ -323,8 +323,12 @@ class LinearizableChecker:
         if unknown:
             stats["unknown_because"] = unknown
         if not any(op.process != NEMESIS for op in run.history):
-            # Vacuously linearizable, as Knossos and Porcupine judge it (the reference data has
-            # such a history); the stats say that nothing was tested.
+            if run.config is not None:
+                # A floodmark run always has clients: one that recorded no op tested nothing.
+                stats["unjudged_because"] = "the run recorded no client op: nothing was tested"
+                return CheckerResult("unknown", anomalies, stats)
+            # A foreign history is vacuously linearizable, as Knossos and Porcupine judge it
+            # (the reference data has such a history); the stats say that nothing was tested.
             stats["note"] = "the history has no client op: it is linearizable because nothing happened"
         return CheckerResult(valid, anomalies, stats)
 
