@@ -60,6 +60,9 @@ def format_of(data: bytes, source: str) -> str:
         raise HistoryError(source, 1, "not a history: only comments")
     if _JSON_OBJECT.match(data, start):
         return JSONL
+    if _JSON_DOCUMENT.match(data, start):  # "{" alone on its line, then a quoted key: JSON over many lines
+        raise HistoryError(source, data.count(b"\n", 0, start) + 1,
+                           "not a history: one JSON document over many lines; a JSONL history has one op per line")
     if data[start:start + 1] in (b"{", b"[", b"(", b"#"):
         return EDN
     if looks_like_text_log(data):
@@ -71,6 +74,7 @@ def format_of(data: bytes, source: str) -> str:
 _BOM = b"\xef\xbb\xbf"
 _NOT_BLANK = re.compile(rb"[^ \t\n\r\f\v]")
 _JSON_OBJECT = re.compile(rb'\{[ \t]*"')
+_JSON_DOCUMENT = re.compile(rb'\{[ \t\r]*\n[ \t\r\n]*"')
 # Blanks and EDN comments, possessively: skipped in one pass of the regex engine, however many.
 _BLANKS_AND_COMMENTS = re.compile(rb"(?:[ \t\n\r\f\v]++|;[^\n]*+)*+")
 

@@ -72,6 +72,8 @@ class Schedule:
     time_limit: float
     # Whether the file said how long its test runs (else: until its last fault ends).
     time_limit_stated: bool = field(default=True, compare=False)
+    # The file it was read from, for messages about it (None: drawn from a seed, or made).
+    source: str | None = field(default=None, compare=False)
 
     def actions(self) -> list[tuple[float, str, Fault]]:
         """Every start and stop in time order: (seconds, "start"|"stop", fault).
@@ -123,7 +125,7 @@ class Schedule:
                           else max((f.end for f in faults), default=0.0))
         except ValueError as e:
             raise ScheduleError(f"{source}: {e}") from None
-        return Schedule(tuple(faults), time_limit, "time_limit" in data)
+        return Schedule(tuple(faults), time_limit, "time_limit" in data, source)
 
 
 MAX_SCHEDULE_SECONDS = 7 * 24 * 3600.0  # as long as a configuration's time limit may be

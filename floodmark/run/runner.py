@@ -118,7 +118,7 @@ class Runner:
         )
         problems = refusals(config.cluster, schedule, nemeses)
         if problems:
-            raise UsageError("; ".join(problems))
+            raise UsageError((f"{schedule.source}: " if schedule.source else "") + "; ".join(problems))
         return schedule
 
     def run(self) -> RunOutcome:

@@ -113,3 +113,15 @@ def test_a_text_log_is_recognised_after_any_preamble_and_with_any_spacing(tmp_pa
     preamble = "INFO  jepsen.os.debian - n1 installing packages\n" * 2000  # beyond 64 KiB
     path.write_text(preamble + "INFO  jepsen.util -\t0\t:invoke\t:read\tnil\n")
     assert detect_format(path) == "jepsen-text" and len(load_history(path).ops) == 1
+
+
+@given(document=st.dictionaries(st.text(max_size=8), st.integers() | st.text(max_size=8), min_size=1, max_size=4),
+       indent=st.integers(min_value=0, max_value=4))
+@settings(max_examples=50, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_json_document_over_many_lines_is_named_not_taken_for_edn(tmp_path: Path, document: dict[str, object],
+                                                                     indent: int) -> None:
+    # The audit's F14: results.json handed to check was read as EDN ("empty keyword ':'").
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(document, indent=indent or None) if indent else "{\n" + json.dumps(document)[1:])
+    with pytest.raises(HistoryError, match="not a history: one JSON document over many lines"):
+        detect_format(path)
