@@ -117,6 +117,8 @@ def results_problem(results: dict[str, Any]) -> str | None:
     if checkers is not None and not isinstance(checkers, dict):
         return f"not a results file ('checkers' is {short_json(checkers, 40)}, not an object)"
     if not checkers:
+        if valid == "unknown" and isinstance(results.get("error"), str):
+            return None  # a run that failed before it could be checked: unknown, and its error says why
         return "no checker's verdict in it"
     for name, result in checkers.items():
         shape = judgement_problem(result)

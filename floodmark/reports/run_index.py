@@ -19,6 +19,7 @@ from typing import Any
 from floodmark.errors import SourceError
 from floodmark.inputs.plain_values import parse_json
 from floodmark.inputs.sources import file_problem, read_source
+from floodmark.reports.run_data import results_problem
 from floodmark.results import verdict_word
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir, find_run_dirs
@@ -159,13 +160,18 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
                 for anomaly in checker["anomalies"]:
                     kind = _text(anomaly.get("type")) if isinstance(anomaly, dict) else "untyped"
                     counts[kind] = counts.get(kind, 0) + 1
+    verdict = results.get("valid") if results else None
+    inconsistent = results_problem(results) if results else None
+    if inconsistent is not None:  # shown unchecked, as the report shows it
+        verdict = None
+        problem = problem or f"results.json: {inconsistent}"
     seed = config.seed if config is not None else results.get("seed")
     return RunSummary(
         relative=Path(os.path.relpath(run.path, store)).as_posix(),
         test=run.test_name,
         name=run.path.name,
         started=_started(run.path.name),
-        verdict=results.get("valid") if results else None,
+        verdict=verdict,
         seed=seed if _is_scalar(seed) else _text(seed),
         variant=config.variant if config is not None else _text(results.get("variant") or NOT_STATED),
         nemesis=config.nemesis if config is not None else (),

@@ -24,6 +24,7 @@ from report_fixtures import make_minimal_run, make_run
 from floodmark.cli import main
 from floodmark.reports.report import write_report
 from floodmark.reports.run_data import load_run
+from floodmark.reports.run_index import summarize
 from floodmark.rundir import RunDir, compute_digest
 
 
@@ -56,6 +57,24 @@ def test_a_consistent_run_is_still_shown_valid_without_a_warning(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     run = make_run(tmp_path / "store", ops=80).path
     assert _report(run, capsys) == (0, "valid", [])
+
+
+def test_a_run_that_failed_before_it_was_checked_is_shown_unknown_without_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # What the runner writes when the run itself failed: no checker, "unknown" and the error.
+    run = make_run(tmp_path / "store", ops=80).path
+    _write(run, {**_results(run), "valid": "unknown", "checkers": {}, "error": "RuntimeError: the cluster died"})
+    assert _report(run, capsys) == (0, "unknown", [])
+    assert summarize(RunDir(run), run.parent).verdict == "unknown"
+
+
+def test_the_results_browser_lists_a_self_contradicting_run_unchecked_as_the_report_shows_it(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "store", ops=80).path
+    results = _results(run)
+    _write(run, {**results, "checkers": {**results["checkers"], "hw": {"valid": False, "anomalies": []}}})
+    summary = summarize(RunDir(run), run.parent)
+    assert summary.verdict is None
+    assert summary.problem is not None and summary.problem.startswith("results.json: inconsistent: its verdict is valid")
 
 
 def test_an_overall_valid_over_an_invalid_checker_is_shown_unchecked(tmp_path: Path,

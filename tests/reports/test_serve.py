@@ -196,7 +196,8 @@ DAMAGED = {  # test name -> (what to write, over which file, words its problem n
     # as the report reads it: deeper than the checkers ever write is no results file
     "deep-results-object": ("results.json", '{"valid": true, "variant": ' + "[" * 500 + "]" * 500 + "}",
                             "results.json unreadable: nested more than 100 levels deep"),
-    "odd-results-object": ("results.json", '{"valid": true, "variant": ' + "[" * 50 + "]" * 50 + "}", None),
+    "odd-results-object": ("results.json", '{"valid": true, "checkers": {"stats": {"valid": true}}, "variant": '
+                           + "[" * 50 + "]" * 50 + "}", None),
     "list-results": ("results.json", "[1, 2]", "results.json unreadable: expected a JSON object, got a list"),
     "truncated-results": ("results.json", '{"valid": false, "seed": 3, "checkers": {"durability": {"va', "results.json unreadable: "),
     "garbage-results": ("results.json", bytes(range(256)) * 8, "results.json unreadable: "),
