@@ -43,7 +43,10 @@ def one_line(problem: str) -> str:
     return flat if len(flat) <= MAX_PROBLEM_CHARS else flat[:MAX_PROBLEM_CHARS - 3] + "..."
 
 
-_CONTROLS = {c: f"\\x{c:02x}" for c in range(32) if chr(c) != "\t"} | {ord("\r"): "\\r", ord("\n"): "\\n", 127: "\\x7f"}
+# C0 and C1 controls but the tab, and the Unicode line and paragraph separators: every
+# character a terminal acts on or that ends a line (str.splitlines ends one at \x85 too).
+_CONTROLS = ({c: f"\\x{c:02x}" for c in [*range(32), *range(127, 160)] if chr(c) != "\t"}
+             | {ord("\r"): "\\r", ord("\n"): "\\n", 0x2028: "\\u2028", 0x2029: "\\u2029"})
 
 
 def printable(text: str) -> str:

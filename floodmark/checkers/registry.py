@@ -233,6 +233,8 @@ def check_run(
     config = read_test_config(run.config)
     if config is not None:
         check_names(config, str(run.config))
+    files = _digest_of(run)
+    _refuse_if_changed(run, files)
     if ops is None:
         ops = read_history(run.history, check_pairs=True)
     torn: list[str] = []
@@ -255,7 +257,7 @@ def check_run(
     for line in torn:  # an event the node was writing when it was killed: said, as for the history
         add_note(results, line, note)
     judged_before = _judged_files(run) if checkers is not None else None
-    results["judged_files"] = _digest_of(run)
+    results["judged_files"] = files
     if checkers is not None:
         kept, problem = previous_verdicts(run.results)
         if problem is not None:  # an unreadable old results file is replaced, and said to be
@@ -281,6 +283,28 @@ def _digest_of(run: RunDir) -> dict[str, str] | None:
         return compute_digest(run)
     except OSError:
         return None
+
+
+def _refuse_if_changed(run: RunDir, files: dict[str, str] | None) -> None:
+    """A UsageError when the run's history or node events are not those its digest.json
+    recorded as the run ended (a file cut at a line's end, edited, lost or added): judging
+    them would judge another run, and a node's events cut short can make up violations. The
+    message says how to check the files as they are, on purpose: remove the digest."""
+    from floodmark.rundir import DigestError, digest_differences, load_digest
+
+    remedy = f"remove {run.digest.name} to check the files as they are now"
+    try:
+        saved = load_digest(run)
+    except DigestError as e:
+        raise UsageError(f"{e}: what the run recorded cannot be told; {remedy}") from None
+    if saved is None or files is None:
+        return
+    differ = digest_differences(saved, files)
+    if differ:
+        shown = ", ".join(differ[:4]) + (f" and {len(differ) - 4} more" if len(differ) > 4 else "")
+        raise UsageError(f"{run.path}: {shown} {'differs' if len(differ) == 1 else 'differ'} from what "
+                         f"{run.digest.name} recorded at the end of the run, so this is not the run that was "
+                         f"recorded; {remedy}")
 
 
 def _judged_files(run: RunDir) -> Any:

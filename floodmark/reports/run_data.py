@@ -140,15 +140,22 @@ def _verdict_problem(run: RunDir, results: dict[str, Any] | None, history: Histo
     problem = results_problem(results)
     if problem is not None:
         return f"{run.results}: {problem}"
+    judged = results.get("judged_files")
     if history.torn_tail is not None:
         # The history was not wholly read: results.json's verdict is this history's only if it
         # was judged on these very bytes, which results.json's own record of what it judged
         # shows (or, for an older one, the run's digest); a history cut or changed since has
         # no verdict yet.
-        changed = changed_since_judged(run, results.get("judged_files"))
+        changed = changed_since_judged(run, judged)
         if changed is not None:
             return (f"{run.results}: its verdict may not be this history's, which is not wholly read "
                     f"({changed})")
+    elif judged is not None or os.path.lexists(run.digest):
+        # Something says which files were judged: a verdict on other files is not this run's
+        # (node events cut at a line's end read whole, and as another run).
+        changed = changed_since_judged(run, judged)
+        if changed is not None:
+            return f"{run.results}: its verdict is not of the files shown ({changed})"
     return None
 
 

@@ -1,10 +1,14 @@
-"""Run digests: proof that a simulated run replayed byte for byte.
+"""Run digests: what a run left behind, and proof that a simulated run replayed byte for byte.
+
+The digest is a SHA-256 of each of the run's records (``history.jsonl``, and every
+``events/<node>.jsonl`` in name order) and of all of them together, saved as ``digest.json``
+when the run ends, on every backend. ``floodmark check`` refuses a run directory whose files
+no longer match it (a node's events cut at a line's end read as a shorter, different run).
 
 A simulated run is a pure function of its seed, configuration, schedule and code, so running it
-again must give the very same history and node events. The digest is a SHA-256 of each
-(``history.jsonl``, and every ``events/<node>.jsonl`` in name order) and of all of them
-together; ``floodmark repro`` of a simulated run compares the replay's digest with the
-original's and says which file differs, as FoundationDB's unseed check does for its runs.
+again must give the very same history and node events: ``floodmark repro`` of a simulated run
+compares the replay's digest with the original's and says which file differs, as
+FoundationDB's unseed check does for its runs.
 
 A replay that cannot be compared must not pass for one that was: a ``digest.json`` that is
 there but unreadable, or not a digest of this shape (a SHA-256 of the history, of the whole

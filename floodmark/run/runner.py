@@ -71,7 +71,7 @@ class RunOutcome:
     interrupted: bool = False
     error: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
-    digest: dict[str, str] | None = None  # a simulated run's digests (see run.digest)
+    digest: dict[str, str] | None = None  # a simulated run's digests, for replays (see run.digest)
 
     @property
     def exit_code(self) -> int:
@@ -164,8 +164,12 @@ class Runner:
             log.debug("run failed\n%s", traceback.format_exc())
         finally:
             self._finish(backend, recorder, driver, healed)
-        if backend.deterministic and not self.outcome.interrupted:
-            self.outcome.digest = digest.save(self.run_dir)
+        if not self.outcome.interrupted:
+            # Every run records what it left (check refuses a run directory changed since); a
+            # simulated run's digests are also what a replay must reproduce byte for byte.
+            saved = digest.save(self.run_dir)
+            if backend.deterministic:
+                self.outcome.digest = saved
         if not self.outcome.interrupted and self.check:
             self._check()
         return self.outcome

@@ -1,7 +1,9 @@
 """``check --checker NAME RUN`` keeps the other checkers' verdicts only while they are of
 this run's files (audit F13).
 
-The verdicts already in results.json are kept only when the history and node events are
+A run directory whose files changed since its digest.json was saved is refused (audit F09);
+with the digest removed, on purpose, the files are checked as they are. The verdicts
+already in results.json are kept only when the history and node events are
 still, byte for byte, those they judged: the digests each check records beside them
 (``judged_files``), or for a results file written before those were, the run's digest.json.
 Otherwise (a file changed, nothing readable says what was judged) those checkers are
@@ -20,6 +22,7 @@ from checkers_fixtures import make_run_dir
 
 from floodmark.checkers.registry import check_run
 from floodmark.cli import main
+from floodmark.errors import UsageError
 from floodmark.rundir import RunDir, compute_digest
 
 OTHERS = ["durability", "queue", "hw", "leader", "invariants"]  # a queue run's checkers but stats
@@ -66,6 +69,7 @@ def test_the_audit_case_an_emptied_history_drops_the_old_verdicts(run: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     # audit F13: history.jsonl emptied after the run; results.json is the original's (valid)
     (run / "history.jsonl").write_text("")
+    _refused_until_the_digest_is_removed(run, "history.jsonl differs", capsys)
     code, out, err = _check_stats(run, capsys)
     warning = (f"{run / 'results.json'}: the verdicts of {', '.join(OTHERS)} are not kept (history.jsonl "
                f"changed since {run / 'results.json'} judged it): they are unknown until checked again")
@@ -85,6 +89,7 @@ def test_the_audit_case_an_emptied_history_drops_the_old_verdicts(run: Path,
 def test_a_torn_last_line_drops_the_old_verdicts_and_says_both(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     history = run / "history.jsonl"
     history.write_bytes(history.read_bytes()[:-10])
+    _refused_until_the_digest_is_removed(run, "history.jsonl differs", capsys)
     code, out, err = _check_stats(run, capsys)
     lines = err.splitlines()
     assert code == 2 and out.startswith("UNKNOWN  ") and len(lines) == 2
@@ -96,6 +101,7 @@ def test_a_torn_last_line_drops_the_old_verdicts_and_says_both(run: Path, capsys
 def test_changed_node_events_drop_the_old_verdicts(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     events = sorted((run / "events").glob("*.jsonl"))[0]
     events.write_bytes(b"")
+    _refused_until_the_digest_is_removed(run, f"events/{events.name} differs", capsys)
     code, _, err = _check_stats(run, capsys)
     assert code == 2 and f"(events/{events.name} changed since {run / 'results.json'} judged it)" in err
 
@@ -118,22 +124,27 @@ def _as_written_before_judged_files(path: Path) -> None:
     (path / "results.json").write_text(json.dumps(results))
 
 
+def _refused_until_the_digest_is_removed(run: Path, differs: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """check refuses a run directory changed since its digest was saved (audit F09: node events
+    cut at a line's end were judged as a run with made-up violations), in one line saying how
+    to check the files as they are; then takes that advice."""
+    code, out, err = _check_stats(run, capsys)
+    assert code == 254 and err.count("\n") == 1
+    assert err == (f"floodmark check: error: {run}: {differs} from what digest.json recorded at the end of the "
+                   "run, so this is not the run that was recorded; remove digest.json to check the files as they "
+                   "are now\n")
+    (run / "digest.json").unlink()
+
+
 def _digest(path: Path) -> None:
     (path / "digest.json").write_text(json.dumps(compute_digest(RunDir(path))))
 
 
-@pytest.mark.parametrize(("digest", "why"), [
-    (None, "digest.json: no such file, so nothing records which history and node events were judged"),
-    ("{bad", "digest.json: not a digest: not valid JSON"),
-    ("[]", "digest.json: not a digest (expected an object of file digests)"),
-    ('{"run": "x", "history.jsonl": "y"}', "digest.json: not a digest ('run' is not a SHA-256 in hex)"),
-])
-def test_without_a_readable_digest_the_old_verdicts_are_not_kept(tmp_path: Path, digest: str | None, why: str) -> None:
+def test_without_a_digest_or_a_record_of_what_was_judged_the_old_verdicts_are_not_kept(tmp_path: Path) -> None:
     path = make_run_dir(tmp_path, "hw-decrease")
     assert check_run(path)["valid"] is False
     _as_written_before_judged_files(path)
-    if digest is not None:
-        (path / "digest.json").write_text(digest)
+    why = "digest.json: no such file, so nothing records which history and node events were judged"
     notes: list[str] = []
     results = check_run(path, checkers=["queue"], note=notes.append)
     assert results["checkers"]["hw"]["valid"] == "unknown" and results["valid"] == "unknown"
@@ -141,14 +152,23 @@ def test_without_a_readable_digest_the_old_verdicts_are_not_kept(tmp_path: Path,
     assert f"({path / why}" in notes[0] and "\n" not in notes[0]
 
 
-def test_a_digest_json_directory_is_said_not_crashed_on(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("digest", "why"), [
+    ("{bad", "digest.json: not a digest: not valid JSON"),
+    ("[]", "digest.json: not a digest (expected an object of file digests)"),
+    ('{"run": "x", "history.jsonl": "y"}', "digest.json: not a digest ('run' is not a SHA-256 in hex)"),
+    ("directory", "digest.json: is a directory"),
+])
+def test_a_digest_that_cannot_be_read_is_refused_in_one_line(tmp_path: Path, digest: str, why: str) -> None:
     path = make_run_dir(tmp_path)
-    check_run(path)
-    _as_written_before_judged_files(path)
-    (path / "digest.json").mkdir()
-    notes: list[str] = []
-    assert check_run(path, checkers=["stats"], note=notes.append)["valid"] == "unknown"
-    assert len(notes) == 1 and str(path / "digest.json") in notes[0]
+    if digest == "directory":
+        (path / "digest.json").mkdir()
+    else:
+        (path / "digest.json").write_text(digest)
+    with pytest.raises(UsageError) as refused:
+        check_run(path)
+    assert str(refused.value).startswith(f"{path / why}") and "\n" not in str(refused.value)
+    assert str(refused.value).endswith("remove digest.json to check the files as they are now")
+    assert not (path / "results.json").exists()
 
 
 def test_with_the_files_digested_the_old_verdicts_are_kept(tmp_path: Path) -> None:

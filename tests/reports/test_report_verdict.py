@@ -213,6 +213,21 @@ def test_results_json_own_record_of_what_it_judged_decides_before_any_digest(
     assert f"(history.jsonl changed since {run / 'results.json'} judged it)" in warnings[1]
 
 
+def test_node_events_cut_at_a_line_end_after_the_check_are_not_shown_under_its_verdict(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # audit F09's files: whole lines, so nothing reads as torn; results.json says what it judged
+    run = make_run(tmp_path / "store", ops=80).path
+    _write(run, {**_results(run), "judged_files": compute_digest(RunDir(run))})
+    assert _report(run, capsys)[:2] == (0, "valid")
+    events = sorted((run / "events").glob("*.jsonl"))[0]
+    events.write_text("".join(events.read_text().splitlines(keepends=True)[:2]))
+    code, verdict, warnings = _report(run, capsys)
+    assert (code, verdict) == (254, "not checked")
+    assert warnings == [f"floodmark report: warning: {run / 'results.json'}: its verdict is not of the files shown "
+                        f"(events/{events.name} changed since {run / 'results.json'} judged it): the run is shown "
+                        "unchecked"]
+
+
 def test_the_torn_history_warning_goes_to_warn_like_the_others(tmp_path: Path) -> None:
     run = make_run(tmp_path / "store", ops=80).path
     _cut_last_line(run)

@@ -1,0 +1,25 @@
+"""One-line messages: whatever a name or a value holds, a message quoting it stays one line
+and cannot drive the terminal (floodmark.errors.printable)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from floodmark.errors import printable
+
+
+@given(st.text())
+def test_a_printable_text_is_one_line_without_controls(text: str) -> None:
+    shown = printable(text)
+    assert len(shown.splitlines()) <= 1
+    assert not any(unicodedata.category(c) == "Cc" and c != "\t" for c in shown)
+    assert "\u2028" not in shown and "\u2029" not in shown
+
+
+def test_what_ends_a_line_or_moves_the_terminal_is_escaped_and_the_rest_kept() -> None:
+    # \x85 (NEL) ended a report's warning line (found by the report's property test); \x9b is
+    # a terminal's CSI as much as \x1b[ is.
+    assert printable("a\x85b\u2028c\x9b[2J\x1b\n\tz é") == "a\\x85b\\u2028c\\x9b[2J\\x1b\\n\tz é"
