@@ -25,6 +25,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -251,16 +252,8 @@ def changed_since_judged(run: RunDir, judged: Any, now: dict[str, str] | None = 
     them) is taken at the word of the run's digest.json (:func:`changed_since_digest`)."""
     if not (isinstance(judged, dict) and "run" in judged and all(isinstance(v, str) for v in judged.values())):
         return changed_since_digest(run)
-    try:
-        differ = digest_differences(judged, now if now is not None else compute_digest(run))
-    except OSError as e:
-        from floodmark.inputs.sources import describe_os_error
-
-        return f"{run.path}: cannot be digested: {describe_os_error(e)}"
-    if not differ:
-        return None
-    shown = ", ".join(differ[:4]) + (f" and {len(differ) - 4} more" if len(differ) > 4 else "")
-    return f"{shown} changed since {run.results} judged {'it' if len(differ) == 1 else 'them'}"
+    return _changed(run, judged, now, lambda files, one: f"{files} changed since {run.results} judged "
+                                                         f"{'it' if one else 'them'}")
 
 
 def changed_since_digest(run: RunDir) -> str | None:
@@ -270,16 +263,27 @@ def changed_since_digest(run: RunDir) -> str | None:
     the files that differ."""
     try:
         saved = load_digest(run)
-        if saved is None:
-            return f"{run.digest}: no such file, so nothing records which history and node events were judged"
-        differ = digest_differences(saved, compute_digest(run))
     except DigestError as e:
         return str(e)
+    if saved is None:
+        return f"{run.digest}: no such file, so nothing records which history and node events were judged"
+    return _changed(run, saved, None, lambda files, one: f"{files} {'differs' if one else 'differ'} from what "
+                                                         f"{run.digest} records")
+
+
+def _changed(run: RunDir, recorded: dict[str, str], now: dict[str, str] | None,
+             said: Callable[[str, bool], str]) -> str | None:
+    """None when the files match ``recorded``; else ``said(the files, whether one)``, or why
+    they could not be digested."""
+    try:
+        differ = digest_differences(recorded, now if now is not None else compute_digest(run))
     except OSError as e:
         from floodmark.inputs.sources import describe_os_error
 
         return f"{run.path}: cannot be digested: {describe_os_error(e)}"
-    if not differ:
-        return None
-    shown = ", ".join(differ[:4]) + (f" and {len(differ) - 4} more" if len(differ) > 4 else "")
-    return f"{shown} {'differs' if len(differ) == 1 else 'differ'} from what {run.digest} records"
+    return said(named_files(differ), len(differ) == 1) if differ else None
+
+
+def named_files(names: list[str]) -> str:
+    """Up to four of ``names`` and how many more, for a one-line message."""
+    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")

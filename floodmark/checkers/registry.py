@@ -290,7 +290,7 @@ def _refuse_if_changed(run: RunDir, files: dict[str, str] | None) -> None:
     recorded as the run ended (a file cut at a line's end, edited, lost or added): judging
     them would judge another run, and a node's events cut short can make up violations. The
     message says how to check the files as they are, on purpose: remove the digest."""
-    from floodmark.rundir import DigestError, digest_differences, load_digest
+    from floodmark.rundir import DigestError, digest_differences, load_digest, named_files
 
     remedy = f"remove {run.digest.name} to check the files as they are now"
     try:
@@ -301,8 +301,7 @@ def _refuse_if_changed(run: RunDir, files: dict[str, str] | None) -> None:
         return
     differ = digest_differences(saved, files)
     if differ:
-        shown = ", ".join(differ[:4]) + (f" and {len(differ) - 4} more" if len(differ) > 4 else "")
-        raise UsageError(f"{run.path}: {shown} {'differs' if len(differ) == 1 else 'differ'} from what "
+        raise UsageError(f"{run.path}: {named_files(differ)} {'differs' if len(differ) == 1 else 'differ'} from what "
                          f"{run.digest.name} recorded at the end of the run, so this is not the run that was "
                          f"recorded; {remedy}")
 

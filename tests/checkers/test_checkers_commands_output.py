@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 from checkers_fixtures import make_run_dir
+from fifo_fixtures import FifoReader
 
 from floodmark.cli import main
 
@@ -111,14 +111,9 @@ def test_to_edn_naming_a_directory_for_one_path_is_refused(tmp_path: Path, capsy
 def test_to_edn_through_a_fifo_reaches_its_reader(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     history = tmp_path / "x.jsonl"
     history.write_text(HISTORY)
-    fifo = tmp_path / "edn"
-    os.mkfifo(fifo)
-    received: list[str] = []
-    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
-    reader.start()
-    assert main(["check", str(history), "--to-edn", str(fifo)]) == 0
-    reader.join(timeout=10)
-    assert received == ["{:index 0, :time 0, :type :invoke, :process 0, :f :write, :value 1}\n"
-                        "{:index 1, :time 1, :type :ok, :process 0, :f :write, :value 1}\n"]
-    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    fifo = FifoReader(tmp_path / "edn")
+    assert main(["check", str(history), "--to-edn", str(fifo.path)]) == 0
+    assert fifo.join(timeout=10) == (b"{:index 0, :time 0, :type :invoke, :process 0, :f :write, :value 1}\n"
+                                     b"{:index 1, :time 1, :type :ok, :process 0, :f :write, :value 1}\n")
+    assert stat.S_ISFIFO(os.lstat(fifo.path).st_mode)
     assert "VALID" in capsys.readouterr().out

@@ -12,12 +12,12 @@ import os
 import socket
 import stat
 import tempfile
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 import pytest
+from fifo_fixtures import FifoReader
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -93,21 +93,11 @@ def test_an_input_that_is_not_there_refuses_nothing(tmp_path: Path) -> None:
 
 
 def test_a_fifo_is_written_through_to_its_reader_and_stays_a_fifo(tmp_path: Path) -> None:
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    received: list[bytes] = []
-
-    def read() -> None:
-        with open(fifo, "rb") as f:
-            received.append(f.read())
-
-    reader = threading.Thread(target=read, daemon=True)  # (never holds the tests up)
-    reader.start()
+    fifo = FifoReader(tmp_path / "pipe")
     text = "<html>" + "x" * 200_000 + "</html>\n"  # more than a pipe holds: a blocking write
-    assert write_output(fifo, _text(text), flag="--out") == fifo
-    reader.join(timeout=10)
-    assert received == [text.encode()]
-    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert write_output(fifo.path, _text(text), flag="--out") == fifo.path
+    assert fifo.join(timeout=10) == text.encode()
+    assert stat.S_ISFIFO(os.lstat(fifo.path).st_mode)
     assert _only_files(tmp_path) == ["pipe"]
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
 from pathlib import Path
 
 import pytest
+from fifo_fixtures import FifoReader
 
 from floodmark.cli import main
 
@@ -84,16 +84,12 @@ def test_out_in_a_missing_directory_is_a_one_line_usage_error(sim_run: Path, tmp
 
 def test_out_through_a_fifo_reaches_its_reader_and_leaves_a_fifo(sim_run: Path, tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    fifo = tmp_path / "report"
-    os.mkfifo(fifo)
-    received: list[bytes] = []
-    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
-    reader.start()
-    assert main(["report", str(sim_run), "--out", str(fifo)]) == 0
-    reader.join(timeout=30)
-    assert received and received[0].startswith(b"<!doctype html>") and received[0].rstrip().endswith(b"</html>")
-    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and list(tmp_path.iterdir()) == [fifo]
-    assert capsys.readouterr().out == f"{fifo}\n"
+    fifo = FifoReader(tmp_path / "report")
+    assert main(["report", str(sim_run), "--out", str(fifo.path)]) == 0
+    page = fifo.join(timeout=30)
+    assert page is not None and page.startswith(b"<!doctype html>") and page.rstrip().endswith(b"</html>")
+    assert stat.S_ISFIFO(os.lstat(fifo.path).st_mode) and list(tmp_path.iterdir()) == [fifo.path]
+    assert capsys.readouterr().out == f"{fifo.path}\n"
 
 
 def test_out_over_an_earlier_report_elsewhere_replaces_it(sim_run: Path, tmp_path: Path) -> None:
