@@ -229,19 +229,16 @@ def build_index(history: list[Op]) -> QueueIndex:
             f = invocation.f
             if f == "send":
                 value = invocation.value
+                acknowledged = op.value
+                offset = acknowledged.get("offset") if isinstance(acknowledged, dict) else None
                 try:
                     key = (value["topic"], value["partition"])
-                    send = Send(value["value"], process, "ok", op.value["offset"], invocation.index, op.index)
+                    send = Send(value["value"], process, "ok", offset, invocation.index, op.index)
                 except (KeyError, TypeError, AttributeError, IndexError) as e:
-                    try:
-                        key = (value["topic"], value["partition"])
-                        send = Send(value["value"], process, "ok", None, invocation.index, op.index)
-                    except (KeyError, TypeError, AttributeError, IndexError):
-                        malformed.append((invocation.index, shape_problem("send", invocation.value, op.value, e)))
-                        continue
-                    _unreadable_acknowledgement(index, send, op.value)
-                if type(send.offset) is not int and send.outcome == "ok":
-                    _unreadable_acknowledgement(index, send, op.value)
+                    malformed.append((invocation.index, shape_problem("send", invocation.value, acknowledged, e)))
+                    continue
+                if type(offset) is not int:
+                    _unreadable_acknowledgement(index, send, acknowledged)
                 if type(key[0]) is not str or type(key[1]) is not int:
                     malformed.append((invocation.index, f"send names partition {_shown(key)}, not a topic and a number"))
                     continue
