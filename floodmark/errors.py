@@ -44,14 +44,19 @@ def one_line(problem: str) -> str:
 
 
 # C0 and C1 controls but the tab, and the Unicode line and paragraph separators: every
-# character a terminal acts on or that ends a line (str.splitlines ends one at \x85 too).
+# character a terminal acts on or that ends a line (str.splitlines ends one at \x85 too);
+# and the lone surrogates a file name holds for its bytes that are not UTF-8 (os.fsdecode's
+# surrogate escapes, shown as the byte they stand for), which no stream can write.
 _CONTROLS = ({c: f"\\x{c:02x}" for c in [*range(32), *range(127, 160)] if chr(c) != "\t"}
-             | {ord("\r"): "\\r", ord("\n"): "\\n", 0x2028: "\\u2028", 0x2029: "\\u2029"})
+             | {ord("\r"): "\\r", ord("\n"): "\\n", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+             | {c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)}
+             | {0xDC00 + b: f"\\x{b:02x}" for b in range(0x80, 0x100)})
 
 
 def printable(text: str) -> str:
     """``text`` (a file name, a message quoting one) with its control characters escaped:
-    a line says one thing, and a name cannot end it or drive the terminal."""
+    a line says one thing, and a name cannot end it or drive the terminal. A name's bytes
+    that are not UTF-8 are shown as ``\\xff``."""
     return text.translate(_CONTROLS) if not text.isprintable() else text
 
 

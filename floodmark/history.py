@@ -29,6 +29,11 @@ or without its newline, and so is a last line malformed where it stands. The for
 is not silently gone: :func:`read_history` and :func:`parse_history` return the ops as
 :class:`OpsRead`, whose ``torn_tail`` says which line was left out and why, for whoever
 judges the history to pass on.
+
+What the JSON parsers would read silently is refused too: an object naming a key twice
+(``"type":"fail","type":"ok"`` reads as its last; :mod:`floodmark.inputs.duplicate_keys`).
+A UTF-8 byte order mark before the first op, which some editors save, is no part of it and
+is dropped.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from typing import IO, Any, Literal
 from floodmark.errors import SourceError, one_line
 from floodmark.frozen_init import fast_frozen_init
 from floodmark.inputs.plain_values import json_lines_parser, parse_json
+from floodmark.inputs.sources import skip_bom, without_bom
 from floodmark.inputs.torn_lines import cut_short
 
 OpType = Literal["invoke", "ok", "fail", "info"]
@@ -203,6 +209,7 @@ def iter_history(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = Tru
     """
     source = str(path)
     with open(path, "rb") as f:
+        skip_bom(f)
         for _, op in _iter_lines(source, f, tolerate_torn_tail):
             yield op
 
@@ -251,6 +258,7 @@ def parse_history(data: bytes, source: str = "<history>", *, check_pairs: bool =
     The list is an :class:`OpsRead` (typed as a plain list: it stands in for the ops of
     histories in other formats, which have no torn tail)."""
     ops = OpsRead()
+    data = without_bom(data)
     return _checked(ops, _iter_lines(source, data.splitlines(keepends=True), True, json_lines_parser(data),
                                      ops.left_out), source, True, check_pairs)
 
@@ -261,6 +269,7 @@ def read_history(path: str | os.PathLike[str], *, check_dense: bool = True,
     checker is to judge it (``check_pairs``), that every completion closes an invocation."""
     ops = OpsRead()
     with open(path, "rb") as f:
+        skip_bom(f)
         return _checked(ops, _iter_lines(str(path), f, True, json_lines_parser(f), ops.left_out),
                         str(path), check_dense, check_pairs)
 

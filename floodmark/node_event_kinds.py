@@ -10,8 +10,11 @@ the pipeline match on the types and read attributes.
 Conventions of the contract:
 
 - Partitions are named by ``topic`` and ``partition``; brokers by integer id; leader epochs and
-  controller epochs are integers. Kinds about one partition derive from
-  :class:`PartitionEvent`; ``fenced`` and ``rejected`` name one only where it applies.
+  controller epochs are integers. A leader epoch is never below :data:`NO_EPOCH` (-1, "none
+  known", as the protocol writes it), and offsets, high watermarks, log ends and partition
+  numbers never below 0: the reader refuses a line that says otherwise. Kinds about one
+  partition derive from :class:`PartitionEvent`; ``fenced`` and ``rejected`` name one only
+  where it applies.
 - A field typed ``... | None`` is optional: ``None`` is written as an absent field, and an
   absent field reads as ``None``. No field is ever written as JSON ``null``.
 - Lists are tuples here (JSON arrays in the file), so events are immutable throughout.
@@ -27,6 +30,7 @@ from typing import Any, ClassVar
 from floodmark.frozen_init import fast_frozen_init
 
 PartitionKey = tuple[str, int]  # (topic, partition)
+NO_EPOCH = -1  # a leader epoch not known (the protocol's sentinel): the lowest an event may name
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

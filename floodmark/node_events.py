@@ -17,22 +17,26 @@ the runtime a body; the runtime stamps the envelope (:class:`NodeEventWriter` on
 
 Reading (:func:`iter_events`, :func:`read_events_dir`) gives :class:`NodeEvent` envelopes whose
 ``body`` is typed, so consumers match on the types. A line of a known kind whose field is
-missing or of the wrong JSON type is malformed, as is a line that is not a JSON object with
-the envelope: :class:`NodeEventError` names the file and the line. Readers stay tolerant of
-what the contract allows: a kind they do not know reads as :class:`UnknownKind` with its
-fields, and fields a known kind does not declare are kept in ``NodeEvent.extra``.
+missing, of the wrong JSON type or below what it can be (:mod:`floodmark.node_event_fields`)
+is malformed, as is a line that is not a JSON object with the envelope: :class:`NodeEventError`
+names the file and the line. Readers stay tolerant of what the contract allows: a kind they
+do not know reads as :class:`UnknownKind` with its fields, and fields a known kind does not
+declare are kept in ``NodeEvent.extra``.
+
+A file is one node's and holds each of its events once: every line names that node, no
+``seq`` comes twice, and, read with the others of its run (:func:`read_events_dir`), no two
+files say they are the same broker (a ``started`` or ``controller_elected`` event names its
+own broker): a file copied under another node's name would otherwise tell that broker's story
+twice. Given the run's topics, an event naming another topic is refused too (a run never
+creates one; partitions, which admin faults add, are not bounded).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
-import operator
 import os
-import types
-import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -41,6 +45,15 @@ from floodmark.errors import SourceError
 from floodmark.inputs.plain_values import json_lines_parser
 from floodmark.inputs.sources import read_source
 from floodmark.inputs.torn_lines import cut_short
+from floodmark.node_event_fields import (
+    KINDS,
+    SCHEMAS,
+    NodeEventError,
+    Schema,
+    encode_body,
+    read_body,
+    short,
+)
 from floodmark.node_event_kinds import (
     Acked,
     Appended,
@@ -81,12 +94,6 @@ __all__ = [
     "event_from_fields", "event_line", "iter_events", "leader_epoch_of", "partition_of", "read_events_dir",
 ]
 
-ENVELOPE = frozenset(("node", "seq", "wall", "kind"))
-
-
-class NodeEventError(SourceError):
-    """A malformed event file: names the file, the line and the problem."""
-
 
 @dataclass(frozen=True, slots=True)
 class NodeEvent:
@@ -114,163 +121,14 @@ class NodeEvent:
         return {"node": self.node, "seq": self.seq, "wall": self.wall, "kind": self.kind, **self.fields()}
 
 
-# --------------------------------------------------------------------------- the schema, from the types
-
-
-class _Invalid(ValueError):
-    """A field's value is not what its type says."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Field:
-    name: str
-    json_type: type  # the JSON type a present value has
-    convert: Callable[[Any], Any] | None  # arrays to tuples, their elements checked
-    optional: bool
-    expected: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Schema:
-    body: type[KnownKind]
-    fields: tuple[_Field, ...]
-    names: frozenset[str]
-
-
-def _json_type(hint: Any) -> tuple[type, Callable[[Any], Any] | None, str]:
-    """How a field typed ``hint`` reads from JSON: its JSON type, a conversion, and what it
-    must be (for errors)."""
-    scalar = _SCALARS.get(hint)
-    if scalar is not None:
-        return hint, None, scalar
-    args = typing.get_args(hint)
-    if typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis:
-        element, convert, what = _json_type(args[0])
-        what = _PLURALS.get(what, f"{what} items")
-
-        def array(value: list[Any]) -> tuple[Any, ...]:
-            for item in value:
-                if type(item) is not element:
-                    raise _Invalid()
-            return tuple(value) if convert is None else tuple(convert(item) for item in value)
-
-        return list, array, f"a list of {what}"
-    if typing.get_origin(hint) is tuple and args and Ellipsis not in args:
-        parts = [_json_type(a) for a in args]
-
-        def fixed(value: list[Any]) -> tuple[Any, ...]:
-            if len(value) != len(parts) or any(type(v) is not p[0] for v, p in zip(value, parts)):
-                raise _Invalid()
-            return tuple(v if p[1] is None else p[1](v) for v, p in zip(value, parts))
-
-        return list, fixed, "[" + ", ".join(p[2] for p in parts) + "]"
-    raise TypeError(f"node event field type {hint!r} has no JSON form")
-
-
-_SCALARS: dict[Any, str] = {bool: "true or false", int: "an integer", str: "a string"}
-_PLURALS = {"an integer": "integers", "a string": "strings", "true or false": "booleans"}
-
-
-def _values_of(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
-    """A function giving the values of ``names``, as a tuple whatever their number."""
-    if not names:
-        return lambda body: ()
-    if len(names) == 1:
-        one = operator.attrgetter(names[0])
-        return lambda body: (one(body),)
-    return operator.attrgetter(*names)
-
-
-def _schema(body: type[KnownKind]) -> _Schema:
-    hints = typing.get_type_hints(body)
-    described = []
-    for f in dataclasses.fields(body):
-        hint = hints[f.name]
-        args = typing.get_args(hint)
-        optional = isinstance(hint, types.UnionType) and type(None) in args
-        if optional:
-            [hint] = [a for a in args if a is not type(None)]
-        json_type, convert, expected = _json_type(hint)
-        described.append(_Field(f.name, json_type, convert, optional, expected))
-    return _Schema(body, tuple(described), frozenset(f.name for f in described))
-
-
-_SCHEMAS: dict[str, _Schema] = {body.kind: _schema(body) for body in typing.get_args(KnownKind)}
-KINDS: frozenset[str] = frozenset(_SCHEMAS)
-_NAMES: dict[type, tuple[str, ...]] = {s.body: tuple(f.name for f in s.fields) for s in _SCHEMAS.values()}
-# Each kind's field values in declared order, read in one call.
-_VALUES: dict[type, Callable[[Any], tuple[Any, ...]]] = {
-    body: _values_of(names) for body, names in _NAMES.items()
-}
-
-
-def encode_body(body: KnownKind | UnknownKind, into: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A body's fields as written (declared order, ``None`` left out), added to ``into``."""
-    written: dict[str, Any] = {} if into is None else into
-    if isinstance(body, UnknownKind):
-        written.update((k, v) for k, v in body.fields.items() if k not in ENVELOPE)
-        return written
-    kind = type(body)
-    for name, value in zip(_NAMES[kind], _VALUES[kind](body)):
-        if value is not None:
-            written[name] = value
-    return written
-
-
 # --------------------------------------------------------------------------- reading
 
 
 def event_from_fields(node: str, seq: int, wall: float, kind: str, fields: Mapping[str, Any],
                       source: str = "<events>", line: int = 0) -> NodeEvent:
     """An event from its envelope and its fields (as the pipeline stores them)."""
-    body, extra = _body(kind, fields, 0, source, line)
+    body, extra = read_body(kind, fields, 0, source, line)
     return NodeEvent(node, seq, wall, body, extra)
-
-
-def _body(kind: str, fields: Mapping[str, Any], envelope: int, source: str,
-          line: int) -> tuple[KnownKind | UnknownKind, tuple[tuple[str, Any], ...]]:
-    """The typed body of ``kind`` from ``fields``, and the fields it does not declare.
-    ``envelope``: how many of ``fields`` are the envelope's (they are neither)."""
-    schema = _SCHEMAS.get(kind)
-    if schema is None:
-        return UnknownKind(kind, {k: v for k, v in fields.items() if k not in ENVELOPE}), ()
-    values: dict[str, Any] = {}
-    present = envelope
-    for f in schema.fields:
-        value = fields.get(f.name, _ABSENT)
-        if type(value) is f.json_type:
-            present += 1
-            if f.convert is not None:
-                try:
-                    value = f.convert(value)
-                except _Invalid:
-                    raise NodeEventError(source, line, f"{kind}: {f.name} must be {f.expected}, "
-                                                       f"got {_short(value)}") from None
-        elif value is None and f.optional:
-            present += 1
-        elif value is _ABSENT and f.optional:
-            value = None
-        elif value is _ABSENT or value is None:
-            raise NodeEventError(source, line, f"{kind}: missing field {f.name!r}")
-        else:
-            raise NodeEventError(source, line, f"{kind}: {f.name} must be {f.expected}, got {_short(value)}")
-        values[f.name] = value
-    extra: tuple[tuple[str, Any], ...] = ()
-    if len(fields) > present:
-        extra = tuple((k, v) for k, v in fields.items() if k not in schema.names and k not in ENVELOPE)
-    return schema.body(**values), extra
-
-
-_ABSENT: Any = object()
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**40:
-        return "a number of more than 40 digits"
-    if isinstance(value, list | dict) :
-        return "a list" if isinstance(value, list) else "an object"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def event_from_dict(d: Any, source: str = "<events>", line: int = 0) -> NodeEvent:
@@ -282,25 +140,33 @@ def event_from_dict(d: Any, source: str = "<events>", line: int = 0) -> NodeEven
             raise NodeEventError(source, line, f"missing field {name!r}")
     seq, wall, node, kind = d["seq"], d.get("wall"), d["node"], d["kind"]
     if type(seq) is not int or not 0 <= seq < 2**63:
-        raise NodeEventError(source, line, f"seq must be a non-negative integer, got {_short(seq)}")
+        raise NodeEventError(source, line, f"seq must be a non-negative integer, got {short(seq)}")
     if not isinstance(node, str) or not isinstance(kind, str):
         raise NodeEventError(source, line, "node and kind must be strings")
     if wall is None:
         wall = 0.0
     elif isinstance(wall, bool) or not isinstance(wall, int | float) or not -1e15 < wall < 1e15:
-        raise NodeEventError(source, line, f"wall must be a time in seconds, got {_short(wall)}")
-    body, extra = _body(kind, d, 3 + ("wall" in d), source, line)
+        raise NodeEventError(source, line, f"wall must be a time in seconds, got {short(wall)}")
+    body, extra = read_body(kind, d, 3 + ("wall" in d), source, line)
     return NodeEvent(node, seq, float(wall), body, extra)
 
 
-def iter_events(path: str | os.PathLike[str], node: str | None = None,
-                torn: list[str] | None = None) -> Iterator[NodeEvent]:
+def iter_events(path: str | os.PathLike[str], node: str | None = None, torn: list[str] | None = None,
+                topics: Collection[str] | None = None) -> Iterator[NodeEvent]:
     """Read one node's event file. A last line cut short (the node was killed while writing
     it, see :mod:`floodmark.inputs.torn_lines`) is ignored, and said in ``torn`` if given; any other
     malformed line is refused.
     ``node``: the node the file belongs to; then every event must be that node's, and no
     ``seq`` may come twice (a line duplicated or a file of another node would make the
-    checkers count what happened twice, or in the wrong broker's story)."""
+    checkers count what happened twice, or in the wrong broker's story). ``topics``: the
+    run's topics (as its configuration states them), the only ones an event may name."""
+    for _, event in _numbered_events(path, node, torn, topics):
+        yield event
+
+
+def _numbered_events(path: str | os.PathLike[str], node: str | None, torn: list[str] | None,
+                     topics: Collection[str] | None) -> Iterator[tuple[int, NodeEvent]]:
+    """:func:`iter_events`, each event with its line number."""
     source = str(path)
     try:
         data = read_source(source)
@@ -328,26 +194,106 @@ def iter_events(path: str | os.PathLike[str], node: str | None = None,
             seen = first_line_of.setdefault(event.seq, number)
             if seen != number:
                 raise NodeEventError(source, number, f"seq {event.seq} again (first on line {seen})")
-        yield event
+        if topics is not None:
+            foreign = _foreign_topic(event.body, topics)
+            if foreign is not None:
+                raise NodeEventError(source, number, f"{event.kind} names topic {short(foreign)}, which the run "
+                                                     f"does not have (its topics: {', '.join(sorted(topics))})")
+        yield number, event
 
 
-def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = None) -> dict[str, list[NodeEvent]]:
+def _foreign_topic(body: KnownKind | UnknownKind, topics: Collection[str]) -> str | None:
+    """A topic ``body`` names that is not one of ``topics``, or None."""
+    topic = getattr(body, "topic", None)  # (partition events, and fenced and rejected ones that say)
+    if topic is not None and topic not in topics:
+        return cast(str, topic)
+    if type(body) is LogDirOffline:
+        return next((t for t, _ in body.partitions if t not in topics), None)
+    return None
+
+
+def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = None, *,
+                    topics: Collection[str] | None = None,
+                    refused: list[NodeEventError] | None = None) -> dict[str, list[NodeEvent]]:
     """Read every ``<node>.jsonl`` in an events directory, keyed by node name (each file
-    holding that node's events only, each once); ``torn`` is told of last lines cut short."""
+    holding that node's events only, each once, and no two files the same broker's); ``torn``
+    is told of last lines cut short, and ``topics`` are the run's (see :func:`iter_events`).
+    A file that cannot be read so raises :class:`NodeEventError`; with ``refused``, it is left
+    out and its error added there instead (a report shows what it can)."""
     result: dict[str, list[NodeEvent]] = {}
     d = Path(directory)
     if not d.is_dir():
         return result
+    claims: dict[int, _Claim] = {}  # broker -> the file that said it is that broker
     for path in sorted(d.glob("*.jsonl")):
-        events = list(iter_events(path, path.stem, torn))
+        try:
+            events, claim = _read_node_file(path, torn, topics)
+            blamed = None if claim is None else _claim(claims, claim)
+            if blamed is not None:
+                copy, error = blamed
+                if refused is None:
+                    raise error
+                refused.append(error)
+                result.pop(copy, None)
+                if copy == path.stem:
+                    continue
+        except NodeEventError as e:
+            if refused is None:
+                raise
+            refused.append(e)
+            continue
         result[path.stem] = sorted(events, key=lambda e: e.seq)
     return result
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """A file's word for which broker its node is (a ``started`` or ``controller_elected`` event)."""
+
+    broker: int
+    node: str
+    source: str
+    line: int
+
+
+def _read_node_file(path: Path, torn: list[str] | None,
+                    topics: Collection[str] | None) -> tuple[list[NodeEvent], _Claim | None]:
+    """A node's events, and the broker they say the node is (None if they do not say)."""
+    node, source = path.stem, str(path)
+    events: list[NodeEvent] = []
+    claim: _Claim | None = None
+    for number, event in _numbered_events(path, node, torn, topics):
+        body = event.body
+        kind = type(body)
+        if kind is Started or kind is ControllerElected:
+            broker = cast(Started | ControllerElected, body).broker
+            if broker is not None and claim is None:
+                claim = _Claim(broker, node, source, number)
+            elif broker is not None and claim is not None and broker != claim.broker:
+                raise NodeEventError(source, number, f"{event.kind} says node {node!r} is broker {broker}, but line "
+                                                     f"{claim.line} says it is broker {claim.broker}")
+        events.append(event)
+    return events, claim
+
+
+def _claim(claims: dict[int, _Claim], claim: _Claim) -> tuple[str, NodeEventError] | None:
+    """Record ``claim``; if another file already said it is that broker, one of the two holds
+    the other node's events: that file's node and the error naming it. The one blamed is the
+    file whose name is not the broker's (``n<id>``, as the harness names them), else the later."""
+    earlier = claims.setdefault(claim.broker, claim)
+    if earlier is claim:
+        return None
+    copy, owner = (earlier, claim) if earlier.node != f"n{claim.broker}" == claim.node else (claim, earlier)
+    claims[claim.broker] = owner
+    return copy.node, NodeEventError(copy.source, copy.line,
+                                     f"an event of node {owner.node!r} in the file of node {copy.node!r}: it says "
+                                     f"it is broker {claim.broker}, as {owner.source}:{owner.line} does")
 
 
 # --------------------------------------------------------------------------- writing
 
 
-def _line_record(schema: _Schema) -> Callable[[str, int, float, Any], dict[str, Any]]:
+def _line_record(schema: Schema) -> Callable[[str, int, float, Any], dict[str, Any]]:
     """What :func:`encode_body` gives for one kind, envelope first, as a function generated
     for the kind (as dataclasses generates ``__init__``): one dict display for the envelope
     and the fields up to the first optional one, then one store per later field, optional
@@ -369,7 +315,7 @@ def _line_record(schema: _Schema) -> Callable[[str, int, float, Any], dict[str, 
 
 
 _LINE_RECORDS: dict[type, Callable[[str, int, float, Any], dict[str, Any]]] = {
-    schema.body: _line_record(schema) for schema in _SCHEMAS.values()
+    schema.body: _line_record(schema) for schema in SCHEMAS.values()
 }
 
 

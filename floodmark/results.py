@@ -180,6 +180,45 @@ def judgement_problem(result: Any) -> str | None:
     return None
 
 
+def verdict_problem(results: dict[str, Any]) -> str | None:
+    """Why a results file's overall verdict is no verdict, in a phrase; None when it is one: a
+    ``valid`` that is true, false or "unknown" and the merge of its checkers' verdicts, each
+    checker's entry a judgement (:func:`judgement_problem`). A file that contradicts itself,
+    or whose checkers are not judgements, is no verdict whatever its top line says; nor is
+    one without any checker, unless it is a run that failed before it could be checked
+    (unknown, with its ``error``). The report and the results browser show such a file
+    unchecked; the pipeline does not take its verdict for the run's."""
+    valid = results.get("valid")
+    if not (valid is True or valid is False or valid == "unknown"):
+        return f"not a results file ('valid' is {_short(valid)}, not true, false or \"unknown\")"
+    checkers = results.get("checkers")
+    if checkers is not None and not isinstance(checkers, dict):
+        return f"not a results file ('checkers' is {_short(checkers)}, not an object)"
+    if not checkers:
+        if valid == "unknown" and isinstance(results.get("error"), str):
+            return None
+        return "no checker's verdict in it"
+    for name, result in checkers.items():
+        shape = judgement_problem(result)
+        if shape is not None:
+            return f"not a results file (checker {str(name)[:40]!r}: {shape})"
+    merged = merge_validity(c.get("valid", "unknown") for c in checkers.values())
+    if merged != valid:
+        disagree = [f"{str(name)[:40]} {verdict_word(c.get('valid', 'unknown'))}" for name, c in checkers.items()
+                    if c.get("valid", "unknown") == merged]
+        return (f"inconsistent: its verdict is {verdict_word(valid)}, but its checkers' is "
+                f"{verdict_word(merged)} ({', '.join(disagree[:4])})")
+    return None
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = _kind(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _kind(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
             type(None): "null"}.get(type(value), "a number")

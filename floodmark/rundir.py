@@ -156,15 +156,36 @@ def discard(store: str | os.PathLike[str], run: RunDir) -> None:
 
 
 def find_run_dirs(store: str | os.PathLike[str]) -> list[RunDir]:
-    """Every run directory under a store, newest first (by directory name's timestamp)."""
-    root = Path(store)
-    runs = [
-        RunDir(p)
-        for test in sorted(root.iterdir()) if test.is_dir() and not test.is_symlink()
-        for p in test.iterdir() if p.is_dir() and is_run_dir(p)
-    ] if root.is_dir() else []
+    """Every run directory under a store, newest first (by directory name's timestamp).
+
+    A store is read while runs come and go: a test folder or run removed (or one that cannot
+    be listed) while it is scanned is left out, not a failure of the whole scan."""
+    runs = [RunDir(p) for test in _entries(Path(store)) if _is_test_folder(test)
+            for p in _entries(test) if _is_run_dir_quietly(p)]
     runs.sort(key=lambda r: r.path.name, reverse=True)
     return runs
+
+
+def _entries(directory: Path) -> list[Path]:
+    """A directory's entries in name order; none if it is gone or cannot be listed."""
+    try:
+        return sorted(directory.iterdir())
+    except OSError:
+        return []
+
+
+def _is_test_folder(path: Path) -> bool:
+    try:
+        return path.is_dir() and not path.is_symlink()
+    except OSError:
+        return False
+
+
+def _is_run_dir_quietly(path: Path) -> bool:
+    try:
+        return path.is_dir() and is_run_dir(path)
+    except OSError:
+        return False
 
 
 def read_json_file(path: str | os.PathLike[str], *, limit: int, what: str) -> Any:
@@ -205,10 +226,16 @@ def compute_digest(run: RunDir) -> dict[str, str]:
     whole = hashlib.sha256()
     digests: dict[str, str] = {}
     for path in files:
-        data = path.read_bytes() if path.is_file() else b""
         name = str(path.relative_to(run.path))
-        digests[name] = hashlib.sha256(data).hexdigest()
-        whole.update(name.encode() + b"\0" + data + b"\0")
+        one = hashlib.sha256()
+        whole.update(os.fsencode(name) + b"\0")  # a name that is not UTF-8 as its own bytes
+        if path.is_file():  # read in blocks: a history may be larger than memory
+            with open(path, "rb") as f:
+                while block := f.read(1 << 20):
+                    one.update(block)
+                    whole.update(block)
+        digests[name] = one.hexdigest()
+        whole.update(b"\0")
     digests["run"] = whole.hexdigest()
     return digests
 

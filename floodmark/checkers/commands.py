@@ -65,7 +65,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="run directories or history files ('-' for standard input)")
     parser.add_argument("--model", choices=MODEL_NAMES,
-                        help="linearizability model (default: guessed from the workload or the ops)")
+                        help="linearizability model (default: guessed from the workload or the ops); only "
+                             "the linearizable checker takes one, so a queue run or history refuses it")
     parser.add_argument("--independent", action=argparse.BooleanOptionalAction, default=None,
                         help="the ops are Jepsen independent [key value] ones: check one register per key "
                              "(default: so when every read is invoked as [key nil]); --no-independent: "
@@ -205,6 +206,7 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
         infer_workload,
         judge_history,
         note_unread,
+        refuse_unused_model,
         results_of,
     )
     from floodmark.formats.detect import load_history
@@ -232,6 +234,7 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
     model = args.model or infer_model(loaded.ops)
     workload = infer_workload(loaded.ops, model)
     names = checkers or list(default_checker_names(workload))
+    refuse_unused_model(args.model, names, f"{'<stdin>' if name == STDIN else printable(name)}: a {workload} history")
     # A history file states no configuration: the checkers are told none, not a made-up one.
     judged = judge_history(loaded.ops, {}, None, checkers=names, time_limit=args.time_limit,
                            **_lin_options(args, loaded.format, model))

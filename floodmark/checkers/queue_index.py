@@ -20,9 +20,14 @@ than judge the rest as if it were all: a value of the wrong shape, an acknowledg
 whose offset is not an integer (``null``, ``true``: JSON's booleans are not offsets), a
 batch without its records or a record that is not an ``[offset, value]`` pair with an integer
 offset, and an op whose ``f`` no queue or log workload has (a renamed ``send`` would
-otherwise hide its loss). Values sent and read are strings or integers: Python takes
-``true`` for ``1`` and ``1.0`` for ``1``, so a history holding booleans, floats, ``null`` or
-collections as values could not be compared value for value, and is not judged.
+otherwise hide its loss), and one whose completion contradicts its invocation or holds an
+offset below 0 (:mod:`.op_agreement`): an acknowledgement naming another partition or value
+than was sent, a batch of a partition the poll did not fetch or from another position. The
+send of such an acknowledgement is kept as one whose outcome is unknown, in both partitions;
+such a batch's records are kept as read, but in no consumer's order (nor as a drain's).
+Values sent and read are strings or integers: Python takes ``true`` for ``1`` and ``1.0``
+for ``1``, so a history holding booleans, floats, ``null`` or collections as values could
+not be compared value for value, and is not judged.
 """
 
 from __future__ import annotations
@@ -30,6 +35,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from floodmark.checkers.op_agreement import (
+    acknowledged_elsewhere,
+    acknowledgement_problem,
+    batch_problem,
+    offset_problem,
+    read_problem,
+)
 from floodmark.history import NEMESIS, Op
 
 Partition = tuple[str, int]
@@ -237,7 +249,8 @@ def build_index(history: list[Op]) -> QueueIndex:
                 except (KeyError, TypeError, AttributeError, IndexError) as e:
                     malformed.append((invocation.index, shape_problem("send", invocation.value, acknowledged, e)))
                     continue
-                if type(offset) is not int:
+                unreadable = type(offset) is not int or offset < 0
+                if unreadable:
                     _unreadable_acknowledgement(index, send, acknowledged)
                 if type(key[0]) is not str or type(key[1]) is not int:
                     malformed.append((invocation.index, f"send names partition {_shown(key)}, not a topic and a number"))
@@ -245,6 +258,12 @@ def build_index(history: list[Op]) -> QueueIndex:
                 if type(send.value) is not str and type(send.value) is not int:
                     malformed.append((invocation.index, _value_problem(send.value)))
                     continue
+                echoed = acknowledged.get("value", send.value) if not unreadable else None
+                if not unreadable and (acknowledged.get("partition", key[1]) is not key[1]
+                                       or acknowledged.get("topic", key[0]) != key[0]
+                                       or echoed != send.value or type(echoed) is not type(send.value)):
+                    # (what it echoes is not what was sent, or only equal: said exactly, if so)
+                    _check_acknowledgement(index, send, value, acknowledged)
                 part = partitions.get(key)
                 if part is None:
                     part = index.partition(key)
@@ -255,6 +274,7 @@ def build_index(history: list[Op]) -> QueueIndex:
                 if consumer is None:
                     consumer = consumer_ops[process] = []
                 completion = op.index
+                fetched = invocation.value  # (each batch's position, as fetched: compared inline)
                 try:
                     for batch in op.value:
                         key = (batch["topic"], batch["partition"])
@@ -270,7 +290,22 @@ def build_index(history: list[Op]) -> QueueIndex:
                         if part is None:
                             part = index.partition(key)
                         part.reads.append(read)
-                        consumer.append(("read", read))
+                        start, agrees = read.start, False
+                        if type(start) is int and start >= 0 and type(fetched) is list:
+                            for position in fetched:  # (where the poll fetched this partition from)
+                                if type(position) is dict and position.get("partition") is key[1] \
+                                        and position.get("topic") == key[0]:
+                                    at = position.get("offset")
+                                    agrees = at == start and type(at) is int
+                                    break
+                        if agrees:
+                            consumer.append(("read", read))
+                            continue
+                        disagreement = batch_problem("poll", invocation.value, batch)
+                        if disagreement is None:
+                            consumer.append(("read", read))
+                        else:  # what it read was read, but from where in the consumer's order is not told
+                            malformed.append((completion, disagreement))
                 except ValueError as e:  # the batch's records: said exactly
                     malformed.append((op.index, f"poll op's {e}"))
                 except (KeyError, TypeError, AttributeError, IndexError) as e:
@@ -288,12 +323,31 @@ def _unreadable_acknowledgement(index: QueueIndex, send: Send, acknowledged: Any
     as a send whose outcome is unknown (it may be in the log, so reading its value is no
     anomaly), never dropped as if it had not been sent."""
     if isinstance(acknowledged, dict):
-        problem = f"acknowledged send has offset {acknowledged.get('offset')!r}, not an integer"
+        problem = (offset_problem(acknowledged.get("offset"), "acknowledged send has offset")
+                   or f"acknowledged send has offset {acknowledged.get('offset')!r}, not an integer")
     else:
         problem = f"acknowledged send's completion holds {_shown_value(acknowledged)}, not a map with the offset"
     index.malformed.append((send.completion if send.completion is not None else send.invoke, problem))
     send.outcome = "info"
     send.offset = None
+
+
+def _check_acknowledgement(index: QueueIndex, send: Send, invoked: dict[str, Any], acknowledged: Any) -> None:
+    """An ok send whose acknowledgement names another partition or value than was sent
+    (:func:`~floodmark.checkers.op_agreement.acknowledgement_problem`): listed as malformed,
+    and kept as a send whose outcome is unknown, to the partition it was sent to and to the
+    one its acknowledgement names (reading it in either is no anomaly, missing it in either
+    no loss)."""
+    problem = acknowledgement_problem(invoked, acknowledged)
+    if problem is None:
+        return
+    index.malformed.append((send.completion if send.completion is not None else send.invoke, problem))
+    send.outcome = "info"
+    send.offset = None
+    elsewhere = acknowledged_elsewhere(invoked, acknowledged)
+    if elsewhere is not None:
+        key, value = elsewhere
+        index.partition(key).sends.append(Send(value, send.process, "info", None, send.invoke, send.completion))
 
 
 def _partition_of(value: Any) -> Partition:
@@ -317,12 +371,15 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
             offset = acknowledged.get("offset") if isinstance(acknowledged, dict) else None
             send = Send(value["value"], invocation.process, outcome, offset, invocation.index,
                         None if completion is None else completion.index)
-            if outcome == "ok" and type(offset) is not int:
+            unreadable = outcome == "ok" and (type(offset) is not int or offset < 0)
+            if unreadable:
                 _unreadable_acknowledgement(index, send, acknowledged)
             key = _partition_of(value)
             if type(send.value) is not str and type(send.value) is not int:
                 index.malformed.append((invocation.index, _value_problem(send.value)))
                 return
+            if outcome == "ok" and not unreadable:
+                _check_acknowledgement(index, send, value, acknowledged)
             index.partition(key).sends.append(send)
             if outcome == "fail":
                 index.failed_sends.setdefault(send.value, send)
@@ -340,6 +397,10 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
                 read = Read(completion.index, f, key, records, batch.get("high_watermark"),
                             batch.get("offset"), invocation.index)
                 index.partition(key).reads.append(read)
+                disagreement = batch_problem(f, invocation.value, batch)
+                if disagreement is not None:  # read, but not from where the op says: not in any order
+                    index.malformed.append((completion.index, disagreement))
+                    continue
                 consumer.append(("read", read))
                 if f == "drain":
                     index.drained.add(key)
@@ -349,6 +410,10 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
             value = completion.value
             key = _partition_of(invocation.value)
             offset = invocation.value["offset"]
+            disagreement = read_problem(invocation.value, value)
+            if disagreement is not None:
+                index.malformed.append((completion.index, disagreement))
+                return
             records = [] if value.get("value") is None else [(offset, value["value"])]
             problem = record_problem(records)
             if problem is not None:
@@ -398,6 +463,8 @@ def record_problem(records: Any) -> str | None:
         offset, value = record
         if type(offset) is not int:
             return f"record {_shown_value(record)} has offset {_shown_value(offset)}, not an integer"
+        if offset < 0:
+            return offset_problem(offset, f"record {_shown_value(record)} has offset")
         if type(value) is not str and type(value) is not int:
             return f"record {_shown_value(record)}: {_value_problem(value)}"
     return None

@@ -90,6 +90,19 @@ def infer_workload(ops: Sequence[Op], model: str) -> str | None:
     return "log-lin" if model == "log" else None
 
 
+def refuse_unused_model(model: str | None, checkers: Sequence[str | Checker], what: str) -> None:
+    """A UsageError if a ``model`` is asked for but none of ``checkers`` judges by one (it
+    would be ignored without a word): only the linearizable checker does, for log-lin runs
+    and register, kv, mutex or log histories. A queue workload's sends and polls are judged
+    by its own checkers (durability, queue, ...), which no model describes. ``what``: the
+    input, for the message."""
+    names = [c if isinstance(c, str) else c.name for c in checkers]
+    if model is None or "linearizable" in names:
+        return
+    raise UsageError(f"{what}, judged by {', '.join(names)}, none of which takes a model: --model applies to the "
+                     "linearizable checker, which judges log-lin runs and register, kv, mutex and log histories")
+
+
 def default_checkers(workload: str) -> list[Checker]:
     """The checkers that judge a workload's runs: the queue workload gets durability, queue,
     hw, leader, invariants and stats; ``log-lin`` gets linearizable (log model), hw, leader and stats;
@@ -233,12 +246,20 @@ def check_run(
     config = read_test_config(run.config)
     if config is not None:
         check_names(config, str(run.config))
+        refuse_unused_model(linearizable_options.get("model"), checkers or default_checker_names(config.workload),
+                            f"{run.path}: a {config.workload} run")
     files = _digest_of(run)
     _refuse_if_changed(run, files)
-    if ops is None:
-        ops = read_history(run.history, check_pairs=True)
     torn: list[str] = []
-    events = read_events_dir(run.events, torn)
+    collecting = gc.isenabled()
+    gc.disable()  # (what is read is acyclic: the collector would rescan the history at every event)
+    try:
+        if ops is None:
+            ops = read_history(run.history, check_pairs=True)
+        events = read_events_dir(run.events, torn, topics=None if config is None else config.topic_names)
+    finally:
+        if collecting:
+            gc.enable()
     if time_limit is None and config is not None:
         time_limit = config.check_time_limit
     judged = "judged by the checkers asked for"
@@ -247,6 +268,8 @@ def check_run(
 
         inferred = infer_workload(ops, linearizable_options.get("model") or infer_model(ops))
         checkers = list(default_checker_names(inferred))
+        refuse_unused_model(linearizable_options.get("model"), checkers,
+                            f"{run.path}: a run whose ops are a {inferred} history's")
         judged = (f"judged as a {inferred} history" if inferred else "judged for linearizability alone") + \
             ", as its ops suggest"
     results = check_history(ops, events, config, checkers=checkers, time_limit=time_limit, **linearizable_options)

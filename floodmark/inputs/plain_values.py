@@ -8,8 +8,9 @@ thousand deep would end in ``RecursionError`` far from the file that caused it. 
 decodes to a lone surrogate that no UTF-8 writer can write back; and an integer can be as
 long as the text. So every value read from a user's file is checked once, where the file and
 line are known: nested at most :data:`MAX_DEPTH` deep, numbers finite, text encodable,
-integers of at most :data:`MAX_INT_DIGITS` digits. The walk is iterative, so checking a
-hostile value cannot itself overflow the stack.
+integers of at most :data:`MAX_INT_DIGITS` digits, and no object naming a key twice (which
+parsers read as its last, silently: :mod:`floodmark.inputs.duplicate_keys`). The walk is
+iterative, so checking a hostile value cannot itself overflow the stack.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import json
 import math
 from collections.abc import Callable
 from typing import Any, BinaryIO
+
+from floodmark.inputs.duplicate_keys import duplicate_key, keys_unaccounted
 
 MAX_DEPTH = 100  # Jepsen's and our own histories nest values a few levels deep
 MAX_INT_DIGITS = 400  # a 64-bit id has 20; beyond this a number is damage, not data
@@ -140,6 +143,9 @@ def parse_json(raw: bytes | str, max_depth: int = MAX_DEPTH, max_int_digits: int
         problem = value_problem(value, max_depth, max_int_digits)
         if problem:
             raise ValueError(problem)
+    twice = duplicate_key(raw, value)
+    if twice is not None:
+        raise ValueError(twice)
     return value
 
 
@@ -161,10 +167,16 @@ def json_lines_parser(text: bytes | BinaryIO, max_depth: int = MAX_DEPTH) -> Cal
             value = loads(raw)
         except refused:
             return parse_json(raw, max_depth)
-        if isinstance(value, dict | list) and raw.count(b"[") + raw.count(b"{") > max_depth:
-            problem = value_problem(value, max_depth)
-            if problem:
-                raise ValueError(problem)
+        kind = type(value)
+        if kind is dict or kind is list:
+            if raw.count(b"[") + raw.count(b"{") > max_depth:
+                problem = value_problem(value, max_depth)
+                if problem:
+                    raise ValueError(problem)
+            if keys_unaccounted(raw, value):  # (the screen's first step, for a line of a history)
+                twice = duplicate_key(raw, value)
+                if twice is not None:
+                    raise ValueError(twice)
         return value
 
     return parse_line

@@ -13,7 +13,9 @@ nothing gives a wrong verdict. A named FIFO with no writer blocks ``open`` for e
 - ``limit`` bounds the size (configurations are small; a history is not bounded), and a
   NUL byte in the first block of a text source refuses it at once, so ``/dev/zero`` or a
   binary file is named as such instead of being read without end;
-- text must be UTF-8: a bad byte is reported with its line, never replaced silently.
+- text must be UTF-8: a bad byte is reported with its line, never replaced silently;
+- a UTF-8 byte order mark at the start of a text (what some editors save) is no part of it
+  and is dropped (:func:`without_bom`, :func:`skip_bom` for a file a reader streams).
 
 Every failure is a :class:`~floodmark.errors.SourceError` naming the source and, where it
 has one, the line. A file a run directory should hold (``results.json``, ``schedule.json``,
@@ -28,10 +30,12 @@ import os
 import select
 import stat
 import sys
+from typing import BinaryIO
 
 from floodmark.errors import SourceError
 
 STDIN = "-"
+BOM = b"\xef\xbb\xbf"  # the UTF-8 byte order mark
 WRITER_WAIT = 10.0  # seconds a FIFO may take to produce its first byte
 _BLOCK = 1 << 20
 
@@ -68,7 +72,8 @@ def file_problem(path: str | os.PathLike[str]) -> str | None:
 
 def read_source(path: str | os.PathLike[str], *, limit: int | None = None, text: bool = True,
                 writer_wait: float = WRITER_WAIT) -> bytes:
-    """All the bytes of ``path`` (``-`` for standard input), read once; raises SourceError."""
+    """All the bytes of ``path`` (``-`` for standard input), read once, a ``text``'s without
+    the byte order mark it may start with; raises SourceError."""
     source = os.fspath(path)
     if source == STDIN:
         return _read_fd(sys.stdin.fileno(), "<stdin>", limit, text, fifo=False, writer_wait=writer_wait)
@@ -109,7 +114,20 @@ def _read_fd(fd: int, source: str, limit: int | None, text: bool, *, fifo: bool,
         size += len(chunk)
         if limit is not None and size > limit:
             raise SourceError(source, 0, f"larger than {limit} bytes: not a file of this kind")
-    return b"".join(chunks)
+    data = b"".join(chunks)
+    return without_bom(data) if text else data
+
+
+def without_bom(data: bytes) -> bytes:
+    """``data`` without the UTF-8 byte order mark it may start with."""
+    return data[len(BOM):] if data.startswith(BOM) else data
+
+
+def skip_bom(stream: BinaryIO) -> None:
+    """Move a (seekable) stream at the start of a text past the byte order mark, if it has one."""
+    start = stream.tell()
+    if stream.read(len(BOM)) != BOM:
+        stream.seek(start)
 
 
 def decode_utf8(data: bytes, source: str) -> str:

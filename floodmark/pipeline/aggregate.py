@@ -59,7 +59,8 @@ def anomaly_rates(runs: DataFrame, anomalies: DataFrame, dimension: str) -> Data
 
 
 def detection(runs: DataFrame, anomalies: DataFrame) -> DataFrame:
-    """Per variant: runs, runs found invalid, detection rate, median time to first anomaly (s)."""
+    """Per variant: runs, runs found invalid, runs with no verdict (unknown, or never checked:
+    neither valid nor invalid), detection rate, median time to first anomaly (s)."""
     start = _run_start(runs)
     first = anomalies.groupBy("run_id").agg(F.min("first_op_time").alias("first_anomaly_time"))
     per_run = runs.join(first, "run_id", "left").join(start, "run_id", "left")
@@ -71,6 +72,7 @@ def detection(runs: DataFrame, anomalies: DataFrame) -> DataFrame:
         .agg(
             F.count("*").alias("runs"),
             F.sum(F.when(F.col("valid") == "false", 1).otherwise(0)).alias("invalid_runs"),
+            F.sum(F.when(F.col("valid").isin("true", "false"), 0).otherwise(1)).alias("unknown_runs"),
             F.percentile_approx("time_to_first_s", 0.5).alias("median_time_to_first_anomaly_s"),
         )
         .withColumn("detection_rate", F.col("invalid_runs") / F.col("runs"))

@@ -1,4 +1,10 @@
-"""One analysis pass over a store: ingest, check at scale, aggregate, summarise."""
+"""One analysis pass over a store: ingest, check at scale, aggregate, summarise.
+
+With the re-check (the default) a run's verdict is the checkers' on the files now in the
+store, never the one its results.json recorded: a run the re-check could not judge is
+unknown. A run with neither verdict (unknown, or never checked under ``--no-check``) counts
+as neither valid nor invalid: the tables count it apart and the summary says how many.
+"""
 
 from __future__ import annotations
 
@@ -41,7 +47,7 @@ def analyze(
         overall = verdicts.where("checker = 'overall'").select("run_id", F.col("valid").alias("rechecked"))
         recorded = runs
         runs = runs.join(overall, "run_id", "left").withColumn(
-            "valid", F.coalesce(F.col("rechecked"), F.col("valid"))).drop("rechecked")
+            "valid", F.coalesce(F.col("rechecked"), F.lit("unknown"))).drop("rechecked")
         disagreements = (
             verdicts.join(recorded.select("run_id", F.col("valid").alias("recorded")), "run_id")
             .where("checker = 'overall' and valid != recorded and recorded is not null")
@@ -61,6 +67,10 @@ def analyze(
     for name, frame in tables.items():
         log(f"aggregating {name}")
         rows[name] = write_table(frame, out, name)
+    without = runs.where(~F.col("valid").isin("true", "false") | F.col("valid").isNull()).count()
+    if without:
+        notes.append(f"{without} run(s) have no verdict (unknown{'' if check else ', or never checked'}): they "
+                     "count as neither valid nor invalid (unknown_runs in detection by variant).")
     if report.rejected:
         notes.append(f"{len(report.rejected)} run(s) were rejected at ingestion; see the command output.")
     summary = render_summary(out, store, rows, notes)

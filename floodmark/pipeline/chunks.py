@@ -31,10 +31,12 @@ import pyarrow as pa
 from floodmark.errors import SourceError
 from floodmark.history import OP_TYPES, op_from_dict
 from floodmark.inputs import fast_json
+from floodmark.inputs.duplicate_keys import duplicate_key, keys_unaccounted
 from floodmark.inputs.plain_values import json_decode_problem
+from floodmark.inputs.sources import skip_bom
 from floodmark.inputs.torn_lines import cut_short
 from floodmark.node_events import NodeEvent, event_from_dict
-from floodmark.pipeline.records import event_columns, json_text
+from floodmark.pipeline.records import INT32, INT64, event_columns, in_range, json_text
 
 T = TypeVar("T")
 CHUNK_BYTES = 32 * 1024 * 1024
@@ -102,6 +104,9 @@ def iter_lines(chunk: Chunk) -> Iterator[tuple[int, bytes, bool]]:
         begin = _line_start_at_or_after(f, chunk.start)
         stop = _line_start_at_or_after(f, chunk.end) if not chunk.last else os.fstat(f.fileno()).st_size
         f.seek(begin)
+        if begin == 0:  # a byte order mark is no part of the first line (as the readers say)
+            skip_bom(f)
+            begin = f.tell()
         remaining, carry, number = stop - begin, b"", 0
         while remaining > 0:
             block = f.read(min(_READ_BYTES, remaining))
@@ -163,6 +168,10 @@ def _parsed_lines(chunk: Chunk, summary: ChunkSummary, parse: Callable[[Any, int
             continue
         try:
             d, fast = fast_json.parse(raw)
+            twice = duplicate_key(raw, d) if keys_unaccounted(raw, d) else None
+            if twice is not None:  # (as the readers refuse it)
+                summary.error = (number, twice)
+                return
             parsed = parse(d, number)
         except json.JSONDecodeError as e:
             if not whole and (not torn_only_if_cut or cut_short(raw)):
@@ -217,11 +226,11 @@ def history_rows(chunk: Chunk, run_id: str, witnesses: frozenset[int],
             summary.witness_times[index] = d["time"]
         value, error = d.get("value"), d.get("error")
         topic = partition = offset = None
-        if type(value) is dict:
+        if type(value) is dict:  # lifted as records does it: only what the column holds
             topic, partition, offset = value.get("topic"), value.get("partition"), value.get("offset")
             topic = topic if isinstance(topic, str) else None
-            partition = partition if type(partition) is int else None
-            offset = offset if type(offset) is int else None
+            partition = in_range(partition, INT32)
+            offset = in_range(offset, INT64)
         c_run.append(run_id)
         c_index.append(index)
         c_time.append(d["time"])

@@ -2,11 +2,13 @@
 
 Exit codes: 0 when every run was read, 254 when a run was rejected (each named, with why,
 in one line on stderr; the aggregates over the other runs are written all the same) or
-for bad arguments."""
+for bad arguments: a store that is not a directory, an ``--out`` or ``--parquet`` that is a
+file or cannot be made a directory this process writes to (refused before Spark starts)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,20 +40,39 @@ def register(subparsers: Any) -> None:
 def run_analyze(args: argparse.Namespace) -> int:
     store = Path(args.store)
     if not store.is_dir():
-        raise UsageError(f"store {store} is not a directory")
+        raise UsageError(f"store {printable(str(store))} is not a directory")
     out = Path(args.out) if args.out else store / "_analysis"
     parquet = Path(args.parquet) if args.parquet else out / "parquet"
+    from floodmark.pipeline.session import check_master
+
+    check_master(args.master)  # before anything is made: a bad argument changes nothing
+    writable_directory(out, "--out" if args.out else "--out (default STORE/_analysis)")
+    writable_directory(parquet, "--parquet" if args.parquet else "--parquet (default OUT/parquet)")
     from floodmark.pipeline.analysis import analyze
 
     result = analyze(store, out, parquet, master=args.master, check=not args.no_check,
                      progress=not args.quiet, log=lambda line: print(line, file=sys.stderr))
     print(result.ingest.summary())
-    print(f"summary: {result.summary_path}")
-    print(f"tables:  {out / 'tables'}")
+    print(f"summary: {printable(str(result.summary_path))}")
+    print(f"tables:  {printable(str(out / 'tables'))}")
     # A run it could not read is bad input: named, one line each, and the exit code says so
     # (the aggregates cover the other runs and are written all the same).
     for path, error in result.ingest.rejected:
-        why = one_line(error)  # most reasons name the file in the run that is wrong: the path once
-        print(f"floodmark analyze: error: rejected {why if why.startswith(path) else f'{printable(path)}: {why}'}",
+        why, shown = one_line(error), printable(path)  # most reasons name the file in the run: the path once
+        print(f"floodmark analyze: error: rejected {why if why.startswith(shown) else f'{shown}: {why}'}",
               file=sys.stderr)
     return EXIT_BAD_ARGUMENTS if result.ingest.rejected else 0
+
+
+def writable_directory(path: Path, option: str) -> None:
+    """Make ``path`` a directory if it is not one yet; UsageError naming ``option`` when it is
+    a file, cannot be made, or is not writable."""
+    shown = printable(str(path))
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{option} {shown}: is a file, not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"{option} {shown}: cannot use it as a directory: {(e.strerror or str(e)).lower()}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {shown}: not writable")

@@ -121,6 +121,8 @@ def ingest(
                                       chunk_bytes=chunk_bytes)
         except RunRejected as e:
             report.rejected.append((path, str(e)))
+        except Exception as e:  # noqa: BLE001 - as for small runs: one run's failure must not sink the others
+            report.rejected.append((path, f"{type(e).__name__}: {e}"))
         else:
             report.ingested.append(run_id)
     report.ingested.sort()

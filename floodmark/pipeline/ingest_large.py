@@ -33,12 +33,11 @@ from floodmark.pipeline.chunks import (
 from floodmark.pipeline.records import (
     RunRejected,
     anomaly_rows,
-    read_config,
-    read_results_if_any,
     run_id_of,
     run_row,
     witness_indices,
 )
+from floodmark.pipeline.run_checks import checked_run
 from floodmark.rundir import RunDir
 
 LARGE_RUN_BYTES = 64 * 1024 * 1024
@@ -57,12 +56,24 @@ class _Summaries(AccumulatorParam):  # type: ignore[type-arg]
 
 
 def run_bytes(run_dir: Path) -> int:
-    """What a run's ingestion has to parse: its history and node event files."""
+    """What a run's ingestion has to parse: its history and node event files. A file that
+    cannot be looked at (a symbolic link in a loop, gone meanwhile) counts nothing here; the
+    run's reader then names it as it rejects the run."""
     rd = RunDir(run_dir)
-    total = rd.history.stat().st_size if rd.history.exists() else 0
-    if rd.events.is_dir():
-        total += sum(p.stat().st_size for p in rd.events.glob("*.jsonl"))
-    return total
+    files = [rd.history]
+    try:
+        if rd.events.is_dir():
+            files += rd.events.glob("*.jsonl")
+    except OSError:
+        pass
+    return sum(_size(path) for path in files)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def ingest_large_run(
@@ -71,12 +82,10 @@ def ingest_large_run(
 ) -> str:
     """Ingest one run as batch ``batch``; returns its run id or raises RunRejected."""
     rd = RunDir(run_dir)
+    config, results = checked_run(rd)  # every file a regular one, results a verdict, the digest kept
     run_id = run_id_of(rd.path, store)
-    config = read_config(rd)
-    results = read_results_if_any(rd)
     witnesses = frozenset(witness_indices(results))
     event_files = sorted(str(p) for p in rd.events.glob("*.jsonl")) if rd.events.is_dir() else []
-    _check_readable([str(rd.history), *event_files])
     try:
         history = _write_chunks(
             spark, plan_chunks(str(rd.history), chunk_bytes), schemas.OPS, parquet / "ops", batch,
@@ -110,15 +119,6 @@ def ingest_large_run(
             shutil.rmtree(parquet / table / f"batch={batch}", ignore_errors=True)
         raise
     return run_id
-
-
-def _check_readable(paths: list[str]) -> None:
-    for path in paths:
-        try:
-            with open(path, "rb"):
-                pass
-        except OSError as e:
-            raise RunRejected(f"{path}: {e.strerror or e}") from None
 
 
 def _cells(row: dict[str, Any], schema: Any) -> tuple[Any, ...]:

@@ -2,8 +2,14 @@
 
 Reading a run is kept free of Spark so that it can be unit-tested alone and so that Spark
 executors can call it on whichever run directories they are given. A run is read whole and
-validated before any of its rows are emitted: a malformed run yields one rejection naming the
-file, line and problem, and nothing else, so a half-read run never lands in the store.
+validated before any of its rows are emitted (:mod:`floodmark.pipeline.run_checks` says what a
+run must be): a malformed run yields one rejection naming the file, line and problem, and
+nothing else, so a half-read run never lands in the store.
+
+The columns lifted out of op values, node events and anomalies (partition, offset, epoch,
+seed) are what the files say only where the store's column can hold it: a partition number
+beyond 32 bits or an offset beyond 64 is left null in its column (the value's JSON keeps it
+whole), never wrapped round to another partition's number.
 """
 
 from __future__ import annotations
@@ -26,9 +32,14 @@ from floodmark.node_events import (
     partition_of,
     read_events_dir,
 )
-from floodmark.results import read_results
-from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
+from floodmark.pipeline.run_checks import RunRejected, checked_run, read_config, read_results_if_any
+from floodmark.run_config import TestConfig, config_from_dict
 from floodmark.rundir import RunDir
+
+__all__ = ["RunRejected", "RunRows", "read_config", "read_results_if_any", "read_run", "iter_run_rows"]
+
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
 
 Row = dict[str, Any]
 
@@ -41,10 +52,6 @@ class RunRows:
     ops: list[Row]
     node_events: list[Row]
     anomalies: list[Row]
-
-
-class RunRejected(ValueError):
-    """A run directory that cannot be ingested; the message says where and why."""
 
 
 def run_id_of(run_dir: Path, store: Path) -> str:
@@ -70,13 +77,12 @@ def iter_run_rows(run_dir: str | os.PathLike[str], store: str | os.PathLike[str]
     can be ingested; RunRejected is raised before any row is produced.
     """
     rd = RunDir(Path(run_dir))
+    config, results = checked_run(rd)
     run_id = run_id_of(rd.path, Path(store))
-    config = read_config(rd)
-    results = read_results_if_any(rd)
     witnesses = witness_indices(results)
     op_count, first_time, last_time, witness_times = _validate_history(rd, witnesses)
     try:
-        events = read_events_dir(rd.events)
+        events = read_events_dir(rd.events, topics=None if config is None else config.topic_names)
     except NodeEventError as e:
         raise RunRejected(str(e)) from None
     except OSError as e:
@@ -92,11 +98,30 @@ def iter_run_rows(run_dir: str | os.PathLike[str], store: str | os.PathLike[str]
 
 
 def witness_indices(results: dict[str, Any] | None) -> set[int]:
-    found: set[int] = set()
-    for result in ((results or {}).get("checkers") or {}).values():
-        for a in (result or {}).get("anomalies") or []:
-            found.update(i for i in a.get("ops") or [] if isinstance(i, int))
-    return found
+    """The indices of the ops that witness the anomalies of ``results`` (checked: a verdict)."""
+    return {i for _, a in _anomalies(results) for i in _ints(a.get("ops"), INT64)}
+
+
+def _anomalies(results: dict[str, Any] | None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(checker, anomaly) for every anomaly of ``results``, checker by checker in name order."""
+    for checker, result in sorted(((results or {}).get("checkers") or {}).items()):
+        for anomaly in result.get("anomalies") or []:
+            yield checker, anomaly
+
+
+def in_range(value: Any, bounds: tuple[int, int]) -> int | None:
+    """``value`` if it is an integer (not a boolean) the column's ``bounds`` hold, else None."""
+    return value if type(value) is int and bounds[0] <= value <= bounds[1] else None
+
+
+def _ints(values: Any, bounds: tuple[int, int]) -> list[int]:
+    """The integers of a list that the column's ``bounds`` hold (nothing for a non-list)."""
+    return [v for v in values if in_range(v, bounds) is not None] if isinstance(values, list) else []
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A text field as the store keeps it: text as it is, anything else but null as JSON."""
+    return value if isinstance(value, str) or value is None else json_text(value)
 
 
 def _validate_history(rd: RunDir, witnesses: set[int]) -> tuple[int, int | None, int | None, dict[int, int]]:
@@ -121,23 +146,6 @@ def _validate_history(rd: RunDir, witnesses: set[int]) -> tuple[int, int | None,
     return count, first, last, times
 
 
-def read_config(rd: RunDir) -> TestConfig | None:
-    """The run's configuration (None when it has no ``test.yaml``); a malformed one rejects the run."""
-    try:
-        return read_test_config(rd.config)
-    except ConfigError as e:
-        raise RunRejected(str(e)) from None
-
-
-def read_results_if_any(rd: RunDir) -> dict[str, Any] | None:
-    if not rd.results.exists():
-        return None
-    try:
-        return read_results(rd.results)
-    except (ValueError, json.JSONDecodeError) as e:
-        raise RunRejected(f"{rd.results}: {e}") from None
-
-
 def _validity_text(value: Any) -> str | None:
     if value is None:
         return None
@@ -151,11 +159,12 @@ def run_row(
     """The run's row; what a run without a configuration does not state is null."""
     seed = config.seed if config is not None else (results or {}).get("seed")
     variant = config.variant if config is not None else (results or {}).get("variant")
+    duration = (last_time - first_time) if first_time is not None and last_time is not None else None
     return {
         "run_id": run_id,
         "test": config.name if config is not None else rd.test_name,
         "started": rd.path.name.split("-s")[0],
-        "seed": int(seed) if isinstance(seed, int) else None,
+        "seed": in_range(seed, INT64),
         "variant": variant if isinstance(variant, str) else None,
         "workload": config.workload if config is not None else None,
         "nemesis": (",".join(sorted(config.nemesis)) or "none") if config is not None else None,
@@ -163,7 +172,7 @@ def run_row(
         "code_version": config.code_version if config is not None else None,
         "valid": _validity_text(results.get("valid")) if results else None,
         "op_count": op_count,
-        "duration_ns": (last_time - first_time) if first_time is not None and last_time is not None else None,
+        "duration_ns": in_range(duration, INT64),
         "path": str(rd.path.resolve()),
         "config_json": config_json(config),
     }
@@ -187,11 +196,7 @@ def _first_partition(value: Any) -> tuple[str | None, int | None, int | None]:
     """The topic, partition and offset an op is about, when it is about exactly one."""
     if isinstance(value, dict):
         topic, partition, offset = value.get("topic"), value.get("partition"), value.get("offset")
-        return (
-            topic if isinstance(topic, str) else None,
-            partition if type(partition) is int else None,  # not bool, though bool is an int
-            offset if type(offset) is int else None,
-        )
+        return topic if isinstance(topic, str) else None, in_range(partition, INT32), in_range(offset, INT64)
     return None, None, None
 
 
@@ -241,29 +246,28 @@ def event_columns(e: NodeEvent) -> tuple[str | None, int | None, int | None]:
     epoch = leader_epoch_of(body)
     if epoch is None and isinstance(body, ControllerElected | ControllerResigned | Rejected):
         epoch = body.controller_epoch
-    return (None, None, epoch) if key is None else (key[0], key[1], epoch)
+    epoch = in_range(epoch, INT64)
+    return (None, None, epoch) if key is None else (key[0], in_range(key[1], INT32), epoch)
 
 
 def anomaly_rows(run_id: str, results: dict[str, Any], times: dict[int, int]) -> list[Row]:
     """Flatten ``results.json``'s anomalies, with the time of the earliest witnessing op."""
     rows: list[Row] = []
-    for checker, result in sorted((results.get("checkers") or {}).items()):
-        for a in (result or {}).get("anomalies") or []:
-            witnesses = [int(i) for i in a.get("ops") or [] if isinstance(i, int)]
-            witness_times = [times[i] for i in witnesses if i in times]
-            partition = a.get("partition")
-            rows.append({
-                "run_id": run_id,
-                "checker": checker,
-                "type": str(a.get("type")),
-                "topic": a.get("topic") if isinstance(a.get("topic"), str) else None,
-                "partition": partition if isinstance(partition, int) else None,
-                "offsets": [int(o) for o in a.get("offsets") or [] if isinstance(o, int)],
-                "ops": witnesses,
-                "explanation": a.get("explanation"),
-                "permitted_by": a.get("permitted_by"),
-                "first_op_time": min(witness_times) if witness_times else None,
-            })
+    for checker, a in _anomalies(results):
+        witnesses = _ints(a.get("ops"), INT64)
+        witness_times = [times[i] for i in witnesses if i in times]
+        rows.append({
+            "run_id": run_id,
+            "checker": checker,
+            "type": a.get("type") if isinstance(a.get("type"), str) else json_text(a.get("type")),
+            "topic": a.get("topic") if isinstance(a.get("topic"), str) else None,
+            "partition": in_range(a.get("partition"), INT32),
+            "offsets": _ints(a.get("offsets"), INT64),
+            "ops": witnesses,
+            "explanation": _text_or_none(a.get("explanation")),
+            "permitted_by": _text_or_none(a.get("permitted_by")),
+            "first_op_time": min(witness_times) if witness_times else None,
+        })
     return rows
 
 

@@ -36,7 +36,7 @@ from pyspark.sql.types import ArrayType, LongType, StringType, StructField, Stru
 from floodmark.history import Op
 from floodmark.inputs.fast_json import loads
 from floodmark.node_events import NodeEvent, event_from_fields
-from floodmark.pipeline.records import config_from_json
+from floodmark.pipeline.records import INT64, config_from_json, in_range, json_text
 from floodmark.run_config import TestConfig
 
 Mode = Literal["run", "partition"]
@@ -101,15 +101,25 @@ def events_from_frame(frame: pd.DataFrame) -> dict[str, list[NodeEvent]]:
 
 
 def _output_rows(run_id: str, results: dict[str, Any], checkers: tuple[str, ...] | None) -> Iterator[dict[str, Any]]:
+    """The verdict and anomaly rows of one check. An anomaly names what the history holds, and
+    a hostile history may hold an offset or partition beyond 64 bits: that number is left out
+    of its column (the explanation still says it), never a failure of the whole job."""
     for name, result in results["checkers"].items():
         if checkers is not None and name not in checkers:
             continue
         yield {"run_id": run_id, "row_kind": "verdict", "checker": name, "valid": _text(result["valid"])}
         for a in result["anomalies"]:
-            yield {"run_id": run_id, "row_kind": "anomaly", "checker": name, "type": a["type"],
-                   "topic": a.get("topic"), "partition": a.get("partition"),
-                   "offsets": list(a.get("offsets") or []), "ops": list(a.get("ops") or []),
-                   "explanation": a.get("explanation"), "permitted_by": a.get("permitted_by")}
+            yield {"run_id": run_id, "row_kind": "anomaly", "checker": name, "type": str(a["type"]),
+                   "topic": a.get("topic") if isinstance(a.get("topic"), str) else None,
+                   "partition": in_range(a.get("partition"), INT64),
+                   "offsets": [o for o in a.get("offsets") or [] if in_range(o, INT64) is not None],
+                   "ops": [i for i in a.get("ops") or [] if in_range(i, INT64) is not None],
+                   "explanation": _optional_text(a.get("explanation")),
+                   "permitted_by": _optional_text(a.get("permitted_by"))}
+
+
+def _optional_text(value: Any) -> str | None:
+    return value if value is None or isinstance(value, str) else json_text(value)
 
 
 def _text(valid: Any) -> str:
@@ -127,9 +137,12 @@ def _checker(configs: dict[str, str | None], checkers: tuple[str, ...] | None, t
     from floodmark.checkers.registry import check_history, default_checker_names
 
     def check(ops_frame: pd.DataFrame, events_frame: pd.DataFrame) -> pd.DataFrame:
-        if ops_frame.empty:
+        if ops_frame.empty and (shared is not None or events_frame.empty):
+            # by partition, a partition only node events name; every run has groups with ops
             return pd.DataFrame([], columns=OUTPUT.fieldNames())
-        run_id = str(ops_frame["run_id"].iloc[0])
+        # by run, a run with no op at all is judged too (its history tested nothing: unknown,
+        # or what its node events prove), as floodmark check judges it
+        run_id = str((ops_frame if not ops_frame.empty else events_frame)["run_id"].iloc[0])
         config = config_from_json(configs.get(run_id), run_id)
         names = checkers or default_checker_names(config.workload if config is not None else None)
         events = events_from_frame(events_frame)

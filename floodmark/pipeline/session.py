@@ -11,7 +11,7 @@ import re
 
 from pyspark.sql import SparkSession
 
-from floodmark.errors import UsageError
+from floodmark.errors import UsageError, printable
 
 # The master URLs Spark knows (its SparkContext refuses any other, after starting the JVM).
 _MASTER_URL = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn|(spark|k8s|mesos)://\S+")
@@ -34,9 +34,7 @@ def get_session(master: str | None = None, *, app_name: str = "floodmark", progr
         .config("spark.driver.memory", driver_memory)
     )
     if master is not None:
-        if not _MASTER_URL.fullmatch(master):  # refused here, before a JVM starts and prints its stack
-            raise UsageError(f"--master {master}: not a Spark master URL (local, local[*], local[N], "
-                             "spark://HOST:PORT, yarn, k8s://URL or mesos://URL)")
+        check_master(master)  # refused here, before a JVM starts and prints its stack
         builder = builder.master(master)
     elif not _submitted():
         builder = builder.master("local[*]")
@@ -47,6 +45,13 @@ def get_session(master: str | None = None, *, app_name: str = "floodmark", progr
         raise UsageError(f"Spark could not start{f' with master {master!r}' if master else ''}: {first}") from None
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def check_master(master: str | None) -> None:
+    """UsageError unless ``master`` (None: the default) is a master URL Spark knows."""
+    if master is not None and not _MASTER_URL.fullmatch(master):
+        raise UsageError(f"--master {printable(master)}: not a Spark master URL (local, local[*], local[N], "
+                         "spark://HOST:PORT, yarn, k8s://URL or mesos://URL)")
 
 
 def _submitted() -> bool:

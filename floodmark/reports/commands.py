@@ -67,8 +67,11 @@ def serve_command(args: argparse.Namespace) -> int:
         raise UsageError(f"--store {store}: {_not_a_directory(store)}")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: must be between 0 and 65535")
+    if not args.host.strip():  # the empty address is every interface: say so, never by accident
+        raise UsageError("--host: empty; give an address (0.0.0.0 for every interface)")
     try:
-        serve(store, args.host, args.port, announce=lambda url: print(f"serving {store} at {url}", flush=True))
+        serve(store, args.host, args.port, announce=lambda url: print(f"serving {printable(str(store))} at {url}",
+                                                                  flush=True))
     except OSError as e:
         print(f"floodmark serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
         return 254

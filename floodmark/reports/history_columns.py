@@ -8,10 +8,12 @@ its header fields are checked and kept in parallel lists, and the decoded object
 to become an ``Op`` (through the history contract's own ``op_from_dict``) when asked for.
 
 The checks are the contract's: dense indices from 0, integer times, a known type, an
-integer or string process and a string ``f``; a malformed line is a ``HistoryError`` naming
-the file and line, except a torn last line (the beginning of a JSON text with no newline
-after it), which a killed harness may leave and which is ignored as ``floodmark.history``
-ignores it (and kept as ``torn_tail``, for the report to say).
+integer or string process and a string ``f``, and no object naming a key twice (as the
+history's reader refuses it; a byte order mark at the start is dropped as it drops it). A
+malformed line is a ``HistoryError`` naming the file and line, except a torn last line (the
+beginning of a JSON text with no newline after it), which a killed harness may leave and
+which is ignored as ``floodmark.history`` ignores it (and kept as ``torn_tail``, for the
+report to say).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Any, NoReturn, overload
 
 from floodmark.errors import one_line
 from floodmark.history import NEMESIS, OP_TYPES, HistoryError, Op, TornTail, op_from_dict
+from floodmark.inputs.duplicate_keys import duplicate_key, keys_unaccounted
+from floodmark.inputs.sources import without_bom
 from floodmark.inputs.torn_lines import cut_short
 
 _loads: Callable[[bytes], Any]
@@ -153,7 +157,7 @@ def load_history(path: str | os.PathLike[str]) -> HistoryColumns:
 def _load_history(path: str | os.PathLike[str]) -> HistoryColumns:
     source = str(path)
     with open(path, "rb") as f:
-        data = f.read()
+        data = without_bom(f.read())
     lines = data.split(b"\n")
     torn_tail = not data.endswith(b"\n")
     raw: list[dict[str, Any]] = []
@@ -163,13 +167,18 @@ def _load_history(path: str | os.PathLike[str]) -> HistoryColumns:
         if not line.strip():
             continue
         try:
-            raw.append(_loads(line))
+            d = _loads(line)
         except (_DecodeError, ValueError, UnicodeDecodeError) as e:
             if torn_tail and number == last + 1 and cut_short(line):
                 # a half-written last line: the harness was killed mid-write (or the file was cut)
                 torn = TornTail(source, number, one_line(str(e)))
                 break
             raise HistoryError(source, number, f"not valid JSON ({e})") from None
+        if keys_unaccounted(line, d):  # (what the history's reader refuses: a key given twice)
+            twice = duplicate_key(line, d)
+            if twice is not None:
+                raise HistoryError(source, number, twice)
+        raw.append(d)
     columns = HistoryColumns(source, raw)
     columns.torn_tail = torn
     return columns

@@ -5,10 +5,12 @@ configuration (``test.yaml``, or the copy inside ``results.json``), the client a
 history, each node's events and the checkers' results. Runs are reported even when they
 are incomplete: a run that crashed before checking has no results, a killed node leaves a
 torn event file. What could not be read becomes a *warning* shown at the top of the report
-rather than a crash, except the history itself, without which there is nothing to show.
+rather than a crash, except the history itself, without which there is nothing to show. Node
+events are read as ``floodmark check`` reads them (a file it refuses is left out, a last line
+cut short is said, in the same words).
 
 The verdict shown is results.json's only when it can be trusted as this run's
-(:func:`results_problem`): a file that contradicts itself (an overall "valid" over an
+(:func:`floodmark.results.verdict_problem`): a file that contradicts itself (an overall "valid" over an
 invalid checker) or whose checkers' entries are not judgements, and a history not wholly
 read (a torn last line) that results.json (or ``digest.json``) does not show to be the one judged, make the
 run shown unchecked, with a warning saying why.
@@ -26,10 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from floodmark.history import Op
-from floodmark.inputs.sources import file_problem
-from floodmark.node_events import NodeEvent, NodeEventError, iter_events
-from floodmark.reports.history_columns import HistoryColumns, load_history
-from floodmark.results import judgement_problem, merge_validity, read_results, verdict_word
+from floodmark.inputs.sources import describe_os_error, file_problem
+from floodmark.node_events import NodeEvent, NodeEventError, read_events_dir
+from floodmark.reports.history_columns import HistoryColumns, load_history, paused_gc
+from floodmark.results import read_results
+from floodmark.results import verdict_problem as results_problem
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir, changed_since_judged
 
@@ -94,7 +97,7 @@ def load_run(path: str | os.PathLike[str]) -> RunData:
     config = _load_config(run, results, warnings)
     history = load_history(run.history)
     completion_of = history.pairs()
-    events = _load_events(run, warnings)
+    events = _load_events(run, config, warnings)
     if history.torn_tail is not None:  # as ``floodmark check`` says it
         warnings.append(str(history.torn_tail))
     problem = _verdict_problem(run, results, history)
@@ -102,35 +105,6 @@ def load_run(path: str | os.PathLike[str]) -> RunData:
         warnings.append(f"{problem}: the run is shown unchecked")
     return RunData(run, config, results, history, completion_of,
                    {c: i for i, c in completion_of.items()}, events, warnings, problem)
-
-
-def results_problem(results: dict[str, Any]) -> str | None:
-    """Why a results file's overall verdict is not one to show, in a phrase; None when it is:
-    a verdict (true, false or "unknown") that is the merge of its checkers' verdicts, each
-    checker's entry a judgement as the checkers write it (:func:`judgement_problem`). A file
-    that contradicts itself, or whose checkers are not judgements, is no verdict, whatever
-    its top line says; and no checker at all is none either."""
-    valid = results.get("valid")
-    if not (valid is True or valid is False or valid == "unknown"):
-        return f"not a results file ('valid' is {short_json(valid, 40)}, not true, false or \"unknown\")"
-    checkers = results.get("checkers")
-    if checkers is not None and not isinstance(checkers, dict):
-        return f"not a results file ('checkers' is {short_json(checkers, 40)}, not an object)"
-    if not checkers:
-        if valid == "unknown" and isinstance(results.get("error"), str):
-            return None  # a run that failed before it could be checked: unknown, and its error says why
-        return "no checker's verdict in it"
-    for name, result in checkers.items():
-        shape = judgement_problem(result)
-        if shape is not None:
-            return f"not a results file (checker {str(name)[:40]!r}: {shape})"
-    merged = merge_validity(c.get("valid", "unknown") for c in checkers.values())
-    if merged != valid:
-        disagree = [f"{str(name)[:40]} {verdict_word(c.get('valid', 'unknown'))}" for name, c in checkers.items()
-                    if c.get("valid", "unknown") == merged]
-        return (f"inconsistent: its verdict is {verdict_word(valid)}, but its checkers' is "
-                f"{verdict_word(merged)} ({', '.join(disagree[:4])})")
-    return None
 
 
 def _verdict_problem(run: RunDir, results: dict[str, Any] | None, history: HistoryColumns) -> str | None:
@@ -177,16 +151,20 @@ def _load_config(run: RunDir, results: dict[str, Any] | None, warnings: list[str
         return None
 
 
-def _load_events(run: RunDir, warnings: list[str]) -> dict[str, list[NodeEvent]]:
-    """Each node's events, in its own seq order; a malformed file is reported, not fatal."""
-    events: dict[str, list[NodeEvent]] = {}
-    if not run.events.is_dir():
-        return events
-    for path in sorted(run.events.glob("*.jsonl")):
-        try:
-            events[path.stem] = sorted(iter_events(path), key=lambda e: e.seq)
-        except (NodeEventError, OSError, UnicodeDecodeError) as e:
-            warnings.append(f"node events not shown: {e}")
+def _load_events(run: RunDir, config: TestConfig | None, warnings: list[str]) -> dict[str, list[NodeEvent]]:
+    """Each node's events, in its own seq order, read as ``floodmark check`` reads them: a file
+    that cannot be read so is a warning, not fatal, and so is a last line cut short."""
+    torn: list[str] = []
+    refused: list[NodeEventError] = []
+    try:
+        with paused_gc():  # (acyclic, and read after a history of as many objects as it has lines)
+            events = read_events_dir(run.events, torn, topics=None if config is None else config.topic_names,
+                                     refused=refused)
+    except OSError as e:
+        warnings.append(f"node events not shown: {run.events}: {describe_os_error(e)}")
+        return {}
+    warnings.extend(f"node events not shown: {e}" for e in refused)
+    warnings.extend(torn)  # (as ``floodmark check`` notes it)
     return events
 
 

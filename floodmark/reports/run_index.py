@@ -19,8 +19,7 @@ from typing import Any
 from floodmark.errors import SourceError
 from floodmark.inputs.plain_values import parse_json
 from floodmark.inputs.sources import file_problem, read_source
-from floodmark.reports.run_data import results_problem
-from floodmark.results import verdict_word
+from floodmark.results import verdict_problem, verdict_word
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir, find_run_dirs
 
@@ -161,7 +160,7 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
                     kind = _text(anomaly.get("type")) if isinstance(anomaly, dict) else "untyped"
                     counts[kind] = counts.get(kind, 0) + 1
     verdict = results.get("valid") if results else None
-    inconsistent = results_problem(results) if results else None
+    inconsistent = verdict_problem(results) if results else None
     if inconsistent is not None:  # shown unchecked, as the report shows it
         verdict = None
         problem = problem or f"results.json: {inconsistent}"

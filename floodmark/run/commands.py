@@ -8,6 +8,7 @@ the verdict (0 valid, 1 invalid, 2 unknown, 254 bad arguments, 130 interrupted).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -325,11 +326,20 @@ def explore_command(args: argparse.Namespace) -> int:
         raise UsageError("--runs must be at least 1")
     if args.variant not in VARIANTS:
         raise UsageError(f"unknown variant {args.variant!r}; choose one of: {', '.join(VARIANTS)}")
-    if args.time_budget is not None and not args.time_budget > 0:
-        raise UsageError("--time-budget must be positive")
+    if args.time_budget is not None and not 0 < args.time_budget < math.inf:  # NaN fails both
+        raise UsageError(f"--time-budget must be a positive number of seconds, got {args.time_budget}")
+    if args.shrink_budget < 1:
+        raise UsageError(f"--shrink-budget must be at least 1 (runs per failure), got {args.shrink_budget}")
     jobs = args.jobs if args.jobs is not None else explore.default_jobs()
     if not 1 <= jobs <= MAX_JOBS:
         raise UsageError(f"--jobs must be between 1 and {MAX_JOBS} (a worker process each), got {jobs}")
+    if args.master:
+        try:
+            from floodmark.pipeline.session import check_master
+        except ImportError as e:
+            raise UsageError(f"--master needs PySpark, which cannot be imported here ({e}); "
+                             "pip install floodmark[spark]") from None
+        check_master(args.master)  # before the store is made or anything said
     first = args.seed if args.seed is not None else new_seed()
     try:
         seeds = explore.seeds_from(first, args.runs)
@@ -347,6 +357,7 @@ def explore_command(args: argparse.Namespace) -> int:
         explore.explore_local(seeds, args.variant, store, jobs, keep_all=args.keep_all,
                               time_budget=args.time_budget, stop_on_first=args.stop_on_first,
                               on_result=on_result)
+    rundir.repoint_latest(store)  # the passing runs were removed: latest names one still there
     print(f"\nfloodmark explore: {explore.summary(tally, time.monotonic() - started)}", file=sys.stderr)
     if tally.invalid and not args.no_shrink:
         with cleanup.interruptible():

@@ -29,7 +29,7 @@ from floodmark.errors import UsageError
 from floodmark.harness.config import ConfigError, TestConfig, load_config
 from floodmark.harness.schedule import Fault, Schedule, ScheduleError, load_schedule
 from floodmark.inputs.sources import file_problem
-from floodmark.results import read_results
+from floodmark.results import read_results, verdict_problem, verdict_word
 
 SETTLE = 5.0  # seconds of workload kept after the last fault ends
 
@@ -161,12 +161,15 @@ def renumbered(faults: Sequence[Fault], time_limit: float) -> Schedule:
 
 
 def anomaly_types(path: Path) -> frozenset[str]:
+    """The anomaly types a run's results name (none when they cannot be read, or are not a verdict)."""
     try:
         results = read_results(rundir.RunDir(path).results)
     except (OSError, ValueError):
         return frozenset()
-    return frozenset(str(a.get("type")) for checker in results.get("checkers", {}).values()
-                     for a in checker.get("anomalies", []) if isinstance(a, dict))
+    if verdict_problem(results) is not None:
+        return frozenset()
+    return frozenset(str(a.get("type")) for checker in (results.get("checkers") or {}).values()
+                     for a in checker.get("anomalies", []))
 
 
 def load_failure(path: Path) -> tuple[TestConfig, Schedule, frozenset[str]]:
@@ -187,10 +190,16 @@ def load_failure(path: Path) -> tuple[TestConfig, Schedule, frozenset[str]]:
         unreadable = file_problem(run.results)  # (a FIFO is named at once, not waited on)
         if unreadable is not None:
             raise ValueError(f"{run.results}: {unreadable}")
-        read_results(run.results)
+        results = read_results(run.results)
     except (OSError, ValueError) as e:
         raise UsageError(f"{e}: the anomalies to preserve are read from it (floodmark check {path} "
                          "writes it)") from None
+    problem = verdict_problem(results)
+    if problem is not None:  # as the report shows it: no verdict, so no failure to preserve
+        raise UsageError(f"{run.results}: {problem}; run floodmark check {path} to judge the run again")
+    if results["valid"] is not False:
+        raise UsageError(f"{path}: the run is {verdict_word(results['valid'])}, not invalid: there is no failure "
+                         "to shrink (anomalies a valid run lists are ones its configuration permits)")
     anomalies = anomaly_types(path)
     if not anomalies:
         raise UsageError(f"{path}: the run has no anomalies to preserve (is it invalid? run floodmark check first)")
@@ -201,7 +210,10 @@ def shrink_run(path: Path, store: Path, budget: int = 60, out: TextIO | None = N
     """Shrink a failing run; returns the minimal run directory and how many runs it took."""
     config, schedule, anomalies = load_failure(path)
     shrinker = Shrinker(store, anomalies, budget, out)
-    _, _, best = shrinker.shrink(config, schedule, path)
+    try:
+        _, _, best = shrinker.shrink(config, schedule, path)
+    finally:  # the candidates that passed were removed: latest must name a run still there
+        rundir.repoint_latest(store)
     if best != path:
         from floodmark.reports.report import write_report
 

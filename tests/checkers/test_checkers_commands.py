@@ -257,3 +257,22 @@ def test_help_says_how_to_get_jepsens_nil_initial_value(capsys: pytest.CaptureFi
     text = " ".join(capsys.readouterr().out.split())
     assert "start their registers at nil: check their EDN with --initial nil" in text
     assert "--conventions FORMAT" in text and "--independent" in text
+
+
+def test_model_is_refused_where_no_checker_takes_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A queue run's (or history's) checkers use no model: --model was ignored without a word
+    (VALID). It is refused, saying which workloads it applies to; asked for, the linearizable
+    checker takes it (and finds that a queue's sends are no register's ops)."""
+    from floodmark.history import read_history, write_history
+
+    run = make_run_dir(tmp_path)
+    history = tmp_path / "queue.jsonl"
+    write_history(history, read_history(run / "history.jsonl"))
+    for path, what in ((run, "a queue run"), (history, "a queue history")):
+        assert main(["check", str(path), "--model", "register"]) == 254
+        err = capsys.readouterr().err
+        assert err == (f"floodmark check: error: {path}: {what}, judged by durability, queue, hw, leader, invariants, "
+                       "stats, none of which takes a model: --model applies to the linearizable checker, which judges "
+                       "log-lin runs and register, kv, mutex and log histories\n")
+    assert main(["check", str(run), "--model", "register", "--checker", "linearizable"]) == 2
+    assert "the register model has no operation 'poll'" in capsys.readouterr().out

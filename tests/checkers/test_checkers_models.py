@@ -189,3 +189,18 @@ def test_independent_keys_are_for_register_models() -> None:
     assert make_model("cas-register", independent=True).split([1, [0, 2]], {}) == (1, [0, 2])
     with pytest.raises(ValueError, match="independent"):
         make_model("kv", independent=True)
+
+
+def test_a_log_op_whose_completion_names_another_partition_or_offset_does_not_fit() -> None:
+    """Which partition an append went to, or which offset a read read, cannot be told when the
+    completion says otherwise than the invocation: the op does not fit the log model."""
+    append = {"topic": "t0", "partition": 0, "value": "a"}
+    with pytest.raises(ValueError, match="^acknowledged send names partition t0/1, but the send was to t0/0$"):
+        Log().prepare("append", append, {**append, "partition": 1, "offset": 0}, "ok")
+    with pytest.raises(ValueError, match="^acknowledged send names value 'b', but the send was of 'a'$"):
+        Log().prepare("append", append, {**append, "value": "b", "offset": 0}, "ok")
+    read = {"topic": "t0", "partition": 0, "offset": 3}
+    with pytest.raises(ValueError, match="^read's completion names t0/0 at offset 4, but the read was of t0/0 at offset 3$"):
+        Log().prepare("read", read, {**read, "offset": 4, "value": "a"}, "ok")
+    assert Log().prepare("read", read, {**read, "value": "a"}, "ok") == ("read", 3, "a")
+    assert Log().prepare("append", append, {**append, "offset": 0}, "ok") == ("append", "a", 0)

@@ -88,3 +88,41 @@ def test_a_completion_of_another_function_than_the_one_invoked_is_refused(tmp_pa
                     '{"index": 1, "time": 1, "type": "ok", "process": 0, "f": "re", "value": 1}\n')
     with pytest.raises(HistoryError, match="history.jsonl:2: a ok completion of 're' closes process 0's invocation of 'read' on line 1"):
         read_history(path, check_pairs=True)
+
+
+def _with_a_key_twice(tmp_path):
+    ops = [Op(0, 0, "invoke", 0, "send", {"topic": "t0", "partition": 0, "value": "a"}),
+           Op(1, 1, "ok", 0, "send", {"topic": "t0", "partition": 0, "value": "a", "offset": 0})]
+    path = tmp_path / "history.jsonl"
+    write_history(path, ops)
+    path.write_text(path.read_text().replace('"type":"ok"', '"type":"fail","type":"ok"'))
+    return path, ops
+
+
+def test_an_op_naming_a_key_twice_is_refused_by_every_reader(tmp_path):
+    """orjson keeps the last of two values: ``"type":"fail","type":"ok"`` read as an ok send,
+    and judged so. Which was meant cannot be told: every reader refuses the line."""
+    from floodmark.formats.detect import load_history
+    from floodmark.history import parse_history
+
+    path, _ = _with_a_key_twice(tmp_path)
+    problem = f"{path}:2: the key 'type' twice in one object (which one was meant cannot be told)"
+    for read in (read_history, lambda p: list(iter_history(p)), lambda p: parse_history(p.read_bytes(), str(p)),
+                 lambda p: load_history(str(p))):
+        with pytest.raises(HistoryError) as refused:
+            read(path)
+        assert str(refused.value) == problem
+
+
+def test_a_history_starting_with_a_byte_order_mark_reads_as_without(tmp_path):
+    from floodmark.formats.detect import load_history
+    from floodmark.history import parse_history
+
+    path, ops = _with_a_key_twice(tmp_path)
+    write_history(path, ops)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert read_history(path, check_pairs=True) == ops
+    assert list(iter_history(path)) == ops
+    assert parse_history(path.read_bytes(), str(path)) == ops
+    loaded = load_history(str(path))
+    assert loaded.format == "jsonl" and loaded.ops == ops

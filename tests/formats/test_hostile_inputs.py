@@ -10,6 +10,7 @@ import sys
 import threading
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -343,3 +344,66 @@ def test_analyze_exits_254_when_it_rejected_a_run(tmp_path: Path, capsys: pytest
                                        "field 'process'\n")
     report.rejected.clear()
     assert main(["analyze", str(store), "--quiet"]) == 0
+
+
+# The hostile-input audit's run directories without digest.json (removed on purpose, so check
+# judges the files as they are): each damage and what check must say of it.
+def _copied_under_another_name(run: Path) -> None:  # finding 1: n1's events as n2's, every line renamed
+    events = run / "events"
+    (events / "n2.jsonl").write_text((events / "n1.jsonl").read_text().replace('"node":"n1"', '"node":"n2"'))
+
+
+def _rewritten_line(name: str, number: int, old: str, new: str) -> Any:
+    def damage(run: Path) -> None:
+        lines = (run / name).read_text().splitlines(keepends=True)
+        assert old in lines[number - 1]
+        lines[number - 1] = lines[number - 1].replace(old, new, 1)
+        (run / name).write_text("".join(lines))
+
+    return damage
+
+
+def _with_byte_order_marks(run: Path) -> None:  # finding 6: what some editors save first
+    for path in (run / "history.jsonl", run / "test.yaml", *sorted((run / "events").iterdir())):
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+
+
+RUN_DAMAGE = [
+    ("copied-events", _copied_under_another_name, [], EXIT_BAD_ARGUMENTS,
+     "events/n2.jsonl:1: an event of node 'n1' in the file of node 'n2': it says it is broker 1, as "),
+    ("foreign-topic", _rewritten_line("events/n1.jsonl", 2, '"topic":"t0"', '"topic":"t9"'), [], EXIT_BAD_ARGUMENTS,
+     "events/n1.jsonl:2: leader_elected names topic 't9', which the run does not have (its topics: t0)"),
+    ("history-key-twice", _rewritten_line("history.jsonl", 3, '"type":"invoke"', '"type":"ok","type":"invoke"'), [],
+     EXIT_BAD_ARGUMENTS, "history.jsonl:3: the key 'type' twice in one object"),
+    ("event-key-twice", _rewritten_line("events/n1.jsonl", 2, '"leader":1', '"leader":2,"leader":1'), [],
+     EXIT_BAD_ARGUMENTS, "events/n1.jsonl:2: the key 'leader' twice in one object"),
+    ("negative-epoch", _rewritten_line("events/n1.jsonl", 2, '"leader_epoch":1', '"leader_epoch":-5'), [],
+     EXIT_BAD_ARGUMENTS, "events/n1.jsonl:2: leader_elected: leader_epoch must be a leader epoch (-1 for none known, "
+                         "or more), got -5"),
+    ("byte-order-marks", _with_byte_order_marks, [], EXIT_VALID, ""),
+    ("model-of-a-queue-run", lambda run: None, ["--model", "register"], EXIT_BAD_ARGUMENTS,
+     ": a queue run, judged by durability, queue, hw, leader, invariants, stats, none of which takes a model: "
+     "--model applies to the linearizable checker, which judges log-lin runs and register, kv, mutex and log histories"),
+]
+
+
+@pytest.mark.parametrize(("damage", "options", "code", "said"), [c[1:] for c in RUN_DAMAGE],
+                         ids=[c[0] for c in RUN_DAMAGE])
+def test_what_the_audit_did_to_a_run_directory_is_refused_in_one_line_or_judged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: Any, options: list[str], code: int,
+        said: str) -> None:
+    """Before: the copied file gave INVALID (two leaders per epoch); the foreign topic, the keys
+    given twice (read as the last), the negative epoch and --model (ignored) VALID; the byte
+    order marks a refusal in orjson's words."""
+    from checkers_fixtures import make_run_dir
+
+    from floodmark.cli import main
+
+    run = make_run_dir(tmp_path)
+    damage(run)
+    assert main(["check", str(run), *options]) == code
+    out, err = capsys.readouterr()
+    if code == EXIT_BAD_ARGUMENTS:
+        assert err.count("\n") == 1 and err.startswith(f"floodmark check: error: {run}") and said in err, err
+    else:
+        assert out.startswith("VALID") and err == ""

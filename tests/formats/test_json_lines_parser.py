@@ -1,5 +1,6 @@
 """plain_values.json_lines_parser: per line, exactly what parse_json gives or says."""
 
+import json
 from typing import Any
 
 import pytest
@@ -54,3 +55,82 @@ def test_a_line_cut_short_is_faulted_where_it_ends_not_on_the_line_after() -> No
 def test_a_line_terminator_never_moves_the_problem(text: str, terminator: str) -> None:
     # Property: whatever is wrong with a line is said the same with or without its newline.
     assert outcome(parse_json, (text + terminator).encode()) == outcome(parse_json, text.encode())
+
+
+# ----------------------------------------------------------------------------- a key given twice
+
+TWICE = [
+    (b'{"type": "fail", "type": "ok"}', "type"),
+    (b'{"value": {"topic": "t0", "partition": 0, "partition": 1}}', "partition"),  # nested
+    (b'[{"x": [{"y": 1, "y": 2}]}]', "y"),  # deep in lists
+    (b'{"a": 1, "a": "\\u003a"}', "a"),  # the dropped colon given back by an escape in a string
+    (b'{"a": 1, "\\u0061": 2}', "a"),  # the same key, written otherwise
+    (b'{"a:b": 1, "a:b": 2}', "a:b"),
+]
+
+
+@pytest.mark.parametrize(("raw", "key"), TWICE)
+def test_an_object_naming_a_key_twice_is_refused_naming_the_key(raw: bytes, key: str) -> None:
+    """orjson and json keep the last of two values silently: an op that says both "fail" and
+    "ok" would read as whichever came last."""
+    for parse in (parse_json, json_lines_parser(raw)):
+        with pytest.raises(ValueError, match=f"^the key {key!r} twice in one object"):
+            parse(raw + b"\n")
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"a": "x:y", "b": ":::"}', b'{"a": "\\u003a", "b": 1}', b'{"a": {"a": {"a": 1}}, "b": [{"a": 2}, {"a": 3}]}',
+    b'{"index": 0, "error": "t0/1: NOT_LEADER: retry", "value": [{"k": ":"}]}', b'[]', b'{}',
+])
+def test_colons_in_strings_and_keys_repeated_in_other_objects_are_no_duplicate(raw: bytes) -> None:
+    import json
+
+    for parse in (parse_json, json_lines_parser(raw)):
+        assert parse(raw) == json.loads(raw)
+
+
+_KEYS = st.sampled_from(["a", "b", "a:b", ":", "value", "é"])
+
+
+def _string(draw: Any, text: str) -> str:
+    """``text`` as a JSON string, its colons and other characters escaped or not, at random."""
+    written = json.dumps(text, ensure_ascii=draw(st.booleans()))
+    return written.replace(":", draw(st.sampled_from([":", "\\u003a", "\\u003A"])))
+
+
+@st.composite
+def _json_text(draw: Any, depth: int = 0) -> str:
+    """A JSON text whose objects may name a key twice (and strings hold colons, written or escaped)."""
+    kind = draw(st.sampled_from(["scalar", "list", "object"] if depth < 3 else ["scalar"]))
+    if kind == "scalar":
+        return draw(st.sampled_from(["1", "null", "true", "-2.5"])) if draw(st.booleans()) else \
+            _string(draw, draw(st.text(alphabet="ab:é\\\"", max_size=4)))
+    if kind == "list":
+        return "[" + ",".join(draw(st.lists(_json_text(depth + 1), max_size=3))) + "]"
+    pairs = draw(st.lists(st.tuples(_KEYS, _json_text(depth + 1)), max_size=4))
+    return "{" + ",".join(f"{_string(draw, k)}:{v}" for k, v in pairs) + "}"
+
+
+def _names_a_key_twice(text: str) -> bool:
+    twice = False
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal twice
+        twice = twice or len({k for k, _ in items}) != len(items)
+        return dict(items)
+
+    json.loads(text, object_pairs_hook=pairs)
+    return twice
+
+
+@given(_json_text())
+def test_a_text_is_refused_exactly_when_some_object_names_a_key_twice(text: str) -> None:
+    """Property: the colon-counting screen never lets a duplicate through and never refuses a
+    text without one, whichever step decides (the standard library's object hook is the judge)."""
+    raw = text.encode()
+    expected = _names_a_key_twice(text)
+    for parse in (parse_json, json_lines_parser(raw)):
+        got = outcome(parse, raw)
+        assert (got[0] == "error" and "twice in one object" in got[1]) == expected, (text, got)
+        if not expected:
+            assert got == ("value", repr(json.loads(text)))

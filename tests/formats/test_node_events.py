@@ -6,6 +6,8 @@ import json
 import typing
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from floodmark.node_events import (
     KINDS,
@@ -272,3 +274,120 @@ def test_only_a_last_line_cut_short_is_forgiven(tmp_path) -> None:
     path.write_text(started + '{"node": "n1", "seq": 1, "kind": "stopped"}}')  # complete, then garbage
     with pytest.raises(NodeEventError, match="n1.jsonl:2"):
         list(iter_events(path, "n1"))
+
+
+# ----------------------------------------------------------------------------- what no node writes
+
+# (field, the lowest value a node writes there): leader epochs from NO_EPOCH (-1: none known),
+# offsets, high watermarks, log ends and partition numbers from 0
+BOUNDED = {"leader_epoch": -1, "epoch": -1, "request_epoch": -1, "current_leader_epoch": -1,
+           "requested_leader_epoch": -1, "offset": 0, "first_offset": 0, "high_watermark": 0, "log_end": 0,
+           "previous": 0, "from_offset": 0, "to_offset": 0, "partition": 0}
+BOUNDED_FIELDS = [(n, field) for n, (rest, _) in enumerate(WRITTEN) for field in BOUNDED if f'"{field}":' in rest]
+
+
+@pytest.mark.parametrize(("rest", "problem"), [
+    ('"kind":"became_leader","topic":"t","partition":0,"leader_epoch":-2,"isr":[1],"log_end":0,"high_watermark":0',
+     "became_leader: leader_epoch must be a leader epoch (-1 for none known, or more), got -2"),
+    ('"kind":"appended","topic":"t","partition":0,"offset":-1,"epoch":0,"values":["a"],"role":"leader"',
+     "appended: offset must be a whole number from 0, got -1"),
+    ('"kind":"appended","topic":"t","partition":0,"offset":0,"epoch":0,"values":["a"],"role":"follower",'
+     '"epochs":[0,-7]', "appended: epochs must be a leader epoch (-1 for none known, or more), got -7"),
+    ('"kind":"hw_changed","topic":"t","partition":-3,"leader_epoch":0,"role":"leader","previous":0,'
+     '"high_watermark":1,"log_end":1', "hw_changed: partition must be a whole number from 0, got -3"),
+    ('"kind":"acked","topic":"t","partition":0,"offset":3,"high_watermark":-1,"acks":-1',
+     "acked: high_watermark must be a whole number from 0, got -1"),
+])
+def test_an_epoch_below_no_epoch_or_an_offset_below_zero_names_the_file_and_line(tmp_path, rest, problem) -> None:
+    path = tmp_path / "n1.jsonl"
+    path.write_text(line(0, '"kind":"started","broker":1') + line(1, rest))
+    with pytest.raises(NodeEventError) as refused:
+        list(iter_events(path))
+    assert str(refused.value) == f"{path}:2: {problem}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(BOUNDED_FIELDS), st.integers(-2**40, 2**40) | st.integers(-3, 3))
+def test_a_bounded_field_reads_exactly_when_it_is_at_least_its_lowest_value(example: tuple[int, str],
+                                                                            value: int) -> None:
+    """Property: in every kind, each leader epoch, offset and partition field reads as written
+    from its lowest value up, and is refused (as malformed, never read) below it; the acks of
+    an acks=all produce (-1) and a controller's "no leader" (-1) are no such fields."""
+    number, name = example
+    rest = WRITTEN[number][0]
+    d = json.loads("{" + rest + "}")
+    d[name] = value if not isinstance(d[name], list) else [value]
+    fields = {"node": "n1", "seq": 0, **d}
+    from floodmark.node_events import event_from_dict
+
+    if value >= BOUNDED[name]:
+        event = event_from_dict(fields, "n1.jsonl", 1)
+        got = getattr(event.body, name)
+        assert got == (value if not isinstance(got, tuple) else (value,))
+    else:
+        with pytest.raises(NodeEventError, match=rf"^n1.jsonl:1: {d['kind']}: {name} must be .*, got {value}$"):
+            event_from_dict(fields, "n1.jsonl", 1)
+
+
+def test_a_file_copied_under_another_nodes_name_is_refused_naming_it(tmp_path) -> None:
+    """The audit's finding: events/n2.jsonl holding n1's events, each line's node renamed,
+    made the leader checker find two leaders per epoch (INVALID). Its ``started`` event still
+    says broker 1, as n1's file does: the file is refused, and the one named is the one whose
+    name is not the broker's."""
+    n1 = line(0, '"kind":"started","broker":1') + line(1, WRITTEN[0][0])
+    (tmp_path / "n1.jsonl").write_text(n1)
+    (tmp_path / "n2.jsonl").write_text(n1.replace('"node":"n1"', '"node":"n2"'))
+    with pytest.raises(NodeEventError) as refused:
+        read_events_dir(tmp_path)
+    assert str(refused.value) == (f"{tmp_path}/n2.jsonl:1: an event of node 'n1' in the file of node 'n2': it says "
+                                  f"it is broker 1, as {tmp_path}/n1.jsonl:1 does")
+    (tmp_path / "n2.jsonl").write_text(n1.replace('"node":"n1"', '"node":"n2"').replace('"broker":1', '"broker":2'))
+    (tmp_path / "n1.jsonl").write_text(n1.replace('"broker":1', '"broker":2'))  # n1 is the copy, named before n2
+    with pytest.raises(NodeEventError, match=r"n1.jsonl:1: an event of node 'n2' in the file of node 'n1'"):
+        read_events_dir(tmp_path)
+    refused_files: list[NodeEventError] = []
+    assert set(read_events_dir(tmp_path, refused=refused_files)) == {"n2"}  # (a report shows the rest)
+    assert [e.source for e in refused_files] == [str(tmp_path / "n1.jsonl")]
+
+
+def test_a_controller_election_names_the_broker_its_file_is_of(tmp_path) -> None:
+    (tmp_path / "n1.jsonl").write_text(line(0, '"kind":"started","broker":1')
+                                       + line(1, '"kind":"controller_elected","controller_epoch":1,"broker":3'))
+    with pytest.raises(NodeEventError, match=r"n1.jsonl:2: controller_elected says node 'n1' is broker 3, but line 1 "
+                                             r"says it is broker 1$"):
+        read_events_dir(tmp_path)
+    (tmp_path / "n1.jsonl").write_text(line(0, '"kind":"started"')  # (an older file: no id until elected)
+                                       + line(1, '"kind":"controller_elected","controller_epoch":1,"broker":1'))
+    assert [e.kind for e in read_events_dir(tmp_path)["n1"]] == ["started", "controller_elected"]
+
+
+def test_an_event_of_a_topic_the_run_does_not_have_is_refused(tmp_path) -> None:
+    """A run's topics are fixed by its configuration (no fault creates one); its partitions
+    are not: an admin fault's add-partitions gives a topic more than test.yaml states."""
+    path = tmp_path / "n1.jsonl"
+    beyond = WRITTEN[0][0].replace('"partition":0', '"partition":7')
+    offline = next(rest for rest, body in WRITTEN if isinstance(body, LogDirOffline))
+    path.write_text(line(0, '"kind":"started","broker":1') + line(1, beyond) + line(2, offline))
+    assert len(list(iter_events(path, topics=("t", "u")))) == 3
+    with pytest.raises(NodeEventError, match=r"n1.jsonl:3: log_dir_offline names topic 'u', which the run does not "
+                                             r"have \(its topics: t\)$"):
+        list(iter_events(path, topics=("t",)))
+    with pytest.raises(NodeEventError, match=r"n1.jsonl:2: became_leader names topic 't', which the run does not "
+                                             r"have \(its topics: t0, t1\)$"):
+        read_events_dir(tmp_path, topics=("t0", "t1"))
+
+
+def test_an_event_file_starting_with_a_byte_order_mark_reads_as_without(tmp_path) -> None:
+    path = tmp_path / "n1.jsonl"
+    text = "".join(line(seq, rest) for seq, (rest, _) in enumerate(WRITTEN))
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert [e.body for e in iter_events(path)] == [body for _, body in WRITTEN]
+
+
+def test_a_key_given_twice_in_an_event_is_refused_naming_it(tmp_path) -> None:
+    path = tmp_path / "n1.jsonl"
+    path.write_text(line(0, '"kind":"started","broker":1') + line(1, WRITTEN[0][0].replace(
+        '"leader_epoch":2', '"leader_epoch":9,"leader_epoch":2')))
+    with pytest.raises(NodeEventError) as refused:
+        list(iter_events(path))
+    assert str(refused.value) == f"{path}:2: the key 'leader_epoch' twice in one object (which one was meant cannot be told)"

@@ -132,3 +132,17 @@ def test_a_malformed_line_is_worded_as_the_readers_word_it(tmp_path, chunk_bytes
         list(event_rows(chunk, "r", summaries.append))
     line, problem = first_problem(summaries, dense_from_zero=False)
     assert f"{events}:{line}: {problem}" == str(sequential_events.value)
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 300, 10**9])
+def test_a_byte_order_mark_is_dropped_and_a_key_given_twice_named_as_the_reader_does(tmp_path, chunk_bytes):
+    path = _history(tmp_path, ops=30)
+    expected = [_op_row("r", op) for op in read_history(path)]
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    rows, summaries = _read_chunked(path, chunk_bytes)
+    assert rows == expected and first_problem(summaries, dense_from_zero=True) is None
+    lines = path.read_text().splitlines()
+    lines[9] = lines[9].replace('"type":', '"type":"fail","type":', 1)
+    path.write_text("\n".join(lines) + "\n")
+    line, problem = _first_problem_read_both_ways(path, chunk_bytes)
+    assert line == 10 and problem == "the key 'type' twice in one object (which one was meant cannot be told)"

@@ -278,3 +278,27 @@ def test_empty_and_nemesis_only_histories_render(tmp_path: Path) -> None:
         '{"index":0,"time":5,"type":"invoke","process":"nemesis","f":"start-partition","value":null}\n')
     html = write_report(run).read_text()
     assert "fault: partition" in html
+
+
+def test_an_event_file_whose_last_line_is_cut_short_is_said_as_check_says_it(store: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """``check`` notes a node's last event left unread (the node was killed writing it); the
+    report said nothing of it. Now it shows and prints the same line; and a file that check
+    refuses (another node's events, a topic the run does not have) is left out with a warning."""
+    run = make_run(store, ops=80)
+    events = run.path / "events"
+    lines = len((events / "n1.jsonl").read_text().splitlines()) + 1
+    with open(events / "n1.jsonl", "a") as f:
+        f.write('{"node":"n1","seq":99999,"kind":"sto')
+    torn = f"{events}/n1.jsonl:{lines}: its last line was cut short (the node was killed while writing it) and is not read"
+    assert main(["report", str(run.path)]) == 254  # (as for any input not wholly read: a torn history too)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"floodmark report: warning: {torn}" in err
+    html = (run.path / "report.html").read_text()
+    assert 'id="warnings"' in html and f"n1.jsonl:{lines}: its last line was cut short" in html
+    copied = [{**e, "node": "n2", **({"topic": "t7"} if "topic" in e else {})}
+              for e in map(json.loads, (events / "n1.jsonl").read_text().splitlines()[:-1])]
+    (events / "n2.jsonl").write_text("".join(json.dumps(e) + "\n" for e in copied))
+    warnings: list[str] = []
+    write_report(run.path, warn=warnings.append)
+    assert any(w.startswith(f"node events not shown: {events}/n2.jsonl:") and "names topic 't7'" in w for w in warnings)

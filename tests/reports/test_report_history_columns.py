@@ -71,3 +71,22 @@ def test_missing_field_is_named(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(HistoryError, match="missing field 'f'"):
         load_history(path)
+
+
+def test_a_byte_order_mark_is_dropped_and_a_key_given_twice_refused(tmp_path: Path) -> None:
+    """As the history's own reader does: a BOM some editor saved is no part of the first op,
+    and an op naming a key twice (``"type":"fail","type":"ok"``) is refused, naming the key."""
+    path = tmp_path / "history.jsonl"
+    write_history(path, _ops())
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert list(load_history(path)) == _ops()
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2].replace(b'"type":"ok"', b'"type":"fail","type":"ok"')
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(HistoryError) as refused:
+        load_history(path)
+    assert str(refused.value) == f"{path}:3: the key 'type' twice in one object (which one was meant cannot be told)"
+    lines[2] = lines[2].replace(b'"offset":0', b'"offset":0,"offset":7')  # inside the value
+    path.write_bytes(b"".join(lines).replace(b'"type":"fail",', b""))
+    with pytest.raises(HistoryError, match=f"^{path}:3: the key 'offset' twice"):
+        load_history(path)

@@ -33,6 +33,7 @@ from typing import Any, Final
 from floodmark.checkers.linearizability.independent import independent_split, kv_key_and_value
 from floodmark.checkers.linearizability.values import canonical, canonical_name
 from floodmark.checkers.linearizability.values import shown as _shown
+from floodmark.checkers.op_agreement import acknowledgement_problem, read_problem
 
 INCONSISTENT: Final = object()  # a step's answer when the op cannot happen in that state
 NOTHING_OBSERVED: Final = object()  # Model.observed's answer for a call that reads no whole state
@@ -409,6 +410,8 @@ class Log(Model):
             offset = completed.get("offset") if outcome == "ok" and isinstance(completed, dict) else None
             if offset is not None and (type(offset) is not int or offset < 0):
                 raise ValueError(f"an offset is a whole number from 0, not {_shown(offset)}")
+            if offset is not None and (disagreement := acknowledgement_problem(invoked, completed)):
+                raise ValueError(disagreement)  # (which partition or value it was cannot be told)
             value = invoked["value"]
             return ("append", value if type(value) is str else canonical(value), offset)
         if f == "read":
@@ -417,6 +420,8 @@ class Log(Model):
             offset, value = invoked["offset"], completed.get("value")
             if type(offset) is not int or offset < 0:
                 raise ValueError(f"an offset is a whole number from 0, not {_shown(offset)}")
+            if disagreement := read_problem(invoked, completed):
+                raise ValueError(disagreement)
             return ("read", offset, value if type(value) is str else canonical(value))
         raise ValueError(f"the log model has only append/read, not {f!r}")
 

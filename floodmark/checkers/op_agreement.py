@@ -1,0 +1,115 @@
+"""Whether a queue or log op's completion agrees with its invocation, and its offsets are offsets.
+
+A client op is recorded twice (Jepsen's history): its invocation says what was asked (a send
+of this value to this partition, a poll from these positions, a read of this offset) and its
+completion what came of it, echoing what was asked beside what it adds (the offset a send
+got, the records a poll returned). An op whose completion names another partition, another
+value or another position than its invocation contradicts itself: where the record went, or
+where the poll read from, cannot be told, so neither reading may become a verdict. And an
+offset is a place in a log, a whole number from 0: a negative one is no place at all.
+
+The functions here say what is wrong, in words, or None; the history index lists such ops as
+malformed (:mod:`floodmark.checkers.queue_index`), which makes the checkers' verdict unknown.
+Only what a completion states is compared: one that echoes nothing (a foreign history's)
+contradicts nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Partition = tuple[str, int]
+
+
+def offset_problem(offset: Any, what: str) -> str | None:
+    """Why ``offset`` (``what`` holds it) is no offset in a log, or None: an integer below 0
+    (one of another type is the caller's to judge)."""
+    if type(offset) is int and offset < 0:
+        return f"{what} {offset}, below 0 (no log has such an offset)"
+    return None
+
+
+def acknowledgement_problem(invoked: dict[str, Any], acknowledged: dict[str, Any]) -> str | None:
+    """What an ok send's (or append's) acknowledgement says against its invocation: another
+    partition or another value than was sent; None when it agrees where it says anything."""
+    topic, partition, value = invoked.get("topic"), invoked.get("partition"), invoked.get("value")
+    acked_topic, acked_partition = acknowledged.get("topic", topic), acknowledged.get("partition", partition)
+    if not (_same(acked_topic, topic) and _same(acked_partition, partition)):
+        return (f"acknowledged send names partition {_shown_key((acked_topic, acked_partition))}, but the send "
+                f"was to {_shown_key((topic, partition))}")
+    acked_value = acknowledged.get("value", value)
+    if not _same(acked_value, value):
+        return f"acknowledged send names value {_shown(acked_value)}, but the send was of {_shown(value)}"
+    return None
+
+
+def acknowledged_elsewhere(invoked: dict[str, Any], acknowledged: Any) -> tuple[Partition, Any] | None:
+    """The partition and value an acknowledgement names, when they are a partition and a
+    value (a topic and a number; a string or an integer) other than the invoked ones: where
+    the send may have written instead. None otherwise."""
+    if not isinstance(acknowledged, dict):
+        return None
+    topic, partition, value = invoked.get("topic"), invoked.get("partition"), invoked.get("value")
+    acked_topic, acked_partition = acknowledged.get("topic", topic), acknowledged.get("partition", partition)
+    acked_value = acknowledged.get("value", value)
+    if type(acked_topic) is not str or type(acked_partition) is not int or type(acked_value) not in (str, int):
+        return None
+    if _same(acked_topic, topic) and _same(acked_partition, partition) and _same(acked_value, value):
+        return None
+    return (acked_topic, acked_partition), acked_value
+
+
+def batch_problem(f: str, requested: Any, batch: dict[str, Any]) -> str | None:
+    """What a poll's (or drain's) batch says against the positions the op fetched from: a
+    partition it did not fetch, or another offset to start from than it fetched at; and a
+    start below 0. None when it agrees (or the invocation states no positions to compare)."""
+    topic, partition, start = batch["topic"], batch["partition"], batch.get("offset")
+    if type(start) is int and start < 0:
+        return offset_problem(start, f"{f}'s batch of {_shown_key((topic, partition))} starts at offset")
+    if type(requested) is not list:
+        return None
+    for position in requested:  # (a poll fetches a few partitions: one, most often)
+        if type(position) is not dict or "topic" not in position or "partition" not in position:
+            return None  # positions not stated as maps (a foreign history's poll): nothing to compare
+        if _same(position["topic"], topic) and _same(position["partition"], partition):
+            offset = position.get("offset")
+            if start is None or offset is None or _same(start, offset):
+                return None
+            return (f"{f}'s batch of {_shown_key((topic, partition))} starts at offset {_shown(start)}, but the "
+                    f"{f} fetched it from {_shown(offset)}")
+    fetched = ", ".join(_shown_key((p["topic"], p["partition"])) for p in requested)
+    return f"{f} returned a batch of {_shown_key((topic, partition))}, a partition it did not fetch ({fetched or 'none'})"
+
+
+def read_problem(invoked: dict[str, Any], completed: dict[str, Any]) -> str | None:
+    """What a log read's completion says against its invocation: another partition or another
+    offset than was read, or an offset below 0. None when it agrees."""
+    offset = invoked.get("offset")
+    problem = offset_problem(offset, "read of offset")
+    if problem is not None:
+        return problem
+    topic, partition = invoked.get("topic"), invoked.get("partition")
+    read = (completed.get("topic", topic), completed.get("partition", partition))
+    at = completed.get("offset", offset)
+    if not (_same(read[0], topic) and _same(read[1], partition) and _same(at, offset)):
+        return (f"read's completion names {_shown_key(read)} at offset {_shown(at)}, but the read was of "
+                f"{_shown_key((topic, partition))} at offset {_shown(offset)}")
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, and of the same type (JSON's true is not 1, as Python's is)."""
+    return a == b and type(a) is type(b)
+
+
+def _shown_key(key: tuple[Any, Any]) -> str:
+    topic, partition = key
+    if type(topic) is str and type(partition) is int:
+        text = f"{topic}/{partition}"
+        return text if len(text) <= 60 else text[:57] + "..."
+    return _shown(list(key))
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

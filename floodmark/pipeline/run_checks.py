@@ -1,0 +1,124 @@
+"""What makes a run directory fit to ingest, decided before any of its rows is read.
+
+The store is a record of runs and of their verdicts, and Spark re-checks what it holds; so a
+run goes in whole and as the run it was, or it is rejected with one line naming the file and
+what is wrong (``floodmark analyze`` lists those lines and exits 254). The rules are the
+ones ``floodmark check`` and the report apply to one run:
+
+* every file of the run is a regular file: a FIFO, a device, a directory or a symbolic link
+  that leads nowhere where ``history.jsonl``, ``events/<node>.jsonl``, ``test.yaml``,
+  ``results.json`` or ``digest.json`` belongs is named at once, never waited on or read
+  without end;
+* its path is text: the store keeps a run's path as a string (its id, and the ``floodmark
+  repro`` command of a failing seed), and a name that is not UTF-8 would be stored as
+  another name, colliding with any run whose name differs in the same bytes;
+* ``results.json``, when there is one, is a verdict: a results file whose checkers are not
+  judgements, or whose overall verdict is not the merge of theirs, or that has no checker at
+  all, is no verdict, and the run's recorded verdict must never be taken from it
+  (:func:`floodmark.results.verdict_problem`);
+* the history and node events are the ones ``digest.json`` recorded as the run ended: files
+  cut at a line's end, edited, lost or added since are another run, and node events cut short
+  can make up violations (remove the digest to ingest the files as they are, on purpose).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from floodmark.inputs.sources import describe_os_error, file_problem
+from floodmark.results import read_results, verdict_problem
+from floodmark.run_config import ConfigError, TestConfig, read_test_config
+from floodmark.rundir import (
+    DigestError,
+    RunDir,
+    compute_digest,
+    digest_differences,
+    load_digest,
+    named_files,
+)
+
+
+class RunRejected(ValueError):
+    """A run directory that cannot be ingested; the message says where and why."""
+
+
+def checked_run(rd: RunDir) -> tuple[TestConfig | None, dict[str, Any] | None]:
+    """The run's configuration and results (None for each it does not have), once every rule
+    of the module docstring holds; RunRejected naming the file otherwise."""
+    path_problem = _path_problem(rd.path)
+    if path_problem is not None:
+        raise RunRejected(path_problem)
+    for path in run_files(rd):
+        problem = _path_problem(path) or (f"{path}: {unreadable}" if (unreadable := file_problem(path)) else None)
+        if problem is not None:
+            raise RunRejected(problem)
+    config = read_config(rd)
+    results = read_results_if_any(rd)
+    changed = digest_problem(rd)
+    if changed is not None:
+        raise RunRejected(changed)
+    return config, results
+
+
+def run_files(rd: RunDir) -> list[Path]:
+    """The files of the run that ingestion reads (those that are there; the history always)."""
+    files = [rd.history, *(p for p in (rd.config, rd.results, rd.digest) if os.path.lexists(p))]
+    if rd.events.is_dir():
+        try:
+            files += sorted(rd.events.glob("*.jsonl"))
+        except OSError as e:
+            raise RunRejected(f"{rd.events}: cannot be listed: {describe_os_error(e)}") from None
+    return files
+
+
+def _path_problem(path: Path) -> str | None:
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return (f"{path}: its name is not UTF-8 text, and the store keeps a run's paths and node "
+                "names as text (rename it)")
+    return None
+
+
+def read_config(rd: RunDir) -> TestConfig | None:
+    """The run's configuration (None when it has no ``test.yaml``); a malformed one rejects the run."""
+    try:
+        return read_test_config(rd.config)
+    except ConfigError as e:
+        raise RunRejected(str(e)) from None
+
+
+def read_results_if_any(rd: RunDir) -> dict[str, Any] | None:
+    """The run's results (None without ``results.json``); a file that is no verdict rejects the run."""
+    if not os.path.lexists(rd.results):
+        return None
+    try:
+        results = read_results(rd.results)  # its messages name the file
+    except (OSError, ValueError) as e:
+        raise RunRejected(str(e) if str(rd.results) in str(e) else f"{rd.results}: {e}") from None
+    problem = verdict_problem(results)
+    if problem is not None:
+        raise RunRejected(f"{rd.results}: {problem}")
+    return results
+
+
+def digest_problem(rd: RunDir) -> str | None:
+    """Why the run's history and node events are not those its ``digest.json`` recorded, naming
+    the files; None when they are, or when the run has no digest (nothing records them)."""
+    remedy = f"remove {rd.digest.name} to ingest the files as they are now"
+    try:
+        saved = load_digest(rd)
+    except DigestError as e:
+        return f"{e}: what the run recorded cannot be told; {remedy}"
+    if saved is None:
+        return None
+    try:
+        differ = digest_differences(saved, compute_digest(rd))
+    except OSError as e:
+        return f"{rd.path}: cannot be digested: {describe_os_error(e)}"
+    if not differ:
+        return None
+    return (f"{rd.path}: {named_files(differ)} {'differs' if len(differ) == 1 else 'differ'} from what "
+            f"{rd.digest.name} recorded at the end of the run, so this is not the run that was recorded; {remedy}")

@@ -1,0 +1,240 @@
+"""The results browser against hostile requests and a store that changes under it.
+
+Each test here is an input the audit of ``floodmark serve`` found mishandled: a name that is
+not UTF-8, a run removed mid-scan, a file growing while it is sent, methods other than GET,
+a request target that is not ASCII, a FIFO, an idle client, SIGTERM. The Hypothesis property
+at the end holds :func:`resolve_in_store` to never naming a path outside the store.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from report_fixtures import make_minimal_run
+
+from floodmark.reports.server import OutsideStore, StoreServer, make_server, resolve_in_store
+
+STAMP = "20260101T000000"
+BAD_NAME = b"bad\xffname"  # a test folder whose name is not UTF-8
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    root = tmp_path / "store"
+    make_minimal_run(root, name="good", seed=1, stamp=STAMP, verdict=True)
+    make_minimal_run(root, name="other", seed=2, stamp=STAMP, verdict=False)
+    (root / "good" / f"{STAMP}-s1" / "logs").mkdir()
+    return root
+
+
+@pytest.fixture
+def server(store: Path) -> Iterator[StoreServer]:
+    srv = make_server(store, "127.0.0.1", 0)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+    thread.join(timeout=5)
+
+
+def raw(server: StoreServer, request: bytes, timeout: float = 60) -> bytes:
+    """Send ``request`` as it is and read the whole answer (the server closes after one)."""
+    host, port = server.server_address[:2]
+    with socket.create_connection((str(host), int(port)), timeout=timeout) as s:
+        s.sendall(request)
+        answer = b""
+        while chunk := s.recv(1 << 16):
+            answer += chunk
+    return answer
+
+
+def status_of(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1])
+
+
+def get(server: StoreServer, path: str) -> tuple[int, str]:
+    answer = raw(server, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    return status_of(answer), answer.split(b"\r\n\r\n", 1)[1].decode("utf-8", "replace")
+
+
+def test_a_name_that_is_not_utf8_is_listed_escaped_and_served(server: StoreServer, store: Path) -> None:
+    """Audit S1: one test folder named in bytes that are not UTF-8 took the index and the
+    store's listing down (400 for every page that named it)."""
+    os.rename(store / "other", os.path.join(os.fsencode(store), BAD_NAME))
+    status, body = get(server, "/")
+    assert status == 200, body
+    assert "bad\\xffname" in body and "2 runs" in body
+    link = re.search(r'href="(/store/bad%FFname/[^"]+/)"', body)
+    assert link, body
+    status, listing = get(server, link[1])
+    assert status == 200 and 'href="history.jsonl"' in listing
+    status, history = get(server, link[1] + "history.jsonl")
+    assert status == 200 and '"index": 0' in history
+    status, listing = get(server, "/store/")
+    assert status == 200 and 'href="bad%FFname/"' in listing and "bad\\xffname/" in listing
+
+
+def test_a_run_removed_while_the_index_is_read_is_left_out(server: StoreServer, store: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Audit S2: a run deleted between listing the store and listing its test folder made the
+    index answer 400 (about 1 request in 140 while runs came and went)."""
+    make_minimal_run(store, name="vanishing", seed=3, stamp=STAMP, verdict=True)
+    real_iterdir = Path.iterdir
+
+    def iterdir(self: Path) -> Iterator[Path]:
+        if self.name == "vanishing":
+            raise FileNotFoundError(2, "No such file or directory", str(self))
+        return real_iterdir(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    status, body = get(server, "/")
+    assert status == 200 and "2 runs" in body, body[:300]
+    status, _ = get(server, "/store/vanishing/")  # the folder itself, gone mid-listing
+    assert status == 404
+
+
+def test_a_growing_file_is_sent_as_long_as_its_header_says(server: StoreServer, store: Path) -> None:
+    """Audit S3: a history or log appended to while it was sent went out longer than its
+    Content-Length (20 MiB promised, 25 MiB sent), and one appended for ever was sent for ever."""
+    log = store / "good" / f"{STAMP}-s1" / "logs" / "grow.log"
+    log.write_bytes(b"x" * (32 << 20))
+    host, port = server.server_address[:2]
+    with socket.create_connection((str(host), int(port)), timeout=60) as s:
+        s.sendall(f"GET /store/good/{STAMP}-s1/logs/grow.log HTTP/1.1\r\n\r\n".encode())
+        answer = s.recv(1 << 12)
+        with open(log, "ab") as f:  # the server is still sending: the file grows by 4 MiB
+            f.write(b"y" * (4 << 20))
+        while chunk := s.recv(1 << 20):
+            answer += chunk
+    head, body = answer.split(b"\r\n\r\n", 1)
+    length = int(re.search(rb"Content-Length: (\d+)", head)[1])  # type: ignore[index]
+    assert length == 32 << 20 and len(body) == length and b"y" not in body
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "BREW"])
+def test_a_method_other_than_get_and_head_is_405_with_allow(server: StoreServer, method: str) -> None:
+    """Audit S5: http.server answered 501 (a server error) with its own page."""
+    answer = raw(server, f"{method} / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello".encode())
+    assert status_of(answer) == 405, answer[:200]
+    assert b"\r\nAllow: GET, HEAD\r\n" in answer and b"read-only" in answer
+
+
+def test_a_request_target_that_is_not_ascii_is_400(server: StoreServer) -> None:
+    """Audit S7: raw bytes in the request line were taken as Latin-1 and looked up (404)."""
+    assert status_of(raw(server, b"GET /store/\xff\xfe HTTP/1.1\r\n\r\n")) == 400
+
+
+def test_a_fifo_in_the_store_is_refused_at_once(server: StoreServer, store: Path) -> None:
+    """Audit S8: a FIFO was '404 No such file'; opened, it would wait for a writer."""
+    os.mkfifo(store / "good" / f"{STAMP}-s1" / "logs" / "pipe.log")
+    started = time.monotonic()
+    status, body = get(server, f"/store/good/{STAMP}-s1/logs/pipe.log")
+    assert status == 403 and "FIFO" in body and time.monotonic() - started < 10
+
+
+def test_an_idle_connection_is_closed(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Audit S6: a client that connected and said nothing held its thread for ever."""
+    from floodmark.reports import server as server_module
+
+    assert 0 < server_module.StoreHandler.timeout <= 120
+    monkeypatch.setattr(server_module.StoreHandler, "timeout", 0.5)
+    srv = make_server(store, "127.0.0.1", 0)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with socket.create_connection(srv.server_address[:2], timeout=30) as s:
+            assert s.recv(10) == b""  # closed by the server, not by our own timeout
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def _serve_process(store: Path, *, ignore_sigint: bool = False) -> tuple[subprocess.Popen[str], int]:
+    def setup() -> None:
+        if ignore_sigint:  # as a background job starts
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    proc = subprocess.Popen([sys.executable, "-m", "floodmark", "serve", "--store", str(store), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=setup,
+                            cwd=Path(__file__).resolve().parents[2])
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    match = re.search(r":(\d+)/$", line.strip())
+    assert match, (line, proc.poll())
+    return proc, int(match[1])
+
+
+@pytest.mark.parametrize("ignore_sigint", [False, True])
+def test_sigterm_stops_the_server_cleanly(store: Path, ignore_sigint: bool) -> None:
+    """Audit S4: SIGTERM killed the server (exit -15) without closing it; now it stops as
+    Ctrl-C does, also in a background job where SIGINT is ignored."""
+    proc, port = _serve_process(store, ignore_sigint=ignore_sigint)
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn.request("GET", "/")
+        assert conn.getresponse().status == 200
+        conn.close()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0 and err == "", err
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_an_empty_host_is_refused(store: Path) -> None:
+    """Audit S9: --host '' bound every interface, unasked (and served until stopped)."""
+    done = subprocess.run([sys.executable, "-m", "floodmark", "serve", "--store", str(store), "--host", "",
+                           "--port", "0"], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 254
+    assert done.stderr == "floodmark serve: error: --host: empty; give an address (0.0.0.0 for every interface)\n"
+
+
+# --- the property: no URL names a path outside the store ----------------------------------
+
+_SEGMENTS = st.sampled_from(["..", ".", "", "good", "escape", "loop", "%2e%2e", "%2E%2e", "%2f", "%5c", "%00",
+                             "%ff", "..%2f..", "/", "\\", "~", "%252e%252e", "a" * 300, "%c0%ae%c0%ae"])
+
+
+@pytest.fixture(scope="module")
+def linked_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("property")
+    root = base / "store"
+    make_minimal_run(root, name="good", seed=1, stamp=STAMP, verdict=True)
+    (base / "outside").mkdir()
+    (base / "outside" / "secret").write_text("secret")
+    os.symlink(base / "outside", root / "escape")
+    os.symlink("loop", root / "loop")
+    os.symlink("../../..", root / "good" / "up")
+    return root.resolve()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_SEGMENTS | st.text(max_size=6), max_size=8).map("/".join))
+def test_no_url_resolves_outside_the_store(linked_store: Path, url: str) -> None:
+    try:
+        target = resolve_in_store(linked_store, url)
+    except OutsideStore:
+        return
+    except Exception as e:  # the only other refusal: a path the file system cannot follow
+        assert type(e).__name__ == "UnusablePath", repr(e)
+        return
+    assert target == linked_store or linked_store in target.parents, (url, target)
