@@ -9,12 +9,11 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from report_fixtures import HOSTILE_SCRIPT, make_minimal_run, make_run
+from report_fixtures import HOSTILE_SCRIPT, make_minimal_run, make_run, serving
 
 from floodmark.reports.server import OutsideStore, StoreServer, make_server, resolve_in_store
 
@@ -44,13 +43,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(store: Path) -> Iterator[StoreServer]:
-    srv = make_server(store, "127.0.0.1", 0)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-    thread.join(timeout=5)
+    with serving(store) as srv:
+        yield srv
 
 
 def get(server: StoreServer, path: str) -> tuple[int, dict[str, str], str]:

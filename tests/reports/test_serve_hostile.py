@@ -15,7 +15,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,9 +22,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from report_fixtures import make_minimal_run
+from report_fixtures import make_minimal_run, serving
 
-from floodmark.reports.server import OutsideStore, StoreServer, make_server, resolve_in_store
+from floodmark.reports.server import OutsideStore, StoreServer, resolve_in_store
 
 STAMP = "20260101T000000"
 BAD_NAME = b"bad\xffname"  # a test folder whose name is not UTF-8
@@ -42,13 +41,8 @@ def store(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def server(store: Path) -> Iterator[StoreServer]:
-    srv = make_server(store, "127.0.0.1", 0)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-    thread.join(timeout=5)
+    with serving(store) as srv:
+        yield srv
 
 
 def raw(server: StoreServer, request: bytes, timeout: float = 60) -> bytes:
@@ -152,15 +146,8 @@ def test_an_idle_connection_is_closed(store: Path, monkeypatch: pytest.MonkeyPat
 
     assert 0 < server_module.StoreHandler.timeout <= 120
     monkeypatch.setattr(server_module.StoreHandler, "timeout", 0.5)
-    srv = make_server(store, "127.0.0.1", 0)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    try:
-        with socket.create_connection(srv.server_address[:2], timeout=30) as s:
-            assert s.recv(10) == b""  # closed by the server, not by our own timeout
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    with serving(store) as srv, socket.create_connection(srv.server_address[:2], timeout=30) as s:
+        assert s.recv(10) == b""  # closed by the server, not by our own timeout
 
 
 def _serve_process(store: Path, *, ignore_sigint: bool = False) -> tuple[subprocess.Popen[str], int]:
