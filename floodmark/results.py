@@ -152,7 +152,7 @@ def previous_verdicts(path: str | os.PathLike[str]) -> tuple[dict[str, dict[str,
     except ValueError as e:
         return {}, str(e)
     if not isinstance(checkers, dict):
-        return {}, f"{path}: not a results file ('checkers' is {_kind(checkers)}, not an object)"
+        return {}, f"{path}: not a results file ('checkers' is {_short(checkers)}, not an object)"
     for name, result in checkers.items():
         shape = judgement_problem(result)
         if shape is not None:

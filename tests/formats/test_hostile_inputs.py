@@ -215,8 +215,8 @@ def test_check_of_some_checkers_over_an_ill_shaped_results_file_replaces_it(tmp_
     (run / "results.json").write_text('{"valid": true, "checkers": [1]}')
     done = floodmark("check", "--checker", "stats", str(run))
     assert done.returncode == EXIT_VALID and done.stdout.startswith(f"VALID    {run}  stats valid")
-    assert done.stderr == (f"floodmark check: warning: {run / 'results.json'}: not a results file ('checkers' is a "
-                           "list, not an object): replaced; the verdicts it held, if any, are not kept\n")
+    assert done.stderr == (f"floodmark check: warning: {run / 'results.json'}: not a results file ('checkers' is "
+                           "[1], not an object): replaced; the verdicts it held, if any, are not kept\n")
     (run / "results.json").unlink()
     (run / "results.json").mkdir()
     done = floodmark("check", str(run))

@@ -68,7 +68,7 @@ def test_shrink_refuses_results_whose_checkers_are_no_judgements(failing_run: Pa
     _rewrite_results(run, lambda r: r.update(checkers=[1]))
     assert main(["shrink", str(run), "--budget", "1"]) == 254
     err = capsys.readouterr().err
-    assert err == (f"floodmark shrink: error: {run}/results.json: not a results file ('checkers' is a list, not an "
+    assert err == (f"floodmark shrink: error: {run}/results.json: not a results file ('checkers' is [1], not an "
                    f"object); run floodmark check {run} to judge the run again\n")
 
 
