@@ -298,6 +298,25 @@ def changed_since_digest(run: RunDir) -> str | None:
                                                          f"{run.digest} records")
 
 
+def unrecorded_problem(run: RunDir, files: dict[str, str] | None, remedy: str) -> str | None:
+    """Why the run's history and node events (``files``, their digests; None when they could
+    not be read) are not those its digest.json recorded as the run ended, in one line naming
+    the files and ending in ``remedy``; None when they are, or when no digest records them.
+    ``check`` refuses such a run and ``analyze`` leaves it out: judging it would judge
+    another run."""
+    try:
+        saved = load_digest(run)
+    except DigestError as e:
+        return f"{e}: what the run recorded cannot be told; {remedy}"
+    if saved is None or files is None:
+        return None
+    differ = digest_differences(saved, files)
+    if not differ:
+        return None
+    return (f"{run.path}: {named_files(differ)} {'differs' if len(differ) == 1 else 'differ'} from what "
+            f"{run.digest.name} recorded at the end of the run, so this is not the run that was recorded; {remedy}")
+
+
 def _changed(run: RunDir, recorded: dict[str, str], now: dict[str, str] | None,
              said: Callable[[str, bool], str]) -> str | None:
     """None when the files match ``recorded``; else ``said(the files, whether one)``, or why

@@ -313,20 +313,11 @@ def _refuse_if_changed(run: RunDir, files: dict[str, str] | None) -> None:
     recorded as the run ended (a file cut at a line's end, edited, lost or added): judging
     them would judge another run, and a node's events cut short can make up violations. The
     message says how to check the files as they are, on purpose: remove the digest."""
-    from floodmark.rundir import DigestError, digest_differences, load_digest, named_files
+    from floodmark.rundir import unrecorded_problem
 
-    remedy = f"remove {run.digest.name} to check the files as they are now"
-    try:
-        saved = load_digest(run)
-    except DigestError as e:
-        raise UsageError(f"{e}: what the run recorded cannot be told; {remedy}") from None
-    if saved is None or files is None:
-        return
-    differ = digest_differences(saved, files)
-    if differ:
-        raise UsageError(f"{run.path}: {named_files(differ)} {'differs' if len(differ) == 1 else 'differ'} from what "
-                         f"{run.digest.name} recorded at the end of the run, so this is not the run that was "
-                         f"recorded; {remedy}")
+    problem = unrecorded_problem(run, files, f"remove {run.digest.name} to check the files as they are now")
+    if problem is not None:
+        raise UsageError(problem)
 
 
 def _judged_files(run: RunDir) -> Any:

@@ -31,12 +31,9 @@ from floodmark.inputs.sources import describe_os_error, file_problem
 from floodmark.results import read_results, verdict_problem
 from floodmark.run_config import ConfigError, TestConfig, read_test_config
 from floodmark.rundir import (
-    DigestError,
     RunDir,
     compute_digest,
-    digest_differences,
-    load_digest,
-    named_files,
+    unrecorded_problem,
 )
 
 
@@ -107,18 +104,10 @@ def read_results_if_any(rd: RunDir) -> dict[str, Any] | None:
 def digest_problem(rd: RunDir) -> str | None:
     """Why the run's history and node events are not those its ``digest.json`` recorded, naming
     the files; None when they are, or when the run has no digest (nothing records them)."""
-    remedy = f"remove {rd.digest.name} to ingest the files as they are now"
-    try:
-        saved = load_digest(rd)
-    except DigestError as e:
-        return f"{e}: what the run recorded cannot be told; {remedy}"
-    if saved is None:
+    if not os.path.lexists(rd.digest):
         return None
     try:
-        differ = digest_differences(saved, compute_digest(rd))
+        files = compute_digest(rd)
     except OSError as e:
         return f"{rd.path}: cannot be digested: {describe_os_error(e)}"
-    if not differ:
-        return None
-    return (f"{rd.path}: {named_files(differ)} {'differs' if len(differ) == 1 else 'differ'} from what "
-            f"{rd.digest.name} recorded at the end of the run, so this is not the run that was recorded; {remedy}")
+    return unrecorded_problem(rd, files, f"remove {rd.digest.name} to ingest the files as they are now")
