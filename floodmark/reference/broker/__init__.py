@@ -4,9 +4,9 @@
 (``partition``: the ISR, HW and leader epoch rules) and applies the controller's orders;
 followers pull from leaders (``replica_fetcher``, owned by the replica manager); log
 operations run under a ``storage_guard`` (KIP-112); leaders serve fetches
-(``fetch_serving``) and produce requests (``produce``) and change their ISR
-(``isr_updates``); heartbeats and self-fencing follow KIP-343 (``heartbeat``), sent by the
-``controller_route``; ``session`` is the broker's changing standing (ZooKeeper session,
+(``fetch_serving``) and produce requests (``produce``) and keep their ISR (``isr``: which
+followers are in, and the two ways to change it); heartbeats and self-fencing follow
+KIP-343 (``heartbeat``), sent by the ``controller_route``; ``session`` is the broker's changing standing (ZooKeeper session,
 incarnation, self-fenced), ``metadata_cache`` its copy of the cluster map and ``config``
 its knobs.
 """

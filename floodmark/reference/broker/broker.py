@@ -51,7 +51,7 @@ from floodmark.reference.broker.fetch_serving import (
     handle_replica_fetch,
 )
 from floodmark.reference.broker.heartbeat import BrokerHeartbeat
-from floodmark.reference.broker.isr_change_requests import IsrChangeRequests
+from floodmark.reference.broker.isr.change_requests import IsrChangeRequests
 from floodmark.reference.broker.log_info import handle_replica_log_info
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.produce import handle_produce

@@ -14,7 +14,7 @@ It owns the replica fetchers and starts and stops following as those orders say;
 reads of the broker's changing state (ZooKeeper session, incarnation, self-fenced) comes
 from the broker's session, lent to it.
 
-It lends its replicas to the leader's ISR duties (:mod:`.isr_maintenance`), runs the
+It lends its replicas to the leader's ISR duties (:mod:`.isr.maintenance`), runs the
 periodic ones of its own (checkpoint HWs, bring the replicas' leader epoch checkpoint files
 up to date from their directory's journal, a bounded step at a time so that a failover's
 thousands never hold the loop) and handles **log directory failure** (KIP-112): an ``OSError`` from a replica's log
@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 from floodmark.node_event_kinds import LogDirOffline, Rejected, Truncated
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.epoch_compaction import CompactionSchedule
-from floodmark.reference.broker.isr_maintenance import IsrMaintenance
+from floodmark.reference.broker.isr.maintenance import IsrMaintenance
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.offset_waiters import ChangeSignal, OffsetWaiters
 from floodmark.reference.broker.partition import Partition, records_appended

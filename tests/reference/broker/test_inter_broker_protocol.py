@@ -17,7 +17,8 @@ import pytest
 from broker_fixtures import SimCluster
 
 from floodmark.node_events import BrokerState, IsrChanged
-from floodmark.reference.broker import isr_maintenance, isr_updates
+from floodmark.reference.broker.isr import maintenance as isr_maintenance
+from floodmark.reference.broker.isr import updates as isr_updates
 from floodmark.reference.client.producer import SendResult
 from floodmark.reference.protocol import zk_layout as zk
 

@@ -1,4 +1,4 @@
-"""ISR writes (floodmark.reference.broker.isr_updates) racing other writers of the state node."""
+"""ISR writes (floodmark.reference.broker.isr.updates) racing other writers of the state node."""
 
 from __future__ import annotations
 

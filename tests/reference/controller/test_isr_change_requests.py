@@ -17,7 +17,7 @@ import pytest
 from broker_fixtures import SimCluster, request
 
 from floodmark.node_events import BrokerState, ControllerResigned, IsrChanged, Rejected
-from floodmark.reference.broker import isr_maintenance
+from floodmark.reference.broker.isr import maintenance as isr_maintenance
 from floodmark.reference.controller.controller import Controller
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import (

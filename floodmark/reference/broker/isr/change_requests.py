@@ -1,7 +1,7 @@
 """ISR changes by request (KIP-343): how a leader has the controller change its ISR.
 
 At the ``kip-343`` inter-broker protocol a leader does not write its shrunk or expanded ISR
-to ZooKeeper (:mod:`~floodmark.reference.broker.isr_updates` is the older way); it proposes
+to ZooKeeper (:mod:`~floodmark.reference.broker.isr.updates` is the older way); it proposes
 it to the controller in an ``IsrChangeRequest`` (its broker id and incarnation, and the
 leader epoch it proposes in) and acts on it only once the controller accepted it: until
 then the ISR that counts for acks=all and for the HW stays the old one, and no other change

@@ -8,7 +8,7 @@ until the outcome is known: KIP-497's maximal ISR).
 
 How a change is made depends on the inter-broker protocol: a legacy leader writes the
 partition's state node in ZooKeeper itself, conditional on the version it knows
-(``isr_updates.write_isr``); a KIP-343 leader asks the controller, all of one round's
+(``updates.write_isr``); a KIP-343 leader asks the controller, all of one round's
 shrinks in one request (an :class:`IsrProposer`, the broker's ``IsrChangeRequests``).
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from floodmark.reference.broker.config import BrokerConfig
-from floodmark.reference.broker.isr_updates import write_isr
+from floodmark.reference.broker.isr.updates import write_isr
 from floodmark.reference.broker.partition import Partition
 from floodmark.reference.broker.session import BrokerSession
 from floodmark.reference.runtime import Runtime
