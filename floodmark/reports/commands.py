@@ -5,7 +5,8 @@ could not read (a damaged results.json, node events) is noted on the page and in
 each on stderr, and the exit code is then 254 (the page is written all the same); an
 ``--out`` that is a directory or a file of the run is refused (254) and a device or FIFO is
 written through (:mod:`floodmark.inputs.output_paths`);
-``floodmark serve [--store DIR] [--port 8080] [--host 127.0.0.1]`` browses a store of runs.
+``floodmark serve [--store DIR] [--port 8080] [--host 127.0.0.1]`` browses a store of runs
+(``--host ::1`` or another IPv6 address serves over IPv6).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--store", default="store", metavar="DIR", help="the store directory (default ./store)")
     serve.add_argument("--port", type=int, default=8080, help="TCP port (default 8080; 0 picks a free one)")
     serve.add_argument("--host", default="127.0.0.1",
-                       help="address to bind (default 127.0.0.1; the store may hold sensitive logs)")
+                       help="address to bind (default 127.0.0.1, ::1 for IPv6; the store may hold sensitive logs)")
     serve.set_defaults(func=serve_command)
 
 
@@ -60,7 +61,7 @@ def _not_a_directory(path: Path) -> str:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from floodmark.reports.server import serve
+    from floodmark.reports.server import host_problem, serve, url_host
 
     store = Path(args.store)
     if not store.is_dir():
@@ -69,10 +70,14 @@ def serve_command(args: argparse.Namespace) -> int:
         raise UsageError(f"--port {args.port}: must be between 0 and 65535")
     if not args.host.strip():  # the empty address is every interface: say so, never by accident
         raise UsageError("--host: empty; give an address (0.0.0.0 for every interface)")
+    problem = host_problem(args.host)
+    if problem is not None:
+        raise UsageError(f"--host {args.host}: {problem}")
     try:
         serve(store, args.host, args.port, announce=lambda url: print(f"serving {printable(str(store))} at {url}",
                                                                   flush=True))
     except OSError as e:
-        print(f"floodmark serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
+        print(f"floodmark serve: cannot listen on {printable(url_host(args.host))}:{args.port}: {e.strerror or e}",
+              file=sys.stderr)
         return 254
     return 0

@@ -5,6 +5,11 @@ verdict, test name, seed, variant, nemeses and anomaly counts, and filters and p
 list. Summaries are read from each run's ``results.json`` (or ``test.yaml`` for runs never
 checked) and cached by file modification time, so a page of the index costs a directory
 scan, not a re-read of every results file.
+
+A results file is opened as the server opens what it serves
+(:func:`~floodmark.reports.store_paths.open_in_store`): a FIFO, a device or a link leading out
+of the store is that run's problem at once, never waited on, and a file larger than
+:data:`MAX_RESULTS_BYTES` is refused unread, so no run can stall or exhaust the index.
 """
 
 from __future__ import annotations
@@ -16,14 +21,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from floodmark.errors import SourceError
 from floodmark.inputs.plain_values import parse_json
-from floodmark.inputs.sources import file_problem, read_source
+from floodmark.inputs.sources import describe_os_error, file_problem, without_bom
+from floodmark.reports.store_paths import NotAFile, OutsideStore, open_in_store
 from floodmark.results import verdict_problem, verdict_word
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir, find_run_dirs
 
 NOT_STATED = "not stated"  # the variant of a run without a configuration
+# The index parses a run's results.json whole, on every change of it, to show one line. A
+# verdict and its anomalies stay far below this but for runs with hundreds of thousands of
+# anomalies, which the index then lists without a verdict (their report reads them whole).
+MAX_RESULTS_BYTES = 64 << 20
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})")
 
 
@@ -118,21 +127,18 @@ def _summarize_or_note(run: RunDir, store: Path) -> RunSummary:
 def summarize(run: RunDir, store: Path) -> RunSummary:
     """One run's summary; a damaged results or config file is noted, not fatal."""
     problem = None
-    results: dict[str, Any] = {}
+    read: dict[str, Any] | None = None  # results.json's object, when it is one (even an empty one)
     if os.path.lexists(run.results):  # in any form: a FIFO is refused at once, never waited on
-        unreadable = file_problem(run.results)
         try:
-            if unreadable is not None:
-                raise ValueError(unreadable)
-            loaded = parse_json(read_source(run.results))  # as strict as the report: no NaN, bounded depth
+            # as strict as the report: no NaN, bounded depth
+            loaded = parse_json(read_results_bytes(run.results, store))
             if isinstance(loaded, dict):
-                results = loaded
+                read = loaded
             else:
                 problem = f"results.json unreadable: expected a JSON object, got {_json_kind(loaded)}"
-        except SourceError as e:
-            problem = f"results.json unreadable: {e.problem}"
-        except ValueError as e:  # bad JSON, bytes that are not UTF-8, NaN, nesting without end
+        except ValueError as e:  # no regular file, too large, bad JSON or UTF-8, NaN, nesting without end
             problem = f"results.json unreadable: {e}"
+    results = read or {}
     # results.json carries a copy of the config; test.yaml (slower to parse) only for unchecked runs
     config: TestConfig | None = None
     copy = results.get("config")
@@ -159,8 +165,8 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
                 for anomaly in checker["anomalies"]:
                     kind = _text(anomaly.get("type")) if isinstance(anomaly, dict) else "untyped"
                     counts[kind] = counts.get(kind, 0) + 1
-    verdict = results.get("valid") if results else None
-    inconsistent = verdict_problem(results) if results else None
+    verdict = results.get("valid")
+    inconsistent = verdict_problem(results) if read is not None else None  # "{}" is no verdict either
     if inconsistent is not None:  # shown unchecked, as the report shows it
         verdict = None
         problem = problem or f"results.json: {inconsistent}"
@@ -179,6 +185,28 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
         has_report=run.report.is_file(),
         problem=problem,
     )
+
+
+def read_results_bytes(path: Path, store: Path) -> bytes:
+    """The bytes of a run's results file in ``store``, without a byte order mark, read once and
+    at most :data:`MAX_RESULTS_BYTES` of them; ValueError saying in a few words why not (not a
+    regular file, a link out of the store, unreadable, too large)."""
+    try:
+        fd, status = open_in_store(store.resolve(), path)
+    except NotAFile:
+        raise ValueError(file_problem(path) or "is not a regular file") from None
+    except OutsideStore:
+        raise ValueError("a link leading outside the store") from None
+    except OSError as e:  # gone since it was seen, not ours to read, a symlink loop, a directory
+        raise ValueError(file_problem(path) or describe_os_error(e)) from None
+    try:
+        with open(fd, "rb") as f:  # never more than the limit, even should it grow while it is read
+            data = f.read(MAX_RESULTS_BYTES + 1) if status.st_size <= MAX_RESULTS_BYTES else b""
+    except OSError as e:  # a disk error mid-read
+        raise ValueError(f"cannot read: {describe_os_error(e)}") from None
+    if status.st_size > MAX_RESULTS_BYTES or len(data) > MAX_RESULTS_BYTES:
+        raise ValueError(f"larger than the {MAX_RESULTS_BYTES} bytes the index reads; its report shows it")
+    return without_bom(data)
 
 
 def _started(name: str) -> str:

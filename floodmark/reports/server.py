@@ -6,7 +6,8 @@ filtered by test name, variant, nemesis and verdict, paged; and the *store itsel
 relative links work unchanged.
 
 It is built on the standard library's ``http.server`` (one thread per request) and binds to
-127.0.0.1 unless told otherwise, because a store holds node logs. Every path is resolved
+127.0.0.1 unless told otherwise, because a store holds node logs; an IPv6 literal (``::1``,
+``::``) is bound as IPv6 and its URL bracketed (``http://[::1]:8080/``). Every path is resolved
 (symlinks included) and must stay inside the store: ``..`` segments, absolute paths and
 symlinks that lead out are refused (:mod:`floodmark.reports.store_paths`). Files other than
 reports are served as plain text with ``nosniff``, so a log line that looks like HTML is
@@ -25,9 +26,11 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import ipaddress
 import math
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -54,7 +57,7 @@ from floodmark.reports.store_paths import (
 from floodmark.reports.templating import environment, static_text
 from floodmark.rundir import REPORT
 
-__all__ = ["OutsideStore", "StoreServer", "make_server", "resolve_in_store", "serve"]
+__all__ = ["OutsideStore", "StoreServer", "host_problem", "make_server", "resolve_in_store", "serve", "url_host"]
 
 DEFAULT_PER_PAGE = 50
 MAX_PER_PAGE = 500
@@ -75,12 +78,14 @@ class StoreServer(ThreadingHTTPServer):
     def __init__(self, store: Path, address: tuple[str, int]) -> None:
         self.store_root = store.resolve()
         self.index = RunIndex(self.store_root)
+        # an instance's family, set before the base class makes the socket: AF_INET refuses "::1"
+        self.address_family = socket.AF_INET6 if _is_ipv6(address[0]) else socket.AF_INET
         super().__init__(address, StoreHandler)
 
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
-        return f"http://{host!s}:{port}/"
+        return f"http://{url_host(str(host)).replace('%', '%25')}:{port}/"  # a zone's % in a URL (RFC 6874)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """What escaped a request's handler: one line on stderr, not a traceback; the server goes on."""
@@ -372,6 +377,30 @@ def _looks_textual(f: Any) -> bool:
 
 def make_server(store: Path, host: str = "127.0.0.1", port: int = 8080) -> StoreServer:
     return StoreServer(store, (host, port))
+
+
+def host_problem(host: str) -> str | None:
+    """Why ``host`` is no address or host name to listen on, in a few words; None when it may
+    be one (binding says whether it is). The socket layer refuses these with TypeError, not
+    the OSError it gives a name it cannot resolve."""
+    try:
+        host.encode("idna")  # as the socket layer encodes a name (a label of at most 63 characters)
+    except UnicodeError:
+        return "not an address or a host name"
+    return None if host.isprintable() else "not an address or a host name"  # a NUL, a control, a lone surrogate
+
+
+def url_host(host: str) -> str:
+    """``host`` as ``host:port`` (and a URL) names it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host else host
+
+
+def _is_ipv6(host: str) -> bool:
+    """Whether ``host`` is an IPv6 address written out (``::1``, ``::``, ``fe80::1%eth0``), not a name."""
+    try:
+        return ipaddress.ip_address(host).version == 6
+    except ValueError:
+        return False
 
 
 def serve(store: Path, host: str, port: int, announce: Callable[[str], None] = print) -> None:

@@ -13,7 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from report_fixtures import HOSTILE_SCRIPT, make_minimal_run, make_run, serving
+from report_fixtures import (
+    HOSTILE_SCRIPT,
+    get_from,
+    make_minimal_run,
+    make_run,
+    serving,
+    stop_process,
+)
 
 from floodmark.reports.server import OutsideStore, StoreServer, make_server, resolve_in_store
 
@@ -234,22 +241,7 @@ def damaged_server(damaged_store: Path) -> Iterator[tuple[subprocess.Popen[str],
         assert match, (url, proc.poll())
         yield proc, match[1], int(match[2])
     finally:
-        proc.send_signal(signal.SIGINT)  # serve() stops cleanly on an interrupt
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def get_from(host: str, port: int, path: str) -> tuple[int, str]:
-    conn = http.client.HTTPConnection(host, port, timeout=120)
-    try:
-        conn.request("GET", path)
-        response = conn.getresponse()
-        return response.status, response.read().decode("utf-8", "replace")
-    finally:
-        conn.close()
+        stop_process(proc, signal.SIGINT)  # serve() stops cleanly on an interrupt
 
 
 def test_damaged_runs_are_noted_and_the_index_still_answers(

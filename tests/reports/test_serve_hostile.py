@@ -2,13 +2,15 @@
 
 Each test here is an input the audit of ``floodmark serve`` found mishandled: a name that is
 not UTF-8, a run removed mid-scan, a file growing while it is sent, methods other than GET,
-a request target that is not ASCII, a FIFO, an idle client, SIGTERM. The Hypothesis property
-at the end holds :func:`resolve_in_store` to never naming a path outside the store.
+a request target that is not ASCII, a FIFO, an idle client, SIGTERM, a results.json too large
+or endless to read. The Hypothesis properties hold :func:`resolve_in_store` to never naming a
+path outside the store, and the index to reading any bytes as a verdict or a problem.
 """
 
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import re
 import signal
@@ -18,13 +20,17 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from report_fixtures import make_minimal_run, serving
 
+from floodmark.reports import run_index
+from floodmark.reports.run_index import summarize
 from floodmark.reports.server import OutsideStore, StoreServer, resolve_in_store
+from floodmark.rundir import RunDir
 
 STAMP = "20260101T000000"
 BAD_NAME = b"bad\xffname"  # a test folder whose name is not UTF-8
@@ -193,6 +199,91 @@ def test_an_empty_host_is_refused(store: Path) -> None:
                           cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 254
     assert done.stderr == "floodmark serve: error: --host: empty; give an address (0.0.0.0 for every interface)\n"
+
+
+# --- results.json: read within a bound, never waited on ---------------------------------------
+
+def problem_of(body: str, test: str) -> str | None:
+    """The problem the index shows for the run of ``test`` (None if it shows none)."""
+    row = next(r for r in re.findall(r'<tr class="run [a-z]+">.*?</tr>', body, re.S) if f'href="/store/{test}/' in r)
+    shown = re.search(r'<span class="problem">(.*?)</span>', row, re.S)
+    return shown[1] if shown else None
+
+
+def test_a_results_file_larger_than_the_limit_is_that_runs_problem(server: StoreServer, store: Path) -> None:
+    """results.json was read whole on every change of the store, however large: one of many GB
+    stalled every index page and filled the server's memory. A verdict padded past the limit
+    (with the blanks JSON allows) is now noted on its run, not read, and the others still listed."""
+    run = make_minimal_run(store, name="huge", seed=3, stamp=STAMP, verdict=True)
+    results = run / "results.json"
+    verdict = results.read_bytes()
+    with open(results, "ab") as f:
+        f.write(b" " * (run_index.MAX_RESULTS_BYTES + 1 - len(verdict)))
+    try:
+        status, body = get(server, "/")
+        assert status == 200 and "3 runs" in body
+        assert problem_of(body, "huge") == (f"results.json unreadable: larger than the {run_index.MAX_RESULTS_BYTES} "
+                                            "bytes the index reads; its report shows it")
+        assert problem_of(body, "good") is None and problem_of(body, "other") is None
+        status, body = get(server, "/?verdict=unchecked")  # no verdict is taken from it
+        assert status == 200 and 'href="/store/huge/' in body
+    finally:
+        results.unlink()  # pytest keeps its last temporary directories: not this file in them
+
+
+@pytest.mark.parametrize(("make", "problem"), [
+    (lambda p: os.symlink("/dev/zero", p), "a link leading outside the store"),  # endless
+    (os.mkfifo, "is a FIFO, not a file"),  # no writer: opening it to read would wait for ever
+    (lambda p: os.symlink(p.name, p), "too many levels of symbolic links"),
+    (lambda p: os.symlink("gone", p), "a symbolic link to nothing"),
+    (os.mkdir, "is a directory, not a file"),
+])
+def test_a_results_file_that_is_no_regular_file_is_that_runs_problem_at_once(
+        server: StoreServer, store: Path, make: Any, problem: str) -> None:
+    results = store / "good" / f"{STAMP}-s1" / "results.json"
+    results.unlink()
+    make(results)
+    started = time.monotonic()
+    status, body = get(server, "/")
+    assert status == 200 and "2 runs" in body and time.monotonic() - started < 10
+    assert problem_of(body, "good") == f"results.json unreadable: {problem}"
+
+
+@pytest.fixture(scope="module")
+def results_run(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
+    store = tmp_path_factory.mktemp("results") / "store"
+    return RunDir(make_minimal_run(store, name="any", seed=1, stamp=STAMP, verdict=False))
+
+
+SMALL_LIMIT = 256  # bytes: large enough for a verdict, small enough to pass often
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+    | st.sampled_from(["unknown", "lost-write"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["valid", "checkers", "durability", "anomalies", "anomaly_counts", "type", "config", "seed",
+                         "variant", "error"]) | st.text(max_size=4), inner, max_size=4),
+    max_leaves=16)
+_VERDICTS: st.SearchStrategy[dict[str, Any]] = st.sampled_from(
+    [{"valid": v, "checkers": {"durability": {"valid": v, "anomalies": []}}} for v in (True, False, "unknown")])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=st.binary(max_size=2 * SMALL_LIMIT) | (_JSON | _VERDICTS).map(lambda v: json.dumps(v).encode()),
+       padding=st.integers(0, 2 * SMALL_LIMIT))
+def test_any_bytes_as_results_index_as_a_verdict_or_a_problem(results_run: RunDir, content: bytes,
+                                                              padding: int) -> None:
+    """Whatever results.json holds, the run is listed with a verdict or with a problem that
+    says why not, never an exception; past the limit, always as too large."""
+    data = content + b" " * padding
+    results_run.results.write_bytes(data)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(run_index, "MAX_RESULTS_BYTES", SMALL_LIMIT)
+        summary = summarize(results_run, results_run.path.parents[1])
+    assert summary.problem is not None or summary.verdict in (True, False, "unknown"), (data, summary)
+    if len(data) > SMALL_LIMIT:
+        assert summary.problem == (f"results.json unreadable: larger than the {SMALL_LIMIT} bytes the index reads; "
+                                   "its report shows it")
+        assert summary.verdict is None
 
 
 # --- the property: no URL names a path outside the store ----------------------------------
