@@ -44,7 +44,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from floodmark.checkers.linearizability.models import (
+from floodmark.checkers.linearizability.models.contract import (
     ANY_STATE,
     GROWS_ONLY,
     INCONSISTENT,
