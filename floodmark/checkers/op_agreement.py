@@ -29,6 +29,12 @@ def offset_problem(offset: Any, what: str) -> str | None:
     return None
 
 
+def unfit_high_watermark(high_watermark: Any) -> bool:
+    """True if a batch's ``high_watermark`` is stated (not absent, not null) and is not a
+    whole number from 0 (:func:`batch_problem` says what is wrong with it)."""
+    return high_watermark is not None and (type(high_watermark) is not int or high_watermark < 0)
+
+
 def acknowledgement_problem(invoked: dict[str, Any], acknowledged: dict[str, Any]) -> str | None:
     """What an ok send's (or append's) acknowledgement says against its invocation: another
     partition or another value than was sent; None when it agrees where it says anything."""
@@ -62,10 +68,16 @@ def acknowledged_elsewhere(invoked: dict[str, Any], acknowledged: Any) -> tuple[
 def batch_problem(f: str, requested: Any, batch: dict[str, Any]) -> str | None:
     """What a poll's (or drain's) batch says against the positions the op fetched from: a
     partition it did not fetch, or another offset to start from than it fetched at; and a
-    start below 0. None when it agrees (or the invocation states no positions to compare)."""
+    start below 0, or a high watermark that is no offset (stated, it is one, though no
+    checker reads it: a batch that states an impossible one is not to be trusted for the
+    rest). None when it agrees (or the invocation states no positions to compare)."""
     topic, partition, start = batch["topic"], batch["partition"], batch.get("offset")
     if type(start) is int and start < 0:
         return offset_problem(start, f"{f}'s batch of {_shown_key((topic, partition))} starts at offset")
+    high_watermark = batch.get("high_watermark")
+    if unfit_high_watermark(high_watermark):
+        where = f"{f}'s batch of {_shown_key((topic, partition))} has high watermark"
+        return offset_problem(high_watermark, where) or f"{where} {_shown(high_watermark)}, not an integer"
     if type(requested) is not list:
         return None
     for position in requested:  # (a poll fetches a few partitions: one, most often)

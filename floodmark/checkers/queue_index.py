@@ -21,10 +21,11 @@ whose offset is not an integer (``null``, ``true``: JSON's booleans are not offs
 batch without its records or a record that is not an ``[offset, value]`` pair with an integer
 offset, and an op whose ``f`` no queue or log workload has (a renamed ``send`` would
 otherwise hide its loss), and one whose completion contradicts its invocation or holds an
-offset below 0 (:mod:`.op_agreement`): an acknowledgement naming another partition or value
-than was sent, a batch of a partition the poll did not fetch or from another position. The
-send of such an acknowledgement is kept as one whose outcome is unknown, in both partitions;
-such a batch's records are kept as read, but in no consumer's order (nor as a drain's).
+offset below 0 (a record's, a batch's start, a batch's high watermark: :mod:`.op_agreement`):
+an acknowledgement naming another partition or value than was sent, a batch of a partition
+the poll did not fetch or from another position. The send of such an acknowledgement is
+kept as one whose outcome is unknown, in both partitions; such a batch's records are kept
+as read, but in no consumer's order (nor as a drain's).
 Values sent and read are strings or integers: Python takes ``true`` for ``1`` and ``1.0``
 for ``1``, so a history holding booleans, floats, ``null`` or collections as values could
 not be compared value for value, and is not judged.
@@ -41,6 +42,7 @@ from floodmark.checkers.op_agreement import (
     batch_problem,
     offset_problem,
     read_problem,
+    unfit_high_watermark,
 )
 from floodmark.history import NEMESIS, Op
 
@@ -298,7 +300,7 @@ def build_index(history: list[Op]) -> QueueIndex:
                                     at = position.get("offset")
                                     agrees = at == start and type(at) is int
                                     break
-                        if agrees:
+                        if agrees and not unfit_high_watermark(read.high_watermark):
                             consumer.append(("read", read))
                             continue
                         disagreement = batch_problem("poll", invocation.value, batch)

@@ -107,6 +107,27 @@ def test_a_foreign_queue_history_is_judged_without_a_configuration(tmp_path: Pat
     assert "durability invalid (1 lost-write)" in out and "queue invalid" in out
 
 
+def test_a_run_whose_poll_states_a_negative_high_watermark_is_not_judged_valid(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: VALID (exit 0), the impossible high watermark unread. Now the poll is named as
+    a malformed op in the verdict line and the verdicts on sends and reads are unknown (exit
+    2), as for a poll holding a record at a negative offset."""
+    import re
+
+    path = make_run_dir(tmp_path)
+    history = path / "history.jsonl"
+    lines = history.read_text().splitlines(keepends=True)
+    at = next(n for n, line in enumerate(lines) if '"high_watermark":' in line)
+    lines[at] = re.sub(r'"high_watermark":\d+', '"high_watermark":-5', lines[at], count=1)
+    history.write_text("".join(lines))
+    assert main(["check", str(path)]) == 2
+    out = capsys.readouterr().out
+    problem = f"[malformed op {at}: poll's batch of "
+    assert out.startswith(f"UNKNOWN  {path}") and f"durability unknown {problem}" in out
+    assert f"queue unknown {problem}" in out and "has high watermark -5, below 0 (no log has such an offset)]" in out
+    assert "hw valid; leader valid; invariants valid; stats valid" in out
+
+
 def test_a_malformed_test_yaml_exits_254_with_one_line_naming_it(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     path = make_run_dir(tmp_path)

@@ -61,3 +61,27 @@ def test_no_checker_fails_on_an_odd_value_anywhere(data: st.DataObject) -> None:
         results = judge_history(ops, {}, config, checkers=["durability", "queue", "hw", "stats"])
         errors = {name: r.stats["error"] for name, r in results.items() if "error" in (r.stats or {})}
         assert errors == {}, (op.f, op.type, paths, value)
+        if paths and path[-1] == "high_watermark":
+            _judged_by_its_high_watermark(results, at, value)
+
+
+def _judged_by_its_high_watermark(results: dict[str, Any], at: int, high_watermark: Any) -> None:
+    """A batch stating a high watermark that is no offset (not null, not a whole number from
+    0) is a malformed op, named, and the verdict on the sends and reads is unknown; any other
+    leaves the (correct) history valid, since no checker reads it."""
+    fit = high_watermark is None or (type(high_watermark) is int and high_watermark >= 0)
+    for name in ("durability", "queue"):
+        named = [m["op"] for m in results[name].stats.get("malformed_ops", [])]
+        assert (results[name].valid, named) == ((True, []) if fit else ("unknown", [at])), (name, high_watermark)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from([i for i, op in enumerate(_history().ops) if op.type == "ok" and op.f in ("poll", "drain")]),
+       ODD | st.integers(-2**63, 2**63))
+def test_a_batch_is_read_exactly_when_its_high_watermark_is_an_offset_or_unstated(at: int,
+                                                                                   high_watermark: Any) -> None:
+    ops = _history().ops
+    ops[at].value[0]["high_watermark"] = high_watermark
+    for config in (None, TestConfig()):
+        _judged_by_its_high_watermark(judge_history(ops, {}, config, checkers=["durability", "queue"]), at,
+                                      high_watermark)

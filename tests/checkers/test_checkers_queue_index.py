@@ -163,6 +163,28 @@ def test_a_poll_batch_from_elsewhere_than_the_poll_fetched_is_malformed_not_a_ve
         assert result.valid == "unknown" and result.anomalies == [], result
 
 
+def test_a_batch_whose_high_watermark_is_no_offset_is_malformed_not_a_verdict() -> None:
+    """A poll's or drain's batch stating a high watermark below 0 (or not an integer) was
+    taken as it stood and judged VALID, though no log has such a high watermark: the op is
+    now malformed and the verdict unknown, as for a record or a start below 0. One that
+    states none (a foreign history's) is read as before."""
+    h = History()
+    h.send(0, 0, "a", 0)
+    h.poll(1, 0, 0, [(0, "a")], high_watermark=-1)
+    h.poll(1, 0, 1, [], high_watermark=True)
+    h.call(1, "poll", [{"topic": "t0", "partition": 0, "offset": 0}],
+           [{"topic": "t0", "partition": 0, "offset": 0, "records": [[0, "a"]], "high_watermark": None}])
+    h.poll(2, 0, 0, [(0, "a")], high_watermark=-7, f="drain")
+    index = build_index(h.ops)
+    assert index.malformed == [
+        (3, "poll's batch of t0/0 has high watermark -1, below 0 (no log has such an offset)"),
+        (5, "poll's batch of t0/0 has high watermark True, not an integer"),
+        (9, "drain's batch of t0/0 has high watermark -7, below 0 (no log has such an offset)")]
+    assert [read.op for _, read in index.consumer_ops[1]] == [7]  # (the batch stating none)
+    for result in _judged(h):
+        assert result.valid == "unknown" and result.anomalies == [], result
+
+
 def test_a_record_or_a_read_at_a_negative_offset_is_malformed() -> None:
     h = History()
     h.send(0, 0, "a", 0)
