@@ -25,7 +25,8 @@ import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, TextIO
 
 from floodmark.errors import SourceError
 
@@ -127,37 +128,52 @@ def build_results(
 
 
 def write_results(path: str | os.PathLike[str], results: dict[str, Any]) -> None:
-    """Write atomically: a reader never sees half a results file."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    """Write atomically: a reader never sees half a results file, and two checks of one run
+    at once (``check`` beside ``analyze``) never write into one temporary file."""
+    from floodmark.inputs.output_paths import replace_file
+
+    def write(f: TextIO) -> None:
         json.dump(results, f, indent=1, default=str)
         f.write("\n")
-    os.replace(tmp, path)
+
+    replace_file(Path(path), write)
 
 
-def previous_verdicts(path: str | os.PathLike[str]) -> tuple[dict[str, dict[str, Any]], str | None]:
-    """The checkers' judgements a results file holds, to keep beside new ones, and None; or
-    none and why, when the file is there but unreadable or not shaped as :func:`build_results`
-    writes it (a judgement kept must read as any other: a verdict, anomalies, counts, stats).
-    No file at all is no judgements and no problem."""
+@dataclass(frozen=True)
+class PreviousResults:
+    """What an old results file holds for a check of some checkers only: the judgements to
+    keep beside the new ones and the ``judged_files`` they were judged on, read together, or
+    none and why not (``problem``)."""
+
+    verdicts: dict[str, dict[str, Any]]
+    judged_files: Any  # as written: the caller judges whether it is digests (None: none recorded)
+    problem: str | None
+
+
+def previous_results(path: str | os.PathLike[str]) -> PreviousResults:
+    """The checkers' judgements a results file holds, to keep beside new ones, with the files
+    they judged; or none and why, when the file is there but unreadable or not shaped as
+    :func:`build_results` writes it (a judgement kept must read as any other: a verdict,
+    anomalies, counts, stats). No file at all is no judgements and no problem."""
     from floodmark.inputs.sources import file_problem
 
     if not os.path.lexists(path):
-        return {}, None
+        return PreviousResults({}, None, None)
     problem = file_problem(path)
     if problem is not None:
-        return {}, f"{path}: {problem}"
+        return PreviousResults({}, None, f"{path}: {problem}")
     try:
-        checkers = read_results(path).get("checkers", {})
+        results = read_results(path)
     except ValueError as e:
-        return {}, str(e)
+        return PreviousResults({}, None, str(e))
+    checkers = results.get("checkers", {})
     if not isinstance(checkers, dict):
-        return {}, f"{path}: not a results file ('checkers' is {_short(checkers)}, not an object)"
+        return PreviousResults({}, None, f"{path}: not a results file ('checkers' is {_short(checkers)}, not an object)")
     for name, result in checkers.items():
         shape = judgement_problem(result)
         if shape is not None:
-            return {}, f"{path}: not a results file (checker {str(name)[:40]!r}: {shape})"
-    return checkers, None
+            return PreviousResults({}, None, f"{path}: not a results file (checker {str(name)[:40]!r}: {shape})")
+    return PreviousResults(checkers, results.get("judged_files"), None)
 
 
 def judgement_problem(result: Any) -> str | None:

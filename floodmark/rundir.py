@@ -278,23 +278,23 @@ def changed_since_judged(run: RunDir, judged: Any, now: dict[str, str] | None = 
     a phrase naming the file. A results file without them (written before checks recorded
     them) is taken at the word of the run's digest.json (:func:`changed_since_digest`)."""
     if not (isinstance(judged, dict) and "run" in judged and all(isinstance(v, str) for v in judged.values())):
-        return changed_since_digest(run)
+        return changed_since_digest(run, now)
     return _changed(run, judged, now, lambda files, one: f"{files} changed since {run.results} judged "
                                                          f"{'it' if one else 'them'}")
 
 
-def changed_since_digest(run: RunDir) -> str | None:
+def changed_since_digest(run: RunDir, now: dict[str, str] | None = None) -> str | None:
     """None when the run's history and node events are, byte for byte, the ones its
     digest.json records (so a verdict judged on those was judged on these); otherwise why
     that cannot be said, in a phrase naming the file: no digest.json, an unreadable one, or
-    the files that differ."""
+    the files that differ. ``now``: the files' digests, if already computed."""
     try:
         saved = load_digest(run)
     except DigestError as e:
         return str(e)
     if saved is None:
         return f"{run.digest}: no such file, so nothing records which history and node events were judged"
-    return _changed(run, saved, None, lambda files, one: f"{files} {'differs' if one else 'differ'} from what "
+    return _changed(run, saved, now, lambda files, one: f"{files} {'differs' if one else 'differ'} from what "
                                                          f"{run.digest} records")
 
 

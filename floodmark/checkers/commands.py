@@ -185,8 +185,7 @@ def _to_edn(out: str, path: Path, many: bool, ops: list[Op], *, keyword_keys: bo
     """Write ``ops`` as Jepsen EDN where --to-edn says, and return where; a target that
     cannot be written, or would overwrite one of ``inputs``, is named (it is the output
     that is wrong, not the history). See :mod:`floodmark.inputs.output_paths`."""
-    from floodmark.formats.jepsen_edn import op_to_edn
-    from floodmark.inputs.output_paths import write_output
+    from floodmark.formats.jepsen_edn import write_edn_history
     from floodmark.inputs.sources import describe_os_error
 
     target = Path(out)
@@ -194,8 +193,7 @@ def _to_edn(out: str, path: Path, many: bool, ops: list[Op], *, keyword_keys: bo
         target = _edn_target(out, path, many)
     except OSError as e:
         raise UsageError(f"--to-edn {printable(str(target))}: cannot write: {describe_os_error(e)}") from None
-    return write_output(target, lambda f: f.writelines(op_to_edn(op, keyword_keys=keyword_keys) + "\n" for op in ops),
-                        flag="--to-edn", inputs=inputs or ())
+    return write_edn_history(target, ops, keyword_keys=keyword_keys, flag="--to-edn", inputs=inputs or ())
 
 
 def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None, many: bool) -> dict[str, Any]:

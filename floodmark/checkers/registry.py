@@ -22,9 +22,10 @@ from floodmark.errors import UsageError
 from floodmark.history import Op, OpsRead
 from floodmark.results import (
     CheckerResult,
+    PreviousResults,
     build_results,
     merge_validity,
-    previous_verdicts,
+    previous_results,
     write_results,
 )
 
@@ -279,13 +280,12 @@ def check_run(
     note_unread(results, ops, note)
     for line in torn:  # an event the node was writing when it was killed: said, as for the history
         add_note(results, line, note)
-    judged_before = _judged_files(run) if checkers is not None else None
     results["judged_files"] = files
     if checkers is not None:
-        kept, problem = previous_verdicts(run.results)
-        if problem is not None:  # an unreadable old results file is replaced, and said to be
-            add_note(results, f"{problem}: replaced; the verdicts it held, if any, are not kept", note)
-        merged = {**_unless_changed(run, kept, results, note, judged_before), **results["checkers"]}
+        previous = previous_results(run.results)  # (read once: its verdicts and the files they judged)
+        if previous.problem is not None:  # an unreadable old results file is replaced, and said to be
+            add_note(results, f"{previous.problem}: replaced; the verdicts it held, if any, are not kept", note)
+        merged = {**_unless_changed(run, previous, results, note), **results["checkers"]}
         results["checkers"] = merged
         results["valid"] = merge_validity(c.get("valid", "unknown") for c in merged.values())
     try:
@@ -320,29 +320,19 @@ def _refuse_if_changed(run: RunDir, files: dict[str, str] | None) -> None:
         raise UsageError(problem)
 
 
-def _judged_files(run: RunDir) -> Any:
-    """What the run's results.json says its verdicts judged: the ``judged_files`` digests a
-    check records beside them (None: none recorded, or no results file that can be read)."""
-    from floodmark.results import read_results
-
-    try:
-        return read_results(run.results).get("judged_files") if os.path.lexists(run.results) else None
-    except (ValueError, OSError):
-        return None
-
-
-def _unless_changed(run: RunDir, kept: dict[str, dict[str, Any]], results: dict[str, Any],
-                    note: Note | None, judged_before: Any) -> dict[str, dict[str, Any]]:
-    """The old verdicts ``kept`` of checkers not judged again, if they were judged on the
-    history and node events the run holds now (the old results.json's ``judged_files`` say
-    so, or, for results written before those were recorded, digest.json); else those
-    checkers as unknown, with the reason, and a note saying it."""
+def _unless_changed(run: RunDir, previous: PreviousResults, results: dict[str, Any],
+                    note: Note | None) -> dict[str, dict[str, Any]]:
+    """The old verdicts of checkers not judged again, if they were judged on the history and
+    node events the run holds now (the old results.json's ``judged_files`` say so, or, for
+    results written before those were recorded, digest.json); else those checkers as
+    unknown, with the reason, and a note saying it."""
     from floodmark.rundir import changed_since_judged
 
+    kept = previous.verdicts
     others = [name for name in kept if name not in results["checkers"]]
     if not others:
         return kept
-    changed = changed_since_judged(run, judged_before, results.get("judged_files"))
+    changed = changed_since_judged(run, previous.judged_files, results.get("judged_files"))
     if changed is None:
         return kept
     add_note(results, f"{run.results}: the verdicts of {', '.join(others)} are not kept ({changed}): "

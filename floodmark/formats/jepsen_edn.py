@@ -21,11 +21,15 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterable, Iterator
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from floodmark.formats import edn
 from floodmark.history import NEMESIS, OP_TYPES, HistoryError, Op, ProcessPairing
 from floodmark.inputs.sources import decode_utf8, read_source
+
+if TYPE_CHECKING:
+    from floodmark.inputs.output_paths import Input
 
 _OP_FIELDS = ("index", "time", "type", "process", "f", "value", "node", "error")
 
@@ -166,11 +170,16 @@ def op_to_edn(op: Op, *, keyword_keys: bool = True) -> str:
     return edn.dumps(fields, keyword_keys=keyword_keys)
 
 
-def write_edn_history(path: str | os.PathLike[str], ops: Iterable[Op], *, keyword_keys: bool = True) -> None:
+def write_edn_history(path: str | os.PathLike[str], ops: Iterable[Op], *, keyword_keys: bool = True,
+                      flag: str | None = None, inputs: Iterable[Input] = ()) -> Path:
     """Write a history as a Jepsen ``history.edn``: one op map per line (``keyword_keys``:
-    as for :func:`op_to_edn`; False for a history read from EDN)."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        for op in ops:
-            f.write(op_to_edn(op, keyword_keys=keyword_keys) + "\n")
-    os.replace(tmp, path)
+    as for :func:`op_to_edn`; False for a history read from EDN); return ``path``.
+
+    Written as every file floodmark is told to write (:func:`~floodmark.inputs.output_paths.write_output`,
+    whose ``flag`` and ``inputs`` these are): replaced atomically through a temporary file of
+    its own in the same directory, which an op that cannot be written leaves nowhere, never
+    over a directory or an input."""
+    from floodmark.inputs.output_paths import write_output  # (tempfile and fcntl: only for writers)
+
+    return write_output(path, lambda f: f.writelines(op_to_edn(op, keyword_keys=keyword_keys) + "\n" for op in ops),
+                        flag=flag, inputs=inputs)

@@ -21,7 +21,8 @@ through :func:`write_output`, which answers the same way for all of them:
 
 Every refusal and every failure to write is a :class:`~floodmark.errors.UsageError` with one
 line naming the flag and the path (exit 254). :func:`check_output` is the refusal alone, for
-a command to call before its expensive work.
+a command to call before its expensive work; :func:`replace_file` the atomic replacement
+alone, for a file floodmark keeps for itself (a run's ``results.json``).
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def write_output(target: str | os.PathLike[str], write: Writer, *, flag: str | N
         if status is not None and not stat.S_ISREG(status.st_mode):
             _write_through(target, status, write, errors, name)
         else:
-            _write_replacing(Path(os.path.realpath(target)), status, write, errors)
+            replace_file(Path(os.path.realpath(target)), write, status=status, errors=errors)
     except OSError as e:
         raise UsageError(f"{name}: cannot write: {_describe(e)}") from None
     return Path(target)
@@ -125,9 +126,13 @@ def _open_fifo(target: str | os.PathLike[str], name: str) -> int:
         return fd
 
 
-def _write_replacing(target: Path, status: os.stat_result | None, write: Writer, errors: str) -> None:
-    """Write a temporary file next to ``target`` and rename it over ``target``; the
-    temporary file is removed whatever happens."""
+def replace_file(target: Path, write: Writer, *, status: os.stat_result | None = None,
+                 errors: str = "strict") -> None:
+    """Write a temporary file of its own next to ``target`` and rename it over ``target``
+    (a link named ``target`` is replaced, not followed): a reader sees the old file or the
+    new one, never half of one, and two writers never share a temporary file. The temporary
+    file is removed whatever happens. It gets ``status``'s permissions (the file replaced),
+    else the umask's. OSError when it cannot be written."""
     mode = stat.S_IMODE(status.st_mode) if status is not None else 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:100]}.", suffix=".tmp")
     try:

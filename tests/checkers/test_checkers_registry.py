@@ -406,3 +406,36 @@ def test_checking_every_checker_again_needs_no_digest(tmp_path: Path) -> None:
     names = ["durability", "queue", "hw", "leader", "invariants", "stats"]
     results = check_run(path, checkers=names, note=notes.append)
     assert notes == [] and results["valid"] is True and list(results["checkers"]) == names
+
+
+@pytest.mark.parametrize("written_before_judged_files", [False, True])
+def test_a_partial_check_reads_results_json_once_and_digests_the_run_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, written_before_judged_files: bool) -> None:
+    """check_run read results.json twice on a check of some checkers (once for what it judged,
+    once for its verdicts) and, on a results file written before it recorded what it judged,
+    digested the history and node events twice (a digest reads every byte of them). Each is
+    read once now, and the old verdicts are kept as before."""
+    import floodmark.results
+    import floodmark.rundir
+
+    path = make_run_dir(tmp_path, "hw-decrease")
+    _digest(path)
+    assert check_run(path)["valid"] is False
+    if written_before_judged_files:
+        _as_written_before_judged_files(path)
+    calls = {"read_results": 0, "compute_digest": 0}
+
+    def counted(name: str, module: Any) -> None:
+        original = getattr(module, name)
+
+        def counting(*args: Any) -> Any:
+            calls[name] += 1
+            return original(*args)
+
+        monkeypatch.setattr(module, name, counting)
+
+    counted("read_results", floodmark.results)
+    counted("compute_digest", floodmark.rundir)
+    results = check_run(path, checkers=["queue"])
+    assert calls == {"read_results": 1, "compute_digest": 1}
+    assert results["valid"] is False and results["checkers"]["hw"]["valid"] is False

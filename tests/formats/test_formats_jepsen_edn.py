@@ -88,6 +88,25 @@ def test_written_edn_reads_back_identically(tmp_path: Path) -> None:
     assert read_edn_history(path) == ops
 
 
+def test_a_history_that_cannot_be_written_leaves_the_old_file_and_no_temporary_one(tmp_path: Path) -> None:
+    """Before: the EDN was written to a fixed ``history.edn.tmp`` beside the target, left there
+    when an op could not be written (and shared by two writers of one target). Now it is
+    written as every output is (a temporary file of its own, removed on failure), and a
+    directory in the way is refused in one line rather than failing in the rename."""
+    from floodmark.errors import UsageError
+
+    path = tmp_path / "history.edn"
+    path.write_text("the old history\n")
+    ops = [Op(0, 10, "invoke", 0, "write", 1), Op(1, 20, "ok", 0, "write", object())]
+    with pytest.raises(TypeError, match="cannot write object as EDN"):
+        write_edn_history(path, ops)
+    assert path.read_text() == "the old history\n" and [p.name for p in tmp_path.iterdir()] == ["history.edn"]
+    (tmp_path / "dir.edn").mkdir()
+    with pytest.raises(UsageError, match=f"^{tmp_path / 'dir.edn'}: is a directory$"):
+        write_edn_history(tmp_path / "dir.edn", ops[:1])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.edn", "history.edn"]
+
+
 def test_a_stream_is_read_an_op_at_a_time() -> None:
     # Each op is built as its map is read: at the peak, little more than the ops themselves
     # (holding every map until the last was read peaked at 2.5 times the ops).

@@ -45,3 +45,30 @@ def test_a_malformed_results_file_is_a_clear_value_error(tmp_path, content):
     path.write_text(content)
     with pytest.raises(ValueError, match="results.json"):
         read_results(path)
+
+
+class _Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("cannot be shown")
+
+
+def test_a_results_file_that_cannot_be_written_leaves_the_old_one_and_no_temporary_file(tmp_path):
+    """A write that fails half-way keeps the previous results.json whole and leaves nothing
+    beside it (the old writer left ``results.json.tmp``, which the next check shared)."""
+    target = tmp_path / "results.json"
+    write_results(target, build_results({"hw": CheckerResult(True)}))
+    before = target.read_bytes()
+    with pytest.raises(RuntimeError):
+        write_results(target, {"valid": True, "checkers": {}, "note": _Unprintable()})
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+
+
+def test_two_checks_writing_one_run_never_share_a_temporary_file(tmp_path):
+    """Each write has a temporary file of its own: one named as the old fixed one was, left by
+    another writer (here a directory, so writing into it fails), is neither used nor touched."""
+    target = tmp_path / "results.json"
+    (tmp_path / "results.json.tmp").mkdir()
+    write_results(target, build_results({"hw": CheckerResult(False)}))
+    assert read_results(target)["valid"] is False
+    assert (tmp_path / "results.json.tmp").is_dir()
