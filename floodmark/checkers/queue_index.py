@@ -16,9 +16,9 @@ workload's ``append`` and ``read`` map onto the same index (an append is a send,
 of a value is a one-record read).
 
 An op the index cannot read is *malformed* and listed, so the checkers say unknown rather
-than judge the rest as if it were all: a value of the wrong shape, an acknowledged send
-whose offset is not an integer (``null``, ``true``: JSON's booleans are not offsets), a
-batch without its records or a record that is not an ``[offset, value]`` pair with an integer
+than judge the rest as if it were all: a value of the wrong shape (a partition below 0
+among them: no log has one), an acknowledged send whose offset is not an integer (``null``,
+``true``: JSON's booleans are not offsets), a batch without its records or a record that is not an ``[offset, value]`` pair with an integer
 offset, and an op whose ``f`` no queue or log workload has (a renamed ``send`` would
 otherwise hide its loss), and one whose completion contradicts its invocation or holds an
 offset below 0 (a record's, a batch's start, a batch's high watermark: :mod:`.op_agreement`):
@@ -211,6 +211,8 @@ class QueueIndex:
         return found
 
 
+# What a partition key of an op must be: a topic, and a number a log can have (no log has -1).
+NO_PARTITION = "not a topic and a partition number from 0"
 _SENDS = ("send", "append")
 _READS = ("poll", "drain")
 _POSITIONS = ("assign", "subscribe")  # a consumer's positions are reset
@@ -254,8 +256,8 @@ def build_index(history: list[Op]) -> QueueIndex:
                 unreadable = type(offset) is not int or offset < 0
                 if unreadable:
                     _unreadable_acknowledgement(index, send, acknowledged)
-                if type(key[0]) is not str or type(key[1]) is not int:
-                    malformed.append((invocation.index, f"send names partition {_shown(key)}, not a topic and a number"))
+                if type(key[0]) is not str or type(key[1]) is not int or key[1] < 0:
+                    malformed.append((invocation.index, f"send names partition {_shown(key)}, {NO_PARTITION}"))
                     continue
                 if type(send.value) is not str and type(send.value) is not int:
                     malformed.append((invocation.index, _value_problem(send.value)))
@@ -280,8 +282,8 @@ def build_index(history: list[Op]) -> QueueIndex:
                 try:
                     for batch in op.value:
                         key = (batch["topic"], batch["partition"])
-                        if type(key[0]) is not str or type(key[1]) is not int:
-                            raise TypeError(f"a batch names partition {_shown(key)}, not a topic and a number")
+                        if type(key[0]) is not str or type(key[1]) is not int or key[1] < 0:
+                            raise TypeError(f"a batch names partition {_shown(key)}, {NO_PARTITION}")
                         records = batch["records"]
                         problem = record_problem(records)
                         if problem is not None:
@@ -354,8 +356,8 @@ def _check_acknowledgement(index: QueueIndex, send: Send, invoked: dict[str, Any
 
 def _partition_of(value: Any) -> Partition:
     key = (value["topic"], value["partition"])
-    if type(key[0]) is not str or type(key[1]) is not int:
-        raise TypeError(f"names partition {_shown(key)}, not a topic and a number")
+    if type(key[0]) is not str or type(key[1]) is not int or key[1] < 0:
+        raise TypeError(f"names partition {_shown(key)}, {NO_PARTITION}")
     return key
 
 

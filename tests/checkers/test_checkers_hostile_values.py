@@ -85,3 +85,23 @@ def test_a_batch_is_read_exactly_when_its_high_watermark_is_an_offset_or_unstate
     for config in (None, TestConfig()):
         _judged_by_its_high_watermark(judge_history(ops, {}, config, checkers=["durability", "queue"]), at,
                                       high_watermark)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(-2**63, -1), st.sampled_from(["send", "poll", "both"]))
+def test_a_partition_below_0_is_no_partition_and_never_judged(partition: int, where: str) -> None:
+    """A send to, or a batch of, a partition below 0 is malformed and named: no log has such a
+    partition, so a history that sends to one and reads it back is not judged valid (it was,
+    taking -1 as one more partition, where the node events refuse it)."""
+    h = History()
+    h.send(0, partition if where != "poll" else 0, "v0", 0)
+    h.poll(1, partition if where != "send" else 0, 0, [(0, "v0")], f="drain")
+    results = judge_history(h.ops, {}, TestConfig(), checkers=["durability", "queue"])
+    for name in ("durability", "queue"):
+        malformed = results[name].stats.get("malformed_ops", [])
+        # Never valid: unknown, or invalid where only the send names one (its value is read
+        # from a partition no readable send wrote it to, as for a send naming partition "x").
+        assert results[name].valid in ("unknown", False), (name, results[name])
+        assert [m["op"] for m in malformed] == {"send": [0], "poll": [2], "both": [0, 2]}[where], malformed
+        assert all(f"partition ['t0', {partition}], not a topic and a partition number from 0" in m["problem"]
+                   for m in malformed), malformed
