@@ -146,6 +146,12 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
         if isinstance(copy, dict) and copy:
             config = config_from_dict(copy, "results.json: config")
         else:
+            # A FIFO or a device is said at once: read_test_config would wait for a writer,
+            # with the index locked. (A file swapped in after this look waits no longer than
+            # read_source's bound.)
+            unreadable = file_problem(run.config) if os.path.lexists(run.config) else None
+            if unreadable is not None:
+                raise ConfigError(str(run.config), None, unreadable)
             config = read_test_config(run.config)
     except ConfigError as e:
         source = "results.json config" if isinstance(copy, dict) and copy else "test.yaml"

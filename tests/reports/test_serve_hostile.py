@@ -249,6 +249,25 @@ def test_a_results_file_that_is_no_regular_file_is_that_runs_problem_at_once(
     assert problem_of(body, "good") == f"results.json unreadable: {problem}"
 
 
+@pytest.mark.parametrize(("make", "problem"), [
+    (os.mkfifo, "is a FIFO, not a file"),  # no writer: reading it waited ten seconds, index locked
+    (lambda p: os.symlink("/dev/zero", p), "is not a regular file"),
+    (os.mkdir, "is a directory, not a file"),
+])
+def test_an_unchecked_runs_test_yaml_that_is_no_regular_file_is_its_problem_at_once(
+        tmp_path: Path, make: Any, problem: str) -> None:
+    """A run never checked is summarized from its test.yaml; one that is a FIFO is said to be
+    one at once, not waited on for a writer with the whole index locked."""
+    store = tmp_path / "store"
+    run = RunDir(make_minimal_run(store, name="unchecked", seed=1, stamp=STAMP, verdict=None))
+    run.config.unlink()
+    make(run.config)
+    started = time.monotonic()
+    summary = summarize(run, store)
+    assert time.monotonic() - started < 5
+    assert (summary.verdict, summary.problem) == (None, f"test.yaml unreadable: {problem}")
+
+
 @pytest.fixture(scope="module")
 def results_run(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
     store = tmp_path_factory.mktemp("results") / "store"
