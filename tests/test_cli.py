@@ -46,3 +46,24 @@ def test_a_reader_that_leaves_early_gets_no_traceback_and_the_verdict_stands(tmp
     assert (run / "results.json").is_file()  # the work was done, only its output went nowhere
     helped = _with_closed_stdout("--help")
     assert helped.stderr == "" and helped.returncode == 0
+
+
+def test_python_m_exits_with_floodmarks_code_after_an_interrupt_it_caught(tmp_path):
+    """An interrupt raised inside code compiled from a string (a dataclass defined as Ctrl-C
+    lands) and caught marks CPython 3.11 as interrupted; ``python -m floodmark`` then died of
+    SIGINT (-2) instead of exiting 130 (explore's Ctrl-C test saw it, now and then)."""
+    (tmp_path / "interrupted_floodmark.py").write_text(
+        "import os, runpy, signal, sys\n"
+        "import floodmark.cli\n"
+        "def interrupted(argv):  # a command that catches Ctrl-C landing in exec'd code\n"
+        "    try:\n"
+        "        exec('os.kill(os.getpid(), signal.SIGINT)\\nfor _ in range(10**7): pass')\n"
+        "    except KeyboardInterrupt:\n"
+        "        return 130\n"
+        "    return 0\n"
+        "floodmark.cli._main = interrupted\n"
+        "sys.argv = ['floodmark']\n"
+        "runpy.run_module('floodmark', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-m", "interrupted_floodmark"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130, (done.returncode, done.stderr)
