@@ -202,16 +202,22 @@ def read_test_config(path: str | Path) -> TestConfig | None:
     source = str(path)
     values = read_yaml_mapping(path)
     config = config_from_dict(values, source)  # wrong keys and values first: they say more
+    check_stated(values, source, "remove it to check the run without one")
+    return config
+
+
+def check_stated(values: Mapping[Any, Any], source: str, instead: str) -> None:
+    """A ConfigError unless a run's ``test.yaml`` ``values`` state each of
+    :data:`STATED_BY_EVERY_RUN`; ``instead`` says what to do with an empty one."""
     if not values:
-        raise ConfigError(source, None, "states no configuration (an empty file): a run's test.yaml states "
-                                        "every setting; remove it to check the run without one")
+        raise ConfigError(source, None, f"states no configuration (an empty file): a run's test.yaml states "
+                                        f"every setting; {instead}")
     stated = {str(key).replace("-", "_") for key in values}
     missing = [key for key in STATED_BY_EVERY_RUN if key not in stated]
     if missing:
         others = f" (nor {', '.join(missing[1:])})" if missing[1:] else ""
         raise ConfigError(source, missing[0], f"not stated{others}: a run's test.yaml states every setting its "
                                               "verdict depends on; this one was cut short or written by hand")
-    return config
 
 
 def check_names(config: TestConfig, source: str) -> TestConfig:

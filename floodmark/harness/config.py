@@ -35,6 +35,7 @@ from floodmark.run_config import (
     ConfigError,
     TestConfig,
     all_kinds,
+    check_stated,
     default_name,
     fault_kind_words,
     field_items,
@@ -217,6 +218,17 @@ def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) ->
     config = make_config(read_yaml_mapping(path), str(path))
     if overrides:
         config = make_config(overrides, "command line", config)
+    return config
+
+
+def load_run_config(path: str | Path) -> TestConfig:
+    """A run's own ``test.yaml``, to replay the run (repro, shrink): as :func:`load_config`
+    reads a test file, and it must state every setting the run's verdict depends on, as the
+    harness writes it; a key deleted by hand would otherwise replay as its default (3 brokers
+    for a run of 5), and the replay would pass for the run's."""
+    values = read_yaml_mapping(path)
+    config = make_config(values, str(path))  # wrong keys and values first: they say more
+    check_stated(values, str(path), "a replay runs what the run's own file states")
     return config
 
 

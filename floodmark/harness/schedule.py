@@ -78,10 +78,12 @@ class Schedule:
     def actions(self) -> list[tuple[float, str, Fault]]:
         """Every start and stop in time order: (seconds, "start"|"stop", fault).
 
-        At equal times stops come first, so a heal is never queued behind a new fault.
+        At equal times stops come first, so a heal is never queued behind a new fault; but a
+        fault that ends when it starts (no duration, or one too small to add to its start)
+        stops after it starts, else it would last until the heal-all.
         """
         events = [(f.start, 1, "start", f) for f in self.faults]
-        events += [(f.end, 0, "stop", f) for f in self.faults]
+        events += [(f.end, 0 if f.end > f.start else 2, "stop", f) for f in self.faults]
         events.sort(key=lambda e: (e[0], e[1], e[3].number))
         return [(t, what, f) for t, _, what, f in events]
 
@@ -101,11 +103,16 @@ class Schedule:
     def from_dict(data: Any, source: str = "<schedule>") -> Schedule:
         if not isinstance(data, dict) or not isinstance(data.get("faults"), list):
             raise ScheduleError(f"{source}: expected an object with a 'faults' list")
+        _refuse_unknown(data, SCHEDULE_KEYS, source, "")
+        if len(data["faults"]) > MAX_SCHEDULE_FAULTS:
+            raise ScheduleError(f"{source}: {len(data['faults'])} faults, more than {MAX_SCHEDULE_FAULTS}: a run "
+                                "cannot execute that many (each costs the harness time and memory)")
         faults = []
         numbered: dict[int, int] = {}  # fault number -> the position it was first given at
         for position, raw in enumerate(data["faults"]):
             if not isinstance(raw, dict):
                 raise ScheduleError(f"{source}: fault {position}: expected an object")
+            _refuse_unknown(raw, FAULT_KEYS, source, f"fault {position}: ")
             try:
                 fault = Fault(
                     number=_whole(raw["number"], "number"), kind=_word(raw["kind"], "kind"),
@@ -130,6 +137,27 @@ class Schedule:
 
 MAX_SCHEDULE_SECONDS = 7 * 24 * 3600.0  # as long as a configuration's time limit may be
 MAX_SCHEDULE_BYTES = 64 << 20
+# A fault costs the harness about 2 ms and 35 kB of history and account: 100,000 are minutes
+# and gigabytes; the 600,000 that fit in MAX_SCHEDULE_BYTES would exhaust the machine.
+MAX_SCHEDULE_FAULTS = 100_000
+# What a schedule.json holds: the plan, and what a run wrote of its execution (read as
+# written, never replayed). A key outside these is a typo ("time-limit") that would
+# otherwise be ignored silently, and the run would not be the one written.
+FAULT_KEYS = ("number", "kind", "shape", "start", "duration", "seed")
+SCHEDULE_KEYS = ("seed", "time_limit", "faults", "executed", "heal_all")
+
+
+def _refuse_unknown(data: dict[Any, Any], known: tuple[str, ...], source: str, where: str) -> None:
+    """A ScheduleError naming the first key of ``data`` not in ``known`` (and the known key
+    it is closest to, if one is close)."""
+    import difflib
+
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(str(key).replace("-", "_"), known, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known)}"
+            shown = key if len(key) <= 40 else key[:37] + "..."
+            raise ScheduleError(f"{source}: {where}unknown key {shown!r}; {hint}")
 
 
 def _whole(value: Any, name: str) -> int:
@@ -340,5 +368,11 @@ def load_schedule(path: str | os.PathLike[str]) -> tuple[int | None, Schedule]:
         data = read_json_file(source, limit=MAX_SCHEDULE_BYTES, what="a schedule")
     except SourceError as e:
         raise ScheduleError(str(e)) from None
-    seed = data.get("seed") if isinstance(data, dict) else None
-    return (seed if type(seed) is int and 0 <= seed < 2**63 else None), Schedule.from_dict(data, source)
+    schedule = Schedule.from_dict(data, source)
+    seed = data.get("seed")
+    if seed is not None:  # a seed a replay would compare with test.yaml's: never ignored when wrong
+        try:
+            _whole(seed, "seed")
+        except ValueError as e:
+            raise ScheduleError(f"{source}: {e}") from None
+    return seed, schedule

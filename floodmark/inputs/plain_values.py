@@ -131,8 +131,11 @@ def parse_json(raw: bytes | str, max_depth: int = MAX_DEPTH, max_int_digits: int
         value, strict = parse(raw)
     except json.JSONDecodeError as e:
         raise ValueError(f"not valid JSON ({json_decode_problem(raw, e)})") from None
-    except UnicodeDecodeError:
-        raise ValueError("not UTF-8 text") from None
+    except UnicodeDecodeError as e:  # where, in a text of lines (a file edited by hand); a
+        # line of JSON lines is named by its reader
+        line = e.object[: e.start].count(b"\n") + 1
+        where = f"line {line}: " if b"\n" in e.object.rstrip(b"\r\n") else ""
+        raise ValueError(f"not UTF-8 text ({where}byte 0x{e.object[e.start]:02x})") from None
     except RecursionError:
         raise ValueError(f"nested more than {max_depth} levels deep") from None
     except ValueError as e:  # an integer literal past Python's conversion limit

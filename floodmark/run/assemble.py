@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from floodmark.backends import node_faults
 from floodmark.harness.cluster import ClusterSpec
-from floodmark.harness.config import TestConfig
+from floodmark.harness.config import ALL_KINDS, SIMULATED_KINDS, TestConfig
 from floodmark.harness.faults import UPGRADE_TARGET
 from floodmark.harness.schedule import Schedule
 from floodmark.nemesis.compose import Composite
@@ -72,7 +72,7 @@ def refusals(cluster: str, schedule: Schedule, nemeses: Composite) -> list[str]:
                         "already; an upgrade happens once a run")
     for fault in schedule.faults:
         if fault.kind not in nemeses.kinds:
-            problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): the test has no {fault.kind} nemesis")
+            problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): {_missing_kind(cluster, fault.kind)}")
             continue
         if fault.shape not in nemeses.get(fault.kind).every_shape:
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): unknown shape; "
@@ -85,3 +85,13 @@ def refusals(cluster: str, schedule: Schedule, nemeses: Composite) -> list[str]:
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): the {cluster} backend "
                             f"refuses it: {reason}")
     return problems
+
+
+def _missing_kind(cluster: str, kind: str) -> str:
+    """Why a schedule's fault of ``kind`` has no nemesis in the test, in the words that say
+    what to do: a kind nothing knows, one the backend cannot apply, or one the test left out."""
+    if kind not in ALL_KINDS:
+        return f"unknown fault kind; known: {', '.join(ALL_KINDS)}"
+    if kind in SIMULATED_KINDS and cluster != "sim":
+        return f"the {cluster} backend cannot apply {kind} faults; only --cluster sim can"
+    return f"the test has no {kind} nemesis"

@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from floodmark import rundir
 from floodmark.backends import cleanup
@@ -27,10 +27,14 @@ from floodmark.harness.config import (
     ConfigError,
     TestConfig,
     load_config,
+    load_run_config,
     make_config,
 )
 from floodmark.harness.schedule import Schedule, ScheduleError, load_schedule
 from floodmark.reference.protocol.variants import VARIANTS
+
+if TYPE_CHECKING:
+    from floodmark.run.explore import Explored
 
 DEFAULT_STORE = "store"
 
@@ -155,7 +159,8 @@ def register(subparsers: Any) -> None:
     explore = _add_command(
         subparsers, "explore", explore_command, help="run many seeds on the simulator, each its own test; report what fails",
         description=EXPLORE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="exit codes: 1 if any run was invalid, else 2 if any was unknown, else 0; 254 bad arguments.",
+        epilog="exit codes: 1 if any run was invalid, else 2 if any was unknown, else 0; 254 bad arguments; "
+               "130 interrupted (failing runs found so far kept, unfinished ones removed).",
     )
     explore.add_argument("--runs", type=int, default=100, metavar="N", help="seeds to run (default 100)")
     explore.add_argument("--seed", type=int, default=None, metavar="S",
@@ -181,7 +186,8 @@ def register(subparsers: Any) -> None:
                     "shorter, shorter faults, fewer brokers, lighter load), keeping each that is "
                     "still invalid with one of the original anomaly types. The smallest becomes a "
                     "run directory of its own; floodmark repro replays it.",
-        epilog="exit codes: 0 shrunk (or already minimal), 254 bad arguments.",
+        epilog="exit codes: 0 shrunk (or already minimal), 254 bad arguments, 130 interrupted (the smallest "
+               "failing run so far kept).",
     )
     shrink.add_argument("run_dir", metavar="RUN_DIR", help="a failing run directory of --cluster sim")
     shrink.add_argument("--budget", type=int, default=60, metavar="N", help="at most this many runs (default 60)")
@@ -214,8 +220,10 @@ def _add_command(subparsers: Any, name: str, func: Callable[[argparse.Namespace]
 def config_from_args(args: argparse.Namespace) -> TestConfig:
     """The configuration the options (and -f file) describe; bad values raise UsageError."""
     overrides = {key: getattr(args, key) for key in CONFIG_OPTIONS if getattr(args, key, None) is not None}
+    if args.file == "":  # named, but nothing: never the defaults in its place
+        raise UsageError("-f/--file: an empty file name")
     try:
-        if args.file:
+        if args.file is not None:
             return load_config(args.file, overrides)
         return make_config(overrides, "command line")
     except ConfigError as e:
@@ -241,15 +249,22 @@ def usable_store(option: str | None) -> str:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    if args.schedule == "":  # named, but nothing: never the seed's schedule in its place
+        raise UsageError("--schedule: an empty file name")
     config = config_from_args(args)
     schedule = None
-    if args.schedule:
+    if args.schedule is not None:
         try:
             _, schedule = load_schedule(args.schedule)
         except ScheduleError as e:
             raise UsageError(str(e)) from None
         if schedule.time_limit_stated and args.time_limit is None and schedule.time_limit != config.time_limit:
-            # The schedule says how long its test runs; only --time-limit says otherwise.
+            # The schedule says how long its test runs; only --time-limit says otherwise. A
+            # time limit no test may have is the schedule's error, not the command line's.
+            try:
+                make_config({"time_limit": schedule.time_limit}, args.schedule)
+            except ConfigError as e:
+                raise UsageError(str(e)) from None
             args.time_limit = schedule.time_limit
             config = config_from_args(args)
         try:
@@ -301,8 +316,22 @@ def replay_inputs(run: rundir.RunDir, named: str) -> tuple[TestConfig, Schedule,
 
     if not os.path.lexists(run.config):
         raise UsageError(f"{named}: not a run directory (no {rundir.CONFIG})")
+    config, schedule = replayed_test(run)
     try:
-        config = load_config(run.config)
+        return config, schedule, digest.load(run)
+    except digest.DigestError as e:
+        raise UsageError(str(e)) from None
+
+
+def replayed_test(run: rundir.RunDir) -> tuple[TestConfig, Schedule]:
+    """The configuration and fault schedule a run directory replays (repro, shrink); a
+    UsageError naming the file when they cannot be: a test.yaml cut short, no seed, a
+    schedule.json missing, of another seed, or holding a fault the test cannot apply
+    (refused before anything runs: shrinking would otherwise drop it unseen)."""
+    from floodmark.run.assemble import make_nemeses, refusals
+
+    try:
+        config = load_run_config(run.config)
         if config.seed is None:
             raise UsageError(f"{run.config}: no seed recorded; cannot reproduce")
         if not os.path.lexists(run.schedule):
@@ -313,14 +342,17 @@ def replay_inputs(run: rundir.RunDir, named: str) -> tuple[TestConfig, Schedule,
         if seed is not None and seed != config.seed:
             raise UsageError(f"{run.schedule}: seed {seed} differs from test.yaml's seed {config.seed}")
         schedule.check_starts_within(config.time_limit, str(run.schedule))
-        return config, schedule, digest.load(run)
-    except (ConfigError, ScheduleError, digest.DigestError) as e:
+    except (ConfigError, ScheduleError) as e:
         raise UsageError(str(e)) from None
+    problems = refusals(config.cluster, schedule, make_nemeses(config))
+    if problems:
+        raise UsageError(f"{run.schedule}: " + "; ".join(problems))
+    return config, schedule
 
 
 def explore_command(args: argparse.Namespace) -> int:
     from floodmark.harness.seeds import new_seed
-    from floodmark.run import explore
+    from floodmark.run import explore, runner
 
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
@@ -348,51 +380,80 @@ def explore_command(args: argparse.Namespace) -> int:
     store = usable_store(args.store)
     print(f"floodmark explore: variant {args.variant}, seeds {first}..{first + args.runs - 1}, "
           f"{'Spark ' + args.master if args.master else f'{jobs} jobs'}; store {store}", file=sys.stderr)
+    left = explore.remove_killed_explorations(store)
+    if left:
+        print(f"floodmark explore: removed {len(left)} unfinished run(s) that a killed exploration left in {store}",
+              file=sys.stderr)
     tally, on_result = explore.progress_printer(len(seeds), sys.stderr)
     started = time.monotonic()
-    if args.master:
-        for found in explore.explore_spark(seeds, args.variant, store, args.master, keep_all=True):
-            on_result(found)
-    else:
-        explore.explore_local(seeds, args.variant, store, jobs, keep_all=args.keep_all,
-                              time_budget=args.time_budget, stop_on_first=args.stop_on_first,
-                              on_result=on_result)
-    rundir.repoint_latest(store)  # the passing runs were removed: latest names one still there
-    print(f"\nfloodmark explore: {explore.summary(tally, time.monotonic() - started)}", file=sys.stderr)
-    if tally.invalid and not args.no_shrink:
-        with cleanup.interruptible():
-            _shrink_findings(store, args.shrink_budget)
+    shrinking: Path | None = None
+    try:
+        with explore.claim(store, args.variant, seeds):
+            if args.master:
+                found = explore.explore_spark(seeds, args.variant, store, args.master, keep_all=True,
+                                              on_result=on_result)
+            else:
+                found = explore.explore_local(seeds, args.variant, store, jobs, keep_all=args.keep_all,
+                                              time_budget=args.time_budget, stop_on_first=args.stop_on_first,
+                                              on_result=on_result)
+        rundir.repoint_latest(store)  # the passing runs were removed: latest names one still there
+        print(f"{_end_of_progress()}floodmark explore: {explore.summary(tally, time.monotonic() - started)}",
+              file=sys.stderr)
+        if tally.invalid and not args.no_shrink:
+            with cleanup.interruptible():
+                for path in _failures(found)[:3]:  # the first few; each costs up to the budget in runs
+                    shrinking = path
+                    _shrink_finding(path, store, args.shrink_budget)
+    except KeyboardInterrupt as e:
+        what = (f"shrinking {shrinking}; {_shrink_kept(e)}" if shrinking is not None
+                else f"after {tally.runs} of {len(seeds)} runs ({tally.invalid} invalid, {tally.unknown} unknown); "
+                     f"the failing runs are kept in {store}, unfinished ones removed")
+        print(f"{_end_of_progress()}floodmark explore: interrupted {what}", file=sys.stderr)
+        return runner.EXIT_INTERRUPTED
     return tally.exit_code
 
 
-def _shrink_findings(store: str, budget: int) -> None:
+def _end_of_progress() -> str:
+    """What ends the progress line a terminal shows (rewritten in place, so unterminated)."""
+    return "\n" if sys.stderr.isatty() else ""
+
+
+def _failures(found: list[Explored]) -> list[Path]:
+    """This exploration's invalid runs (not an earlier one's in the same store)."""
+    return [Path(f.run_dir) for f in found if f.valid is False and f.run_dir is not None]
+
+
+def _shrink_finding(path: Path, store: str, budget: int) -> None:
     from floodmark.run.shrink import shrink_run
 
-    found = sorted(p for p in Path(store).glob("explore-*/*") if _invalid(p))
-    for path in found[:3]:  # the first few; each costs up to ``budget`` runs
-        print(f"floodmark explore: shrinking {path}", file=sys.stderr)
-        minimal, runs = shrink_run(path, Path(store), budget)
-        print(f"floodmark explore: minimal after {runs} runs: floodmark repro {minimal}", file=sys.stderr)
+    print(f"floodmark explore: shrinking {path}", file=sys.stderr)
+    minimal, runs = shrink_run(path, Path(store), budget)
+    print(f"floodmark explore: minimal after {runs} runs: floodmark repro {minimal}", file=sys.stderr)
 
 
-def _invalid(path: Path) -> bool:
-    from floodmark.results import read_results
+def _shrink_kept(interrupt: KeyboardInterrupt) -> str:
+    """What an interrupted shrink kept, in words."""
+    from floodmark.run.shrink import ShrinkInterrupted
 
-    try:
-        return read_results(rundir.RunDir(path).results).get("valid") is False
-    except (OSError, ValueError):
-        return False
+    if isinstance(interrupt, ShrinkInterrupted) and interrupt.smallest != interrupt.original:
+        return f"the smallest failing run so far is kept: floodmark repro {interrupt.smallest}"
+    return "no smaller failing run found; the run that was shrinking is kept as it was"
 
 
 def shrink_command(args: argparse.Namespace) -> int:
+    from floodmark.run import runner
     from floodmark.run.shrink import shrink_run
 
     if args.budget < 1:
         raise UsageError("--budget must be at least 1")
     path = Path(args.run_dir).resolve()
     store = Path(usable_store(args.store)) if args.store else path.parent.parent
-    with cleanup.interruptible():  # SIGTERM as Ctrl-C: the candidate running is torn down and removed
-        minimal, runs = shrink_run(path, store, args.budget, sys.stderr)
+    try:
+        with cleanup.interruptible():  # SIGTERM as Ctrl-C: the candidate running is torn down and removed
+            minimal, runs = shrink_run(path, store, args.budget, sys.stderr)
+    except KeyboardInterrupt as e:
+        print(f"floodmark shrink: interrupted; {_shrink_kept(e)}", file=sys.stderr)
+        return runner.EXIT_INTERRUPTED
     if minimal == path:
         print(f"floodmark shrink: no smaller failing run found in {runs} runs; {path} stays the smallest",
               file=sys.stderr)

@@ -14,27 +14,36 @@ Seeds run in parallel worker processes (``--jobs``), or as Spark tasks (``--mast
 landing in the store as a run directory; valid runs are removed unless asked to keep them,
 failing ones stay, each printed with the one command that replays it. What fails is then
 shrunk (:mod:`floodmark.run.shrink`) unless told not to.
+
+Interrupted (Ctrl-C, SIGTERM), the explorer kills its workers, reports the failing runs they
+had finished and removes the ones they had not. Killed outright (SIGKILL), it takes its
+workers with it (they die with their parent), and its claim on the store (a file naming its
+seeds) tells the next exploration which half-written runs to remove.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import io
+import json
 import logging
 import os
 import shutil
+import signal
+import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from floodmark.backends.cleanup import interruptible
+from floodmark.backends.cleanup import interruptible, owner_alive, owner_token
 from floodmark.harness.config import ALL_KINDS, TestConfig, make_config
 from floodmark.harness.seeds import Seeds
-from floodmark.results import Validity
+from floodmark.results import Validity, read_results
 from floodmark.rundir import RunDir, repoint_latest, safe_name
 
 RESTARTING_KINDS = ("kill", "power", "disk")  # faults after which a broker starts again
@@ -130,27 +139,30 @@ def run_seed(seed: int, variant: str, store: str, keep_all: bool = False) -> Exp
 
 
 def _run_seed(seed: int, variant: str, store: str, keep_all: bool) -> Explored:
-    from floodmark.results import read_results
     from floodmark.run.runner import Runner
 
     config = swarm_config(seed, variant)
     started = time.process_time()
     runner = Runner(config, store, out=io.StringIO(), check=True, report=False)
     outcome = runner.run()
-    anomalies: set[str] = set()
-    try:
-        for result in read_results(runner.run_dir.results).get("checkers", {}).values():
-            anomalies.update(str(a.get("type")) for a in result.get("anomalies", []) if isinstance(a, dict))
-    except (OSError, ValueError):
-        pass
     valid = outcome.valid if outcome.valid is not None else "unknown"
     keep = keep_all or valid is not True
     if keep and valid is not True:
         _write_report(runner.run_dir.path)
     elif not keep:
         shutil.rmtree(runner.run_dir.path, ignore_errors=True)
-    return Explored(seed, valid, tuple(sorted(anomalies)), str(runner.run_dir.path) if keep else None,
+    return Explored(seed, valid, _anomaly_types(runner.run_dir.path), str(runner.run_dir.path) if keep else None,
                     round(time.process_time() - started, 3), config.time_limit, outcome.error)
+
+
+def _anomaly_types(path: Path) -> tuple[str, ...]:
+    anomalies: set[str] = set()
+    try:
+        for result in read_results(RunDir(path).results).get("checkers", {}).values():
+            anomalies.update(str(a.get("type")) for a in result.get("anomalies", []) if isinstance(a, dict))
+    except (OSError, ValueError, AttributeError):
+        pass
+    return tuple(sorted(anomalies))
 
 
 def _write_report(path: Path) -> None:
@@ -195,7 +207,7 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
 
     Results come back in seed order of submission, whatever order they finish in.
     """
-    started = time.monotonic()
+    started, started_at = time.monotonic(), time.time()
     results: dict[int, Explored] = {}
     pending: dict[Future[Explored], int] = {}
     queue: Iterator[int] = iter(seeds)
@@ -206,7 +218,8 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
     context = multiprocessing.get_context("fork")
     # A forking pool starts every worker at once: never more than there are seeds to run.
     workers = max(1, min(jobs, len(seeds)))
-    with interruptible(), ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with interruptible(), ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                              initializer=_worker_setup, initargs=(os.getpid(),)) as pool:
         def submit() -> bool:
             if stopping or (time_budget is not None and time.monotonic() - started >= time_budget):
                 return False
@@ -216,10 +229,10 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
             pending[pool.submit(run_seed, seed, variant, store, keep_all)] = seed
             return True
 
-        for _ in range(workers * 2):
-            if not submit():
-                break
         try:
+            for _ in range(workers * 2):
+                if not submit():
+                    break
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -235,45 +248,173 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
                         stopping = True
                     submit()
         except KeyboardInterrupt:
-            # A SIGTERM reaches only this process (a Ctrl-C, the whole group): stop the
-            # workers too, so that none outlives the exploration, and take away the run
-            # directories they were half-way through.
+            # A SIGTERM reaches only this process (a Ctrl-C, the whole group, but workers
+            # ignore it): stop the workers, so that none outlives the exploration, report
+            # what they had finished and take away what they had not.
             pool.shutdown(wait=False, cancel_futures=True)
             children = multiprocessing.active_children()
             for child in children:
                 child.kill()
             for child in children:
                 child.join()
-            remove_unfinished_runs(store, variant, sorted(pending.values()))
+            for found in settle_unfinished_runs(store, variant, set(pending.values()), keep_all, started_at):
+                if on_result is not None:
+                    on_result(found)
             raise
     return [results[s] for s in sorted(results)]  # seeds run in order: submission order is seed order
 
 
-def remove_unfinished_runs(store: str, variant: str, seeds: list[int]) -> list[Path]:
+_PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def _worker_setup(explorer: int) -> None:
+    """In each worker: die with the explorer, even killed outright (a worker left behind
+    would go on writing runs into the store), and leave interrupts to it: a Ctrl-C reaches
+    the whole process group, and the explorer stops its workers itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with contextlib.suppress(OSError, AttributeError):  # Linux only
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != explorer:  # the explorer died before the line above
+        os._exit(1)
+
+
+def _seed_of(path: Path) -> int | None:
+    _, _, seed = path.name.rpartition("-s")
+    return int(seed) if seed.isdigit() else None
+
+
+def _runs_of(store: str, variant: str, seeds: Container[int]) -> list[Path]:
+    base = Path(store) / safe_name(f"explore-{variant}")
+    return [p for p in (sorted(base.iterdir()) if base.is_dir() else [])
+            if p.is_dir() and not p.is_symlink() and _seed_of(p) in seeds]
+
+
+def remove_unfinished_runs(store: str, variant: str, seeds: Container[int]) -> list[Path]:
     """Remove the run directories of ``seeds`` that no verdict was written to: what a worker
     killed mid-run leaves (a run that finished has its results, and a kept one is kept)."""
-    base = Path(store) / safe_name(f"explore-{variant}")
-    suffixes = tuple(f"-s{seed}" for seed in seeds)
-    removed = [p for p in (sorted(base.iterdir()) if base.is_dir() else [])
-               if p.is_dir() and p.name.endswith(suffixes) and not RunDir(p).results.exists()]
+    removed = [p for p in _runs_of(store, variant, seeds) if not RunDir(p).results.exists()]
     for path in removed:
         shutil.rmtree(path, ignore_errors=True)
     repoint_latest(store)
     return removed
 
 
-def explore_spark(seeds: Sequence[int], variant: str, store: str, master: str, *,
-                  keep_all: bool = True) -> list[Explored]:
+def settle_unfinished_runs(store: str, variant: str, seeds: Container[int], keep_all: bool,
+                           since: float) -> list[Explored]:
+    """After the workers running ``seeds`` were killed: remove what they left half-written,
+    and the valid runs they had not yet removed (unless keeping all); the rest, written
+    since ``since`` (not an earlier exploration's), had their verdict, which is returned,
+    so that a failure found just before an interrupt is reported."""
+    remove_unfinished_runs(store, variant, seeds)
+    finished = []
+    for path in _runs_of(store, variant, seeds):
+        if path.stat().st_mtime < since:
+            continue
+        try:
+            valid = read_results(RunDir(path).results).get("valid", "unknown")
+        except (OSError, ValueError, AttributeError):
+            valid = "unknown"
+        if valid is True and not keep_all:
+            shutil.rmtree(path, ignore_errors=True)
+            continue
+        seed = _seed_of(path)
+        assert seed is not None  # _runs_of matched it
+        finished.append(Explored(seed, valid if valid in (True, False) else "unknown", _anomaly_types(path),
+                                 str(path), 0.0, 0.0))
+    repoint_latest(store)
+    return finished
+
+
+CLAIM_PREFIX = ".explore-"  # store/.explore-<pid>.json: an exploration at work in the store
+
+
+@contextlib.contextmanager
+def claim(store: str, variant: str, seeds: range) -> Iterator[Path]:
+    """Within the block, a file in ``store`` says which seeds this process explores, so that
+    if it is killed outright the next exploration can remove the runs it left half-written
+    (:func:`remove_killed_explorations`)."""
+    path = Path(store) / f"{CLAIM_PREFIX}{os.getpid()}.json"
+    path.write_text(json.dumps({"owner": owner_token(), "variant": variant,
+                                "first": seeds.start, "stop": seeds.stop}))
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def remove_killed_explorations(store: str) -> list[Path]:
+    """The half-written runs that explorations no longer alive left in ``store``, removed,
+    with their claims (runs that finished are kept: they have their verdict)."""
+    removed: list[Path] = []
+    for path in sorted(Path(store).glob(f"{CLAIM_PREFIX}*.json")):
+        try:
+            claimed = json.loads(path.read_text())
+            owner, variant, seeds = claimed["owner"], claimed["variant"], range(claimed["first"], claimed["stop"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not one of ours, or being written: leave it
+        if owner_alive(str(owner)):
+            continue
+        removed += remove_unfinished_runs(store, str(variant), seeds)
+        path.unlink(missing_ok=True)
+    return removed
+
+
+def explore_spark(seeds: Sequence[int], variant: str, store: str, master: str, *, keep_all: bool = True,
+                  on_result: Callable[[Explored], None] | None = None) -> list[Explored]:
     """Run seeds as Spark tasks, one per seed; every run lands in ``store`` (shared by the
-    executors) for ``floodmark analyze`` to ingest."""
+    executors) for ``floodmark analyze`` to ingest.
+
+    Interrupted, it cancels the tasks, stops the session (and a local master's JVM), removes
+    the runs left half-written and passes the finished ones to ``on_result`` (as it does
+    every run once all are done). The tasks are collected on another thread, so an
+    interrupt lands here and not inside a Py4J call (which would log it with a traceback)."""
     from floodmark.pipeline.session import get_session
 
     session = get_session(master, app_name="floodmark-explore")
     context = session.sparkContext
-    absolute = os.path.abspath(store)
+    absolute, started_at = os.path.abspath(store), time.time()
     rdd = context.parallelize(seeds, numSlices=max(1, min(len(seeds), context.defaultParallelism * 4)))
-    found = rdd.map(lambda seed: run_seed(seed, variant, absolute, keep_all)).collect()
-    return sorted(found, key=lambda f: f.seed)
+    collected: list[list[Explored]] = []
+    failed: list[BaseException] = []
+
+    def collect() -> None:
+        try:
+            collected.append(rdd.map(lambda seed: _spark_task(seed, variant, absolute, keep_all)).collect())
+        except Exception as e:  # noqa: BLE001 - raised again on the main thread
+            failed.append(e)
+
+    collector = threading.Thread(target=collect, name="floodmark-explore-collect", daemon=True)
+    try:
+        with interruptible():
+            collector.start()
+            while collector.is_alive():
+                collector.join(0.5)
+    except KeyboardInterrupt:
+        with contextlib.suppress(Exception):
+            context.cancelAllJobs()
+        collector.join(30)
+        with contextlib.suppress(Exception):
+            session.stop()
+        for found in settle_unfinished_runs(absolute, variant, seeds, keep_all, started_at):
+            if on_result is not None:
+                on_result(found)
+        raise
+    if failed:
+        raise failed[0]
+    results = sorted(collected[0], key=lambda f: f.seed)
+    if on_result is not None:
+        for found in results:
+            on_result(found)
+    return results
+
+
+def _spark_task(seed: int, variant: str, store: str, keep_all: bool) -> Explored:
+    """A seed as a Spark task: a Ctrl-C reaches the Python workers too, but the driver
+    cancels the tasks itself (a worker dying of it only makes the executor log a crash)."""
+    with contextlib.suppress(ValueError):  # not the main thread: nothing to change
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return run_seed(seed, variant, store, keep_all)
 
 
 def print_finding(found: Explored, out: TextIO) -> None:

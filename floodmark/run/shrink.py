@@ -26,8 +26,8 @@ from typing import TextIO
 
 from floodmark import rundir
 from floodmark.errors import UsageError
-from floodmark.harness.config import ConfigError, TestConfig, load_config
-from floodmark.harness.schedule import Fault, Schedule, ScheduleError, load_schedule
+from floodmark.harness.config import TestConfig
+from floodmark.harness.schedule import Fault, Schedule
 from floodmark.inputs.sources import file_problem
 from floodmark.results import read_results, verdict_problem, verdict_word
 
@@ -61,10 +61,13 @@ class Shrinker:
         from floodmark.run.runner import Runner
 
         runner = Runner(config, self.store, schedule=schedule, out=io.StringIO(), check=True, report=False)
-        outcome = runner.run()
-        if outcome.interrupted:  # the runner tore its cluster down: the shrink stops here, leaving no half run
-            rundir.discard(self.store, runner.run_dir)
-            raise KeyboardInterrupt
+        try:
+            outcome = runner.run()
+            if outcome.interrupted:  # the runner tore its cluster down: the shrink stops here
+                raise KeyboardInterrupt
+        except KeyboardInterrupt:  # (or one came before the runner took them, or as it checked)
+            rundir.discard(self.store, runner.run_dir)  # leaving no half run
+            raise
         anomalies = anomaly_types(runner.run_dir.path)
         failed = outcome.valid is False and bool(anomalies & self.target)
         attempt = Attempt(config, schedule, failed, anomalies, runner.run_dir.path)
@@ -178,11 +181,9 @@ def load_failure(path: Path) -> tuple[TestConfig, Schedule, frozenset[str]]:
     run = rundir.RunDir(path)
     if not os.path.lexists(run.config) or not os.path.lexists(run.schedule):  # there: read, or named
         raise UsageError(f"{path}: not a run directory (needs {rundir.CONFIG} and {rundir.SCHEDULE})")
-    try:
-        config = load_config(run.config)
-        _, schedule = load_schedule(run.schedule)
-    except (ConfigError, ScheduleError) as e:
-        raise UsageError(str(e)) from None
+    from floodmark.run.commands import replayed_test  # (lazily: commands imports this module)
+
+    config, schedule = replayed_test(run)
     if config.cluster != "sim":
         raise UsageError(f"{path}: a {config.cluster} run; only simulated runs can be shrunk "
                          "(they replay exactly)")
@@ -206,12 +207,25 @@ def load_failure(path: Path) -> tuple[TestConfig, Schedule, frozenset[str]]:
     return config, schedule, anomalies
 
 
+class ShrinkInterrupted(KeyboardInterrupt):
+    """A shrink stopped by an interrupt, with the smallest failing run it had found (kept)."""
+
+    def __init__(self, original: Path, smallest: Path) -> None:
+        super().__init__(f"interrupted shrinking {original}")
+        self.original, self.smallest = original, smallest
+
+
 def shrink_run(path: Path, store: Path, budget: int = 60, out: TextIO | None = None) -> tuple[Path, int]:
-    """Shrink a failing run; returns the minimal run directory and how many runs it took."""
+    """Shrink a failing run; returns the minimal run directory and how many runs it took.
+    Interrupted, raises :class:`ShrinkInterrupted` naming the smallest failing run so far."""
     config, schedule, anomalies = load_failure(path)
     shrinker = Shrinker(store, anomalies, budget, out)
     try:
         _, _, best = shrinker.shrink(config, schedule, path)
+    except KeyboardInterrupt:
+        # Each failing candidate kept is smaller than the one before (larger ones are removed).
+        kept = [a.run_dir for a in shrinker.attempts if a.failed and a.run_dir.is_dir()]
+        raise ShrinkInterrupted(path, kept[-1] if kept else path) from None
     finally:  # the candidates that passed were removed: latest must name a run still there
         rundir.repoint_latest(store)
     if best != path:

@@ -246,3 +246,62 @@ def test_a_store_that_is_a_file_is_refused_in_one_line(tmp_path: Path) -> None:
         with pytest.raises(errors.UsageError) as refused:
             commands.run_command(parse("run", "--cluster", "sim", "--store", str(store)))
         assert str(refused.value).startswith(f"--store {store}: ")
+
+
+def test_a_schedule_time_limit_no_test_may_have_is_named_as_the_schedule_s(tmp_path: Path) -> None:
+    """Audit: refused as the command line's ("command line: time_limit: must be at least
+    0.01"), which the user never gave."""
+    schedule = tmp_path / "s.json"
+    schedule.write_text('{"time_limit": 0, "faults": []}')
+    with pytest.raises(errors.UsageError) as refused:
+        commands.run_command(parse("run", "--cluster", "sim", "--schedule", str(schedule),
+                                   "--store", str(tmp_path / "store")))
+    assert str(refused.value) == f"{schedule}: time_limit: must be at least 0.01, got 0.0"
+    assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize(("cut", "problem"), [
+    ("nodes", "nodes: not stated: a run's test.yaml states every setting its verdict depends on"),
+    (None, "states no configuration (an empty file)"),
+])
+def test_repro_refuses_a_test_yaml_cut_short_rather_than_replay_defaults(tmp_path: Path, cut: str | None,
+                                                                        problem: str) -> None:
+    """Audit: a run of 5 brokers whose ``nodes`` line was deleted replayed with 3, and the
+    replay was said to differ by nondeterminism."""
+    run = _stored_run(tmp_path / "run")
+    text = (run / "test.yaml").read_text()
+    (run / "test.yaml").write_text("" if cut is None else "".join(
+        line for line in text.splitlines(keepends=True) if not line.startswith(f"{cut}:")))
+    with pytest.raises(errors.UsageError) as refused:
+        commands.repro_command(parse("repro", str(run), "--store", str(tmp_path / "out")))
+    assert str(refused.value).startswith(f"{run / 'test.yaml'}: {problem}")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("cluster", "nemesis", "kind", "problem"), [
+    # (the audit: each was "the test has no power nemesis", naming neither the backend nor what to do)
+    ("docker", "all", "power", "the docker backend cannot apply power faults; only --cluster sim can"),
+    ("local", "partition", "message", "the local backend cannot apply message faults; only --cluster sim can"),
+    ("sim", "partition", "meteor", "unknown fault kind; known: partition, clock, pause, disk, kill, admin, "),
+    ("sim", "partition", "power", "the test has no power nemesis"),
+])
+def test_a_schedule_fault_the_test_cannot_apply_is_refused_naming_the_backend(
+        tmp_path: Path, cluster: str, nemesis: str, kind: str, problem: str) -> None:
+    schedule = tmp_path / "s.json"
+    schedule.write_text(f'{{"time_limit": 3, "faults": [{{"number": 0, "kind": "{kind}", "shape": "leader", '
+                        '"start": 1, "duration": 1, "seed": 1}]}')
+    with pytest.raises(errors.UsageError) as refused:
+        commands.run_command(parse("run", "--cluster", cluster, "--nemesis", nemesis, "--schedule", str(schedule),
+                                   "--store", str(tmp_path / "store")))
+    assert str(refused.value).startswith(f"{schedule}: fault 0 ({kind}:leader): {problem}")
+    assert not any((tmp_path / "store").rglob("test.yaml"))  # refused before the run started
+
+
+@pytest.mark.parametrize(("option", "said"), [("--schedule", "--schedule"), ("-f", "-f/--file")])
+def test_an_empty_file_name_is_refused_not_taken_for_no_file(tmp_path: Path, option: str, said: str) -> None:
+    """Audit: ``--schedule ''`` ran the seed's own schedule, ``-f ''`` the default test (60 s
+    under every fault): another test than the one named, without a word."""
+    with pytest.raises(errors.UsageError) as refused:
+        commands.run_command(parse("run", "--cluster", "sim", option, "", "--store", str(tmp_path / "store")))
+    assert str(refused.value) == f"{said}: an empty file name"
+    assert not (tmp_path / "store").exists()

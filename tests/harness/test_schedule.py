@@ -130,3 +130,82 @@ def test_a_kind_with_a_recovery_time_waits_that_long_after_its_last_fault_healed
     unspaced = [generate(random.Random(seed), kinds, shapes, 120, (1, 4), (0.5, 2)) for seed in range(30)]
     assert any(later.start < earlier.end + 20.0
                for s in unspaced for earlier, later in itertools.pairwise([f for f in s.faults if f.kind == "power"]))
+
+
+# --- hand-written schedules (the hostile-input audit of run --schedule, repro and shrink)
+
+FAULT = {"number": 0, "kind": "partition", "shape": "isolate-one", "start": 1.0, "duration": 2.0, "seed": 1}
+
+
+def _written(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / "schedule.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_fault_of_no_duration_is_healed_right_after_it_starts_not_at_the_heal_all() -> None:
+    """Audit: its stop sorted before its own start (stops first at equal times), so the driver
+    skipped the stop of a fault not yet in force and the fault lasted until the heal-all."""
+    for duration in (0, 1e-170):  # (the second too small to add to its start)
+        zero = Schedule.from_dict({"time_limit": 5, "faults": [{**FAULT, "duration": duration}]})
+        assert [what for _, what, _ in zero.actions()] == ["start", "stop"]
+    # Other faults keep their order: at equal times a heal still comes before a new fault.
+    two = Schedule.from_dict({"time_limit": 5, "faults": [FAULT, {**FAULT, "number": 1, "start": 3.0}]})
+    assert [(at, what, f.number) for at, what, f in two.actions()] == [
+        (1.0, "start", 0), (3.0, "stop", 0), (3.0, "start", 1), (5.0, "stop", 1)]
+
+
+@pytest.mark.parametrize(("data", "problem"), [
+    ({"time-limit": 3, "faults": [FAULT]}, "unknown key 'time-limit'; did you mean 'time_limit'?"),
+    ({"time_limit": 3, "faults": [{**FAULT, "node": "n7"}]},
+     "fault 0: unknown key 'node'; known: number, kind, shape, start, duration, seed"),
+    ({"time_limit": 3, "faults": [{**FAULT, "durration": 1}]}, "fault 0: unknown key 'durration'; did you mean 'duration'?"),
+    ({"time_limit": 3, "faults": [], "x" * 500: 1}, f"unknown key '{'x' * 37}...'; known: seed, time_limit, faults, executed, heal_all"),
+])
+def test_a_key_the_format_does_not_have_is_refused_not_ignored(tmp_path: Path, data: dict, problem: str) -> None:
+    """Audit: ignored silently, so a typo ran another test ("time-limit": 3 ran 60 s)."""
+    path = _written(tmp_path, data)
+    with pytest.raises(ScheduleError) as refused:
+        load_schedule(path)
+    assert str(refused.value) == f"{path}: {problem}"
+
+
+def test_what_a_run_writes_of_its_execution_is_read_as_part_of_the_format(tmp_path: Path) -> None:
+    path = _written(tmp_path, {"seed": 3, "time_limit": 3, "faults": [FAULT], "executed": [], "heal_all": None})
+    assert load_schedule(path)[0] == 3
+
+
+@pytest.mark.parametrize("seed", ["42x", -5, 1.5, True, 2**63, [4]])
+def test_a_schedule_seed_of_the_wrong_type_is_refused_not_ignored(tmp_path: Path, seed: object) -> None:
+    """Audit: read as no seed, so repro did not compare it with test.yaml's."""
+    path = _written(tmp_path, {"seed": seed, "time_limit": 3, "faults": []})
+    with pytest.raises(ScheduleError) as refused:
+        load_schedule(path)
+    assert str(refused.value) == f"{path}: seed must be a non-negative integer"
+
+
+def test_a_schedule_without_a_seed_has_none(tmp_path: Path) -> None:
+    assert load_schedule(_written(tmp_path, {"faults": []}))[0] is None
+    assert load_schedule(_written(tmp_path, {"seed": None, "faults": []}))[0] is None
+
+
+def test_more_faults_than_a_run_can_execute_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Audit: 600,000 faults (61 MB, under the size limit) took 7 GB and over five minutes."""
+    from floodmark.harness import schedule as schedule_module
+
+    monkeypatch.setattr(schedule_module, "MAX_SCHEDULE_FAULTS", 2)
+    faults = [{**FAULT, "number": n} for n in range(3)]
+    path = _written(tmp_path, {"time_limit": 3, "faults": faults})
+    with pytest.raises(ScheduleError) as refused:
+        load_schedule(path)
+    assert str(refused.value).startswith(f"{path}: 3 faults, more than 2: a run cannot execute that many")
+    assert len(load_schedule(_written(tmp_path, {"time_limit": 3, "faults": faults[:2]}))[1].faults) == 2
+
+
+def test_a_byte_that_is_not_utf8_is_named_with_its_line(tmp_path: Path) -> None:
+    """Audit: "not UTF-8 text", nowhere in a file of many lines."""
+    path = tmp_path / "schedule.json"
+    path.write_bytes(b'{\n "time_limit": 3,\n "faults": [\n  {"kind": "partit\xe9on"}\n ]\n}\n')
+    with pytest.raises(ScheduleError) as refused:
+        load_schedule(path)
+    assert str(refused.value) == f"{path}: not a schedule: not UTF-8 text (line 4: byte 0xe9)"

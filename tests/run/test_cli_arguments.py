@@ -97,3 +97,36 @@ def test_shrink_leaves_latest_naming_a_run_that_is_there(failing_run: Path, tmp_
     assert main(["shrink", str(run), "--budget", "1"]) == 0  # its one candidate passes, and is removed
     latest = tmp_path / "store" / "latest"
     assert latest.is_symlink() and latest.exists(), os.readlink(latest)
+
+
+def _edit_schedule(run: Path, change: object) -> None:
+    schedule = json.loads((run / "schedule.json").read_text())
+    change(schedule)  # type: ignore[operator]
+    (run / "schedule.json").write_text(json.dumps(schedule))
+
+
+@pytest.mark.parametrize(("damage", "said"), [
+    # (the hostile-input audit) each was shrunk as if it were the run: candidates of another
+    # seed, 3 brokers for 4, or a docker test's defaults; a fault the test cannot apply was
+    # refused by a candidate, without the file's name, or dropped unseen by one without it
+    (lambda run: _edit_schedule(run, lambda s: s.update(seed=s["seed"] + 1)), "schedule.json: seed 1003 differs "
+                                                                              "from test.yaml's seed 1002"),
+    (lambda run: (run / "test.yaml").write_text(
+        "".join(line for line in (run / "test.yaml").open() if not line.startswith("nodes:"))),
+     "test.yaml: nodes: not stated: a run's test.yaml states every setting its verdict depends on"),
+    (lambda run: (run / "test.yaml").write_text(""), "test.yaml: states no configuration (an empty file)"),
+    (lambda run: (run / "test.yaml").write_text(
+        "".join(line for line in (run / "test.yaml").open() if not line.startswith("seed:"))),
+     "test.yaml: no seed recorded; cannot reproduce"),
+    (lambda run: _edit_schedule(run, lambda s: s["faults"][0].update(kind="stall")),
+     "schedule.json: fault 0 (stall:"),
+])
+def test_shrink_refuses_a_run_whose_files_were_edited_as_repro_does(failing_run: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str],
+                                                                  damage: object, said: str) -> None:
+    run = _copy(failing_run, tmp_path)
+    damage(run)  # type: ignore[operator]
+    assert main(["shrink", str(run), "--budget", "1"]) == 254
+    err = capsys.readouterr().err
+    assert err.startswith(f"floodmark shrink: error: {run}/{said}") and len(err.splitlines()) == 1, err
+    assert sorted(p.name for p in run.parent.iterdir()) == [run.name]  # no candidate ran

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -245,7 +247,190 @@ def test_sigterm_stops_a_shrink_leaving_no_half_run(tmp_path: Path) -> None:
         if shrink.poll() is None:
             os.killpg(shrink.pid, signal.SIGKILL)
     assert shrink.returncode == 130, err
-    assert b"interrupted" in err
+    assert err.splitlines()[-1].startswith(b"floodmark shrink: interrupted; "), err  # and what it kept
     halves = [p for p in store.glob("*/*") if p.parent.name != "latest" and not (p / "results.json").exists()]
     assert halves == []
     assert (store / "latest" / "results.json").exists()
+
+
+class Explorer:
+    """``floodmark explore`` in a session of its own, its stderr read line by line as it comes."""
+
+    def __init__(self, store: Path, *options: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "floodmark", "explore", "--jobs", "2", "--store", str(store), *options],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.lines.append(line)
+
+    def wait_for(self, text: str, timeout: float = 180) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in self.lines):
+            assert self.process.poll() is None and time.monotonic() < deadline, f"no {text!r} in {self.lines}"
+            time.sleep(0.1)
+
+    def finish(self, timeout: float = 120) -> tuple[int, str]:
+        code = self.process.wait(timeout)
+        self.reader.join(timeout)
+        return code, "".join(self.lines)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def _gone(pids: list[int], timeout: float = 20) -> list[int]:
+    """Those of ``pids`` still alive after ``timeout`` (none, once they have all exited)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = [pid for pid in pids if Path(f"/proc/{pid}").exists()
+                 and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+        if not alive:
+            return []
+        time.sleep(0.2)
+    return alive
+
+
+@pytest.mark.parametrize("moment", ["store ", "INVALID", "shrinking"])
+def test_ctrl_c_stops_the_explorer_saying_what_it_kept(tmp_path: Path, moment: str) -> None:
+    """Ctrl-C (SIGINT to the process group) early, mid-run or while shrinking: 130, no worker
+    left, no traceback, one line saying what was interrupted and kept, every failure kept
+    named and whole (it has its verdict), and nothing half-written left."""
+    store = tmp_path / "store"
+    explorer = Explorer(store, "--variant", "truncate-to-hw", "--runs", "4" if moment == "shrinking" else "40",
+                        "--seed", "1000", "--shrink-budget", "40")
+    try:
+        explorer.wait_for(moment)
+        workers = [pid for pid in _explore_processes(store) if pid != explorer.process.pid]
+        os.killpg(explorer.process.pid, signal.SIGINT)
+        code, err = explorer.finish()
+    finally:
+        explorer.kill()
+    assert code == 130, (code, err)
+    assert "Traceback" not in err
+    last = err.splitlines()[-1]
+    assert last.startswith("floodmark explore: interrupted "), err
+    assert ("shrinking" in last) == (moment == "shrinking") and ("kept" in last)
+    assert _gone(workers) == []
+    runs = list(store.glob("explore-*/*"))
+    assert all((p / "results.json").exists() for p in runs), runs
+    if moment == "shrinking":  # the smallest failing candidate so far, if any, is named and whole
+        assert "floodmark repro " not in last or Path(last.rsplit(" ", 1)[1], "results.json").exists()
+    else:
+        failed = {p.name for p in runs if '"valid": false' in (p / "results.json").read_text()}
+        reported = {line.rsplit("/", 1)[1].strip() for line in err.splitlines() if " INVALID " in line}
+        assert failed <= reported, err
+    assert not list(store.glob(".explore-*"))
+
+
+def test_a_killed_explorer_takes_its_workers_and_the_next_removes_what_it_left(tmp_path: Path) -> None:
+    """SIGKILL (to the explorer only): its workers die with it rather than run on into the
+    store, and the next exploration removes the runs they left half-written, saying so."""
+    store = tmp_path / "store"
+    explorer = Explorer(store, "--runs", "40", "--seed", "1", "--no-shrink")
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(store.glob("explore-*/*/history.jsonl"))) < 2:  # both workers are mid-run
+            assert time.monotonic() < deadline and explorer.process.poll() is None, explorer.lines
+            time.sleep(0.1)
+        workers = [pid for pid in _explore_processes(store) if pid != explorer.process.pid]
+        explorer.process.kill()
+        explorer.finish()
+        assert _gone(workers, timeout=10) == []
+    finally:
+        explorer.kill()
+        for pid in _explore_processes(store):
+            os.kill(pid, signal.SIGKILL)
+    half = [p for p in store.glob("explore-*/*") if not (p / "results.json").exists()]
+    assert half
+    code, err = Explorer(store, "--runs", "1", "--seed", "900", "--no-shrink").finish(timeout=180)
+    assert code in (0, 1, 2), err
+    assert f"removed {len(half)} unfinished run(s) that a killed exploration left" in err
+    assert not any(p.exists() for p in half)
+    assert not list(store.glob(".explore-*"))
+    assert not (store / "latest").is_symlink() or (store / "latest").exists()
+
+
+def test_runs_finished_but_not_yet_collected_are_reported_or_removed(tmp_path: Path) -> None:
+    """When workers are killed, a run that had its verdict is reported if it failed and
+    removed if it passed; a half-written one is removed; an earlier exploration's is left."""
+    store = tmp_path / "store"
+    earlier = create_run_dir(store, "explore-default", 5)
+    (earlier.path / "results.json").write_text('{"valid": false}')
+    os.utime(earlier.path, (1, 1))
+    since = time.time() - 1
+    failed, passed, half = (create_run_dir(store, "explore-default", seed) for seed in (5, 6, 7))
+    (failed.path / "results.json").write_text('{"valid": false, "checkers": {"q": {"anomalies": [{"type": "lost"}]}}}')
+    (passed.path / "results.json").write_text('{"valid": true}')
+    found = explore.settle_unfinished_runs(str(store), "default", {5, 6, 7}, False, since)
+    assert [(f.seed, f.valid, f.anomalies, f.run_dir) for f in found] == [(5, False, ("lost",), str(failed.path))]
+    assert earlier.path.is_dir() and failed.path.is_dir() and not passed.path.exists() and not half.path.exists()
+
+
+def test_explore_shrinks_its_own_failures_not_an_earlier_exploration_s(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    earlier = run_seed(1002, "truncate-to-hw", str(tmp_path))
+    assert earlier.valid is False
+    code = main(["explore", "--variant", "truncate-to-hw", "--runs", "1", "--seed", "1000", "--jobs", "1",
+                 "--shrink-budget", "1", "--store", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    shrunk = [line for line in err.splitlines() if line.startswith("floodmark explore: shrinking ")]
+    assert len(shrunk) == 1 and shrunk[0].endswith("-s1000"), err
+
+
+def test_a_shrink_interrupted_before_its_runner_took_the_interrupt_leaves_no_half_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interrupt can come before the runner handles them (as it plans) or after (as it
+    checks): the candidate's half-written run directory goes too."""
+    from floodmark.run.runner import Runner
+
+    def interrupted_early(self: Runner) -> None:
+        self.run_dir.config.write_text("half\n")
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, as it raises here
+        time.sleep(5)
+
+    monkeypatch.setattr(Runner, "run", interrupted_early)
+    shrinker = Shrinker(tmp_path, frozenset({"lost"}))
+    with pytest.raises(KeyboardInterrupt):
+        shrinker.still_fails(swarm_config(1), Schedule((), 30.0))
+    assert list(tmp_path.glob("*/*")) == []
+
+
+def _in_session(session: int) -> list[int]:
+    """The processes of a session (a JVM and its Python workers too, whatever their names)."""
+    found = []
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        with contextlib.suppress(OSError):
+            if os.getsid(pid) == session:
+                found.append(pid)
+    return found
+
+
+def test_ctrl_c_stops_spark_tasks_and_its_jvm_reporting_what_they_found(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    explorer = Explorer(store, "--master", "local[2]", "--variant", "truncate-to-hw", "--runs", "12",
+                        "--seed", "1000", "--no-shrink")
+    try:
+        deadline = time.monotonic() + 240
+        while not list(store.glob("explore-*/*/results.json")):  # a task has finished a run
+            assert time.monotonic() < deadline and explorer.process.poll() is None, explorer.lines
+            time.sleep(0.2)
+        os.killpg(explorer.process.pid, signal.SIGINT)
+        code, err = explorer.finish(timeout=180)
+        assert _gone(_in_session(explorer.process.pid), timeout=60) == []
+    finally:
+        explorer.kill()
+    assert code == 130, err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1].rsplit("\r", 1)[-1].startswith("floodmark explore: interrupted after "), err
+    runs = list(store.glob("explore-*/*"))
+    assert all((p / "results.json").exists() for p in runs), runs
+    failed = {p.name for p in runs if '"valid": false' in (p / "results.json").read_text()}
+    assert failed and all(name in err for name in failed), err
