@@ -5,7 +5,10 @@ The workload decides *what* each op is; this module decides *when* and *as whom*
 * **Concurrency.** ``concurrency`` workers run at once, each issuing one op at a time and
   waiting for its completion, like Jepsen's client threads.
 * **Rate.** A limiter shared by all workers spaces invocations ``1/rate`` seconds apart
-  overall, so the load does not depend on how fast the cluster answers.
+  overall, so the load does not depend on how fast the cluster answers. A worker whose
+  slot falls more than :data:`LAST_SLOT_GRACE` past the workload's end waits no longer
+  than that: at a rate of one op a minute over eight workers, the last would otherwise hold
+  the run open for eight minutes after its end (and overrun a simulated run's budget).
 * **Processes.** Each worker acts as a *process* (an integer in the history). When an op
   ends ``info`` the process may still be acting in the system (its request may land later),
   so it never issues another op: the worker closes its clients, opens new ones and carries on
@@ -78,6 +81,12 @@ class Worker(Protocol):
     async def close(self) -> None: ...
 
 
+# How long past the workload's end a worker may still wait for its slot. Far more than a
+# slot is ever late at a usable rate (eight workers at 200 ops/s: 40 ms), so what a run does
+# at such rates is unchanged; it only bounds the wait of a rate of a few ops a minute.
+LAST_SLOT_GRACE = 1.0
+
+
 class RateLimiter:
     """Spaces acquisitions ``1/rate`` seconds apart across every caller."""
 
@@ -88,11 +97,14 @@ class RateLimiter:
         self._clock = clock  # None: the event loop's clock (virtual in the simulator)
         self._next: float | None = None
 
-    async def acquire(self) -> None:
+    async def acquire(self, latest: float | None = None) -> None:
+        """Wait for the caller's slot, but not past ``latest`` (loop time; None: no bound)."""
         now = (self._clock or asyncio.get_running_loop().time)()
         # Never bank unused slots from an idle period: that would allow a burst.
         slot = now if self._next is None or self._next < now else self._next
         self._next = slot + self.interval
+        if latest is not None and slot > latest:
+            slot = latest
         # Always yield to the loop, even when the slot is due: a worker whose ops complete
         # without waiting would otherwise starve every other task (timers included).
         await asyncio.sleep(max(0.0, slot - now))
@@ -165,6 +177,7 @@ class Generator:
         self.numbers = ProcessNumbers(len(workers))
         self.processes = [self.numbers.first(w) for w in range(len(workers))]
         self._stop = asyncio.Event()
+        self._latest_slot: float | None = None  # loop time no worker waits past (see LAST_SLOT_GRACE)
         self.first_op_at: float | None = None  # harness seconds of the first invocation
 
     def stop(self) -> None:
@@ -177,6 +190,8 @@ class Generator:
 
     async def run(self, duration: float | None = None) -> None:
         """Run every worker until :meth:`stop` or until ``duration`` seconds have passed."""
+        if duration is not None:
+            self._latest_slot = asyncio.get_running_loop().time() + duration + LAST_SLOT_GRACE
         tasks = [asyncio.create_task(self._work(w), name=f"worker-{w}") for w in range(len(self.workers))]
         try:
             if duration is None:
@@ -197,7 +212,7 @@ class Generator:
         assert task is not None  # run() made one per worker
         try:
             while not self._stop.is_set():
-                await self.limiter.acquire()
+                await self.limiter.acquire(self._latest_slot)
                 if self._stop.is_set():
                     break
                 completion = await self.step(worker_number, task)

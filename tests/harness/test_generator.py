@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from floodmark.harness.generator import (
+    LAST_SLOT_GRACE,
     Completion,
     Generator,
     Invocation,
@@ -148,6 +149,17 @@ def test_rate_limiter_spaces_slots_without_banking() -> None:
     assert 0.15 <= asyncio.run(go()) < 0.5
     with pytest.raises(ValueError):
         RateLimiter(0)
+
+
+def test_a_slot_far_past_the_end_is_not_waited_for(tmp_path: Path) -> None:
+    """At one op every two seconds over four workers, the last slot of a 0.3 s workload was
+    six seconds in: the run waited for it (a simulated run at --rate 0.01 overran its budget
+    of virtual time). Now no worker waits more than LAST_SLOT_GRACE past the end."""
+    workers = [FakeWorker(["ok"]) for _ in range(4)]
+    started = time.monotonic()
+    _, ops = run(tmp_path, workers, rate=0.5, duration=0.3)
+    assert time.monotonic() - started < 0.3 + LAST_SLOT_GRACE + 1.0
+    assert [op.type for op in ops] == ["invoke", "ok"]  # only the slot at 0 was before the end
 
 
 def test_process_numbers() -> None:
