@@ -27,11 +27,11 @@ from floodmark.harness.config import (
     ConfigError,
     TestConfig,
     load_config,
-    load_run_config,
     make_config,
 )
 from floodmark.harness.schedule import Schedule, ScheduleError, load_schedule
 from floodmark.reference.protocol.variants import VARIANTS
+from floodmark.run.replayed_test import replayed_test
 
 if TYPE_CHECKING:
     from floodmark.run.explore import Explored
@@ -321,33 +321,6 @@ def replay_inputs(run: rundir.RunDir, named: str) -> tuple[TestConfig, Schedule,
         return config, schedule, digest.load(run)
     except digest.DigestError as e:
         raise UsageError(str(e)) from None
-
-
-def replayed_test(run: rundir.RunDir) -> tuple[TestConfig, Schedule]:
-    """The configuration and fault schedule a run directory replays (repro, shrink); a
-    UsageError naming the file when they cannot be: a test.yaml cut short, no seed, a
-    schedule.json missing, of another seed, or holding a fault the test cannot apply
-    (refused before anything runs: shrinking would otherwise drop it unseen)."""
-    from floodmark.run.assemble import make_nemeses, refusals
-
-    try:
-        config = load_run_config(run.config)
-        if config.seed is None:
-            raise UsageError(f"{run.config}: no seed recorded; cannot reproduce")
-        if not os.path.lexists(run.schedule):
-            raise UsageError(f"{run.schedule}: no such file: every run records its fault schedule there, and "
-                             "without it the replay could be of another test; to run the schedule the seed "
-                             f"draws, floodmark run -f {run.config}")
-        seed, schedule = load_schedule(run.schedule)
-        if seed is not None and seed != config.seed:
-            raise UsageError(f"{run.schedule}: seed {seed} differs from test.yaml's seed {config.seed}")
-        schedule.check_starts_within(config.time_limit, str(run.schedule))
-    except (ConfigError, ScheduleError) as e:
-        raise UsageError(str(e)) from None
-    problems = refusals(config.cluster, schedule, make_nemeses(config))
-    if problems:
-        raise UsageError(f"{run.schedule}: " + "; ".join(problems))
-    return config, schedule
 
 
 def explore_command(args: argparse.Namespace) -> int:

@@ -30,6 +30,7 @@ from floodmark.harness.config import TestConfig
 from floodmark.harness.schedule import Fault, Schedule
 from floodmark.inputs.sources import file_problem
 from floodmark.results import read_results, verdict_problem, verdict_word
+from floodmark.run.replayed_test import replayed_test
 
 SETTLE = 5.0  # seconds of workload kept after the last fault ends
 
@@ -181,8 +182,6 @@ def load_failure(path: Path) -> tuple[TestConfig, Schedule, frozenset[str]]:
     run = rundir.RunDir(path)
     if not os.path.lexists(run.config) or not os.path.lexists(run.schedule):  # there: read, or named
         raise UsageError(f"{path}: not a run directory (needs {rundir.CONFIG} and {rundir.SCHEDULE})")
-    from floodmark.run.commands import replayed_test  # (lazily: commands imports this module)
-
     config, schedule = replayed_test(run)
     if config.cluster != "sim":
         raise UsageError(f"{path}: a {config.cluster} run; only simulated runs can be shrunk "
