@@ -36,14 +36,14 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from floodmark.errors import SourceError
 from floodmark.inputs.plain_values import json_lines_parser
-from floodmark.inputs.sources import read_source
+from floodmark.inputs.sources import file_problem, read_source
 from floodmark.inputs.torn_lines import cut_short
 from floodmark.node_event_fields import (
     KINDS,
@@ -91,7 +91,7 @@ __all__ = [
     "ControllerResigned", "Fenced", "HwChanged", "IsrChanged", "IsrWritten", "KnownKind", "LeaderElected", "LogDirOffline",
     "NodeEvent", "NodeEventBody", "NodeEventError", "NodeEventWriter", "PartitionEvent", "PartitionKey",
     "Rejected", "Started", "Stopped", "Truncated", "UnknownKind", "encode_body", "event_from_dict",
-    "event_from_fields", "event_line", "iter_events", "leader_epoch_of", "partition_of", "read_events_dir",
+    "event_from_fields", "event_line", "event_lines", "iter_events", "leader_epoch_of", "partition_of", "read_events_dir",
 ]
 
 
@@ -260,6 +260,9 @@ def _read_node_file(path: Path, torn: list[str] | None,
                     topics: Collection[str] | None) -> tuple[list[NodeEvent], _Claim | None]:
     """A node's events, and the broker they say the node is (None if they do not say)."""
     node, source = path.stem, str(path)
+    unreadable = file_problem(path)  # a FIFO or a device in a run is named at once, never waited on
+    if unreadable is not None:
+        raise NodeEventError(source, 0, unreadable)
     events: list[NodeEvent] = []
     claim: _Claim | None = None
     for number, event in _numbered_events(path, node, torn, topics):
@@ -293,46 +296,71 @@ def _claim(claims: dict[int, _Claim], claim: _Claim) -> tuple[str, NodeEventErro
 # --------------------------------------------------------------------------- writing
 
 
-def _line_record(schema: Schema) -> Callable[[str, int, float, Any], dict[str, Any]]:
-    """What :func:`encode_body` gives for one kind, envelope first, as a function generated
-    for the kind (as dataclasses generates ``__init__``): one dict display for the envelope
-    and the fields up to the first optional one, then one store per later field, optional
-    ones only when not None. A simulated minute writes some 40,000 events, and building
+def _json_line(record: dict[str, Any]) -> bytes:
+    """A record's line as the standard library writes it: what orjson refuses (an integer
+    beyond 64 bits), or every line where orjson is not installed."""
+    return (json.dumps(record, separators=(",", ":")) + "\n").encode()
+
+
+def _dumps_line(record: dict[str, Any]) -> bytes:
+    """A record's line, newline included: orjson's encoding, else the standard library's."""
+    try:
+        if orjson is None:
+            raise TypeError("orjson is not installed")
+        return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        return _json_line(record)
+
+
+def _line_encoder(schema: Schema) -> Callable[[str, int, float, Any], bytes]:
+    """:func:`event_line` for one kind, as a function generated for the kind (as dataclasses
+    generates ``__init__``): one dict display for the envelope and the fields up to the first
+    optional one, then one store per later field, optional ones only when not None, and the
+    encoding, all in one call. A simulated minute writes some 40,000 events, and building
     each record field by field, growing the dict, was half the cost of its line."""
     lead = list(itertools.takewhile(lambda f: not f.optional, schema.fields))
     entries = "".join(f", {f.name!r}: body.{f.name}" for f in lead)
-    lines = ["def record(node, seq, wall, body):",
+    lines = ["def line(node, seq, wall, body):",
              f"  d = {{'node': node, 'seq': seq, 'wall': wall, 'kind': {schema.body.kind!r}{entries}}}"]
     for f in schema.fields[len(lead):]:
         if f.optional:
             lines += [f"  if body.{f.name} is not None:", f"    d[{f.name!r}] = body.{f.name}"]
         else:
             lines.append(f"  d[{f.name!r}] = body.{f.name}")
-    lines.append("  return d")
-    namespace: dict[str, Any] = {}
+    if orjson is None:
+        lines.append("  return json_line(d)")
+    else:
+        lines += ["  try:", "    return dumps(d, option=APPEND_NEWLINE)",
+                  "  except TypeError:", "    return json_line(d)"]
+    namespace: dict[str, Any] = {"json_line": _json_line}
+    if orjson is not None:
+        namespace.update(dumps=orjson.dumps, APPEND_NEWLINE=orjson.OPT_APPEND_NEWLINE)
     exec("\n".join(lines), namespace)  # noqa: S102 (built from a kind's field names)
-    return cast(Callable[[str, int, float, Any], dict[str, Any]], namespace["record"])
+    return cast(Callable[[str, int, float, Any], bytes], namespace["line"])
 
 
-_LINE_RECORDS: dict[type, Callable[[str, int, float, Any], dict[str, Any]]] = {
-    schema.body: _line_record(schema) for schema in SCHEMAS.values()
+_LINE_ENCODERS: dict[type, Callable[[str, int, float, Any], bytes]] = {
+    schema.body: _line_encoder(schema) for schema in SCHEMAS.values()
 }
+
+
+def _any_line(node: str, seq: int, wall: float, body: KnownKind | UnknownKind) -> bytes:
+    """The line of a body no encoder is generated for (an unknown kind)."""
+    return _dumps_line(encode_body(body, {"node": node, "seq": seq, "wall": wall, "kind": body.kind}))
 
 
 def event_line(node: str, seq: int, wall: float, body: KnownKind | UnknownKind) -> bytes:
     """One event's line in its node's file, newline included (what :class:`NodeEventWriter`
     writes, and the simulator for its nodes)."""
-    build = _LINE_RECORDS.get(type(body))
-    if build is not None:
-        record = build(node, seq, wall, body)
-    else:
-        record = encode_body(body, {"node": node, "seq": seq, "wall": wall, "kind": body.kind})
-    try:
-        if orjson is None:
-            raise TypeError("orjson is not installed")
-        return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
-    except TypeError:  # what orjson refuses (an integer beyond 64 bits), json writes
-        return (json.dumps(record, separators=(",", ":")) + "\n").encode()
+    return _LINE_ENCODERS.get(type(body), _any_line)(node, seq, wall, body)
+
+
+def event_lines(node: str, events: Iterable[tuple[float, KnownKind | UnknownKind]]) -> bytes:
+    """The lines of ``events`` (wall time and body each), numbered from 0: a whole event file
+    at once, as the simulator writes its nodes' (:func:`event_line` for each, without its call)."""
+    encoders = _LINE_ENCODERS
+    return b"".join([encoders.get(type(body), _any_line)(node, seq, wall, body)
+                     for seq, (wall, body) in enumerate(events)])
 
 
 class NodeEventWriter:

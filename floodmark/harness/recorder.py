@@ -40,15 +40,19 @@ BUFFERED_BYTES = 1 << 20  # a non-durable recorder writes once this much is wait
 
 def op_line(op: Op) -> bytes:
     """The history line of ``op`` (what ``Op.to_json`` gives, plus the newline), as UTF-8."""
-    d: dict[str, Any] = {
-        "index": op.index, "time": op.time, "type": op.type, "process": op.process, "f": op.f, "value": op.value,
-    }
-    if op.node is not None:
-        d["node"] = op.node
-    if op.error is not None:
-        d["error"] = op.error
-    if op.extra:
-        d.update(op.extra)
+    return _line(op.index, op.time, op.type, op.process, op.f, op.value, op.node, op.error, op.extra)
+
+
+def _line(index: int, time: int, type: OpType, process: Process, f: str, value: Any, node: str | None,
+          error: Any, extra: dict[str, Any] | None = None) -> bytes:
+    """:func:`op_line` of the op these fields make, without making it."""
+    d: dict[str, Any] = {"index": index, "time": time, "type": type, "process": process, "f": f, "value": value}
+    if node is not None:
+        d["node"] = node
+    if error is not None:
+        d["error"] = error
+    if extra:
+        d.update(extra)
     try:
         return orjson.dumps(d, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # what orjson refuses (non-string keys, huge integers): as Op.to_json does
@@ -81,12 +85,14 @@ class Recorder:
     def record(
         self, type: OpType, process: Process, f: str, value: Any = None,
         node: str | None = None, error: Any = None,
-    ) -> Op:
+    ) -> None:
+        """Append the op these fields make to the history, stamped now. No :class:`Op` is made:
+        a client op is recorded twice, and building a frozen one cost more than its line."""
         with self._lock:
             if self._fd < 0:
                 raise ValueError(f"the history {self.path} is closed")
-            op = Op(self._next_index, self.now(), type, process, f, value, node, error)
-            line = op_line(op)  # before taking the index: an op that cannot be encoded leaves no gap
+            # now(), inline. Encoded before taking the index: an op that cannot be leaves no gap.
+            line = _line(self._next_index, self._clock_ns() - self._start_ns, type, process, f, value, node, error)
             self._next_index += 1
             if self.durable:
                 _write_all(self._fd, line)
@@ -97,7 +103,6 @@ class Recorder:
                     self._write_pending()
         if type != "invoke" and process != "nemesis":
             self.counts[type] += 1
-        return op
 
     @property
     def ops_recorded(self) -> int:

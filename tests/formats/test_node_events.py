@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 import typing
 
 import pytest
@@ -391,3 +393,14 @@ def test_a_key_given_twice_in_an_event_is_refused_naming_it(tmp_path) -> None:
     with pytest.raises(NodeEventError) as refused:
         list(iter_events(path))
     assert str(refused.value) == f"{path}:2: the key 'leader_epoch' twice in one object (which one was meant cannot be told)"
+
+
+def test_a_fifo_among_the_event_files_is_named_at_once(tmp_path) -> None:
+    """It waited ten seconds for a writer that a run directory never has (in check and report)."""
+    os.mkfifo(tmp_path / "n1.jsonl")
+    started = time.monotonic()
+    with pytest.raises(NodeEventError, match=r"n1\.jsonl: is a FIFO, not a file"):
+        read_events_dir(tmp_path)
+    refused: list[NodeEventError] = []
+    assert read_events_dir(tmp_path, refused=refused) == {} and len(refused) == 1
+    assert time.monotonic() - started < 2

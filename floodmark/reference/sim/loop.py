@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextvars
+import functools
 import heapq
 import itertools
 import selectors
@@ -170,9 +171,21 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._virtual_selector = VirtualTimeSelector()
         super().__init__(self._virtual_selector)
         self._wakeup_only = self._virtual_selector.registered  # the wake-up pipe
+        # create_future, as a C callable: every request and wait makes a future (some 1,000
+        # a simulated second), and asyncio's is a Python method that only makes this call.
+        self.create_future = functools.partial(asyncio.Future, loop=self)  # type: ignore[method-assign]
 
     def time(self) -> float:
         return self.clock.now
+
+    # ------------------------------------------------------------------ futures
+
+    def set_debug(self, enabled: bool) -> None:
+        super().set_debug(enabled)
+        # asyncio's C futures and tasks ask their loop get_debug() as each is made (some
+        # 1,600 a simulated second); a C callable answers without a Python frame. Set again
+        # on every change, so it always says what asyncio's own get_debug would.
+        self.get_debug = bool(self._debug).__bool__  # type: ignore[method-assign]
 
     # ------------------------------------------------------------------ scheduling
 
@@ -344,7 +357,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         live = []
         for entry in self._timers:
             timer = entry[2]
-            if _cancelled(timer):
+            # _cancelled(timer), inline: this looks at every timer of the heap.
+            if timer.__class__ is not tuple and timer._cancelled:  # type: ignore[union-attr]
                 timer._scheduled = False  # type: ignore[union-attr]
             else:
                 live.append(entry)

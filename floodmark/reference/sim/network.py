@@ -283,12 +283,13 @@ class SimNetwork:
         self._calls[call] = None
         self._carry(source, destination, type(message).__name__, self._land_request, call, message)
         # A plain timer on the reply, not asyncio.wait_for: one timer and no extra future or
-        # callback per request. The response's arrival cancels it (see ``_hear``).
+        # callback per request. The response's arrival cancels it (see ``_land_response``).
         call.timeout = timer = loop.call_at(loop.clock.now + timeout, _time_out, reply)
         try:
             response = await reply
         finally:
-            timer.cancel()
+            if call.timeout is not None:  # else the response's arrival cancelled it already
+                timer.cancel()
             self._calls.pop(call, None)
             if not node.alive or node.incarnation != incarnation or node.paused:
                 await node.gate(incarnation)
@@ -321,26 +322,19 @@ class SimNetwork:
         if self._held and link in self._held:
             self._release(link)
 
-    def _land_request(self, link: Link, call: _Call, message: Any) -> None:
-        if link in self._blocked:
-            self.lost[link] += 1
-            return
-        self._arrive(call, message)
-
     def _land_response(self, link: Link, call: _Call, response: Any) -> None:
+        """The response reached the end of its link, unless a fault blocks the link now. Then
+        it reached the requester: the timeout no longer applies and the connection's fate no
+        longer matters; its CPU reads the response, then the caller has it."""
         if link in self._blocked:
             self.lost[link] += 1
             return
-        self._hear(call, response)
-
-    def _hear(self, call: _Call, response: Any) -> None:
-        """The response reached the requester: the timeout no longer applies and the
-        connection's fate no longer matters; its CPU reads the response, then the caller has it."""
         reply = call.reply
         if reply.done():
             return
         if call.timeout is not None:
             call.timeout.cancel()
+            call.timeout = None
         self._calls.pop(call, None)
         cpu = call.requester.cpu
         if cpu is None or call.requester.paused:
@@ -351,7 +345,12 @@ class SimNetwork:
         price = call.price if call.priced_by is costs else costs.cost(response)
         self.world.loop.plain_call_at(cpu.charge(price), _resolve, reply, response)
 
-    def _arrive(self, call: _Call, message: Any) -> None:
+    def _land_request(self, link: Link, call: _Call, message: Any) -> None:
+        """The request reached the end of its link, unless a fault blocks the link now. Then
+        the destination refuses the connection, or starts a handler once its CPU has read it."""
+        if link in self._blocked:
+            self.lost[link] += 1
+            return
         target = self.world.nodes.get(call.destination)
         serving = self._handlers.get(call.destination)
         if target is None or serving is None or not target.alive or target.incarnation != serving[0]:

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from floodmark.node_event_kinds import KnownKind
-from floodmark.node_events import NodeEvent, event_line
+from floodmark.node_events import NodeEvent, event_lines
 from floodmark.reference.sim.cpu import CpuCosts, SimCpu
 from floodmark.reference.sim.disk import SimDisk
 from floodmark.reference.sim.disk_faults import PowerLoss
@@ -317,7 +317,7 @@ class SimWorld:
 
     def event_lines(self, name: str) -> bytes:
         """The node's events as its event file holds them."""
-        return b"".join(event_line(name, seq, wall, body) for seq, (wall, body) in enumerate(self._events[name]))
+        return event_lines(name, self._events[name])
 
     def record_failure(self, name: str, what: str, error: BaseException) -> None:
         self.failures.append((name, what, error))
