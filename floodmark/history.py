@@ -30,6 +30,11 @@ is not silently gone: :func:`read_history` and :func:`parse_history` return the 
 :class:`OpsRead`, whose ``torn_tail`` says which line was left out and why, for whoever
 judges the history to pass on.
 
+Ops are recorded in the order they happen, each stamped by one monotonic clock as it is
+recorded: a history whose indices are not dense from 0, or whose time goes back, has been
+reordered or edited, and is refused where it goes wrong (a checker orders ops by index, and
+would judge a history that no run recorded).
+
 What the JSON parsers would read silently is refused too: an object naming a key twice
 (``"type":"fail","type":"ok"`` reads as its last; :mod:`floodmark.inputs.duplicate_keys`).
 A UTF-8 byte order mark before the first op, which some editors save, is no part of it and
@@ -274,12 +279,22 @@ def read_history(path: str | os.PathLike[str], *, check_dense: bool = True,
                         str(path), check_dense, check_pairs)
 
 
+def time_out_of_order(time: int, previous: int) -> str:
+    """Why an op recorded at ``time`` after one at ``previous`` (later) is no history's."""
+    return (f"time {time} is before the previous op's ({previous}): a history is recorded in time order, "
+            "by one monotonic clock")
+
+
 def _checked(ops: OpsRead, numbered: Iterable[tuple[int, Op]], source: str, check_dense: bool,
              check_pairs: bool) -> OpsRead:
     pairing = ProcessPairing(source) if check_pairs else None
+    latest = -_MAX_TIME  # the time of the op before (one clock, read as each op is recorded)
     for line, op in numbered:
         if check_dense and op.index != len(ops):
             raise HistoryError(source, line, f"index {op.index} out of sequence (expected {len(ops)})")
+        if check_dense and op.time < latest:
+            raise HistoryError(source, line, time_out_of_order(op.time, latest))
+        latest = op.time
         if pairing is not None:
             pairing.see(op, line)
         ops.append(op)

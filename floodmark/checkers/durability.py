@@ -43,7 +43,7 @@ class DurabilityChecker:
     name = "durability"
 
     def check(self, run: CheckInput) -> CheckerResult:
-        index = index_for(run.history)
+        index = index_for(run.history, run.config)
         anomalies: list[Anomaly] = []
         stats: dict[str, Any] = {"acknowledged": 0, "judged": 0, "unjudged": 0, "lost": 0, "moved": 0,
                  "inconsistent_offsets": 0, "indeterminate_present": 0, "indeterminate_absent": 0}

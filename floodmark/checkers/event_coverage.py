@@ -16,6 +16,9 @@ written before brokers named themselves) is each counted as one broker, as well 
 be done. A run that states no configuration cannot say how many brokers it had: its events
 are judged as they are, but no events at all judge nothing.
 
+Nor may they speak for more brokers than the configuration states: a test.yaml that says
+2 nodes beside the events of 3 is not the run's own, and its settings judge nothing.
+
 A file is also read whole or not at all: each node numbers its events 0, 1, 2, ... (a
 restarted process goes on from where its file ends), so a number missing between two that
 are there means lines were lost from the middle of the file, and what they said was not
@@ -76,6 +79,9 @@ def uncovered(events: Mapping[str, list[NodeEvent]], config: TestConfig | None,
     if gap:
         return gap
     known = {broker for broker in stated.values() if broker is not None}
+    more = _more_than_configured(stated, known, config)
+    if more:
+        return more
     if not known:  # older files name no broker: one broker each, and none can be matched to a name
         if config is not None and len(stated) < config.nodes:
             return (f"node events of {len(stated)} of the {config.nodes} brokers the configuration states "
@@ -91,6 +97,20 @@ def uncovered(events: Mapping[str, list[NodeEvent]], config: TestConfig | None,
         return f"broker{'s' if len(unheard) > 1 else ''} {', '.join(map(str, unheard))} named in the events, " \
                f"but no events file says it is {'them' if len(unheard) > 1 else 'it'}"
     return None
+
+
+def _more_than_configured(stated: Mapping[str, int | None], known: set[int], config: TestConfig | None) -> str | None:
+    """Why the events speak for more brokers than the configuration states, or None: a
+    test.yaml that is not the run's (or events of another run added): what the events say
+    is judged against settings that are not the ones they ran under."""
+    if config is None:
+        return None
+    count, what = (len(known), f"brokers {', '.join(map(str, sorted(known)))}") if known else \
+        (len(stated), f"events from {', '.join(sorted(stated))}")
+    if count <= config.nodes:
+        return None
+    return (f"node events of {count} brokers ({what}), but the configuration states {config.nodes}: "
+            "its settings are not the ones these events ran under")
 
 
 def first_gap(events: Mapping[str, list[NodeEvent]]) -> str | None:

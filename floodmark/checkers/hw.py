@@ -232,7 +232,7 @@ _NOTHING = object()
 
 def _client_exposure(run: CheckInput) -> tuple[dict[PartitionKey, int], dict[PartitionKey, dict[int, Any]]]:
     """Per partition: the greatest HW exposed to a client, and the (offset, value)s clients saw committed."""
-    index = index_for(run.history)
+    index = index_for(run.history, run.config)
     use_acks = acks_all(run.config)
     exposed: dict[PartitionKey, int] = {}
     values: dict[PartitionKey, dict[int, Any]] = {}

@@ -20,19 +20,27 @@ from typing import Any
 
 Partition = tuple[str, int]
 
+# A log's offsets are 64-bit signed integers (Kafka's int64): a greater one is no place in
+# any log, and a history holding one is damaged (JSON itself puts no bound on an integer).
+MAX_OFFSET = 2**63 - 1
+
 
 def offset_problem(offset: Any, what: str) -> str | None:
     """Why ``offset`` (``what`` holds it) is no offset in a log, or None: an integer below 0
-    (one of another type is the caller's to judge)."""
+    or beyond :data:`MAX_OFFSET` (one of another type is the caller's to judge)."""
     if type(offset) is int and offset < 0:
         return f"{what} {offset}, below 0 (no log has such an offset)"
+    if type(offset) is int and offset > MAX_OFFSET:
+        return f"{what} {offset if offset < 10**30 else 'of ' + str(len(str(offset))) + ' digits'}, " \
+               "beyond 2**63-1 (no log has such an offset: offsets are 64-bit)"
     return None
 
 
 def unfit_high_watermark(high_watermark: Any) -> bool:
     """True if a batch's ``high_watermark`` is stated (not absent, not null) and is not a
     whole number from 0 (:func:`batch_problem` says what is wrong with it)."""
-    return high_watermark is not None and (type(high_watermark) is not int or high_watermark < 0)
+    return high_watermark is not None and (type(high_watermark) is not int
+                                           or not 0 <= high_watermark <= MAX_OFFSET)
 
 
 def acknowledgement_problem(invoked: dict[str, Any], acknowledged: dict[str, Any]) -> str | None:
@@ -72,7 +80,7 @@ def batch_problem(f: str, requested: Any, batch: dict[str, Any]) -> str | None:
     checker reads it: a batch that states an impossible one is not to be trusted for the
     rest). None when it agrees (or the invocation states no positions to compare)."""
     topic, partition, start = batch["topic"], batch["partition"], batch.get("offset")
-    if type(start) is int and start < 0:
+    if type(start) is int and not 0 <= start <= MAX_OFFSET:
         return offset_problem(start, f"{f}'s batch of {_shown_key((topic, partition))} starts at offset")
     high_watermark = batch.get("high_watermark")
     if unfit_high_watermark(high_watermark):

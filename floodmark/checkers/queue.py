@@ -62,7 +62,7 @@ class QueueChecker:
     name = "queue"
 
     def check(self, run: CheckInput) -> CheckerResult:
-        index = index_for(run.history)
+        index = index_for(run.history, run.config)
         duplicate_reason = duplicates_permitted_by(run.config)
         anomalies: list[Anomaly] = []
         stats: dict[str, Any] = {"sends": {"ok": 0, "fail": 0, "info": 0}, "records_read": 0,
@@ -83,7 +83,7 @@ class QueueChecker:
             details = run.loss_details(key[0], key[1], committed=False)
             anomalies.extend(_lost_and_unseen(part, details, stats))
             anomalies.extend(_aborted_reads(part, failed))
-            anomalies.extend(_unexpected_reads(part, failed))
+            anomalies.extend(_unexpected_reads(part, failed, index.stray_values))
             anomalies.extend(_nonmonotonic_sends(part, details))
             ranks[key] = _version_order(part)
         anomalies.extend(_poll_order(index, ranks))
@@ -205,12 +205,14 @@ def _aborted_reads(part: PartitionIndex, failed: dict[Any, Send]) -> list[Anomal
     return anomalies
 
 
-def _unexpected_reads(part: PartitionIndex, failed: dict[Any, Send]) -> list[Anomaly]:
+def _unexpected_reads(part: PartitionIndex, failed: dict[Any, Send], stray: set[Any]) -> list[Anomaly]:
     """Values read that no send to this partition tried to write (a failed send's value is
-    G1a's business)."""
+    G1a's business; one of a send that names no partition the run has, ``stray``, may have
+    been written anywhere: that send is malformed, and the verdict unknown for it)."""
     observed = part.observations()
     sent = {send.value for send in part.sends}
-    first_at = sorted(((min(observed.offsets(v)), v) for v in observed.read_values if v not in sent and v not in failed),
+    first_at = sorted(((min(observed.offsets(v)), v) for v in observed.read_values
+                       if v not in sent and v not in failed and v not in stray),
                       key=_OFFSET)  # by offset only: values of two types do not compare
     topic, partition = part.partition
     anomalies = []

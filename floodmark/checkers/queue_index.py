@@ -26,6 +26,9 @@ an acknowledgement naming another partition or value than was sent, a batch of a
 the poll did not fetch or from another position. The send of such an acknowledgement is
 kept as one whose outcome is unknown, in both partitions; such a batch's records are kept
 as read, but in no consumer's order (nor as a drain's).
+A send the index cannot place in a partition (it names none, or one the run's test.yaml
+does not have: :mod:`.run_partitions`) is malformed too, and its value set apart: reading
+it anywhere is no anomaly, since that send may have written it there.
 Values sent and read are strings or integers: Python takes ``true`` for ``1`` and ``1.0``
 for ``1``, so a history holding booleans, floats, ``null`` or collections as values could
 not be compared value for value, and is not judged.
@@ -34,9 +37,10 @@ not be compared value for value, and is not judged.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from floodmark.checkers.op_agreement import (
+    MAX_OFFSET,
     acknowledged_elsewhere,
     acknowledgement_problem,
     batch_problem,
@@ -44,7 +48,12 @@ from floodmark.checkers.op_agreement import (
     read_problem,
     unfit_high_watermark,
 )
+from floodmark.checkers.op_shapes import record_problem, shape_problem, shown_value, value_problem
+from floodmark.checkers.run_partitions import set_apart_unknown_partitions
 from floodmark.history import NEMESIS, Op
+
+if TYPE_CHECKING:
+    from floodmark.run_config import TestConfig
 
 Partition = tuple[str, int]
 
@@ -203,6 +212,17 @@ class QueueIndex:
     drained: set[Partition]
     malformed: list[tuple[int, str]]
     client_ops: int
+    # Values of sends that name no partition the index can place them in (a malformed one,
+    # or one the run does not have): listed as malformed, and wherever one is read, it may
+    # have been written there, so reading it is no anomaly.
+    stray_values: set[Any] = field(default_factory=set)
+
+    def set_apart(self, invoked: Any) -> None:
+        """Keep the value of a send that cannot be placed (``invoked``: its invocation's value)
+        among the stray values, if it is one a read could return."""
+        value = invoked.get("value") if type(invoked) is dict else None
+        if type(value) is str or type(value) is int:
+            self.stray_values.add(value)
 
     def partition(self, key: Partition) -> PartitionIndex:
         found = self.partitions.get(key)
@@ -252,15 +272,17 @@ def build_index(history: list[Op]) -> QueueIndex:
                     send = Send(value["value"], process, "ok", offset, invocation.index, op.index)
                 except (KeyError, TypeError, AttributeError, IndexError) as e:
                     malformed.append((invocation.index, shape_problem("send", invocation.value, acknowledged, e)))
+                    index.set_apart(value)
                     continue
-                unreadable = type(offset) is not int or offset < 0
+                unreadable = type(offset) is not int or not 0 <= offset <= MAX_OFFSET
                 if unreadable:
                     _unreadable_acknowledgement(index, send, acknowledged)
                 if type(key[0]) is not str or type(key[1]) is not int or key[1] < 0:
                     malformed.append((invocation.index, f"send names partition {_shown(key)}, {NO_PARTITION}"))
+                    index.set_apart(value)
                     continue
                 if type(send.value) is not str and type(send.value) is not int:
-                    malformed.append((invocation.index, _value_problem(send.value)))
+                    malformed.append((invocation.index, value_problem(send.value)))
                     continue
                 echoed = acknowledged.get("value", send.value) if not unreadable else None
                 if not unreadable and (acknowledged.get("partition", key[1]) is not key[1]
@@ -295,7 +317,7 @@ def build_index(history: list[Op]) -> QueueIndex:
                             part = index.partition(key)
                         part.reads.append(read)
                         start, agrees = read.start, False
-                        if type(start) is int and start >= 0 and type(fetched) is list:
+                        if type(start) is int and 0 <= start <= MAX_OFFSET and type(fetched) is list:
                             for position in fetched:  # (where the poll fetched this partition from)
                                 if type(position) is dict and position.get("partition") is key[1] \
                                         and position.get("topic") == key[0]:
@@ -330,7 +352,7 @@ def _unreadable_acknowledgement(index: QueueIndex, send: Send, acknowledged: Any
         problem = (offset_problem(acknowledged.get("offset"), "acknowledged send has offset")
                    or f"acknowledged send has offset {acknowledged.get('offset')!r}, not an integer")
     else:
-        problem = f"acknowledged send's completion holds {_shown_value(acknowledged)}, not a map with the offset"
+        problem = f"acknowledged send's completion holds {shown_value(acknowledged)}, not a map with the offset"
     index.malformed.append((send.completion if send.completion is not None else send.invoke, problem))
     send.outcome = "info"
     send.offset = None
@@ -362,7 +384,7 @@ def _partition_of(value: Any) -> Partition:
 
 
 def _shown(key: tuple[Any, Any]) -> str:
-    return _shown_value(list(key))
+    return shown_value(list(key))
 
 
 def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
@@ -375,12 +397,12 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
             offset = acknowledged.get("offset") if isinstance(acknowledged, dict) else None
             send = Send(value["value"], invocation.process, outcome, offset, invocation.index,
                         None if completion is None else completion.index)
-            unreadable = outcome == "ok" and (type(offset) is not int or offset < 0)
+            unreadable = outcome == "ok" and (type(offset) is not int or not 0 <= offset <= MAX_OFFSET)
             if unreadable:
                 _unreadable_acknowledgement(index, send, acknowledged)
             key = _partition_of(value)
             if type(send.value) is not str and type(send.value) is not int:
-                index.malformed.append((invocation.index, _value_problem(send.value)))
+                index.malformed.append((invocation.index, value_problem(send.value)))
                 return
             if outcome == "ok" and not unreadable:
                 _check_acknowledgement(index, send, value, acknowledged)
@@ -429,73 +451,23 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
                 index.consumer_ops.setdefault(invocation.process, []).append(("assign", invocation.index))
         else:
             index.malformed.append((invocation.index, f"op {f!r} is no op of a queue or log workload"))
+            index.set_apart(invocation.value)  # (a renamed send: its value may be in the log)
     except (KeyError, TypeError, AttributeError, IndexError) as e:
         index.malformed.append((invocation.index, shape_problem(
             f, invocation.value, None if completion is None else completion.value, e)))
+        if f in _SENDS:
+            index.set_apart(invocation.value)
 
 
-# What each op of the queue and log workloads holds, for the message about one that does not.
-_SHAPES = {
-    "send": "a send's value is a map of topic, partition and value, its acknowledgement's a map with the offset",
-    "poll": "a poll's completion holds a list of batches, each a map of topic, partition and records",
-    "read": "a read's value is a map of topic, partition and offset, its completion's a map with the value",
-}
-_SHAPES["append"] = _SHAPES["send"]
-_SHAPES["drain"] = _SHAPES["poll"].replace("poll", "drain")
-_MICRO_OPS = ("send", "poll")  # the micro-ops of Jepsen's kafka workload: [[:send k v] [:poll]]
+_cache: list[tuple[list[Op], TestConfig | None, QueueIndex]] = []
 
 
-def shape_problem(f: str, value: Any, completion: Any, error: Exception) -> str:
-    """Why an op of kind ``f`` could not be read: the shape its kind has, what it held
-    instead, and the foreign format it most likely comes from."""
-    # A send or read is known by its value; a poll or drain by what it returned.
-    held = completion if f in _READS and completion is not None and not _is_micro_ops(value) else value
-    expected = _SHAPES.get(f, f"{f} is no op of a queue or log workload")
-    if _is_micro_ops(held):
-        return f"{f} op holds Jepsen kafka micro-ops ({_shown_value(held)}), which the queue checkers do not read: {expected}"
-    return f"{f} op has an unexpected shape ({type(error).__name__}: {error}): {expected}; it holds {_shown_value(held)}"
-
-
-def record_problem(records: Any) -> str | None:
-    """What is wrong with a batch's records, or None: a list of ``[offset, value]`` pairs, each
-    offset an integer and each value a string or an integer (see the module docstring)."""
-    if type(records) is not list:
-        return f"records are {_shown_value(records)}, not a list"
-    for record in records:
-        if (type(record) is not list and type(record) is not tuple) or len(record) != 2:
-            return f"record {_shown_value(record)} is not an [offset, value] pair"
-        offset, value = record
-        if type(offset) is not int:
-            return f"record {_shown_value(record)} has offset {_shown_value(offset)}, not an integer"
-        if offset < 0:
-            return offset_problem(offset, f"record {_shown_value(record)} has offset")
-        if type(value) is not str and type(value) is not int:
-            return f"record {_shown_value(record)}: {_value_problem(value)}"
-    return None
-
-
-def _value_problem(value: Any) -> str:
-    return (f"the value {_shown_value(value)} is not a string or an integer (the checkers compare values exactly, "
-            "and Python takes true for 1 and 1.0 for 1)")
-
-
-def _is_micro_ops(value: Any) -> bool:
-    return (isinstance(value, list) and bool(value)
-            and all(isinstance(m, list) and m and m[0] in _MICRO_OPS for m in value[:8]))
-
-
-def _shown_value(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-_cache: list[tuple[list[Op], QueueIndex]] = []
-
-
-def index_for(history: list[Op]) -> QueueIndex:
-    """The index of ``history``, built once when several checkers judge the same history."""
-    if _cache and _cache[0][0] is history:
-        return _cache[0][1]
+def index_for(history: list[Op], config: TestConfig | None = None) -> QueueIndex:
+    """The index of ``history`` as a run with ``config`` has it, built once when several
+    checkers judge the same run."""
+    if _cache and _cache[0][0] is history and _cache[0][1] is config:
+        return _cache[0][2]
     index = build_index(history)
-    _cache[:] = [(history, index)]
+    set_apart_unknown_partitions(index, config)  # (what test.yaml says the run has)
+    _cache[:] = [(history, config, index)]
     return index

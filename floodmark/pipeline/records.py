@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from floodmark.history import HistoryError, Op, iter_history
+from floodmark.history import HistoryError, Op, iter_history, time_out_of_order
 from floodmark.node_events import (
     ControllerElected,
     ControllerResigned,
@@ -133,6 +133,8 @@ def _validate_history(rd: RunDir, witnesses: set[int]) -> tuple[int, int | None,
             if op.index != count:
                 # Like read_history: one op per line, so the op's line is its position + 1.
                 raise HistoryError(str(rd.history), count + 1, f"op index {op.index} out of sequence (expected {count})")
+            if last is not None and op.time < last:  # as read_history refuses it
+                raise HistoryError(str(rd.history), count + 1, time_out_of_order(op.time, last))
             if first is None:
                 first = op.time
             last = op.time

@@ -396,3 +396,23 @@ def test_many_gaps_each_below_the_bound_are_not_padded_either() -> None:
     n1 = events("n1", kinds.Started(broker=1), *(appended(i * step, 1, f"v{i}") for i in range(12)))
     result = check({"n1": n1})
     assert result.valid == "unknown" and "cannot be replayed" in result.stats["unjudged_because"]
+
+
+def test_events_of_more_brokers_than_the_configuration_states_are_not_judged_by_it() -> None:
+    """A test.yaml stating fewer nodes than the events speak for is not the run's own: the
+    white-box checkers say unknown, naming why (they said valid, judging the events of three
+    brokers by the settings of a run of two)."""
+    n1 = events("n1", kinds.Started(broker=1), leads(1, 1, 2, 3), acked(0, 1))
+    n2, n3 = events("n2", kinds.Started(broker=2)), events("n3", kinds.Started(broker=3))
+    for checker in (InvariantsChecker(), HighWatermarkChecker(), LeaderChecker()):
+        for config in (TestConfig(nodes=3), TestConfig(nodes=2)):
+            result = checker.check(CheckInput([], {"n1": n1, "n2": n2, "n3": n3}, config))
+            if config.nodes == 3:
+                assert result.valid is True, (checker.name, result.stats)
+            else:
+                assert result.valid == "unknown", checker.name
+                assert result.stats["unjudged_because"].startswith(
+                    "node events of 3 brokers (brokers 1, 2, 3), but the configuration states 2"), result.stats
+    nameless = {n: events(n, kinds.BrokerState(state="Active", incarnation=1)) for n in ("n1", "n2", "n3")}
+    result = LeaderChecker().check(CheckInput([], nameless, TestConfig(nodes=2)))
+    assert result.valid == "unknown" and "events from n1, n2, n3" in result.stats["unjudged_because"]

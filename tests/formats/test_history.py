@@ -126,3 +126,23 @@ def test_a_history_starting_with_a_byte_order_mark_reads_as_without(tmp_path):
     assert parse_history(path.read_bytes(), str(path)) == ops
     loaded = load_history(str(path))
     assert loaded.format == "jsonl" and loaded.ops == ops
+
+
+@pytest.mark.parametrize("times", [(5, 4), (0, -1), (10, 10, 9)])
+def test_time_going_back_is_refused_where_it_goes_back(tmp_path, times):
+    """One monotonic clock stamps every op as it is recorded: a history whose time goes back
+    was reordered or edited, and is refused naming the line (it was judged as it stood)."""
+    path = tmp_path / "h.jsonl"
+    path.write_text("".join(json.dumps(Op(i, t, "invoke", i, "x").to_dict()) + "\n" for i, t in enumerate(times)))
+    with pytest.raises(HistoryError, match=rf"h.jsonl:{len(times)}: time {times[-1]} is before the previous op's"):
+        read_history(path)
+    from floodmark.history import parse_history
+
+    with pytest.raises(HistoryError, match="is before the previous op's"):
+        parse_history(path.read_bytes(), str(path))
+
+
+def test_equal_times_are_in_order(tmp_path):
+    path = tmp_path / "h.jsonl"
+    path.write_text("".join(json.dumps(Op(i, 7, "invoke", i, "x").to_dict()) + "\n" for i in range(3)))
+    assert len(read_history(path)) == 3

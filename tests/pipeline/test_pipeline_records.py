@@ -1,5 +1,6 @@
 """Reading run directories into rows, without Spark."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -30,8 +31,15 @@ def _op_3_is_gone(lines: list[str]) -> list[str]:
     return lines[:3] + lines[4:]  # the next line holds index 4
 
 
+def _op_5_goes_back_in_time(lines: list[str]) -> list[str]:
+    op = json.loads(lines[5])
+    op["time"] = -1  # before op 4's: floodmark check refuses the history, so must analyze
+    return [*lines[:5], json.dumps(op), *lines[6:]]
+
+
 @pytest.mark.parametrize(("seed", "rewrite", "problem"), [
     (4, _time_is_not_a_number, r"history.jsonl:6: "),
+    (4, _op_5_goes_back_in_time, r"history.jsonl:6: time -1 is before the previous op's \(\d+\)"),
     (6, _op_3_is_gone, r"history.jsonl:4: op index 4 out of sequence \(expected 3\)"),
 ])
 def test_a_malformed_history_is_rejected_with_file_and_line(tmp_path, seed, rewrite, problem):
