@@ -9,6 +9,9 @@
     seed, config, variant   copied from the run so the file stands alone
     notes      (when there are any) one line each about what the verdict rests on that it
                does not say itself: a torn last line of the history left unread, ...
+    interrupted   (a run stopped by Ctrl-C or SIGTERM) why it cannot be judged valid, in one
+               line (:func:`floodmark.rundir.interruption_reason`): its verdict is unknown at
+               best, merged as one more unknown verdict (:func:`mark_interrupted`)
     judged_files  (a run directory's) the SHA-256 of the history and of each node's events
                the checkers read, as ``digest.json`` names them: a later ``check --checker``
                keeps the other verdicts only while the files are still these
@@ -29,6 +32,12 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from floodmark.errors import SourceError
+
+# Every reader of a results file (check, the report, the results browser's index, analyze)
+# parses it whole. A verdict and its anomalies stay far below this but for runs with hundreds
+# of thousands of anomalies, which are then shown unchecked, saying why: a results file of
+# gigabytes (or one growing without end) would exhaust the memory of any of them first.
+MAX_RESULTS_BYTES = 64 << 20
 
 Validity = bool | Literal["unknown"]
 
@@ -127,6 +136,18 @@ def build_results(
     }
 
 
+def mark_interrupted(results: dict[str, Any], reason: str) -> None:
+    """Hold ``results`` (as :func:`build_results` makes them) at unknown at best, for ``reason``
+    (the run was interrupted, so its history stops early): an anomaly found in what it
+    recorded still makes it invalid, but no verdict on it is valid. The reason goes into
+    ``interrupted`` and ``notes``, so the file says why."""
+    results["interrupted"] = reason
+    results["valid"] = merge_validity([results.get("valid", "unknown"), "unknown"])
+    notes = results.setdefault("notes", [])
+    if reason not in notes:
+        notes.append(reason)
+
+
 def write_results(path: str | os.PathLike[str], results: dict[str, Any]) -> None:
     """Write atomically: a reader never sees half a results file, and two checks of one run
     at once (``check`` beside ``analyze``) never write into one temporary file."""
@@ -201,8 +222,9 @@ def verdict_problem(results: dict[str, Any]) -> str | None:
     ``valid`` that is true, false or "unknown" and the merge of its checkers' verdicts, each
     checker's entry a judgement (:func:`judgement_problem`). A file that contradicts itself,
     or whose checkers are not judgements, is no verdict whatever its top line says; nor is
-    one without any checker, unless it is a run that failed before it could be checked
-    (unknown, with its ``error``). The report and the results browser show such a file
+    one without any checker, unless it is a run that failed or was interrupted before it
+    could be checked (unknown, with its ``error`` or ``interrupted`` reason); an interrupted
+    run's verdict is its checkers' merged with unknown. The report and the results browser show such a file
     unchecked; the pipeline does not take its verdict for the run's."""
     valid = results.get("valid")
     if not (valid is True or valid is False or valid == "unknown"):
@@ -210,18 +232,20 @@ def verdict_problem(results: dict[str, Any]) -> str | None:
     checkers = results.get("checkers")
     if checkers is not None and not isinstance(checkers, dict):
         return f"not a results file ('checkers' is {_short(checkers)}, not an object)"
+    interrupted = isinstance(results.get("interrupted"), str)
     if not checkers:
-        if valid == "unknown" and isinstance(results.get("error"), str):
+        if valid == "unknown" and (isinstance(results.get("error"), str) or interrupted):
             return None
         return "no checker's verdict in it"
     for name, result in checkers.items():
         shape = judgement_problem(result)
         if shape is not None:
             return f"not a results file (checker {str(name)[:40]!r}: {shape})"
-    merged = merge_validity(c.get("valid", "unknown") for c in checkers.values())
+    verdicts: list[Validity] = [c.get("valid", "unknown") for c in checkers.values()]
+    merged = merge_validity([*verdicts, "unknown"] if interrupted else verdicts)
     if merged != valid:
         disagree = [f"{str(name)[:40]} {verdict_word(c.get('valid', 'unknown'))}" for name, c in checkers.items()
-                    if c.get("valid", "unknown") == merged]
+                    if c.get("valid", "unknown") == merged] or ["the run was interrupted"]
         return (f"inconsistent: its verdict is {verdict_word(valid)}, but its checkers' is "
                 f"{verdict_word(merged)} ({', '.join(disagree[:4])})")
     return None
@@ -240,14 +264,31 @@ def _kind(value: Any) -> str:
             type(None): "null"}.get(type(value), "a number")
 
 
+def oversized_results(path: str | os.PathLike[str]) -> str | None:
+    """Why the results file ``path`` is too large to read whole (more than
+    :data:`MAX_RESULTS_BYTES`), in a phrase; None when it is not, or cannot be looked at (its
+    reader says why)."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None
+    if size <= MAX_RESULTS_BYTES:
+        return None
+    return f"{size:,} bytes, more than the {MAX_RESULTS_BYTES:,} a results file may have"
+
+
 def read_results(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A results file; ValueError (naming the file) when it is not one. Read once, as JSON
-    without NaN, lone surrogates or nesting deeper than the checkers ever write."""
+    without NaN, lone surrogates or nesting deeper than the checkers ever write, and never
+    more than :data:`MAX_RESULTS_BYTES` of it."""
     from floodmark.inputs.plain_values import parse_json
     from floodmark.inputs.sources import read_source
 
-    try:
-        data = parse_json(read_source(path))
+    too_large = oversized_results(path)
+    if too_large is not None:
+        raise ValueError(f"{path}: {too_large}")
+    try:  # (bounded as well while it is read: it may grow after it was measured)
+        data = parse_json(read_source(path, limit=MAX_RESULTS_BYTES))
     except SourceError as error:
         raise ValueError(str(error)) from None
     except ValueError as error:

@@ -10,6 +10,7 @@
         report.html      the HTML report
         digest.json      (simulated runs) digests of the history and the node events, so a
                          replay can prove it was byte-identical
+        interrupted.json (a run stopped by Ctrl-C or SIGTERM) what it was doing when stopped
     store/latest -> the newest run directory
 
 Everything that reads runs (check, report, serve, analyze, repro) goes through this module,
@@ -17,10 +18,17 @@ so the layout is written down once; so do the digests of ``digest.json``
 (:func:`compute_digest`, :func:`load_digest`), which ``check`` and ``report`` consult to ask
 whether a verdict in ``results.json`` was judged on the files the run holds now
 (:func:`changed_since_digest`).
+
+An interrupted run keeps everything it recorded up to the interrupt, so its partial history
+can still be read and checked; ``interrupted.json`` says it was interrupted and at what point
+(:class:`Interruption`). Its history stops early (no final drain, faults cut short), so no
+verdict on it may be "valid": whoever judges or shows a run asks
+:func:`interruption_reason` and holds the verdict at unknown at best, giving that reason.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import threading
@@ -39,6 +47,7 @@ EVENTS = "events"
 LOGS = "logs"
 LATEST = "latest"
 DIGEST = "digest.json"
+INTERRUPTED = "interrupted.json"
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -74,6 +83,10 @@ class RunDir:
     @property
     def digest(self) -> Path:
         return self.path / DIGEST
+
+    @property
+    def interrupted(self) -> Path:
+        return self.path / INTERRUPTED
 
     @property
     def logs(self) -> Path:
@@ -188,6 +201,24 @@ def _is_run_dir_quietly(path: Path) -> bool:
         return False
 
 
+def special_file_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` is a FIFO or a device, in a few words: no run writes one, and reading it
+    would wait for a writer (or never end), so a reader of a run's file names it at once.
+    None for anything else (a regular file, a directory, a missing or unreadable path: the
+    readers name those)."""
+    import stat
+
+    from floodmark.inputs.sources import file_problem
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return file_problem(path)
+
+
 def read_json_file(path: str | os.PathLike[str], *, limit: int, what: str) -> Any:
     """One of a run's small JSON files (``schedule.json``, ``digest.json``), parsed as
     :func:`~floodmark.inputs.plain_values.parse_json` does; every problem, reading or parsing, is a
@@ -248,6 +279,9 @@ def load_digest(run: RunDir) -> dict[str, str] | None:
     path = run.digest
     if not os.path.lexists(path):
         return None
+    problem = special_file_problem(path)
+    if problem is not None:
+        raise DigestError(f"{path}: {problem}")
     try:
         data = read_json_file(path, limit=MAX_DIGEST_BYTES, what="a digest")
     except SourceError as e:
@@ -333,3 +367,101 @@ def _changed(run: RunDir, recorded: dict[str, str], now: dict[str, str] | None,
 def named_files(names: list[str]) -> str:
     """Up to four of ``names`` and how many more, for a one-line message."""
     return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+# Interruption (interrupted.json): written by the runner, atomically, as soon as a Ctrl-C or
+# SIGTERM stops a run, before the teardown (which a second interrupt may cut short).
+
+MAX_INTERRUPTION_BYTES = 1 << 16  # a few fields; a larger file is not one
+
+
+class InterruptionError(ValueError):
+    """An interrupted.json that cannot be read: names the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Interruption:
+    """Where a run was when an interrupt stopped it.
+
+    ``step``: what it was doing ("starting the cluster", "the fault phase", "healing",
+    "waiting for recovery", "the final reads"); ``seconds``: the history's clock (seconds
+    since it began, virtual on the simulator) at the interrupt; ``fault_phase_seconds``: how
+    far into the fault phase, if it had begun; ``time_limit``: the fault phase's planned
+    length; ``signal``: SIGINT (Ctrl-C) or SIGTERM."""
+
+    step: str
+    seconds: float
+    fault_phase_seconds: float | None
+    time_limit: float
+    signal: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def describe(self) -> str:
+        """One line for a verdict: interrupted, where, and what that means for the verdict."""
+        where = (f"{self.fault_phase_seconds:.1f} s into its {self.time_limit:g} s"
+                 if self.fault_phase_seconds is not None and self.step == "the fault phase"
+                 else f"{self.seconds:.1f} s into the history")
+        return (f"interrupted ({self.signal}) during {self.step}, {where}: the history stops there (no final "
+                "drain), so the run cannot be judged valid")
+
+
+def write_interruption(run: RunDir, interruption: Interruption) -> None:
+    """Record in the run directory, atomically, that the run was interrupted and where."""
+    import json
+
+    from floodmark.inputs.output_paths import replace_file
+
+    replace_file(run.interrupted, lambda f: f.write(json.dumps(interruption.to_dict(), indent=1) + "\n"))
+
+
+def read_interruption(run: RunDir) -> Interruption | None:
+    """The run's interruption, or None when it was not interrupted (no interrupted.json);
+    InterruptionError naming the file when it is there but is not one."""
+    from floodmark.errors import SourceError
+    from floodmark.inputs.sources import file_problem
+
+    path = run.interrupted
+    if not os.path.lexists(path):
+        return None
+    problem = file_problem(path)  # a FIFO or a directory there is named at once, never waited on
+    if problem is not None:
+        raise InterruptionError(f"{path}: {problem}")
+    try:
+        data = read_json_file(path, limit=MAX_INTERRUPTION_BYTES, what="an interruption record")
+    except SourceError as e:
+        raise InterruptionError(str(e)) from None
+    if not isinstance(data, dict):
+        raise InterruptionError(f"{path}: not an interruption record (expected an object)")
+    fields = {f.name for f in dataclasses.fields(Interruption)}
+    unknown = sorted(str(k)[:40] for k in data if k not in fields)
+    if unknown:
+        raise InterruptionError(f"{path}: not an interruption record (unknown key {unknown[0]!r})")
+    for name in sorted(fields):
+        if name not in data:
+            raise InterruptionError(f"{path}: not an interruption record (no {name!r})")
+    for name in ("step", "signal"):
+        if not isinstance(data[name], str) or not 0 < len(data[name]) <= 100:
+            raise InterruptionError(f"{path}: {name}: expected a short text")
+    for name in ("seconds", "fault_phase_seconds", "time_limit"):
+        value = data[name]
+        if value is None and name == "fault_phase_seconds":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
+            raise InterruptionError(f"{path}: {name}: expected a number of seconds, at least 0")
+    return Interruption(data["step"], float(data["seconds"]),
+                        None if data["fault_phase_seconds"] is None else float(data["fault_phase_seconds"]),
+                        float(data["time_limit"]), data["signal"])
+
+
+def interruption_reason(run: RunDir) -> str | None:
+    """None when the run was not interrupted; otherwise, in one line, why no verdict on it
+    may be valid: where the interrupt stopped it, or, when interrupted.json cannot be read,
+    that the run is marked interrupted all the same. For ``check``, the report, the results
+    browser and ``analyze``: an interrupted run is unknown at best, for this reason."""
+    try:
+        interruption = read_interruption(run)
+    except InterruptionError as e:
+        return f"{e}: the run is marked interrupted, so its history may stop early and it cannot be judged valid"
+    return None if interruption is None else interruption.describe()

@@ -24,6 +24,7 @@ from floodmark.results import (
     CheckerResult,
     PreviousResults,
     build_results,
+    mark_interrupted,
     merge_validity,
     previous_results,
     write_results,
@@ -239,7 +240,7 @@ def check_run(
     from floodmark.history import read_history
     from floodmark.node_events import read_events_dir
     from floodmark.run_config import check_names, read_test_config
-    from floodmark.rundir import RunDir
+    from floodmark.rundir import RunDir, interruption_reason
 
     run = RunDir(Path(run_dir))
     if run.results.is_dir():  # where the verdict would go: refused before the checkers run for nothing
@@ -288,6 +289,10 @@ def check_run(
         merged = {**_unless_changed(run, previous, results, note), **results["checkers"]}
         results["checkers"] = merged
         results["valid"] = merge_validity(c.get("valid", "unknown") for c in merged.values())
+    interrupted = interruption_reason(run)
+    if interrupted is not None:  # its history stops early: unknown at best, and the file says why
+        add_note(results, interrupted, note)
+        mark_interrupted(results, interrupted)
     try:
         write_results(run.results, results)
     except OSError as e:

@@ -29,9 +29,11 @@ class AnalysisResult:
 
 def analyze(
     store: Path, out: Path, parquet: Path, *, master: str | None = None, check: bool = True,
-    progress: bool = True, log: Callable[[str], None] = print,
+    log: Callable[[str], None] = print,
 ) -> AnalysisResult:
-    spark = get_session(master, progress=progress)
+    """``log`` is told each step as it starts: the analysis's progress (Spark's own console
+    progress bar stays off, :mod:`floodmark.pipeline.session`)."""
+    spark = get_session(master)
     log(f"spark {spark.version} on {spark.sparkContext.master}; ingesting {store}")
     report = ingest(spark, store, parquet)
     log(report.summary())

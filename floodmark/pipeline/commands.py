@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--parquet", default=None, help="Parquet store directory (default: OUT/parquet)")
     p.add_argument("--no-check", action="store_true",
                    help="skip re-checking runs on Spark; aggregate the results.json verdicts as recorded")
-    p.add_argument("--quiet", action="store_true", help="hide Spark's progress bar")
+    p.add_argument("--quiet", action="store_true", help="print no progress lines, only the outcome")
     p.set_defaults(func=run_analyze)
 
 
@@ -51,7 +51,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     from floodmark.pipeline.analysis import analyze
 
     result = analyze(store, out, parquet, master=args.master, check=not args.no_check,
-                     progress=not args.quiet, log=lambda line: print(line, file=sys.stderr))
+                     log=(lambda line: None) if args.quiet else lambda line: print(line, file=sys.stderr, flush=True))
     print(result.ingest.summary())
     print(f"summary: {printable(str(result.summary_path))}")
     print(f"tables:  {printable(str(out / 'tables'))}")

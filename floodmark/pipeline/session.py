@@ -3,6 +3,11 @@
 When the code runs under ``spark-submit`` a session already exists and its master comes from
 the submit command; otherwise a local session is built. Nothing else in the pipeline knows
 where Spark runs.
+
+Spark's console progress bar (``[Stage 3:>   (0 + 2) / 8]``, redrawn in place on stderr) is
+off unless asked for: ``floodmark analyze`` and ``floodmark explore`` print their own progress
+lines, and the bar, drawn between and over them without a newline of its own, left its
+remains at the start of their lines and before their final summary.
 """
 
 from __future__ import annotations
@@ -17,10 +22,11 @@ from floodmark.errors import UsageError, printable
 _MASTER_URL = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn|(spark|k8s|mesos)://\S+")
 
 
-def get_session(master: str | None = None, *, app_name: str = "floodmark", progress: bool = True,
+def get_session(master: str | None = None, *, app_name: str = "floodmark", progress: bool = False,
                 driver_memory: str = "2g") -> SparkSession:
-    """The active session, or a new one. ``driver_memory`` only applies when this call starts
-    the JVM (in local mode the executors share the driver's heap)."""
+    """The active session, or a new one. ``progress`` (Spark's console progress bar, for a
+    caller that prints no progress of its own) and ``driver_memory`` only apply when this call
+    starts the JVM (in local mode the executors share the driver's heap)."""
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active

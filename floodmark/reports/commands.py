@@ -6,7 +6,7 @@ each on stderr, and the exit code is then 254 (the page is written all the same)
 ``--out`` that is a directory or a file of the run is refused (254) and a device or FIFO is
 written through (:mod:`floodmark.inputs.output_paths`);
 ``floodmark serve [--store DIR] [--port 8080] [--host 127.0.0.1]`` browses a store of runs
-(``--host ::1`` or another IPv6 address serves over IPv6).
+(``--host ::1`` or another IPv6 address, bracketed or not, serves over IPv6).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _not_a_directory(path: Path) -> str:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from floodmark.reports.server import host_problem, serve, url_host
+    from floodmark.reports.server import host_problem, serve, unbracketed, url_host
 
     store = Path(args.store)
     if not store.is_dir():
@@ -72,12 +72,13 @@ def serve_command(args: argparse.Namespace) -> int:
         raise UsageError("--host: empty; give an address (0.0.0.0 for every interface)")
     problem = host_problem(args.host)
     if problem is not None:
-        raise UsageError(f"--host {args.host}: {problem}")
+        raise UsageError(f"--host {printable(args.host)}: {problem}")
+    host = unbracketed(args.host)  # "[::1]", as copied from a URL, is ::1
     try:
-        serve(store, args.host, args.port, announce=lambda url: print(f"serving {printable(str(store))} at {url}",
+        serve(store, host, args.port, announce=lambda url: print(f"serving {printable(str(store))} at {url}",
                                                                   flush=True))
     except OSError as e:
-        print(f"floodmark serve: cannot listen on {printable(url_host(args.host))}:{args.port}: {e.strerror or e}",
+        print(f"floodmark serve: cannot listen on {printable(url_host(host))}:{args.port}: {e.strerror or e}",
               file=sys.stderr)
         return 254
     return 0

@@ -28,7 +28,8 @@ from typing import Any, NoReturn, overload
 from floodmark.errors import one_line
 from floodmark.history import NEMESIS, OP_TYPES, HistoryError, Op, TornTail, op_from_dict
 from floodmark.inputs.duplicate_keys import duplicate_key, keys_unaccounted
-from floodmark.inputs.sources import without_bom
+from floodmark.inputs.plain_values import parse_json
+from floodmark.inputs.sources import describe_os_error, file_problem, without_bom
 from floodmark.inputs.torn_lines import cut_short
 
 _loads: Callable[[bytes], Any]
@@ -149,6 +150,17 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
+def _line_problem(line: bytes, error: Exception) -> str:
+    """What is wrong with a line the fast decoder refused, in the words ``floodmark check``
+    and ``analyze`` use (a byte that is not UTF-8 named as such, not as orjson's "surrogates
+    not allowed"); only a malformed line pays for the second parse."""
+    try:
+        parse_json(line)
+    except ValueError as e:
+        return str(e)
+    return f"not valid JSON ({one_line(str(error))})"
+
+
 def load_history(path: str | os.PathLike[str]) -> HistoryColumns:
     with paused_gc():
         return _load_history(path)
@@ -156,8 +168,11 @@ def load_history(path: str | os.PathLike[str]) -> HistoryColumns:
 
 def _load_history(path: str | os.PathLike[str]) -> HistoryColumns:
     source = str(path)
-    with open(path, "rb") as f:
-        data = without_bom(f.read())
+    try:
+        with open(path, "rb") as f:
+            data = without_bom(f.read())
+    except OSError as e:  # not ours to read, a disk error: the history's problem, in one line
+        raise HistoryError(source, 0, f"cannot read: {file_problem(path) or describe_os_error(e)}") from None
     lines = data.split(b"\n")
     torn_tail = not data.endswith(b"\n")
     raw: list[dict[str, Any]] = []
@@ -173,7 +188,7 @@ def _load_history(path: str | os.PathLike[str]) -> HistoryColumns:
                 # a half-written last line: the harness was killed mid-write (or the file was cut)
                 torn = TornTail(source, number, one_line(str(e)))
                 break
-            raise HistoryError(source, number, f"not valid JSON ({e})") from None
+            raise HistoryError(source, number, _line_problem(line, e)) from None
         if keys_unaccounted(line, d):  # (what the history's reader refuses: a key given twice)
             twice = duplicate_key(line, d)
             if twice is not None:

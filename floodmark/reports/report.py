@@ -34,7 +34,7 @@ from floodmark.reports.process_timeline import timeline_payload
 from floodmark.reports.run_data import RunData, load_run
 from floodmark.reports.templating import environment, script_hash, static_text
 from floodmark.reports.time_plots import Plot, latency_plot, throughput_plot
-from floodmark.rundir import CONFIG, HISTORY, RESULTS, SCHEDULE, RunDir
+from floodmark.rundir import CONFIG, HISTORY, RESULTS, SCHEDULE, RunDir, interruption_reason
 
 NOT_STATED = "not stated"  # what a run without a configuration shows where one would say
 
@@ -99,6 +99,7 @@ def render_report(data: RunData, out_dir: Path) -> str:
         "header_fields": _header_fields(data),
         "repro": f"floodmark repro {shlex.quote(str(data.run.path.resolve()))}",
         "warnings": data.warnings,
+        "interrupted": interruption_reason(data.run),  # why its verdict is unknown at best
         "checkers": checkers,
         "anomaly_total": sum(c.anomaly_total for c in checkers),
         "context_tables": tables.tables(),

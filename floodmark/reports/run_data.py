@@ -82,16 +82,20 @@ class RunData:
 def load_run(path: str | os.PathLike[str]) -> RunData:
     """Load a run directory; raises FileNotFoundError or HistoryError if the history is unusable."""
     run = RunDir(Path(path))
-    if not run.history.is_file():
+    if not os.path.lexists(run.history):
         raise FileNotFoundError(f"{run.path}: not a run directory (no {run.history.name})")
+    unreadable = file_problem(run.history)  # a FIFO or a device is named at once, never waited on or read
+    if unreadable is not None:
+        raise FileNotFoundError(f"{run.history}: {unreadable}")
     warnings: list[str] = []
     results: dict[str, Any] | None = None
     if os.path.lexists(run.results):  # there, in any form: a directory or a FIFO is no verdict either
+        # (a FIFO or a device is named at once, never waited on or read without end)
         problem = file_problem(run.results)
         try:
             if problem is not None:
                 raise ValueError(f"{run.results}: {problem}")
-            results = read_results(run.results)
+            results = read_results(run.results)  # (refuses, unread, one larger than it may be)
         except (ValueError, OSError) as e:
             warnings.append(f"{e}: the run is shown unchecked")
     config = _load_config(run, results, warnings)
@@ -134,8 +138,12 @@ def _verdict_problem(run: RunDir, results: dict[str, Any] | None, history: Histo
 
 
 def _load_config(run: RunDir, results: dict[str, Any] | None, warnings: list[str]) -> TestConfig | None:
-    """``test.yaml``, else the copy in ``results.json``; what cannot be read is a warning."""
+    """``test.yaml``, else the copy in ``results.json``; what cannot be read is a warning (a
+    FIFO or a device said at once, as the results browser says it, not waited on)."""
+    unreadable = file_problem(run.config) if os.path.lexists(run.config) else None
     try:
+        if unreadable is not None:
+            raise ConfigError(str(run.config), None, unreadable)
         config = read_test_config(run.config)
         if config is not None:
             return config
@@ -156,6 +164,10 @@ def _load_events(run: RunDir, config: TestConfig | None, warnings: list[str]) ->
     that cannot be read so is a warning, not fatal, and so is a last line cut short."""
     torn: list[str] = []
     refused: list[NodeEventError] = []
+    if os.path.lexists(run.events) and not _is_directory(run.events):  # (read as none at all, unsaid)
+        problem = file_problem(run.events) or "is a file, not a directory"
+        warnings.append(f"node events not shown: {run.events}: {problem}")
+        return {}
     try:
         with paused_gc():  # (acyclic, and read after a history of as many objects as it has lines)
             events = read_events_dir(run.events, torn, topics=None if config is None else config.topic_names,
@@ -166,6 +178,13 @@ def _load_events(run: RunDir, config: TestConfig | None, warnings: list[str]) ->
     warnings.extend(f"node events not shown: {e}" for e in refused)
     warnings.extend(torn)  # (as ``floodmark check`` notes it)
     return events
+
+
+def _is_directory(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # (a name too long; a loop is False)
+        return False
 
 
 def op_partitions(op: Op) -> list[PartitionKey]:

@@ -9,7 +9,7 @@ scan, not a re-read of every results file.
 A results file is opened as the server opens what it serves
 (:func:`~floodmark.reports.store_paths.open_in_store`): a FIFO, a device or a link leading out
 of the store is that run's problem at once, never waited on, and a file larger than
-:data:`MAX_RESULTS_BYTES` is refused unread, so no run can stall or exhaust the index.
+:data:`floodmark.results.MAX_RESULTS_BYTES` is refused unread, so no run can stall or exhaust the index.
 """
 
 from __future__ import annotations
@@ -21,18 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from floodmark import results as results_file
 from floodmark.inputs.plain_values import parse_json
 from floodmark.inputs.sources import describe_os_error, file_problem, without_bom
 from floodmark.reports.store_paths import NotAFile, OutsideStore, open_in_store
 from floodmark.results import verdict_problem, verdict_word
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
-from floodmark.rundir import RunDir, find_run_dirs
+from floodmark.rundir import RunDir, find_run_dirs, interruption_reason
 
 NOT_STATED = "not stated"  # the variant of a run without a configuration
-# The index parses a run's results.json whole, on every change of it, to show one line. A
-# verdict and its anomalies stay far below this but for runs with hundreds of thousands of
-# anomalies, which the index then lists without a verdict (their report reads them whole).
-MAX_RESULTS_BYTES = 64 << 20
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})")
 
 
@@ -176,6 +173,7 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
     if inconsistent is not None:  # shown unchecked, as the report shows it
         verdict = None
         problem = problem or f"results.json: {inconsistent}"
+    problem = problem or interruption_reason(run)  # why its verdict is unknown at best
     seed = config.seed if config is not None else results.get("seed")
     return RunSummary(
         relative=Path(os.path.relpath(run.path, store)).as_posix(),
@@ -195,8 +193,9 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
 
 def read_results_bytes(path: Path, store: Path) -> bytes:
     """The bytes of a run's results file in ``store``, without a byte order mark, read once and
-    at most :data:`MAX_RESULTS_BYTES` of them; ValueError saying in a few words why not (not a
+    at most :data:`floodmark.results.MAX_RESULTS_BYTES` of them; ValueError saying in a few words why not (not a
     regular file, a link out of the store, unreadable, too large)."""
+    limit = results_file.MAX_RESULTS_BYTES
     try:
         fd, status = open_in_store(store.resolve(), path)
     except NotAFile:
@@ -207,11 +206,12 @@ def read_results_bytes(path: Path, store: Path) -> bytes:
         raise ValueError(file_problem(path) or describe_os_error(e)) from None
     try:
         with open(fd, "rb") as f:  # never more than the limit, even should it grow while it is read
-            data = f.read(MAX_RESULTS_BYTES + 1) if status.st_size <= MAX_RESULTS_BYTES else b""
+            data = f.read(limit + 1) if status.st_size <= limit else b""
     except OSError as e:  # a disk error mid-read
         raise ValueError(f"cannot read: {describe_os_error(e)}") from None
-    if status.st_size > MAX_RESULTS_BYTES or len(data) > MAX_RESULTS_BYTES:
-        raise ValueError(f"larger than the {MAX_RESULTS_BYTES} bytes the index reads; its report shows it")
+    if status.st_size > limit or len(data) > limit:
+        # (its report, which reads to the same bound, shows the run unchecked and says so too)
+        raise ValueError(f"more than the {limit:,} bytes a results file may have")
     return without_bom(data)
 
 

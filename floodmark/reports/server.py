@@ -382,12 +382,22 @@ def make_server(store: Path, host: str = "127.0.0.1", port: int = 8080) -> Store
 def host_problem(host: str) -> str | None:
     """Why ``host`` is no address or host name to listen on, in a few words; None when it may
     be one (binding says whether it is). The socket layer refuses these with TypeError, not
-    the OSError it gives a name it cannot resolve."""
+    the OSError it gives a name it cannot resolve. An IPv6 address may be in brackets, as a
+    URL writes it (:func:`unbracketed`); nothing else may."""
+    if host.startswith("[") or host.endswith("]"):
+        inner = unbracketed(host)
+        return None if inner != host and _is_ipv6(inner) else "brackets enclose an IPv6 address only, as in [::1]"
     try:
         host.encode("idna")  # as the socket layer encodes a name (a label of at most 63 characters)
     except UnicodeError:
         return "not an address or a host name"
     return None if host.isprintable() else "not an address or a host name"  # a NUL, a control, a lone surrogate
+
+
+def unbracketed(host: str) -> str:
+    """``host`` without the brackets a URL puts around an IPv6 address (``[::1]`` is ``::1``),
+    as users copy it from one; any other host as it is."""
+    return host[1:-1] if len(host) >= 2 and host[0] == "[" and host[-1] == "]" else host
 
 
 def url_host(host: str) -> str:

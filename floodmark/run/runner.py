@@ -14,8 +14,12 @@ A run goes through fixed steps, and the ones that undo things happen whatever we
 6. tear the cluster down, collecting node logs and event files into the run directory;
 7. run the checkers, write ``results.json`` and the HTML report, print the verdict.
 
-Ctrl-C (or SIGTERM) during steps 3-5 stops the clients, heals, tears down and exits without
-a verdict; a second Ctrl-C skips the heal but still tears down. A harness that is killed
+Ctrl-C (or SIGTERM) during steps 3-5 stops the clients, heals, tears down and exits (130)
+without checking; a second Ctrl-C skips the heal but still tears down. The run directory
+keeps what was recorded up to the interrupt, and says, before the teardown begins, that the
+run was interrupted and where (``interrupted.json``, and a ``results.json`` of verdict
+unknown giving that reason): ``floodmark check`` can still judge the partial history, but
+never as valid. A harness that is killed
 outright leaves a readable history (every op is flushed as it happens) and its resources are
 removed by step 2 of the next run.
 """
@@ -26,6 +30,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import signal
 import sys
 import time
 import traceback
@@ -46,7 +51,7 @@ from floodmark.harness.schedule import Schedule, ScheduleLog, generate
 from floodmark.harness.seeds import Seeds, new_seed
 from floodmark.history import Op, read_history
 from floodmark.nemesis.compose import Composite
-from floodmark.results import Validity, build_results, write_results
+from floodmark.results import Validity, build_results, mark_interrupted, write_results
 from floodmark.run import digest
 from floodmark.run.admin_faults import AdminFaults, FaultRouter
 from floodmark.run.assemble import broker_args, make_backend, make_nemeses, refusals
@@ -72,6 +77,7 @@ class RunOutcome:
     error: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
     digest: dict[str, str] | None = None  # a simulated run's digests, for replays (see run.digest)
+    interruption: rundir.Interruption | None = None  # where an interrupt stopped the run
 
     @property
     def exit_code(self) -> int:
@@ -96,6 +102,8 @@ class Runner:
         self.started = time.monotonic()
         self.run_dir = rundir.create_run_dir(self.store, self.config.name, seed)
         self.outcome = RunOutcome(self.run_dir, self.config)
+        self.step = "starting the cluster"  # what the run is doing, for an interrupt to record
+        self.fault_phase_began: float | None = None  # the history's clock when it began
 
     def say(self, message: str) -> None:
         print(f"floodmark: {message}", file=self.out, flush=True)
@@ -155,8 +163,9 @@ class Runner:
             backend.setup()
             self.mark("cluster_ready")
             healed = backend.run(self._phases(backend, recorder, driver))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             self.outcome.interrupted = True
+            self._record_interruption(e, recorder)
             self.say("interrupted: healing and tearing down")
         except (Exception, asyncio.CancelledError) as e:  # a cancellation that escaped the run's tasks too
             self.outcome.error = f"{type(e).__name__}: {e}"
@@ -164,6 +173,9 @@ class Runner:
             log.debug("run failed\n%s", traceback.format_exc())
         finally:
             self._finish(backend, recorder, driver, healed)
+        if self.outcome.interruption is not None:
+            self.say(f"{self.outcome.interruption.describe()}; what it recorded is kept in {self.run_dir.path} "
+                     "(floodmark check judges it, unknown at best)")
         if not self.outcome.interrupted:
             # Every run records what it left (check refuses a run directory changed since); a
             # simulated run's digests are also what a replay must reproduce byte for byte.
@@ -185,11 +197,12 @@ class Runner:
         config = self.config
         await clients.create_topics()
         self.mark("topics_ready")
+        self.step = "the fault phase"
         # The clients give up on their own at op_timeout; this hard deadline catches a hung one.
         generator = Generator(recorder, make_workers(config, clients, self.seeds), config.rate,
                               config.op_timeout + 2.0, on_first_op=lambda: self.mark("first_op"))
         stop = asyncio.Event()
-        started_at = recorder.seconds()
+        started_at = self.fault_phase_began = recorder.seconds()
         progress = Progress(recorder, config.time_limit, driver.current, self.out)
         progress_task = asyncio.create_task(progress.run(started_at))
         faults_task = asyncio.create_task(driver.run(started_at, stop))
@@ -209,17 +222,39 @@ class Runner:
         self.say(f"cluster ready after {timings.get('cluster_ready', 0):.1f} s, topics after "
                  f"{timings.get('topics_ready', 0):.1f} s, first op after {timings.get('first_op', 0):.1f} s")
         self.say("healing every fault")
+        self.step = "healing"
         await driver.heal_all()
         self.say("waiting for the cluster to recover")
+        self.step = "waiting for recovery"
         unrecovered = await clients.wait_for_recovery(config.recovery_time)
         if unrecovered:
             self.say(f"the cluster had not fully recovered after {config.recovery_time:.0f} s; reading anyway. "
                      f"Not serving: {'; '.join(unrecovered[:8])}{' ...' if len(unrecovered) > 8 else ''}")
+        self.step = "the final reads"
         failures = await final_reads(config, clients, recorder, generator.highest_process + 1)
         if failures:
             self.say(f"the final drain could not read {failures} partitions to their end")
         self.mark("final_reads_done")
         return True
+
+    def _record_interruption(self, interrupt: KeyboardInterrupt, recorder: Recorder) -> None:
+        """Say in the run directory, atomically and at once (a second interrupt may cut the
+        teardown short), that the run was interrupted and where; its results.json says the
+        verdict is unknown for that reason until a check judges what was recorded."""
+        began = self.fault_phase_began
+        now = recorder.seconds()
+        interruption = rundir.Interruption(
+            step=self.step, seconds=round(now, 3), fault_phase_seconds=None if began is None else round(now - began, 3),
+            time_limit=self.config.time_limit, signal=_signal_name(interrupt),
+        )
+        self.outcome.interruption = interruption
+        results = build_results({}, seed=self.config.seed, config=self.config.to_dict(), variant=self.config.variant)
+        mark_interrupted(results, interruption.describe())
+        try:
+            rundir.write_interruption(self.run_dir, interruption)
+            write_results(self.run_dir.results, results)
+        except OSError as e:
+            self.say(f"could not record the interruption in {self.run_dir.path}: {e}")
 
     def _finish(self, backend: Backend, recorder: Recorder, driver: FaultDriver, healed: bool) -> None:
         """Heal (if the phases did not), tear down and collect; never raises."""
@@ -286,6 +321,18 @@ class Runner:
             self.say(f"report {path}")
         except Exception as e:  # a broken report must not hide the verdict
             self.say(f"the report could not be written: {type(e).__name__}: {e}")
+
+
+def _signal_name(interrupt: KeyboardInterrupt) -> str:
+    """The signal an interrupt came from: SIGTERM and a Ctrl-C caught inside a backend's loop
+    say theirs ("signal 15", see backends.interrupts); a plain Ctrl-C says nothing."""
+    words = str(interrupt).split()
+    if len(words) == 2 and words[0] == "signal" and words[1].isdigit():
+        try:
+            return signal.Signals(int(words[1])).name
+        except ValueError:
+            pass
+    return "SIGINT"
 
 
 def run_test(config: TestConfig, store: str | Path, schedule: Schedule | None = None) -> RunOutcome:

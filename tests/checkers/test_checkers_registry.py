@@ -38,7 +38,13 @@ from floodmark.errors import UsageError
 from floodmark.history import read_history
 from floodmark.results import CheckerResult
 from floodmark.run_config import ConfigError, TestConfig
-from floodmark.rundir import RunDir, compute_digest
+from floodmark.rundir import (
+    Interruption,
+    RunDir,
+    compute_digest,
+    interruption_reason,
+    write_interruption,
+)
 
 
 def test_names_and_defaults() -> None:
@@ -439,3 +445,19 @@ def test_a_partial_check_reads_results_json_once_and_digests_the_run_once(
     results = check_run(path, checkers=["queue"])
     assert calls == {"read_results": 1, "compute_digest": 1}
     assert results["valid"] is False and results["checkers"]["hw"]["valid"] is False
+
+
+# ------------------------------------------------ an interrupted run is unknown at best
+
+
+def test_a_run_marked_interrupted_is_never_judged_valid(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(run)]) == 0  # the finished run, as it is: valid
+    capsys.readouterr()
+    marked = RunDir(run)
+    write_interruption(marked, Interruption("the fault phase", 3.2, 2.9, 5.0, "SIGINT"))
+    code = main(["check", str(run)])
+    _, err = capsys.readouterr()
+    reason = interruption_reason(marked)
+    assert code == 2 and reason is not None and reason in err
+    results = _results(run)
+    assert results["valid"] == "unknown" and results["interrupted"] == reason and reason in results["notes"]

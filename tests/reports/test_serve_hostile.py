@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from report_fixtures import make_minimal_run, serving
 
-from floodmark.reports import run_index
+from floodmark import results as results_file
 from floodmark.reports.run_index import summarize
 from floodmark.reports.server import OutsideStore, StoreServer, resolve_in_store
 from floodmark.rundir import RunDir
@@ -218,12 +218,12 @@ def test_a_results_file_larger_than_the_limit_is_that_runs_problem(server: Store
     results = run / "results.json"
     verdict = results.read_bytes()
     with open(results, "ab") as f:
-        f.write(b" " * (run_index.MAX_RESULTS_BYTES + 1 - len(verdict)))
+        f.write(b" " * (results_file.MAX_RESULTS_BYTES + 1 - len(verdict)))
     try:
         status, body = get(server, "/")
         assert status == 200 and "3 runs" in body
-        assert problem_of(body, "huge") == (f"results.json unreadable: larger than the {run_index.MAX_RESULTS_BYTES} "
-                                            "bytes the index reads; its report shows it")
+        assert problem_of(body, "huge") == (f"results.json unreadable: more than the {results_file.MAX_RESULTS_BYTES:,} "
+                                            "bytes a results file may have")
         assert problem_of(body, "good") is None and problem_of(body, "other") is None
         status, body = get(server, "/?verdict=unchecked")  # no verdict is taken from it
         assert status == 200 and 'href="/store/huge/' in body
@@ -296,12 +296,11 @@ def test_any_bytes_as_results_index_as_a_verdict_or_a_problem(results_run: RunDi
     data = content + b" " * padding
     results_run.results.write_bytes(data)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(run_index, "MAX_RESULTS_BYTES", SMALL_LIMIT)
+        patch.setattr(results_file, "MAX_RESULTS_BYTES", SMALL_LIMIT)
         summary = summarize(results_run, results_run.path.parents[1])
     assert summary.problem is not None or summary.verdict in (True, False, "unknown"), (data, summary)
     if len(data) > SMALL_LIMIT:
-        assert summary.problem == (f"results.json unreadable: larger than the {SMALL_LIMIT} bytes the index reads; "
-                                   "its report shows it")
+        assert summary.problem == f"results.json unreadable: more than the {SMALL_LIMIT:,} bytes a results file may have"
         assert summary.verdict is None
 
 

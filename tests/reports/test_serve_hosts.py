@@ -60,10 +60,14 @@ def test_an_ipv4_address_is_still_served_over_ipv4(store: Path) -> None:
         assert srv.url == f"http://127.0.0.1:{srv.server_address[1]}/"
 
 
-@pytest.fixture
-def serve_process(store: Path, ipv6_loopback: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """``floodmark serve --host ::1`` in its own process, and the line it printed first."""
-    proc = subprocess.Popen([sys.executable, "-m", "floodmark", "serve", "--store", str(store), "--host", ipv6_loopback,
+@pytest.fixture(params=["::1", "[::1]"])
+def serve_process(store: Path, ipv6_loopback: str,
+                  request: pytest.FixtureRequest) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``floodmark serve --host ::1`` in its own process, and the line it printed first; and
+    ``--host [::1]``, the address as copied from a URL (it was refused: "cannot listen on
+    [[::1]]:0: Name or service not known")."""
+    host = request.param.replace("::1", ipv6_loopback)
+    proc = subprocess.Popen([sys.executable, "-m", "floodmark", "serve", "--store", str(store), "--host", host,
                              "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert proc.stdout is not None
@@ -89,9 +93,26 @@ def test_serve_host_ipv6_prints_a_bracketed_url_and_answers(
     ("1::2::3", "cannot listen on [1::2::3]:0: "),  # an IPv6 address that is none
     ("\udcff", "error: --host \\xff: not an address or a host name"),  # a byte that is not UTF-8
     ("ü" * 64, "error: --host " + "ü" * 64 + ": not an address or a host name"),  # a label past 63 characters
+    # brackets are a URL's way of writing an IPv6 address, and nothing else's
+    ("[127.0.0.1]", "error: --host [127.0.0.1]: brackets enclose an IPv6 address only, as in [::1]"),
+    ("[localhost]", "error: --host [localhost]: brackets enclose an IPv6 address only, as in [::1]"),
+    ("[::1", "error: --host [::1: brackets enclose an IPv6 address only, as in [::1]"),
+    ("::1]", "error: --host ::1]: brackets enclose an IPv6 address only, as in [::1]"),
+    ("[]", "error: --host []: brackets enclose an IPv6 address only, as in [::1]"),
 ])
 def test_a_host_that_is_no_address_is_refused_in_one_line(store: Path, host: str, error: str) -> None:
     done = subprocess.run([sys.executable, "-m", "floodmark", "serve", "--store", str(store), "--host",
                            os.fsencode(host), "--port", "0"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 254, done.stderr
     assert done.stderr.startswith(f"floodmark serve: {error}") and done.stderr.count("\n") == 1, done.stderr
+
+
+@pytest.mark.parametrize(("given", "bound"), [
+    ("[::1]", "::1"), ("[fe80::1%eth0]", "fe80::1%eth0"), ("::1", "::1"), ("127.0.0.1", "127.0.0.1"),
+    ("localhost", "localhost"),
+])
+def test_an_ipv6_address_in_brackets_is_bound_without_them(given: str, bound: str) -> None:
+    from floodmark.reports.server import host_problem, unbracketed
+
+    assert host_problem(given) is None
+    assert unbracketed(given) == bound
