@@ -191,12 +191,15 @@ def validate(config: TestConfig, source: str = "<options>") -> TestConfig:
     if config.replication_factor > config.nodes:
         raise ConfigError(
             source, "replication_factor",
-            f"{config.replication_factor} is more than the {config.nodes} nodes of the cluster",
+            f"{config.replication_factor} is more than the {config.nodes} nodes of the cluster (nodes): a "
+            "partition cannot have more replicas than there are brokers to hold them",
         )
     if config.min_insync_replicas > config.replication_factor:
         raise ConfigError(
             source, "min_insync_replicas",
-            f"{config.min_insync_replicas} is more than the replication factor {config.replication_factor}",
+            f"{config.min_insync_replicas} is more than the replication factor {config.replication_factor} "
+            "(replication_factor): Kafka accepts such a topic, but no acks=all send to it can ever succeed "
+            "(NOT_ENOUGH_REPLICAS), so the test would test nothing",
         )
     simulated = [kind for kind in config.nemesis if kind in SIMULATED_KINDS]
     if simulated and config.cluster != "sim":

@@ -11,7 +11,10 @@ the nemesis when it acts, and recorded in the history op it writes.
 Faults are separated by quiet periods so the cluster can recover between them; sometimes a
 second fault of another kind overlaps the first, because real failures compose. Every fault
 is healed when its duration ends, and all of them end by the time limit. A final heal-all
-follows regardless.
+follows regardless. A hand-written schedule (``run --schedule``, or a run's own replayed) is
+held to half of that: a fault that starts at or after the test's time limit is refused
+(:meth:`Schedule.check_starts_within`: it would never run, yet the schedule would claim it),
+while one that lasts past the limit is accepted and ended by that final heal-all.
 
 ``schedule.json`` holds the plan and, as the run goes, what was executed: when each fault
 really started and stopped and the nemesis's own account of what it did.

@@ -58,7 +58,8 @@ faults). Start there.
 --schedule FILE replays an exact sequence of faults (the format of a run's schedule.json:
 {"time_limit": 30, "faults": [{"number": 0, "kind": "partition", "shape": "isolate-leader",
 "start": 5.0, "duration": 8.0, "seed": 1}, ...]}); the backend refuses, before anything
-starts, a fault it cannot apply.
+starts, a fault it cannot apply, and so is a fault that starts at or after the time limit
+(it would never run); a fault lasting past the time limit is ended by the final heal-all.
 """
 
 EXPLORE_DESCRIPTION = """\

@@ -18,7 +18,8 @@ shrunk (:mod:`floodmark.run.shrink`) unless told not to.
 Interrupted (Ctrl-C, SIGTERM), the explorer kills its workers, reports the failing runs they
 had finished and removes the ones they had not. Killed outright (SIGKILL), it takes its
 workers with it (they die with their parent), and its claim on the store (a file naming its
-seeds) tells the next exploration which half-written runs to remove.
+seeds) tells the next exploration which half-written runs to remove (see
+:mod:`floodmark.run.explore_store`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import asyncio
 import contextlib
 import ctypes
 import io
-import json
 import logging
 import os
 import shutil
@@ -40,11 +40,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from floodmark.backends.cleanup import interruptible, owner_alive, owner_token
+from floodmark.backends.cleanup import interruptible
 from floodmark.harness.config import ALL_KINDS, TestConfig, make_config
 from floodmark.harness.seeds import Seeds
 from floodmark.results import Validity, read_results
-from floodmark.rundir import RunDir, repoint_latest, safe_name
+from floodmark.run.explore_store import (
+    claim,
+    interrupts_held,
+    remove_if_empty,
+    remove_killed_explorations,
+    remove_unfinished_runs,
+    runs_of,
+    seed_of,
+    test_folder,
+)
+from floodmark.rundir import RunDir, repoint_latest
+
+__all__ = ["claim", "remove_killed_explorations", "remove_unfinished_runs"]  # (their home: run.explore_store)
 
 RESTARTING_KINDS = ("kill", "power", "disk")  # faults after which a broker starts again
 # Kinds added after seeds were first pinned in the regression corpus, each with the share of
@@ -250,16 +262,19 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
         except KeyboardInterrupt:
             # A SIGTERM reaches only this process (a Ctrl-C, the whole group, but workers
             # ignore it): stop the workers, so that none outlives the exploration, report
-            # what they had finished and take away what they had not.
-            pool.shutdown(wait=False, cancel_futures=True)
-            children = multiprocessing.active_children()
-            for child in children:
-                child.kill()
-            for child in children:
-                child.join()
-            for found in settle_unfinished_runs(store, variant, set(pending.values()), keep_all, started_at):
-                if on_result is not None:
-                    on_result(found)
+            # what they had finished and take away what they had not; a second interrupt
+            # must not cut that short (workers left running, a store half-cleaned).
+            with interrupts_held():
+                pool.shutdown(wait=False, cancel_futures=True)
+                children = multiprocessing.active_children()
+                for child in children:
+                    child.kill()
+                for child in children:
+                    child.join()
+                pool.shutdown(wait=True)  # (its threads end at once: the workers are gone)
+                for found in settle_unfinished_runs(store, variant, set(pending.values()), keep_all, started_at):
+                    if on_result is not None:
+                        on_result(found)
             raise
     return [results[s] for s in sorted(results)]  # seeds run in order: submission order is seed order
 
@@ -279,27 +294,6 @@ def _worker_setup(explorer: int) -> None:
         os._exit(1)
 
 
-def _seed_of(path: Path) -> int | None:
-    _, _, seed = path.name.rpartition("-s")
-    return int(seed) if seed.isdigit() else None
-
-
-def _runs_of(store: str, variant: str, seeds: Container[int]) -> list[Path]:
-    base = Path(store) / safe_name(f"explore-{variant}")
-    return [p for p in (sorted(base.iterdir()) if base.is_dir() else [])
-            if p.is_dir() and not p.is_symlink() and _seed_of(p) in seeds]
-
-
-def remove_unfinished_runs(store: str, variant: str, seeds: Container[int]) -> list[Path]:
-    """Remove the run directories of ``seeds`` that no verdict was written to: what a worker
-    killed mid-run leaves (a run that finished has its results, and a kept one is kept)."""
-    removed = [p for p in _runs_of(store, variant, seeds) if not RunDir(p).results.exists()]
-    for path in removed:
-        shutil.rmtree(path, ignore_errors=True)
-    repoint_latest(store)
-    return removed
-
-
 def settle_unfinished_runs(store: str, variant: str, seeds: Container[int], keep_all: bool,
                            since: float) -> list[Explored]:
     """After the workers running ``seeds`` were killed: remove what they left half-written,
@@ -308,7 +302,7 @@ def settle_unfinished_runs(store: str, variant: str, seeds: Container[int], keep
     so that a failure found just before an interrupt is reported."""
     remove_unfinished_runs(store, variant, seeds)
     finished = []
-    for path in _runs_of(store, variant, seeds):
+    for path in runs_of(store, variant, seeds):
         if path.stat().st_mtime < since:
             continue
         try:
@@ -318,46 +312,13 @@ def settle_unfinished_runs(store: str, variant: str, seeds: Container[int], keep
         if valid is True and not keep_all:
             shutil.rmtree(path, ignore_errors=True)
             continue
-        seed = _seed_of(path)
-        assert seed is not None  # _runs_of matched it
+        seed = seed_of(path)
+        assert seed is not None  # runs_of matched it
         finished.append(Explored(seed, valid if valid in (True, False) else "unknown", _anomaly_types(path),
                                  str(path), 0.0, 0.0))
+    remove_if_empty(test_folder(store, variant))
     repoint_latest(store)
     return finished
-
-
-CLAIM_PREFIX = ".explore-"  # store/.explore-<pid>.json: an exploration at work in the store
-
-
-@contextlib.contextmanager
-def claim(store: str, variant: str, seeds: range) -> Iterator[Path]:
-    """Within the block, a file in ``store`` says which seeds this process explores, so that
-    if it is killed outright the next exploration can remove the runs it left half-written
-    (:func:`remove_killed_explorations`)."""
-    path = Path(store) / f"{CLAIM_PREFIX}{os.getpid()}.json"
-    path.write_text(json.dumps({"owner": owner_token(), "variant": variant,
-                                "first": seeds.start, "stop": seeds.stop}))
-    try:
-        yield path
-    finally:
-        path.unlink(missing_ok=True)
-
-
-def remove_killed_explorations(store: str) -> list[Path]:
-    """The half-written runs that explorations no longer alive left in ``store``, removed,
-    with their claims (runs that finished are kept: they have their verdict)."""
-    removed: list[Path] = []
-    for path in sorted(Path(store).glob(f"{CLAIM_PREFIX}*.json")):
-        try:
-            claimed = json.loads(path.read_text())
-            owner, variant, seeds = claimed["owner"], claimed["variant"], range(claimed["first"], claimed["stop"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # not one of ours, or being written: leave it
-        if owner_alive(str(owner)):
-            continue
-        removed += remove_unfinished_runs(store, str(variant), seeds)
-        path.unlink(missing_ok=True)
-    return removed
 
 
 def explore_spark(seeds: Sequence[int], variant: str, store: str, master: str, *, keep_all: bool = True,
@@ -391,14 +352,15 @@ def explore_spark(seeds: Sequence[int], variant: str, store: str, master: str, *
             while collector.is_alive():
                 collector.join(0.5)
     except KeyboardInterrupt:
-        with contextlib.suppress(Exception):
-            context.cancelAllJobs()
-        collector.join(30)
-        with contextlib.suppress(Exception):
-            session.stop()
-        for found in settle_unfinished_runs(absolute, variant, seeds, keep_all, started_at):
-            if on_result is not None:
-                on_result(found)
+        with interrupts_held():  # a second interrupt must not cut the cleanup short
+            with contextlib.suppress(Exception):
+                context.cancelAllJobs()
+            collector.join(30)
+            with contextlib.suppress(Exception):
+                session.stop()
+            for found in settle_unfinished_runs(absolute, variant, seeds, keep_all, started_at):
+                if on_result is not None:
+                    on_result(found)
         raise
     if failed:
         raise failed[0]

@@ -25,6 +25,7 @@ def replayed_test(run: rundir.RunDir) -> tuple[TestConfig, Schedule]:
     (refused before anything runs: shrinking would otherwise drop it unseen)."""
     from floodmark.run.assemble import make_nemeses, refusals
 
+    _refuse_unless_a_file(run.config)
     try:
         config = load_run_config(run.config)
         if config.seed is None:
@@ -33,6 +34,7 @@ def replayed_test(run: rundir.RunDir) -> tuple[TestConfig, Schedule]:
             raise UsageError(f"{run.schedule}: no such file: every run records its fault schedule there, and "
                              "without it the replay could be of another test; to run the schedule the seed "
                              f"draws, floodmark run -f {run.config}")
+        _refuse_unless_a_file(run.schedule)
         seed, schedule = load_schedule(run.schedule)
         if seed is not None and seed != config.seed:
             raise UsageError(f"{run.schedule}: seed {seed} differs from test.yaml's seed {config.seed}")
@@ -43,3 +45,11 @@ def replayed_test(run: rundir.RunDir) -> tuple[TestConfig, Schedule]:
     if problems:
         raise UsageError(f"{run.schedule}: " + "; ".join(problems))
     return config, schedule
+
+
+def _refuse_unless_a_file(path: os.PathLike[str]) -> None:
+    """A UsageError, at once, when a file the run wrote is a FIFO or a device: no run wrote
+    it, and reading it would wait for a writer."""
+    problem = rundir.special_file_problem(path)
+    if problem is not None:
+        raise UsageError(f"{path}: {problem}: a run writes its {os.path.basename(path)} as a regular file")

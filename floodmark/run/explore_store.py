@@ -1,0 +1,125 @@
+"""What an exploration leaves in the store, and how what it left half-written is removed.
+
+An exploration's runs land in ``store/explore-<variant>/``, one per seed. A worker stopped
+mid-run (the explorer interrupted, or killed outright) leaves a run directory without a
+verdict, or one its interrupted runner marked as such (``interrupted.json``): half a run,
+which must not pass for a finding. So an interrupted explorer removes its workers' unfinished
+runs before it exits, and one killed outright leaves a *claim* (``store/.explore-<pid>.json``,
+naming its seeds) by which the next exploration in the store removes them
+(:func:`remove_killed_explorations`). A test folder left empty is removed with them, so an
+early interrupt leaves the store as it found it.
+
+That removal must not itself be cut short: a second Ctrl-C during it would leave workers
+running, or the store half-cleaned, and print a traceback. :func:`interrupts_held` keeps
+SIGINT and SIGTERM from interrupting it; it is short (workers are killed, not waited on).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import threading
+from collections.abc import Container, Iterator
+from pathlib import Path
+from types import FrameType
+
+from floodmark.backends.cleanup import owner_alive, owner_token
+from floodmark.rundir import RunDir, repoint_latest, safe_name
+
+CLAIM_PREFIX = ".explore-"  # store/.explore-<pid>.json: an exploration at work in the store
+
+
+def test_folder(store: str, variant: str) -> Path:
+    """Where an exploration of ``variant`` puts its runs (``explore.swarm_config`` names the test so)."""
+    return Path(store) / safe_name(f"explore-{variant}")
+
+
+def seed_of(path: Path) -> int | None:
+    _, _, seed = path.name.rpartition("-s")
+    return int(seed) if seed.isdigit() else None
+
+
+def runs_of(store: str, variant: str, seeds: Container[int]) -> list[Path]:
+    """The run directories of ``seeds`` in the store's folder for ``variant``."""
+    base = test_folder(store, variant)
+    return [p for p in (sorted(base.iterdir()) if base.is_dir() else [])
+            if p.is_dir() and not p.is_symlink() and seed_of(p) in seeds]
+
+
+def is_unfinished(run: RunDir) -> bool:
+    """No verdict was written to it, or its runner was interrupted before one could be."""
+    return not run.results.exists() or os.path.lexists(run.interrupted)
+
+
+def remove_unfinished_runs(store: str, variant: str, seeds: Container[int]) -> list[Path]:
+    """Remove the run directories of ``seeds`` that no verdict was written to: what a worker
+    stopped mid-run leaves (a run that finished has its results, and a kept one is kept);
+    then the variant's folder, if that left it empty."""
+    removed = [p for p in runs_of(store, variant, seeds) if is_unfinished(RunDir(p))]
+    for path in removed:
+        shutil.rmtree(path, ignore_errors=True)
+    remove_if_empty(test_folder(store, variant))
+    repoint_latest(store)
+    return removed
+
+
+def remove_if_empty(folder: Path) -> None:
+    """Remove ``folder`` if nothing is in it (another exploration may be filling it: then it stays)."""
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+@contextlib.contextmanager
+def claim(store: str, variant: str, seeds: range) -> Iterator[Path]:
+    """Within the block, a file in ``store`` says which seeds this process explores, so that
+    if it is killed outright the next exploration can remove the runs it left half-written
+    (:func:`remove_killed_explorations`)."""
+    path = Path(store) / f"{CLAIM_PREFIX}{os.getpid()}.json"
+    path.write_text(json.dumps({"owner": owner_token(), "variant": variant,
+                                "first": seeds.start, "stop": seeds.stop}))
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def remove_killed_explorations(store: str) -> list[Path]:
+    """The half-written runs that explorations no longer alive left in ``store``, removed,
+    with their claims (runs that finished are kept: they have their verdict)."""
+    removed: list[Path] = []
+    for path in sorted(Path(store).glob(f"{CLAIM_PREFIX}*.json")):
+        try:
+            claimed = json.loads(path.read_text())
+            owner, variant, seeds = claimed["owner"], claimed["variant"], range(claimed["first"], claimed["stop"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not one of ours, or being written: leave it
+        if owner_alive(str(owner)):
+            continue
+        removed += remove_unfinished_runs(store, str(variant), seeds)
+        path.unlink(missing_ok=True)
+    return removed
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[list[int]]:
+    """Within the block, SIGINT and SIGTERM do not interrupt: each is noted (the list
+    yielded) and the block runs to its end. For the cleanup after a first interrupt, which
+    a second must not cut in half. Outside the main thread (where no signal lands) it
+    changes nothing."""
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        held.append(signum)
+
+    previous = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield held
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

@@ -1,0 +1,74 @@
+"""What an interrupted exploration leaves in the store (floodmark.run.explore_store): nothing
+half-written, no empty test folder, and a cleanup a second interrupt cannot cut short."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from floodmark import rundir
+from floodmark.run.explore_store import interrupts_held, remove_unfinished_runs
+
+
+def test_removing_the_only_unfinished_run_removes_its_empty_test_folder(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    unfinished = rundir.create_run_dir(store, "explore-default", 7)
+    unfinished.history.write_text("")
+    assert remove_unfinished_runs(str(store), "default", [7]) == [unfinished.path]
+    assert sorted(p.name for p in store.iterdir()) == []  # no explore-default/, no dangling latest
+
+
+def test_a_run_its_runner_marked_interrupted_is_unfinished_though_it_has_results(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    interrupted = rundir.create_run_dir(store, "explore-default", 7)
+    interrupted.history.write_text("")
+    interrupted.results.write_text('{"valid": "unknown", "interrupted": "interrupted (SIGINT) during x"}')
+    rundir.write_interruption(interrupted, rundir.Interruption("the fault phase", 3.0, 2.0, 20.0, "SIGINT"))
+    finished = rundir.create_run_dir(store, "explore-default", 8)
+    finished.history.write_text("")
+    finished.results.write_text('{"valid": false}')
+    assert remove_unfinished_runs(str(store), "default", [7, 8]) == [interrupted.path]
+    assert finished.path.is_dir()
+
+
+def test_interrupts_held_during_a_block_do_not_cut_it_short() -> None:
+    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+    finished = False
+    with interrupts_held() as held:
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)  # (a signal is handled between two bytecodes of the main thread)
+        finished = True
+    assert finished and held == [signal.SIGINT, signal.SIGTERM]
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def _explore(store: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "floodmark", "explore", "--runs", "6", "--jobs", "2", "--seed", "1",
+         "--no-shrink", "--store", str(store)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def test_an_early_interrupt_of_explore_leaves_the_store_as_it_was(tmp_path: Path) -> None:
+    # It left an empty explore-default/ behind: its workers' unfinished runs were removed,
+    # not the folder they had made for them.
+    store = tmp_path / "store"
+    process = _explore(store)
+    deadline = time.monotonic() + 60
+    while not list(store.glob("explore-default/*")):
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err, err
+    kept = list(store.glob("explore-default/*"))
+    # (a seed that failed just before the interrupt is kept, and its folder with it)
+    assert (store / "explore-default").exists() == bool(kept), sorted(p.name for p in store.iterdir())
+    assert all(rundir.RunDir(p).results.is_file() for p in kept)
