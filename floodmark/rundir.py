@@ -219,6 +219,21 @@ def special_file_problem(path: str | os.PathLike[str]) -> str | None:
     return file_problem(path)
 
 
+def _read_record(path: Path, limit: int, what: str, error: type[ValueError]) -> Any:
+    """The JSON of a small file a run writes about itself (its digest, its interruption),
+    read once and at most ``limit`` bytes of it; ``error`` naming the file when it is a FIFO
+    or a device (named at once, never waited on), unreadable or no JSON."""
+    from floodmark.errors import SourceError
+
+    problem = special_file_problem(path)
+    if problem is not None:
+        raise error(f"{path}: {problem}")
+    try:
+        return read_json_file(path, limit=limit, what=what)
+    except SourceError as e:
+        raise error(str(e)) from None
+
+
 def read_json_file(path: str | os.PathLike[str], *, limit: int, what: str) -> Any:
     """One of a run's small JSON files (``schedule.json``, ``digest.json``), parsed as
     :func:`~floodmark.inputs.plain_values.parse_json` does; every problem, reading or parsing, is a
@@ -274,18 +289,10 @@ def compute_digest(run: RunDir) -> dict[str, str]:
 def load_digest(run: RunDir) -> dict[str, str] | None:
     """The digests saved with a run, or None when it has none (a real cluster's run, or one
     that ended before it was digested); DigestError when the file is there but is not one."""
-    from floodmark.errors import SourceError
-
     path = run.digest
     if not os.path.lexists(path):
         return None
-    problem = special_file_problem(path)
-    if problem is not None:
-        raise DigestError(f"{path}: {problem}")
-    try:
-        data = read_json_file(path, limit=MAX_DIGEST_BYTES, what="a digest")
-    except SourceError as e:
-        raise DigestError(str(e)) from None
+    data = _read_record(path, MAX_DIGEST_BYTES, "a digest", DigestError)
     if not isinstance(data, dict):
         raise DigestError(f"{path}: not a digest (expected an object of file digests)")
     for name in ("run", HISTORY):
@@ -419,19 +426,10 @@ def write_interruption(run: RunDir, interruption: Interruption) -> None:
 def read_interruption(run: RunDir) -> Interruption | None:
     """The run's interruption, or None when it was not interrupted (no interrupted.json);
     InterruptionError naming the file when it is there but is not one."""
-    from floodmark.errors import SourceError
-    from floodmark.inputs.sources import file_problem
-
     path = run.interrupted
     if not os.path.lexists(path):
         return None
-    problem = file_problem(path)  # a FIFO or a directory there is named at once, never waited on
-    if problem is not None:
-        raise InterruptionError(f"{path}: {problem}")
-    try:
-        data = read_json_file(path, limit=MAX_INTERRUPTION_BYTES, what="an interruption record")
-    except SourceError as e:
-        raise InterruptionError(str(e)) from None
+    data = _read_record(path, MAX_INTERRUPTION_BYTES, "an interruption record", InterruptionError)
     if not isinstance(data, dict):
         raise InterruptionError(f"{path}: not an interruption record (expected an object)")
     fields = {f.name for f in dataclasses.fields(Interruption)}

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from runner_fixtures import floodmark_run
+from runner_fixtures import floodmark_run, interrupt_in_the_fault_phase
 
 from floodmark import rundir
 from floodmark.history import read_history
@@ -29,14 +29,7 @@ from floodmark.run.runner import EXIT_INTERRUPTED
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_run_records_where_it_stopped_and_is_unknown(tmp_path: Path, signum: int) -> None:
     process = floodmark_run("--cluster", "sim", "--time-limit", "3600", "--seed", "5", store=tmp_path)
-    assert process.stderr is not None
-    lines: list[str] = []
-    while not any("ops/s" in line for line in lines[-1:]):
-        lines.append(process.stderr.readline())
-        assert lines[-1], "".join(lines)
-    process.send_signal(signum)
-    _, err = process.communicate(timeout=120)
-    err = "".join(lines) + err
+    err = interrupt_in_the_fault_phase(process, signum)
     assert process.returncode == EXIT_INTERRUPTED, err[-3000:]
     run = rundir.RunDir((tmp_path / "latest").resolve())
     interruption = rundir.read_interruption(run)

@@ -13,7 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
-from runner_fixtures import RUN_ID, floodmark_run, leftovers, on_the_local_cluster
+from runner_fixtures import (
+    RUN_ID,
+    floodmark_run,
+    interrupt_in_the_fault_phase,
+    leftovers,
+    on_the_local_cluster,
+)
 
 from floodmark import rundir
 from floodmark.backends import cleanup
@@ -157,14 +163,7 @@ def test_an_interrupted_simulated_run_says_interrupted_without_a_traceback(tmp_p
     # The interrupt landed inside the simulator's loop (halfway through writing schedule.json):
     # asyncio logged it as "Task exception was never retrieved", traceback and all.
     process = floodmark_run("--cluster", "sim", "--time-limit", "3600", "--seed", "3", store=tmp_path)
-    assert process.stderr is not None
-    lines = []
-    while not any("ops/s" in line for line in lines[-1:]):
-        lines.append(process.stderr.readline())
-        assert lines[-1], "".join(lines)
-    process.send_signal(signum)
-    _, err = process.communicate(timeout=120)
-    err = "".join(lines) + err
+    err = interrupt_in_the_fault_phase(process, signum)
     assert process.returncode == EXIT_INTERRUPTED, err[-3000:]
     assert "Traceback" not in err and "never retrieved" not in err, err[-3000:]
     assert "floodmark: interrupted: healing and tearing down" in err
