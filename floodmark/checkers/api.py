@@ -57,6 +57,11 @@ class CheckInput:
         return self.loss_permissions.details(topic, partition, committed=committed)
 
 
+class NotJudgeable(ValueError):
+    """What a checker raises when the history is not of the kind it judges (ops its model does
+    not have): its verdict is unknown, for the reason given, and that is no crash."""
+
+
 class Checker(Protocol):
     name: str
 

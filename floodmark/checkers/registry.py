@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from floodmark.checkers.api import Checker, CheckInput
+from floodmark.checkers.api import Checker, CheckInput, NotJudgeable
 from floodmark.errors import UsageError
 from floodmark.history import Op, OpsRead
 from floodmark.results import (
@@ -130,6 +130,9 @@ def _run_each(checkers: Sequence[Checker], run: CheckInput, results: dict[str, C
     for checker in checkers:
         try:
             results[checker.name] = checker.check(run)
+        except NotJudgeable as e:  # a history of another kind: unknown, and why, without a crash's trace
+            results[checker.name] = CheckerResult(
+                "unknown", stats={"unjudged_because": f"the history does not fit the checker's model: {e}"}, cause=e)
         except Exception as e:  # noqa: BLE001 - one broken checker must not hide the others' verdicts
             results[checker.name] = CheckerResult(
                 "unknown", stats={"error": f"{type(e).__name__}: {e}",

@@ -125,6 +125,10 @@ def test_a_history_that_does_not_fit_the_model_carries_the_typed_cause() -> None
     judged = judge_history(h.ops, checkers=["linearizable"], model="cas-register")
     assert judged["linearizable"].valid == "unknown"
     assert isinstance(judged["linearizable"].cause, ModelMismatch)
+    # said as why it is unknown, not as a checker's crash (an error with a traceback)
+    assert judged["linearizable"].stats == {"unjudged_because": "the history does not fit the checker's model: op 0 "
+                                            "(acquire nil): the cas-register model has no operation "
+                                            "'acquire'"}
 
 
 def test_a_history_without_configuration_is_judged_without_one() -> None:

@@ -30,7 +30,7 @@ from collections.abc import Generator, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from floodmark.checkers.api import CheckInput
+from floodmark.checkers.api import CheckInput, NotJudgeable
 from floodmark.checkers.linearizability.independent import looks_independent
 from floodmark.checkers.linearizability.models import (
     _UNSET,
@@ -52,7 +52,7 @@ from floodmark.history import NEMESIS, Op
 from floodmark.results import Anomaly, CheckerResult, Validity, merge_validity
 
 
-class ModelMismatch(ValueError):
+class ModelMismatch(NotJudgeable):
     """The history has operations the chosen model does not have."""
 
 
