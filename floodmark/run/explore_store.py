@@ -57,8 +57,11 @@ def is_unfinished(run: RunDir) -> bool:
 def remove_unfinished_runs(store: str, variant: str, seeds: Container[int]) -> list[Path]:
     """Remove the run directories of ``seeds`` that no verdict was written to: what a worker
     stopped mid-run leaves (a run that finished has its results, and a kept one is kept);
-    then the variant's folder, if that left it empty."""
-    removed = [p for p in runs_of(store, variant, seeds) if is_unfinished(RunDir(p))]
+    then the variant's folder, if that left it empty. A seed another exploration still alive
+    claims is spared: its run without a verdict may be one in progress, not one left behind."""
+    spared = seeds_claimed_elsewhere(store, variant)
+    removed = [p for p in runs_of(store, variant, seeds)
+               if is_unfinished(RunDir(p)) and not any(seed_of(p) in claimed for claimed in spared)]
     for path in removed:
         shutil.rmtree(path, ignore_errors=True)
     remove_if_empty(test_folder(store, variant))
@@ -86,20 +89,34 @@ def claim(store: str, variant: str, seeds: range) -> Iterator[Path]:
         path.unlink(missing_ok=True)
 
 
-def remove_killed_explorations(store: str) -> list[Path]:
-    """The half-written runs that explorations no longer alive left in ``store``, removed,
-    with their claims (runs that finished are kept: they have their verdict)."""
-    removed: list[Path] = []
+def _claims(store: str) -> Iterator[tuple[Path, str, str, range]]:
+    """Each claim in ``store``: its file, its owner, its variant and its seeds."""
     for path in sorted(Path(store).glob(f"{CLAIM_PREFIX}*.json")):
         try:
             claimed = json.loads(path.read_text())
             owner, variant, seeds = claimed["owner"], claimed["variant"], range(claimed["first"], claimed["stop"])
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not one of ours, or being written: leave it
-        if owner_alive(str(owner)):
+        yield path, str(owner), str(variant), seeds
+
+
+def seeds_claimed_elsewhere(store: str, variant: str) -> list[range]:
+    """The seeds of ``variant`` that other explorations, still alive, claim in ``store`` (one
+    on another host counts as alive: it cannot be told from here)."""
+    mine = owner_token()
+    return [seeds for _, owner, claimed, seeds in _claims(store)
+            if claimed == variant and owner != mine and owner_alive(owner)]
+
+
+def remove_killed_explorations(store: str) -> list[Path]:
+    """The half-written runs that explorations no longer alive left in ``store``, removed,
+    with their claims (runs that finished are kept: they have their verdict)."""
+    removed: list[Path] = []
+    for path, owner, variant, seeds in list(_claims(store)):
+        if owner_alive(owner):
             continue
-        removed += remove_unfinished_runs(store, str(variant), seeds)
-        path.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)  # first: its seeds are no longer claimed by anyone alive
+        removed += remove_unfinished_runs(store, variant, seeds)
     return removed
 
 

@@ -3,15 +3,22 @@ half-written, no empty test folder, and a cleanup a second interrupt cannot cut 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from floodmark import rundir
-from floodmark.run.explore_store import interrupts_held, remove_unfinished_runs
+from floodmark.run.explore_store import (
+    CLAIM_PREFIX,
+    interrupts_held,
+    remove_killed_explorations,
+    remove_unfinished_runs,
+)
 
 
 def test_removing_the_only_unfinished_run_removes_its_empty_test_folder(tmp_path: Path) -> None:
@@ -72,3 +79,25 @@ def test_an_early_interrupt_of_explore_leaves_the_store_as_it_was(tmp_path: Path
     # (a seed that failed just before the interrupt is kept, and its folder with it)
     assert (store / "explore-default").exists() == bool(kept), sorted(p.name for p in store.iterdir())
     assert all(rundir.RunDir(p).results.is_file() for p in kept)
+
+
+def _claim_file(store: Path, name: str, owner: str, seeds: range) -> None:
+    (store / f"{CLAIM_PREFIX}{name}.json").write_text(json.dumps(
+        {"owner": owner, "variant": "default", "first": seeds.start, "stop": seeds.stop}))
+
+
+def test_a_run_in_progress_of_another_live_exploration_is_spared(tmp_path: Path) -> None:
+    """Two explorations of overlapping seeds in one store: the cleanup after a killed one (or
+    one's own, after an interrupt) removed the other's runs in progress, which have no
+    verdict yet either."""
+    store = tmp_path / "store"
+    in_progress = rundir.create_run_dir(store, "explore-default", 5)  # the live one's, no verdict yet
+    left = rundir.create_run_dir(store, "explore-default", 9)  # only the killed one's
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    _claim_file(store, "dead", f"{socket.gethostname()}:{dead.stdout.strip()}:1", range(1, 10))
+    _claim_file(store, "live", f"{socket.gethostname()}-elsewhere:123:456", range(5, 7))  # another host: alive
+    assert remove_killed_explorations(str(store)) == [left.path]
+    assert in_progress.path.is_dir() and not (store / f"{CLAIM_PREFIX}dead.json").exists()
+    assert remove_unfinished_runs(str(store), "default", [5]) == []  # an interrupted one's own cleanup too
+    (store / f"{CLAIM_PREFIX}live.json").unlink()
+    assert remove_unfinished_runs(str(store), "default", [5]) == [in_progress.path]
