@@ -386,15 +386,18 @@ class InterruptionError(ValueError):
     """An interrupted.json that cannot be read: names the file and what is wrong."""
 
 
+TEARDOWN = "the teardown"  # the step after the history is whole
+
+
 @dataclass(frozen=True)
 class Interruption:
     """Where a run was when an interrupt stopped it.
 
     ``step``: what it was doing ("starting the cluster", "the fault phase", "healing",
-    "waiting for recovery", "the final reads"); ``seconds``: the history's clock (seconds
-    since it began, virtual on the simulator) at the interrupt; ``fault_phase_seconds``: how
-    far into the fault phase, if it had begun; ``time_limit``: the fault phase's planned
-    length; ``signal``: SIGINT (Ctrl-C) or SIGTERM."""
+    "waiting for recovery", "the final reads", "the teardown"); ``seconds``: the history's
+    clock (seconds since it began, virtual on the simulator) at the interrupt;
+    ``fault_phase_seconds``: how far into the fault phase, if it had begun; ``time_limit``:
+    the fault phase's planned length; ``signal``: SIGINT (Ctrl-C) or SIGTERM."""
 
     step: str
     seconds: float
@@ -410,8 +413,9 @@ class Interruption:
         where = (f"{self.fault_phase_seconds:.1f} s into its {self.time_limit:g} s"
                  if self.fault_phase_seconds is not None and self.step == "the fault phase"
                  else f"{self.seconds:.1f} s into the history")
-        return (f"interrupted ({self.signal}) during {self.step}, {where}: the history stops there (no final "
-                "drain), so the run cannot be judged valid")
+        lost = ("its node events may not all have been collected" if self.step == TEARDOWN
+                else "the history stops there (no final drain)")
+        return f"interrupted ({self.signal}) during {self.step}, {where}: {lost}, so the run cannot be judged valid"
 
 
 def write_interruption(run: RunDir, interruption: Interruption) -> None:

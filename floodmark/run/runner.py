@@ -256,17 +256,32 @@ class Runner:
         except OSError as e:
             self.say(f"could not record the interruption in {self.run_dir.path}: {e}")
 
+    def _interrupted_late(self, interrupt: KeyboardInterrupt, recorder: Recorder) -> None:
+        """An interrupt after the phases (while healing or tearing down): the first one
+        makes the run an interrupted one, as it would have earlier."""
+        if not self.outcome.interrupted:
+            self.outcome.interrupted = True
+            self._record_interruption(interrupt, recorder)
+
     def _finish(self, backend: Backend, recorder: Recorder, driver: FaultDriver, healed: bool) -> None:
-        """Heal (if the phases did not), tear down and collect; never raises."""
+        """Heal (if the phases did not), tear down and collect; never raises. An interrupt
+        here is not swallowed: a run that had not been interrupted is marked so (its node
+        events may be cut short), and whoever runs it (a shrink, an exploration) stops."""
         try:
             if not healed:
                 try:
                     backend.run(driver.heal_all())
-                except (Exception, KeyboardInterrupt) as e:
+                except KeyboardInterrupt as e:
+                    self._interrupted_late(e, recorder)
+                    self.say(f"heal-all after a failure did not complete: {e!r}")
+                except Exception as e:
                     self.say(f"heal-all after a failure did not complete: {e!r}")
             self.say("tearing down the cluster and collecting logs")
+            self.step = rundir.TEARDOWN
             backend.teardown(collect_into=self.run_dir)
         except (Exception, KeyboardInterrupt) as e:
+            if isinstance(e, KeyboardInterrupt):
+                self._interrupted_late(e, recorder)
             self.say(f"teardown failed ({type(e).__name__}: {e}); removing the run's resources by force")
             with contextlib.suppress(Exception):
                 backend.force_cleanup()

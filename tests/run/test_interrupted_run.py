@@ -9,8 +9,10 @@ holds a verdict on it at unknown at best.
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import os
 import signal
 from pathlib import Path
 from typing import Any
@@ -140,3 +142,31 @@ def test_an_interrupted_runs_verdict_is_unknown_at_best(checked: Any, expected: 
     results["valid"] = True  # a file claiming valid over an interrupted run contradicts itself
     problem = verdict_problem(results)
     assert problem is not None and "inconsistent" in problem
+
+
+def test_an_interrupt_during_the_teardown_is_not_lost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C that lands after the history is whole, while the cluster is torn down, used to
+    be swallowed (the teardown fell back to a forced cleanup and the run went on to its
+    verdict): a shrink or an exploration interrupted then ran on to its end. The run is
+    interrupted, says where, and its node events, which may be cut short, are not judged."""
+    from floodmark.backends.cleanup import interruptible
+    from floodmark.backends.sim.backend import SimBackend
+    from floodmark.run.runner import Runner
+    from floodmark.run_config import TestConfig
+
+    teardown = SimBackend.teardown
+
+    def interrupted_teardown(self: SimBackend, collect_into: rundir.RunDir | None) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C, landing in the teardown
+        teardown(self, collect_into)
+
+    monkeypatch.setattr(SimBackend, "teardown", interrupted_teardown)
+    out = io.StringIO()
+    with interruptible():
+        outcome = Runner(TestConfig(cluster="sim", seed=3, time_limit=5), tmp_path, out=out).run()
+    assert outcome.interrupted and outcome.valid is None, out.getvalue()
+    interruption = rundir.read_interruption(outcome.run_dir)
+    assert interruption is not None and interruption.step == rundir.TEARDOWN and interruption.signal == "SIGINT"
+    assert "node events may not all have been collected" in interruption.describe()
+    assert read_results(outcome.run_dir.results)["valid"] == "unknown"
+    assert "verdict:" not in out.getvalue()
