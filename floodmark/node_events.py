@@ -214,10 +214,12 @@ def _foreign_topic(body: KnownKind | UnknownKind, topics: Collection[str]) -> st
 
 def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = None, *,
                     topics: Collection[str] | None = None,
-                    refused: list[NodeEventError] | None = None) -> dict[str, list[NodeEvent]]:
+                    refused: list[NodeEventError] | None = None,
+                    cut_short: set[str] | None = None) -> dict[str, list[NodeEvent]]:
     """Read every ``<node>.jsonl`` in an events directory, keyed by node name (each file
     holding that node's events only, each once, and no two files the same broker's); ``torn``
-    is told of last lines cut short, and ``topics`` are the run's (see :func:`iter_events`).
+    is told of last lines cut short, ``cut_short`` of the nodes whose file ends in one, and
+    ``topics`` are the run's (see :func:`iter_events`).
     A file that cannot be read so raises :class:`NodeEventError`; with ``refused``, it is left
     out and its error added there instead (a report shows what it can)."""
     result: dict[str, list[NodeEvent]] = {}
@@ -226,8 +228,13 @@ def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = 
         return result
     claims: dict[int, _Claim] = {}  # broker -> the file that said it is that broker
     for path in sorted(d.glob("*.jsonl")):
+        told: list[str] = []
         try:
-            events, claim = _read_node_file(path, torn, topics)
+            events, claim = _read_node_file(path, told, topics)
+            if torn is not None:
+                torn.extend(told)
+            if told and cut_short is not None:
+                cut_short.add(path.stem)
             blamed = None if claim is None else _claim(claims, claim)
             if blamed is not None:
                 copy, error = blamed

@@ -101,9 +101,13 @@ class InvariantsChecker:
         except ImplausibleOffset as e:
             stats["unjudged_because"] = f"the node events cannot be replayed: {e}"
             return CheckerResult("unknown", [], stats)
+        anomalies, unproven = set_aside_unproven(anomalies, run.cut_short)
         stats["anomalies"] = anomaly_counts(anomalies)
         valid: Validity = not anomalies
         reasons = []
+        if unproven:
+            stats["unproven"] = unproven
+            reasons.append(_unproven_reason(unproven))
         if unjudged:
             stats["isr_members_unjudged"] = sorted(unjudged)
             reasons.append(f"ISR members {sorted(unjudged)} are no broker whose events the run holds")
@@ -116,6 +120,29 @@ class InvariantsChecker:
             valid = "unknown"
             stats["unjudged_because"] = "; ".join(reasons)
         return CheckerResult(valid, anomalies, stats)
+
+
+def set_aside_unproven(anomalies: list[Anomaly], cut_short: frozenset[str]) -> tuple[list[Anomaly], dict[str, int]]:
+    """The anomalies that prove something, and how many were left out for each node whose
+    event file ends in a line cut short: that a member "never held" a record is proof only
+    if its story is whole, and such a file may have lost what the node did after the cut."""
+    if not cut_short:
+        return anomalies, {}
+    proven: list[Anomaly] = []
+    unproven: dict[str, int] = {}
+    for anomaly in anomalies:
+        member = anomaly.details.get("member") if anomaly.type == "isr-member-lacks-committed" else None
+        if member in cut_short:
+            unproven[member] = unproven.get(member, 0) + 1
+        else:
+            proven.append(anomaly)
+    return proven, dict(sorted(unproven.items()))
+
+
+def _unproven_reason(unproven: dict[str, int]) -> str:
+    counted = ", ".join(f"{count} about {node}" for node, count in unproven.items())
+    return (f"isr-member-lacks-committed findings ({counted}) are no proof: the event file of each member "
+            "named ends in a line cut short, so what it appended after that line may be missing from its story")
 
 
 def _judge(run: CheckInput, stats: dict[str, Any]) -> tuple[list[Anomaly], set[int]]:

@@ -155,15 +155,17 @@ def judge_history(
     checkers: Sequence[str | Checker] | None = None,
     time_limit: float | None = None,
     whole_file_gap: str | None = None,
+    cut_short: frozenset[str] = frozenset(),
     **linearizable_options: Any,
 ) -> dict[str, CheckerResult]:
     """Each checker's judgement of a history (and node events) in memory.
 
     ``config`` is the run's configuration, or None for a history that states none (then the
     checkers assume nothing it would have said, and the workload's checkers are not known).
-    ``whole_file_gap``: see :class:`CheckInput` (for events that are a part of each file).
+    ``whole_file_gap``: see :class:`CheckInput` (for events that are a part of each file);
+    ``cut_short``: the nodes whose event file ends in a line cut short (see :class:`CheckInput`).
     """
-    run = CheckInput(ops, events or {}, config, time_limit, whole_file_gap)
+    run = CheckInput(ops, events or {}, config, time_limit, whole_file_gap, cut_short)
     resolved = _resolve(checkers, config.workload if config else None, **linearizable_options)
     return run_checkers(resolved, run)
 
@@ -183,11 +185,12 @@ def check_history(
     checkers: Sequence[str | Checker] | None = None,
     time_limit: float | None = None,
     whole_file_gap: str | None = None,
+    cut_short: frozenset[str] = frozenset(),
     **linearizable_options: Any,
 ) -> dict[str, Any]:
     """Judge a history (and node events) in memory; returns the results dict."""
     judged = judge_history(ops, events, config, checkers=checkers, time_limit=time_limit,
-                           whole_file_gap=whole_file_gap, **linearizable_options)
+                           whole_file_gap=whole_file_gap, cut_short=cut_short, **linearizable_options)
     return results_of(judged, config)
 
 
@@ -256,12 +259,14 @@ def check_run(
     files = _digest_of(run)
     _refuse_if_changed(run, files)
     torn: list[str] = []
+    cut_short: set[str] = set()
     collecting = gc.isenabled()
     gc.disable()  # (what is read is acyclic: the collector would rescan the history at every event)
     try:
         if ops is None:
             ops = read_history(run.history, check_pairs=True)
-        events = read_events_dir(run.events, torn, topics=None if config is None else config.topic_names)
+        events = read_events_dir(run.events, torn, topics=None if config is None else config.topic_names,
+                                 cut_short=cut_short)
     finally:
         if collecting:
             gc.enable()
@@ -277,7 +282,8 @@ def check_run(
                             f"{run.path}: a run whose ops are a {inferred} history's")
         judged = (f"judged as a {inferred} history" if inferred else "judged for linearizability alone") + \
             ", as its ops suggest"
-    results = check_history(ops, events, config, checkers=checkers, time_limit=time_limit, **linearizable_options)
+    results = check_history(ops, events, config, checkers=checkers, time_limit=time_limit,
+                            cut_short=frozenset(cut_short), **linearizable_options)
     if config is None:
         add_note(results, f"{run.config}: no such file: the run states no configuration; {judged}, "
                           "with no settings assumed", note)

@@ -1,0 +1,94 @@
+"""Node event files cut short: what a node's story lacks proves nothing once it is cut.
+
+A broker killed while writing its last event leaves a line cut short at the end of its file;
+so does a file cut anywhere by a copy that stopped or a disk that filled. Without a
+``digest.json`` to show the files are those the run wrote, the two look alike, and the
+second loses every event after the cut. The invariants checker found ``isr-member-lacks-
+committed`` by what a member's events lack, so a cut file made a valid run INVALID (seed 3,
+``n2.jsonl`` cut halfway: 359 findings). A finding about a member whose file is cut short is
+now no proof: unknown, saying why; findings about whole files stand.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from floodmark.checkers.registry import check_run
+from floodmark.run.runner import Runner
+from floodmark.run_config import TestConfig
+
+_RUN: list[Path] = []
+
+
+def _valid_run() -> Path:
+    """One valid simulated run with faults (made once), whose copies are damaged."""
+    if not _RUN:
+        store = Path(tempfile.mkdtemp(prefix="floodmark-cut-events-"))
+        outcome = Runner(TestConfig(cluster="sim", seed=3, time_limit=20), store, out=io.StringIO(),
+                         report=False).run()
+        assert outcome.valid is True, outcome
+        _RUN.append(outcome.run_dir.path)
+    return _RUN[0]
+
+
+def _cut_copy(into: Path, node_file: str, at: int) -> Path:
+    """A copy of the run without its digest and verdict, ``node_file`` cut after ``at`` bytes."""
+    copy = into / "run"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(_valid_run(), copy)
+    (copy / "digest.json").unlink()
+    (copy / "results.json").unlink()
+    events = copy / "events" / node_file
+    events.write_bytes(events.read_bytes()[:at])
+    return copy
+
+
+def test_a_member_file_cut_halfway_is_unknown_not_invalid(tmp_path: Path) -> None:
+    """The input that was judged INVALID, kept as a regression case."""
+    whole = (_valid_run() / "events" / "n2.jsonl").read_bytes()
+    half = len(whole) // 2
+    assert whole[half - 1:half] != b"\n"  # mid-line: the file ends in a line cut short
+    results = check_run(_cut_copy(tmp_path, "n2.jsonl", half))
+    invariants = results["checkers"]["invariants"]
+    assert invariants["valid"] == "unknown", invariants
+    assert invariants["anomalies"] == []
+    assert invariants["stats"]["unproven"] == {"n2": invariants["stats"]["unproven"]["n2"]}
+    assert invariants["stats"]["unproven"]["n2"] > 0
+    assert "n2" in invariants["stats"]["unjudged_because"] and "cut short" in invariants["stats"]["unjudged_because"]
+    assert results["valid"] == "unknown"
+    assert any("n2.jsonl" in note and "cut short" in note for note in results["notes"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_an_event_file_cut_mid_line_never_makes_a_valid_run_invalid(tmp_path: Path, data: st.DataObject) -> None:
+    run = _valid_run()
+    node_file = data.draw(st.sampled_from(sorted(p.name for p in (run / "events").glob("*.jsonl"))))
+    whole = (run / "events" / node_file).read_bytes()
+    ends = {i + 1 for i, byte in enumerate(whole) if byte == ord("\n")}
+    at = data.draw(st.integers(1, len(whole) - 1).filter(lambda n: n not in ends))
+    results = check_run(_cut_copy(tmp_path, node_file, at))
+    assert results["valid"] is not False, {name: c["stats"].get("anomalies") for name, c in results["checkers"].items()}
+
+
+@pytest.mark.parametrize("member_cut", [True, False])
+def test_only_findings_about_a_cut_member_are_set_aside(member_cut: bool) -> None:
+    """Findings about members whose files are whole still make the run invalid."""
+    from floodmark.checkers.invariants import set_aside_unproven
+    from floodmark.results import Anomaly
+
+    lacks = [Anomaly("isr-member-lacks-committed", "n1 moved its HW ...", "t0", 0, (5,), details={"member": "n2"}),
+             Anomaly("isr-member-lacks-committed", "n1 moved its HW ...", "t0", 0, (6,), details={"member": "n3"}),
+             Anomaly("acked-below-min-isr", "n1 acknowledged ...", "t0", 0, (7,), details={"member": "n2"})]
+    proven, unproven = set_aside_unproven(lacks, frozenset({"n2"} if member_cut else set()))
+    if member_cut:
+        assert [a.offsets for a in proven] == [(6,), (7,)] and unproven == {"n2": 1}
+    else:
+        assert proven == lacks and unproven == {}
