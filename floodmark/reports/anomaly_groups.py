@@ -92,12 +92,13 @@ def checker_views(data: RunData, tables: ContextTables | None = None) -> list[Ch
                 problems.append(f"results.json: an anomaly is not an object: {short_json(anomaly, 80)}")
                 continue
             kind = anomaly.get("type", "untyped")
-            by_type.setdefault(kind if isinstance(kind, str) else short_json(kind, 40), []).append(anomaly)
+            by_type.setdefault(shown_text(kind, TYPE_SHOWN) if isinstance(kind, str) else short_json(kind, 40),
+                               []).append(anomaly)
         counts = result.get("anomaly_counts")
         reported: dict[str, Any] = counts if isinstance(counts, dict) else {}
         for kind, count in reported.items():
-            if kind not in by_type and isinstance(count, int) and count > 0:
-                by_type[str(kind)] = []
+            if isinstance(count, int) and count > 0 and shown_text(str(kind), TYPE_SHOWN) not in by_type:
+                by_type[shown_text(str(kind), TYPE_SHOWN)] = []
         groups = []
         for kind, items in sorted(by_type.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             try:
@@ -113,6 +114,20 @@ def checker_views(data: RunData, tables: ContextTables | None = None) -> list[Ch
     return views
 
 
+# What a report shows of one anomaly's words: a checker writes type names of a few words and
+# explanations of a few lines; a results file with megabytes there would make every copy of
+# them in the report (group headings, tables, charts) as large.
+TYPE_SHOWN = 120
+EXPLANATION_SHOWN = 4000
+
+
+def shown_text(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` characters and how many more results.json holds."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} characters more in results.json)"
+
+
 def _group(group_id: int, checker: str, kind: str, items: list[dict[str, Any]], reported: Any,
            builder: ContextBuilder, tables: ContextTables, data: RunData) -> AnomalyGroup:
     detailed = []
@@ -121,7 +136,7 @@ def _group(group_id: int, checker: str, kind: str, items: list[dict[str, Any]], 
         label = partition_label(anomaly.get("topic"), anomaly.get("partition"))
         offsets = short_json(anomaly.get("offsets") or [], 80)
         ops = [i for i in anomaly.get("ops") or [] if isinstance(i, int)]
-        explanation = str(anomaly.get("explanation") or "(no explanation given)")
+        explanation = shown_text(str(anomaly.get("explanation") or "(no explanation given)"), EXPLANATION_SHOWN)
         if number <= DETAILED_PER_TYPE:
             details = [(str(k), short_json(v, 400)) for k, v in anomaly.items() if k not in _SHOWN_ELSEWHERE]
             view = AnomalyView(number, kind, explanation, label, offsets, ops, details, builder.build(anomaly))

@@ -94,3 +94,20 @@ def test_a_results_file_is_read_exactly_up_to_the_bound(verdict_run: Path, paddi
         assert loaded.verdict is None and loaded.results is None
         assert loaded.warnings == [f"{results}: {len(data):,} bytes, more than the {SMALL_LIMIT:,} a results file "
                                    "may have: the run is shown unchecked"]
+
+
+def test_a_huge_anomaly_type_or_explanation_is_shown_cut(tmp_path: Path) -> None:
+    """An anomaly type and an explanation of 2 MB each (within the file's bound) made an
+    8.7 MB report: each was copied into group headings, tables and charts. Each is now shown
+    to a bound, saying how much more results.json holds."""
+    run = make_minimal_run(tmp_path / "store", name="big", seed=1, stamp=STAMP, verdict=False,
+                           anomaly_type="lost-" + "x" * 2_000_000)
+    results = json.loads((run / "results.json").read_text())
+    results["checkers"]["durability"]["anomalies"][0]["explanation"] = "why " * 500_000
+    (run / "results.json").write_text(json.dumps(results))
+    done = _report(run, tmp_path / "report.html")
+    assert done.returncode == 0, done.stderr[-2000:]
+    page = (tmp_path / "report.html").read_text()
+    assert len(page) < 1_000_000
+    assert "characters more in results.json" in page
+    assert "lost-xxxx" in page  # the type is still named, by its start
