@@ -165,7 +165,7 @@ def _refuse_unknown(data: dict[Any, Any], known: tuple[str, ...], source: str, w
 
 def _whole(value: Any, name: str) -> int:
     if type(value) is not int or not 0 <= value < 2**63:
-        raise ValueError(f"{name} must be a non-negative integer")
+        raise ValueError(f"{name} must be an integer from 0 to 2**63 - 1")
     return value
 
 

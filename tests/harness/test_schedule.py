@@ -181,7 +181,7 @@ def test_a_schedule_seed_of_the_wrong_type_is_refused_not_ignored(tmp_path: Path
     path = _written(tmp_path, {"seed": seed, "time_limit": 3, "faults": []})
     with pytest.raises(ScheduleError) as refused:
         load_schedule(path)
-    assert str(refused.value) == f"{path}: seed must be a non-negative integer"
+    assert str(refused.value) == f"{path}: seed must be an integer from 0 to 2**63 - 1"
 
 
 def test_a_schedule_without_a_seed_has_none(tmp_path: Path) -> None:
