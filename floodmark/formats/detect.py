@@ -6,7 +6,7 @@ content, not the file name (Porcupine's EDN test data is named ``*.txt``), by th
 of the first line that is neither blank nor an EDN comment (``;``), however far down it is:
 
 - a JSON object (``{`` then ``"``) is JSONL;
-- an EDN form (``{``, ``[``, ``(`` or ``#``) is EDN;
+- an EDN form (``{``, ``[``, ``(``, ``#``, or ``^`` for metadata before one) is EDN;
 - anything else is a Jepsen text log if a ``jepsen.util`` record is anywhere in the file
   (a log's chatter comes before its first op).
 
@@ -63,7 +63,7 @@ def format_of(data: bytes, source: str) -> str:
     if _JSON_DOCUMENT.match(data, start):  # "{" alone on its line, then a quoted key: JSON over many lines
         raise HistoryError(source, data.count(b"\n", 0, start) + 1,
                            "not a history: one JSON document over many lines; a JSONL history has one op per line")
-    if data[start:start + 1] in (b"{", b"[", b"(", b"#"):
+    if data[start:start + 1] in (b"{", b"[", b"(", b"#", b"^"):
         return EDN
     if looks_like_text_log(data):
         return JEPSEN_TEXT

@@ -14,6 +14,18 @@ can still tell a keyword from a string. Vectors and lists become lists, maps dic
 frozensets; a map key or set member that is a collection is frozen (a vector to a tuple, a
 map to a :class:`FrozenMap`).
 
+What Clojure's reader also takes is read as it reads it, since Jepsen writes with it:
+metadata (``^{:a 1} form``, ``^:a form``) is dropped, a namespaced map (``#:ns{:a 1}``)
+has its keys qualified, and characters include ``\\formfeed``, ``\\backspace`` and
+``\\o101``. A character is everything from its backslash to a delimiter, so ``\\ab`` is
+refused, never read as ``\\a`` then ``b``, and so is any ``#`` that starts nothing EDN
+defines (``#1``, ``#?``). A ratio (``2/4``) or a BigDecimal (``1.50M``) has no Python type the
+checkers compare as Clojure does (a float would make ``1/2`` equal ``0.5``, and merge
+decimals that differ past the 17th digit), so it is read exactly, as the symbol of its one
+spelling: ``1/2``, ``1.5M`` (a whole ratio, ``4/2``, is the integer ``2``, as in Clojure).
+Such a symbol equals every spelling of its value and nothing else, and is written back as
+the number it spells. ``##Inf``, ``##-Inf`` and ``##NaN`` are kept as the symbols they are.
+
 Python's ``==`` merges values that EDN keeps apart (``1``, ``1.0`` and ``true``; ``:x`` and
 ``"x"``), so one dict or frozenset cannot hold two such keys: a map or set that has them is
 refused with a message saying so, rather than misread as one with a key twice.
@@ -29,66 +41,28 @@ keys. What is refused is refused alike: nesting past :data:`MAX_DEPTH`, numbers 
 
 from __future__ import annotations
 
+import decimal
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from floodmark.errors import SourceError
 from floodmark.formats.edn_tokens import tokens_by_line
+from floodmark.formats.edn_values import (
+    CHAR_NAMES,
+    Char,
+    EdnSet,
+    FrozenMap,
+    Keyword,
+    Symbol,
+    Tagged,
+    dumps,
+    keyword,
+)
 
-
-class Keyword(str):
-    """An EDN keyword, e.g. ``:invoke``; its ``str`` value is the name without the colon."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return f":{str.__str__(self)}"
-
-
-class Symbol(str):
-    """An EDN symbol other than nil/true/false."""
-
-    __slots__ = ()
-
-
-class Char(str):
-    """An EDN character, e.g. ``\\a``: in EDN a character is not the one-letter string."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        """The character as EDN writes it: ``\\a``, ``\\newline``, ``\\u000B``."""
-        char = str.__str__(self)
-        if char in _CHAR_NAMES:
-            return "\\" + _CHAR_NAMES[char]
-        return "\\" + (f"u{ord(char):04X}" if len(char) == 1 and (char.isspace() or not char.isprintable()) else char)
-
-
-class FrozenMap(frozenset):  # type: ignore[type-arg]
-    """A map used as a map key or set member: its (key, value) pairs, hashable (a frozenset
-    of pairs in Python's eyes; :mod:`floodmark.checkers.linearizability.values` tells it from a set)."""
-
-    __slots__ = ()
-
-
-class EdnSet(list):  # type: ignore[type-arg]
-    """A set in a history's values: its members as a list (so a history stays JSON-shaped),
-    remembered to be a set, which a vector is not."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "#{" + " ".join(map(repr, self)) + "}"
-
-
-@dataclass(frozen=True)
-class Tagged:
-    """A tagged literal we do not interpret, e.g. ``#inst "2014-01-01"``."""
-
-    tag: str
-    value: Any
+__all__ = ["Char", "EdnError", "EdnSet", "FrozenMap", "Keyword", "MAX_DEPTH", "MAX_DIGITS", "Symbol", "Tagged",
+           "dumps", "iter_forms", "keyword", "loads"]
 
 
 class EdnError(SourceError):
@@ -98,12 +72,12 @@ class EdnError(SourceError):
 _INT = re.compile(r"[+-]?\d+N?$")
 _FLOAT = re.compile(r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?M?$")
 _RATIO = re.compile(r"[+-]?\d+/\d+$")
+_HEX = re.compile(r"[0-9a-fA-F]{4}$")
+_OCTAL = re.compile(r"[0-7]{1,3}$")
 _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
 _STRING_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "b": "\b", "f": "\f"}
-_CHARS = {"newline": "\n", "space": " ", "tab": "\t", "return": "\r"}
-_CHAR_NAMES = {v: k for k, v in _CHARS.items()}
 _CLOSERS = {"[": "]", "(": ")", "{": "}", "#{": "}"}
-_NOT_ATOMS = frozenset('[](){}#"\\')  # first characters of the tokens that are not atoms
+_NOT_ATOMS = frozenset('[](){}#"\\^')  # first characters of the tokens that are not atoms
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")  # a tag starts with one
 MAX_DEPTH = 100  # collections, tags and discards open at once; Jepsen's histories use a few
 MAX_DIGITS = 400  # a number longer than this is damage, not data
@@ -112,8 +86,14 @@ MAX_DIGITS = 400  # a number longer than this is damage, not data
 # file of a million distinct keywords costs no more than reading them.
 _MAX_REMEMBERED = 1 << 16
 _MAX_REMEMBERED_STRING = 64
+OPENS: Any = object()  # what iter_forms(spread=True) gives for a first vector's '[' (or list's '(')
+CLOSES: Any = object()  # and for its closing bracket
 _MISSING: Any = object()
 _DISCARDED: Any = object()
+_META_TARGET = "^ "  # (no token has a blank) waits for the form that metadata was given to
+_SPECIAL_FLOATS = frozenset(("##Inf", "##-Inf", "##NaN"))  # kept as the symbols they are spelled as
+# BigDecimals are normalized exactly: as many digits as a number may have, any exponent.
+_DECIMALS = decimal.Context(prec=MAX_DIGITS, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
 
 
 class _Reader:
@@ -128,8 +108,10 @@ class _Reader:
     def error(self, problem: str, line: int) -> EdnError:
         return EdnError(self.source, line, problem)
 
-    def forms(self) -> Iterator[tuple[Any, int]]:
-        """Every top-level form with the line it starts on."""
+    def forms(self, spread: bool = False) -> Iterator[tuple[Any, int]]:
+        """Every top-level form with the line it starts on; with ``spread``, a first form that
+        is a vector or list comes as its elements, each with its own line, between
+        :data:`OPENS` and :data:`CLOSES` (with the lines of its brackets)."""
         recall = self.remembered.get
         not_atoms = _NOT_ATOMS
         # The collections enclosing the one being read: (the enclosing one's items, the
@@ -142,6 +124,7 @@ class _Reader:
         # token, its line); a tag's form is wrapped, a discard's dropped.
         pending: list[tuple[int, str, int]] = []
         top = 0  # the line the top-level form being read starts on, once it has an opening token
+        level = 0  # how many collections enclose a top-level form: 1 inside a spread vector
         for line, tokens in tokens_by_line(self.text):
             for token in tokens:
                 first = token[0]
@@ -155,11 +138,16 @@ class _Reader:
                 elif first in "{[(" or token == "#{":
                     if len(stack) + len(pending) >= MAX_DEPTH:
                         raise self.error(f"nested more than {MAX_DEPTH} levels deep", line)
-                    if not top and not stack:
+                    if not top and len(stack) == level:
                         top = line
                     stack.append((items, token, line))
                     items = []
                     append = items.append
+                    if spread and len(stack) == 1:
+                        spread = False
+                        if first in "[(" and not pending:  # the first form is a vector: spread it
+                            toplevel, level, top = items, 1, 0
+                            yield OPENS, line
                     continue
                 elif first in "}])":
                     if pending and pending[-1][0] == len(stack):
@@ -178,33 +166,38 @@ class _Reader:
                         value = items
                     items = enclosing
                     append = items.append
+                    if level and not stack:  # the spread vector is closed
+                        toplevel, level = items, 0
+                        yield CLOSES, line
+                        continue
                 elif first == '"':
                     value = recall(token, _MISSING)
                     if value is _MISSING:
                         value = self.string(token, line)
-                elif token == "#_" or (first == "#" and token[1:2] in _LETTERS):
-                    # A discard or a tag: it applies to the next form.
+                elif token == "#_" or token == "^" or (first == "#" and (token[1:2] in _LETTERS or (
+                        token[1:2] == ":" and self.namespace(token, line)))):
+                    # A discard, metadata, a tag or a map's namespace: it applies to the next form.
                     if len(stack) + len(pending) >= MAX_DEPTH:
                         raise self.error(f"nested more than {MAX_DEPTH} levels deep", line)
-                    if not top and not stack:
+                    if not top and len(stack) == level:
                         top = line
                     pending.append((len(stack), token, line))
                     continue
                 elif first == "\\" and len(token) > 1:
                     value = self.char(token[1:], line)
                 else:  # an atom that starts like something else: ##Inf, a backslash alone
-                    value = self.atom(token, line)
+                    value = self.odd_atom(token, line)
                 if pending and pending[-1][0] == len(stack):
                     value = self.unwrap(value, pending)
                     if value is _DISCARDED:
-                        if not stack and not pending:
+                        if len(stack) == level and not pending:
                             top = 0  # the discarded form was all there was
                         continue
                 if items is not toplevel:
                     append(value)
                     continue
                 yield value, top or line
-                top = 0
+                top, spread = 0, False
         if pending and pending[-1][0] == len(stack):
             raise self.dangling(pending[-1], "has no form after it", pending[-1][2])
         if stack:
@@ -213,18 +206,56 @@ class _Reader:
 
     def unwrap(self, value: Any, pending: list[tuple[int, str, int]]) -> Any:
         """``value`` given to the tags and discards waiting at its level, innermost first: a
-        discard drops it (and is done), a tag wraps it."""
+        discard drops it (and is done); metadata (``^``) is dropped too, and leaves the form
+        after it to go on to what waits below; a tag wraps it; ``#:ns`` qualifies its keys."""
         depth = pending[-1][0]
         while pending and pending[-1][0] == depth:
-            _, token, _ = pending.pop()
+            _, token, at = pending.pop()
             if token == "#_":
                 return _DISCARDED
-            value = Tagged(token[1:], value)
+            if token == "^":
+                if type(value) not in (dict, str, Keyword, Symbol):
+                    raise self.error(f"metadata (^ on line {at}) must be a map, keyword, symbol or string, "
+                                     f"not {_shown(value)}", at)
+                pending.append((depth, _META_TARGET, at))
+                return _DISCARDED
+            if token == _META_TARGET:
+                continue
+            if token[1] == ":":
+                value = self.qualified(token[2:], value, at)
+            else:
+                value = Tagged(token[1:], value)
         return value
 
     def dangling(self, waiting: tuple[int, str, int], problem: str, line: int) -> EdnError:
         _, token, at = waiting
-        return self.error(f"{token} on line {at} {problem}", line)
+        return self.error(f"{token.rstrip()} on line {at} {problem}", line)
+
+    def namespace(self, token: str, line: int) -> bool:
+        """Whether ``token`` is a map's namespace (``#:jepsen.op``), which qualifies the
+        unqualified keyword and symbol keys of the map after it; refused when it is none."""
+        if len(token) == 2 or token[2] == ":":
+            raise self.error(f"{token[:40]!r}: a namespaced map needs its namespace named (#:ns{{...}})", line)
+        return True
+
+    def qualified(self, namespace: str, value: Any, line: int) -> dict[Any, Any]:
+        """The map after ``#:namespace`` with its keys qualified, as Clojure reads it: ``:a``
+        becomes ``:namespace/a``, ``:_/a`` becomes ``:a``, a qualified key stays as it is."""
+        if type(value) is not dict:
+            raise self.error(f"#:{namespace[:40]} on line {line} is followed by {_shown(value)}, not a map", line)
+        result: dict[Any, Any] = {}
+        for key, item in value.items():
+            if type(key) in (Keyword, Symbol):
+                name = str.__str__(key)
+                if name.startswith("_/"):
+                    key = type(key)(name[2:])
+                elif "/" not in name:
+                    key = type(key)(f"{namespace}/{name}")
+            if key in result:
+                first = next(k for k in result if k == key)
+                raise self.collision("map", "key", line, first, key)
+            result[key] = item
+        return result
 
     def mapping(self, items: list[Any], opened: int) -> dict[Any, Any]:
         count = len(items)
@@ -265,14 +296,20 @@ class _Reader:
                           line)
 
     def char(self, name: str, line: int) -> str:
-        if name in _CHARS:
-            return Char(_CHARS[name])
-        if len(name) == 5 and name.startswith("u"):
+        """A character from what follows its backslash: one character, a name (``newline``),
+        ``u`` and four hexadecimal digits or ``o`` and up to three octal ones (to ``\\o377``)."""
+        if len(name) == 1:
+            return Char(name)
+        if name in CHAR_NAMES:
+            return Char(CHAR_NAMES[name])
+        if len(name) == 5 and name[0] == "u" and _HEX.match(name, 1):
             char = chr(int(name[1:], 16))
             if "\ud800" <= char <= "\udfff":
                 raise self.error(f"character \\u{ord(char):04X} is a lone surrogate, not Unicode text", line)
             return Char(char)
-        return Char(name)
+        if len(name) <= 4 and name[0] == "o" and _OCTAL.match(name, 1) and int(name[1:], 8) <= 0o377:
+            return Char(chr(int(name[1:], 8)))
+        raise self.error(f"unsupported character \\{name[:40]}", line)
 
     def string(self, token: str, line: int) -> str:
         if len(token) == 1:
@@ -318,25 +355,48 @@ class _Reader:
             self.remembered[text] = value
         return value
 
+    def odd_atom(self, text: str, line: int) -> Any:
+        """An atom that starts like no atom: ``##Inf``, ``##-Inf`` and ``##NaN`` (kept as the
+        symbols they are spelled as, written back the same); anything else is refused."""
+        if text in _SPECIAL_FLOATS:
+            return self.atom(text, line)
+        if text == "\\":
+            raise self.error("a backslash with no character after it", line)
+        raise self.error(f"{text[:40]!r}: '#' followed by something EDN does not define", line)
+
     def number(self, text: str, line: int) -> Any:
         if len(text) > MAX_DIGITS:
             raise self.error(f"number of {len(text)} characters (at most {MAX_DIGITS})", line)
         if _INT.match(text):
             return int(text.rstrip("N"))
         if _FLOAT.match(text):
-            value = float(text.rstrip("M"))
+            if text[-1] == "M":
+                return _decimal(text)
+            value = float(text)
             if value in (float("inf"), float("-inf")):
                 raise self.error(f"number {text[:40]!r} is out of range", line)
             return value
         if _RATIO.match(text):
             numerator, denominator = text.split("/")
             try:
-                return int(numerator) / int(denominator)
+                ratio = Fraction(int(numerator), int(denominator))
             except ZeroDivisionError:
                 raise self.error(f"ratio {text[:40]!r} divides by zero", line) from None
-            except OverflowError:
-                raise self.error(f"ratio {text[:40]!r} is out of range", line) from None
+            # As Clojure reads one: in lowest terms, and an integer when it is whole.
+            return ratio.numerator if ratio.denominator == 1 else Symbol(str(ratio))
         raise self.error(f"malformed number {text[:40]!r}", line)
+
+
+def _decimal(text: str) -> Symbol:
+    """A BigDecimal (``1.50M``) as the symbol of its value's one spelling (``1.5M``): equal
+    to every BigDecimal of that value and to nothing else, as Clojure's ``=`` has it."""
+    number = _DECIMALS.normalize(decimal.Decimal(text[:-1]))
+    if number.is_zero():
+        return Symbol("0M")
+    exponent = number.as_tuple().exponent
+    assert isinstance(exponent, int)  # (a finite number)
+    # Plain digits (100M, 0.001M) unless that would be long (1E+400M is written so).
+    return Symbol(f"{number:f}M" if -40 <= exponent <= 40 else f"{number}M")
 
 
 def _shown(value: Any) -> str:
@@ -371,9 +431,12 @@ def _same(a: Any, b: Any) -> bool:
     return True
 
 
-def iter_forms(text: str, source: str = "<edn>") -> Iterator[tuple[Any, int]]:
-    """Read every top-level form, yielding (form, line where it starts)."""
-    return _Reader(text, source).forms()
+def iter_forms(text: str, source: str = "<edn>", *, spread: bool = False) -> Iterator[tuple[Any, int]]:
+    """Read every top-level form, yielding (form, line where it starts); with ``spread``, a
+    first form that is a vector or list comes as :data:`OPENS`, its elements (each with the
+    line it starts on, so that a history written as one vector can name the line of an op)
+    and :data:`CLOSES`."""
+    return _Reader(text, source).forms(spread)
 
 
 def loads(text: str, source: str = "<edn>") -> Any:
@@ -383,78 +446,3 @@ def loads(text: str, source: str = "<edn>") -> Any:
         raise EdnError(source, forms[1][1] if len(forms) > 1 else 1,
                        f"expected exactly one form, found {len(forms)}")
     return forms[0][0]
-
-
-# ---------------------------------------------------------------------------------- writer
-
-def dumps(value: Any, *, keyword_keys: bool = True) -> str:
-    """Write a Python value as EDN. With ``keyword_keys``, plain ``str`` keys of maps become
-    keywords (Jepsen's maps are keyword-keyed; a JSON history's object keys are strings);
-    without it a ``str`` stays a string wherever it is, and only a :class:`Keyword` is a
-    keyword (a history read from EDN, written back as it was)."""
-    out: list[str] = []
-    _write(value, out, keyword_keys)
-    return "".join(out)
-
-
-_SAFE_KEYWORD = re.compile(r"[A-Za-z*+!_?<>=-][A-Za-z0-9*+!_?<>=./-]*$")
-
-
-def keyword(name: str) -> str:
-    """``name`` as an EDN keyword, or as a string if it cannot be one."""
-    return f":{name}" if _SAFE_KEYWORD.match(name) else _string(name)
-
-
-def _string(s: str) -> str:
-    escaped = (
-        s.replace("\\", "\\\\").replace('"', '\\"')
-        .replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
-    )
-    return '"' + escaped + '"'
-
-
-def _write(value: Any, out: list[str], keyword_keys: bool) -> None:
-    if value is None:
-        out.append("nil")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif isinstance(value, Keyword):
-        out.append(keyword(str.__str__(value)))
-    elif isinstance(value, Symbol):
-        out.append(str.__str__(value))
-    elif isinstance(value, Char):
-        out.append(repr(value) if len(value) == 1 else _string(value))
-    elif isinstance(value, str):
-        out.append(_string(value))
-    elif isinstance(value, int | float):
-        out.append(repr(value))
-    elif isinstance(value, dict | FrozenMap):  # (a FrozenMap is a frozenset: before sets)
-        out.append("{")
-        for i, (k, v) in enumerate(value.items() if isinstance(value, dict) else value):
-            if i:
-                out.append(", ")
-            if keyword_keys and type(k) is str:
-                out.append(keyword(k))
-            else:
-                _write(k, out, keyword_keys)
-            out.append(" ")
-            _write(v, out, keyword_keys)
-        out.append("}")
-    elif isinstance(value, set | frozenset | EdnSet):  # (an EdnSet is a list: before vectors)
-        out.append("#{")
-        out.append(" ".join(dumps(v, keyword_keys=keyword_keys) for v in sorted(value, key=repr)))
-        out.append("}")
-    elif isinstance(value, list | tuple):
-        out.append("[")
-        for i, v in enumerate(value):
-            if i:
-                out.append(" ")
-            _write(v, out, keyword_keys)
-        out.append("]")
-    elif isinstance(value, Tagged):
-        out.append(f"#{value.tag} ")
-        _write(value.value, out, keyword_keys)
-    else:
-        raise TypeError(f"cannot write {type(value).__name__} as EDN")

@@ -1,19 +1,21 @@
 """EDN text as tokens, line by line: what :mod:`floodmark.formats.edn` reads forms from.
 
-A token is a bracket (``[ ] ( ) { } #{``), a string, a character (``\\a``), a tag
-(``#inst``), a discard (``#_``) or an atom (a keyword, symbol or number); whitespace,
-commas and ``;`` comments only separate them. The tokens come grouped by the line they
-start on, ``(line number, tokens)``, because the reader must say on which line a form starts
-and where a problem is, and a line is a cheaper unit to count than a token.
+A token is a bracket (``[ ] ( ) { } #{``), a string, a character (``\\a``, ``\\formfeed``:
+the backslash and everything up to a delimiter, as Clojure reads one, so that ``\\ab`` is
+refused rather than read as ``\\a`` and ``b``), a tag (``#inst``), a discard (``#_``), a
+metadata mark (``^``) or an atom (a keyword, symbol or number); whitespace, commas and ``;``
+comments only separate them. The tokens come grouped by the line they start on, ``(line
+number, tokens)``, because the reader must say on which line a form starts and where a
+problem is, and a line is a cheaper unit to count than a token.
 
 Why two ways of splitting. A history is mostly lines of op maps with keywords, numbers and
 brackets only (``{:process 0, :type :ok, :f :read, :value 3}``); such a line splits exactly
 like whitespace-separated words once its brackets are padded with spaces and its commas
 made spaces, which ``str.replace`` and ``str.split`` do in C, about five times faster than a
 regular expression matching token by token. A line with a string, a comment, a character,
-a tag or a discard (a ``"``, ``;``, ``\\`` or ``#`` anywhere in it) is matched token by token
-by :data:`TOKEN`, and a string may run on over the lines after it: the rest of the line it
-ends on is the next group, with that line's number.
+a tag, a discard or metadata (a ``"``, ``;``, ``\\``, ``#`` or ``^`` anywhere in it) is
+matched token by token by :data:`TOKEN`, and a string may run on over the lines after it:
+the rest of the line it ends on is the next group, with that line's number.
 
 A ``"`` that opens no string (it is never closed) is given as a token of its own, a lone
 ``"``, for the reader to refuse when it gets there, after any problem earlier in the text.
@@ -45,15 +47,16 @@ TOKEN = re.compile(
          | \#[{_]
          | [\[\](){}]
          | \#[A-Za-z][^\s,\[\](){}"]*+
-         | \\(?:newline|space|tab|return|u[0-9a-fA-F]{4}|\S)
-         | [^\s,\[\](){}";]++
+         | \\\S[^\s,\[\](){}"\\;^]*+
+         | \^
+         | [^\s,\[\](){}";^]++
         )
       | (.)
     )?
     """,
     re.VERBOSE | re.DOTALL,
 )
-_NOT_PLAIN = re.compile(r'["#;\\]')  # a line with one of these is matched token by token
+_NOT_PLAIN = re.compile(r'["#;\\^]')  # a line with one of these is matched token by token
 WINDOW = 1 << 16  # characters of a plain line split at once
 BATCH = 1 << 12  # tokens of a line matched one by one, given at once
 

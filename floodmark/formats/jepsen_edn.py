@@ -10,16 +10,18 @@ Reading converts EDN values to the JSON-shaped values our histories use (:func:`
 vectors become lists, sets lists marked as sets, while keywords stay keywords, so that
 ``:x`` is still not ``"x"`` when values are compared); ops are re-indexed densely in file
 order (the order Knossos checks them in), keeping a differing original ``:index`` as
-``jepsen_index``. Writing does the reverse, so our own histories can be fed to Jepsen's
-tools: op fields become keywords, ``f`` and ``type`` keywords, the nemesis process
-``:nemesis``, and the string keys of a JSON history's maps keywords (a history read from
-EDN is written back as it was).
+``jepsen_index``. An op printed as a record, ``#jepsen.history.Op{...}`` (as Jepsen
+0.3 prints its ops) or ``#knossos.op.Op{...}``, is read as its map. Writing does the
+reverse, so our own histories can be fed to Jepsen's tools: op fields become keywords,
+``f`` and ``type`` keywords, the nemesis process ``:nemesis``, and the string keys of a
+JSON history's maps keywords (a history read from EDN is written back as it was).
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,10 +68,17 @@ def _name(value: Any) -> Any:
     return str.__str__(value) if isinstance(value, str) else value
 
 
+# A Clojure record's tag: a namespace, then a class name (jepsen.history.Op, knossos.op.Op).
+_RECORD = re.compile(r"[A-Za-z_*+!?<>=-][\w*+!?<>=-]*(?:\.[\w*+!?<>=-]+)*\.[A-Z][\w$]*")
+
+
 def op_from_edn(form: Any, position: int, source: str, line: int) -> Op:
-    """One EDN op map as an Op; ``position`` becomes its index."""
+    """One EDN op map as an Op; ``position`` becomes its index. An op record as Jepsen prints
+    one (``#jepsen.history.Op{:index 0 ...}``, Knossos's ``#knossos.op.Op{...}``) is its map."""
+    if isinstance(form, edn.Tagged) and isinstance(form.value, dict) and _RECORD.fullmatch(form.tag):
+        form = form.value
     if not isinstance(form, dict):
-        raise HistoryError(source, line, f"expected an op map, got {type(form).__name__}")
+        raise HistoryError(source, line, f"expected an op map, got {_short(form)}")
     fields = {_name(k): v for k, v in form.items()}
     for name in ("process", "type", "f"):
         if name not in fields:
@@ -78,7 +87,8 @@ def op_from_edn(form: Any, position: int, source: str, line: int) -> Op:
     if not isinstance(op_type, str) or op_type not in OP_TYPES:
         raise HistoryError(source, line, f":type must be :invoke/:ok/:fail/:info, got {_short(fields['type'])}")
     process = fields["process"]
-    if isinstance(process, bool) or not isinstance(process, int | str):
+    # (a symbol is no process: 1/2 and 1.5M are read as symbols, and were never one either)
+    if isinstance(process, bool | edn.Symbol | edn.Char) or not isinstance(process, int | str):
         raise HistoryError(source, line, f":process must be an integer or a keyword, got {_short(process)}")
     process = _name(process)
     time = fields.get("time")
@@ -108,7 +118,11 @@ def op_from_edn(form: Any, position: int, source: str, line: int) -> Op:
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    """A field's value as EDN, cut short for a message."""
+    try:
+        text = edn.dumps(value, keyword_keys=False)
+    except TypeError:  # (not a value EDN can write: say what Python sees)
+        text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -118,14 +132,17 @@ def parse_edn_history(text: str, source: str = "<edn>", *, check_pairs: bool = F
 
     Each op is built as its form is read, so the forms of a stream are never all held
     beside the ops made of them."""
-    forms = edn.iter_forms(text, source)
+    forms = edn.iter_forms(text, source, spread=True)
     try:
         first = next(forms, None)
         if first is None:
             return []
         numbered: Iterator[tuple[Any, int]]
-        if isinstance(first[0], list):
-            # A vector's elements do not carry their own lines; name the vector's line.
+        vector = first[0] is edn.OPENS or isinstance(first[0], list)
+        if first[0] is edn.OPENS:  # a vector's ops, each with its line, up to its ']'
+            numbered = itertools.takewhile(lambda numbered_form: numbered_form[0] is not edn.CLOSES, forms)
+        elif vector:
+            # A vector read whole (with metadata before it): name the vector's line.
             numbered = ((form, first[1]) for form in first[0])
         else:
             numbered = itertools.chain((first,), forms)
@@ -136,7 +153,7 @@ def parse_edn_history(text: str, source: str = "<edn>", *, check_pairs: bool = F
             if pairing is not None:
                 pairing.see(op, line)
             ops.append(op)
-        if isinstance(first[0], list):
+        if vector:
             after = next(forms, None)
             if after is not None:
                 raise HistoryError(source, after[1], "unexpected form after the history vector")

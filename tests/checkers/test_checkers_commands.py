@@ -50,7 +50,7 @@ def test_bad_input_exits_254_naming_file_and_line(tmp_path: Path, capsys: pytest
     broken = write(tmp_path, "broken.edn", "[{:process 0 :type :invoke :f :read}\n {:process 0 :type :nope :f :read}]")
     assert main(["check", str(broken)]) == 254
     err = capsys.readouterr().err
-    assert f"{broken}:1: :type must be" in err
+    assert f"{broken}:2: :type must be" in err
     assert main(["check", str(tmp_path / "missing.edn")]) == 254
     assert main(["check", str(broken), "--checker", "nonsense"]) == 254
     assert main(["check", str(tmp_path)]) == 254  # a directory that is not a run directory

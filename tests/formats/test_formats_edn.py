@@ -26,7 +26,7 @@ def test_reads_scalars_collections_and_keywords() -> None:
     assert form[11] == frozenset({1, 2})
     assert form[12] == {"k": [1]}
     assert form[13] == edn.Tagged("inst", "x")
-    assert form[14] == 7 and form[15] == 0.5
+    assert form[14] == 7 and form[15] == "1/2" and isinstance(form[15], edn.Symbol)  # exact, not 0.5
 
 
 def test_comments_commas_and_discard_are_ignored() -> None:

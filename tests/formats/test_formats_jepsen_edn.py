@@ -66,7 +66,9 @@ def test_an_edn_history_is_written_back_as_it_was(tmp_path: Path) -> None:
         ("{:process 0 :type :done :f :read}", 1, ":type must be"),
         ("[{:process 0 :type :ok :f :r}] {:x 1}", 1, "unexpected form after"),
         ("{:process 0 :type :ok :f :r :time 1.5}", 1, ":time must be an integer"),
-        ("[1 2", 1, "never closed"),
+        ("[{:process 0 :type :invoke :f :r :value nil}", 1, "never closed"),
+        ("[1 2", 1, "expected an op map, got 1"),
+        ("[{:process 0 :type :invoke :f :r :value nil}\n {:process 0 :type :done :f :r}]", 2, ":type must be"),
     ],
 )
 def test_malformed_histories_name_line_and_problem(text: str, line: int, problem: str) -> None:
