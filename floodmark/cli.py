@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import NoReturn, TextIO, cast
+from typing import Any, NoReturn, TextIO, cast
 
 from floodmark.errors import EXIT_BAD_ARGUMENTS, SourceError, UsageError, printable
 
@@ -70,9 +71,22 @@ COMMANDS: tuple[tuple[Callable[[], ModuleType], tuple[str, ...]], ...] = (
 )
 
 
+# Where an option's value is what argparse would take for an option of its own: every
+# number a float or int option reads, negative ones included ("-inf", "-1e3", "-.5").
+# argparse's own pattern knows only "-1" and "-1.5", and said of "--time-limit -inf" that
+# --time-limit "expected one argument", never what was wrong with the value.
+_NEGATIVE_NUMBER = re.compile(r"^-(?:(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:e[-+]?\d[\d_]*)?|inf(?:inity)?|nan)$",
+                              re.IGNORECASE)
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (what is wrong, and where help is) and exits
-    254 (2 means 'unknown' for floodmark)."""
+    254 (2 means 'unknown' for floodmark), and a value that is a negative number of any
+    spelling is the option's value, never taken for an option of its own."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_NUMBER
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_ARGUMENTS, f"{self.prog}: error: {printable(message)} (see {self.prog} --help)\n")
@@ -87,7 +101,7 @@ def build_parser(command: str | None = None) -> ArgumentParser:
             "(run a chaos test), `floodmark check --help` (check a history) or "
             "`floodmark report --help` (render a report)."
         ),
-        epilog="Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments.",
+        epilog="Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments, 130 interrupted.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     offering = [load for load, names in COMMANDS if command in names]

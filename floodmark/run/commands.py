@@ -31,12 +31,16 @@ from floodmark.harness.config import (
 )
 from floodmark.harness.schedule import Schedule, ScheduleError, load_schedule
 from floodmark.reference.protocol.variants import VARIANTS
+from floodmark.run.argument_checks import (
+    DEFAULT_STORE,
+    given_run_dir,
+    given_text,
+    usable_store,
+)
 from floodmark.run.replayed_test import replayed_test
 
 if TYPE_CHECKING:
     from floodmark.run.explore import Explored
-
-DEFAULT_STORE = "store"
 
 RUN_DESCRIPTION = """\
 Run one chaos test: start a cluster of the reference implementation, drive producers and
@@ -223,6 +227,7 @@ def config_from_args(args: argparse.Namespace) -> TestConfig:
     overrides = {key: getattr(args, key) for key in CONFIG_OPTIONS if getattr(args, key, None) is not None}
     if args.file == "":  # named, but nothing: never the defaults in its place
         raise UsageError("-f/--file: an empty file name")
+    given_text("--name", args.name, "test name")  # "" would be the derived name, unasked
     try:
         if args.file is not None:
             return load_config(args.file, overrides)
@@ -232,21 +237,6 @@ def config_from_args(args: argparse.Namespace) -> TestConfig:
 
 
 MAX_JOBS = 1024
-
-
-def usable_store(option: str | None) -> str:
-    """The store ``--store`` names (or the default), made if missing; UsageError when it
-    is not a directory this process can write to (a file, a path under one, /proc)."""
-    store = option or DEFAULT_STORE
-    if os.path.exists(store) and not os.path.isdir(store):
-        raise UsageError(f"--store {store}: is a file, not a directory")
-    try:
-        Path(store).mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"--store {store}: cannot use it as a directory: {e.strerror or e}") from None
-    if not os.access(store, os.W_OK | os.X_OK):
-        raise UsageError(f"--store {store}: not writable")
-    return store
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -282,7 +272,7 @@ def repro_command(args: argparse.Namespace) -> int:
     that the replay was byte-identical (digest.json). Whatever of these is there but cannot
     be read refuses the replay, naming the file: a replay of something else must not pass
     for this run's (see :func:`replay_inputs`)."""
-    path = Path(args.run_dir).resolve()
+    path = Path(given_run_dir(args.run_dir)).resolve()
     run = rundir.RunDir(path)
     config, schedule, original = replay_inputs(run, args.run_dir)
     from floodmark.run import digest
@@ -291,7 +281,7 @@ def repro_command(args: argparse.Namespace) -> int:
     if original is None and config.cluster == "sim":
         print(f"floodmark: {run.digest}: no such file: whether the replay is byte-identical cannot be "
               "compared", file=sys.stderr)
-    store = usable_store(args.store) if args.store else str(path.parent.parent)
+    store = usable_store(args.store) if args.store is not None else str(path.parent.parent)
     outcome = run_test(config, store, schedule)
     if original is not None and outcome.digest is not None:
         differ = digest.differences(original, outcome.digest)
@@ -339,7 +329,7 @@ def explore_command(args: argparse.Namespace) -> int:
     jobs = args.jobs if args.jobs is not None else explore.default_jobs()
     if not 1 <= jobs <= MAX_JOBS:
         raise UsageError(f"--jobs must be between 1 and {MAX_JOBS} (a worker process each), got {jobs}")
-    if args.master:
+    if given_text("--master", args.master, "master URL") is not None:
         try:
             from floodmark.pipeline.session import check_master
         except ImportError as e:
@@ -420,8 +410,8 @@ def shrink_command(args: argparse.Namespace) -> int:
 
     if args.budget < 1:
         raise UsageError("--budget must be at least 1")
-    path = Path(args.run_dir).resolve()
-    store = Path(usable_store(args.store)) if args.store else path.parent.parent
+    path = Path(given_run_dir(args.run_dir)).resolve()
+    store = Path(usable_store(args.store)) if args.store is not None else path.parent.parent
     try:
         with cleanup.interruptible():  # SIGTERM as Ctrl-C: the candidate running is torn down and removed
             minimal, runs = shrink_run(path, store, args.budget, sys.stderr)

@@ -1,0 +1,57 @@
+"""Checks of the run commands' arguments that argparse cannot make, before anything starts.
+
+A value the shell left empty (``--store "$STORE"`` with STORE unset) must not stand for
+the default: the user named something, and got something else without a word. A store must
+be a directory this process can create things in, which only trying says: root passes
+every permission check, yet cannot create a file in /proc or /sys, nor on a read-only
+mount, and a run refused there only when it writes its first file ends in a traceback with
+its cluster half started.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from floodmark.errors import UsageError
+
+DEFAULT_STORE = "store"
+
+
+def given_text(option: str, value: str | None, what: str) -> str | None:
+    """``value`` unless it is empty or only blanks: then a UsageError saying ``option``
+    names ``what`` (a file name, a directory, a URL) but gives none. None (not given) stays."""
+    if value is not None and not value.strip():
+        raise UsageError(f"{option}: {'an empty' if not value else 'a blank'} {what} "
+                         f"({value!r}); give one, or leave {option} out for the default")
+    return value
+
+
+def given_run_dir(value: str) -> str:
+    """RUN_DIR as given; UsageError when it is empty or blank (which would resolve to the
+    current directory, and be refused as that, a path the user never named)."""
+    if not value.strip():
+        raise UsageError(f"RUN_DIR: {'an empty' if not value else 'a blank'} path ({value!r}); name a run "
+                         "directory (store/<test>/<time>-s<seed>, or store/latest)")
+    return value
+
+
+def usable_store(option: str | None) -> str:
+    """The store ``--store`` names (or the default), made if missing; UsageError when it
+    is not a directory this process can create run directories in (a file, a path under
+    one, /proc, /sys, a read-only mount), or ``--store`` names none (an empty string)."""
+    store = given_text("--store", option, "directory name") or DEFAULT_STORE
+    if os.path.exists(store) and not os.path.isdir(store):
+        raise UsageError(f"--store {store}: is a file, not a directory")
+    try:
+        Path(store).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--store {store}: cannot use it as a directory: {e.strerror or e}") from None
+    if not os.access(store, os.W_OK | os.X_OK):
+        raise UsageError(f"--store {store}: not writable")
+    try:  # root passes os.access everywhere; only creating something says it can be
+        os.rmdir(tempfile.mkdtemp(prefix=".floodmark-probe-", dir=store))
+    except OSError as e:
+        raise UsageError(f"--store {store}: cannot create a run directory in it: {e.strerror or e}") from None
+    return store

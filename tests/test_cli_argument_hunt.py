@@ -1,0 +1,109 @@
+"""What a hunt for bad arguments found the run commands accepting, or dying of.
+
+Each is refused in one line with exit 254 before anything runs: an option the shell left
+empty (``--store ""``) is never the default in its place; a store nothing can be created in
+(/proc, even for root) is refused up front, not by a traceback once the run started; and a
+negative number of any spelling (``-inf``, ``-1e3``) is the option's value, refused for what
+it is, not taken for an option of its own.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from floodmark.cli import main
+from floodmark.errors import EXIT_BAD_ARGUMENTS
+
+
+def refusal(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line ``floodmark ARGV`` is refused with (exit 254, by argparse or after it)."""
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code
+    assert code == EXIT_BAD_ARGUMENTS, argv
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "Traceback" not in lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def stored_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A short valid simulated run, in a store of its own."""
+    store = tmp_path_factory.mktemp("hunt") / "store"
+    assert main(["run", "--cluster", "sim", "--time-limit", "1", "--nemesis", "none", "--seed", "3",
+                 "--store", str(store)]) == 0
+    return (store / "latest").resolve()
+
+
+def runs_in(store: Path) -> list[Path]:
+    return sorted(p for p in store.glob("*/*") if p.is_dir())
+
+
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_an_empty_store_is_refused_not_taken_for_the_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str], blank: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    for argv in (["run", "--cluster", "sim", "--time-limit", "1", "--nemesis", "none", "--store", blank],
+                 ["explore", "--runs", "1", "--seed", "1", "--jobs", "1", "--no-shrink", "--store", blank]):
+        assert refusal(argv, capsys).endswith(f"--store: {'an empty' if not blank else 'a blank'} directory name "
+                                              f"({blank!r}); give one, or leave --store out for the default")
+    assert list(tmp_path.iterdir()) == []  # no ./store, no directory named by the blanks
+
+
+def test_repro_and_shrink_with_an_empty_store_never_write_into_the_runs_own(stored_run: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    store = stored_run.parent.parent
+    before = runs_in(store)
+    assert "--store: an empty directory name" in refusal(["repro", str(stored_run), "--store", ""], capsys)
+    assert "--store: an empty directory name" in refusal(["shrink", str(stored_run), "--store", ""], capsys)
+    assert runs_in(store) == before
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_a_store_nothing_can_be_created_in_is_refused_before_the_run(stored_run: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Root passes os.access on /proc, and the run died of a FileNotFoundError traceback
+    (exit 1) when it made its run directory there."""
+    said = refusal(["run", "--cluster", "sim", "--time-limit", "1", "--nemesis", "none", "--store", "/proc"], capsys)
+    assert said.startswith("floodmark run: error: --store /proc: ")
+    said = refusal(["repro", str(stored_run), "--store", "/proc"], capsys)
+    assert said.startswith("floodmark repro: error: --store /proc: ")
+
+
+@pytest.mark.parametrize("master", ["", " "])
+def test_explore_refuses_an_empty_master_rather_than_run_without_spark(tmp_path: Path, master: str,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    said = refusal(["explore", "--runs", "1", "--seed", "1", "--jobs", "1", "--no-shrink", "--master", master,
+                    "--store", str(store)], capsys)
+    assert "--master: " in said and "master URL" in said
+    assert not store.exists()
+
+
+def test_an_empty_name_or_run_directory_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    said = refusal(["run", "--cluster", "sim", "--time-limit", "1", "--name", "", "--store", str(store)], capsys)
+    assert said.endswith("--name: an empty test name (''); give one, or leave --name out for the default")
+    assert not store.exists()
+    for command in ("repro", "shrink"):
+        assert refusal([command, ""], capsys).startswith(f"floodmark {command}: error: RUN_DIR: an empty path")
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["run", "--cluster", "sim", "--time-limit", "-inf"], "time_limit: must be a finite number, got -inf"),
+    (["run", "--cluster", "sim", "--time-limit", "-1e3"], "time_limit: must be at least 0.01, got -1000.0"),
+    (["run", "--cluster", "sim", "--rate", "-NaN"], "rate: must be a finite number, got nan"),
+    (["explore", "--time-budget", "-inf"], "--time-budget must be a positive number of seconds, got -inf"),
+    (["explore", "--seed", "-1_0"], "--seed must be between 0 and"),
+])
+def test_a_negative_number_of_any_spelling_is_the_options_value(argv: list[str], said: str,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse took ``-inf`` and ``-1e3`` for options, and said the option "expected one
+    argument", never what was wrong with the value given."""
+    line = refusal(argv, capsys)
+    assert said in line and "expected one argument" not in line
