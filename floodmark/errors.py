@@ -67,3 +67,15 @@ def exit_code(valid: object) -> int:
     if valid is False:
         return EXIT_INVALID
     return EXIT_UNKNOWN
+
+
+def given_text(option: str, value: str | None, what: str) -> str | None:
+    """``value`` unless it is empty or only blanks: then a UsageError saying ``option``
+    names ``what`` (a file name, a directory, a URL) but gives none. None (not given) stays.
+    A value the shell left empty (``--store "$STORE"`` with STORE unset) must not stand for
+    the default or the current directory: the user named something, and would get something
+    else without a word."""
+    if value is not None and not value.strip():
+        raise UsageError(f"{option}: {'an empty' if not value else 'a blank'} {what} "
+                         f"({value!r}); give one, or leave {option} out for the default")
+    return value

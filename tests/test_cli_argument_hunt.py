@@ -107,3 +107,49 @@ def test_a_negative_number_of_any_spelling_is_the_options_value(argv: list[str],
     argument", never what was wrong with the value given."""
     line = refusal(argv, capsys)
     assert said in line and "expected one argument" not in line
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["analyze", "", "--no-check", "--quiet"], "STORE"),  # analysed the current directory
+    (["analyze", "STORE", "--out", "", "--no-check", "--quiet"], "--out"),  # wrote STORE/_analysis
+    (["analyze", "STORE", "--parquet", "", "--no-check", "--quiet"], "--parquet"),  # wrote OUT/parquet
+    (["check", "RUN", "--to-edn", ""], "--to-edn"),  # silently ignored
+    (["check", ""], "PATH"),  # named '.', which the user never gave
+    (["report", ""], "RUN_DIR"),  # named '.'
+    (["report", "RUN", "--out", ""], "--out"),
+])
+def test_an_empty_value_is_refused_by_every_command_that_reads_one(
+        argv: list[str], option: str, stored_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv = [str(stored_run) if a == "RUN" else str(stored_run.parent.parent) if a == "STORE" else a for a in argv]
+    assert refusal(argv, capsys).split(": ", 3)[2] == option
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_checker_name_in_a_list_is_refused(stored_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``run --nemesis partition,,kill`` was refused, ``check --checker hw,,leader`` accepted."""
+    assert "an empty checker name" in refusal(["check", str(stored_run), "--checker", "hw,,leader"], capsys)
+
+
+def test_more_runs_than_seeds_blame_runs_not_a_seed_never_given(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """With no --seed the first is drawn at random: half the time the refusal named it as a
+    --seed the user never gave, the other half the exploration started."""
+    line = refusal(["explore", "--runs", str(2**63 + 1), "--no-shrink", "--store", str(tmp_path / "s")], capsys)
+    assert "--runs" in line and "--seed" not in line
+
+
+def test_serve_with_an_empty_store_is_refused_not_serving_the_current_directory(tmp_path: Path) -> None:
+    """It served the current directory until killed: run apart, so that a regression fails
+    by its timeout rather than hanging the suite."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "floodmark", "serve", "--store", "", "--port", "0"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == EXIT_BAD_ARGUMENTS, done.stderr
+    assert done.stderr.splitlines() == [
+        "floodmark serve: error: --store: an empty directory name (''); give one, or leave --store out for the "
+        "default"], done.stderr

@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from floodmark.checkers.registry import CHECKER_NAMES
-from floodmark.errors import EXIT_BAD_ARGUMENTS, SourceError, UsageError, exit_code, printable
+from floodmark.errors import (
+    EXIT_BAD_ARGUMENTS,
+    SourceError,
+    UsageError,
+    exit_code,
+    given_text,
+    printable,
+)
 from floodmark.inputs.sources import STDIN
 
 if TYPE_CHECKING:
@@ -98,7 +105,10 @@ def register(subparsers: Any) -> None:
 def _parse_checkers(raw: str | None) -> list[str] | None:
     if raw is None:
         return None
-    names = [n.strip() for n in raw.split(",") if n.strip()]
+    names = [n.strip() for n in raw.split(",")]
+    if len(names) > 1 and not all(names):  # "hw,,leader": a name was meant there
+        raise UsageError(f"--checker {raw!r}: an empty checker name in the list; choose from: {', '.join(CHECKER_NAMES)}")
+    names = [n for n in names if n]
     unknown = [n for n in names if n not in CHECKER_NAMES]
     if unknown or not names:
         raise UsageError(f"unknown checker {', '.join(unknown) or '(none given)'}; choose from: {', '.join(CHECKER_NAMES)}")
@@ -349,6 +359,9 @@ def run_check(args: argparse.Namespace) -> int:
         _initial(args.initial)  # a bad --initial is a usage error before any path is read
     if args.independent and args.model not in (None, "register", "cas-register"):
         raise UsageError(f"--independent checks one register per key; --model {args.model} is no register model")
+    given_text("--to-edn", args.to_edn, "file name")
+    for given in args.paths:
+        given_text("PATH", given, "path")
     paths = [Path(p) if p != STDIN else Path(STDIN) for p in args.paths]
     if sum(str(p) == STDIN for p in paths) > 1:
         raise UsageError("standard input ('-') can be checked only once")

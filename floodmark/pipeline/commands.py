@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from floodmark.errors import EXIT_BAD_ARGUMENTS, UsageError, one_line, printable
+from floodmark.errors import EXIT_BAD_ARGUMENTS, UsageError, given_text, one_line, printable
 
 
 def register(subparsers: Any) -> None:
@@ -38,7 +38,9 @@ def register(subparsers: Any) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    store = Path(args.store)
+    store = Path(given_text("STORE", args.store, "path") or args.store)
+    given_text("--out", args.out, "directory name")
+    given_text("--parquet", args.parquet, "directory name")
     if not store.is_dir():
         raise UsageError(f"store {printable(str(store))} is not a directory")
     out = Path(args.out) if args.out else store / "_analysis"

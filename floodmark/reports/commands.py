@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from floodmark.errors import EXIT_BAD_ARGUMENTS, UsageError, printable
+from floodmark.errors import EXIT_BAD_ARGUMENTS, UsageError, given_text, printable
 from floodmark.history import HistoryError
 
 
@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def report_command(args: argparse.Namespace) -> int:
     from floodmark.reports.report import write_report
 
-    run_dir = Path(args.run_dir)
+    run_dir = Path(given_text("RUN_DIR", args.run_dir, "path") or args.run_dir)
+    given_text("--out", args.out, "file name")
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: {_not_a_directory(run_dir)} (report renders a run directory)")
     warnings: list[str] = []
@@ -63,7 +64,7 @@ def _not_a_directory(path: Path) -> str:
 def serve_command(args: argparse.Namespace) -> int:
     from floodmark.reports.server import host_problem, serve, unbracketed, url_host
 
-    store = Path(args.store)
+    store = Path(given_text("--store", args.store, "directory name") or args.store)
     if not store.is_dir():
         raise UsageError(f"--store {store}: {_not_a_directory(store)}")
     if not 0 <= args.port <= 65535:

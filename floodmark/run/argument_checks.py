@@ -14,18 +14,11 @@ import os
 import tempfile
 from pathlib import Path
 
-from floodmark.errors import UsageError
+from floodmark.errors import UsageError, given_text
 
 DEFAULT_STORE = "store"
 
-
-def given_text(option: str, value: str | None, what: str) -> str | None:
-    """``value`` unless it is empty or only blanks: then a UsageError saying ``option``
-    names ``what`` (a file name, a directory, a URL) but gives none. None (not given) stays."""
-    if value is not None and not value.strip():
-        raise UsageError(f"{option}: {'an empty' if not value else 'a blank'} {what} "
-                         f"({value!r}); give one, or leave {option} out for the default")
-    return value
+__all__ = ["DEFAULT_STORE", "given_run_dir", "given_text", "usable_store"]
 
 
 def given_run_dir(value: str) -> str:

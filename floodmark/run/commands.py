@@ -336,7 +336,11 @@ def explore_command(args: argparse.Namespace) -> int:
             raise UsageError(f"--master needs PySpark, which cannot be imported here ({e}); "
                              "pip install floodmark[spark]") from None
         check_master(args.master)  # before the store is made or anything said
-    first = args.seed if args.seed is not None else new_seed()
+    if args.runs > explore.MAX_SEED + 1:
+        raise UsageError(f"--runs {args.runs}: more seeds than there are ({explore.MAX_SEED + 1}, from 0)")
+    # A first seed drawn at random is drawn so that the runs asked for fit: an error would
+    # blame a --seed the user never gave.
+    first = args.seed if args.seed is not None else new_seed() % (explore.MAX_SEED - args.runs + 2)
     try:
         seeds = explore.seeds_from(first, args.runs)
     except ValueError as e:
