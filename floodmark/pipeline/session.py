@@ -19,7 +19,11 @@ from pyspark.sql import SparkSession
 from floodmark.errors import UsageError, printable
 
 # The master URLs Spark knows (its SparkContext refuses any other, after starting the JVM).
-_MASTER_URL = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn|(spark|k8s|mesos)://\S+")
+# A master URL Spark accepts: local with at least one thread (local[0] started a JVM that
+# then failed in forty lines of log), standalone masters each with a host, or a cluster URL.
+_HOST_PORT = r"[^\s:/,\[\]]+(:\d+)?"
+_MASTER_URL = re.compile(r"local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|local-cluster\[[1-9]\d*,[1-9]\d*,[1-9]\d*\]|yarn|"
+                         rf"spark://{_HOST_PORT}(,{_HOST_PORT})*|(k8s|mesos)://\S+")
 
 
 def get_session(master: str | None = None, *, app_name: str = "floodmark", progress: bool = False,

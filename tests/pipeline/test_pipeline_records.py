@@ -93,7 +93,8 @@ def test_a_master_url_spark_does_not_know_is_refused_before_a_jvm_starts(
     (Spark itself would start a JVM only to refuse it)."""
     from floodmark.cli import main
 
-    for master in ("bogus://x", "local[", "spark://", "yarnx"):
+    # (local[0] and spark://:7077 started a JVM that printed 30 lines before failing)
+    for master in ("bogus://x", "local[", "spark://", "yarnx", "local[0]", "spark://:7077", "local-cluster[0,1,1]"):
         assert main(["analyze", "--master", master, str(tmp_path)]) == 254
         assert capsys.readouterr().err == (
             f"floodmark analyze: error: --master {master}: not a Spark master URL (local, local[*], local[N], "
