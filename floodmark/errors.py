@@ -76,6 +76,7 @@ def given_text(option: str, value: str | None, what: str) -> str | None:
     the default or the current directory: the user named something, and would get something
     else without a word."""
     if value is not None and not value.strip():
-        raise UsageError(f"{option}: {'an empty' if not value else 'a blank'} {what} "
-                         f"({value!r}); give one, or leave {option} out for the default")
+        # (an option may be left out for its default; an argument such as PATH may not)
+        fix = f"give one, or leave {option} out for the default" if option.startswith("-") else "name one"
+        raise UsageError(f"{option}: {'an empty' if not value else 'a blank'} {what} ({value!r}); {fix}")
     return value

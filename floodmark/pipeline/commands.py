@@ -38,9 +38,10 @@ def register(subparsers: Any) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    store = Path(given_text("STORE", args.store, "path") or args.store)
+    given_text("STORE", args.store, "path")
     given_text("--out", args.out, "directory name")
     given_text("--parquet", args.parquet, "directory name")
+    store = Path(args.store)
     if not store.is_dir():
         raise UsageError(f"store {printable(str(store))} is not a directory")
     out = Path(args.out) if args.out else store / "_analysis"

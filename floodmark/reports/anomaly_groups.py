@@ -97,8 +97,8 @@ def checker_views(data: RunData, tables: ContextTables | None = None) -> list[Ch
         counts = result.get("anomaly_counts")
         reported: dict[str, Any] = counts if isinstance(counts, dict) else {}
         for kind, count in reported.items():
-            if isinstance(count, int) and count > 0 and shown_text(str(kind), TYPE_SHOWN) not in by_type:
-                by_type[shown_text(str(kind), TYPE_SHOWN)] = []
+            if isinstance(count, int) and count > 0:
+                by_type.setdefault(shown_text(str(kind), TYPE_SHOWN), [])
         groups = []
         for kind, items in sorted(by_type.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             try:

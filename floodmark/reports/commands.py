@@ -40,8 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def report_command(args: argparse.Namespace) -> int:
     from floodmark.reports.report import write_report
 
-    run_dir = Path(given_text("RUN_DIR", args.run_dir, "path") or args.run_dir)
+    given_text("RUN_DIR", args.run_dir, "path")
     given_text("--out", args.out, "file name")
+    run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: {_not_a_directory(run_dir)} (report renders a run directory)")
     warnings: list[str] = []
@@ -64,7 +65,8 @@ def _not_a_directory(path: Path) -> str:
 def serve_command(args: argparse.Namespace) -> int:
     from floodmark.reports.server import host_problem, serve, unbracketed, url_host
 
-    store = Path(given_text("--store", args.store, "directory name") or args.store)
+    given_text("--store", args.store, "directory name")
+    store = Path(args.store)
     if not store.is_dir():
         raise UsageError(f"--store {store}: {_not_a_directory(store)}")
     if not 0 <= args.port <= 65535:

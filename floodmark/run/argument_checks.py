@@ -18,8 +18,6 @@ from floodmark.errors import UsageError, given_text
 
 DEFAULT_STORE = "store"
 
-__all__ = ["DEFAULT_STORE", "given_run_dir", "given_text", "usable_store"]
-
 
 def given_run_dir(value: str) -> str:
     """RUN_DIR as given; UsageError when it is empty or blank (which would resolve to the

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from floodmark import rundir
 from floodmark.backends import cleanup
-from floodmark.errors import UsageError
+from floodmark.errors import UsageError, given_text
 from floodmark.harness.config import (
     CLUSTERS,
     NEMESIS_KINDS,
@@ -31,12 +31,7 @@ from floodmark.harness.config import (
 )
 from floodmark.harness.schedule import Schedule, ScheduleError, load_schedule
 from floodmark.reference.protocol.variants import VARIANTS
-from floodmark.run.argument_checks import (
-    DEFAULT_STORE,
-    given_run_dir,
-    given_text,
-    usable_store,
-)
+from floodmark.run.argument_checks import DEFAULT_STORE, given_run_dir, usable_store
 from floodmark.run.replayed_test import replayed_test
 
 if TYPE_CHECKING:
