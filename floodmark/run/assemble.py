@@ -63,8 +63,14 @@ def make_backend(config: TestConfig, spec: ClusterSpec) -> Backend:
     raise ValueError(f"unknown cluster backend {config.cluster!r}; choose docker, local or sim")
 
 
-def refusals(cluster: str, schedule: Schedule, nemeses: Composite) -> list[str]:
-    """Why the backend cannot apply some of the schedule's faults, one line each (empty: all fine)."""
+# A failover group aims at one partition's leader, successor and third replica
+# (nemesis.failover.partition_roles): on fewer brokers every one of its steps fails.
+FAILOVER_BROKERS = 3
+
+
+def refusals(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int | None = None) -> list[str]:
+    """Why the backend cannot apply some of the schedule's faults, one line each (empty: all
+    fine); ``brokers``, the test's, refuses too what no cluster of that size can take."""
     problems = []
     upgrades = [fault.number for fault in schedule.faults if fault.kind == "upgrade"]
     for number in upgrades[1:]:  # a replayed or hand-written schedule may hold more than one
@@ -78,6 +84,10 @@ def refusals(cluster: str, schedule: Schedule, nemeses: Composite) -> list[str]:
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): unknown shape; "
                             f"known: {', '.join(nemeses.get(fault.kind).every_shape)}")
             continue
+        if fault.kind == "failover" and brokers is not None and brokers < FAILOVER_BROKERS:
+            problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): needs at least "
+                            f"{FAILOVER_BROKERS} brokers to aim at; the test has {brokers}")
+            continue
         if cluster == "sim":
             continue  # the simulator applies every fault
         reason = admin_faults.refuses(fault.kind, fault.shape, node_faults.refuses)
@@ -85,6 +95,16 @@ def refusals(cluster: str, schedule: Schedule, nemeses: Composite) -> list[str]:
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): the {cluster} backend "
                             f"refuses it: {reason}")
     return problems
+
+
+REFUSALS_SHOWN = 3  # a schedule of 100,000 unknown faults made a 14 MB line
+
+
+def refusal_line(problems: list[str]) -> str:
+    """The first few of ``refusals``' lines as one line, saying how many more there are."""
+    shown = "; ".join(problems[:REFUSALS_SHOWN])
+    more = len(problems) - REFUSALS_SHOWN
+    return shown + (f"; and {more} more {'fault' if more == 1 else 'faults'} refused" if more > 0 else "")
 
 
 def _missing_kind(cluster: str, kind: str) -> str:

@@ -15,6 +15,15 @@ A fault whose healing waits for long work (an upgrade's roll finishing) is heale
 background: its ``stop-<kind>`` completion is recorded when the work ends, while the
 schedule goes on; heal-all waits for such heals before it heals everything.
 
+The driver does one thing at a time, so a fault whose start is due while an earlier one is
+still being applied (an admin operation waiting for a controller a partition cut off) starts
+late, and one still waiting when the fault phase ends never starts. Such a fault is not left
+out of the record: it gets a ``start-<kind>`` invocation and a ``fail`` completion saying so,
+in the history (the fault coverage counts it as planned, not applied) and in
+``schedule.json`` (one an interrupt stopped the phase before was never due: not recorded).
+The times ``schedule.json`` gives (``started_at``, ``stopped_at``) are, as
+a fault's planned ``start``, seconds after the workload started.
+
 A nemesis plans with ``random.Random(fault.seed)``, so replaying the schedule replays its
 choices too. ``heal_all`` ends everything of every kind, whether or not the driver remembers
 starting it; the runner calls it once the fault phase ends, and again (best effort) if
@@ -57,6 +66,7 @@ class FaultDriver:
         self.plans: dict[int, FaultPlan] = {}
         self.errors: list[str] = []
         self.healing: list[asyncio.Task[None]] = []  # heals running in the background
+        self.began = 0.0  # the recorder's seconds when the workload started (see run)
 
     def current(self) -> list[str]:
         """The faults in force, for the progress line ("partition:isolate-one")."""
@@ -67,13 +77,16 @@ class FaultDriver:
 
         Returns early (leaving active faults for heal-all) when ``stop`` is set.
         """
+        self.began = started_at
         self.schedule_log.save()
-        for at, what, fault in self.schedule_log.schedule.actions():
+        actions = self.schedule_log.schedule.actions()
+        for done, (at, what, fault) in enumerate(actions):
             delay = started_at + at - self.recorder.seconds()
             if delay > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), delay)
             if stop.is_set():
+                self._never_started([f for _, action, f in actions[done:] if action == "start"])
                 return
             if what == "start":
                 await self.start(fault)
@@ -89,7 +102,7 @@ class FaultDriver:
         executed = self.schedule_log.record(fault)
         planned = {"fault": fault.number, "shape": fault.shape, "duration": fault.duration}
         self.recorder.record("invoke", NEMESIS, f"start-{fault.kind}", planned)
-        executed.started_at = self.recorder.seconds()
+        executed.started_at = self._elapsed()
         self.active[fault.number] = fault
         try:
             view = await self.observe()
@@ -118,7 +131,30 @@ class FaultDriver:
         else:
             executed.stop = result
             self.recorder.record("ok", NEMESIS, f"stop-{fault.kind}", result)
-        executed.stopped_at = self.recorder.seconds()
+        executed.stopped_at = self._elapsed()
+        self.schedule_log.changed()
+
+    def _elapsed(self) -> float:
+        """Seconds since the workload started, as a fault's planned start counts them."""
+        return round(self.recorder.seconds() - self.began, 9)  # (a difference of floats: 0.49999999999999994)
+
+    def _never_started(self, faults: list[Fault]) -> None:
+        """Record the faults that were due but still waiting when the fault phase ended: each
+        as a start that failed, saying why, so that neither the history nor schedule.json
+        passes over them. (Those not yet due were never promised: a phase cut short by an
+        interrupt says so in interrupted.json, and records nothing after it.)"""
+        ended = self._elapsed()
+        faults = [fault for fault in faults if fault.start <= ended]
+        if not faults:
+            return
+        for fault in faults:
+            planned = {"fault": fault.number, "shape": fault.shape, "duration": fault.duration}
+            why = (f"not started: the fault phase ended at {ended:.3f} s, before the fault driver, "
+                   f"applying one fault at a time, reached this one (planned at {fault.start:g} s)")
+            self.recorder.record("invoke", NEMESIS, f"start-{fault.kind}", planned)
+            self.recorder.record("fail", NEMESIS, f"start-{fault.kind}", planned, error=why)
+            self.schedule_log.record(fault).error = why
+        log.debug("%d planned faults never started: the fault phase ended first", len(faults))
         self.schedule_log.changed()
 
     async def heal_all(self) -> dict[str, Any]:
