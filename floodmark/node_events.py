@@ -154,7 +154,8 @@ def event_from_dict(d: Any, source: str = "<events>", line: int = 0) -> NodeEven
 def iter_events(path: str | os.PathLike[str], node: str | None = None, torn: list[str] | None = None,
                 topics: Collection[str] | None = None) -> Iterator[NodeEvent]:
     """Read one node's event file. A last line cut short (the node was killed while writing
-    it, see :mod:`floodmark.inputs.torn_lines`) is ignored, and said in ``torn`` if given; any other
+    it, see :mod:`floodmark.inputs.torn_lines`) is ignored, and said in ``torn`` if given, as is
+    a whole last line without its newline (read, but the file was cut after it); any other
     malformed line is refused.
     ``node``: the node the file belongs to; then every event must be that node's, and no
     ``seq`` may come twice (a line duplicated or a file of another node would make the
@@ -200,6 +201,11 @@ def _numbered_events(path: str | os.PathLike[str], node: str | None, torn: list[
                 raise NodeEventError(source, number, f"{event.kind} names topic {short(foreign)}, which the run "
                                                      f"does not have (its topics: {', '.join(sorted(topics))})")
         yield number, event
+    if lines and not lines[-1].endswith(b"\n") and lines[-1].strip() and torn is not None:
+        # Every event is written with its newline, so a whole last line without one was cut
+        # at its end: it is read, but what the node wrote after it may be missing.
+        torn.append(f"{source}:{len(lines)}: the file was cut short after its last line (no newline "
+                    "ends it), so it may lack the node's later events")
 
 
 def _foreign_topic(body: KnownKind | UnknownKind, topics: Collection[str]) -> str | None:

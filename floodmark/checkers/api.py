@@ -33,8 +33,8 @@ class CheckInput:
     # missing from them. Where they hold a part of each file (Spark's by-partition groups),
     # what was found over the whole files instead: the missing lines, or "" for none.
     whole_file_gap: str | None = None
-    # Nodes whose event file ends in a line cut short (see node_events.iter_events): the node
-    # was killed writing it, or the file was cut. What such a node did after that line may be
+    # Nodes whose event file ends in a line cut short, or in a whole line without its newline
+    # (see node_events.iter_events): the node was killed writing it, or the file was cut. What such a node did after that line may be
     # missing from its story, so its story proves nothing by what it lacks.
     cut_short: frozenset[str] = frozenset()
 

@@ -142,7 +142,7 @@ def set_aside_unproven(anomalies: list[Anomaly], cut_short: frozenset[str]) -> t
 def _unproven_reason(unproven: dict[str, int]) -> str:
     counted = ", ".join(f"{count} about {node}" for node, count in unproven.items())
     return (f"isr-member-lacks-committed findings ({counted}) are no proof: the event file of each member "
-            "named ends in a line cut short, so what it appended after that line may be missing from its story")
+            "named was cut short, so what it appended after its last line may be missing from its story")
 
 
 def _judge(run: CheckInput, stats: dict[str, Any]) -> tuple[list[Anomaly], set[int]]:

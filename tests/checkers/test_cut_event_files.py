@@ -6,7 +6,10 @@ so does a file cut anywhere by a copy that stopped or a disk that filled. Withou
 second loses every event after the cut. The invariants checker found ``isr-member-lacks-
 committed`` by what a member's events lack, so a cut file made a valid run INVALID (seed 3,
 ``n2.jsonl`` cut halfway: 359 findings). A finding about a member whose file is cut short is
-now no proof: unknown, saying why; findings about whole files stand.
+now no proof: unknown, saying why; findings about whole files stand. A file cut exactly
+before a line's newline ends in a whole line with none after it: every event is written with
+its newline, so that is a cut too (Hypothesis found it: ``n1.jsonl`` cut after its second
+line, its newline gone, gave INVALID with 1,396 findings).
 """
 
 from __future__ import annotations
@@ -76,6 +79,25 @@ def test_an_event_file_cut_mid_line_never_makes_a_valid_run_invalid(tmp_path: Pa
     at = data.draw(st.integers(1, len(whole) - 1).filter(lambda n: n not in ends))
     results = check_run(_cut_copy(tmp_path, node_file, at))
     assert results["valid"] is not False, {name: c["stats"].get("anomalies") for name, c in results["checkers"].items()}
+
+
+def test_a_file_cut_just_before_a_newline_is_unknown_not_invalid(tmp_path: Path) -> None:
+    """The last line is whole and read, but nothing after it is: the member's story is cut."""
+    whole = (_valid_run() / "events" / "n1.jsonl").read_bytes()
+    second_newline = whole.index(b"\n", whole.index(b"\n") + 1)
+    results = check_run(_cut_copy(tmp_path, "n1.jsonl", second_newline))
+    invariants = results["checkers"]["invariants"]
+    assert invariants["valid"] == "unknown" and invariants["anomalies"] == [], invariants["stats"]
+    assert invariants["stats"]["unproven"]["n1"] > 0
+    assert results["valid"] == "unknown"
+    assert any("n1.jsonl:2" in note and "no newline" in note for note in results["notes"]), results["notes"]
+
+
+def test_a_whole_file_is_not_cut(tmp_path: Path) -> None:
+    """The same run, its files whole but without the digest: judged valid, with no note of a cut."""
+    results = check_run(_cut_copy(tmp_path, "n1.jsonl", len((_valid_run() / "events" / "n1.jsonl").read_bytes())))
+    assert results["valid"] is True, results["checkers"]["invariants"]["stats"]
+    assert not any("cut short" in note for note in results.get("notes", []))
 
 
 @pytest.mark.parametrize("member_cut", [True, False])
