@@ -183,6 +183,7 @@ def _read_op(message: str, cache: dict[str, Any], source: str,
     return op_type, process, str.__str__(f), value, value_text, error.strip(" \t") or None
 
 
+_ON_LINE_ONE = re.compile(r"\bon line 1\b")
 _VALUES = "values:"  # cache keys of converted values, apart from the raw forms of fields
 
 
@@ -193,7 +194,8 @@ def _cached(cache: dict[str, Any], text: str, source: str, number: int, *, conve
         try:
             form = edn.loads(text, source)
         except edn.EdnError as e:
-            raise HistoryError(source, number, e.problem) from None
+            # (the text is one line's: the reader's "line 1" is the log's line ``number``)
+            raise HistoryError(source, number, _ON_LINE_ONE.sub(f"on line {number}", e.problem)) from None
         cache[key] = plain(form) if convert else form
     return cache[key]
 

@@ -8,7 +8,8 @@ on its own if and only if the whole history has one (Herlihy and Wing's locality
 slice at a time (as Porcupine searches partitions in parallel); the first object found
 invalid ends every search (fail-fast; ``every_object`` searches on to name every invalid
 object), and an overall deadline turns what is left into
-"unknown", never a guess.
+"unknown", never a guess. An object with a call that the model finds no order can explain (a
+read of a value nobody wrote) is invalid at once, whatever its search would have reached.
 
 How a history is read (:class:`Interpretation`): the model (given, or inferred from the
 ops), whether its register ops are Jepsen ``independent`` ``[key value]`` ones (one register
@@ -26,7 +27,7 @@ reached (each op with the model state after it) and the ops it could not lineari
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Hashable
+from collections.abc import Callable, Generator, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -280,8 +281,7 @@ class LinearizableChecker:
         # first object without a linearization stops them all early (fail-fast) even when
         # larger valid objects come before it.
         # (a hard object gets a second search in another order beside the first: search_either)
-        active = [(obj, search_either(build(), obj.calls, build, deadline=deadline, cache_limit=self.cache_limit))
-                  for obj in objects]
+        active = [(obj, _search(build(), obj.calls, build, deadline, self.cache_limit)) for obj in objects]
         while active:
             still: list[tuple[ObjectHistory, Generator[None, None, tuple[Model, SearchResult]]]] = []
             failed = False
@@ -333,13 +333,37 @@ class LinearizableChecker:
         return CheckerResult(valid, anomalies, stats)
 
 
+IMPOSSIBLE_BUDGET = 5_000  # configurations searched for a report's orders once a call is known impossible
+
+
+def _search(model: Model, calls: list[Call], build: Callable[[], Model], deadline: float | None,
+            cache_limit: int) -> Generator[None, None, tuple[Model, SearchResult]]:
+    """:func:`search_either`, unless the model names a call that no order can help
+    (:meth:`Model.first_impossible`: a read of a value nobody wrote). Then the object is invalid
+    whatever the other calls did, and the search runs only a little, for the report's longest
+    orders: proving it by search may take every order of the calls before that one."""
+    impossible = model.first_impossible([c.call for c in calls], tuple(c.invoked_at for c in calls),
+                                        tuple(c.completed_at for c in calls))
+    if impossible is None:
+        return (yield from search_either(model, calls, build, deadline=deadline, cache_limit=cache_limit))
+    number, why = impossible
+    searched, result = yield from search_either(model, calls, build, deadline=deadline,
+                                                cache_limit=min(cache_limit, IMPOSSIBLE_BUDGET))
+    if result.valid == "unknown":  # (the budget or the time ran out)
+        result = SearchResult(False, result.explored, f"op {calls[number].op} cannot take effect in any order: "
+                              f"{why}", stuck=[number])
+    return searched, result
+
+
 def _given(value: bool | None, otherwise: bool) -> bool:
     return otherwise if value is None else value
 
 
 def _describe_key(model: Model, key: Hashable) -> str:
     if key is None and not model.keyed:
-        return "the register"
+        # (what the one object is: a mutex or a set of registers is not "the register")
+        return "the mutex" if isinstance(model, Mutex) else "the registers" if isinstance(model, MultiRegister) \
+            else "the register"
     if isinstance(model, Log) and isinstance(key, tuple):
         return f"partition {key[0]}/{key[1]}"
     return f"key {shown(key)}"
@@ -368,7 +392,12 @@ def _anomaly(model: Model, obj: ObjectHistory, result: SearchResult, history: li
     depth = len(result.longest[0]) if result.longest else 0
     last_state = result.longest[0][-1][1] if result.longest and result.longest[0] else model.initial()
     where = _describe_key(model, obj.key)
-    if first_stuck is not None:
+    if first_stuck is not None and result.reason is not None and not result.longest:
+        # (the model named the op no order can help, and the search ran out before it: why, in words)
+        explanation = (f"No linearization exists for {where}: op {first_stuck['op']} ({first_stuck['f']} "
+                       f"{first_stuck['value']!r}, process {first_stuck['process']}) cannot take effect "
+                       f"in any order: {result.reason.partition(': ')[2]}.")
+    elif first_stuck is not None:
         explanation = (
             f"No linearization exists for {where}: the longest consistent order covers {depth} of "
             f"{len(obj.calls)} ops, after which op {first_stuck['op']} ({first_stuck['f']} "

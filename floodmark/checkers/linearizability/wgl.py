@@ -22,8 +22,10 @@ every determinate completion, so they may be linearized anywhere after their inv
 and the search succeeds as soon as every determinate call is linearized, because an
 indeterminate call may also never have happened (Knossos's semantics). For the same reason
 an indeterminate call that would leave the state unchanged is never linearized: its never
-happening reaches everything it could. And of several identical indeterminate calls only the
-earliest-invoked unused one is tried, since any of them can stand in for the others.
+happening reaches everything it could; nor is a call linearized just after an indeterminate
+one whose effect it overwrites unseen (the call alone gets there with that one unused). And
+of several identical indeterminate calls only the earliest-invoked unused one is tried, since
+any of them can stand in for the others.
 
 Two orderings and a lookahead find a valid history's linearization with little
 backtracking: after each step the call due first (the earliest completion not yet
@@ -223,7 +225,13 @@ def search_steps(
             # happening, which is always allowed: skip it instead of caching a new branch.
             if new_state is not INCONSISTENT and (first_pass or new_state != state) and (
                     not looking or new_state == state or _may_grow_into_reads(
-                        new_state, number, nxt[head], nxt, observed, resets_to, may_become)):
+                        new_state, number, nxt[head], nxt, observed, resets_to, may_become)) and not (
+                    # An indeterminate call just linearized whose effect this call overwrites
+                    # unseen (a write after a write that may not have happened) did nothing this
+                    # call could tell: the same call without it, tried from the state before it,
+                    # reaches the same state with one indeterminate call fewer used up.
+                    stack and not determinate[stack[-1][0] >> 1] and not (first_pass and read_only[number])
+                    and step(stack[-1][1], prepared[number]) == new_state):
                 # A determinate read-only call that fits the state can be moved to the front
                 # of any linearization from here (it changes no state, wherever it sits), so
                 # it is linearized now with no alternatives tried: if that fails, this whole
@@ -240,6 +248,9 @@ def search_steps(
                         if known is None:
                             cache[key] = [used]
                         else:
+                            # (and the configurations it dominates go: the list stays an antichain,
+                            # short, for the check above that every step makes)
+                            known[:] = [k for k in known if k & used != used]
                             known.append(used)
                 else:  # every call determinate: the cache is a plain set
                     key = (new_linearized, new_state)

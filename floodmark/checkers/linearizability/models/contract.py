@@ -79,6 +79,15 @@ class Model:
         """False if :meth:`unfit` can find nothing in what this model prepared (asked first)."""
         return False
 
+    def first_impossible(self, calls: list[tuple[Any, ...]], invoked_at: tuple[int, ...],
+                         completed_at: tuple[int | None, ...]) -> tuple[int, str] | None:
+        """(the number of a determinate call, why) if that call needs a state that neither the
+        initial state nor any call invoked before it completed can produce (a read of a value
+        nobody wrote), so no linearization exists whatever the other calls do; else None.
+        Asked before the search, which would otherwise have to try every order of the calls
+        before it to find that out. By default, nothing is found."""
+        return None
+
     # Growth (a lookahead for the search): in some models most calls only ever *extend* the
     # state (an append to a string), so a state that no future read can extend into is a dead
     # end the moment it is reached, not when the search meets that read's completion.

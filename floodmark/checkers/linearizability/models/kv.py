@@ -25,6 +25,8 @@ from floodmark.checkers.linearizability.models.registers import CasRegister
 from floodmark.checkers.linearizability.values import canonical
 from floodmark.checkers.linearizability.values import shown as _shown
 
+_OBSERVING = frozenset(("read", "cas", "cas?", "cas-failed"))  # calls whose call[1] is a whole state seen
+
 
 class KeyValue(Model):
     """One register per key: get, put, append (string concatenation), and read/write/cas.
@@ -67,6 +69,22 @@ class KeyValue(Model):
         if call is not None and call[0] != "read" and type(call[-1]) is not str:  # (what a write or cas leaves)
             self.puts_non_strings = True
         return call
+
+    def anonymize(self, calls: list[tuple[Any, ...]], indeterminate: list[bool]) -> list[tuple[Any, ...]]:
+        """An unknown append whose string is in nothing any call observed becomes an append
+        of nothing (which the search never linearizes: its never happening is allowed).
+
+        Had it happened, every get until the key's next put would hold its string, so no
+        get (and no cas's expected value) can come after it before a put: without it, the
+        same order is legal and leaves the same states from that put on (unless a failed
+        cas was observed: an append may be what it saw). Porcupine-style
+        histories of many clients lose appends to crashes, and each such append could
+        otherwise be tried at every point after its invocation."""
+        if True not in indeterminate or any(call[0] == "cas-failed" for call in calls):
+            return calls  # (a failed cas saw the key hold anything but a value: an append may explain it)
+        observed = "\x00".join(call[1] for call in calls if call[0] in _OBSERVING and type(call[1]) is str)
+        return [("append", "") if unknown and call[0] == "append" and call[1] not in observed else call
+                for call, unknown in zip(calls, indeterminate)]
 
     def may_be_unfit(self) -> bool:
         initial = self.initial()

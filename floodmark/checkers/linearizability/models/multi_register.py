@@ -22,9 +22,9 @@ class MultiRegister(Model):
     """Registers named by key, read and written in transactions ``[[f key value] ...]``.
 
     ``initial``: every register's initial value, or a map of the registers' initial values
-    (a key it does not name starts at nil). The reads of a transaction whose result is
-    unknown constrain nothing; with ``nil_reads_unknown`` neither does a read of nil
-    (Knossos's model), else nil is a value like any other.
+    (a key it does not name starts at nil). The nil reads of a transaction whose result is
+    unknown constrain nothing (an invocation's placeholders); with ``nil_reads_unknown``
+    neither does any read of nil (Knossos's model), else nil is a value like any other.
 
     A state holds only the registers whose value differs from their initial one, as a
     frozenset of (key, value) pairs: one form per state, whatever order the registers were
@@ -61,12 +61,32 @@ class MultiRegister(Model):
             if not isinstance(micro, list | tuple) or len(micro) != 3 or micro[0] not in ("read", "write"):
                 raise ValueError(f"txn micro-op must be [read|write key value], got {_shown(micro)}")
             f, key, value = micro
-            if f == "read" and (outcome != "ok" or (value is None and nil_reads_unknown)):
+            # A read of nil in an invocation is its placeholder for the value to come, so an
+            # unknown transaction's nil reads constrain nothing; a read that names a value is
+            # checked like any other (Knossos steps an unknown op's invocation as it is).
+            if f == "read" and value is None and (outcome != "ok" or nil_reads_unknown):
                 continue
             # (the common keys and values first, as they are: this runs for every micro-op)
             prepared.append((f == "write", key if type(key) is str or type(key) is int else canonical_name(key),
                              value if type(value) is int else canonical(value)))
         return ("txn", tuple(prepared)) if prepared else DROP
+
+    def anonymize(self, calls: list[tuple[Any, ...]], indeterminate: list[bool]) -> list[tuple[Any, ...]]:
+        """An unknown transaction that writes no value any read returned (of that register)
+        becomes an empty one, which the search never linearizes (its never happening is
+        allowed).
+
+        Had it happened, each register it wrote would hold a value no read saw until that
+        register's next write, so no read of it can come in between: without the
+        transaction the same order is legal, and from those writes on the states are the
+        same. A crashed client's transactions could otherwise be tried at every point after
+        their invocation."""
+        if True not in indeterminate:
+            return calls
+        observed = {(key, value) for call in calls for is_write, key, value in call[1] if not is_write}
+        return [("txn", ()) if unknown and not any(is_write and (key, value) in observed
+                                                  for is_write, key, value in call[1]) else call
+                for call, unknown in zip(calls, indeterminate)]
 
     def read_only(self, call: tuple[Any, ...]) -> bool:
         return not any(is_write for is_write, _, _ in call[1])

@@ -31,7 +31,8 @@ class CasRegister(Model):
     """
 
     name = "cas-register"
-    uses_result = frozenset(("read",))  # (a write or a cas returns nothing the model uses)
+    # (a write's or a cas's completion is looked at too: what it says it did is what happened)
+    uses_result = frozenset(("read", "write", "cas"))
 
     def __init__(
         self, initial: Any = None, *, failed_cas_observed: bool = False, nil_reads_unknown: bool = False,
@@ -53,6 +54,12 @@ class CasRegister(Model):
             if outcome != "ok" or (completed is None and self.nil_reads_unknown):
                 return DROP
             return ("read", canonical(completed))
+        # An ok write or cas did what its completion says, as Knossos completes a history:
+        # an invocation may leave the value to its completion (a write invoked with nil whose
+        # client chose the value), and where the two differ the completion is what the
+        # client saw done. A completion that carries no value echoes the invocation's.
+        if completed is not None:
+            invoked = completed
         if f == "write":
             return DROP if outcome == "fail" else ("write", canonical(invoked))
         if f == "cas":
@@ -80,6 +87,41 @@ class CasRegister(Model):
         if kind == "cas?":  # unknown outcome: swapped if it compared equal, else no effect
             return call[2] if state == call[1] else state
         return state if state != call[1] else INCONSISTENT  # cas-failed
+
+    def first_impossible(self, calls: list[tuple[Any, ...]], invoked_at: tuple[int, ...],
+                         completed_at: tuple[int | None, ...]) -> tuple[int, str] | None:
+        # Where each value first may have been written: a call can only see the initial value
+        # or one that a write or cas invoked before it completed may have set.
+        # And when the initial value, if nothing writes it, is surely gone: once a write or
+        # cas known to have happened completed.
+        first: dict[Any, int] = {}
+        gone = None
+        for call, at, done in zip(calls, invoked_at, completed_at):
+            kind = call[0]
+            value = call[1] if kind == "write" else call[2] if kind in ("cas", "cas?") else _NONE
+            if value is not _NONE and at < first.get(value, at + 1):
+                first[value] = at
+            if done is not None and kind in ("write", "cas") and (gone is None or done < gone):
+                gone = done
+        initial = self._initial
+        if initial in first:
+            gone = None
+        for number, (call, done) in enumerate(zip(calls, completed_at)):
+            if done is None or call[0] not in ("read", "cas", "cas-failed"):
+                continue
+            needed = call[1]
+            if needed == initial and call[0] != "cas-failed" and gone is not None and gone < invoked_at[number]:
+                return number, f"the initial value {_shown(needed)} was overwritten before it was invoked"
+            if call[0] == "cas-failed":  # it saw anything but its expected value
+                if initial != needed or any(at < done for value, at in first.items() if value != needed):
+                    continue
+                return number, f"no value but {_shown(needed)} can have been written before it completed"
+            if needed != initial and first.get(needed, done) >= done:
+                return number, f"no write or cas invoked before it completed can have written {_shown(needed)}"
+        return None
+
+
+_NONE = object()  # (not a value)
 
 
 class Register(CasRegister):
