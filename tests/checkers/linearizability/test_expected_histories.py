@@ -17,7 +17,7 @@ from floodmark.checkers.linearizability.checker import (
 )
 from floodmark.formats.detect import load_history
 
-_REPO = Path(__file__).resolve().parents[2]
+_REPO = Path(__file__).resolve().parents[3]
 _CANDIDATES = [Path(p) for p in [os.environ.get("FLOODMARK_HISTORIES", "")] if p] + [
     _REPO / "data/histories", _REPO.parent / "shared/data/histories", Path("/work/shared/data/histories")]
 HISTORIES = next((p for p in _CANDIDATES if (p / "EXPECTED.tsv").is_file()), _CANDIDATES[0])
