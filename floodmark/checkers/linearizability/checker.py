@@ -322,6 +322,8 @@ class LinearizableChecker:
         }
         if unknown:
             stats["unknown_because"] = unknown
+            if valid == "unknown":  # (said on the verdict line, as every checker says why)
+                stats["unjudged_because"] = unknown_reason(unknown)
         if not any(op.process != NEMESIS for op in run.history):
             if run.config is not None:
                 # A floodmark run always has clients: one that recorded no op tested nothing.
@@ -353,6 +355,17 @@ def _search(model: Model, calls: list[Call], build: Callable[[], Model], deadlin
         result = SearchResult(False, result.explored, f"op {calls[number].op} cannot take effect in any order: "
                               f"{why}", stuck=[number])
     return searched, result
+
+
+UNKNOWN_SHOWN = 3  # objects named on the verdict line; results.json has them all
+
+
+def unknown_reason(unknown: list[str]) -> str:
+    """Why the search gave no verdict, in one line: the first objects it stopped on."""
+    more = len(unknown) - UNKNOWN_SHOWN
+    said = "; ".join(unknown[:UNKNOWN_SHOWN]) + (f"; and {more} more objects" if more > 0 else "")
+    hint = " (a longer time limit may decide it)" if any("time limit" in u for u in unknown) else ""
+    return f"the search stopped before a verdict: {said}{hint}"
 
 
 def _given(value: bool | None, otherwise: bool) -> bool:

@@ -114,6 +114,18 @@ def test_time_limit_gives_unknown_not_a_guess() -> None:
     result = LinearizableChecker().check(CheckInput(run.history, config=run.config, time_limit=0.0))
     assert result.valid == "unknown"
     assert "time limit" in result.stats["unknown_because"][0]
+    # and the verdict line says so, as every checker says why it is unknown
+    assert result.stats["unjudged_because"].startswith("the search stopped before a verdict: partition t0/0: "
+                                                       "time limit reached"), result.stats
+    assert result.stats["unjudged_because"].endswith("(a longer time limit may decide it)")
+
+
+def test_an_unknown_verdict_line_names_the_first_objects_and_counts_the_rest() -> None:
+    from floodmark.checkers.linearizability.checker import unknown_reason
+
+    said = unknown_reason([f"key {k}: more than 10 configurations" for k in range(5)])
+    assert said == ("the search stopped before a verdict: key 0: more than 10 configurations; key 1: more than "
+                    "10 configurations; key 2: more than 10 configurations; and 2 more objects")
 
 
 def test_model_mismatch_is_an_error_naming_the_op() -> None:
