@@ -69,14 +69,15 @@ def exit_code(valid: object) -> int:
     return EXIT_UNKNOWN
 
 
-def given_text(option: str, value: str | None, what: str) -> str | None:
+def given_text(option: str, value: str | None, what: str, example: str = "one") -> str | None:
     """``value`` unless it is empty or only blanks: then a UsageError saying ``option``
-    names ``what`` (a file name, a directory, a URL) but gives none. None (not given) stays.
+    names ``what`` (a file name, a directory, a URL) but gives none, and, for an argument,
+    what to name instead (``example``). None (not given) stays.
     A value the shell left empty (``--store "$STORE"`` with STORE unset) must not stand for
     the default or the current directory: the user named something, and would get something
     else without a word."""
     if value is not None and not value.strip():
         # (an option may be left out for its default; an argument such as PATH may not)
-        fix = f"give one, or leave {option} out for the default" if option.startswith("-") else "name one"
+        fix = f"give one, or leave {option} out for the default" if option.startswith("-") else f"name {example}"
         raise UsageError(f"{option}: {'an empty' if not value else 'a blank'} {what} ({value!r}); {fix}")
     return value

@@ -22,9 +22,7 @@ DEFAULT_STORE = "store"
 def given_run_dir(value: str) -> str:
     """RUN_DIR as given; UsageError when it is empty or blank (which would resolve to the
     current directory, and be refused as that, a path the user never named)."""
-    if not value.strip():
-        raise UsageError(f"RUN_DIR: {'an empty' if not value else 'a blank'} path ({value!r}); name a run "
-                         "directory (store/<test>/<time>-s<seed>, or store/latest)")
+    given_text("RUN_DIR", value, "path", "a run directory (store/<test>/<time>-s<seed>, or store/latest)")
     return value
 
 

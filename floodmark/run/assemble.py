@@ -66,11 +66,24 @@ def make_backend(config: TestConfig, spec: ClusterSpec) -> Backend:
 # A failover group aims at one partition's leader, successor and third replica
 # (nemesis.failover.partition_roles): on fewer brokers every one of its steps fails.
 FAILOVER_BROKERS = 3
+REFUSALS_SHOWN = 3  # a schedule of 100,000 unknown faults made a 14 MB line
+
+
+def refusal(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int) -> str | None:
+    """Why the backend cannot apply some of the schedule's faults, in one line naming the
+    first few and counting the rest (None: all fine); ``brokers``, the test's, refuses too
+    what no cluster of that size can take."""
+    problems = refusals(cluster, schedule, nemeses, brokers)
+    if not problems:
+        return None
+    more = len(problems) - REFUSALS_SHOWN
+    return "; ".join(problems[:REFUSALS_SHOWN]) + (
+        f"; and {more} more {'fault' if more == 1 else 'faults'} refused" if more > 0 else "")
 
 
 def refusals(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int | None = None) -> list[str]:
-    """Why the backend cannot apply some of the schedule's faults, one line each (empty: all
-    fine); ``brokers``, the test's, refuses too what no cluster of that size can take."""
+    """:func:`refusal`'s problems, one line each (empty: all fine; ``brokers`` None: any
+    number of brokers)."""
     problems = []
     upgrades = [fault.number for fault in schedule.faults if fault.kind == "upgrade"]
     for number in upgrades[1:]:  # a replayed or hand-written schedule may hold more than one
@@ -95,16 +108,6 @@ def refusals(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int 
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): the {cluster} backend "
                             f"refuses it: {reason}")
     return problems
-
-
-REFUSALS_SHOWN = 3  # a schedule of 100,000 unknown faults made a 14 MB line
-
-
-def refusal_line(problems: list[str]) -> str:
-    """The first few of ``refusals``' lines as one line, saying how many more there are."""
-    shown = "; ".join(problems[:REFUSALS_SHOWN])
-    more = len(problems) - REFUSALS_SHOWN
-    return shown + (f"; and {more} more {'fault' if more == 1 else 'faults'} refused" if more > 0 else "")
 
 
 def _missing_kind(cluster: str, kind: str) -> str:

@@ -100,7 +100,7 @@ class FaultDriver:
 
     async def start(self, fault: Fault) -> None:
         executed = self.schedule_log.record(fault)
-        planned = {"fault": fault.number, "shape": fault.shape, "duration": fault.duration}
+        planned = _planned(fault)
         self.recorder.record("invoke", NEMESIS, f"start-{fault.kind}", planned)
         executed.started_at = self._elapsed()
         self.active[fault.number] = fault
@@ -148,9 +148,9 @@ class FaultDriver:
         if not faults:
             return
         for fault in faults:
-            planned = {"fault": fault.number, "shape": fault.shape, "duration": fault.duration}
             why = (f"not started: the fault phase ended at {ended:.3f} s, before the fault driver, "
                    f"applying one fault at a time, reached this one (planned at {fault.start:g} s)")
+            planned = _planned(fault)
             self.recorder.record("invoke", NEMESIS, f"start-{fault.kind}", planned)
             self.recorder.record("fail", NEMESIS, f"start-{fault.kind}", planned, error=why)
             self.schedule_log.record(fault).error = why
@@ -191,3 +191,8 @@ class FaultDriver:
         self.errors.append(f"{f}: {message}")
         self.recorder.record("info", NEMESIS, f, planned, error=message)
         return message
+
+
+def _planned(fault: Fault) -> dict[str, Any]:
+    """What a ``start-<kind>`` invocation says of its fault: which, its shape, how long."""
+    return {"fault": fault.number, "shape": fault.shape, "duration": fault.duration}

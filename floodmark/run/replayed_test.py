@@ -23,7 +23,7 @@ def replayed_test(run: rundir.RunDir) -> tuple[TestConfig, Schedule]:
     UsageError naming the file when they cannot be: a test.yaml cut short, no seed, a
     schedule.json missing, of another seed, or holding a fault the test cannot apply
     (refused before anything runs: shrinking would otherwise drop it unseen)."""
-    from floodmark.run.assemble import make_nemeses, refusal_line, refusals
+    from floodmark.run.assemble import make_nemeses, refusal
 
     _refuse_unless_a_file(run.config)
     try:
@@ -41,9 +41,9 @@ def replayed_test(run: rundir.RunDir) -> tuple[TestConfig, Schedule]:
         schedule.check_starts_within(config.time_limit, str(run.schedule))
     except (ConfigError, ScheduleError) as e:
         raise UsageError(str(e)) from None
-    problems = refusals(config.cluster, schedule, make_nemeses(config), config.nodes)
-    if problems:
-        raise UsageError(f"{run.schedule}: " + refusal_line(problems))
+    problem = refusal(config.cluster, schedule, make_nemeses(config), config.nodes)
+    if problem is not None:
+        raise UsageError(f"{run.schedule}: {problem}")
     return config, schedule
 
 

@@ -54,7 +54,7 @@ from floodmark.nemesis.compose import Composite
 from floodmark.results import Validity, build_results, mark_interrupted, write_results
 from floodmark.run import digest
 from floodmark.run.admin_faults import AdminFaults, FaultRouter
-from floodmark.run.assemble import broker_args, make_backend, make_nemeses, refusal_line, refusals
+from floodmark.run.assemble import broker_args, make_backend, make_nemeses, refusal
 from floodmark.run.backend import Backend
 from floodmark.run.fault_driver import FaultDriver
 from floodmark.workloads.clients import LibraryClients
@@ -124,9 +124,9 @@ class Runner:
             lambda kind, shape, rng: nemeses.group(kind, shape, config.zk_session_timeout, rng),
             nemeses.recovers_as, nemeses.weights(),
         )
-        problems = refusals(config.cluster, schedule, nemeses, config.nodes)
-        if problems:
-            raise UsageError((f"{schedule.source}: " if schedule.source else "") + refusal_line(problems))
+        problem = refusal(config.cluster, schedule, nemeses, config.nodes)
+        if problem is not None:
+            raise UsageError((f"{schedule.source}: " if schedule.source else "") + problem)
         # schedule.json records the test that ran: a given schedule's own time limit (or,
         # unstated, its last fault's end) is not the test's when --time-limit or -f said
         # otherwise, and `run --schedule RUN/schedule.json` would replay another length.

@@ -374,9 +374,7 @@ def _given(value: bool | None, otherwise: bool) -> bool:
 
 def _describe_key(model: Model, key: Hashable) -> str:
     if key is None and not model.keyed:
-        # (what the one object is: a mutex or a set of registers is not "the register")
-        return "the mutex" if isinstance(model, Mutex) else "the registers" if isinstance(model, MultiRegister) \
-            else "the register"
+        return model.one_object
     if isinstance(model, Log) and isinstance(key, tuple):
         return f"partition {key[0]}/{key[1]}"
     return f"key {shown(key)}"

@@ -39,6 +39,7 @@ class Model:
     """A sequential specification. Subclasses define prepare, step and initial."""
 
     name = "model"
+    one_object = "the register"  # what an anomaly calls the history's object when ops name no key
 
     def initial(self) -> Hashable:
         raise NotImplementedError

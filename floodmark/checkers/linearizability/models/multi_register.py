@@ -33,6 +33,7 @@ class MultiRegister(Model):
     """
 
     name = "multi-register"
+    one_object = "the registers"
     uses_result = frozenset(("txn",))
 
     def __init__(self, initial: Any = None, *, nil_reads_unknown: bool = False) -> None:

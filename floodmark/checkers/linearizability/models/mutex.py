@@ -17,6 +17,7 @@ class Mutex(Model):
     """A lock: acquire needs it free, release needs it held."""
 
     name = "mutex"
+    one_object = "the mutex"
     uses_result = frozenset()
 
     def read_only(self, call: tuple[Any, ...]) -> bool:
