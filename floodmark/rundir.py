@@ -8,8 +8,9 @@
         logs/<node>/     node logs (stdout/stderr, ZooKeeper log, ...)
         results.json     the checkers' verdict
         report.html      the HTML report
-        digest.json      (simulated runs) digests of the history and the node events, so a
-                         replay can prove it was byte-identical
+        digest.json      digests of the history, the node events and test.yaml, so check
+                         refuses a run changed since and a replay can prove it was
+                         byte-identical
         interrupted.json (a run stopped by Ctrl-C or SIGTERM) what it was doing when stopped
     store/latest -> the newest run directory
 
@@ -265,7 +266,10 @@ class DigestError(ValueError):
 
 
 def compute_digest(run: RunDir) -> dict[str, str]:
-    """The digests of a run directory's history and node events, and of the whole."""
+    """The digests of a run directory's history and node events, of the two together
+    (``run``: what a replay must reproduce byte for byte) and of its configuration
+    (``test.yaml``, when there is one: the checkers judge by it, so a run whose ``acks`` or
+    ``min_insync_replicas`` were edited afterwards is not the run that was recorded)."""
     import hashlib
 
     files = [run.history, *sorted(run.events.glob("*.jsonl"))] if run.events.is_dir() else [run.history]
@@ -275,15 +279,25 @@ def compute_digest(run: RunDir) -> dict[str, str]:
         name = str(path.relative_to(run.path))
         one = hashlib.sha256()
         whole.update(os.fsencode(name) + b"\0")  # a name that is not UTF-8 as its own bytes
-        if path.is_file():  # read in blocks: a history may be larger than memory
-            with open(path, "rb") as f:
-                while block := f.read(1 << 20):
-                    one.update(block)
-                    whole.update(block)
+        _hash_file(path, one, whole)
         digests[name] = one.hexdigest()
         whole.update(b"\0")
     digests["run"] = whole.hexdigest()
+    if run.config.is_file():
+        one = hashlib.sha256()
+        _hash_file(run.config, one)
+        digests[CONFIG] = one.hexdigest()
     return digests
+
+
+def _hash_file(path: Path, *hashes: Any) -> None:
+    """Feed ``path``'s bytes to each of ``hashes``, in blocks (a history may be larger than
+    memory); nothing when it is not a file."""
+    if path.is_file():
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                for one in hashes:
+                    one.update(block)
 
 
 def load_digest(run: RunDir) -> dict[str, str] | None:
@@ -299,17 +313,21 @@ def load_digest(run: RunDir) -> dict[str, str] | None:
         if name not in data:
             raise DigestError(f"{path}: not a digest (no {name!r})")
     for name, value in data.items():
-        if name not in ("run", HISTORY) and not _EVENT_FILE.fullmatch(name):
+        if name not in ("run", HISTORY, CONFIG) and not _EVENT_FILE.fullmatch(name):
             raise DigestError(f"{path}: not a digest ({name[:60]!r} is not a file a run's digest names)")
         if not isinstance(value, str) or not _SHA256.fullmatch(value):
             raise DigestError(f"{path}: not a digest ({name[:60]!r} is not a SHA-256 in hex)")
     return data
 
 
-def digest_differences(original: dict[str, str], replay: dict[str, str]) -> list[str]:
-    """The files whose digests differ (empty: the replay was byte-identical)."""
-    names = sorted((set(original) | set(replay)) - {"run"})
-    return [name for name in names if original.get(name) != replay.get(name)]
+def digest_differences(original: dict[str, str], replay: dict[str, str], *, configuration: bool = True) -> list[str]:
+    """The files whose digests differ (empty: the replay was byte-identical). ``test.yaml``
+    counts only when ``configuration`` is asked for and both digests record it: digests
+    written before it was recorded lack it, and a replay's own names the code it ran."""
+    names = (set(original) | set(replay)) - {"run"}
+    if not (configuration and CONFIG in original and CONFIG in replay):
+        names.discard(CONFIG)
+    return [name for name in sorted(names) if original.get(name) != replay.get(name)]
 
 
 def changed_since_judged(run: RunDir, judged: Any, now: dict[str, str] | None = None) -> str | None:

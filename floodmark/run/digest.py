@@ -1,9 +1,11 @@
 """Run digests: what a run left behind, and proof that a simulated run replayed byte for byte.
 
 The digest is a SHA-256 of each of the run's records (``history.jsonl``, and every
-``events/<node>.jsonl`` in name order) and of all of them together, saved as ``digest.json``
-when the run ends, on every backend. ``floodmark check`` refuses a run directory whose files
-no longer match it (a node's events cut at a line's end read as a shorter, different run).
+``events/<node>.jsonl`` in name order) and of all of them together, and one of its
+configuration (``test.yaml``), saved as ``digest.json`` when the run ends, on every backend.
+``floodmark check`` refuses a run directory whose files no longer match it (a node's events
+cut at a line's end read as a shorter, different run; a test.yaml whose ``acks`` was edited
+from ``all`` to ``1`` would forgive every lost write).
 
 A simulated run is a pure function of its seed, configuration, schedule and code, so running it
 again must give the very same history and node events: ``floodmark repro`` of a simulated run

@@ -117,3 +117,38 @@ def test_what_results_json_says_it_judged_decides_before_the_digest(tmp_path: Pa
     assert changed_since_judged(run, judged) == f"events/n1.jsonl, history.jsonl changed since {run.results} judged them"
     for unrecorded in (None, {}, {"run": 1}, ["x"], "text"):  # an older results file, or a damaged record
         assert changed_since_judged(run, unrecorded) == changed_since_digest(run)
+
+
+def test_the_digest_records_the_configuration_the_checkers_judge_by(tmp_path: Path) -> None:
+    # The checkers read acks and min.insync from test.yaml: a run whose acks were edited from
+    # all to 1 afterwards would have every lost write forgiven, so the digest covers it too.
+    run = _run(tmp_path)
+    run.config.write_text("acks: all\n")
+    saved = digest.save(run)
+    assert set(saved) == {"run", "history.jsonl", "events/n1.jsonl", "test.yaml"}
+    assert load_digest(run) == saved
+    run.config.write_text("acks: 1\n")
+    assert changed_since_digest(run) == f"test.yaml differs from what {run.digest} records"
+    assert changed_since_judged(run, saved) == f"test.yaml changed since {run.results} judged it"
+    assert compute_digest(run)["run"] == saved["run"]  # a replay's identity is its history and events alone
+
+
+def test_a_digest_from_before_the_configuration_was_recorded_still_holds(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    run.config.write_text("acks: all\n")
+    older = {name: value for name, value in digest.save(run).items() if name != "test.yaml"}
+    run.digest.write_text(json.dumps(older))
+    assert changed_since_digest(run) is None
+    assert changed_since_judged(run, older) is None
+
+
+def test_a_replay_is_compared_by_its_history_and_events_not_by_the_code_it_names(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    run.config.write_text("code_version: aaaaaaa\n")
+    original = compute_digest(run)
+    run.config.write_text("code_version: bbbbbbb\n")
+    replay = compute_digest(run)
+    assert digest.differences(original, replay) == ["test.yaml"]
+    assert digest.differences(original, replay, configuration=False) == []
+    run.history.write_text("")
+    assert digest.differences(original, compute_digest(run), configuration=False) == ["history.jsonl"]

@@ -105,7 +105,7 @@ def test_a_run_hashed_once_when_its_digest_is_sound(tmp_path: Path, monkeypatch:
 
 @pytest.mark.parametrize(("damage", "why"), [
     ("results", "not a results file"),  # a verdict no one can read
-    ("config", "test.yaml"),  # a configuration no one can read
+    ("config", "cannot be read"),  # a configuration no one can read (digest.json names it as changed)
 ])
 def test_a_run_that_is_not_the_one_recorded_is_named_so_before_its_other_files(
         tmp_path: Path, damage: str, why: str) -> None:
@@ -121,8 +121,8 @@ def test_a_run_that_is_not_the_one_recorded_is_named_so_before_its_other_files(
     else:
         (run / "test.yaml").write_text("nodes: [")
     refusal = _refusal(run, tmp_path)
-    assert refusal.startswith(f"{run}: history.jsonl differs from what digest.json recorded at the end of the run"), \
-        refusal
+    changed = "history.jsonl differs" if damage == "results" else "history.jsonl, test.yaml differ"
+    assert refusal.startswith(f"{run}: {changed} from what digest.json recorded at the end of the run"), refusal
     assert why not in refusal
 
 

@@ -262,6 +262,9 @@ HISTORY_DAMAGE: dict[str, Callable[[Path], object]] = {
     "an event file emptied": lambda run: (run / "events" / "n2.jsonl").write_text(""),
     "an event file cut mid-line": lambda run: cut_mid_line(run / "events" / "n2.jsonl"),
     "an event line removed": lambda run: edit_lines(run / "events" / "n2.jsonl", lambda ls: ls[:30] + ls[31:]),
+    # The checkers judge by test.yaml: acks=1 would forgive every lost acknowledged write.
+    "test.yaml's acks edited": lambda run: (run / "test.yaml").write_text(
+        (run / "test.yaml").read_text().replace("acks: all", "acks: 1")),
 }
 
 
