@@ -178,8 +178,10 @@ def _stdin_fd() -> int:
 def _refuse_edn_targets(out: str, paths: list[Path], many: bool) -> None:
     """Refuse a --to-edn that is a directory (for one path) or an input, before any path is
     read or judged (a UsageError: the output is what is wrong, not the history)."""
-    from floodmark.inputs.output_paths import check_output
+    from floodmark.inputs.output_paths import STDOUT, check_output
 
+    if out == STDOUT:
+        raise UsageError("--to-edn -: standard output carries the verdicts; name a file")
     if many and Path(out).exists() and not Path(out).is_dir():
         raise UsageError(f"--to-edn {printable(out)}: is not a directory (the EDN of several paths goes into one)")
     if many and not Path(out).is_dir():

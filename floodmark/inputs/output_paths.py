@@ -14,6 +14,7 @@ through :func:`write_output`, which answers the same way for all of them:
   replaced, so ``--out /dev/stdout`` works and a device node stays a device node (a FIFO
   must find a reader within :data:`READER_WAIT` seconds); a block device or a socket is
   refused;
+- ``-`` is standard output, as for most Unix tools (``report --out - | ...``);
 - anything else (no file yet, or a regular file) is written atomically: a temporary file in
   the same directory, renamed over the target, so a reader never sees half a file. A
   symbolic link is followed (the file it names is replaced, the link is kept), and a file
@@ -29,8 +30,10 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import io
 import os
 import stat
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -39,6 +42,7 @@ from typing import TextIO
 
 from floodmark.errors import UsageError, printable
 
+STDOUT = "-"  # the target that names standard output
 READER_WAIT = 10.0  # seconds a FIFO written to may take to find a reader
 _POLL = 0.02
 
@@ -52,6 +56,8 @@ def check_output(target: str | os.PathLike[str], *, flag: str | None = None,
     """Refuse ``target`` as the place to write (a :class:`UsageError` naming ``flag`` and
     the path) if it is a directory, one of ``inputs``, a block device or a socket, or if its
     directory does not exist."""
+    if os.fspath(target) == STDOUT:
+        return
     name = _name(flag, target)
     try:
         status = os.stat(target)
@@ -83,6 +89,12 @@ def write_output(target: str | os.PathLike[str], write: Writer, *, flag: str | N
     strings that are not Unicode)."""
     check_output(target, flag=flag, inputs=inputs)
     name = _name(flag, target)
+    if os.fspath(target) == STDOUT:
+        try:
+            _write_stdout(write, errors)
+        except OSError as e:
+            raise UsageError(f"{name}: cannot write to standard output: {_describe(e)}") from None
+        return Path(target)
     try:
         try:
             status: os.stat_result | None = os.stat(target)
@@ -95,6 +107,21 @@ def write_output(target: str | os.PathLike[str], write: Writer, *, flag: str | N
     except OSError as e:
         raise UsageError(f"{name}: cannot write: {_describe(e)}") from None
     return Path(target)
+
+
+def _write_stdout(write: Writer, errors: str) -> None:
+    """Write UTF-8 to standard output, whatever its own encoding; after what was printed."""
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text stream with no bytes beneath it (a test's capture)
+        write(sys.stdout)
+        return
+    stream = io.TextIOWrapper(buffer, encoding="utf-8", errors=errors)
+    try:
+        write(stream)
+        stream.flush()
+    finally:
+        stream.detach()  # standard output stays open for what follows
 
 
 def _write_through(target: str | os.PathLike[str], status: os.stat_result, write: Writer,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from floodmark.errors import EXIT_BAD_ARGUMENTS, UsageError, given_text, printable
 from floodmark.history import HistoryError
+from floodmark.inputs.output_paths import STDOUT
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "report", help="render the HTML report of a run directory",
         description="Render RUN_DIR's report.html (or --out FILE): one self-contained HTML file.")
     report.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (store/<test>/<timestamp>-s<seed>)")
-    report.add_argument("--out", metavar="FILE", help="where to write the report (default RUN_DIR/report.html)")
+    report.add_argument("--out", metavar="FILE",
+                        help="where to write the report (default RUN_DIR/report.html; '-' for standard output)")
     report.set_defaults(func=report_command)
 
     serve = subparsers.add_parser(
@@ -54,7 +56,8 @@ def report_command(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot read the history: {e}") from None
     for warning in warnings:  # the page shows them too; an input it could not read is bad input
         print(f"floodmark report: warning: {printable(warning)}", file=sys.stderr)
-    print(target)
+    if args.out != STDOUT:  # (the page itself went there)
+        print(target)
     return EXIT_BAD_ARGUMENTS if warnings else 0
 
 

@@ -268,3 +268,12 @@ def test_any_way_of_naming_an_input_is_refused_and_the_input_kept(tmp_path: Path
         write_output(target, _text("clobbered"), flag="--out", inputs=[run / n for n in inputs])
     assert [(run / n).read_text() for n in inputs] == [f"input {i}\n" for i in range(len(inputs))]
     assert sorted(p.name for p in run.iterdir()) == sorted(inputs)
+
+
+def test_dash_is_standard_output_and_never_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    check_output("-", flag="--out")  # nothing to refuse
+    assert write_output("-", lambda f: f.write("é\n"), flag="--out") == Path("-")
+    assert capsys.readouterr().out == "é\n"
+    assert list(tmp_path.iterdir()) == []

@@ -117,3 +117,13 @@ def test_to_edn_through_a_fifo_reaches_its_reader(tmp_path: Path, capsys: pytest
                                      b"{:index 1, :time 1, :type :ok, :process 0, :f :write, :value 1}\n")
     assert stat.S_ISFIFO(os.lstat(fifo.path).st_mode)
     assert "VALID" in capsys.readouterr().out
+
+
+def test_to_edn_dash_is_refused_for_standard_output_carries_the_verdicts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    history = tmp_path / "x.jsonl"
+    history.write_text(HISTORY)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", str(history), "--to-edn", "-"]) == 254
+    _refused(capsys, "--to-edn -: standard output carries the verdicts; name a file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.jsonl"]  # no file named '-'

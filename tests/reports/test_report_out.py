@@ -98,3 +98,17 @@ def test_out_over_an_earlier_report_elsewhere_replaces_it(sim_run: Path, tmp_pat
     assert main(["report", str(sim_run), "--out", str(out)]) == 0
     assert out.read_text().startswith("<!doctype html>")
     assert list(tmp_path.iterdir()) == [out]  # no temporary file left behind
+
+
+def test_out_dash_writes_the_page_to_standard_output_and_no_file(sim_run: Path, tmp_path: Path) -> None:
+    # '-' is standard output, as for most Unix tools; it used to write a file named '-'. The
+    # page is UTF-8 whatever the terminal's encoding, and nothing else shares the stream.
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "floodmark", "report", str(sim_run), "--out", "-"], cwd=tmp_path,
+                          capture_output=True, timeout=120, env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(b"<!doctype html>") and done.stdout.rstrip().endswith(b"</html>")
+    assert done.stdout.decode("utf-8") and done.stderr == b""
+    assert list(tmp_path.iterdir()) == []
