@@ -3,10 +3,16 @@
 Names and meanings follow ``jepsen.tests.kafka`` so results can be compared with Jepsen's:
 
 - ``inconsistent-offsets``: two different values observed at one offset of a partition.
-- ``duplicate``: one value at more than one offset of a partition (unless the producer's
-  configuration allows duplicates: retries without idempotence).
+- ``duplicate``: one value at more offsets of a partition than sends of it there may have
+  written (sends not known to have failed: a history may send one value twice), unless the
+  producer's configuration allows duplicates (retries without idempotence).
 - ``lost-write``: an acknowledged send at an offset no higher than the highest offset any
-  consumer read from that partition, whose value no consumer ever read.
+  consumer read from that partition, whose value no consumer ever read, where a read passed
+  over that offset (a batch from where it fetched, or its first record, to its last; a
+  consumer's successive polls of a partition) or a drain begun after the acknowledgement read
+  the partition to its end. A poll from the middle of a log says nothing of the offsets below
+  where it fetched: a send there that nobody read past, with no drain since, makes the verdict
+  unknown, as an unseen one does.
 - ``unseen``: an acknowledged send never read by anyone by the end of the test, above the
   highest offset read (below it, it is a lost write instead), in a partition a drain begun
   after the acknowledgement read to its end. Where no drain did, nobody looked that far:
@@ -69,6 +75,7 @@ class QueueChecker:
                                  "partitions": len(index.partitions), "duplicates_allowed": 0}
         ranks: dict[tuple[str, int], VersionOrder] = {}
         failed = index.failed_sends
+        covered: dict[tuple[str, int], Spans] = {}  # worked out the first time a send needs it
         for key in sorted(index.partitions):
             part = index.partitions[key]
             for outcome, count in Counter(map(_OUTCOME, part.sends)).items():
@@ -81,7 +88,7 @@ class QueueChecker:
                 anomalies.extend(duplicates)
             # What no consumer read was vouched for by its acknowledgement alone.
             details = run.loss_details(key[0], key[1], committed=False)
-            anomalies.extend(_lost_and_unseen(part, details, stats))
+            anomalies.extend(_lost_and_unseen(part, index, covered, details, stats))
             anomalies.extend(_aborted_reads(part, failed))
             anomalies.extend(_unexpected_reads(part, failed, index.stray_values))
             anomalies.extend(_nonmonotonic_sends(part, details))
@@ -97,6 +104,10 @@ class QueueChecker:
             valid = "unknown"
             stats["unjudged_because"] = ("acknowledged sends above every read, in partitions no "
                                          "successful drain read to the end")
+        elif valid and stats.get("unread_uncovered"):
+            valid = "unknown"
+            stats["unjudged_because"] = ("acknowledged sends below what consumers read but at offsets no "
+                                         "read passed over, in partitions no successful drain read since")
         if index.malformed:  # ops the checker could not read: it cannot vouch for the history
             stats["malformed_ops"] = [{"op": i, "problem": p} for i, p in index.malformed[:20]]
             valid = False if anomalies else "unknown"
@@ -118,9 +129,10 @@ def _version_order(part: PartitionIndex) -> VersionOrder:
 
 
 def _duplicates(part: PartitionIndex, run: CheckInput) -> list[Anomaly]:
-    """Values at more than one offset. One whose extra offsets only an acknowledgement vouched
-    for (a consumer read it at one offset at most) is what a permitted loss leaves when its
-    record is sent again: it carries the loss's permission, as a loss would."""
+    """Values at more offsets than sends of them may have written. One whose extra offsets
+    only an acknowledgement vouched for (a consumer read it at one offset at most) is what a
+    permitted loss leaves when its record is sent again: it carries the loss's permission, as
+    a loss would."""
     observed = part.observations()
     topic, partition = part.partition
     found: list[tuple[Any, list[int], tuple[int, ...]]] = []  # (value, offsets, witnesses)
@@ -130,6 +142,9 @@ def _duplicates(part: PartitionIndex, run: CheckInput) -> list[Anomaly]:
         offsets = observed.more_offsets.get(value)
         if offsets is not None and value not in observed.duplicate_witness:
             found.append((value, sorted(offsets), ()))
+    if found:  # a value sent several times may stand at as many offsets
+        tries = Counter(send.value for send in part.sends if send.outcome != "fail")
+        found = [entry for entry in found if len(entry[1]) > tries[entry[0]]]
     if not found:
         return []
     read_at = _read_offsets(part, {value for value, _, _ in found})
@@ -151,7 +166,68 @@ def _read_offsets(part: PartitionIndex, values: set[Any]) -> dict[Any, set[int]]
     return read_at
 
 
-def _lost_and_unseen(part: PartitionIndex, details: dict[str, Any], stats: dict[str, Any]) -> list[Anomaly]:
+Spans = tuple[list[int], list[int]]  # merged [first, last] offset ranges reads passed over: firsts, lasts
+
+
+def _covered(index: QueueIndex) -> dict[tuple[str, int], Spans]:
+    """Per partition, the offsets some read passed over: each batch's, from where it fetched
+    (or its first record, if it fetched above it or does not say) to its last record, and
+    between a consumer's successive polls of a partition (its position moves only forward
+    until an assign sets it). A record acknowledged there and not returned was skipped or
+    lost; one elsewhere may be where nobody looked."""
+    spans: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for key, part in index.partitions.items():
+        found = spans[key] = []
+        for read in part.reads:
+            if read.records:
+                first, last = read.records[0][0], read.records[-1][0]
+                start = read.start
+                found.append((start if type(start) is int and start < first else first, max(first, last)))
+    for ops in index.consumer_ops.values():
+        last_read: dict[tuple[str, int], int] = {}
+        for kind, read in ops:
+            if kind == "assign":
+                last_read.clear()
+                continue
+            if read.f == "drain" or not read.records or read.partition not in spans:
+                continue
+            before = last_read.get(read.partition)
+            first = read.records[0][0]
+            if before is not None and before < first:
+                spans[read.partition].append((before, first))
+            last_read[read.partition] = read.records[-1][0]
+    return {key: _merged(found) for key, found in spans.items()}
+
+
+def _spans(index: QueueIndex, covered: dict[tuple[str, int], Spans], key: tuple[str, int]) -> Spans:
+    """The spans of partition ``key``, working out every partition's into ``covered`` once."""
+    if not covered:
+        covered.update(_covered(index))
+    return covered.get(key, ([], []))
+
+
+def _merged(spans: list[tuple[int, int]]) -> Spans:
+    firsts: list[int] = []
+    lasts: list[int] = []
+    for first, last in sorted(spans):
+        if lasts and first <= lasts[-1] + 1:
+            lasts[-1] = max(lasts[-1], last)
+        else:
+            firsts.append(first)
+            lasts.append(last)
+    return firsts, lasts
+
+
+def _passed_over(spans: Spans, offset: int) -> bool:
+    firsts, lasts = spans
+    i = bisect.bisect_right(firsts, offset) - 1
+    return i >= 0 and offset <= lasts[i]
+
+
+def _lost_and_unseen(part: PartitionIndex, index: QueueIndex, covered: dict[tuple[str, int], Spans],
+                     details: dict[str, Any], stats: dict[str, Any]) -> list[Anomaly]:
+    """``covered``: :func:`_covered` of ``index``, filled the first time a send asks (rare:
+    nearly every send was read)."""
     observed = part.observations()
     # A send is unseen only if a drain begun after its acknowledgement read to the end.
     last_drain = max((read.invoke for read in part.reads if read.f == "drain"), default=-1)
@@ -163,13 +239,18 @@ def _lost_and_unseen(part: PartitionIndex, details: dict[str, Any], stats: dict[
         if send.outcome != "ok" or send.offset is None or send.value in read_values:
             continue
         witnesses = (send.invoke,) + ((send.completion,) if send.completion is not None else ())
-        if send.offset <= highest_read:
+        drained_since = last_drain > (send.completion if send.completion is not None else send.invoke)
+        if send.offset <= highest_read and not drained_since and not _passed_over(
+                _spans(index, covered, part.partition), send.offset):
+            # Reads went past this offset, but none from below it: nobody looked there.
+            stats["unread_uncovered"] = stats.get("unread_uncovered", 0) + 1
+        elif send.offset <= highest_read:
             anomalies.append(Anomaly(
                 "lost-write",
                 f"Send of {send.value!r} was acknowledged at offset {send.offset} of {topic}/{partition}; "
                 f"consumers read up to offset {highest_read} but never saw it.",
                 topic, partition, (send.offset,), witnesses, details={"value": send.value, **details}))
-        elif last_drain <= (send.completion if send.completion is not None else send.invoke):
+        elif not drained_since:
             # Nobody read this partition to its end since: the send may be there, past every read.
             stats["unseen_undrained"] = stats.get("unseen_undrained", 0) + 1
         else:
