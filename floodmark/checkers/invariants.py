@@ -60,7 +60,14 @@ from floodmark.checkers.epoch_invariants import (
 )
 from floodmark.checkers.event_coverage import claimed_twice
 from floodmark.checkers.permitted import LossPermissions
-from floodmark.checkers.replica_logs import Appends, Held, ImplausibleOffset, first_pass, record_of
+from floodmark.checkers.replica_logs import (
+    Appends,
+    Held,
+    ImplausibleOffset,
+    elected_leaders,
+    first_pass,
+    record_of,
+)
 from floodmark.node_event_kinds import ACKS_ALL
 from floodmark.node_events import (
     Acked,
@@ -151,7 +158,8 @@ def _judge(run: CheckInput, stats: dict[str, Any]) -> tuple[list[Anomaly], set[i
     # Two passes: what every node ever appended (and who it is) first, because a leader's
     # commit is held against its followers' whole record; then each node's own story.
     commits = Commits()
-    firsts = {node: first_pass(node, events, commits) for node, events in sorted(run.events.items())}
+    elected = elected_leaders(run.events)
+    firsts = {node: first_pass(node, events, commits, elected) for node, events in sorted(run.events.items())}
     commits.seal()
     held = {node: first.held for node, first in firsts.items()}
     # A broker two files claim is nobody's: its ISR memberships cannot be judged.

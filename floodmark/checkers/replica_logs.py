@@ -14,13 +14,16 @@ that would leave gaps of more than :data:`MAX_GAP` offsets in all are refused
 
 ISRs and leaders name brokers by id, event files by node name. A broker says its id in its
 ``started`` event; files written before it did are matched by inference (the id a node gave
-when it became controller, or the one id in every ISR it held as leader and never the
-leader it followed, or, where several remain, the number ending the node's name).
+when it became controller, or the leader the controller elected in every epoch the node
+became leader in, or the one id in every ISR it held as leader and never the leader it
+followed, or, where several remain, the number ending the node's name). The controller's
+elections come first: a leader elected uncleanly is not in the ISR it leads, so the ISRs it
+held name other brokers only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from floodmark.node_events import (
@@ -29,6 +32,7 @@ from floodmark.node_events import (
     BecameLeader,
     ControllerElected,
     HwChanged,
+    LeaderElected,
     NodeEvent,
     PartitionKey,
     Started,
@@ -146,13 +150,33 @@ class FirstPass:
     stated: int | None = None
 
 
-def first_pass(node: str, events: list[NodeEvent], on_commit: CommitSink | None = None) -> FirstPass:
+Elected = dict[tuple[PartitionKey, int], int]  # (partition, leader epoch) -> the leader the controller chose
+
+
+def elected_leaders(events: Mapping[str, Sequence[NodeEvent]]) -> Elected:
+    """The leader each controller election chose, per partition and leader epoch, where every
+    election of that epoch chose the same one (two that disagree tell nothing)."""
+    chosen: dict[tuple[PartitionKey, int], int | None] = {}
+    for node_events in events.values():
+        for event in node_events:
+            body = event.body
+            if type(body) is LeaderElected and body.leader >= 0:
+                slot = ((body.topic, body.partition), body.leader_epoch)
+                if chosen.setdefault(slot, body.leader) != body.leader:
+                    chosen[slot] = None
+    return {slot: leader for slot, leader in chosen.items() if leader is not None}
+
+
+def first_pass(node: str, events: list[NodeEvent], on_commit: CommitSink | None = None,
+               elected: Elected | None = None) -> FirstPass:
     """Every value the node ever appended at each offset, and its broker id (see the module
     docstring for how the id is found); ``on_commit`` hears of every HW advance the node made
     as leader, while its record holds what its log held then (the last value appended at
-    each offset: the HW covers only records the log has)."""
+    each offset: the HW covers only records the log has). ``elected``: the leaders the
+    controller chose (see :func:`elected_leaders`), the first word on who a leader is."""
     held: Held = {}
     common: set[int] | None = None
+    led_as: set[int] = set()  # the leaders the controller chose in the epochs this node led
     followed: set[int] = set()
     controller: int | None = None
     stated: int | None = None
@@ -185,6 +209,9 @@ def first_pass(node: str, events: list[NodeEvent], on_commit: CommitSink | None 
                 told[key] = body.to_offset
         elif type(body) is BecameLeader:
             common = set(body.isr) if common is None else common & set(body.isr)
+            chosen = None if elected is None else elected.get(((body.topic, body.partition), body.leader_epoch))
+            if chosen is not None:
+                led_as.add(chosen)
             leading[(body.topic, body.partition)] = (body.leader_epoch, body.high_watermark)
         elif type(body) is BecameFollower:
             followed.add(body.leader)
@@ -195,6 +222,10 @@ def first_pass(node: str, events: list[NodeEvent], on_commit: CommitSink | None 
             stated = body.broker
     if stated is not None:
         return FirstPass(held, stated, stated)
+    if led_as:  # the controller's word; several ids (or one this node followed) say it is none of them
+        [chosen] = led_as if len(led_as) == 1 else [None]
+        ok = chosen is not None and chosen not in followed and controller in (None, chosen)
+        return FirstPass(held, chosen if ok else None)
     if controller is not None and controller not in followed and (common is None or controller in common):
         return FirstPass(held, controller)
     if common is None:
