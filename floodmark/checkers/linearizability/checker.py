@@ -406,14 +406,14 @@ def _anomaly(model: Model, obj: ObjectHistory, result: SearchResult, history: li
     if first_stuck is not None and result.reason is not None and not result.longest:
         # (the model named the op no order can help, and the search ran out before it: why, in words)
         explanation = (f"No linearization exists for {where}: op {first_stuck['op']} ({first_stuck['f']} "
-                       f"{first_stuck['value']!r}, process {first_stuck['process']}) cannot take effect "
+                       f"{shown(first_stuck['value'])}, process {first_stuck['process']}) cannot take effect "
                        f"in any order: {result.reason.partition(': ')[2]}.")
     elif first_stuck is not None:
         explanation = (
             f"No linearization exists for {where}: the longest consistent order covers {depth} of "
             f"{len(obj.calls)} ops, after which op {first_stuck['op']} ({first_stuck['f']} "
-            f"{first_stuck['value']!r}, process {first_stuck['process']}) cannot take effect from state "
-            f"{render_state(model, last_state)!r}."
+            f"{shown(first_stuck['value'])}, process {first_stuck['process']}) cannot take effect from state "
+            f"{shown(render_state(model, last_state))}."
         )
     else:
         explanation = f"No linearization exists for {where}."

@@ -64,6 +64,15 @@ def test_stale_read_is_reported_with_partial_linearization_and_stuck_op() -> Non
     assert anomaly.ops == (4, 5)
 
 
+def test_an_explanation_writes_values_and_states_as_edn() -> None:
+    # Python's repr said None for nil and 'a' for "a", in a history that has neither.
+    h = History()
+    h.call(0, "read", None, "a")
+    anomaly = LinearizableChecker(model="cas-register").check(CheckInput(h.ops)).anomalies[0]
+    assert anomaly.explanation.endswith('op 0 (read "a", process 0) cannot take effect from state nil.'), \
+        anomaly.explanation
+
+
 def test_kv_is_checked_per_key_and_fails_fast() -> None:
     h = History()
     for key in ("a", "b", "c"):
