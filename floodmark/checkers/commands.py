@@ -90,7 +90,8 @@ def register(subparsers: Any) -> None:
                              "instead of stopping at the first")
     parser.add_argument("--initial", metavar="EDN",
                         help="the registers' initial value, in EDN (e.g. 0, nil, '{:x 0}'); "
-                             "--initial nil gives Jepsen's (cas-register) to an EDN history")
+                             "--initial nil gives Jepsen's (cas-register) to an EDN history; a mutex "
+                             "or log has none (the verdict line says it was ignored)")
     parser.add_argument("--conventions", choices=FORMATS, metavar="FORMAT",
                         help="judge registers by the conventions of FORMAT (jsonl, edn, jepsen-text) "
                              "instead of the file's own, e.g. an EDN written by --to-edn as its JSONL")

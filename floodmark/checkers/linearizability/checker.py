@@ -219,7 +219,13 @@ class Interpretation:
             initial = self.options.get("initial", "" if self.model == "kv" else None)
             start = {**self.options, "initial": initial}
             what += f"; {'keys' if self.model == 'kv' else 'registers'} {describe_conventions(start)}"
+        elif self.model in _STARTS_AS and "initial" in self.options:  # given, and nothing to give it to
+            what += f"; an initial value does not apply, {_STARTS_AS[self.model]}"
         return what
+
+
+# How the models without an initial value start (an --initial given for them is said to be ignored).
+_STARTS_AS = {"mutex": "a mutex starts free", "log": "a log starts empty"}
 
 
 @dataclass

@@ -7,6 +7,7 @@ from checkers_fixtures import History
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.linearizability.checker import (
+    Interpretation,
     LinearizableChecker,
     ModelMismatch,
     format_conventions,
@@ -276,3 +277,14 @@ def test_a_floodmark_run_that_recorded_no_client_op_tested_nothing() -> None:
     for history in ([], [Op(0, 0, "invoke", "nemesis", "start", None), Op(1, 1, "info", "nemesis", "start", None)]):
         result = LinearizableChecker(model="log").check(CheckInput(history, config=config))
         assert result.valid == "unknown" and "no client op" in result.stats["unjudged_because"]
+
+
+def test_an_initial_value_given_to_a_model_without_one_is_said_to_be_ignored() -> None:
+    h = History()
+    h.call(0, "acquire", None)
+    given = LinearizableChecker(model="mutex", initial=0).check(CheckInput(h.ops))
+    assert given.valid is True
+    assert given.stats["interpretation"] == "mutex; an initial value does not apply, a mutex starts free"
+    assert LinearizableChecker(model="mutex").check(CheckInput(h.ops)).stats["interpretation"] == "mutex"
+    log = Interpretation("log", independent=False, detected=False, options={"initial": 0})
+    assert log.describe() == "log; an initial value does not apply, a log starts empty"
