@@ -49,6 +49,9 @@ def _pause(start: Value, stop: Value | None) -> str | None:
     if isinstance(resumed, Mapping) and resumed.get("gone"):
         return "the process was killed while paused"
     paused_for = resumed.get("paused_for") if isinstance(resumed, Mapping) else None
+    named = _named_side(start, paused_for)
+    if named is not None:
+        return named
     if start.get("longer_than_session"):
         if isinstance(paused_for, int | float) and paused_for <= float(start.get("session_timeout", 0)):
             return f"a long pause lasted {paused_for} s, not past the session timeout"
@@ -57,6 +60,23 @@ def _pause(start: Value, stop: Value | None) -> str | None:
             return "a long pause ended with the broker still registered: its session did not expire"
         if expired is None:
             return "a long pause's session expiry was not confirmed (ZooKeeper did not answer)"
+    return None
+
+
+def _named_side(start: Value, paused_for: object) -> str | None:
+    """A pause's shape names its side of the session timeout ("-long", "-short"); a
+    hand-written schedule's duration may put it on the other side, and then it did not do
+    what its name says."""
+    shape, timeout = str(start.get("shape", "")), start.get("session_timeout")
+    if not isinstance(timeout, int | float):
+        return None
+    lasted = paused_for if isinstance(paused_for, int | float) else start.get("seconds")
+    if not isinstance(lasted, int | float):
+        return None
+    if shape.endswith("-long") and lasted <= timeout and not start.get("longer_than_session"):
+        return f"a long pause lasted {lasted} s, not past the session timeout"
+    if shape.endswith("-short") and lasted >= timeout:
+        return f"a short pause lasted {lasted} s, not less than the session timeout ({timeout} s)"
     return None
 
 
@@ -70,7 +90,15 @@ def _clock(start: Value, stop: Value | None) -> str | None:
         return "no event showed the moved clock (" + "; ".join(
             f"{name}: expected {_field(node, 'expected')} s, {_field(node, 'events')} events, "
             f"last skew {_field(node, 'skew_between')}" for name, node in sorted(seen.items())) + ")"
-    return None if start.get("skew") or start.get("strobing") else "no clock was moved"
+    if start.get("strobing"):
+        flips = (stop or {}).get("flips")
+        return "the strobe never flipped a clock" if flips == 0 else None
+    skew, rate = start.get("skew"), start.get("rate")
+    if isinstance(skew, Mapping) and any(isinstance(s, int | float) and s != 0 for s in skew.values()):
+        return None
+    if isinstance(rate, Mapping) and any(isinstance(r, int | float) and r != 1.0 for r in rate.values()):
+        return None  # a rate change moves no clock at once; the node's clock runs at it
+    return "no clock was moved"
 
 
 def _field(node: object, name: str) -> str:
@@ -91,7 +119,15 @@ def _message(start: Value, stop: Value | None) -> str | None:
     rule = (stop or {}).get("rule")
     if not isinstance(rule, Mapping):
         return "its rule's count was not recorded"
-    return None if rule.get("matched", 0) > 0 else "no message matched its rule"
+    if not rule.get("matched", 0):
+        return "no message matched its rule"
+    acted = next((word for word in _ACTED if word in rule), None)
+    if acted is not None and rule[acted] == 0:  # matched, but the rule's draw spared every one
+        return f"{rule['matched']} messages matched its rule, none was {acted}"
+    return None
+
+
+_ACTED = ("dropped", "delayed", "duplicated", "reordered")  # what a rule's evidence calls its acts
 
 
 def _admin(start: Value, stop: Value | None) -> str | None:

@@ -21,7 +21,10 @@ shape, instead of running a fault that cannot strike.
 
 The fault hits messages *to* one broker (the controller, a partition's leader or any, drawn
 like the other kinds' targets), each with a drawn probability, for the fault's duration.
-Only the simulator applies it.
+Where no message of the type ever goes to that broker, it hits those the broker *sends*
+instead, so that every shape can strike: produce responses (they go to clients, never to a
+broker), and heartbeats and ISR change requests aimed at a broker that is not the controller
+(only the controller receives them). Only the simulator applies it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,10 @@ MESSAGES: dict[str, str] = {
     "zookeeper-reply": "zookeeper-reply",
     "isr-change-request": "IsrChangeRequest",
 }
+# Messages no broker receives: a fault aimed at a broker hits those it sends.
+SENT_TO_CLIENTS = frozenset({"produce-response"})
+# Messages only the controller receives: aimed at another broker, it hits those it sends.
+SENT_TO_CONTROLLER = frozenset({"heartbeat", "isr-change-request"})
 # Sent only by brokers whose inter-broker protocol has the feature named.
 HEARTBEAT = "heartbeat"
 ISR_CHANGE_REQUEST = "isr-change-request"
@@ -73,6 +80,8 @@ class MessageNemesis(Nemesis):
         action, _, message = self.check_shape(shape).partition("-")
         slot, how = choose_broker(rng, view, rng.choice(TARGETS))
         delay = round(rng.uniform(0.1, 2.0) * view.session_timeout, 3) if action == "delay" else 0.0
+        sent = message in SENT_TO_CLIENTS or (message in SENT_TO_CONTROLLER and slot.broker_id != view.controller)
         plan = MessageFault(self.messages[message], action, delay=delay,  # type: ignore[arg-type]
-                            probability=rng.choice(PROBABILITIES), destination=slot.name)
+                            probability=rng.choice(PROBABILITIES),
+                            source=slot.name if sent else None, destination=None if sent else slot.name)
         return plan, {"shape": shape, **how}

@@ -9,6 +9,13 @@ never undone. The evidence is read back from the world after the change (links d
 reading, the rule's counts, when the stall struck and what the controller left undone), so a
 fault that did not take effect says so.
 
+Faults in force at once heal independently, as the real backend's do. Two equal plans in force
+together (a hand-written schedule, or a failover step and a message fault that drew the same
+rule) each hold their own undo, healed first in, first out. Two pauses of one broker leave it
+paused until the last heals. Clock faults on one node stack: healing one gives the node back
+the clock it had before that fault, with whatever later fault still in force on top of it (a
+strobe flips a clock only while it is the latest fault on it).
+
 ZooKeeper (``zk``) takes part in partitions only; the simulator applies every fault kind.
 """
 
@@ -37,6 +44,7 @@ from floodmark.harness.faults import (
 )
 from floodmark.reference.controller.controller import event_thread_name
 from floodmark.reference.protocol import zk_layout
+from floodmark.reference.sim.clock import SimClock
 from floodmark.reference.sim.disk import SimDisk
 from floodmark.reference.sim.message_faults import ZK_RESPONSES, MessageRule
 
@@ -56,8 +64,14 @@ class SimFaultApplier:
     def __init__(self, cluster: SimCluster) -> None:
         self.cluster = cluster
         self.world = cluster.world
-        self._undo: dict[FaultPlan, Any] = {}
+        # Per plan in force, what undoes it: a list, first in first out, so two equal plans
+        # in force at once each heal their own.
+        self._undo: dict[FaultPlan, list[Any]] = {}
+        # Per node, the clock faults in force on it, oldest first, each with the clock's state
+        # before it: healing one restores that state under whatever came after it.
+        self._clocks: dict[str, list[tuple[FaultPlan, ClockState]]] = {}
         self._strobes: dict[FaultPlan, asyncio.Task[None]] = {}
+        self._flips: dict[FaultPlan, int] = {}
         self.upgrades = RollingUpgrades(SimUpgradeHands(cluster))
 
     def refuses(self, kind: str, shape: str) -> str | None:
@@ -67,7 +81,7 @@ class SimFaultApplier:
         world = self.world
         if isinstance(plan, NetworkCut):
             cuts = [world.cut(source, destination) for source, destination in plan.links()]
-            self._undo[plan] = cuts
+            self._remember(plan, cuts)
             links = plan.links()
             return {"links_down": sum(not world.network.link_up(s, d) for s, d in links), "links": len(links)}
         if isinstance(plan, ProcessCrash):
@@ -87,21 +101,28 @@ class SimFaultApplier:
             if not node.is_running():
                 return {"skipped": f"{node.name} is not running"}
             node.pause()
-            self._undo[plan] = (node.pid(), world.now())
+            self._remember(plan, (node.pid(), world.now()))
             return {"pid": node.pid(), "stopped": node.is_paused()}
         if isinstance(plan, ClockSkew):
+            self._push_clocks(plan)
             for name, offset, rate in plan.clocks:
                 world.set_clock_offset(name, offset)
                 if rate != 1.0:
                     world.set_clock_rate(name, rate)
-            return {"skew": {name: round(world.clock_skew(name), 6) for name, _, _ in plan.clocks}}
+            evidence: Evidence = {"skew": {name: round(world.clock_skew(name), 6) for name, _, _ in plan.clocks}}
+            if any(rate != 1.0 for _, _, rate in plan.clocks):  # a rate moves no clock at once: read it back
+                evidence["rate"] = {name: world.node(name).clock.rate for name, _, _ in plan.clocks}
+            return evidence
         if isinstance(plan, ClockStrobe):
-            self._strobes[plan] = world.loop.create_task(self._strobe(plan), name="clock-strobe")
+            self._push_clocks(plan)
+            if plan not in self._strobes:  # an equal strobe in force flips these clocks already
+                self._flips[plan] = 0
+                self._strobes[plan] = world.loop.create_task(self._strobe(plan), name="clock-strobe")
             return {"strobing": list(plan.targets)}
         if isinstance(plan, DiskFault):
             disk = world.disk(plan.node)
             fault = disk.chmod(plan.directory, 0) if plan.mode == "chmod" else disk.replace_with_file(plan.directory)
-            self._undo[plan] = fault
+            self._remember(plan, fault)
             return {"unusable": unusable(disk, plan.directory)}
         if isinstance(plan, SessionExpiry):
             if not self.cluster.broker_node(plan.node).is_running():
@@ -119,14 +140,14 @@ class SimFaultApplier:
                 sources=None if plan.source is None else frozenset({plan.source}),
                 destinations=None if plan.destination is None else frozenset({plan.destination}),
                 delay=plan.delay, probability=plan.probability)
-            self._undo[plan] = world.add_message_rule(rule)
+            self._remember(plan, world.add_message_rule(rule))
             return {"rule": "in force"}
         raise ValueError(f"the simulator has no way to apply {type(plan).__name__}")
 
     async def heal(self, plan: FaultPlan) -> Evidence:
         world = self.world
         if isinstance(plan, NetworkCut):
-            for cut in self._undo.pop(plan, []):
+            for cut in self._recall(plan, []):
                 world.restore(cut)
             links = plan.links()
             return {"links_up": sum(world.network.link_up(s, d) for s, d in links), "links": len(links)}
@@ -134,20 +155,27 @@ class SimFaultApplier:
             return restart_crashed(self.cluster.broker_node(plan.node))
         if isinstance(plan, ProcessPause):
             node = self.cluster.broker_node(plan.node)
-            pid, paused_at = self._undo.pop(plan, (None, world.now()))
+            pid, paused_at = self._recall(plan, (None, world.now()))
             if pid is None or node.pid() != pid:
                 return {"resumed": {"node": node.name, "gone": True}}
             registered = world.zk.exists(zk_layout.broker_path(node.broker_id or 0)) is not None
-            node.resume()
+            held = self._paused_by_another(node.name, pid)
+            if not held:
+                node.resume()
             return {"resumed": {"node": node.name, "paused_for": round(world.now() - paused_at, 6),
-                                **session_expired(plan, registered)}}
+                                **session_expired(plan, registered), **({"still_paused": True} if held else {})}}
         if isinstance(plan, ClockSkew | ClockStrobe):
-            await stop_strobe(self._strobes, plan)
+            healed: Evidence = {}
+            equal = sum(p == plan for stack in self._clocks.values() for p, _ in stack) // max(len(plan.nodes), 1)
+            if equal <= 1:  # no equal strobe stays in force to flip these clocks
+                await stop_strobe(self._strobes, plan)
+                if plan in self._flips:
+                    healed["flips"] = self._flips.pop(plan)
             for name in plan.nodes:
-                world.reset_clock(name)
-            return {"skew": {name: round(world.clock_skew(name), 6) for name in plan.nodes}}
+                self._pop_clock(name, plan)
+            return {"skew": {name: round(world.clock_skew(name), 6) for name in plan.nodes}, **healed}
         if isinstance(plan, DiskFault):
-            fault = self._undo.pop(plan, None)
+            fault = self._recall(plan, None)
             disk = world.disk(plan.node)
             if fault is not None:
                 disk.heal_fault(fault)
@@ -166,7 +194,7 @@ class SimFaultApplier:
         if isinstance(plan, DoubleRoll):
             return await self.upgrades.finish(plan)  # an upgrade is not undone
         if isinstance(plan, MessageFault):
-            rule = self._undo.pop(plan, None)
+            rule = self._recall(plan, None)
             if rule is None:
                 return {}
             world.remove_message_rule(rule)
@@ -176,6 +204,7 @@ class SimFaultApplier:
     async def heal_all(self, kinds: tuple[str, ...]) -> dict[str, Evidence]:
         for plan in list(self._strobes):
             await stop_strobe(self._strobes, plan)
+        self._flips.clear()
         report: dict[str, Evidence] = {}
         if "upgrade" in kinds:  # first: a roll that ends restarts brokers; crashes are healed after
             report["upgrade"] = await self.upgrades.finish_all()
@@ -184,7 +213,7 @@ class SimFaultApplier:
         for kind in sorted((k for k in kinds if k not in ("upgrade", "failover")),
                            key=lambda k: k in ("kill", "power")):
             try:
-                report[kind] = self._heal_kind(kind)
+                report[kind] = await self._restart_healed_disks() if kind == "disk" else self._heal_kind(kind)
             except Exception as e:  # noqa: BLE001 - every other kind must still be healed
                 report[kind] = {"error": f"{type(e).__name__}: {e}"}
         self._undo = {p: u for p, u in self._undo.items() if p.kind not in kinds}
@@ -196,6 +225,7 @@ class SimFaultApplier:
             world.heal()
             return {"healed": True}
         if kind == "clock":
+            self._clocks.clear()
             for node in brokers:
                 world.reset_clock(node.name)
             return {"reset": [n.name for n in brokers]}
@@ -205,13 +235,10 @@ class SimFaultApplier:
                 if node.is_paused():
                     node.resume()
             return {"resumed": resumed}
-        if kind == "disk":
-            healed = {n.name: len(world.disk(n.name).heal()) for n in brokers}
-            return {"healed": {name: count for name, count in healed.items() if count}}
         if kind == "message":
             return {"rules_removed": [rule.evidence() for rule in world.remove_message_rules()]}
         if kind == "stall":
-            released = [plan for plan in self._undo if isinstance(plan, ThreadStall)]
+            released = [plan for plan, undo in self._undo.items() if isinstance(plan, ThreadStall) for _ in undo]
             return {"released": [self._release(plan) for plan in released]}
         if kind in ("kill", "power"):
             restarted = {}
@@ -221,6 +248,66 @@ class SimFaultApplier:
                     restarted[node.name] = node.pid()
             return {"restarted": restarted}
         return {}  # session: nothing stays broken
+
+    async def _restart_healed_disks(self) -> Evidence:
+        """Heal every disk fault, and restart each running broker that had one: as on real
+        nodes, a broker keeps a failed directory offline until it restarts (KIP-112)."""
+        healed = {n.name: len(self.world.disk(n.name).heal()) for n in self.cluster.broker_nodes}
+        restarted: Evidence = {}
+        for node in self.cluster.broker_nodes:
+            if healed[node.name] and node.is_running():
+                clean = await node.shut_down()
+                node.start()
+                restarted[node.name] = {"pid": node.pid(), "stopped_cleanly": clean}
+        evidence: Evidence = {"healed": {name: count for name, count in healed.items() if count}}
+        if restarted:
+            evidence["restarted"] = restarted
+        return evidence
+
+    def _remember(self, plan: FaultPlan, undo: Any) -> None:
+        self._undo.setdefault(plan, []).append(undo)
+
+    def _recall(self, plan: FaultPlan, default: Any) -> Any:
+        """What undoes the oldest of the equal plans in force (``default``: none is)."""
+        undo = self._undo.get(plan)
+        if not undo:
+            return default
+        first = undo.pop(0)
+        if not undo:
+            del self._undo[plan]
+        return first
+
+    def _paused_by_another(self, node: str, pid: int) -> bool:
+        """Does another pause in force still hold this process?"""
+        return any(isinstance(plan, ProcessPause) and plan.node == node and held_pid == pid
+                   for plan, undo in self._undo.items() for held_pid, _ in undo)
+
+    def _push_clocks(self, plan: ClockSkew | ClockStrobe) -> None:
+        for name in plan.nodes:
+            clock = self.world.node(name).clock
+            self._clocks.setdefault(name, []).append((plan, (clock.offset, clock.rate, clock.since)))
+
+    def _pop_clock(self, name: str, plan: FaultPlan) -> None:
+        """End ``plan``'s hold on the node's clock: the latest fault gives the clock back as it
+        was before it; an earlier one hands its state to the fault after it."""
+        stack = self._clocks.get(name, [])
+        at = next((i for i, (p, _) in enumerate(stack) if p == plan), None)
+        if at is None:  # not remembered (healed by heal-all meanwhile): true time, as before
+            self.world.reset_clock(name)
+            return
+        _, before = stack.pop(at)
+        if at < len(stack):  # a later fault is in force: it now gives back what this one found
+            stack[at] = (stack[at][0], before)
+        elif before[0] == 0.0 and before[1] == 1.0:
+            self.world.reset_clock(name)
+        else:
+            restore_clock(self.world.node(name).clock, before)
+        if not stack:
+            self._clocks.pop(name, None)
+
+    def _latest_clock(self, name: str) -> FaultPlan | None:
+        stack = self._clocks.get(name)
+        return stack[-1][0] if stack else None
 
     def _stall(self, plan: ThreadStall) -> Evidence:
         node = self.cluster.broker_node(plan.node)
@@ -238,11 +325,11 @@ class SimFaultApplier:
                                      "ephemerals_deleted": list(done.ephemerals_deleted)}
 
         stall = self.world.stall_task(plan.node, event_thread_name(controller.broker_id), on_strike)
-        self._undo[plan] = (stall, controller, struck)
+        self._remember(plan, (stall, controller, struck))
         return {"stalled": stall.task_name, "was_active": controller.is_active}
 
     def _release(self, plan: ThreadStall) -> Evidence:
-        undo = self._undo.pop(plan, None)
+        undo = self._recall(plan, None)
         if undo is None:
             return {}
         stall, controller, struck = undo
@@ -262,8 +349,18 @@ class SimFaultApplier:
         while True:
             await asyncio.sleep(plan.period)
             skewed = not skewed
+            self._flips[plan] = self._flips.get(plan, 0) + 1
             for name in plan.targets:
-                self.world.set_clock_offset(name, plan.delta if skewed else 0.0)
+                if self._latest_clock(name) == plan:  # a clock fault applied after it rules the clock
+                    self.world.set_clock_offset(name, plan.delta if skewed else 0.0)
+
+
+ClockState = tuple[float, float, float]  # a SimClock's offset, rate and since
+
+
+def restore_clock(clock: SimClock, state: ClockState) -> None:
+    """Give a node's clock back the state it had (an earlier clock fault's, still in force)."""
+    clock.offset, clock.rate, clock.since = state
 
 
 def unusable(disk: SimDisk, directory: str) -> bool:
