@@ -346,7 +346,7 @@ def explore_command(args: argparse.Namespace) -> int:
           f"{'Spark ' + args.master if args.master else f'{jobs} jobs'}; store {store}", file=sys.stderr)
     left = explore.remove_killed_explorations(store)
     if left:
-        print(f"floodmark explore: removed {len(left)} unfinished run(s) that a killed exploration left in {store}",
+        print(f"floodmark explore: removed {len(left)} unfinished run(s) that a killed exploration or shrink left in {store}",
               file=sys.stderr)
     tally, on_result = explore.progress_printer(len(seeds), sys.stderr)
     started = time.monotonic()
@@ -392,7 +392,15 @@ def _shrink_finding(path: Path, store: str, budget: int) -> None:
 
     print(f"floodmark explore: shrinking {path}", file=sys.stderr)
     minimal, runs = shrink_run(path, Path(store), budget)
-    print(f"floodmark explore: minimal after {runs} runs: floodmark repro {minimal}", file=sys.stderr)
+    print(f"floodmark explore: {_shrunk(runs, budget, '--shrink-budget')}: floodmark repro {minimal}", file=sys.stderr)
+
+
+def _shrunk(runs: int, budget: int, flag: str) -> str:
+    """What a shrink that took ``runs`` of its ``budget`` found, in words: a shrink that spent
+    its whole budget may have stopped short of the minimal run."""
+    if runs < budget:
+        return f"minimal after {runs} runs"
+    return f"the smallest failing run within the budget of {budget} runs ({flag} for more)"
 
 
 def _shrink_kept(interrupt: KeyboardInterrupt) -> str:
@@ -422,7 +430,7 @@ def shrink_command(args: argparse.Namespace) -> int:
         print(f"floodmark shrink: no smaller failing run found in {runs} runs; {path} stays the smallest",
               file=sys.stderr)
     else:
-        print(f"floodmark shrink: minimal failing run after {runs} runs: {minimal}\n"
+        print(f"floodmark shrink: {_shrunk(runs, args.budget, '--budget')}: {minimal}\n"
               f"  replay it with: floodmark repro {minimal}", file=sys.stderr)
     return 0
 

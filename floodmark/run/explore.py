@@ -47,9 +47,12 @@ from floodmark.results import Validity, read_results
 from floodmark.run.explore_store import (
     claim,
     interrupts_held,
+    is_unfinished,
+    name_run,
     remove_if_empty,
     remove_killed_explorations,
     remove_unfinished_runs,
+    runs_named_by,
     runs_of,
     seed_of,
     test_folder,
@@ -156,6 +159,8 @@ def _run_seed(seed: int, variant: str, store: str, keep_all: bool) -> Explored:
     config = swarm_config(seed, variant)
     started = time.process_time()
     runner = Runner(config, store, out=io.StringIO(), check=True, report=False)
+    if _names_its_runs:  # a local worker: if it is killed, its explorer knows which run was its
+        name_run(store, runner.run_dir.path)
     outcome = runner.run()
     valid = outcome.valid if outcome.valid is not None else "unknown"
     keep = keep_all or valid is not True
@@ -163,7 +168,9 @@ def _run_seed(seed: int, variant: str, store: str, keep_all: bool) -> Explored:
         _write_report(runner.run_dir.path)
     elif not keep:
         shutil.rmtree(runner.run_dir.path, ignore_errors=True)
-    return Explored(seed, valid, _anomaly_types(runner.run_dir.path), str(runner.run_dir.path) if keep else None,
+    # Its repro command names it whole: it is copied into a shell in another directory.
+    kept = os.path.abspath(runner.run_dir.path) if keep else None
+    return Explored(seed, valid, _anomaly_types(runner.run_dir.path), kept,
                     round(time.process_time() - started, 3), config.time_limit, outcome.error)
 
 
@@ -217,7 +224,11 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
                   on_result: Callable[[Explored], None] | None = None) -> list[Explored]:
     """Run seeds across ``jobs`` worker processes until done, out of time or (optionally) a failure.
 
-    Results come back in seed order of submission, whatever order they finish in.
+    The first seed runs whatever the time budget (an exploration that ran nothing would pass
+    for one that found nothing), and no seed starts once a failure stops the exploration: a
+    worker is given its next seed when it is done with one, not queued ahead (the ones
+    running are let finish, and reported). Results come back in seed order of submission,
+    whatever order they finish in.
     """
     started, started_at = time.monotonic(), time.time()
     results: dict[int, Explored] = {}
@@ -233,7 +244,8 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
     with interruptible(), ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                               initializer=_worker_setup, initargs=(os.getpid(),)) as pool:
         def submit() -> bool:
-            if stopping or (time_budget is not None and time.monotonic() - started >= time_budget):
+            out_of_time = time_budget is not None and time.monotonic() - started >= time_budget
+            if stopping or (out_of_time and (pending or results)):
                 return False
             seed = next(queue, None)
             if seed is None:
@@ -242,7 +254,7 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
             return True
 
         try:
-            for _ in range(workers * 2):
+            for _ in range(workers):
                 if not submit():
                     break
             while pending:
@@ -259,6 +271,7 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
                     if stop_on_first and found.valid is False:
                         stopping = True
                     submit()
+            remove_if_empty(test_folder(store, variant))  # every run passed and none was kept
         except KeyboardInterrupt:
             # A SIGTERM reaches only this process (a Ctrl-C, the whole group, but workers
             # ignore it): stop the workers, so that none outlives the exploration, report
@@ -272,20 +285,25 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
                 for child in children:
                     child.join()
                 pool.shutdown(wait=True)  # (its threads end at once: the workers are gone)
-                for found in settle_unfinished_runs(store, variant, set(pending.values()), keep_all, started_at):
+                for found in settle_unfinished_runs(store, variant, set(pending.values()), keep_all, started_at,
+                                                    workers={child.pid for child in children if child.pid}):
                     if on_result is not None:
                         on_result(found)
             raise
+    remove_killed_explorations(store)  # the workers' claims on the runs they were on (all finished)
     return [results[s] for s in sorted(results)]  # seeds run in order: submission order is seed order
 
 
 _PR_SET_PDEATHSIG = 1  # prctl(2)
+_names_its_runs = False  # True in a local worker (see explore_store.name_run)
 
 
 def _worker_setup(explorer: int) -> None:
     """In each worker: die with the explorer, even killed outright (a worker left behind
     would go on writing runs into the store), and leave interrupts to it: a Ctrl-C reaches
     the whole process group, and the explorer stops its workers itself."""
+    global _names_its_runs
+    _names_its_runs = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     with contextlib.suppress(OSError, AttributeError):  # Linux only
@@ -295,16 +313,29 @@ def _worker_setup(explorer: int) -> None:
 
 
 def settle_unfinished_runs(store: str, variant: str, seeds: Container[int], keep_all: bool,
-                           since: float) -> list[Explored]:
+                           since: float, workers: Container[int] | None = None) -> list[Explored]:
     """After the workers running ``seeds`` were killed: remove what they left half-written,
-    and the valid runs they had not yet removed (unless keeping all); the rest, written
-    since ``since`` (not an earlier exploration's), had their verdict, which is returned,
-    so that a failure found just before an interrupt is reported."""
-    remove_unfinished_runs(store, variant, seeds)
+    and the valid runs they had not yet removed (unless keeping all); the rest had their
+    verdict, which is returned, so that a failure found just before an interrupt is reported.
+
+    Which runs were theirs: those the local worker processes ``workers`` named (see
+    explore_store.name_run), and no other (another exploration may be running the same seeds
+    into the same store); without ``workers`` (Spark tasks, on other hosts), the runs of
+    ``seeds`` written since ``since``."""
+    if workers is not None:
+        named, claims = runs_named_by(store, workers)
+        ours = [run for run in named if seed_of(run) in seeds and run.is_dir()]
+        for run in ours:
+            if is_unfinished(RunDir(run)):
+                shutil.rmtree(run, ignore_errors=True)
+        for path in claims:
+            path.unlink(missing_ok=True)
+        runs = [run for run in ours if run.is_dir()]
+    else:
+        remove_unfinished_runs(store, variant, seeds)
+        runs = [path for path in runs_of(store, variant, seeds) if path.stat().st_mtime >= since]
     finished = []
-    for path in runs_of(store, variant, seeds):
-        if path.stat().st_mtime < since:
-            continue
+    for path in runs:
         try:
             valid = read_results(RunDir(path).results).get("valid", "unknown")
         except (OSError, ValueError, AttributeError):

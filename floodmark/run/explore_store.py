@@ -9,6 +9,13 @@ naming its seeds) by which the next exploration in the store removes them
 (:func:`remove_killed_explorations`). A test folder left empty is removed with them, so an
 early interrupt leaves the store as it found it.
 
+Seeds say which runs may be an exploration's, not which are: another exploration may be
+running the same seeds into the same store. So each worker also names the run directory it is
+on (``store/.explore-<pid>-run.json``, see :func:`name_run`): an interrupted explorer removes
+and reports exactly the runs its own killed workers were on, and nothing of another's. A
+shrink (:mod:`floodmark.run.shrink`) names its running candidate the same way, so one killed
+outright leaves nothing half-written for good: the next exploration or shrink removes it.
+
 That removal must not itself be cut short: a second Ctrl-C during it would leave workers
 running, or the store half-cleaned, and print a traceback. :func:`interrupts_held` keeps
 SIGINT and SIGTERM from interrupting it; it is short (workers are killed, not waited on).
@@ -22,7 +29,7 @@ import os
 import shutil
 import signal
 import threading
-from collections.abc import Container, Iterator
+from collections.abc import Callable, Container, Iterator
 from pathlib import Path
 from types import FrameType
 
@@ -109,15 +116,85 @@ def seeds_claimed_elsewhere(store: str, variant: str) -> list[range]:
 
 
 def remove_killed_explorations(store: str) -> list[Path]:
-    """The half-written runs that explorations no longer alive left in ``store``, removed,
-    with their claims (runs that finished are kept: they have their verdict)."""
+    """The half-written runs that explorations and shrinks no longer alive left in
+    ``store``, removed, with their claims (runs that finished are kept: they have their verdict)."""
     removed: list[Path] = []
     for path, owner, variant, seeds in list(_claims(store)):
         if owner_alive(owner):
             continue
         path.unlink(missing_ok=True)  # first: its seeds are no longer claimed by anyone alive
         removed += remove_unfinished_runs(store, variant, seeds)
+    for path, owner, runs in list(_run_claims(store)):
+        if owner_alive(owner):
+            continue
+        for run in runs:
+            if _a_run_in(store, run) and is_unfinished(RunDir(run)):
+                shutil.rmtree(run, ignore_errors=True)
+                remove_if_empty(run.parent)
+                removed.append(run)
+        path.unlink(missing_ok=True)
+    if removed:
+        repoint_latest(store)
     return removed
+
+
+RUN_SUFFIX = "-run.json"  # store/.explore-<pid>-run.json: the run a process is on (or was last on)
+
+
+def run_claim_of(store: str | os.PathLike[str], pid: int) -> Path:
+    return Path(store) / f"{CLAIM_PREFIX}{pid}{RUN_SUFFIX}"
+
+
+def name_run(store: str | os.PathLike[str], run: Path | None) -> None:
+    """Say, in a file in ``store``, which run directory this process is on (None: none), so
+    that if it is killed outright what it leaves half-written is removed, and nothing else
+    (:func:`remove_killed_explorations`; explore.settle_unfinished_runs)."""
+    path = run_claim_of(store, os.getpid())
+    tmp = path.with_name(path.name + ".tmp")  # not a claim's name: never read half-written
+    tmp.write_text(json.dumps({"owner": owner_token(), "runs": [os.path.abspath(run)] if run is not None else []}))
+    tmp.replace(path)
+
+
+@contextlib.contextmanager
+def candidate_claim(store: str | os.PathLike[str]) -> Iterator[Callable[[Path | None], None]]:
+    """Within the block, a file in ``store`` names the run directory this process is
+    running (the function yielded names it, or None once it has its verdict): a shrink's
+    candidate, removed by the next exploration or shrink if the shrink is killed outright."""
+    name_run(store, None)
+    try:
+        yield lambda run: name_run(store, run)
+    finally:
+        run_claim_of(store, os.getpid()).unlink(missing_ok=True)
+
+
+def runs_named_by(store: str, pids: Container[int]) -> tuple[list[Path], list[Path]]:
+    """The run directories (of ``store``) that the run claims of processes ``pids`` name,
+    and those claims' files."""
+    named, claims = [], []
+    for path, _, runs in _run_claims(store):
+        pid = path.name[len(CLAIM_PREFIX):-len(RUN_SUFFIX)]
+        if pid.isdigit() and int(pid) in pids:
+            claims.append(path)
+            named += [run for run in runs if _a_run_in(store, run)]
+    return named, claims
+
+
+def _a_run_in(store: str, run: Path) -> bool:
+    """Whether ``run`` is a run directory of ``store`` (store/<test>/<time>-s<seed>): a claim
+    naming anything else (edited, or not ours) removes nothing."""
+    return (run.is_dir() and not run.is_symlink() and seed_of(run) is not None
+            and not run.parent.is_symlink() and run.parent.parent.resolve() == Path(store).resolve())
+
+
+def _run_claims(store: str) -> Iterator[tuple[Path, str, list[Path]]]:
+    """Each run claim in ``store`` (a shrink's, a worker's): its file, its owner and the runs it names."""
+    for path in sorted(Path(store).glob(f"{CLAIM_PREFIX}*{RUN_SUFFIX}")):
+        try:
+            claimed = json.loads(path.read_text())
+            owner, runs = str(claimed["owner"]), [Path(str(run)) for run in claimed["runs"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not one of ours: leave it
+        yield path, owner, runs
 
 
 @contextlib.contextmanager

@@ -6,7 +6,11 @@ Zeller's ddmin, over the schedule's faults), then a shorter test (ending soon af
 fault), shorter faults, fewer brokers, a lighter load. A candidate is kept when it is still
 invalid with at least one of the original anomaly types; a different bug is not the same
 failure. Every change of the schedule changes the whole interleaving, so a smaller schedule
-may stop failing where a larger one did: ddmin is built for exactly that.
+may stop failing where a larger one did: ddmin is built for exactly that. The reductions are
+applied again and again until a whole round of them finds nothing smaller (each one opens the
+way for another: halved faults end sooner, so the test can end sooner), so the result is
+minimal with respect to them, and shrinking it again finds nothing (unless the budget ran out).
+A candidate already tried is not run again.
 
 The result is a run directory like any other (``test.yaml``, ``schedule.json``, history,
 report), so ``floodmark repro`` replays the minimal failure, and its configuration and
@@ -30,6 +34,7 @@ from floodmark.harness.config import TestConfig
 from floodmark.harness.schedule import Fault, Schedule
 from floodmark.inputs.sources import file_problem
 from floodmark.results import read_results, verdict_problem, verdict_word
+from floodmark.run.explore_store import candidate_claim, remove_killed_explorations
 from floodmark.run.replayed_test import replayed_test
 
 SETTLE = 5.0  # seconds of workload kept after the last fault ends
@@ -46,6 +51,14 @@ class Attempt:
     run_dir: Path
 
 
+Candidate = tuple[TestConfig, tuple[Fault, ...], float]
+
+
+def candidate(config: TestConfig, schedule: Schedule) -> Candidate:
+    """What makes a candidate run what it is (not where its schedule was read from)."""
+    return config, schedule.faults, schedule.time_limit
+
+
 @dataclass
 class Shrinker:
     """Searches for a smaller failing test, running at most ``budget`` candidates."""
@@ -55,20 +68,30 @@ class Shrinker:
     budget: int = 60
     out: TextIO | None = None
     attempts: list[Attempt] = field(default_factory=list)
+    tried: set[Candidate] = field(default_factory=set)  # candidates run: never run twice
+    # Told the run directory of each candidate as it starts, and None once it has its verdict
+    # (see explore_store.candidate_claim: a shrink killed outright leaves no half run for good).
+    running: Callable[[Path | None], None] = lambda run: None
 
     def still_fails(self, config: TestConfig, schedule: Schedule) -> Attempt | None:
         if len(self.attempts) >= self.budget:
             return None
+        key = candidate(config, schedule)
+        if key in self.tried:  # its answer is known: it passed, or it is the best so far
+            return None
+        self.tried.add(key)
         from floodmark.run.runner import Runner
 
         runner = Runner(config, self.store, schedule=schedule, out=io.StringIO(), check=True, report=False)
         try:
+            self.running(runner.run_dir.path)
             outcome = runner.run()
             if outcome.interrupted:  # the runner tore its cluster down: the shrink stops here
                 raise KeyboardInterrupt
         except KeyboardInterrupt:  # (or one came before the runner took them, or as it checked)
             rundir.discard(self.store, runner.run_dir)  # leaving no half run
             raise
+        self.running(None)
         anomalies = anomaly_types(runner.run_dir.path)
         failed = outcome.valid is False and bool(anomalies & self.target)
         attempt = Attempt(config, schedule, failed, anomalies, runner.run_dir.path)
@@ -82,17 +105,23 @@ class Shrinker:
         return attempt if failed else None
 
     def shrink(self, config: TestConfig, schedule: Schedule, original: Path) -> tuple[TestConfig, Schedule, Path]:
-        """Apply each reduction in turn, keeping what still fails; the original run is kept."""
+        """Apply each reduction in turn, keeping what still fails, round after round until a
+        round finds nothing smaller (or the budget is spent); the original run is kept."""
         best = original
+        self.tried.add(candidate(config, schedule))  # the original fails: no need to run it again
         steps: list[Callable[[TestConfig, Schedule], Attempt | None]] = [
             self._fewer_faults, self._shorter_test, self._shorter_faults, self._fewer_brokers, self._lighter_load,
         ]
-        for step in steps:
-            found = step(config, schedule)
-            if found is not None:
-                if best != original:
-                    shutil.rmtree(best, ignore_errors=True)
-                config, schedule, best = found.config, found.schedule, found.run_dir
+        smaller = True
+        while smaller and len(self.attempts) < self.budget:
+            smaller = False
+            for step in steps:
+                found = step(config, schedule)
+                if found is not None:
+                    if best != original:
+                        shutil.rmtree(best, ignore_errors=True)
+                    config, schedule, best = found.config, found.schedule, found.run_dir
+                    smaller = True
         return config, schedule, best
 
     # ------------------------------------------------------------------ reductions
@@ -104,9 +133,9 @@ class Shrinker:
             chunks = split(faults, granularity)
             candidates = chunks + [without(faults, c) for c in chunks] if granularity > 2 else chunks
             found = None
-            for candidate in candidates:
-                if candidate and len(candidate) < len(faults):
-                    found = self.still_fails(config, renumbered(candidate, schedule.time_limit))
+            for subset in candidates:
+                if subset and len(subset) < len(faults):
+                    found = self.still_fails(config, renumbered(subset, schedule.time_limit))
                     if found is not None:
                         break
             if found is not None:
@@ -218,9 +247,15 @@ def shrink_run(path: Path, store: Path, budget: int = 60, out: TextIO | None = N
     """Shrink a failing run; returns the minimal run directory and how many runs it took.
     Interrupted, raises :class:`ShrinkInterrupted` naming the smallest failing run so far."""
     config, schedule, anomalies = load_failure(path)
+    left = remove_killed_explorations(str(store))
+    if left and out is not None:
+        print(f"floodmark shrink: removed {len(left)} unfinished run(s) that a killed exploration or shrink "
+              f"left in {store}", file=out, flush=True)
     shrinker = Shrinker(store, anomalies, budget, out)
     try:
-        _, _, best = shrinker.shrink(config, schedule, path)
+        with candidate_claim(store) as running:
+            shrinker.running = running
+            _, _, best = shrinker.shrink(config, schedule, path)
     except KeyboardInterrupt:
         # Each failing candidate kept is smaller than the one before (larger ones are removed).
         kept = [a.run_dir for a in shrinker.attempts if a.failed and a.run_dir.is_dir()]

@@ -1,0 +1,97 @@
+"""Exploration at its edges: a time budget too short for any run, stopping at the first
+failure with seeds queued, a repro command copied into another directory, a store left as
+it was found when nothing failed.
+
+Before: ``--time-budget`` shorter than the pool's start ran no seed and exited 0 ("0 runs:
+0 invalid, 0 unknown"), a pass for an exploration that tested nothing; ``--stop-on-first``
+started seeds queued ahead after the failure (one more per worker); the printed repro
+command named the run relative to the directory explore ran in (``floodmark repro
+store/...`` fails anywhere else); and an exploration whose runs all passed left an empty
+``explore-<variant>`` folder behind; and an exploration interrupted beside another on the
+same seeds left its own half-written run behind and reported the other's runs as its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from floodmark.backends.cleanup import _start_ticks, owner_alive
+from floodmark.cli import main
+from floodmark.run.explore import explore_local
+
+
+def test_a_time_budget_too_short_for_any_run_still_runs_the_first_seed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    code = main(["explore", "--runs", "3", "--seed", "1", "--jobs", "1", "--time-budget", "1e-9", "--no-shrink",
+                 "--store", str(store)])
+    err = capsys.readouterr().err
+    assert "floodmark explore: 1 runs in" in err and code == 0, err
+    assert not (store / "explore-default").exists()  # its run passed and was removed: its folder with it
+
+
+def test_stop_on_first_starts_no_seed_after_the_failure_and_names_runs_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    found = explore_local(range(1000, 1006), "truncate-to-hw", "store", 1, stop_on_first=True)
+    assert [f.seed for f in found] == [1000] and found[0].valid is False
+    assert found[0].run_dir is not None and os.path.isabs(found[0].run_dir)
+    assert found[0].repro == f"floodmark repro {tmp_path / 'store' / 'explore-truncate-to-hw'}/" \
+                             f"{Path(found[0].run_dir).name}"
+    monkeypatch.chdir("/")
+    assert main(["repro", found[0].repro.split()[-1], "--store", str(tmp_path / "replays")]) == 1
+
+
+def test_an_interrupted_exploration_settles_only_its_own_runs_beside_another_on_the_same_seeds(
+        tmp_path: Path) -> None:
+    """Another exploration, alive, runs the same seeds into the same store. Interrupted, this
+    one must remove its own half-written run (before, it was spared, since the other claims
+    its seed, and left for good) and report none of the other's runs as its own (before, the
+    other's run in progress and its own half run were both printed as UNKNOWN findings)."""
+    store = tmp_path / "store"
+    folder = store / "explore-truncate-to-hw"
+    folder.mkdir(parents=True)
+    other = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    try:
+        owner = f"{socket.gethostname()}:{other.pid}:{_start_ticks(other.pid)}"
+        assert owner_alive(owner)
+        (store / f".explore-{other.pid}.json").write_text(json.dumps(
+            {"owner": owner, "variant": "truncate-to-hw", "first": 1000, "stop": 1010}))
+        theirs = folder / "20200101T000000-s1001"  # the other's run of seed 1001, in progress
+        theirs.mkdir()
+        (theirs / "test.yaml").write_text("name: explore-truncate-to-hw\n")
+        explorer = subprocess.Popen([sys.executable, "-m", "floodmark", "explore", "--variant", "truncate-to-hw",
+                                     "--runs", "10", "--seed", "1000", "--jobs", "1", "--no-shrink",
+                                     "--store", str(store)], stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            assert explorer.stderr is not None
+            explorer.stderr.readline()  # the plan
+            first = explorer.stderr.readline()  # seed 1000's finding: seed 1001 is running now
+            assert b"seed 1000 INVALID" in first, first
+            later = time.time() + 60
+            os.utime(theirs, (later, later))  # written to since this exploration began
+            time.sleep(0.5)
+            explorer.send_signal(signal.SIGTERM)
+            _, err = explorer.communicate(timeout=60)
+        finally:
+            if explorer.poll() is None:
+                os.killpg(explorer.pid, signal.SIGKILL)
+                explorer.wait()
+        assert explorer.returncode == 130, err
+        assert b"UNKNOWN" not in err, err
+        assert theirs.is_dir()
+        runs = sorted(p.name for p in folder.iterdir())
+        assert [r for r in runs if r.endswith("-s1001")] == [theirs.name], runs  # its own half run removed
+        assert not list(store.glob(".explore-*-run.json"))
+    finally:
+        other.kill()
+        other.wait()

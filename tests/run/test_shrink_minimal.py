@@ -1,0 +1,132 @@
+"""A shrunk run is minimal: shrinking it again finds nothing smaller, and it replays.
+
+The shrinker's reductions open the way for one another (halved faults end sooner, so the test
+can then end sooner), so one pass over them stops short of the minimal failure: shrinking its
+result again used to shrink it further, three and four times over. Here the shrinker runs
+against a stand-in for the runner whose verdict is a pure function of the candidate, so the
+property is checked over many schedules in milliseconds; one real simulated failure checks it
+end to end, with a replay of the result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from floodmark.cli import main
+from floodmark.harness.config import TestConfig
+from floodmark.harness.schedule import Fault, Schedule
+from floodmark.run import runner as runner_module
+from floodmark.run import shrink
+from floodmark.run.explore import run_seed, swarm_config
+from floodmark.run.shrink import Shrinker, load_failure
+
+
+def fails(config: TestConfig, schedule: Schedule) -> bool:
+    """The stand-in bug: a kill fault, in a test that lasts at least 8 s after it starts."""
+    return any(f.kind == "kill" and config.time_limit >= f.start + 8 for f in schedule.faults)
+
+
+@dataclass
+class _Outcome:
+    valid: bool
+    interrupted: bool = False
+
+
+@dataclass
+class _RunDir:
+    path: Path
+
+
+class FakeRunner:
+    """Runs nothing: a run directory of its own, judged by :func:`fails`."""
+
+    made = 0
+
+    def __init__(self, config: TestConfig, store: Path, schedule: Schedule, **_: object) -> None:
+        FakeRunner.made += 1
+        self.config, self.schedule = config, schedule
+        self.run_dir = _RunDir(Path(store) / f"candidate-{FakeRunner.made}")
+
+    def run(self) -> _Outcome:
+        self.run_dir.path.mkdir(parents=True)
+        return _Outcome(valid=not fails(self.config, self.schedule))
+
+
+@contextlib.contextmanager
+def fake_runs() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runner_module, "Runner", FakeRunner)
+        patch.setattr(shrink, "anomaly_types", lambda path: frozenset({"lost-write"}))
+        yield
+
+
+def shrunk(config: TestConfig, schedule: Schedule, store: Path, budget: int = 500) -> tuple[TestConfig, Schedule,
+                                                                                              Path, Shrinker]:
+    shrinker = Shrinker(store, frozenset({"lost-write"}), budget, io.StringIO())
+    original = store / "original"
+    original.mkdir(exist_ok=True)
+    return (*shrinker.shrink(config, schedule, original), shrinker)
+
+
+faults = st.lists(st.tuples(st.sampled_from(("kill", "partition", "pause")),
+                            st.floats(0.0, 25.0).map(lambda x: round(x, 1)),
+                            st.floats(0.5, 12.0).map(lambda x: round(x, 1))), min_size=1, max_size=8)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(faults, st.sampled_from((50.0, 100.0, 200.0)), st.integers(3, 5))
+def test_shrinking_a_shrunk_failure_again_finds_nothing_smaller(drawn: list[tuple[str, float, float]],
+                                                                rate: float, nodes: int) -> None:
+    config = swarm_config(7).replace(time_limit=40.0, rate=rate, nodes=nodes, replication_factor=3)
+    schedule = Schedule(tuple(Fault(i, kind, "random", start, duration, i)
+                              for i, (kind, start, duration) in enumerate(sorted(drawn, key=lambda d: d[1]))), 40.0)
+    if not fails(config, schedule):
+        return
+    with tempfile.TemporaryDirectory() as tmp, fake_runs():
+        first_config, first_schedule, first, shrinker = shrunk(config, schedule, Path(tmp))
+        assert fails(first_config, first_schedule) and len(shrinker.attempts) < shrinker.budget
+        again_config, again_schedule, again, _ = shrunk(first_config, first_schedule, Path(tmp))
+        assert (again_config, again_schedule.faults, again_schedule.time_limit) == \
+            (first_config, first_schedule.faults, first_schedule.time_limit), "shrinking again found a smaller failure"
+        assert again == Path(tmp) / "original"
+        assert len(first_schedule.faults) == 1  # one kill is all the stand-in bug needs
+
+
+def test_no_candidate_is_run_twice(tmp_path: Path) -> None:
+    """Faults already at their shortest halve to themselves: the same test, not run again."""
+    config = swarm_config(7).replace(time_limit=9.0, rate=25.0, nodes=3, replication_factor=3)
+    schedule = Schedule((Fault(0, "kill", "random", 3.0, 0.5, 0),), 9.0)  # too short to end sooner
+    with fake_runs():
+        _, _, best, shrinker = shrunk(config, schedule, tmp_path)
+    assert shrinker.attempts == [] and best == tmp_path / "original"
+
+
+def test_a_real_shrunk_failure_is_minimal_and_replays_identically(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    found = run_seed(1000, "truncate-to-hw", str(store))
+    assert found.valid is False and found.run_dir is not None
+    assert main(["shrink", "--budget", "3", found.run_dir]) == 0  # a budget spent is not called minimal
+    assert "the smallest failing run within the budget of 3 runs (--budget for more)" in capsys.readouterr().err
+    assert main(["shrink", "--budget", "40", found.run_dir]) == 0
+    err = capsys.readouterr().err
+    assert "floodmark shrink: minimal after" in err
+    minimal = Path(err.splitlines()[-1].rpartition("floodmark repro ")[2])
+    config, schedule, anomalies = load_failure(minimal)
+    assert anomalies & set(found.anomalies) and len(schedule.faults) == 1
+    assert main(["shrink", "--budget", "40", str(minimal)]) == 0
+    assert "no smaller failing run found" in capsys.readouterr().err
+    assert main(["repro", str(minimal), "--store", str(tmp_path / "replays")]) == 1
+    err = capsys.readouterr().err
+    assert "replay identical" in err
+    assert json.loads((minimal / "results.json").read_text())["valid"] is False
