@@ -92,6 +92,18 @@ def infer_workload(ops: Sequence[Op], model: str) -> str | None:
     return "log-lin" if model == "log" else None
 
 
+def checker_names_for(config: TestConfig | None, ops: Sequence[Op], model: str | None = None) -> tuple[str, ...]:
+    """The checkers a run is judged by when none are asked for (``check`` and ``analyze``
+    alike): its workload's, or, for a run that states no configuration, those of the workload
+    its ops suggest (``model``: the linearizability model asked for, if any), as a history
+    file is judged."""
+    if config is not None:
+        return default_checker_names(config.workload)
+    from floodmark.checkers.linearizability.checker import infer_model
+
+    return default_checker_names(infer_workload(ops, model or infer_model(list(ops))))
+
+
 def refuse_unused_model(model: str | None, checkers: Sequence[str | Checker], what: str) -> None:
     """A UsageError if a ``model`` is asked for but none of ``checkers`` judges by one (it
     would be ignored without a word): only the linearizable checker does, for log-lin runs
@@ -277,7 +289,7 @@ def check_run(
         from floodmark.checkers.linearizability.checker import infer_model
 
         inferred = infer_workload(ops, linearizable_options.get("model") or infer_model(ops))
-        checkers = list(default_checker_names(inferred))
+        checkers = list(checker_names_for(None, ops, linearizable_options.get("model")))
         refuse_unused_model(linearizable_options.get("model"), checkers,
                             f"{run.path}: a run whose ops are a {inferred} history's")
         judged = (f"judged as a {inferred} history" if inferred else "judged for linearizability alone") + \

@@ -55,6 +55,11 @@ def analyze(
             .where("checker = 'overall' and valid != recorded and recorded is not null")
             .count()
         )
+        unrecorded = recorded.where(F.col("cut_short").isNull()).count()
+        if unrecorded:
+            notes.append(f"{unrecorded} run(s) were ingested by an older floodmark, which did not record which "
+                         "node event files were cut short: their re-check may call invalid what floodmark check "
+                         "calls unknown (remove the Parquet store to ingest them again)")
         if disagreements:
             notes.append(f"{disagreements} run(s) got a different verdict from the Spark re-check than the "
                          "one recorded in their results.json (checker changed since the run?)")

@@ -80,6 +80,9 @@ class ChunkSummary:
     error: tuple[int, str] | None = None  # (line, problem)
     index_break: tuple[int, int, int] | None = None  # (line, index found, ops before it in the chunk)
     witness_times: dict[int, int] = field(default_factory=dict)
+    # The file's last line is not blank and no newline ends it (cut mid-line, or after its
+    # last character): what the sequential readers note as cut short.
+    cut_short: bool = False
 
 
 def plan_chunks(path: str, chunk_bytes: int = CHUNK_BYTES) -> list[Chunk]:
@@ -166,6 +169,8 @@ def _parsed_lines(chunk: Chunk, summary: ChunkSummary, parse: Callable[[Any, int
         summary.lines = number
         if not raw.strip():
             continue
+        if not whole:  # (only a file's last line comes without its newline)
+            summary.cut_short = True
         try:
             d, fast = fast_json.parse(raw)
             twice = duplicate_key(raw, d) if keys_unaccounted(raw, d) else None

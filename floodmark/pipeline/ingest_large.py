@@ -2,9 +2,11 @@
 
 A run whose files exceed ``LARGE_RUN_BYTES`` is not read by one task (see ``chunks``): its
 history and each node's event file are cut into byte ranges, parsed on the executors, and
-written straight to Parquet. The run gets a batch of its own, so the store's commit rule
-holds unchanged: its ``runs`` row is written last, only after every chunk validated, and a
-rejected (or crashed) run's ops and events are removed with its batch. The small files
+written straight to Parquet; then each process's ops are paired (every completion closing
+its invocation, as the small runs' reader and ``floodmark check`` require). The run gets a
+batch of its own, so the store's commit rule holds unchanged: its ``runs`` row is written
+last, only after every chunk validated, and a rejected (or crashed) run's ops and events are
+removed with its batch. The small files
 (``test.yaml``, ``results.json``) are read on the driver.
 """
 
@@ -15,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
@@ -86,11 +89,13 @@ def ingest_large_run(
     run_id = run_id_of(rd.path, store)
     witnesses = frozenset(witness_indices(results))
     event_files = sorted(str(p) for p in rd.events.glob("*.jsonl")) if rd.events.is_dir() else []
+    cut_short: list[str] = []
     try:
         history = _write_chunks(
             spark, plan_chunks(str(rd.history), chunk_bytes), schemas.OPS, parquet / "ops", batch,
             lambda chunk, report: history_rows(chunk, run_id, witnesses, report))
-        problem = first_problem(history, dense_from_zero=True)
+        problem = first_problem(history, dense_from_zero=True) or _pairing_problem(spark, parquet / "ops", batch,
+                                                                                    str(rd.history))
         if problem is not None:
             raise RunRejected(f"{rd.history}:{problem[0]}: {problem[1]}")
         chunks = [c for path in event_files for c in plan_chunks(path, chunk_bytes)]
@@ -101,6 +106,7 @@ def ingest_large_run(
                 problem = first_problem([s for s in events if s.path == path], dense_from_zero=False)
                 if problem is not None:
                     raise RunRejected(f"{path}:{problem[0]}: {problem[1]}")
+            cut_short = sorted({Path(s.path).stem for s in events if s.cut_short})
         ordered = sorted(history, key=lambda s: s.number)
         times = {i: t for s in ordered for i, t in s.witness_times.items()}
         firsts = [s.first_time for s in ordered if s.first_time is not None]
@@ -111,7 +117,7 @@ def ingest_large_run(
             _append(spark.createDataFrame([_cells(r, schemas.ANOMALIES) for r in anomalies], schemas.ANOMALIES),
                     parquet / "anomalies", batch)
         row = run_row(run_id, rd, config, results, op_count, firsts[0] if firsts else None,
-                      lasts[-1] if lasts else None)
+                      lasts[-1] if lasts else None, cut_short)
         # The runs row commits the batch: written last.
         _append(spark.createDataFrame([_cells(row, schemas.RUNS)], schemas.RUNS), parquet / "runs", batch)
     except BaseException:
@@ -119,6 +125,36 @@ def ingest_large_run(
             shutil.rmtree(parquet / table / f"batch={batch}", ignore_errors=True)
         raise
     return run_id
+
+
+PAIRING_SCHEMA = "index long, problem string"
+
+
+def _pairing_problem(spark: SparkSession, ops_dir: Path, batch: str, source: str) -> tuple[int, str] | None:
+    """The history's first completion that closes no invocation of its process (line, problem),
+    as :class:`~floodmark.history.ProcessPairing` finds it reading the file in order (``floodmark
+    check`` refuses such a history); None when there is none. The rule is each process's own,
+    so each process's ops are paired by a task of their own, in index order; the line is the
+    op's index + 1 (one op per line), as the small runs' reader gives it."""
+    from floodmark.history import HistoryError, Op, ProcessPairing
+    from floodmark.pipeline.scale_check import process_of
+
+    def pair(frame: pd.DataFrame) -> pd.DataFrame:
+        pairing = ProcessPairing(source)
+        for index, process, kind, f in frame.sort_values("index")[["index", "process", "type", "f"]].itertuples(
+                index=False):
+            try:
+                pairing.see(Op(int(index), 0, kind, process_of(process), f), int(index) + 1)
+            except HistoryError as e:
+                return pd.DataFrame([(int(index), e.problem)], columns=["index", "problem"])
+        return pd.DataFrame([], columns=["index", "problem"])
+
+    written = ops_dir / f"batch={batch}"
+    if not written.is_dir():  # (a history of no op writes no file)
+        return None
+    ops = spark.read.parquet(str(written)).select("index", "process", "type", "f")
+    found = ops.groupBy("process").applyInPandas(pair, PAIRING_SCHEMA).orderBy("index").limit(1).collect()
+    return (found[0]["index"] + 1, found[0]["problem"]) if found else None
 
 
 def _cells(row: dict[str, Any], schema: Any) -> tuple[Any, ...]:

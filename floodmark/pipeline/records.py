@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from floodmark.history import HistoryError, Op, iter_history, time_out_of_order
+from floodmark.history import HistoryError, Op, ProcessPairing, iter_history, time_out_of_order
 from floodmark.node_events import (
     ControllerElected,
     ControllerResigned,
@@ -81,13 +81,15 @@ def iter_run_rows(run_dir: str | os.PathLike[str], store: str | os.PathLike[str]
     run_id = run_id_of(rd.path, Path(store))
     witnesses = witness_indices(results)
     op_count, first_time, last_time, witness_times = _validate_history(rd, witnesses)
+    cut_short: set[str] = set()  # as floodmark check reads them: the re-check is told the same
     try:
-        events = read_events_dir(rd.events, topics=None if config is None else config.topic_names)
+        events = read_events_dir(rd.events, topics=None if config is None else config.topic_names,
+                                 cut_short=cut_short)
     except NodeEventError as e:
         raise RunRejected(str(e)) from None
     except OSError as e:
         raise RunRejected(f"{rd.events}: {e.strerror or e}") from None
-    yield "runs", run_row(run_id, rd, config, results, op_count, first_time, last_time)
+    yield "runs", run_row(run_id, rd, config, results, op_count, first_time, last_time, cut_short)
     for op in iter_history(rd.history):
         yield "ops", _op_row(run_id, op)
     for node in sorted(events):
@@ -125,9 +127,12 @@ def _text_or_none(value: Any) -> str | None:
 
 
 def _validate_history(rd: RunDir, witnesses: set[int]) -> tuple[int, int | None, int | None, dict[int, int]]:
-    """Stream the history once: dense indices, well-formed ops; note the witnesses' times."""
+    """Stream the history once: dense indices, well-formed ops, every completion closing its
+    process's invocation (as ``floodmark check`` reads a history for its checkers, refusing
+    it otherwise); note the witnesses' times."""
     count, first, last = 0, None, None
     times: dict[int, int] = {}
+    pairing = ProcessPairing(str(rd.history))
     try:
         for op in iter_history(rd.history):
             if op.index != count:
@@ -135,6 +140,7 @@ def _validate_history(rd: RunDir, witnesses: set[int]) -> tuple[int, int | None,
                 raise HistoryError(str(rd.history), count + 1, f"op index {op.index} out of sequence (expected {count})")
             if last is not None and op.time < last:  # as read_history refuses it
                 raise HistoryError(str(rd.history), count + 1, time_out_of_order(op.time, last))
+            pairing.see(op, count + 1)
             if first is None:
                 first = op.time
             last = op.time
@@ -156,9 +162,10 @@ def _validity_text(value: Any) -> str | None:
 
 def run_row(
     run_id: str, rd: RunDir, config: TestConfig | None, results: dict[str, Any] | None,
-    op_count: int, first_time: int | None, last_time: int | None,
+    op_count: int, first_time: int | None, last_time: int | None, cut_short: Collection[str] = (),
 ) -> Row:
-    """The run's row; what a run without a configuration does not state is null."""
+    """The run's row; what a run without a configuration does not state is null. ``cut_short``:
+    the nodes whose event file ends in a line cut short (see :data:`schemas.RUNS`)."""
     seed = config.seed if config is not None else (results or {}).get("seed")
     variant = config.variant if config is not None else (results or {}).get("variant")
     duration = (last_time - first_time) if first_time is not None and last_time is not None else None
@@ -177,6 +184,7 @@ def run_row(
         "duration_ns": in_range(duration, INT64),
         "path": str(rd.path.resolve()),
         "config_json": config_json(config),
+        "cut_short": sorted(cut_short),
     }
 
 

@@ -57,7 +57,8 @@ OUTPUT = StructType([
 ])
 
 
-def _process(text: str) -> int | str:
+def process_of(text: str) -> int | str:
+    """A process as the ops table keeps it (text) back to the history's: a number or a name."""
     return int(text) if text.lstrip("-").isdigit() else text
 
 
@@ -72,7 +73,7 @@ def ops_from_frame(frame: pd.DataFrame, partition: tuple[str, str] | None = None
                    and str(v.get("partition")) == number] if isinstance(value, list) else value
                   for value in values]
     return [
-        Op(int(i), int(t), ty, _process(p), f, v, n if isinstance(n, str) else None, _error(e))
+        Op(int(i), int(t), ty, process_of(p), f, v, n if isinstance(n, str) else None, _error(e))
         for i, t, ty, p, f, v, n, e in zip(
             frame["index"], frame["time"], frame["type"], frame["process"], frame["f"],
             values, frame["node"], frame["error"], strict=True)
@@ -130,11 +131,14 @@ Shared = dict[str, tuple[list[Op], dict[str, list[NodeEvent]]]]
 
 
 def _checker(configs: dict[str, str | None], checkers: tuple[str, ...] | None, time_limit: float | None,
-             shared: Any = None, gaps: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+             shared: Any = None, gaps: dict[str, str] | None = None,
+             cut_short: dict[str, frozenset[str]] | None = None):  # type: ignore[no-untyped-def]
     """The grouped UDF. ``shared`` (by-partition mode) broadcasts each run's ops and events
     that name no partition, which join every group of that run; ``gaps``, the runs whose
-    event files miss lines (a group holds a part of each file, which cannot show it)."""
-    from floodmark.checkers.registry import check_history, default_checker_names
+    event files miss lines (a group holds a part of each file, which cannot show it);
+    ``cut_short``, per run, the nodes whose event file ends in a line cut short (the runs
+    table's column), told to the checkers as ``floodmark check`` tells them."""
+    from floodmark.checkers.registry import check_history, checker_names_for
 
     def check(ops_frame: pd.DataFrame, events_frame: pd.DataFrame) -> pd.DataFrame:
         if ops_frame.empty and (shared is not None or events_frame.empty):
@@ -144,20 +148,22 @@ def _checker(configs: dict[str, str | None], checkers: tuple[str, ...] | None, t
         # or what its node events prove), as floodmark check judges it
         run_id = str((ops_frame if not ops_frame.empty else events_frame)["run_id"].iloc[0])
         config = config_from_json(configs.get(run_id), run_id)
-        names = checkers or default_checker_names(config.workload if config is not None else None)
         events = events_from_frame(events_frame)
         if shared is None:
             ops = ops_from_frame(ops_frame)
         else:
-            names = tuple(n for n in names if n in PARTITION_LOCAL_CHECKERS)
             topic, number = str(ops_frame["pkey"].iloc[0]).split("\u0000", 1)
             run_ops, run_events = shared.value.get(run_id, ([], {}))
             ops = sorted(ops_from_frame(ops_frame, (topic, number)) + run_ops, key=lambda op: op.index)
             for node, node_events in run_events.items():
                 events[node] = sorted(events.get(node, []) + node_events, key=lambda e: e.seq)
+        names = checkers or checker_names_for(config, ops)
+        if shared is not None:
+            names = tuple(n for n in names if n in PARTITION_LOCAL_CHECKERS)
         gap = None if shared is None else (gaps or {}).get(run_id, "")
-        results = check_history(ops, events, config, checkers=list(names), time_limit=time_limit,
-                                whole_file_gap=gap)
+        limit = time_limit if time_limit is not None or config is None else config.check_time_limit
+        results = check_history(ops, events, config, checkers=list(names), time_limit=limit,
+                                whole_file_gap=gap, cut_short=(cut_short or {}).get(run_id, frozenset()))
         columns = OUTPUT.fieldNames()
         # Every cell filled (None, not NaN) so Arrow sees lists or nulls in the list columns.
         rows = [[row.get(c) for c in columns] for row in _output_rows(run_id, results, checkers)]
@@ -202,8 +208,15 @@ def check_runs(
     ``verdicts`` has one row per (run_id, checker) plus an ``overall`` row per run, merged
     with priority false > unknown > true; ``anomalies`` has the schema of the ``anomalies``
     table (first_op_time filled from the ops).
+
+    Each run is judged as ``floodmark check`` judges its directory: by its workload's
+    checkers (a run without test.yaml, by those of the workload its ops suggest), told the
+    nodes whose event file was cut short, and, without a ``time_limit``, stopped at its
+    configuration's ``check_time_limit``.
     """
-    configs = {r.run_id: r.config_json for r in runs.select("run_id", "config_json").collect()}
+    stated = runs.select("run_id", "config_json", "cut_short").collect()
+    configs = {r.run_id: r.config_json for r in stated}
+    cut_short = {r.run_id: frozenset(r.cut_short) for r in stated if r.cut_short}
     ops = ops.drop("batch")
     events = events.drop("batch")
     shared = None
@@ -216,7 +229,8 @@ def check_runs(
             "pkey", F.concat_ws("\u0000", "topic", F.col("partition").cast("string")))
         shared = spark.sparkContext.broadcast(_shared_rows(ops, events))
         groups = ["run_id", "pkey"]
-    checker = _checker(configs, checkers, time_limit, shared, _event_gaps(events) if shared is not None else None)
+    checker = _checker(configs, checkers, time_limit, shared, _event_gaps(events) if shared is not None else None,
+                       cut_short)
     out = (
         grouped_ops.groupBy(*groups).cogroup(grouped_events.groupBy(*groups))
         .applyInPandas(checker, OUTPUT)
