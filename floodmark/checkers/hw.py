@@ -8,11 +8,18 @@ Per broker, partition and leader epoch, from the broker's own ``hw_changed`` and
 ``became_leader`` events (in the broker's own order, never compared with other brokers'
 clocks): the HW never decreases, and never exceeds the broker's log end offset
 (``hw-decrease``, ``hw-beyond-log-end``). A restart starts afresh, since a broker recovers
-its HW from a checkpoint that may lag. A broker also says when it lowers its HW itself
-(``hw_changed`` with a ``previous`` above the new HW, after truncating below it): a decrease
-unless the HW stood above the log end already, as after a power loss took records below a
-checkpointed HW (the replica's own loss, which it fetches back). A new leader's HW may start below its
-predecessor's; the design allows it (the new leader learns the HW from its followers), so
+its HW from a checkpoint that may lag: a ``started`` or ``stopped`` event says the process
+changed, and a log recovered at start-up (``appended`` as "recovery", ``truncated`` for
+"recovery") says it for its partition. A file with no ``started`` event at all (cut down by
+hand, or written by a tool that leaves them out) cannot show every restart, so a decrease
+there is proven only where the broker itself says its HW went down from the value last seen
+(``hw_changed``'s ``previous``; a process started since would say its checkpoint instead);
+any other is held unproven and makes the verdict unknown, not invalid.
+
+A broker also says when it lowers its HW itself (``hw_changed`` with a ``previous`` above
+the new HW, after truncating below it): a decrease unless the HW stood above the log end
+already, as after a power loss took records below a checkpointed HW (the replica's own loss,
+which it fetches back). A new leader's HW may start below its predecessor's; the design allows it (the new leader learns the HW from its followers), so
 epochs are never compared with each other here.
 
 The committed offset is the greatest HW ever exposed to a client: an ``acks=all``
@@ -54,9 +61,10 @@ from floodmark.node_events import (
     NodeEvent,
     PartitionKey,
     Started,
+    Stopped,
     Truncated,
 )
-from floodmark.results import Anomaly, CheckerResult, anomaly_counts
+from floodmark.results import Anomaly, CheckerResult, Validity, anomaly_counts
 
 
 class HighWatermarkChecker:
@@ -79,7 +87,22 @@ class HighWatermarkChecker:
         stats["anomalies"] = anomaly_counts(anomalies)
         stats["permitted"] = sum("permitted_by" in a.details for a in anomalies)
         stats["violations"] = len(anomalies) - stats["permitted"]
-        return CheckerResult(verdict(anomalies, run.coverage_problem, stats), anomalies, stats)
+        if scan.unproven:
+            stats["unproven_decreases"] = dict(sorted(scan.unproven.items()))
+        return CheckerResult(_verdict(anomalies, run.coverage_problem, scan.unproven, stats), anomalies, stats)
+
+
+def _verdict(anomalies: list[Anomaly], missing: str | None, unproven: dict[str, int],
+             stats: dict[str, Any]) -> Validity:
+    """As :func:`.event_coverage.verdict`, and unknown, never valid, where HW decreases were
+    seen that the events cannot tell from a restart."""
+    if not unproven or anomalies:
+        return verdict(anomalies, missing, stats)
+    counted = ", ".join(f"{count} by {node}" for node, count in sorted(unproven.items()))
+    reason = (f"HW decreases ({counted}) are no proof: the event file states no process start, "
+              "so a restart (which recovers the HW from a checkpoint that may lag) may lie between")
+    stats["unjudged_because"] = reason if missing is None else f"{missing}; {reason}"
+    return "unknown"
 
 
 class _Scan:
@@ -94,10 +117,18 @@ class _Scan:
         # Truncations that dropped records clients saw committed: (node, seq, event, offsets),
         # judged once every broker's leader HWs are known.
         self.truncations: list[tuple[str, int, Truncated, list[int]]] = []
+        # Per node: HW decreases seen in a file that cannot show every restart (no ``started``).
+        self.unproven: dict[str, int] = {}
 
     def node(self, node: str, events: list[NodeEvent]) -> None:
         # (topic, partition, leader epoch) -> (HW, seq of the event that set it)
         last_hw: dict[tuple[str, int, int], tuple[int, int]] = {}
+        # partition -> the HW the node last set, in any epoch: what its next ``hw_changed``
+        # must give as ``previous`` if no restart (or lost line) lies between
+        chain: dict[PartitionKey, int] = {}
+        # Whether the file shows its process starts: a file without any ``started`` may hide
+        # a restart between two HWs of one epoch.
+        tells_restarts = any(type(e.body) is Started for e in events)
         leading: dict[PartitionKey, int] = {}  # partition -> epoch this node leads in
         # What this replica holds: per partition, segments (first offset, value ids) in offset
         # order. Only partitions this node ever truncates need tracking.
@@ -111,14 +142,18 @@ class _Scan:
             if isinstance(body, HwChanged):
                 hw, epoch, log_end = body.high_watermark, body.leader_epoch, body.log_end
                 as_leader = body.role == "leader"
+                stated = body.previous
                 if body.previous > hw and body.previous <= log_end_before.get((body.topic, body.partition), -1):
                     self._stated_decrease(node, event.seq, body)
             elif isinstance(body, BecameLeader):
                 hw, epoch, log_end = body.high_watermark, body.leader_epoch, body.log_end
                 as_leader = True
+                stated = None
                 leading[(body.topic, body.partition)] = epoch
                 self.leaderships.append((node, event.seq, (body.topic, body.partition), epoch, log_end))
             elif isinstance(body, Appended):
+                if body.role == "recovery":  # a log recovered at start-up: the process is new
+                    _restarted(last_hw, leading, (body.topic, body.partition))
                 if truncated and (key := (body.topic, body.partition)) in truncated and body.values:
                     segments = held.setdefault(key, [])
                     if segments and segments[-1][0] + len(segments[-1][1]) > body.offset:
@@ -139,6 +174,8 @@ class _Scan:
             elif isinstance(body, Truncated):
                 key = (body.topic, body.partition)
                 log_end_before[key] = body.from_offset
+                if body.reason == "recovery":  # at start-up: the process is new
+                    _restarted(last_hw, leading, key)
                 if key in held:
                     lost = _drop_from(held[key], body.to_offset, self.committed.get(key, {}))
                     # Crash recovery losing unflushed records is this replica's loss only:
@@ -146,7 +183,7 @@ class _Scan:
                     if lost and body.reason != "recovery":
                         self.truncations.append((node, event.seq, body, lost))
                 continue
-            elif isinstance(body, Started):
+            elif isinstance(body, Started | Stopped):
                 last_hw.clear()  # a restarted broker recovers its HW from a checkpoint that may lag
                 leading.clear()
                 log_end_before.clear()
@@ -155,6 +192,13 @@ class _Scan:
                 continue
             slot = (body.topic, body.partition, epoch)
             previous = last_hw.get(slot)
+            if not tells_restarts:
+                key = (body.topic, body.partition)
+                if previous is not None and hw < previous[0] and stated != chain.get(key):
+                    # Not the broker's own step down from the HW last seen: a restart may lie between.
+                    self.unproven[node] = self.unproven.get(node, 0) + 1
+                    previous = None
+                chain[key] = hw
             if (previous is not None and hw < previous[0]) or hw > log_end:
                 self._monotonic(node, event.seq, slot, hw, previous, log_end)
             last_hw[slot] = (hw, event.seq)
@@ -211,6 +255,14 @@ class _Scan:
             body.topic, body.partition, tuple(lost[:100]), events=((node, seq),),
             details={"node": node, "reason": body.reason, "leader_epoch": body.leader_epoch,
                      **self.permissions.details(body.topic, body.partition, committed=True)})
+
+
+def _restarted(last_hw: dict[tuple[str, int, int], tuple[int, int]], leading: dict[PartitionKey, int],
+               key: PartitionKey) -> None:
+    """Forget what the node's previous process did with partition ``key``."""
+    for slot in [slot for slot in last_hw if slot[0] == key[0] and slot[1] == key[1]]:
+        del last_hw[slot]
+    leading.pop(key, None)
 
 
 def _drop_from(segments: list[tuple[int, tuple[str, ...]]], to_offset: int, seen: dict[int, Any]) -> list[int]:

@@ -34,8 +34,11 @@ Brokers are named by id in ISRs and by node name in event files; each broker say
 when it starts (see :mod:`.replica_logs` for files that do not). An ISR member that no event
 file speaks for cannot be held to anything: it is counted toward min.insync.replicas as the
 leader counted it, but a run with nothing else wrong is then unknown, never valid, as is a
-run whose events do not cover every broker it had (:mod:`.event_coverage`). ISR members are
-counted once each, however often an ISR names them.
+run whose events do not cover every broker it had (:mod:`.event_coverage`). So is a member
+two files claim to be where nothing tells which is it (both state it, or both are inferred
+and neither states it): a file that states its id wins over one whose id is inferred, and
+the verdict never depends on how the files are named. ISR members are counted once each,
+however often an ISR names them.
 
 Only one node's own events are ever compared with each other: node clocks are skewed under
 clock faults, so nothing here orders events of different nodes. What the run promised is
@@ -58,10 +61,10 @@ from floodmark.checkers.epoch_invariants import (
     isr_writes_for_another_epoch,
     stale_controller_writes,
 )
-from floodmark.checkers.event_coverage import claimed_twice
 from floodmark.checkers.permitted import LossPermissions
 from floodmark.checkers.replica_logs import (
     Appends,
+    FirstPass,
     Held,
     ImplausibleOffset,
     elected_leaders,
@@ -117,7 +120,12 @@ class InvariantsChecker:
             reasons.append(_unproven_reason(unproven))
         if unjudged:
             stats["isr_members_unjudged"] = sorted(unjudged)
-            reasons.append(f"ISR members {sorted(unjudged)} are no broker whose events the run holds")
+            claimed = stats.get("brokers_ambiguous", {})
+            unclaimed = sorted(member for member in unjudged if str(member) not in claimed)
+            if unclaimed:
+                reasons.append(f"ISR members {unclaimed} are no broker whose events the run holds")
+            reasons.extend(f"ISR member {member} is claimed by the events of {' and '.join(claimed[str(member)])}, "
+                           "and nothing tells which is it" for member in sorted(unjudged) if str(member) in claimed)
         missing = run.coverage_problem
         if missing is not None:
             reasons.append(missing)
@@ -162,10 +170,9 @@ def _judge(run: CheckInput, stats: dict[str, Any]) -> tuple[list[Anomaly], set[i
     firsts = {node: first_pass(node, events, commits, elected) for node, events in sorted(run.events.items())}
     commits.seal()
     held = {node: first.held for node, first in firsts.items()}
-    # A broker two files claim is nobody's: its ISR memberships cannot be judged.
-    ambiguous = claimed_twice({node: first.stated for node, first in firsts.items()})
-    node_of = {first.broker: node for node, first in firsts.items()
-               if first.broker is not None and first.broker not in ambiguous}
+    node_of, ambiguous = _brokers(firsts)
+    if ambiguous:
+        stats["brokers_ambiguous"] = {str(broker): nodes for broker, nodes in sorted(ambiguous.items())}
     unjudged: set[int] = set()
     anomalies: list[Anomaly] = []
     for node in sorted(run.events):
@@ -178,6 +185,26 @@ def _judge(run: CheckInput, stats: dict[str, Any]) -> tuple[list[Anomaly], set[i
     anomalies.extend(stale_controller_writes(facts))
     anomalies.extend(isr_writes_for_another_epoch(facts))
     return anomalies, unjudged
+
+
+def _brokers(firsts: dict[str, FirstPass]) -> tuple[dict[int, str], dict[int, list[str]]]:
+    """Which node is each broker, and the brokers several files claim with no way to tell
+    which is it. A file that states its id is that broker, whatever others guess; a broker
+    two files state, or two files guess with none stating it, is nobody's, so its ISR
+    memberships cannot be judged (never the file whose name sorts last)."""
+    claims: dict[int, list[str]] = {}
+    for node, first in sorted(firsts.items()):
+        if first.broker is not None:
+            claims.setdefault(first.broker, []).append(node)
+    node_of: dict[int, str] = {}
+    ambiguous: dict[int, list[str]] = {}
+    for broker, nodes in claims.items():
+        stating = [node for node in nodes if firsts[node].stated == broker]
+        if len(nodes) == 1 or len(stating) == 1:
+            node_of[broker] = stating[0] if stating else nodes[0]
+        else:
+            ambiguous[broker] = nodes
+    return node_of, ambiguous
 
 
 def _judge_ack(event: NodeEvent, ack: Acked, view: LeaderView, min_isr: int) -> list[Anomaly]:

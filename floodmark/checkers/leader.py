@@ -9,13 +9,14 @@ belong to. The design promises:
   produce. The controller's own decisions (``leader_elected``) must also name a single
   leader per epoch.
 - ``epoch-regression``: each broker's view of a partition's leader epoch never goes
-  backwards (in the broker's own event order), nor does each controller's; and the
+  backwards (in the broker's own event order), nor does each controller's: below the highest
+  it had, one finding per step to an older epoch (3, 1, 2 is two, 3, 1, 1 one); and the
   partition state in ZooKeeper never goes back to an older epoch: ordered by the znode's
   version, which ZooKeeper itself assigns (and, between two states recorded at one version,
   which only one write can have made, by their transaction ids), the recorded leader
   epochs never decrease.
 - ``multiple-controllers``: one broker per controller epoch; and each broker's view of the
-  controller epoch never goes backwards (``controller-epoch-regression``).
+  controller epoch never goes backwards below the highest it saw (``controller-epoch-regression``).
 - ``unclean-election``: a controller elected a leader from outside the ISR although the
   run's configuration disables unclean leader election, and not as the balanced recovery
   that KIP-966 makes when every in-sync replica recovered from an unclean shutdown (which
@@ -101,16 +102,24 @@ class LeaderChecker:
 def _scan_node(node: str, events: list[NodeEvent], acting: _Acting, elected: _Elected,
                controllers: _Controllers, zk_states: _ZkStates, forbid_unclean: bool) -> list[Anomaly]:
     anomalies: list[Anomaly] = []
-    view: dict[PartitionKey, tuple[int, int]] = {}  # the broker's leader epoch per partition, and its event
-    decided: dict[PartitionKey, tuple[int, int]] = {}  # this node's latest leader_elected epoch, as controller
-    controller_view: tuple[int, int] | None = None
+    # Per partition: the broker's highest leader epoch and its event, and its current epoch.
+    # A step back is judged against the highest, so 3, 1, 2 is two steps back, not one.
+    view: dict[PartitionKey, tuple[int, int]] = {}
+    current: dict[PartitionKey, int] = {}
+    decided: dict[PartitionKey, tuple[int, int]] = {}  # this node's highest leader_elected epoch, as controller
+    last_decided: dict[PartitionKey, int] = {}
+    controller_view: tuple[int, int] | None = None  # the highest controller epoch this node saw
+    last_controller: int | None = None
 
     def adopt(key: PartitionKey, epoch: int, seq: int) -> None:
         """The broker took a role in ``epoch``: its view of the leader epoch must not go back."""
         before = view.get(key)
         if before is not None and epoch < before[0]:
-            anomalies.append(_regression(node, key, before, epoch, seq, "its view of the leader epoch"))
-        view[key] = (epoch, seq)
+            if current.get(key) != epoch:
+                anomalies.append(_regression(node, key, before, epoch, seq, "its view of the leader epoch"))
+        else:
+            view[key] = (epoch, seq)
+        current[key] = epoch
 
     # Hot loop (every event of every node): the most frequent kinds first.
     for event in events:
@@ -138,8 +147,11 @@ def _scan_node(node: str, events: list[NodeEvent], acting: _Acting, elected: _El
             elected.setdefault((key, epoch), {}).setdefault(body.leader, (node, event.seq))
             before = decided.get(key)
             if before is not None and epoch < before[0]:
-                anomalies.append(_regression(node, key, before, epoch, event.seq, "the leader epochs it elected"))
-            decided[key] = (epoch, event.seq)
+                if last_decided.get(key) != epoch:
+                    anomalies.append(_regression(node, key, before, epoch, event.seq, "the leader epochs it elected"))
+            else:
+                decided[key] = (epoch, event.seq)
+            last_decided[key] = epoch
             zk_states.setdefault(key, []).append((body.zk_version, _zxid(body.zxid), epoch, node, event.seq))
             if forbid_unclean and body.unclean and body.recovery is not True:
                 anomalies.append(Anomaly(
@@ -152,12 +164,15 @@ def _scan_node(node: str, events: list[NodeEvent], acting: _Acting, elected: _El
             epoch = body.controller_epoch
             controllers.setdefault(epoch, {}).setdefault(body.broker, (node, event.seq))
             if controller_view is not None and epoch < controller_view[0]:
-                anomalies.append(Anomaly(
-                    "controller-epoch-regression",
-                    f"Broker {node} saw controller epoch {epoch} after {controller_view[0]}.",
-                    events=((node, controller_view[1]), (node, event.seq)),
-                    details={"node": node, "controller_epoch": epoch}))
-            controller_view = (epoch, event.seq)
+                if last_controller != epoch:
+                    anomalies.append(Anomaly(
+                        "controller-epoch-regression",
+                        f"Broker {node} saw controller epoch {epoch} after {controller_view[0]}.",
+                        events=((node, controller_view[1]), (node, event.seq)),
+                        details={"node": node, "controller_epoch": epoch}))
+            else:
+                controller_view = (epoch, event.seq)
+            last_controller = epoch
         elif isinstance(body, IsrChanged):  # only a partition's leader changes its ISR
             key = (body.topic, body.partition)
             acting.setdefault((key, body.leader_epoch), {}).setdefault(node, (node, event.seq))

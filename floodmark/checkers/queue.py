@@ -26,11 +26,13 @@ Names and meanings follow ``jepsen.tests.kafka`` so results can be compared with
   record lies below the offset it fetched from.
 - ``nonmonotonic-send``: one process's successive acknowledged sends to a partition got
   decreasing offsets.
-- ``G1a``: a read of a value whose send definitely failed (an aborted read), and that no
-  other send of the partition may have written.
+- ``G1a``: a read of a value whose send *to that partition* definitely failed (an aborted
+  read), and that no other send of the partition may have written. Failed sends are kept
+  per partition, as Jepsen's ``g1a-cases`` keeps failed writes per key.
 - ``unexpected``: a read of a value no send to that partition ever tried to write (Jepsen's
-  queue checkers' name): a record from nowhere, or from another partition. Every send the
-  clients made is in the history, so no record can come from outside it.
+  queue checkers' name): a record from nowhere, or from another partition, whether the send
+  there succeeded or failed. Every send the clients made is in the history, so no record can
+  come from outside it.
 
 Positions are compared in each partition's *version order*: the offsets at which any value
 was observed, ranked; gaps in what was observed never count as skips. A consumer's
@@ -74,7 +76,6 @@ class QueueChecker:
         stats: dict[str, Any] = {"sends": {"ok": 0, "fail": 0, "info": 0}, "records_read": 0,
                                  "partitions": len(index.partitions), "duplicates_allowed": 0}
         ranks: dict[tuple[str, int], VersionOrder] = {}
-        failed = index.failed_sends
         covered: dict[tuple[str, int], Spans] = {}  # worked out the first time a send needs it
         for key in sorted(index.partitions):
             part = index.partitions[key]
@@ -89,8 +90,8 @@ class QueueChecker:
             # What no consumer read was vouched for by its acknowledgement alone.
             details = run.loss_details(key[0], key[1], committed=False)
             anomalies.extend(_lost_and_unseen(part, index, covered, details, stats))
-            anomalies.extend(_aborted_reads(part, failed))
-            anomalies.extend(_unexpected_reads(part, failed, index.stray_values))
+            anomalies.extend(_aborted_reads(part, index.stray_values))
+            anomalies.extend(_unexpected_reads(part, index.stray_values))
             anomalies.extend(_nonmonotonic_sends(part, details))
             ranks[key] = _version_order(part)
         anomalies.extend(_poll_order(index, ranks))
@@ -262,9 +263,17 @@ def _lost_and_unseen(part: PartitionIndex, index: QueueIndex, covered: dict[tupl
     return anomalies
 
 
-def _aborted_reads(part: PartitionIndex, failed: dict[Any, Send]) -> list[Anomaly]:
+def _aborted_reads(part: PartitionIndex, stray: set[Any]) -> list[Anomaly]:
+    """Values read whose send to this partition definitely failed, and that no other send may
+    have written there (one not known to fail, or a ``stray`` one, which may be anywhere)."""
+    failed: dict[Any, Send] = {}
+    for send in part.sends:
+        if send.outcome == "fail":
+            failed.setdefault(send.value, send)
+    if not failed:
+        return []
     observed = part.observations()
-    aborted = [v for v in failed if v in observed.read_values]
+    aborted = [v for v in failed if v in observed.read_values and v not in stray]
     if aborted:  # a value also sent without failing may be that send's (histories may reuse values)
         tried = {send.value for send in part.sends if send.outcome != "fail"}
         aborted = [v for v in aborted if v not in tried]
@@ -286,14 +295,15 @@ def _aborted_reads(part: PartitionIndex, failed: dict[Any, Send]) -> list[Anomal
     return anomalies
 
 
-def _unexpected_reads(part: PartitionIndex, failed: dict[Any, Send], stray: set[Any]) -> list[Anomaly]:
-    """Values read that no send to this partition tried to write (a failed send's value is
-    G1a's business; one of a send that names no partition the run has, ``stray``, may have
-    been written anywhere: that send is malformed, and the verdict unknown for it)."""
+def _unexpected_reads(part: PartitionIndex, stray: set[Any]) -> list[Anomaly]:
+    """Values read that no send to this partition tried to write (a failed send to it is
+    G1a's business; a send to another partition, failed or not, wrote nothing here; one of a
+    send that names no partition the run has, ``stray``, may have been written anywhere: that
+    send is malformed, and the verdict unknown for it)."""
     observed = part.observations()
     sent = {send.value for send in part.sends}
     first_at = sorted(((min(observed.offsets(v)), v) for v in observed.read_values
-                       if v not in sent and v not in failed and v not in stray),
+                       if v not in sent and v not in stray),
                       key=_OFFSET)  # by offset only: values of two types do not compare
     topic, partition = part.partition
     anomalies = []
