@@ -206,7 +206,6 @@ def _observe(part: PartitionIndex) -> Observations:
 @dataclass
 class QueueIndex:
     partitions: dict[Partition, PartitionIndex]
-    failed_sends: dict[Any, Send]  # value -> its send, for sends that definitely failed
     # per process, in history order: ("read", Read) or ("assign", op index)
     consumer_ops: dict[Any, list[tuple[str, Any]]]
     drained: set[Partition]
@@ -239,7 +238,7 @@ _POSITIONS = ("assign", "subscribe")  # a consumer's positions are reset
 
 
 def build_index(history: list[Op]) -> QueueIndex:
-    index = QueueIndex({}, {}, {}, set(), [], 0)
+    index = QueueIndex({}, {}, set(), [], 0)
     partitions = index.partitions
     consumer_ops = index.consumer_ops
     malformed = index.malformed
@@ -407,8 +406,6 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
             if outcome == "ok" and not unreadable:
                 _check_acknowledgement(index, send, value, acknowledged)
             index.partition(key).sends.append(send)
-            if outcome == "fail":
-                index.failed_sends.setdefault(send.value, send)
         elif f in _READS:
             if completion is None or outcome != "ok":
                 return

@@ -23,7 +23,6 @@ class QueueIndex(Protocol):
     that the index, which calls this, need not be imported by it)."""
 
     partitions: dict[tuple[str, int], Any]
-    failed_sends: dict[Any, Any]
     consumer_ops: dict[Any, list[tuple[str, Any]]]
     drained: set[tuple[str, int]]
     malformed: list[tuple[int, str]]
@@ -47,10 +46,7 @@ def set_apart_unknown_partitions(index: QueueIndex, config: TestConfig | None) -
         part = index.partitions.pop(key)
         where = f"{key[0]}/{key[1]}, which the run does not have ({has})"
         for send in part.sends:
-            value = send.value
-            index.stray_values.add(value)
-            if send.outcome == "fail" and index.failed_sends.get(value) is send:
-                del index.failed_sends[value]  # (reading it is no aborted read: it may be anywhere)
+            index.stray_values.add(send.value)
             if send.invoke not in listed and send.completion not in listed:
                 index.malformed.append((send.invoke, f"send names partition {where}"))
         for read in part.reads:

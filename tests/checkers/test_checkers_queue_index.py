@@ -25,7 +25,7 @@ def test_sends_reads_and_consumers_are_indexed() -> None:
     part0 = index.partitions[("t0", 0)]
     assert index.partitions[("t0", 1)].sends[0].outcome == "fail"
     assert [(s.value, s.outcome, s.offset) for s in part0.sends] == [("a", "ok", 0), ("c", "info", None)]
-    assert [s.value for s in index.failed_sends.values()] == ["b"]
+    assert [(s.value, s.outcome) for s in index.partitions[("t0", 1)].sends] == [("b", "fail")]
     assert part0.reads[0].records == [[0, "a"]] and part0.reads[0].high_watermark == 1
     assert [kind for kind, _ in index.consumer_ops[3]] == ["read", "assign"]
     assert index.drained == {("t0", 1)}
