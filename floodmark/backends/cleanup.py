@@ -43,11 +43,16 @@ def owner_token() -> str:
 
 
 def _start_ticks(pid: int) -> str:
+    """When process ``pid`` started, in clock ticks since boot; "" if there is no such
+    process, or only its corpse: a zombie (dead, not yet reaped by its parent, as the
+    workers of an explorer killed outright can stay in a container whose first process
+    does not reap) owns nothing any more."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return ""
-    return stat.rsplit(")", 1)[1].split()[19]
+    fields = stat.rsplit(")", 1)[1].split()
+    return "" if fields[0] in ("Z", "X") else fields[19]
 
 
 def owner_alive(token: str) -> bool:

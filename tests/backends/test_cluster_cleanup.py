@@ -66,6 +66,26 @@ def test_libfaketime_files_of_a_zombie_are_removed(tmp_path) -> None:  # type: i
         zombie.wait()
 
 
+def test_a_zombie_owns_nothing() -> None:
+    # An explorer killed outright leaves its workers dead but unreaped where the container's
+    # first process does not reap: their claims on the store must still be cleaned (CI saw
+    # a killed explorer's run claims outlive the next exploration).
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        ticks = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        token = f"{cleanup.owner_token().split(':')[0]}:{child.pid}:{ticks}"
+        assert cleanup.owner_alive(token)
+        child.kill()  # dead, not yet reaped: a zombie
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].startswith(" Z"):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert not cleanup.owner_alive(token)
+    finally:
+        child.kill()
+        child.wait()
+
+
 @pytest.mark.parametrize("sigint_ignored", [False, True], ids=["foreground", "background-job"])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sigint_tears_the_cluster_down(backend: str, sigint_ignored: bool) -> None:
