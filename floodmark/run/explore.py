@@ -52,6 +52,7 @@ from floodmark.run.explore_store import (
     remove_if_empty,
     remove_killed_explorations,
     remove_unfinished_runs,
+    remove_unnamed_unfinished_runs,
     runs_named_by,
     runs_of,
     seed_of,
@@ -319,8 +320,9 @@ def settle_unfinished_runs(store: str, variant: str, seeds: Container[int], keep
     verdict, which is returned, so that a failure found just before an interrupt is reported.
 
     Which runs were theirs: those the local worker processes ``workers`` named (see
-    explore_store.name_run), and no other (another exploration may be running the same seeds
-    into the same store); without ``workers`` (Spark tasks, on other hosts), the runs of
+    explore_store.name_run), and one a worker killed before it could name it left unfinished
+    (explore_store.remove_unnamed_unfinished_runs), and no other (another exploration may be
+    running the same seeds into the same store); without ``workers`` (Spark tasks, on other hosts), the runs of
     ``seeds`` written since ``since``."""
     if workers is not None:
         named, claims = runs_named_by(store, workers)
@@ -330,6 +332,7 @@ def settle_unfinished_runs(store: str, variant: str, seeds: Container[int], keep
                 shutil.rmtree(run, ignore_errors=True)
         for path in claims:
             path.unlink(missing_ok=True)
+        remove_unnamed_unfinished_runs(store, variant, seeds, since)
         runs = [run for run in ours if run.is_dir()]
     else:
         remove_unfinished_runs(store, variant, seeds)

@@ -167,6 +167,21 @@ def candidate_claim(store: str | os.PathLike[str]) -> Iterator[Callable[[Path | 
         run_claim_of(store, os.getpid()).unlink(missing_ok=True)
 
 
+def remove_unnamed_unfinished_runs(store: str, variant: str, seeds: Container[int], since: float) -> list[Path]:
+    """Remove what a worker killed between making its run directory and naming it left: the
+    runs of ``seeds`` made since ``since`` that have no verdict, that no live process names,
+    and whose seed no other live exploration claims (its run in progress is spared)."""
+    living = {Path(os.path.abspath(run)) for _, owner, runs in _run_claims(store) if owner_alive(owner)
+              for run in runs}
+    spared = seeds_claimed_elsewhere(store, variant)
+    removed = [path for path in runs_of(store, variant, seeds)
+               if path.stat().st_mtime >= since and is_unfinished(RunDir(path))
+               and Path(os.path.abspath(path)) not in living and not any(seed_of(path) in c for c in spared)]
+    for path in removed:
+        shutil.rmtree(path, ignore_errors=True)
+    return removed
+
+
 def runs_named_by(store: str, pids: Container[int]) -> tuple[list[Path], list[Path]]:
     """The run directories (of ``store``) that the run claims of processes ``pids`` name,
     and those claims' files."""

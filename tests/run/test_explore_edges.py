@@ -95,3 +95,25 @@ def test_an_interrupted_exploration_settles_only_its_own_runs_beside_another_on_
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_run_a_killed_worker_made_but_had_not_named_is_removed(tmp_path: Path) -> None:
+    """A worker killed between making its run directory and naming it (CI caught a Ctrl-C
+    there, right as the exploration began): the run has no verdict and no claim names it, so
+    it is the killed worker's and is removed; one a live process names is spared."""
+    from floodmark.run.explore import settle_unfinished_runs
+    from floodmark.run.explore_store import name_run
+
+    store = tmp_path / "store"
+    folder = store / "explore-truncate-to-hw"
+    left, running = folder / "20200101T000000-s1000", folder / "20200101T000001-s1001"
+    for run in (left, running):
+        run.mkdir(parents=True)
+        (run / "test.yaml").write_text("name: explore-truncate-to-hw\n")
+    name_run(store, running)  # this (live) process is on it
+    try:
+        found = settle_unfinished_runs(str(store), "truncate-to-hw", {1000, 1001}, keep_all=False,
+                                       since=time.time() - 60, workers={999_999_999})
+        assert found == [] and not left.exists() and running.is_dir()
+    finally:
+        name_run(store, None)
