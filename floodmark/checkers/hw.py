@@ -19,8 +19,9 @@ any other is held unproven and makes the verdict unknown, not invalid.
 A broker also says when it lowers its HW itself (``hw_changed`` with a ``previous`` above
 the new HW, after truncating below it): a decrease unless the HW stood above the log end
 already, as after a power loss took records below a checkpointed HW (the replica's own loss,
-which it fetches back). A new leader's HW may start below its predecessor's; the design allows it (the new leader learns the HW from its followers), so
-epochs are never compared with each other here.
+which it fetches back). A new leader's HW may start below its predecessor's; the design
+allows it (the new leader learns the HW from its followers), so epochs are never compared
+with each other here.
 
 The committed offset is the greatest HW ever exposed to a client: an ``acks=all``
 acknowledgement at offset *o* exposes *o*+1, a poll exposes the HW it reports and every
