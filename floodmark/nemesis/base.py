@@ -55,6 +55,11 @@ class Nemesis(ABC):
         """
         return drawn
 
+    def duration_problem(self, shape: str, duration: float, session_timeout: float) -> str | None:
+        """Why a fault of ``shape`` cannot last ``duration`` seconds and still be what its
+        shape says (None: it can). Only shapes defined against a timeout have a problem."""
+        return None
+
     def group(self, shape: str, session_timeout: float,
               rng: random.Random) -> tuple[tuple[str, float, float], ...]:
         """The faults one drawn fault of ``shape`` stands for, as (shape, seconds after it

@@ -72,6 +72,9 @@ class Composite:
                  rng: random.Random) -> float:
         return self.get(kind).duration(shape, drawn, session_timeout, rng)
 
+    def duration_problem(self, kind: str, shape: str, duration: float, session_timeout: float) -> str | None:
+        return self.get(kind).duration_problem(shape, duration, session_timeout)
+
     def group(self, kind: str, shape: str, session_timeout: float,
               rng: random.Random) -> tuple[tuple[str, float, float], ...]:
         return self.get(kind).group(shape, session_timeout, rng)

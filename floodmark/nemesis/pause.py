@@ -33,6 +33,17 @@ class PauseNemesis(Nemesis):
         fraction = rng.uniform(*(LONG if shape.endswith("-long") else SHORT))
         return round(fraction * session_timeout, 3)
 
+    def duration_problem(self, shape: str, duration: float, session_timeout: float) -> str | None:
+        # A hand-written or shrunk schedule may give any length: a "long" pause the session
+        # survives, or a "short" one it does not, would be another fault under this name.
+        if shape.endswith("-long") and duration <= session_timeout:
+            return (f"a long pause must outlast the {session_timeout:g} s ZooKeeper session timeout; "
+                    f"it lasts {duration:g} s (use a -short shape)")
+        if shape.endswith("-short") and duration >= session_timeout:
+            return (f"a short pause must end within the {session_timeout:g} s ZooKeeper session timeout; "
+                    f"it lasts {duration:g} s (use a -long shape)")
+        return None
+
     def plan(self, rng: random.Random, view: ClusterView, shape: str,
              duration: float) -> tuple[ProcessPause, Choice]:
         target, length = self.check_shape(shape).split("-")

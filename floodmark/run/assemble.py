@@ -69,11 +69,13 @@ FAILOVER_BROKERS = 3
 REFUSALS_SHOWN = 3  # a schedule of 100,000 unknown faults made a 14 MB line
 
 
-def refusal(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int) -> str | None:
+def refusal(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int,
+            session_timeout: float | None = None) -> str | None:
     """Why the backend cannot apply some of the schedule's faults, in one line naming the
     first few and counting the rest (None: all fine); ``brokers``, the test's, refuses too
-    what no cluster of that size can take."""
-    problems = refusals(cluster, schedule, nemeses, brokers)
+    what no cluster of that size can take, and ``session_timeout``, the test's ZooKeeper
+    session timeout, a fault too long or too short for what its shape says."""
+    problems = refusals(cluster, schedule, nemeses, brokers, session_timeout)
     if not problems:
         return None
     more = len(problems) - REFUSALS_SHOWN
@@ -81,9 +83,10 @@ def refusal(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int) 
         f"; and {more} more {'fault' if more == 1 else 'faults'} refused" if more > 0 else "")
 
 
-def refusals(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int | None = None) -> list[str]:
+def refusals(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int | None = None,
+             session_timeout: float | None = None) -> list[str]:
     """:func:`refusal`'s problems, one line each (empty: all fine; ``brokers`` None: any
-    number of brokers)."""
+    number of brokers; ``session_timeout`` None: any duration)."""
     problems = []
     upgrades = [fault.number for fault in schedule.faults if fault.kind == "upgrade"]
     for number in upgrades[1:]:  # a replayed or hand-written schedule may hold more than one
@@ -100,6 +103,11 @@ def refusals(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int 
         if fault.kind == "failover" and brokers is not None and brokers < FAILOVER_BROKERS:
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): needs at least "
                             f"{FAILOVER_BROKERS} brokers to aim at; the test has {brokers}")
+            continue
+        duration_problem = None if session_timeout is None else nemeses.duration_problem(
+            fault.kind, fault.shape, fault.duration, session_timeout)
+        if duration_problem is not None:
+            problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): {duration_problem}")
             continue
         if cluster == "sim":
             continue  # the simulator applies every fault

@@ -41,7 +41,7 @@ def replayed_test(run: rundir.RunDir) -> tuple[TestConfig, Schedule]:
         schedule.check_starts_within(config.time_limit, str(run.schedule))
     except (ConfigError, ScheduleError) as e:
         raise UsageError(str(e)) from None
-    problem = refusal(config.cluster, schedule, make_nemeses(config), config.nodes)
+    problem = refusal(config.cluster, schedule, make_nemeses(config), config.nodes, config.zk_session_timeout)
     if problem is not None:
         raise UsageError(f"{run.schedule}: {problem}")
     return config, schedule

@@ -34,6 +34,7 @@ from floodmark.harness.config import TestConfig
 from floodmark.harness.schedule import Fault, Schedule
 from floodmark.inputs.sources import file_problem
 from floodmark.results import read_results, verdict_problem, verdict_word
+from floodmark.run.assemble import make_nemeses
 from floodmark.run.explore_store import candidate_claim, remove_killed_explorations
 from floodmark.run.replayed_test import replayed_test
 
@@ -159,8 +160,21 @@ class Shrinker:
     def _shorter_faults(self, config: TestConfig, schedule: Schedule) -> Attempt | None:
         if not schedule.faults:
             return None
-        halved = tuple(dataclasses.replace(f, duration=round(max(f.duration / 2, 0.5), 3)) for f in schedule.faults)
-        return self.still_fails(config, Schedule(halved, schedule.time_limit))
+        nemeses = make_nemeses(config)
+
+        def halved(fault: Fault) -> Fault:
+            duration = round(max(fault.duration / 2, 0.5), 3)
+            # A pause's shape names its side of the session timeout: it keeps its length
+            # rather than become another fault under the same name (the run would refuse it).
+            if fault.kind in nemeses.kinds and nemeses.duration_problem(fault.kind, fault.shape, duration,
+                                                                        config.zk_session_timeout):
+                return fault
+            return dataclasses.replace(fault, duration=duration)
+
+        shorter = tuple(halved(f) for f in schedule.faults)
+        if shorter == schedule.faults:
+            return None
+        return self.still_fails(config, Schedule(shorter, schedule.time_limit))
 
     def _fewer_brokers(self, config: TestConfig, schedule: Schedule) -> Attempt | None:
         if config.nodes - 1 < max(config.replication_factor, 3):

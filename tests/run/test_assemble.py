@@ -41,3 +41,18 @@ def test_a_backend_refuses_faults_it_cannot_apply_naming_fault_and_backend() -> 
     assert "unknown shape" in problems[1]
     assert refusals("sim", schedule, nemeses) == [problems[1]]
     assert "has no kill nemesis" in refusals("sim", schedule, Composite(["power", "partition"]))[0]
+
+
+def test_a_pause_must_last_what_its_shape_says_against_the_session_timeout() -> None:
+    schedule = Schedule((Fault(0, "pause", "leader-long", 1.0, 6.0, 1), Fault(1, "pause", "random-short", 8.0, 6.0, 2),
+                         Fault(2, "pause", "controller-long", 15.0, 6.5, 3),
+                         Fault(3, "pause", "leader-short", 25.0, 5.9, 4)), 40.0)
+    nemeses = Composite(["pause"])
+    assert refusals("sim", schedule, nemeses, 3, 6.0) == [
+        "fault 0 (pause:leader-long): a long pause must outlast the 6 s ZooKeeper session timeout; it lasts 6 s "
+        "(use a -short shape)",
+        "fault 1 (pause:random-short): a short pause must end within the 6 s ZooKeeper session timeout; it lasts "
+        "6 s (use a -long shape)"]
+    assert [problem.partition(":")[0] for problem in refusals("sim", schedule, nemeses, 3, 5.0)] == [
+        "fault 1 (pause", "fault 3 (pause"]
+    assert refusals("sim", schedule, nemeses, 3) == []  # no session timeout given: any length

@@ -94,6 +94,15 @@ REFUSED: list[tuple[str, str | bytes, str, tuple[str, ...]]] = [
     ("a failover fault on two brokers", schedule_text(fault(kind="failover", shape="kill-leader")),
      "fault 0 (failover:kill-leader): needs at least 3 brokers to aim at; the test has 2",
      ("--nemesis", "failover", "--nodes", "2", "--replication-factor", "2", "--min-insync-replicas", "1")),
+    # A pause's shape names its side of the session timeout: it ran as written, and only the
+    # coverage said the fault was not what its name claims.
+    ("a long pause the session outlives", schedule_text(fault(kind="pause", shape="leader-long", duration=2)),
+     "fault 0 (pause:leader-long): a long pause must outlast the 6 s ZooKeeper session timeout; it lasts 2 s",
+     ("--nemesis", "pause")),
+    ("a short pause the session does not survive",
+     schedule_text(fault(kind="pause", shape="random-short", duration=7)),
+     "fault 0 (pause:random-short): a short pause must end within the 6 s ZooKeeper session timeout; it lasts 7 s",
+     ("--nemesis", "pause")),
 ]
 
 

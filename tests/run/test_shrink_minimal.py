@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -109,6 +110,18 @@ def test_no_candidate_is_run_twice(tmp_path: Path) -> None:
     with fake_runs():
         _, _, best, shrinker = shrunk(config, schedule, tmp_path)
     assert shrinker.attempts == [] and best == tmp_path / "original"
+
+
+def test_halving_faults_keeps_a_pause_on_the_side_of_the_session_timeout_its_shape_names(tmp_path: Path) -> None:
+    """A halved long pause the session outlived was a candidate named what it no longer was
+    (the run now refuses one): it keeps its length while the other faults halve."""
+    config = swarm_config(7).replace(time_limit=30.0, zk_session_timeout=6.0, nemesis=("kill", "pause"))
+    schedule = Schedule((Fault(0, "pause", "leader-long", 1.0, 10.0, 0), Fault(1, "pause", "leader-short", 12.0, 4.0, 1),
+                         Fault(2, "kill", "random", 17.0, 4.0, 2)), 30.0)
+    with fake_runs(), pytest.MonkeyPatch.context() as patch:  # the stand-in bug needs all three faults
+        patch.setattr(sys.modules[__name__], "fails", lambda config, schedule: len(schedule.faults) == 3)
+        _, smallest, _, _ = shrunk(config, schedule, tmp_path)
+    assert [f.duration for f in smallest.faults] == [10.0, 0.5, 0.5]
 
 
 def test_a_real_shrunk_failure_is_minimal_and_replays_identically(tmp_path: Path,
