@@ -21,6 +21,9 @@ belong to. The design promises:
   run's configuration disables unclean leader election, and not as the balanced recovery
   that KIP-966 makes when every in-sync replica recovered from an unclean shutdown (which
   the election says it is).
+  An election that says it was clean is also held to the ISR and ELR of the state it replaced,
+  as ZooKeeper's versions recorded it (:func:`elections_from_outside`): a controller whose
+  rule is wrong (a preferred election that skips the in-sync check) flags nothing itself.
 
 Node clocks are skewed under clock faults, so events of different nodes are never ordered
 by time: only per-node sequence numbers and ZooKeeper versions order anything here.
@@ -30,6 +33,8 @@ run had, a run with nothing wrong in them is unknown (see :mod:`.event_coverage`
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.event_coverage import verdict
@@ -41,6 +46,7 @@ from floodmark.node_events import (
     ControllerElected,
     HwChanged,
     IsrChanged,
+    IsrWritten,
     LeaderElected,
     NodeEvent,
     PartitionKey,
@@ -91,6 +97,10 @@ class LeaderChecker:
                     details={"controller_epoch": epoch, "controllers": sorted(brokers)}))
         for key, states in sorted(zk_states.items()):
             anomalies.extend(_zookeeper_order(key, states))
+        if forbid_unclean and run.config is not None:
+            # The controller's own ``unclean`` flag is its opinion: judge clean elections by
+            # the state they replaced (a wrong rule elects from outside the ISR, flagging nothing).
+            anomalies.extend(elections_from_outside(run.events, run.config.min_insync_replicas))
         counts: dict[str, int] = {}
         for a in anomalies:
             counts[a.type] = counts.get(a.type, 0) + 1
@@ -213,3 +223,73 @@ def _zookeeper_order(key: PartitionKey, states: list[tuple[int, int, int, str, i
         if highest is None or epoch >= highest[2]:
             highest = state
     return anomalies
+
+
+# ---------------------------------------------------------- clean elections, judged
+# An election's ``unclean`` flag is the controller's own opinion of what it did: a wrong rule
+# (a preferred election that skips the in-sync check, an ELR that keeps a replica it should
+# have dropped) elects from outside the ISR and flags nothing. Found by mutation analysis.
+
+# partition -> version -> the ISRs recorded at it (as sorted tuples)
+_Isrs = dict[PartitionKey, dict[int, set[tuple[int, ...]]]]
+
+
+def elections_from_outside(events: Mapping[str, list[NodeEvent]], min_insync: int) -> list[Anomaly]:
+    """Elections that say they were clean but chose a leader outside the ISR and ELR they replaced.
+
+    The events record each partition state ZooKeeper held, at its version (``leader_elected``
+    and ``isr_written`` for the controller's writes, ``isr_changed`` for a leader's). An
+    election written at version ``v`` replaced the state at ``v - 1``, and a clean leader is a
+    member of that state's ISR or of its ELR (KIP-966: replicas that left an ISR below
+    min.insync.replicas). The ELR is not recorded, so it is over-approximated by every member
+    of every ISR since the partition last had min.insync.replicas in sync: a leader outside
+    that was elected from outside both. A state replaced that no event recorded, or that was
+    recorded with different ISRs (a recreated topic starts its versions again), is not judged:
+    what is not known is never called clean or unclean. Flagged unclean elections are judged
+    against the configuration by the checker itself; an offline decision (leader -1) elects
+    nobody."""
+    isrs: _Isrs = {}
+    clean: list[tuple[str, NodeEvent, LeaderElected]] = []
+    for node in sorted(events):
+        for event in events[node]:
+            body = event.body
+            if type(body) is LeaderElected:
+                _record(isrs, body.topic, body.partition, body.zk_version, body.isr)
+                if not body.unclean and body.leader >= 0 and body.zk_version > 0:
+                    clean.append((node, event, body))
+            elif type(body) is IsrChanged or type(body) is IsrWritten:
+                _record(isrs, body.topic, body.partition, body.zk_version, body.isr)
+    anomalies = []
+    for node, event, body in clean:
+        allowed = _may_lead(isrs.get((body.topic, body.partition), {}), body.zk_version - 1, min_insync)
+        if allowed is None or body.leader in allowed:
+            continue
+        anomalies.append(Anomaly(
+            "unclean-election",
+            f"Controller {node} elected broker {body.leader} leader of {body.topic}/{body.partition} in leader "
+            f"epoch {body.leader_epoch} (ZooKeeper version {body.zk_version}) as a clean election, but it was "
+            f"in neither the ISR nor the ELR it replaced (could lead: {sorted(allowed)}).",
+            body.topic, body.partition, events=((node, event.seq),),
+            details={"leader": body.leader, "leader_epoch": body.leader_epoch, "zk_version": body.zk_version,
+                     "could_lead": sorted(allowed), "flagged_unclean": False}))
+    return anomalies
+
+
+def _record(isrs: _Isrs, topic: str, partition: int, version: int, isr: tuple[int, ...]) -> None:
+    isrs.setdefault((topic, partition), {}).setdefault(version, set()).add(tuple(sorted(isr)))
+
+
+def _may_lead(states: dict[int, set[tuple[int, ...]]], version: int, min_insync: int) -> set[int] | None:
+    """Who could lead cleanly from the state at ``version``: its ISR and (over-approximated)
+    ELR; None when a state that decides it was not recorded, or recorded ambiguously."""
+    allowed: set[int] = set()
+    while True:
+        recorded = states.get(version)
+        if recorded is None or len(recorded) != 1:
+            return None
+        (isr,) = recorded
+        allowed.update(isr)
+        # At min.insync.replicas the ELR is empty: nothing from before this state can lead.
+        if len(isr) >= min_insync or version == 0:
+            return allowed
+        version -= 1
