@@ -98,8 +98,6 @@ class LeaderChecker:
         for key, states in sorted(zk_states.items()):
             anomalies.extend(_zookeeper_order(key, states))
         if forbid_unclean and run.config is not None:
-            # The controller's own ``unclean`` flag is its opinion: judge clean elections by
-            # the state they replaced (a wrong rule elects from outside the ISR, flagging nothing).
             anomalies.extend(elections_from_outside(run.events, run.config.min_insync_replicas))
         counts: dict[str, int] = {}
         for a in anomalies:

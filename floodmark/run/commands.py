@@ -343,7 +343,7 @@ def explore_command(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     store = usable_store(args.store)
     print(f"floodmark explore: variant {args.variant}, seeds {first}..{first + args.runs - 1}, "
-          f"{'Spark ' + args.master if args.master else f'{jobs} job' + ('s' if jobs != 1 else '')}; store {store}", file=sys.stderr)
+          f"{'Spark ' + args.master if args.master else f'{jobs} job' + 's' * (jobs != 1)}; store {store}", file=sys.stderr)
     left = explore.remove_killed_explorations(store)
     if left:
         print(f"floodmark explore: removed {len(left)} unfinished run(s) that a killed exploration or shrink left in {store}",
