@@ -207,9 +207,11 @@ def validate(config: TestConfig, source: str = "<options>") -> TestConfig:
             source, "nemesis",
             f"the {config.cluster} backend cannot apply {', '.join(simulated)} faults; only --cluster sim can",
         )
-    if "upgrade" in config.nemesis and config.inter_broker_protocol == UPGRADE_TARGET:
+    if "upgrade" in config.nemesis and config.inter_broker_protocol in (UPGRADE_TARGET, ibp.TRUNCATE_ON_FETCH):
+        already = ("which they run already" if config.inter_broker_protocol == UPGRADE_TARGET
+                   else f"older than the {ibp.TRUNCATE_ON_FETCH} they run")
         raise ConfigError(source, "inter_broker_protocol",
-                          f"the upgrade fault moves brokers to {UPGRADE_TARGET}, which they run already; "
+                          f"the upgrade fault moves brokers to {UPGRADE_TARGET}, {already}; "
                           f"start them at {ibp.LEGACY} or {ibp.HEARTBEATS}")
     if config.workload == "queue" and config.concurrency < 2:
         raise ConfigError(source, "concurrency", "the queue workload needs at least 2 workers (a producer and a consumer)")

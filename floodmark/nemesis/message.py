@@ -15,7 +15,8 @@ type. A shape is ``<action>-<message>``:
 
 A shape is offered only for a message the run's brokers send (:func:`messages_sent`, told
 by the run what its brokers' inter-broker protocol versions do): no
-heartbeats from legacy brokers, ISR change requests only from ``kip-343`` ones. A schedule
+heartbeats from legacy brokers, ISR change requests only from ``kip-343`` and newer ones, no
+OffsetsForLeaderEpoch from ``truncate-on-fetch`` ones. A schedule
 that aims at a message the cluster never sends is refused before the run, like any unknown
 shape, instead of running a fault that cannot strike.
 
@@ -54,15 +55,19 @@ SENT_TO_CONTROLLER = frozenset({"heartbeat", "isr-change-request"})
 # Sent only by brokers whose inter-broker protocol has the feature named.
 HEARTBEAT = "heartbeat"
 ISR_CHANGE_REQUEST = "isr-change-request"
+EPOCH_RESPONSE = "epoch-response"
 ACTIONS: tuple[MessageAction, ...] = ("drop", "delay", "duplicate", "reorder")
 PROBABILITIES = (1.0, 0.5, 0.1)
 TARGETS = ("controller", "leader", "random")
 
 
-def messages_sent(heartbeats: bool = True, isr_change_requests: bool = False) -> dict[str, str]:
+def messages_sent(heartbeats: bool = True, isr_change_requests: bool = False,
+                  epoch_requests: bool = True) -> dict[str, str]:
     """Shape word -> message type, for the messages a cluster sends (in ``MESSAGES`` order):
-    broker heartbeats and ISR change requests only if some broker sends them."""
-    absent = {word for word, sent in ((HEARTBEAT, heartbeats), (ISR_CHANGE_REQUEST, isr_change_requests))
+    broker heartbeats, ISR change requests and OffsetsForLeaderEpoch (and so its answers)
+    only if some broker sends them."""
+    absent = {word for word, sent in ((HEARTBEAT, heartbeats), (ISR_CHANGE_REQUEST, isr_change_requests),
+                                      (EPOCH_RESPONSE, epoch_requests))
               if not sent}
     return {word: name for word, name in MESSAGES.items() if word not in absent}
 

@@ -41,7 +41,8 @@ def make_nemeses(config: TestConfig) -> Composite:
     spoken = [ibp.features(version) for version in protocols_spoken(config)]
     return Composite(config.nemesis, messages_sent(
         heartbeats=any(f.heartbeats for f in spoken),
-        isr_change_requests=any(f.isr_changes_by_request for f in spoken)))
+        isr_change_requests=any(f.isr_changes_by_request for f in spoken),
+        epoch_requests=any(not f.truncation_on_fetch for f in spoken)))
 
 
 def make_backend(config: TestConfig, spec: ClusterSpec) -> Backend:

@@ -73,6 +73,7 @@ UNSWARMED_KINDS = ("upgrade",)
 SWARM_KINDS = tuple(kind for kind in ALL_KINDS
                     if kind not in LATER_KINDS and kind not in UNSWARMED_KINDS and kind != "failover")
 PROTOCOLS, PROTOCOL_WEIGHTS = ("heartbeats", "kip-343", "legacy"), (0.5, 0.3, 0.2)
+TRUNCATE_ON_FETCH_SHARE = 0.5  # of the seeds that draw kip-343
 
 
 def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = None) -> TestConfig:
@@ -114,6 +115,11 @@ def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = 
     # So is the inter-broker protocol: today's (heartbeats) for most seeds, the others often
     # enough that their own code paths are explored too.
     values["inter_broker_protocol"] = later.choices(PROTOCOLS, PROTOCOL_WEIGHTS)[0]
+    # The newest protocol came later still: it takes over a share of the kip-343 seeds,
+    # from its own stream, so that every other seed is the test it always was.
+    if (values["inter_broker_protocol"] == "kip-343"
+            and Seeds(seed).stream("swarm-truncate-on-fetch").random() < TRUNCATE_ON_FETCH_SHARE):
+        values["inter_broker_protocol"] = "truncate-on-fetch"
     # Failover groups (a follower lagging as its leader fails, see nemesis.failover) came
     # later still: their own stream, drawn last, for the tests they fit (three replicas to
     # aim at, and restarts: not the long-session pause tests).

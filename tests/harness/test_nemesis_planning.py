@@ -8,7 +8,7 @@ import random
 import pytest
 from cluster_fixtures import FakeCluster, view_of
 
-from floodmark.harness.config import ALL_KINDS
+from floodmark.harness.config import ALL_KINDS, make_config
 from floodmark.harness.faults import (
     ClockSkew,
     ClockStrobe,
@@ -36,6 +36,7 @@ from floodmark.nemesis.partition import (
 )
 from floodmark.nemesis.pause import LONG, SHORT, PauseNemesis
 from floodmark.nemesis.session import SessionNemesis
+from floodmark.run.assemble import make_nemeses
 
 
 def hears(grudge: dict[str, set[str]], a: str, b: str) -> bool:
@@ -271,3 +272,16 @@ def test_message_faults_aim_only_at_messages_the_cluster_sends() -> None:
     with pytest.raises(NemesisError, match="unknown shape 'delay-isr-change-request'"):
         Composite(["message"]).plan("message", random.Random(1), view_of(FakeCluster(3), 1),
                                     "delay-isr-change-request", 5.0)
+
+
+def test_no_offsets_for_leader_epoch_faults_where_no_broker_asks_for_epoch_ends() -> None:
+    # Brokers at truncate-on-fetch truncate on the fetch's answer and never send
+    # OffsetsForLeaderEpoch, so its answers are nothing to aim at; an upgrade from there is
+    # impossible (it targets kip-343), so every broker of such a run is one of them.
+    def shapes(protocol: str) -> tuple[str, ...]:
+        config = make_config({"cluster": "sim", "nemesis": ["message"], "inter_broker_protocol": protocol})
+        return make_nemeses(config).nemeses["message"].shapes
+    assert "drop-epoch-response" in shapes("kip-343") and "drop-epoch-response" in shapes("heartbeats")
+    at_fetch = shapes("truncate-on-fetch")
+    assert "drop-epoch-response" not in at_fetch and "delay-isr-change-request" in at_fetch
+    assert not [s for s in at_fetch if s.endswith("epoch-response")]

@@ -59,8 +59,12 @@ def test_later_kinds_and_the_protocol_come_from_their_own_stream() -> None:
     pinned in the corpus: a seed's other draws are what they were without them."""
     configs = [swarm_config(seed) for seed in range(300)]
     protocols = [c.inter_broker_protocol for c in configs]
-    assert set(protocols) == {"heartbeats", "kip-343", "legacy"}
+    assert set(protocols) == {"heartbeats", "kip-343", "truncate-on-fetch", "legacy"}
     assert 0.35 < protocols.count("heartbeats") / len(configs) < 0.65
+    # truncate-on-fetch came last: it takes about half the seeds that drew kip-343 and no other.
+    newest = protocols.count("truncate-on-fetch") / (protocols.count("truncate-on-fetch") + protocols.count("kip-343"))
+    assert 0.35 < newest < 0.65
+    assert 0.2 < (protocols.count("kip-343") + protocols.count("truncate-on-fetch")) / len(configs) < 0.4
     for kind, share in (("admin", 0.5), ("stall", 0.3)):
         drawn = sum(kind in c.nemesis for c in configs) / len(configs)
         assert abs(drawn - share) < 0.1, (kind, drawn)

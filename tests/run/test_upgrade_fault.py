@@ -87,6 +87,9 @@ def test_an_upgrade_of_brokers_at_kip_343_is_refused_before_the_run_in_one_line(
         make_config({"cluster": "docker", "nemesis": "upgrade,kill", "inter_broker_protocol": "kip-343"})
     message = str(refused.value)
     assert "\n" not in message and "inter_broker_protocol" in message and "kip-343" in message
+    # Nor may it take brokers back from the newer protocol.
+    with pytest.raises(ConfigError, match="older than the truncate-on-fetch they run"):
+        make_config({"cluster": "sim", "nemesis": "upgrade", "inter_broker_protocol": "truncate-on-fetch"})
 
 
 def test_real_backends_apply_upgrades() -> None:

@@ -18,7 +18,11 @@ before it fetches them again.
 
 Every fetch carries the follower's view of the leader epoch and the epoch of its last
 record; a leader in another epoch refuses it (KIP-320), and a leader whose log diverges
-from the follower's says so, and the follower truncates again before fetching on.
+from the follower's says so, and the follower truncates again before fetching on. A broker
+at the ``truncate-on-fetch`` inter-broker protocol skips steps 1 to 3 and relies on that
+answer alone (Kafka 2.7, KAFKA-10554): it fetches at once, and the leader, finding the
+follower's last epoch ending before the fetch offset (or missing), answers with where it
+ends instead of records and does not count the fetch as progress.
 
 A follower fetches all the partitions it follows from one leader in one request (one
 *session* per leader broker, as Kafka's fetcher threads do), so a thousand idle partitions
@@ -114,13 +118,21 @@ class ReplicaFetchers:
         followed = Followed(p, p.leader_id, p.leader_epoch)
         self._followed[p.key] = followed
         self._by_leader = None
-        if p.log.epoch_cache.latest_epoch == NO_EPOCH and not self.config.variant.truncate_to_high_watermark:
-            followed.ready = True  # an empty history cannot diverge: no truncation round trip
-            self._wake(followed.leader)
-        else:
+        if self._truncates_first(p):
             followed.truncation = self.runtime.spawn(self._prepare(followed),
                                                      name=f"truncate-{p.topic}-{p.partition}")
+        else:
+            followed.ready = True
+            self._wake(followed.leader)
         self._ensure_session(followed.leader)
+
+    def _truncates_first(self, p: Partition) -> bool:
+        """Does ``p`` truncate before its first fetch? Always under ``truncate-to-hw``; else
+        unless its history is empty (nothing can diverge) or its broker's protocol truncates
+        on the fetch's answer instead."""
+        if self.config.variant.truncate_to_high_watermark:
+            return True
+        return p.log.epoch_cache.latest_epoch != NO_EPOCH and not self.config.protocol.truncation_on_fetch
 
     def remove(self, key: Key) -> None:
         followed = self._followed.pop(key, None)

@@ -58,7 +58,7 @@ TUNABLES: dict[str, tuple[str, type, str]] = {
     "--segment-records": ("segment_records", int, "records per log segment"),
     "--log-flush-interval": ("log_flush_interval", float, "seconds between log fsyncs (default: on HW checkpoint)"),
     "--inter-broker-protocol": ("inter_broker_protocol", str,
-                                "inter-broker protocol version: legacy, heartbeats (default) or kip-343"),
+                                "inter-broker protocol version: legacy, heartbeats (default), kip-343 or truncate-on-fetch"),
 }
 
 

@@ -20,6 +20,7 @@ from floodmark.reference.broker.partition import Partition
 from floodmark.reference.broker.replica_manager import ReplicaManager
 from floodmark.reference.broker.session import BrokerSession
 from floodmark.reference.log.log_dirs import LogDirs
+from floodmark.reference.protocol import inter_broker_protocol as ibp
 from floodmark.reference.protocol.messages import (
     NO_EPOCH,
     BrokerInfo,
@@ -91,11 +92,12 @@ class ScriptedLeader:
 
 
 class Setup:
-    def __init__(self, variant: str = "default") -> None:
+    def __init__(self, variant: str = "default", protocol: str = ibp.DEFAULT) -> None:
         self.world = SimWorld(seed=3)
         self.runtime = self.world.add_node("f")
         self.leader_runtime = self.world.add_node("l")
-        config = BrokerConfig(broker_id=2, log_dirs=("/d",), variant=VARIANTS[variant])
+        config = BrokerConfig(broker_id=2, log_dirs=("/d",), variant=VARIANTS[variant],
+                              inter_broker_protocol=protocol)
         self.replicas = ReplicaManager(self.runtime, config, LogDirs(self.runtime.storage, ["/d"]),
                                        MetadataCache(), BrokerSession())
         self.fetchers = self.replicas.fetchers
@@ -336,3 +338,58 @@ def test_a_leader_that_gives_no_answer_is_retried_after_doubling_waits(setup: Se
     assert gaps[:5] == [0.1, 0.2, 0.4, 0.8, 1.0] and set(gaps[5:]) == {1.0}, gaps
     answering = True
     assert setup.world.run_until(lambda: setup.values() == ["a0"], 1.5)
+
+
+# (follower's records and HW, leader's records and HW, the log the follower ends with): a
+# tail of an epoch the leader never had; an epoch the follower has and the leader lacks,
+# two rounds deep; an epoch the follower led without appending (explore seed 9757).
+DIVERGED = [
+    (recs((0, "a0"), (0, "a1"), (1, "b2")), 2, recs((0, "a0"), (0, "a1"), (2, "c2"), (2, "c3")), 4,
+     ["a0", "a1", "c2", "c3"]),
+    (recs((0, "a0"), (3, "d1"), (3, "d2")), 1, recs((0, "a0"), (0, "a1"), (2, "c2")), 3, ["a0", "a1", "c2"]),
+    (recs((0, "a0"), (0, "a1")), 2, recs((0, "a0"), (0, "a1"), (1, "b2")), 3, ["a0", "a1", "b2"]),
+]
+
+
+@pytest.mark.parametrize(("own", "own_hw", "leaders", "leader_hw", "expected"), DIVERGED,
+                         ids=["unreplicated-tail", "missing-epoch", "empty-epoch"])
+def test_at_truncate_on_fetch_the_follower_truncates_on_the_fetch_answer_alone(
+        own: list[Record], own_hw: int, leaders: list[Record], leader_hw: int, expected: list[str]) -> None:
+    # KAFKA-10554: no OffsetsForLeaderEpoch round trip; the first fetch names the follower's
+    # last epoch, and the leader's answer says where the logs part.
+    s = Setup(protocol=ibp.TRUNCATE_ON_FETCH)
+    try:
+        p = s.follower(own, high_watermark=own_hw, leader_epoch=4)
+        if expected[-1] == "b2":
+            p.log.epoch_cache.assign(2, 2)  # led epoch 2 from offset 2, appended nothing
+        last_epoch = p.log.last_epoch
+        leader = ScriptedLeader(leaders, epoch=4, high_watermark=leader_hw)
+        s.serve(leader)
+        s.fetchers.add(p)
+        assert s.world.run_until(lambda: s.values() == expected, 5.0)
+        assert not any(isinstance(m, OffsetForLeaderEpochRequest) for m in leader.requests)
+        first = leader.fetches[0]
+        assert (first.offset, first.last_fetched_epoch) == (len(own), last_epoch)
+        truncated = [e.body for e in s.world.events("f") if isinstance(e.body, Truncated)]
+        assert {t.reason for t in truncated} <= {"diverging_epoch"}
+        assert p.high_watermark == leader_hw
+        # Nothing diverges any more: the follower's later fetches are answered with records or
+        # nothing, and it stays in step.
+        s.world.run_for(2.0)
+        assert s.values() == expected
+    finally:
+        s.world.close()
+
+
+def test_at_the_older_protocols_the_follower_truncates_before_fetching() -> None:
+    s = Setup(protocol=ibp.KIP_343)
+    try:
+        p = s.follower(recs((0, "a0"), (3, "d1"), (3, "d2")), high_watermark=1, leader_epoch=4)
+        leader = ScriptedLeader(recs((0, "a0"), (0, "a1"), (2, "c2")), epoch=4, high_watermark=3)
+        s.serve(leader)
+        s.fetchers.add(p)
+        assert s.world.run_until(lambda: s.values() == ["a0", "a1", "c2"], 5.0)
+        assert epochs_asked(leader) == [3, 0]
+        assert leader.fetches[0].offset == 1  # its first fetch comes after the truncation
+    finally:
+        s.world.close()

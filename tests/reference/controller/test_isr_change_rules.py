@@ -24,13 +24,16 @@ def decide(isr: tuple[int, ...], *, requester: int = 1, epoch: int = 4, variant:
 
 
 def test_the_versions_mean_what_kip_343_says() -> None:
-    legacy, current, kip343 = (ibp.features(v) for v in ibp.VERSIONS)
+    legacy, current, kip343, on_fetch = (ibp.features(v) for v in ibp.VERSIONS)
     assert (legacy.heartbeats, legacy.isr_changes_by_request, legacy.registration_version) == (False, False, 4)
     assert (current.heartbeats, current.isr_changes_by_request, current.registration_version) == (True, False, None)
     assert (kip343.heartbeats, kip343.isr_changes_by_request, kip343.registration_version) == (True, True, 5)
+    # The newest is kip-343 with KAFKA-10554's truncation on the fetch's answer.
+    assert on_fetch.truncation_on_fetch and not any(f.truncation_on_fetch for f in (legacy, current, kip343))
+    assert (on_fetch.heartbeats, on_fetch.isr_changes_by_request, on_fetch.registration_version) == (True, True, 5)
     assert ibp.DEFAULT == ibp.HEARTBEATS
     assert ibp.always_active(4) and not ibp.always_active(5) and not ibp.always_active(None)
-    with pytest.raises(ValueError, match="legacy, heartbeats, kip-343"):
+    with pytest.raises(ValueError, match="legacy, heartbeats, kip-343, truncate-on-fetch"):
         ibp.features("kip-500")
 
 
