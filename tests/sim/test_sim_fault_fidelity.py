@@ -91,6 +91,29 @@ def test_a_broker_two_pauses_hold_stays_paused_until_the_last_heals(backend: Any
     assert healed_outer["resumed"]["paused_for"] == 5.0 and not node.is_paused()
 
 
+@pytest.mark.parametrize("other", [DiskFault("n2", "/data/logdir1", "chmod"),
+                                   MessageFault("ReplicaFetchResponse", "drop", destination="n3"),
+                                   NetworkCut((("n2", ("n3",)),))],
+                         ids=["disk", "message", "cut"])
+def test_a_pause_heals_while_another_kind_of_fault_is_in_force(backend: Any, other: Any) -> None:
+    # Explore seed 87: a pause healed while a disk fault was in force failed ("cannot unpack
+    # non-iterable DiskFault object"), and its broker stayed paused until the final heal-all.
+    node = backend.cluster.broker_node("n1")
+    pause = ProcessPause("n1", 2.0, 6.0)
+
+    async def overlapping() -> dict[str, Any]:
+        await backend.faults.apply(pause)
+        await backend.faults.apply(other)
+        await asyncio.sleep(2.0)
+        healed = await backend.faults.heal(pause)
+        await backend.faults.heal(other)
+        return healed
+
+    healed = backend.run(overlapping())
+    assert healed["resumed"]["paused_for"] == 2.0 and "still_paused" not in healed["resumed"]
+    assert not node.is_paused()
+
+
 def test_overlapping_clock_faults_heal_independently(backend: Any) -> None:
     world = backend.world
     bump, rate = ClockSkew((("n1", 30.0, 1.0),)), ClockSkew((("n1", 0.0, 2.0),))

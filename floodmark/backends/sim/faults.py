@@ -279,8 +279,10 @@ class SimFaultApplier:
 
     def _paused_by_another(self, node: str, pid: int) -> bool:
         """Does another pause in force still hold this process?"""
-        return any(isinstance(plan, ProcessPause) and plan.node == node and held_pid == pid
-                   for plan, undo in self._undo.items() for held_pid, _ in undo)
+        # Only a pause's undo is a (pid, paused at) pair: look inside no other fault's.
+        return any(isinstance(plan, ProcessPause) and plan.node == node
+                   and any(held_pid == pid for held_pid, _ in undo)
+                   for plan, undo in self._undo.items())
 
     def _push_clocks(self, plan: ClockSkew | ClockStrobe) -> None:
         for name in plan.nodes:
