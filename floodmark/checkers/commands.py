@@ -244,7 +244,7 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
                       keyword_keys=loaded.format != "edn", inputs=_edn_inputs(args.paths))
     model = args.model or infer_model(loaded.ops)
     workload = infer_workload(loaded.ops, model)
-    names = checkers or list(default_checker_names(workload))
+    names = checkers or list(default_checker_names(workload, loaded.ops))
     refuse_unused_model(args.model, names, f"{'<stdin>' if name == STDIN else printable(name)}: a {workload} history")
     # A history file states no configuration: the checkers are told none, not a made-up one.
     judged = judge_history(loaded.ops, {}, None, checkers=names, time_limit=args.time_limit,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from floodmark.checkers.api import Checker, CheckInput, NotJudgeable
+from floodmark.checkers.convergence import records_the_wait
 from floodmark.errors import UsageError
 from floodmark.history import Op, OpsRead
 from floodmark.results import (
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
     from floodmark.run_config import TestConfig
     from floodmark.rundir import RunDir
 
-CHECKER_NAMES: tuple[str, ...] = ("durability", "hw", "leader", "invariants", "queue", "linearizable", "stats")
+CHECKER_NAMES: tuple[str, ...] = ("durability", "hw", "leader", "invariants", "queue", "linearizable", "convergence",
+                                   "stats")
 
 _DEFAULTS = {
     "queue": ("durability", "queue", "hw", "leader", "invariants", "stats"),
@@ -72,6 +74,10 @@ def make_checker(name: str, **linearizable_options: Any) -> Checker:
         from floodmark.checkers.linearizability.checker import LinearizableChecker
 
         return LinearizableChecker(**linearizable_options)
+    if name == "convergence":
+        from floodmark.checkers.convergence import ConvergenceChecker
+
+        return ConvergenceChecker()
     if name == "stats":
         from floodmark.checkers.stats import StatsChecker
 
@@ -79,8 +85,13 @@ def make_checker(name: str, **linearizable_options: Any) -> Checker:
     raise ValueError(f"unknown checker {name!r}; choose from: {', '.join(CHECKER_NAMES)}")
 
 
-def default_checker_names(workload: str | None) -> tuple[str, ...]:
-    return _DEFAULTS.get(workload or "", ("linearizable", "stats"))
+def default_checker_names(workload: str | None, ops: Sequence[Op] = ()) -> tuple[str, ...]:
+    """A workload's checkers; with ``ops``, also those that judge what the history records
+    beyond the workload's ops (the runner's wait for whole ISRs after healing)."""
+    names = _DEFAULTS.get(workload or "", ("linearizable", "stats"))
+    if workload in _DEFAULTS and records_the_wait(ops):
+        names = (*names[:-1], "convergence", names[-1])  # (stats stays last)
+    return names
 
 
 def infer_workload(ops: Sequence[Op], model: str) -> str | None:
@@ -98,10 +109,10 @@ def checker_names_for(config: TestConfig | None, ops: Sequence[Op], model: str |
     its ops suggest (``model``: the linearizability model asked for, if any), as a history
     file is judged."""
     if config is not None:
-        return default_checker_names(config.workload)
+        return default_checker_names(config.workload, ops)
     from floodmark.checkers.linearizability.checker import infer_model
 
-    return default_checker_names(infer_workload(ops, model or infer_model(list(ops))))
+    return default_checker_names(infer_workload(ops, model or infer_model(list(ops))), ops)
 
 
 def refuse_unused_model(model: str | None, checkers: Sequence[str | Checker], what: str) -> None:
@@ -151,10 +162,11 @@ def _run_each(checkers: Sequence[Checker], run: CheckInput, results: dict[str, C
                                   "traceback": traceback.format_exc(limit=5)}, cause=e)
 
 
-def _resolve(checkers: Sequence[str | Checker] | None, workload: str | None, **options: Any) -> list[Checker]:
+def _resolve(checkers: Sequence[str | Checker] | None, workload: str | None, ops: Sequence[Op],
+             **options: Any) -> list[Checker]:
     if checkers is None:
         return [make_checker(n, **options) if n == "linearizable" else make_checker(n)
-                for n in default_checker_names(workload)]
+                for n in default_checker_names(workload, ops)]
     return [make_checker(c, **options) if isinstance(c, str) and c == "linearizable"
             else make_checker(c) if isinstance(c, str) else c for c in checkers]
 
@@ -178,7 +190,7 @@ def judge_history(
     ``cut_short``: the nodes whose event file ends in a line cut short (see :class:`CheckInput`).
     """
     run = CheckInput(ops, events or {}, config, time_limit, whole_file_gap, cut_short)
-    resolved = _resolve(checkers, config.workload if config else None, **linearizable_options)
+    resolved = _resolve(checkers, config.workload if config else None, ops, **linearizable_options)
     return run_checkers(resolved, run)
 
 

@@ -40,6 +40,7 @@ from typing import Any, TextIO
 
 from floodmark import rundir
 from floodmark.backends import cleanup
+from floodmark.checkers.convergence import AWAIT_FULL_ISR
 from floodmark.errors import UsageError, exit_code
 from floodmark.harness.cluster import ClusterSpec, new_run_id
 from floodmark.harness.code_version import code_version
@@ -49,7 +50,7 @@ from floodmark.harness.progress import Progress
 from floodmark.harness.recorder import Recorder
 from floodmark.harness.schedule import Schedule, ScheduleLog, generate
 from floodmark.harness.seeds import Seeds, new_seed
-from floodmark.history import Op, read_history
+from floodmark.history import NEMESIS, Op, read_history
 from floodmark.nemesis.compose import Composite
 from floodmark.results import Validity, build_results, mark_interrupted, write_results
 from floodmark.run import digest
@@ -57,7 +58,7 @@ from floodmark.run.admin_faults import AdminFaults, FaultRouter
 from floodmark.run.assemble import broker_args, make_backend, make_nemeses, refusal
 from floodmark.run.backend import Backend
 from floodmark.run.fault_driver import FaultDriver
-from floodmark.workloads.clients import LibraryClients
+from floodmark.workloads.clients import LibraryClients, problem_lines
 from floodmark.workloads.registry import final_reads, make_workers
 
 log = logging.getLogger(__name__)
@@ -238,7 +239,21 @@ class Runner:
         if failures:
             self.say(f"the final drain could not read {failures} partitions to their end")
         self.mark("final_reads_done")
+        if config.cluster == "sim":  # (virtual time: the wait costs nothing; see README)
+            await self._await_full_isr(clients, recorder)
         return True
+
+    async def _await_full_isr(self, clients: LibraryClients, recorder: Recorder) -> None:
+        """Wait for every replica to be in sync again, recorded for the convergence checker."""
+        self.step = "waiting for every replica to be in sync"
+        timeout = self.config.recovery_time
+        recorder.record("invoke", NEMESIS, AWAIT_FULL_ISR, {"timeout": timeout})
+        found = await clients.await_full_isr(timeout)
+        recorder.record("ok", NEMESIS, AWAIT_FULL_ISR, found)
+        if found["short"]:
+            lines = problem_lines([(e["topic"], e["partition"], e["why"]) for e in found["short"]])
+            self.say(f"not every replica was in sync {timeout:.0f} s after the final reads: "
+                     f"{'; '.join(lines[:8])}{' ...' if len(lines) > 8 else ''}")
 
     def _record_interruption(self, interrupt: KeyboardInterrupt, recorder: Recorder) -> None:
         """Say in the run directory, atomically and at once (a second interrupt may cut the

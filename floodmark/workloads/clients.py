@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from floodmark.frozen_init import fast_frozen_init
 from floodmark.harness.config import TestConfig
@@ -214,7 +214,7 @@ class LibraryClients:
             unhealthy = await self._wait_healthy(runtime, max(1.0, deadline - runtime.monotonic()))
             if unhealthy:
                 raise TimeoutError(f"topics had no leader with a whole ISR after {timeout:.0f} s: "
-                                   f"{', '.join(unhealthy[:5])}")
+                                   f"{', '.join(problem_lines(unhealthy)[:5])}")
         finally:
             await self.host.end_session(runtime)
 
@@ -227,26 +227,50 @@ class LibraryClients:
         """
         runtime = self._runtime("recovery")
         try:
-            return await self._wait_healthy(runtime, timeout, self.config.min_insync_replicas)
+            return problem_lines(await self._wait_healthy(runtime, timeout, self.config.min_insync_replicas))
         finally:
             await self.host.end_session(runtime)
 
-    async def _wait_healthy(self, runtime: Runtime, timeout: float, min_isr: int | None = None) -> list[str]:
+    async def await_full_isr(self, timeout: float) -> dict[str, Any]:
+        """Wait until every partition's ISR holds all its replicas (no partition
+        under-replicated, as Kafka's operators check); the record of the wait, for
+        :mod:`floodmark.checkers.convergence`: the seconds waited, and each partition still
+        short of that at the deadline, with why (``topic`` None: no broker answered)."""
+        runtime = self._runtime("replicas")
+        began = runtime.monotonic()
+        try:
+            short = await self._wait_healthy(runtime, timeout, None)
+        finally:
+            await self.host.end_session(runtime)
+        return {"waited": round(runtime.monotonic() - began, 3), "timeout": timeout,
+                "short": [{"topic": topic, "partition": number, "why": why} for topic, number, why in short]}
+
+    async def _wait_healthy(self, runtime: Runtime, timeout: float, min_isr: int | None = None) -> list[Unhealthy]:
         """Until each partition has a leader and an ISR of ``min_isr`` (None: all replicas);
         returns the partitions still short of that at the deadline, each with why."""
         metadata = ClientMetadata(runtime, self.bootstrap)
         deadline = runtime.monotonic() + timeout
         wanted = sorted(self.config.topic_partitions)
         while True:
-            problems = ["metadata: no broker answered"]
+            problems: list[Unhealthy] = [(None, None, "no broker answered the metadata request")]
             if await metadata.refresh(list(self.config.topic_names)):
-                problems = [f"{topic}/{number}: {why}" for topic, number in wanted
+                problems = [(topic, number, why) for topic, number in wanted
                             if (why := partition_unhealthy(metadata, topic, number, min_isr)) is not None]
                 if not problems:
                     return []
             if runtime.monotonic() >= deadline:
                 return problems
             await runtime.sleep(0.25)
+
+
+# A partition that is not as wanted: (topic, partition, why); (None, None, why) for the
+# whole cluster (no broker answered).
+Unhealthy = tuple[str | None, int | None, str]
+
+
+def problem_lines(problems: Sequence[Unhealthy]) -> list[str]:
+    """Each problem as a line of a message: ``topic/partition: why``, or ``metadata: why``."""
+    return [f"{topic}/{number}: {why}" if topic is not None else f"metadata: {why}" for topic, number, why in problems]
 
 
 def partition_unhealthy(metadata: ClientMetadata, topic: str, number: int, min_isr: int | None) -> str | None:

@@ -48,7 +48,8 @@ from floodmark.rundir import (
 
 
 def test_names_and_defaults() -> None:
-    assert set(CHECKER_NAMES) == {"durability", "hw", "leader", "invariants", "queue", "linearizable", "stats"}
+    assert set(CHECKER_NAMES) == {"durability", "hw", "leader", "invariants", "queue", "linearizable", "convergence",
+                                  "stats"}
     assert [c.name for c in default_checkers("queue")] == ["durability", "queue", "hw", "leader", "invariants", "stats"]
     assert [c.name for c in default_checkers("log-lin")] == ["linearizable", "hw", "leader", "stats"]
 
@@ -253,7 +254,8 @@ def test_a_run_without_test_yaml_checked_by_named_checkers_says_so(tmp_path: Pat
 
 # ------------------------------------------------ check --checker keeps verdicts only of the files they judged
 
-OTHERS = ["durability", "queue", "hw", "leader", "invariants"]  # a queue run's checkers but stats
+# A simulated queue run's checkers but stats (it records the wait for whole ISRs: convergence).
+OTHERS = ["durability", "queue", "hw", "leader", "invariants", "convergence"]
 DROPPED = "not checked again, and its old verdict is not kept (the notes say why)"
 
 

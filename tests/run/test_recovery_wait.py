@@ -1,10 +1,20 @@
-"""Before the final reads: which partitions cannot serve yet, and why (named, never silent)."""
+"""Before the final reads: which partitions cannot serve yet, and why (named, never silent); after
+them, on the simulator: whether every replica is in sync again (the convergence checker)."""
 
 from __future__ import annotations
 
+import io
+import json
+from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
+import pytest
+
+from floodmark.harness.config import make_config
+from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
 from floodmark.reference.protocol.messages import PartitionMetadata, TopicPartition
+from floodmark.run.runner import Runner
 from floodmark.workloads.clients import partition_unhealthy
 
 
@@ -25,3 +35,42 @@ def test_each_partition_that_cannot_serve_is_named_with_why() -> None:
     assert partition_unhealthy(known, "t0", 2, 2) == "ISR [2] of replicas [1, 2, 3], below 2"  # type: ignore[arg-type]
     assert partition_unhealthy(known, "t0", 3, 2) == "error LEADER_NOT_AVAILABLE"  # type: ignore[arg-type]
     assert partition_unhealthy(known, "t1", 0, 2) == "not in the metadata"  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- after the final reads
+
+def _simulated_run(tmp_path: Path) -> dict[str, Any]:
+    config = make_config({"cluster": "sim", "nemesis": "none", "time_limit": 20.0, "seed": 4,
+                          "topics": 1, "partitions": 2})
+    outcome = Runner(config, tmp_path, out=io.StringIO(), check=True, report=False).run()
+    assert outcome.error is None
+    results: dict[str, Any] = json.loads(outcome.run_dir.results.read_text())
+    return results
+
+
+def test_a_simulated_run_waits_for_every_replica_and_is_judged_by_it(tmp_path: Path) -> None:
+    checkers = _simulated_run(tmp_path)["checkers"]
+    assert checkers["convergence"]["valid"] is True
+    assert 0 <= checkers["convergence"]["stats"]["waited"] < 1.0  # a quiet healthy cluster: at once
+
+
+def test_a_follower_that_never_catches_up_is_caught_by_convergence_alone(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fetcher of broker 3 that stops for good (the stuck follower of the mutation analysis):
+    # nothing is lost or misread, so every safety checker passes, but broker 3 never returns
+    # to the ISR of the partitions it follows.
+    original = ReplicaFetchers._fetch
+
+    async def stuck(self: ReplicaFetchers, leader: int, address: str, batch: list[Any]) -> bool:
+        if self.config.broker_id == 3:
+            await self.runtime.sleep(1.0)
+            return False
+        return await original(self, leader, address, batch)
+    monkeypatch.setattr(ReplicaFetchers, "_fetch", stuck)
+    results = _simulated_run(tmp_path)
+    checkers = results["checkers"]
+    assert checkers["convergence"]["valid"] is False and results["valid"] is False
+    anomalies = checkers["convergence"]["anomalies"]
+    assert anomalies and all(a["type"] == "under-replicated-after-healing" for a in anomalies)
+    assert all("below 3" in a["explanation"] for a in anomalies)
+    assert all(c["valid"] is True for name, c in checkers.items() if name != "convergence")

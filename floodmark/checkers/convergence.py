@@ -1,0 +1,96 @@
+"""Convergence: once every fault has healed, every replica of every partition is in sync again.
+
+The safety checkers judge what was written and read, so they cannot see a replica that never
+catches up after the faults end: a follower stuck on a truncation it cannot finish, a
+fetcher that stopped for good, an ISR expansion nobody writes. The data stays readable (a
+leader and min.insync.replicas suffice, so the final reads succeed), but the partition has
+lost a copy for good, which is what Kafka's operators watch as under-replicated partitions.
+
+So the runner, after the final reads, with every fault healed and the workload quiet, waits
+up to the test's recovery time for every partition's ISR to hold all its replicas, and
+records what it found as one nemesis op, :data:`AWAIT_FULL_ISR`: invoked with the time it
+allows, completed with the seconds it waited and each partition still short at the deadline,
+with why. This checker reads that op:
+
+* every partition whole: valid;
+* a partition still short (its ISR lacks a replica, it has no leader, the metadata lacks
+  it): invalid, one ``under-replicated-after-healing`` anomaly per partition;
+* the wait found no broker to ask, never completed, or its record cannot be read: unknown,
+  saying why; it must not pass as valid.
+
+Only a run that recorded the wait is judged by this checker (:func:`records_the_wait`):
+runs recorded before it existed and foreign histories never name it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from floodmark.checkers.api import CheckInput
+from floodmark.history import NEMESIS, Op
+from floodmark.results import Anomaly, CheckerResult
+
+AWAIT_FULL_ISR = "await-full-isr"
+UNDER_REPLICATED = "under-replicated-after-healing"
+
+
+def records_the_wait(ops: Iterable[Op]) -> bool:
+    """Does the history record the runner's wait for whole ISRs (and so ask for this checker)?"""
+    return any(op.f == AWAIT_FULL_ISR and op.process == NEMESIS for op in ops)
+
+
+class ConvergenceChecker:
+    name = "convergence"
+
+    def check(self, run: CheckInput) -> CheckerResult:
+        waits = [op for op in run.history if op.f == AWAIT_FULL_ISR and op.process == NEMESIS]
+        if not waits:
+            return _unknown("the history records no wait for whole ISRs after healing")
+        last = waits[-1]
+        if last.type == "invoke":
+            return _unknown(f"the wait for whole ISRs (op {last.index}) never completed")
+        if last.type != "ok":
+            return _unknown(f"the wait for whole ISRs (op {last.index}) ended {last.type}: {last.error}")
+        found = last.value
+        problem = _shape_problem(found)
+        if problem is not None:
+            return _unknown(f"op {last.index} is no record of a wait for whole ISRs: {problem}")
+        stats: dict[str, Any] = {"waited": found["waited"], "timeout": found["timeout"]}
+        short = found["short"]
+        unasked = [entry["why"] for entry in short if entry["topic"] is None]
+        if unasked:
+            return _unknown(f"the wait for whole ISRs could not ask the cluster: {unasked[0]}", stats)
+        anomalies = [Anomaly(
+            UNDER_REPLICATED,
+            f"{entry['topic']}-{entry['partition']}: {entry['why']}, {found['timeout']:g} s after the final "
+            "reads, with every fault healed and no client writing",
+            topic=entry["topic"], partition=entry["partition"], ops=(last.index,))
+            for entry in short]
+        stats["under_replicated"] = len(anomalies)
+        return CheckerResult(not anomalies, anomalies, stats)
+
+
+def _unknown(why: str, stats: dict[str, Any] | None = None) -> CheckerResult:
+    return CheckerResult("unknown", [], {**(stats or {}), "unjudged_because": why})
+
+
+def _shape_problem(found: Any) -> str | None:
+    """Why ``found`` is not ``{"waited": s, "timeout": s, "short": [{"topic", "partition", "why"}]}``."""
+    if not isinstance(found, Mapping):
+        return f"its value is {type(found).__name__}, not a map"
+    for key in ("waited", "timeout"):
+        if type(found.get(key)) not in (int, float):
+            return f"{key!r} is not a number of seconds"
+    short = found.get("short")
+    if not isinstance(short, list):
+        return "'short' is not a list of partitions"
+    for entry in short:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("why"), str):
+            return f"'short' holds {entry!r}, not a partition with why"
+        topic, number = entry.get("topic"), entry.get("partition")
+        if topic is None and number is None:
+            continue  # the whole cluster: nobody answered
+        if not isinstance(topic, str) or type(number) is not int or number < 0:
+            return f"'short' names partition {topic!r}/{number!r}"
+    return None

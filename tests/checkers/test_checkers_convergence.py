@@ -1,0 +1,88 @@
+"""The convergence checker: every replica in sync again once the faults have healed.
+
+It judges one nemesis op, the runner's wait for whole ISRs after the final reads: valid when
+no partition was short, invalid per partition still short, unknown when the wait could not
+ask, never ended or cannot be read. A history that does not record the wait is not judged by
+it at all (older runs, foreign histories).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import hypothesis.strategies as st
+from checkers_fixtures import History
+from hypothesis import given, settings
+
+from floodmark.checkers.api import CheckInput
+from floodmark.checkers.convergence import AWAIT_FULL_ISR, UNDER_REPLICATED, ConvergenceChecker
+from floodmark.checkers.registry import check_history, checker_names_for, default_checker_names
+from floodmark.history import NEMESIS
+from floodmark.run_config import TestConfig
+
+
+def waited(found: Any, outcome: str = "ok") -> History:
+    h = History()
+    h.send(0, 0, "a", 0)
+    h.poll(1, 0, 0, [(0, "a")], f="drain")
+    h.invoke(NEMESIS, AWAIT_FULL_ISR, {"timeout": 30.0})
+    if outcome != "none":
+        h.add(outcome, NEMESIS, AWAIT_FULL_ISR, found)
+    return h
+
+
+def judged(h: History) -> Any:
+    return ConvergenceChecker().check(CheckInput(h.ops))
+
+
+def short(*partitions: tuple[str | None, int | None, str]) -> dict[str, Any]:
+    return {"waited": 30.0, "timeout": 30.0,
+            "short": [{"topic": t, "partition": p, "why": why} for t, p, why in partitions]}
+
+
+def test_every_partition_whole_is_valid() -> None:
+    result = judged(waited({"waited": 0.25, "timeout": 30.0, "short": []}))
+    assert result.valid is True and result.stats["waited"] == 0.25
+
+
+def test_a_partition_still_short_is_invalid_naming_it_and_why() -> None:
+    result = judged(waited(short(("t0", 1, "ISR [1, 2] of replicas [1, 2, 3], below 3"), ("t1", 0, "no leader"))))
+    assert result.valid is False
+    assert [(a.type, a.topic, a.partition) for a in result.anomalies] == [
+        (UNDER_REPLICATED, "t0", 1), (UNDER_REPLICATED, "t1", 0)]
+    assert "ISR [1, 2] of replicas [1, 2, 3]" in result.anomalies[0].explanation
+    assert result.anomalies[0].ops == (5,)  # the wait's completion
+
+
+def test_a_wait_that_could_not_ask_never_ended_or_failed_is_unknown() -> None:
+    unasked = judged(waited(short((None, None, "no broker answered the metadata request"))))
+    assert unasked.valid == "unknown" and "no broker answered" in unasked.stats["unjudged_because"]
+    assert judged(waited(None, outcome="none")).valid == "unknown"
+    failed = judged(waited({"waited": 1.0, "timeout": 30.0, "short": []}, outcome="info"))
+    assert failed.valid == "unknown" and "ended info" in failed.stats["unjudged_because"]
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                        st.sampled_from(["waited", "timeout", "short", "topic", "partition", "why"]), inner,
+                        max_size=6), max_leaves=12))
+@settings(max_examples=300, deadline=None)
+def test_any_recorded_value_gives_a_verdict_and_valid_only_for_a_well_formed_empty_wait(found: Any) -> None:
+    result = judged(waited(found))
+    assert result.valid in (True, False, "unknown")
+    if result.valid is True:
+        assert isinstance(found, dict) and found["short"] == []
+        assert type(found["waited"]) in (int, float) and type(found["timeout"]) in (int, float)
+    if result.valid is False:
+        assert all(isinstance(a.topic, str) and isinstance(a.partition, int) for a in result.anomalies)
+
+
+def test_only_a_history_that_records_the_wait_is_judged_by_it() -> None:
+    recorded = waited({"waited": 0.0, "timeout": 30.0, "short": []}).ops
+    assert default_checker_names("queue", recorded)[-2:] == ("convergence", "stats")
+    assert "convergence" in default_checker_names("log-lin", recorded)
+    assert "convergence" not in default_checker_names("queue", recorded[:2])  # a run recorded before it
+    assert "convergence" not in default_checker_names(None, recorded)  # judged for linearizability alone
+    assert "convergence" in checker_names_for(None, recorded)  # a history file of a queue run
+    assert check_history(recorded, {}, TestConfig())["checkers"]["convergence"]["valid"] is True
+    assert "convergence" not in check_history(recorded[:2], {}, TestConfig())["checkers"]
