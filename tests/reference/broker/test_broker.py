@@ -41,6 +41,7 @@ from floodmark.reference.protocol.messages import (
     ReplicaLogInfoResponse,
     TopicPartition,
 )
+from floodmark.reference.sim.message_faults import MessageRule
 
 
 @pytest.fixture
@@ -176,6 +177,30 @@ def test_follower_fetch_with_another_leader_epoch_is_fenced(cluster: SimCluster)
     rejected = cluster.events(leader, Rejected)
     assert {e.why for e in rejected if e.request == "Fetch"} >= {
         Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH}
+
+
+def test_an_isr_expansion_whose_zookeeper_answer_was_lost_still_reaches_every_metadata_cache(
+        cluster: SimCluster) -> None:
+    # Explore seed 57: the expansion's write landed but its answer was lost, so the leader sent
+    # no ISR change notification; its retry lost the conditional write to its own landed one
+    # and adopted that ISR, again without one: every broker's metadata named the old ISR for
+    # good (the convergence checker's under-replicated-after-healing).
+    cluster.create_topic("t", 1, 3, assignment={0: (2, 3, 1)})  # led by broker 2, not the controller
+    leader = "n2"
+    assert cluster.leader_name("t", 0) == leader and cluster.brokers["n1"].controller.is_active  # type: ignore[union-attr]
+
+    def caches() -> dict[str, tuple[int, ...]]:
+        return {n: cluster.brokers[n].metadata.partitions[("t", 0)].isr for n in cluster.names}
+    cluster.world.partition({"n3"}, {leader})  # (n3 keeps ZooKeeper and the controller)
+    assert cluster.world.run_until(lambda: all(isr == (2, 1) for isr in caches().values())
+                                   and cluster.replica(leader, "t", 0).isr == (2, 1), 30.0)  # type: ignore[union-attr]
+    lost = cluster.world.add_message_rule(MessageRule(
+        "drop", frozenset({"ZkSetDataResponse"}), destinations=frozenset({leader}), count=1))
+    cluster.world.heal()
+    assert cluster.world.run_until(lambda: 3 in cluster.state("t", 0).isr, 30.0)  # type: ignore[union-attr]
+    assert lost.acted == 1  # the expansion landed; its answer did not
+    assert cluster.world.run_until(lambda: 3 in cluster.replica(leader, "t", 0).isr, 30.0)  # type: ignore[union-attr]
+    assert cluster.world.run_until(lambda: all(set(isr) == {1, 2, 3} for isr in caches().values()), 20.0), caches()
 
 
 def test_leader_that_loses_its_conditional_isr_write_fences_itself(cluster: SimCluster) -> None:

@@ -78,6 +78,12 @@ async def _reconcile(zk_client: Coordination, partition: Partition, epoch: int) 
         partition.end_isr_update()
         if current.isr != partition.isr:
             partition.apply_isr(current.isr, stat.version, "controller", current.elr)
+            # Maybe our own earlier write, whose answer was lost (so it sent no notification,
+            # as Kafka's checkLeaderAndIsrZkData finds): announce it, or every broker's
+            # metadata keeps the old ISR until the controller's next event, which in a quiet
+            # cluster never comes (explore seed 57). A second notice of the controller's own
+            # change costs one metadata refresh.
+            await _notify_controller(zk_client, partition)
         else:
             partition.zk_version = stat.version
         return
