@@ -60,6 +60,9 @@ MAX_NODES = 9
 MAX_LAYOUT = {"topics": 100, "partitions": 100, "replication_factor": MAX_NODES, "min_insync_replicas": MAX_NODES,
               "concurrency": 1000}
 MAX_RATE = 100_000.0  # client ops per second
+# Kafka's linger.ms is milliseconds (5 by default since Kafka 4.0); a second of linger
+# holds every send that long, which is a typo (ms read as seconds), not a test.
+MAX_LINGER = 1.0
 # Where the upgrade fault starts brokers when the test does not say (it takes them to UPGRADE_TARGET).
 UPGRADE_FROM = ibp.LEGACY
 
@@ -179,6 +182,8 @@ def _convert(source: str, key: str, value: Any) -> Any:
                "check_time_limit", "zk_session_timeout"):
         return read_number(source, key, value, float, 0.0 if key == "recovery_time" else 0.01,
                            MAX_RATE if key == "rate" else MAX_SECONDS)
+    if key == "linger":
+        return read_number(source, key, value, float, 0.0, MAX_LINGER)
     if key in RECORDED:
         if not isinstance(value, bool):
             raise ConfigError(source, key, f"expected true or false, got {value!r}")

@@ -64,10 +64,10 @@ starts, a fault it cannot apply, and so is a fault that starts at or after the t
 EXPLORE_DESCRIPTION = """\
 Hunt for bugs on the simulator: run many seeds, each drawing its own test (3-5 brokers,
 replication factor, min.insync.replicas, topics and partitions, which fault kinds and how
-often and how long: swarm testing), all within the durability contract, so any invalid run
-is a real bug. Runs go across --jobs processes (or Spark tasks with --master); every failing
-seed is printed with the command that replays it and kept as a run directory, and shrunk to
-a minimal failing run unless --no-shrink.
+often and how long, the producer's linger: swarm testing), all within the durability
+contract, so any invalid run is a real bug. Runs go across --jobs processes (or Spark tasks
+with --master); every failing seed is printed with the command that replays it and kept as
+a run directory, and shrunk to a minimal failing run unless --no-shrink.
 
 examples:
   floodmark explore --runs 200 --variant truncate-to-hw --stop-on-first
@@ -102,7 +102,7 @@ exit codes: 0 valid, 1 invalid (an anomaly was found), 2 unknown, 254 bad argume
 CONFIG_OPTIONS = (
     "name", "seed", "cluster", "nodes", "workload", "nemesis", "time_limit", "variant", "topics",
     "partitions", "replication_factor", "min_insync_replicas", "acks", "rate", "concurrency",
-    "inter_broker_protocol",
+    "inter_broker_protocol", "linger",
 )
 
 
@@ -131,6 +131,11 @@ def register(subparsers: Any) -> None:
     load = run.add_argument_group("load and layout")
     load.add_argument("--rate", type=float, metavar="OPS", help="client ops per second in total (default 200)")
     load.add_argument("--concurrency", type=int, metavar="N", help="client workers (default 8)")
+    load.add_argument("--linger", type=float, metavar="SECONDS",
+                      help="how long the producer waits for more sends to a partition before sending "
+                           "them together as one request (Kafka's linger.ms, in seconds: 0.005 is 5 ms, "
+                           "Kafka 4.0's default); at most 1 (default 0: only sends made at the same "
+                           "moment share a request)")
     load.add_argument("--topics", type=int, metavar="N", help="number of topics t0..tN-1 (default 2)")
     load.add_argument("--partitions", type=int, metavar="N", help="partitions per topic (default 3)")
     load.add_argument("--replication-factor", type=int, metavar="N", help="replicas per partition (default 3)")

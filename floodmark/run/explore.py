@@ -5,10 +5,12 @@ found by trying very many different tests, not by running one test many times. S
 first draws the test's shape (:func:`swarm_config`): how many brokers, the replication factor
 and min.insync.replicas, topics and partitions, which fault kinds are on (a random subset:
 swarm testing, after Groce et al., since a kind that is off cannot mask the others), how long
-faults and quiet periods last, the load and the ZooKeeper session timeout. Every shape stays
-inside the durability contract (acks=all, min.insync.replicas of at least 2, no unclean
-election unless the variant turns it on), so an invalid run is a real bug, not a permitted
-loss. Then it runs the seed on the simulator, which makes the run a pure function of the seed.
+faults and quiet periods last, the load, the ZooKeeper session timeout, the inter-broker
+protocol and the producer's linger (so that sends from different workers share produce
+requests). Every shape stays inside the durability contract (acks=all, min.insync.replicas
+of at least 2, no unclean election unless the variant turns it on), so an invalid run is a
+real bug, not a permitted loss. Then it runs the seed on the simulator, which makes the run
+a pure function of the seed.
 
 Seeds run in parallel worker processes (``--jobs``), or as Spark tasks (``--master``), each
 landing in the store as a run directory; valid runs are removed unless asked to keep them,
@@ -74,6 +76,11 @@ SWARM_KINDS = tuple(kind for kind in ALL_KINDS
                     if kind not in LATER_KINDS and kind not in UNSWARMED_KINDS and kind != "failover")
 PROTOCOLS, PROTOCOL_WEIGHTS = ("heartbeats", "kip-343", "legacy"), (0.5, 0.3, 0.2)
 TRUNCATE_ON_FETCH_SHARE = 0.5  # of the seeds that draw kip-343
+# The producer's linger (seconds, Kafka's linger.ms) a seed draws: none for half the seeds
+# (a batch is the sends of one turn), else 5 ms (Kafka 4.0's default) or 20 ms. Our
+# invocations are 5-20 ms apart (50-200 ops/s), so 5 ms joins sends to a shared partition
+# only at the higher rates (11 of 30 seeds whose workers share partitions), 20 ms in all 30.
+LINGER_SHARE, LINGERS = 0.5, (0.005, 0.02)
 
 
 def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = None) -> TestConfig:
@@ -126,6 +133,10 @@ def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = 
     groups = (replication_factor == 3 and not long_sessions
               and Seeds(seed).stream("swarm-groups").random() < FAILOVER_SHARE)
     values["nemesis"] = [*kinds, *later_kinds, *(["failover"] if groups else [])]
+    # The producer's linger came last: without it every batch held one record on the
+    # simulator. Its own stream, so that every other draw of every seed is what it was.
+    lingers = Seeds(seed).stream("swarm-linger")
+    values["linger"] = lingers.choice(LINGERS) if lingers.random() < LINGER_SHARE else 0.0
     config = make_config(values, f"swarm seed {seed}", base)
     return config.replace(name=f"explore-{variant}")
 

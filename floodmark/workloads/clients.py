@@ -10,8 +10,9 @@ sockets, or nodes of the simulated world; the workload never knows which. What t
 of a run share is what a Kafka producer shared by the threads of one JVM shares. One
 connection per broker: the requests that many workers issue in the same turn of the event
 loop leave in one write and their responses arrive in one read, a system call per turn, not
-per request. And one producer per acks setting: the sends to a partition made in the same turn travel as one
-batch (:mod:`floodmark.reference.client.accumulator`). Every op is still invoked and completed on
+per request. And one producer per acks setting: the sends to a partition made in the same turn (or, with
+the test's ``linger``, within that long) travel as one batch
+(:mod:`floodmark.reference.client.accumulator`). Every op is still invoked and completed on
 its own, with its own outcome: a send's is its batch's (ok at its own offset, failed, or
 unknown), and a connection that breaks fails every request in flight on it.
 
@@ -176,7 +177,7 @@ class LibraryClients:
         sender = self._senders.get(acks)
         if sender is None:
             producer = Producer(self.host.connections(), self.bootstrap, acks=acks)
-            sender = self._senders[acks] = SendAccumulator(producer)
+            sender = self._senders[acks] = SendAccumulator(producer, self.config.linger)
         return sender
 
     def _runtime(self, name: str) -> Runtime:

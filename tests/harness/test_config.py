@@ -193,3 +193,53 @@ def test_the_inter_broker_protocol_is_one_of_the_references_versions() -> None:
     assert args[args.index("--inter-broker-protocol") + 1] == "kip-343"
     with pytest.raises(ConfigError, match="inter_broker_protocol: must be one of legacy, heartbeats, kip-343"):
         make_config({"inter_broker_protocol": "2.8"})
+
+
+# ---------------------------------------------------------------- linger (Kafka's linger.ms)
+
+
+def test_linger_is_seconds_defaults_to_none_and_round_trips(tmp_path: Path) -> None:
+    from floodmark.run_config import read_test_config
+
+    assert TestConfig().linger == 0.0  # Kafka 4.0's default is 5 ms; ours keeps every old seed
+    assert make_config({"linger": 0.005}).linger == 0.005
+    assert make_config({"linger": "0.02"}).linger == 0.02 and make_config({"linger": 1}).linger == 1.0
+    path = tmp_path / "test.yaml"
+    path.write_text("linger: 0.02\nnodes: 3\n")
+    config = load_config(path, {"linger": 0.05})
+    assert config.linger == 0.05
+    dump_config(config, path)
+    assert "linger: 0.05" in path.read_text().splitlines()
+    assert load_config(path) == config
+    assert (read_test_config(path) or TestConfig()).linger == 0.05
+
+
+@pytest.mark.parametrize(("value", "fragment"), [
+    (-0.001, "must be at least 0.0"),
+    (5, "must be at most 1"),  # milliseconds written as seconds
+    ("5ms", "expected a number"),
+    (True, "expected a number"),
+    (float("nan"), "finite"),
+    ([0.005], "expected a number"),
+])
+def test_a_bad_linger_is_refused_in_one_line_naming_the_key(value: object, fragment: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        make_config({"linger": value}, "my.yaml")
+    assert raised.value.key == "linger" and fragment in str(raised.value)
+    assert str(raised.value).startswith("my.yaml: linger: ") and "\n" not in str(raised.value)
+
+
+def test_the_run_command_takes_linger_and_refuses_a_bad_one_with_exit_254(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from floodmark.cli import main
+    from floodmark.errors import EXIT_BAD_ARGUMENTS
+    from floodmark.run.commands import config_from_args, register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    assert config_from_args(parser.parse_args(["run", "--cluster", "sim", "--linger", "0.005"])).linger == 0.005
+    assert main(["run", "--cluster", "sim", "--linger", "2"]) == EXIT_BAD_ARGUMENTS
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == ["floodmark run: error: command line: linger: must be at most 1, got 2.0"]

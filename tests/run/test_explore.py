@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -70,6 +71,25 @@ def test_later_kinds_and_the_protocol_come_from_their_own_stream() -> None:
         assert abs(drawn - share) < 0.1, (kind, drawn)
     # Seed 1's first draws, as pinned before those joined: ... clock and kill.
     assert {"clock", "kill"} <= set(swarm_config(1).nemesis) <= {"clock", "kill", "admin", "stall", "failover"}
+
+
+# What seeds 1..200 drew before the linger joined the swarm: a SHA-256 of these fields of
+# each seed's test, computed with the code before it (7490fcd).
+SWARM_BEFORE_LINGER = "f7d4306c8d95cfbbfabf7dbd3e72944560c88da74e48af223f83afd95838c9b6"
+DRAWN_BEFORE_LINGER = ("nodes", "replication_factor", "min_insync_replicas", "topics", "partitions", "nemesis",
+                       "fault_duration", "quiet_period", "time_limit", "rate", "concurrency", "zk_session_timeout",
+                       "inter_broker_protocol", "acks", "seed", "name")
+
+
+def test_the_linger_comes_from_its_own_stream_and_every_other_draw_is_what_it_was() -> None:
+    configs = [swarm_config(seed) for seed in range(1, 201)]
+    lingers = [c.linger for c in configs]
+    assert set(lingers) == {0.0, *explore.LINGERS} == {0.0, 0.005, 0.02}
+    assert 0.4 < lingers.count(0.0) / len(configs) < 0.6
+    rows = [[getattr(c, f) for f in DRAWN_BEFORE_LINGER] for c in configs]
+    assert hashlib.sha256(json.dumps(rows).encode()).hexdigest() == SWARM_BEFORE_LINGER
+    # The pinned corpus seeds that now linger (see tests/chaos/corpus.json): still caught.
+    assert [seed for seed in (1, 14, 76, 57, 4, 98, 21, 22, 83) if swarm_config(seed).linger] == [57, 22, 83]
 
 
 def test_a_tally_exits_like_a_run() -> None:
