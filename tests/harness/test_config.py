@@ -198,7 +198,7 @@ def test_the_inter_broker_protocol_is_one_of_the_references_versions() -> None:
 # ---------------------------------------------------------------- linger (Kafka's linger.ms)
 
 
-def test_linger_is_seconds_defaults_to_none_and_round_trips(tmp_path: Path) -> None:
+def test_linger_is_seconds_defaults_to_zero_and_round_trips(tmp_path: Path) -> None:
     from floodmark.run_config import read_test_config
 
     assert TestConfig().linger == 0.0  # Kafka 4.0's default is 5 ms; ours keeps every old seed
