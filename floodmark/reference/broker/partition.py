@@ -172,12 +172,20 @@ class Partition:
     def make_leader(self, state: PartitionState, now_wall: float) -> bool:
         """Become leader of ``state.leader_epoch``; returns False if the state is not newer."""
         same_epoch = state.leader_epoch == self.leader_epoch and self.role == "leader" and not self.stale
+        isr_before = self.isr
         self._take_state(state)
         if same_epoch:
             for r in self.replicas:  # an init re-send may add replicas (reassignment)
                 if r != self.broker_id and r not in self.followers:
                     self.followers[r] = FollowerProgress(r, last_caught_up_wall=now_wall,
                                                          last_fetch_wall=now_wall)
+            if self.isr != isr_before:
+                # A newer state node of this epoch (an ISR change the controller wrote for us
+                # and never answered): the ISR this leader now counts acks against goes on
+                # record, or the events show it acknowledging with the old one (explore seed
+                # 279 at truncate-on-fetch: a false acked-below-min-isr).
+                self._emit(IsrChanged(topic=self.topic, partition=self.partition, leader_epoch=self.leader_epoch,
+                                      isr=self.isr, zk_version=self.zk_version, change="controller"))
             return False
         self.role = "leader"
         self._leadership_changed()

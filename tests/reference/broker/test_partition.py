@@ -160,8 +160,10 @@ def test_an_init_resend_of_an_older_state_node_does_not_bring_back_the_isr_the_l
     # Explore seed 17211: a new controller read the state node (ISR [1, 2], version 0) and its
     # init LeaderAndIsr reached the leader only after the leader had shrunk the ISR to [1]
     # (version 1). Taking that ISR back let the HW advance with one in-sync replica, below
-    # min.insync.replicas, and acknowledge with acks=all.
-    p, _ = replica()
+    # min.insync.replicas, and acknowledge with acks=all. A newer one is taken, and recorded:
+    # explore seed 279 (truncate-on-fetch) took it silently, and the invariants checker saw
+    # acks=all answered with the old ISR.
+    p, events = replica()
     p.min_insync_replicas = 2
     p.make_leader(state(1, 5, (1, 2)), now_wall=0.0)
     p.append_as_leader(["a"])
@@ -174,9 +176,13 @@ def test_an_init_resend_of_an_older_state_node_does_not_bring_back_the_isr_the_l
     assert (p.isr, p.zk_version, p.replicas) == ((1,), 1, (1, 2, 4))  # only the replica list is new
     p.record_follower_fetch(2, 2, 1, 1.1)
     assert p.high_watermark == 1  # the ISR is below min.insync.replicas: the HW stands still
-    # A same-epoch state node newer than the replica's own is taken whole.
+    # A same-epoch state node newer than the replica's own is taken whole, and on record.
     p.make_leader(state(1, 5, (1, 2), version=2), now_wall=2.0)
     assert (p.isr, p.zk_version) == ((1, 2), 2)
+    assert events.of(IsrChanged)[-1] == IsrChanged(topic="t", partition=0, leader_epoch=5, isr=(1, 2), zk_version=2,
+                                                       change="controller")
+    p.make_leader(state(1, 5, (1, 2), version=3), now_wall=3.0)  # newer, the same ISR: nothing to record
+    assert len(events.of(IsrChanged)) == 2 and p.zk_version == 3
 
 
 def test_isr_shrinks_for_followers_lagging_by_time_using_the_wall_clock() -> None:
