@@ -249,9 +249,9 @@ class Runner:
         timeout = self.config.recovery_time
         recorder.record("invoke", NEMESIS, AWAIT_FULL_ISR, {"timeout": timeout})
         found = await clients.await_full_isr(timeout)
-        recorder.record("ok", NEMESIS, AWAIT_FULL_ISR, found)
-        if found["short"]:
-            lines = problem_lines([(e["topic"], e["partition"], e["why"]) for e in found["short"]])
+        recorder.record("ok", NEMESIS, AWAIT_FULL_ISR, found.value())
+        if found.short:
+            lines = problem_lines(found.short)
             self.say(f"not every replica was in sync {timeout:.0f} s after the final reads: "
                      f"{'; '.join(lines[:8])}{' ...' if len(lines) > 8 else ''}")
 

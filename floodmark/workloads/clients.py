@@ -232,19 +232,16 @@ class LibraryClients:
         finally:
             await self.host.end_session(runtime)
 
-    async def await_full_isr(self, timeout: float) -> dict[str, Any]:
+    async def await_full_isr(self, timeout: float) -> IsrWait:
         """Wait until every partition's ISR holds all its replicas (no partition
-        under-replicated, as Kafka's operators check); the record of the wait, for
-        :mod:`floodmark.checkers.convergence`: the seconds waited, and each partition still
-        short of that at the deadline, with why (``topic`` None: no broker answered)."""
+        under-replicated, as Kafka's operators check), at most ``timeout`` seconds."""
         runtime = self._runtime("replicas")
         began = runtime.monotonic()
         try:
             short = await self._wait_healthy(runtime, timeout, None)
         finally:
             await self.host.end_session(runtime)
-        return {"waited": round(runtime.monotonic() - began, 3), "timeout": timeout,
-                "short": [{"topic": topic, "partition": number, "why": why} for topic, number, why in short]}
+        return IsrWait(round(runtime.monotonic() - began, 3), timeout, tuple(short))
 
     async def _wait_healthy(self, runtime: Runtime, timeout: float, min_isr: int | None = None) -> list[Unhealthy]:
         """Until each partition has a leader and an ISR of ``min_isr`` (None: all replicas);
@@ -272,6 +269,22 @@ Unhealthy = tuple[str | None, int | None, str]
 def problem_lines(problems: Sequence[Unhealthy]) -> list[str]:
     """Each problem as a line of a message: ``topic/partition: why``, or ``metadata: why``."""
     return [f"{topic}/{number}: {why}" if topic is not None else f"metadata: {why}" for topic, number, why in problems]
+
+
+@dataclass(frozen=True)
+class IsrWait:
+    """The runner's wait for whole ISRs after the final reads (judged by
+    :mod:`floodmark.checkers.convergence`): the seconds waited, the limit, and each partition
+    still short at the limit, with why."""
+
+    waited: float
+    timeout: float
+    short: tuple[Unhealthy, ...]
+
+    def value(self) -> dict[str, Any]:
+        """The wait as the history records it (``topic`` None: no broker answered)."""
+        return {"waited": self.waited, "timeout": self.timeout,
+                "short": [{"topic": topic, "partition": number, "why": why} for topic, number, why in self.short]}
 
 
 def partition_unhealthy(metadata: ClientMetadata, topic: str, number: int, min_isr: int | None) -> str | None:
