@@ -12,12 +12,18 @@ writer. The controller must refuse what a leader no longer has the right to prop
   (NOT_LEADER_FOR_PARTITION: a newer leader was elected while the request was on its way),
   or when the ISR is malformed: empty, with a broker twice, without the leader, naming a
   non-replica, or adding a replica the controller does not consider eligible (fenced,
-  stopping, or its log directory offline): INVALID_REQUEST.
+  stopping, or its log directory offline): INVALID_REQUEST;
+* one partition, when it was proposed against an older version of the state node than the
+  current one (INVALID_UPDATE_VERSION, Kafka's partition epoch check): a request held back
+  in the network past its timeout may land after the leader's retry was accepted and a
+  newer change after it; written, it would undo that change without the leader, whose
+  wait is over, ever learning of it (explore seed 183 shrank an ISR behind its leader's
+  back, and the leader never proposed the follower back: its own ISR still held it).
 
 A proposal equal to the current ISR is accepted without a write (a leader retrying a
-request whose answer it lost). The ``stale-isr-change-accepted`` variant skips the
-incarnation and leader checks: the proposal of a deposed leader lands on the current
-leader's state.
+request whose answer it lost), whatever version it was proposed against. The
+``stale-isr-change-accepted`` variant skips the incarnation, leader and version checks: the
+proposal of a deposed leader lands on the current leader's state.
 """
 
 from __future__ import annotations
@@ -74,6 +80,8 @@ def decide(requester: int, proposal: IsrChangePartition, current: LeaderIsr | No
         return IsrDecision(Errors.INVALID_REQUEST)
     if isr == current.isr:
         return IsrDecision(None, isr, unchanged=True)
+    if proposal.zk_version < current.zk_version and not accepts_stale_isr_change(variant):
+        return IsrDecision(Errors.INVALID_UPDATE_VERSION)
     return IsrDecision(None, isr)
 
 

@@ -47,8 +47,10 @@ class Errors:
     INVALID_INCARNATION_ID = "INVALID_INCARNATION_ID"
     # ... or the controller does not know the requester's registration yet (retriable) ...
     UNKNOWN_INCARNATION_ID = "UNKNOWN_INCARNATION_ID"
-    # ... or, per partition, the requester does not lead it in the leader epoch it sent.
+    # ... or, per partition, the requester does not lead it in the leader epoch it sent ...
     NOT_LEADER_FOR_PARTITION = "NOT_LEADER_FOR_PARTITION"
+    # ... or proposed it against an older version of the partition's state than the current.
+    INVALID_UPDATE_VERSION = "INVALID_UPDATE_VERSION"
 
     # Errors after which a produce certainly did not append anything.
     DEFINITELY_NOT_WRITTEN = frozenset(
@@ -392,12 +394,14 @@ class ControlledShutdownResponse:
 
 @dataclass(frozen=True)
 class IsrChangePartition:
-    """One proposed ISR: the leader epoch the leader proposes it in, and the ISR."""
+    """One proposed ISR: the leader epoch the leader proposes it in, the ISR, and the version
+    of the partition's state node it proposes it against (Kafka's partition epoch)."""
 
     topic: str
     partition: int
     leader_epoch: int
     isr: tuple[int, ...]
+    zk_version: int
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 from broker_fixtures import SimCluster, request
 
-from floodmark.node_events import BrokerState, ControllerResigned, IsrChanged, Rejected
+from floodmark.node_events import BrokerState, ControllerResigned, IsrChanged, IsrWritten, Rejected
 from floodmark.reference.broker.isr import maintenance as isr_maintenance
 from floodmark.reference.controller.controller import Controller
 from floodmark.reference.protocol import zk_layout as zk
@@ -68,10 +68,17 @@ def controller_of(cluster: SimCluster, name: str) -> Controller:
 
 def ask(cluster: SimCluster, node: str, broker: int, incarnation: int,
         *proposals: tuple[str, int, int, tuple[int, ...]]) -> IsrChangeResponse:
+    """Propose each ISR against the partition's current state (as an up-to-date leader does)."""
     response = request(cluster, node, IsrChangeRequest(
-        broker, incarnation, tuple(IsrChangePartition(t, p, e, isr) for t, p, e, isr in proposals)))
+        broker, incarnation, tuple(IsrChangePartition(t, p, e, isr, current_version(cluster, t, p))
+                                   for t, p, e, isr in proposals)))
     assert isinstance(response, IsrChangeResponse), response
     return response
+
+
+def current_version(cluster: SimCluster, topic: str, partition: int) -> int:
+    state = cluster.state(topic, partition)
+    return -1 if state is None else state.zk_version
 
 
 def epoch(cluster: SimCluster, partition: int) -> int:
@@ -254,6 +261,30 @@ def test_shrinks_found_by_one_isr_check_go_in_one_request(cluster: SimCluster) -
     from_leader = [m for m in seen if m.broker_id == 2]
     assert [sorted(e.partition for e in m.partitions) for m in from_leader] == [list(range(LED_BY_2))]
     assert seen == from_leader and controller.zkw.transactions == writes + 1  # one batched write
+
+
+def test_a_proposal_that_arrives_after_a_newer_change_is_refused() -> None:
+    # Explore seed 183: a shrink held back in the network past the request's timeout, the
+    # leader's retry accepted, then an expansion accepted; the first request landing last
+    # must not shrink the ISR again behind the leader's back (it never learns of it).
+    c = kip343_cluster()
+    try:
+        c.create_topic("t", 1, 3, min_isr=2, assignment={0: (2, 3, 4)})
+        held = c.world.add_message_rule(MessageRule("delay", frozenset({"IsrChangeRequest"}), delay=15.0, count=1))
+        cut = c.world.partition({"n4"}, {"n2"})
+        assert c.world.run_until(lambda: held.acted == 1, 30.0)
+        assert c.world.run_until(lambda: c.state("t", 0).isr == (2, 3), 10.0)  # type: ignore[union-attr]
+        c.world.restore(cut)
+        assert c.world.run_until(lambda: c.state("t", 0).isr == (2, 3, 4), 5.0)  # type: ignore[union-attr]
+        c.world.run_for(15.0)  # the held shrink lands
+        leader = c.replica("n2", "t", 0)
+        state = c.state("t", 0)
+        assert leader is not None and state is not None
+        assert (state.isr, state.zk_version) == (leader.isr, leader.zk_version) == ((2, 3, 4), 2)
+        assert [e.isr for e in c.events("n1", IsrWritten)] == [(2, 3), (2, 3, 4)]
+        assert c.world.failures == []
+    finally:
+        c.close()
 
 
 def test_a_deposed_leader_drops_the_change_the_controller_refuses() -> None:

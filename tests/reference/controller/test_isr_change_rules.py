@@ -17,9 +17,9 @@ REPLICAS = (1, 2, 3)
 CURRENT = LeaderIsr(leader=1, leader_epoch=4, isr=(1, 2, 3), controller_epoch=2, zk_version=7)
 
 
-def decide(isr: tuple[int, ...], *, requester: int = 1, epoch: int = 4, variant: object = DEFAULT,
+def decide(isr: tuple[int, ...], *, requester: int = 1, epoch: int = 4, version: int = 7, variant: object = DEFAULT,
            current: LeaderIsr | None = CURRENT, eligible: frozenset[int] = frozenset(REPLICAS)) -> rules.IsrDecision:
-    return rules.decide(requester, IsrChangePartition("t", 0, epoch, isr), current, REPLICAS,
+    return rules.decide(requester, IsrChangePartition("t", 0, epoch, isr, version), current, REPLICAS,
                         lambda r: r in eligible, variant)  # type: ignore[arg-type]
 
 
@@ -77,9 +77,17 @@ def test_the_current_isr_is_accepted_without_a_write() -> None:
     assert decide((1, 2, 3)) == rules.IsrDecision(None, (1, 2, 3), unchanged=True)
 
 
+def test_a_proposal_against_an_older_version_of_the_state_is_refused() -> None:
+    # A copy held back in the network past a newer change of the same leader (seed 183).
+    assert decide((1, 2), version=6).error == Errors.INVALID_UPDATE_VERSION
+    assert decide((1, 2), version=7) == rules.IsrDecision(None, (1, 2))
+    # A retry of the change that made the current state still learns it was accepted.
+    assert decide((1, 2, 3), version=6) == rules.IsrDecision(None, (1, 2, 3), unchanged=True)
+
+
 def test_the_variant_accepts_a_stale_leaders_proposal() -> None:
     assert decide((2, 3), requester=2, variant=STALE) == rules.IsrDecision(None, (2, 3))
-    assert decide((1, 2), epoch=3, variant=STALE) == rules.IsrDecision(None, (1, 2))
+    assert decide((1, 2), epoch=3, version=5, variant=STALE) == rules.IsrDecision(None, (1, 2))
     assert decide((), variant=STALE).error == Errors.INVALID_REQUEST  # malformed is still malformed
 
 

@@ -15,7 +15,8 @@ What the leader does with the answer:
   proposal the controller had already applied is answered as accepted without a new write;
 * INVALID_INCARNATION_ID or BROKER_FENCED: this incarnation is over; drop the change (the
   broker re-registers, and its next incarnation is told the partition's state afresh);
-* per partition, NOT_LEADER_FOR_PARTITION (a newer leader exists) or INVALID_REQUEST: drop
+* per partition, NOT_LEADER_FOR_PARTITION (a newer leader exists), INVALID_UPDATE_VERSION
+  (the state moved on since the version it was proposed against) or INVALID_REQUEST: drop
   the change; the controller's LeaderAndIsr, or the next ISR check, decides what follows;
 * accepted: adopt the state the controller wrote (ISR, ZooKeeper version, ELR), if this
   replica still leads in the epoch it proposed in.
@@ -54,6 +55,7 @@ IsrChange = tuple[Partition, tuple[int, ...], str]
 class _Proposal:
     partition: Partition
     leader_epoch: int  # the epoch it is proposed in: an answer counts only while it still leads in it
+    zk_version: int  # the state it is proposed against: a copy landing after a newer change is refused
     isr: tuple[int, ...]
     change: str
 
@@ -75,7 +77,7 @@ class IsrChangeRequests:
     async def propose_many(self, changes: Sequence[IsrChange]) -> list[bool]:
         """Have the controller make each proposed ISR its partition's, in one request; per
         change, whether the controller accepted it and the partition adopted it."""
-        proposals = [_Proposal(p, p.leader_epoch, isr, change) for p, isr, change in changes]
+        proposals = [_Proposal(p, p.leader_epoch, p.zk_version, isr, change) for p, isr, change in changes]
         for proposal in proposals:
             proposal.partition.isr_update_pending = True
         adopted: set[int] = set()
@@ -86,7 +88,8 @@ class IsrChangeRequests:
                 break
             request = IsrChangeRequest(self.broker_id, self.session.incarnation, tuple(
                 IsrChangePartition(proposals[i].partition.topic, proposals[i].partition.partition,
-                                   proposals[i].leader_epoch, proposals[i].isr) for i in waiting))
+                                   proposals[i].leader_epoch, proposals[i].isr, proposals[i].zk_version)
+                for i in waiting))
             response = await self.route.isr_change(request)
             if response is None or response.error in RETRIABLE:
                 await self.runtime.sleep(RETRY_BACKOFF)
