@@ -22,8 +22,10 @@ def test_a_lost_write_under_the_same_leader_and_epoch_adopts_the_newer_isr_and_r
                                          state.zk_version))
         leader = cluster.replica("n2", "t", 0)
         assert leader is not None
-        # It adopts {2, 4}, lets the healthy 3 back in, drops the cut-off 4, and stays leader.
-        assert cluster.world.run_until(lambda: cluster.state("t", 0).isr == (2, 3), 30.0)  # type: ignore[union-attr]
+        # It adopts {2, 4}, lets the healthy 3 back in, drops the cut-off 4, and stays leader
+        # (once its write's answer is back: ZooKeeper shows the write before the leader knows).
+        assert cluster.world.run_until(
+            lambda: cluster.state("t", 0).isr == leader.isr == (2, 3), 30.0)  # type: ignore[union-attr]
         assert not cluster.events("n2", Fenced) and leader.is_leader
         changes = [(e.change, e.isr) for e in cluster.events("n2", IsrChanged)]
         assert changes == [("controller", (2, 4)), ("expand", (2, 3, 4)), ("shrink", (2, 3))]
