@@ -171,16 +171,23 @@ def test_follower_truncates_by_epoch_then_fetches(setup: Setup) -> None:
     assert truncated[0].to_offset == 2 and truncated[0].reason == "leader_epoch"
 
 
-def test_follower_asks_again_when_it_lacks_the_leaders_epoch(setup: Setup) -> None:
+@pytest.mark.parametrize("protocol", [ibp.LEGACY, ibp.HEARTBEATS, ibp.KIP_343])
+def test_follower_asks_again_when_it_lacks_the_leaders_epoch(protocol: str) -> None:
     # Follower epochs 0 (a0) and 3 (d1, d2); leader has epochs 0 (a0, a1) and 2 (c2).
     # Asked about 3, the leader says "epoch 2 ends at 3"; the follower has no epoch 2, so it
     # drops its epoch 3 (from offset 1) and asks about epoch 0: "ends at 2"; it keeps a0.
-    p = setup.follower(recs((0, "a0"), (3, "d1"), (3, "d2")), high_watermark=1, leader_epoch=4)
-    leader = ScriptedLeader(recs((0, "a0"), (0, "a1"), (2, "c2")), epoch=4, high_watermark=3)
-    setup.serve(leader)
-    setup.fetchers.add(p)
-    assert setup.world.run_until(lambda: setup.values() == ["a0", "a1", "c2"], 5.0)
-    assert epochs_asked(leader) == [3, 0]
+    # Every protocol before truncate-on-fetch asks before its first fetch.
+    s = Setup(protocol=protocol)
+    try:
+        p = s.follower(recs((0, "a0"), (3, "d1"), (3, "d2")), high_watermark=1, leader_epoch=4)
+        leader = ScriptedLeader(recs((0, "a0"), (0, "a1"), (2, "c2")), epoch=4, high_watermark=3)
+        s.serve(leader)
+        s.fetchers.add(p)
+        assert s.world.run_until(lambda: s.values() == ["a0", "a1", "c2"], 5.0)
+        assert epochs_asked(leader) == [3, 0]
+        assert leader.fetches[0].offset == 1  # its first fetch comes after the truncation
+    finally:
+        s.world.close()
 
 
 def test_an_epoch_the_follower_led_without_appending_does_not_keep_it_asking(setup: Setup) -> None:
@@ -377,19 +384,5 @@ def test_at_truncate_on_fetch_the_follower_truncates_on_the_fetch_answer_alone(
         # nothing, and it stays in step.
         s.world.run_for(2.0)
         assert s.values() == expected
-    finally:
-        s.world.close()
-
-
-def test_at_the_older_protocols_the_follower_truncates_before_fetching() -> None:
-    s = Setup(protocol=ibp.KIP_343)
-    try:
-        p = s.follower(recs((0, "a0"), (3, "d1"), (3, "d2")), high_watermark=1, leader_epoch=4)
-        leader = ScriptedLeader(recs((0, "a0"), (0, "a1"), (2, "c2")), epoch=4, high_watermark=3)
-        s.serve(leader)
-        s.fetchers.add(p)
-        assert s.world.run_until(lambda: s.values() == ["a0", "a1", "c2"], 5.0)
-        assert epochs_asked(leader) == [3, 0]
-        assert leader.fetches[0].offset == 1  # its first fetch comes after the truncation
     finally:
         s.world.close()
