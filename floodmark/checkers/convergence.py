@@ -24,7 +24,7 @@ runs recorded before it existed and foreign histories never name it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
@@ -35,16 +35,21 @@ AWAIT_FULL_ISR = "await-full-isr"
 UNDER_REPLICATED = "under-replicated-after-healing"
 
 
+def _waits(ops: Iterable[Op]) -> Iterator[Op]:
+    """The ops of the runner's wait for whole ISRs."""
+    return (op for op in ops if op.f == AWAIT_FULL_ISR and op.process == NEMESIS)
+
+
 def records_the_wait(ops: Iterable[Op]) -> bool:
     """Does the history record the runner's wait for whole ISRs (and so ask for this checker)?"""
-    return any(op.f == AWAIT_FULL_ISR and op.process == NEMESIS for op in ops)
+    return next(_waits(ops), None) is not None
 
 
 class ConvergenceChecker:
     name = "convergence"
 
     def check(self, run: CheckInput) -> CheckerResult:
-        waits = [op for op in run.history if op.f == AWAIT_FULL_ISR and op.process == NEMESIS]
+        waits = list(_waits(run.history))
         if not waits:
             return _unknown("the history records no wait for whole ISRs after healing")
         last = waits[-1]

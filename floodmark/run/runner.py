@@ -233,7 +233,7 @@ class Runner:
         unrecovered = await clients.wait_for_recovery(config.recovery_time)
         if unrecovered:
             self.say(f"the cluster had not fully recovered after {config.recovery_time:.0f} s; reading anyway. "
-                     f"Not serving: {'; '.join(unrecovered[:8])}{' ...' if len(unrecovered) > 8 else ''}")
+                     f"Not serving: {_first_few(unrecovered)}")
         self.step = "the final reads"
         failures = await final_reads(config, clients, recorder, generator.highest_process + 1)
         if failures:
@@ -251,9 +251,8 @@ class Runner:
         found = await clients.await_full_isr(timeout)
         recorder.record("ok", NEMESIS, AWAIT_FULL_ISR, found.value())
         if found.short:
-            lines = problem_lines(found.short)
             self.say(f"not every replica was in sync {timeout:.0f} s after the final reads: "
-                     f"{'; '.join(lines[:8])}{' ...' if len(lines) > 8 else ''}")
+                     f"{_first_few(problem_lines(found.short))}")
 
     def _record_interruption(self, interrupt: KeyboardInterrupt, recorder: Recorder) -> None:
         """Say in the run directory, atomically and at once (a second interrupt may cut the
@@ -372,3 +371,8 @@ def run_test(config: TestConfig, store: str | Path, schedule: Schedule | None = 
     """Run one test; SIGTERM is handled like Ctrl-C so teardown always runs."""
     with cleanup.interruptible():
         return Runner(config, store, schedule).run()
+
+
+def _first_few(lines: list[str], shown: int = 8) -> str:
+    """The first ``shown`` lines, joined for one line of output, and "..." if there are more."""
+    return "; ".join(lines[:shown]) + (" ..." if len(lines) > shown else "")
