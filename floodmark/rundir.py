@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shlex
 import threading
 import time
 from collections.abc import Callable
@@ -51,6 +52,12 @@ DIGEST = "digest.json"
 INTERRUPTED = "interrupted.json"
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def repro_command(run_dir: Path | str) -> str:
+    """The command that replays a run, as printed for a user to copy: the run directory's
+    absolute path, quoted for the shell, so it works from any directory."""
+    return f"floodmark repro {shlex.quote(str(Path(run_dir).resolve()))}"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ The file embeds its styles, scripts and charts and loads nothing from the networ
 from __future__ import annotations
 
 import os
-import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +33,15 @@ from floodmark.reports.process_timeline import timeline_payload
 from floodmark.reports.run_data import RunData, load_run
 from floodmark.reports.templating import environment, script_hash, static_text
 from floodmark.reports.time_plots import Plot, latency_plot, throughput_plot
-from floodmark.rundir import CONFIG, HISTORY, RESULTS, SCHEDULE, RunDir, interruption_reason
+from floodmark.rundir import (
+    CONFIG,
+    HISTORY,
+    RESULTS,
+    SCHEDULE,
+    RunDir,
+    interruption_reason,
+    repro_command,
+)
 
 NOT_STATED = "not stated"  # what a run without a configuration shows where one would say
 
@@ -97,7 +104,7 @@ def render_report(data: RunData, out_dir: Path) -> str:
         "variant": config.variant if config is not None else _text((data.results or {}).get("variant")) or NOT_STATED,
         "nemesis": (", ".join(config.nemesis) or "none") if config is not None else NOT_STATED,
         "header_fields": _header_fields(data),
-        "repro": f"floodmark repro {shlex.quote(str(data.run.path.resolve()))}",
+        "repro": repro_command(data.run.path),
         "warnings": data.warnings,
         "interrupted": interruption_reason(data.run),  # why its verdict is unknown at best
         "checkers": checkers,

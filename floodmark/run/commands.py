@@ -397,7 +397,7 @@ def _shrink_finding(path: Path, store: str, budget: int) -> None:
 
     print(f"floodmark explore: shrinking {path}", file=sys.stderr)
     minimal, runs = shrink_run(path, Path(store), budget)
-    print(f"floodmark explore: {_shrunk(runs, budget, '--shrink-budget')}: floodmark repro {minimal}", file=sys.stderr)
+    print(f"floodmark explore: {_shrunk(runs, budget, '--shrink-budget')}: {rundir.repro_command(minimal)}", file=sys.stderr)
 
 
 def _shrunk(runs: int, budget: int, flag: str) -> str:
@@ -413,7 +413,7 @@ def _shrink_kept(interrupt: KeyboardInterrupt) -> str:
     from floodmark.run.shrink import ShrinkInterrupted
 
     if isinstance(interrupt, ShrinkInterrupted) and interrupt.smallest != interrupt.original:
-        return f"the smallest failing run so far is kept: floodmark repro {interrupt.smallest}"
+        return f"the smallest failing run so far is kept: {rundir.repro_command(interrupt.smallest)}"
     return "no smaller failing run found; the run that was shrinking is kept as it was"
 
 
@@ -436,7 +436,7 @@ def shrink_command(args: argparse.Namespace) -> int:
               file=sys.stderr)
     else:
         print(f"floodmark shrink: {_shrunk(runs, args.budget, '--budget')}: {minimal}\n"
-              f"  replay it with: floodmark repro {minimal}", file=sys.stderr)
+              f"  replay it with: {rundir.repro_command(minimal)}", file=sys.stderr)
     return 0
 
 

@@ -60,7 +60,7 @@ from floodmark.run.explore_store import (
     seed_of,
     test_folder,
 )
-from floodmark.rundir import RunDir, repoint_latest
+from floodmark.rundir import RunDir, repoint_latest, repro_command
 
 __all__ = ["claim", "remove_killed_explorations", "remove_unfinished_runs"]  # (their home: run.explore_store)
 
@@ -155,7 +155,7 @@ class Explored:
 
     @property
     def repro(self) -> str:
-        return f"floodmark repro {self.run_dir}" if self.run_dir else f"(seed {self.seed}: run not kept)"
+        return repro_command(self.run_dir) if self.run_dir else f"(seed {self.seed}: run not kept)"
 
 
 def run_seed(seed: int, variant: str, store: str, keep_all: bool = False) -> Explored:

@@ -144,7 +144,7 @@ class Runner:
             rundir.discard(self.store, self.run_dir)  # refused before it began: it leaves nothing
             raise
         dump_config(config, self.run_dir.config)
-        self.say(f"seed {config.seed}  (repeat with: floodmark run --seed {config.seed} ... or floodmark repro {self.run_dir.path})")
+        self.say(f"seed {config.seed}  (repeat with: floodmark run --seed {config.seed} ... or {rundir.repro_command(self.run_dir.path)})")
         self.say(f"run directory {self.run_dir.path}")
         spec = ClusterSpec(
             brokers=config.nodes, variant=config.variant, run_id=new_run_id(),

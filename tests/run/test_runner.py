@@ -170,3 +170,17 @@ def test_an_interrupted_simulated_run_says_interrupted_without_a_traceback(tmp_p
     read_history(tmp_path / "latest" / "history.jsonl")
     seed, _ = load_schedule(tmp_path / "latest" / "schedule.json")
     assert seed == 3
+
+
+def test_the_printed_repro_command_works_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run in a relative store prints its repro command with the run's absolute path,
+    quoted for the shell (it used to print the path as given, right only where it ran)."""
+    monkeypatch.chdir(tmp_path)
+    out = subprocess.run(["python", "-m", "floodmark", "run", "--cluster", "sim", "--time-limit", "1",
+                          "--seed", "7", "--store", "my store"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    said = out.stdout + out.stderr
+    command = said.split("or floodmark repro ", 1)[1].split(")\n", 1)[0]
+    run = (tmp_path / "my store" / "latest").resolve()
+    assert command == f"'{run}'"
+    assert rundir.repro_command("my store/latest") == f"floodmark repro '{run}'"
