@@ -47,6 +47,7 @@ from floodmark.harness.config import ALL_KINDS, TestConfig, make_config
 from floodmark.harness.seeds import Seeds
 from floodmark.results import Validity, read_results
 from floodmark.run.explore_store import (
+    accept_signals,
     claim,
     interrupts_held,
     is_unfinished,
@@ -58,6 +59,7 @@ from floodmark.run.explore_store import (
     runs_named_by,
     runs_of,
     seed_of,
+    signals_deferred,
     test_folder,
 )
 from floodmark.rundir import RunDir, repoint_latest, repro_command
@@ -272,9 +274,10 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
             return True
 
         try:
-            for _ in range(workers):
-                if not submit():
-                    break
+            with signals_deferred():  # the first submit forks every worker
+                for _ in range(workers):
+                    if not submit():
+                        break
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -296,13 +299,15 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
             # what they had finished and take away what they had not; a second interrupt
             # must not cut that short (workers left running, a store half-cleaned).
             with interrupts_held():
-                pool.shutdown(wait=False, cancel_futures=True)
                 children = multiprocessing.active_children()
                 for child in children:
                     child.kill()
                 for child in children:
                     child.join()
-                pool.shutdown(wait=True)  # (its threads end at once: the workers are gone)
+                # Its threads end at once, the workers gone; waited for, so none is left to
+                # race the interpreter's exit (which wakes a pool's thread through a pipe
+                # that thread may be closing: 'Bad file descriptor', with a traceback).
+                pool.shutdown(wait=True, cancel_futures=True)
                 for found in settle_unfinished_runs(store, variant, set(pending.values()), keep_all, started_at,
                                                     workers={child.pid for child in children if child.pid}):
                     if on_result is not None:
@@ -324,6 +329,7 @@ def _worker_setup(explorer: int) -> None:
     _names_its_runs = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    accept_signals()  # forked with them deferred (see explore_local)
     with contextlib.suppress(OSError, AttributeError):  # Linux only
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != explorer:  # the explorer died before the line above

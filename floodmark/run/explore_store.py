@@ -19,6 +19,8 @@ outright leaves nothing half-written for good: the next exploration or shrink re
 That removal must not itself be cut short: a second Ctrl-C during it would leave workers
 running, or the store half-cleaned, and print a traceback. :func:`interrupts_held` keeps
 SIGINT and SIGTERM from interrupting it; it is short (workers are killed, not waited on).
+Nor may an interrupt land while workers are forked: :func:`signals_deferred` holds it back
+until they are.
 """
 
 from __future__ import annotations
@@ -151,8 +153,9 @@ def name_run(store: str | os.PathLike[str], run: Path | None) -> None:
     (:func:`remove_killed_explorations`; explore.settle_unfinished_runs)."""
     path = run_claim_of(store, os.getpid())
     tmp = path.with_name(path.name + ".tmp")  # not a claim's name: never read half-written
-    tmp.write_text(json.dumps({"owner": owner_token(), "runs": [os.path.abspath(run)] if run is not None else []}))
-    tmp.replace(path)
+    with signals_deferred():  # a Ctrl-C between the two steps would leave the .tmp behind
+        tmp.write_text(json.dumps({"owner": owner_token(), "runs": [os.path.abspath(run)] if run is not None else []}))
+        tmp.replace(path)
 
 
 @contextlib.contextmanager
@@ -232,3 +235,27 @@ def interrupts_held() -> Iterator[list[int]]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+_INTERRUPTS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM are blocked: one that arrives is delivered, and
+    raises as usual, when the block ends. For forking workers: an interrupt landing between a
+    fork and the worker's own signal set-up runs inside Python's at-fork hooks, which print
+    the exception and drop it (the explorer lost the Ctrl-C and ran on; the new worker
+    printed a traceback, or died and broke the pool). A forked child inherits the block and
+    lifts it itself (:func:`accept_signals`)."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def accept_signals() -> None:
+    """In a worker forked within :func:`signals_deferred`, once its own handlers are set:
+    let SIGINT and SIGTERM in again."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _INTERRUPTS)

@@ -9,15 +9,22 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from floodmark import rundir
+from floodmark.run import explore
 from floodmark.run.explore_store import (
     CLAIM_PREFIX,
     interrupts_held,
+    name_run,
     remove_killed_explorations,
     remove_unfinished_runs,
+    run_claim_of,
+    signals_deferred,
 )
 
 
@@ -101,3 +108,43 @@ def test_a_run_in_progress_of_another_live_exploration_is_spared(tmp_path: Path)
     assert remove_unfinished_runs(str(store), "default", [5]) == []  # an interrupted one's own cleanup too
     (store / f"{CLAIM_PREFIX}live.json").unlink()
     assert remove_unfinished_runs(str(store), "default", [5]) == [in_progress.path]
+
+
+def test_an_interrupt_during_a_deferring_block_lands_when_it_ends() -> None:
+    reached_the_end = False
+    with pytest.raises(KeyboardInterrupt), signals_deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # (a signal not blocked would have landed by now)
+        reached_the_end = True
+    assert reached_the_end
+
+
+def test_naming_a_run_is_never_cut_in_half(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C between writing the claim's temporary file and moving it into place left the
+    temporary file behind for good (seen when a shrink was interrupted): now it waits."""
+    real_replace = Path.replace
+
+    def interrupted_replace(self: Path, target: Path) -> Path:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        return real_replace(self, target)
+
+    monkeypatch.setattr(Path, "replace", interrupted_replace)
+    run = tmp_path / "explore-default" / "20260101T000000-s7"
+    with pytest.raises(KeyboardInterrupt):
+        name_run(tmp_path, run)
+    monkeypatch.undo()
+    assert json.loads(run_claim_of(tmp_path, os.getpid()).read_text())["runs"] == [str(run)]
+    assert [p.name for p in tmp_path.iterdir()] == [run_claim_of(tmp_path, os.getpid()).name]
+
+
+def test_an_interrupted_exploration_leaves_no_pool_thread_behind(tmp_path: Path) -> None:
+    """The pool's thread is waited for: left running, it raced the interpreter's exit, which
+    wakes it through a pipe it may be closing ('Bad file descriptor', with a traceback)."""
+    def interrupt(found: explore.Explored) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        explore.explore_local(explore.seeds_from(1000, 6), "truncate-to-hw", str(tmp_path), jobs=2,
+                              on_result=interrupt)
+    assert [t.name for t in threading.enumerate() if type(t).__name__ == "_ExecutorManagerThread"] == []
