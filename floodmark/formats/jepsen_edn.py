@@ -11,7 +11,9 @@ vectors become lists, sets lists marked as sets, while keywords stay keywords, s
 ``:x`` is still not ``"x"`` when values are compared); ops are re-indexed densely in file
 order (the order Knossos checks them in), keeping a differing original ``:index`` as
 ``jepsen_index``. An op printed as a record, ``#jepsen.history.Op{...}`` (as Jepsen
-0.3 prints its ops) or ``#knossos.op.Op{...}``, is read as its map. Writing does the
+0.3 prints its ops) or ``#knossos.op.Op{...}``, is read as its map, and an op written as
+Knossos's older test data writes it, ``[process type f value]`` (optionally an error after
+the value), as the map it stands for. Writing does the
 reverse, so our own histories can be fed to Jepsen's tools: op fields become keywords,
 ``f`` and ``type`` keywords, the nemesis process ``:nemesis``, and the string keys of a
 JSON history's maps keywords (a history read from EDN is written back as it was).
@@ -77,6 +79,8 @@ def op_from_edn(form: Any, position: int, source: str, line: int) -> Op:
     one (``#jepsen.history.Op{:index 0 ...}``, Knossos's ``#knossos.op.Op{...}``) is its map."""
     if isinstance(form, edn.Tagged) and isinstance(form.value, dict) and _RECORD.fullmatch(form.tag):
         form = form.value
+    if isinstance(form, list):
+        form = _tuple_op(form, source, line)
     if not isinstance(form, dict):
         raise HistoryError(source, line, f"expected an op map, got {_short(form)}")
     fields = {_name(k): v for k, v in form.items()}
@@ -117,6 +121,24 @@ def op_from_edn(form: Any, position: int, source: str, line: int) -> Op:
     )
 
 
+def is_tuple_op(form: Any) -> bool:
+    """Whether ``form`` is an op written as Knossos's test data writes it, a vector
+    ``[process type f value]`` (``[71 :fail :read nil :conn-lost]``: a fifth element is the
+    error), rather than a map: a vector of three to five elements whose second is an op type."""
+    return (isinstance(form, list) and 3 <= len(form) <= 5 and isinstance(form[1], edn.Keyword)
+            and form[1] in OP_TYPES)
+
+
+def _tuple_op(form: list[Any], source: str, line: int) -> dict[str, Any]:
+    """A ``[process type f value error]`` vector as the op map it stands for."""
+    if not is_tuple_op(form):
+        raise HistoryError(source, line, "an op vector is [process type f value] with an optional error, "
+                           f"its type :invoke/:ok/:fail/:info, got {_short(form)}")
+    fields = dict(zip(("process", "type", "f", "value", "error"), form))
+    fields.setdefault("value", None)
+    return fields
+
+
 def _short(value: Any) -> str:
     """A field's value as EDN, cut short for a message."""
     try:
@@ -141,6 +163,14 @@ def parse_edn_history(text: str, source: str = "<edn>", *, check_pairs: bool = F
         vector = first[0] is edn.OPENS or isinstance(first[0], list)
         if first[0] is edn.OPENS:  # a vector's ops, each with its line, up to its ']'
             numbered = itertools.takewhile(lambda numbered_form: numbered_form[0] is not edn.CLOSES, forms)
+            head = next(numbered, None)
+            if head is not None and not isinstance(head[0], dict | list | edn.Tagged):
+                # Not a vector of ops but the first of a stream of [process type f value]
+                # vectors: that vector is the first op, and the rest of the file the others.
+                numbered = itertools.chain(((_rest_of_vector(head, numbered), first[1]),), forms)
+                vector = False
+            elif head is not None:
+                numbered = itertools.chain((head,), numbered)
         elif vector:
             # A vector read whole (with metadata before it): name the vector's line.
             numbered = ((form, first[1]) for form in first[0])
@@ -160,6 +190,11 @@ def parse_edn_history(text: str, source: str = "<edn>", *, check_pairs: bool = F
     except edn.EdnError as e:
         raise HistoryError(e.source, e.line, e.problem) from None
     return ops
+
+
+def _rest_of_vector(head: tuple[Any, int], elements: Iterator[tuple[Any, int]]) -> list[Any]:
+    """A first top-level vector read element by element, whole again."""
+    return [head[0], *(form for form, _ in elements)]
 
 
 def read_edn_history(path: str | os.PathLike[str]) -> list[Op]:

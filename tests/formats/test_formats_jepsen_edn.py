@@ -7,6 +7,8 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from floodmark.formats import edn
 from floodmark.formats.jepsen_edn import parse_edn_history, read_edn_history, write_edn_history
@@ -67,7 +69,11 @@ def test_an_edn_history_is_written_back_as_it_was(tmp_path: Path) -> None:
         ("[{:process 0 :type :ok :f :r}] {:x 1}", 1, "unexpected form after"),
         ("{:process 0 :type :ok :f :r :time 1.5}", 1, ":time must be an integer"),
         ("[{:process 0 :type :invoke :f :r :value nil}", 1, "never closed"),
-        ("[1 2", 1, "expected an op map, got 1"),
+        ("[1 2", 1, "never closed"),
+        ("[1 2]", 1, "an op vector is [process type f value]"),
+        ("[0 :invoke :read nil]\n[0 :done :read nil]", 2, "its type :invoke/:ok/:fail/:info, got [0 :done"),
+        ("[[0 :invoke :read nil 1 2]]", 1, "an op vector is"),
+        ("[0 :invoke :read nil]\n{:process 0 :type :done :f :read}", 2, ":type must be"),
         ("[{:process 0 :type :invoke :f :r :value nil}\n {:process 0 :type :done :f :r}]", 2, ":type must be"),
     ],
 )
@@ -127,3 +133,32 @@ def test_a_problem_in_a_stream_is_the_first_in_the_file() -> None:
     with pytest.raises(HistoryError) as caught:
         parse_edn_history("{:process 0 :type :done :f :read}\n{:a 1", "x.edn")
     assert caught.value.line == 1 and ":type must be" in caught.value.problem
+
+
+def test_knossos_op_vectors_read_as_the_maps_they_stand_for() -> None:
+    """Knossos's older test data writes an op as ``[process type f value]``, one per line
+    (an error may follow the value), as its ``read-history`` reads them; in a vector too."""
+    maps = parse_edn_history("{:process 70 :type :invoke :f :cas :value [2 1]}\n"
+                             "{:process 70 :type :fail :f :cas :value [2 1] :error :conn-lost}\n"
+                             "{:process :nemesis :type :info :f :start :value nil}\n"
+                             "{:process 71 :type :invoke :f :read :value nil}\n")
+    stream = parse_edn_history("[70  :invoke :cas  [2 1]]\n[70 :fail :cas [2 1] :conn-lost]\n"
+                               "[:nemesis :info :start nil]\n[71 :invoke :read]\n")
+    vector = parse_edn_history("[[70 :invoke :cas [2 1]] [70 :fail :cas [2 1] :conn-lost]\n"
+                               " [:nemesis :info :start nil] [71 :invoke :read nil]]")
+    assert stream == maps and vector == maps
+    assert maps[1].error == "conn-lost" and maps[2].process == "nemesis" and maps[3].value is None
+
+
+@given(st.lists(st.tuples(st.integers(0, 9), st.sampled_from(["invoke", "ok", "fail", "info"]),
+                          st.sampled_from(["read", "write", "cas"]),
+                          st.one_of(st.none(), st.integers(-5, 5), st.lists(st.integers(0, 4), min_size=2, max_size=2))),
+                min_size=1, max_size=12))
+def test_op_vectors_and_op_maps_are_the_same_history(ops: list[tuple[int, str, str, object]]) -> None:
+    def value(v: object) -> str:
+        return "nil" if v is None else edn.dumps(v)
+
+    as_maps = "\n".join(f"{{:process {p} :type :{t} :f :{f} :value {value(v)}}}" for p, t, f, v in ops)
+    as_vectors = "\n".join(f"[{p} :{t} :{f} {value(v)}]" for p, t, f, v in ops)
+    assert parse_edn_history(as_vectors) == parse_edn_history(as_maps)
+    assert parse_edn_history(f"[{as_vectors}]") == parse_edn_history(as_maps)
