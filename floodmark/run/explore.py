@@ -47,7 +47,6 @@ from floodmark.harness.config import ALL_KINDS, TestConfig, make_config
 from floodmark.harness.seeds import Seeds
 from floodmark.results import Validity, read_results
 from floodmark.run.explore_store import (
-    accept_signals,
     claim,
     interrupts_held,
     is_unfinished,
@@ -329,7 +328,6 @@ def _worker_setup(explorer: int) -> None:
     _names_its_runs = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    accept_signals()  # forked with them deferred (see explore_local)
     with contextlib.suppress(OSError, AttributeError):  # Linux only
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != explorer:  # the explorer died before the line above

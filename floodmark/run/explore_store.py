@@ -19,8 +19,8 @@ outright leaves nothing half-written for good: the next exploration or shrink re
 That removal must not itself be cut short: a second Ctrl-C during it would leave workers
 running, or the store half-cleaned, and print a traceback. :func:`interrupts_held` keeps
 SIGINT and SIGTERM from interrupting it; it is short (workers are killed, not waited on).
-Nor may an interrupt land while workers are forked: :func:`signals_deferred` holds it back
-until they are.
+Nor may an interrupt cut in two the forking of workers, the making of a run directory or
+the writing of a claim: :func:`signals_deferred` holds it back until the step is done.
 """
 
 from __future__ import annotations
@@ -237,25 +237,20 @@ def interrupts_held() -> Iterator[list[int]]:
             signal.signal(s, handler)
 
 
-_INTERRUPTS = frozenset({signal.SIGINT, signal.SIGTERM})
-
 
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
-    """Within the block, SIGINT and SIGTERM are blocked: one that arrives is delivered, and
-    raises as usual, when the block ends. For forking workers: an interrupt landing between a
-    fork and the worker's own signal set-up runs inside Python's at-fork hooks, which print
-    the exception and drop it (the explorer lost the Ctrl-C and ran on; the new worker
-    printed a traceback, or died and broke the pool). A forked child inherits the block and
-    lifts it itself (:func:`accept_signals`)."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+    """Within the block, SIGINT and SIGTERM wait: each is noted (:func:`interrupts_held`)
+    and delivered again, to the handler the block found, when it ends. For steps an
+    interrupt must not cut in two: forking workers (an interrupt landing between a fork and
+    the worker's own signal set-up runs inside Python's at-fork hooks, which print the
+    exception and drop it: the explorer lost the Ctrl-C and ran on, the new worker printed a
+    traceback or died and broke the pool), making a run directory and keeping hold of it,
+    writing a claim. Noted by a handler, not blocked: a process-directed signal blocked in
+    the main thread lands in any other thread that does not block it."""
     try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def accept_signals() -> None:
-    """In a worker forked within :func:`signals_deferred`, once its own handlers are set:
-    let SIGINT and SIGTERM in again."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _INTERRUPTS)
+        with interrupts_held() as held:
+            yield
+    finally:  # (after an error too: a Ctrl-C is never lost)
+        for signum in dict.fromkeys(held):  # each once, in the order they came
+            signal.raise_signal(signum)

@@ -35,7 +35,11 @@ from floodmark.harness.schedule import Fault, Schedule
 from floodmark.inputs.sources import file_problem
 from floodmark.results import read_results, verdict_problem, verdict_word
 from floodmark.run.assemble import make_nemeses
-from floodmark.run.explore_store import candidate_claim, remove_killed_explorations
+from floodmark.run.explore_store import (
+    candidate_claim,
+    remove_killed_explorations,
+    signals_deferred,
+)
 from floodmark.run.replayed_test import replayed_test
 
 SETTLE = 5.0  # seconds of workload kept after the last fault ends
@@ -83,14 +87,17 @@ class Shrinker:
         self.tried.add(key)
         from floodmark.run.runner import Runner
 
-        runner = Runner(config, self.store, schedule=schedule, out=io.StringIO(), check=True, report=False)
+        runner: Runner | None = None
         try:
+            with signals_deferred():  # a run directory made is always known here, so removed
+                runner = Runner(config, self.store, schedule=schedule, out=io.StringIO(), check=True, report=False)
             self.running(runner.run_dir.path)
             outcome = runner.run()
             if outcome.interrupted:  # the runner tore its cluster down: the shrink stops here
                 raise KeyboardInterrupt
         except KeyboardInterrupt:  # (or one came before the runner took them, or as it checked)
-            rundir.discard(self.store, runner.run_dir)  # leaving no half run
+            if runner is not None:
+                rundir.discard(self.store, runner.run_dir)  # leaving no half run
             raise
         self.running(None)
         anomalies = anomaly_types(runner.run_dir.path)

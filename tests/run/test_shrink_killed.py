@@ -16,8 +16,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from floodmark.run import runner
 from floodmark.run.explore import run_seed
 from floodmark.run.explore_store import is_unfinished, remove_killed_explorations
+from floodmark.run.shrink import ShrinkInterrupted, shrink_run
 from floodmark.rundir import RunDir
 
 
@@ -62,3 +66,23 @@ def test_a_claim_naming_a_directory_outside_the_store_removes_nothing(tmp_path: 
                                                               "runs": [str(elsewhere), str(inside), "/"]}))
     assert remove_killed_explorations(str(store)) == []
     assert elsewhere.is_dir() and inside.is_dir()
+
+
+def test_a_ctrl_c_as_a_candidate_is_made_leaves_no_half_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C landing while a candidate's runner was being made (its run directory made,
+    the runner not yet handed back) left that directory behind, with no verdict."""
+    store = tmp_path / "store"
+    found = run_seed(1000, "truncate-to-hw", str(store))
+    assert found.run_dir is not None
+    made = runner.Runner.__init__
+
+    def interrupted_init(self: runner.Runner, *args: object, **kwargs: object) -> None:
+        made(self, *args, **kwargs)  # type: ignore[arg-type]
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+
+    monkeypatch.setattr(runner.Runner, "__init__", interrupted_init)
+    with pytest.raises(ShrinkInterrupted):
+        shrink_run(Path(found.run_dir), store, budget=5)
+    assert unfinished(store) == [] and not list(store.glob(".explore-*"))
+    assert [p for p in store.glob("*/*-s*") if p.is_dir()] == [Path(found.run_dir)]
