@@ -36,8 +36,9 @@ Names and meanings follow ``jepsen.tests.kafka`` so results can be compared with
 
 Positions are compared in each partition's *version order*: the offsets at which any value
 was observed, ranked; gaps in what was observed never count as skips. A consumer's
-``assign`` resets its positions, and the final drain (which re-reads from offset 0) is only
-checked within itself.
+``assign`` resets its positions, as does a poll the index could not place in its order
+(malformed: the verdict is unknown, and no skip is made up across it); the final drain
+(which re-reads from offset 0) is only checked within itself.
 
 Losses the configuration permits carry ``permitted_by`` (see :mod:`.permitted`), a producer's
 offsets going backwards included: a log that lost acknowledged records, as the configuration
@@ -187,7 +188,7 @@ def _covered(index: QueueIndex) -> dict[tuple[str, int], Spans]:
     for ops in index.consumer_ops.values():
         last_read: dict[tuple[str, int], int] = {}
         for kind, read in ops:
-            if kind == "assign":
+            if kind != "read":  # an assign, or a poll not placed: positions unknown
                 last_read.clear()
                 continue
             if read.f == "drain" or not read.records or read.partition not in spans:
@@ -344,7 +345,7 @@ def _poll_order(index: QueueIndex, ranks: dict[tuple[str, int], VersionOrder]) -
     for process, ops in index.consumer_ops.items():
         last: dict[tuple[str, int], tuple[int, int, int]] = {}  # partition -> (rank, offset, op)
         for kind, read in ops:
-            if kind == "assign":
+            if kind != "read":  # an assign, or a poll not placed: positions unknown
                 last.clear()
                 continue
             records = read.records

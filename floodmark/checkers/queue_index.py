@@ -25,7 +25,8 @@ offset below 0 (a record's, a batch's start, a batch's high watermark: :mod:`.op
 an acknowledgement naming another partition or value than was sent, a batch of a partition
 the poll did not fetch or from another position. The send of such an acknowledgement is
 kept as one whose outcome is unknown, in both partitions; such a batch's records are kept
-as read, but in no consumer's order (nor as a drain's).
+as read, but in no consumer's order (nor as a drain's), and where that consumer stood after
+it is unknown, as after an assign (so is it after a malformed poll).
 A send the index cannot place in a partition (it names none, or one the run's test.yaml
 does not have: :mod:`.run_partitions`) is malformed too, and its value set apart: reading
 it anywhere is no anomaly, since that send may have written it there.
@@ -206,7 +207,9 @@ def _observe(part: PartitionIndex) -> Observations:
 @dataclass
 class QueueIndex:
     partitions: dict[Partition, PartitionIndex]
-    # per process, in history order: ("read", Read) or ("assign", op index)
+    # per process, in history order: ("read", Read), ("assign", op index) or ("unplaced",
+    # op index): a poll the index could not place in the consumer's order, after which
+    # where the consumer stood is as unknown as after an assign
     consumer_ops: dict[Any, list[tuple[str, Any]]]
     drained: set[Partition]
     malformed: list[tuple[int, str]]
@@ -331,10 +334,13 @@ def build_index(history: list[Op]) -> QueueIndex:
                             consumer.append(("read", read))
                         else:  # what it read was read, but from where in the consumer's order is not told
                             malformed.append((completion, disagreement))
+                            consumer.append(("unplaced", completion))
                 except ValueError as e:  # the batch's records: said exactly
                     malformed.append((op.index, f"poll op's {e}"))
+                    consumer.append(("unplaced", completion))
                 except (KeyError, TypeError, AttributeError, IndexError) as e:
                     malformed.append((invocation.index, shape_problem("poll", invocation.value, op.value, e)))
+                    consumer.append(("unplaced", completion))
                 continue
         _complete(index, invocation, op)
     for invocation in open_ops.values():
@@ -416,6 +422,7 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
                 problem = record_problem(records)
                 if problem is not None:
                     index.malformed.append((completion.index, f"{f} op's {problem}"))
+                    consumer.append(("unplaced", completion.index))
                     continue
                 read = Read(completion.index, f, key, records, batch.get("high_watermark"),
                             batch.get("offset"), invocation.index)
@@ -423,6 +430,7 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
                 disagreement = batch_problem(f, invocation.value, batch)
                 if disagreement is not None:  # read, but not from where the op says: not in any order
                     index.malformed.append((completion.index, disagreement))
+                    consumer.append(("unplaced", completion.index))
                     continue
                 consumer.append(("read", read))
                 if f == "drain":
@@ -449,11 +457,15 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
         else:
             index.malformed.append((invocation.index, f"op {f!r} is no op of a queue or log workload"))
             index.set_apart(invocation.value)  # (a renamed send: its value may be in the log)
+            # (a renamed poll: what it read is in no consumer's order)
+            index.consumer_ops.setdefault(invocation.process, []).append(("unplaced", invocation.index))
     except (KeyError, TypeError, AttributeError, IndexError) as e:
         index.malformed.append((invocation.index, shape_problem(
             f, invocation.value, None if completion is None else completion.value, e)))
         if f in _SENDS:
             index.set_apart(invocation.value)
+        elif f in _READS:
+            index.consumer_ops.setdefault(invocation.process, []).append(("unplaced", invocation.index))
 
 
 _cache: list[tuple[list[Op], TestConfig | None, QueueIndex]] = []

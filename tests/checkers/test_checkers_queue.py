@@ -107,6 +107,23 @@ def test_poll_skip_between_polls_of_one_process() -> None:
     assert result.anomalies[0].details["skipped_offsets"] == [1]
 
 
+def test_a_poll_the_checker_cannot_place_breaks_its_consumer_order_and_is_no_skip() -> None:
+    # Process 2's middle poll returned what the index cannot read (a completion that is no
+    # list of batches) or read where it cannot say (a batch from another position than its
+    # fetch): what it read is not in the consumer's order, so its next poll's jump over
+    # offset 1 is no skip: the verdict is unknown (malformed), never a poll-skip it made up.
+    for completion in ("garbage", [{"topic": "t0", "partition": 0, "offset": 5, "records": [[1, "v1"]]}],
+                       [{"topic": "t0", "partition": -1, "offset": 1, "records": [[1, "v1"]]}]):
+        h = sent()
+        h.poll(2, 0, 0, [(0, "v0")])
+        h.call(2, "poll", [{"topic": "t0", "partition": 0, "offset": 1}], completion)
+        h.poll(2, 0, 2, [(2, "v2")])
+        h.poll(3, 0, 0, [(o, f"v{o}") for o in range(4)], f="drain")
+        result = check(h)
+        assert result.valid == "unknown" and not result.anomalies, (completion, result.anomalies)
+        assert result.stats["malformed_ops"]
+
+
 def test_nonmonotonic_poll() -> None:
     h = sent()
     h.poll(2, 0, 0, [(0, "v0"), (1, "v1")])
