@@ -28,8 +28,9 @@ kept as one whose outcome is unknown, in both partitions; such a batch's records
 as read, but in no consumer's order (nor as a drain's), and where that consumer stood after
 it is unknown, as after an assign (so is it after a malformed poll).
 A send the index cannot place in a partition (it names none, or one the run's test.yaml
-does not have: :mod:`.run_partitions`) is malformed too, and its value set apart: reading
-it anywhere is no anomaly, since that send may have written it there.
+does not have: :mod:`.run_partitions`) is malformed too, and its value set apart (the one
+it was sent with, and the one its completion says it wrote, should the invocation not be
+readable): reading it anywhere is no anomaly, since that send may have written it there.
 Values sent and read are strings or integers: Python takes ``true`` for ``1`` and ``1.0``
 for ``1``, so a history holding booleans, floats, ``null`` or collections as values could
 not be compared value for value, and is not judged.
@@ -219,12 +220,14 @@ class QueueIndex:
     # have been written there, so reading it is no anomaly.
     stray_values: set[Any] = field(default_factory=set)
 
-    def set_apart(self, invoked: Any) -> None:
-        """Keep the value of a send that cannot be placed (``invoked``: its invocation's value)
-        among the stray values, if it is one a read could return."""
-        value = invoked.get("value") if type(invoked) is dict else None
-        if type(value) is str or type(value) is int:
-            self.stray_values.add(value)
+    def set_apart(self, *said: Any) -> None:
+        """Keep the value of a send that cannot be placed among the stray values, if it is one a
+        read could return: ``said`` are its invocation's value and its completion's (what the
+        acknowledgement says was written counts, even when the invocation is unreadable)."""
+        for op_value in said:
+            value = op_value.get("value") if type(op_value) is dict else None
+            if type(value) is str or type(value) is int:
+                self.stray_values.add(value)
 
     def partition(self, key: Partition) -> PartitionIndex:
         found = self.partitions.get(key)
@@ -274,17 +277,18 @@ def build_index(history: list[Op]) -> QueueIndex:
                     send = Send(value["value"], process, "ok", offset, invocation.index, op.index)
                 except (KeyError, TypeError, AttributeError, IndexError) as e:
                     malformed.append((invocation.index, shape_problem("send", invocation.value, acknowledged, e)))
-                    index.set_apart(value)
+                    index.set_apart(value, acknowledged)
                     continue
                 unreadable = type(offset) is not int or not 0 <= offset <= MAX_OFFSET
                 if unreadable:
                     _unreadable_acknowledgement(index, send, acknowledged)
                 if type(key[0]) is not str or type(key[1]) is not int or key[1] < 0:
                     malformed.append((invocation.index, f"send names partition {_shown(key)}, {NO_PARTITION}"))
-                    index.set_apart(value)
+                    index.set_apart(value, acknowledged)
                     continue
                 if type(send.value) is not str and type(send.value) is not int:
                     malformed.append((invocation.index, value_problem(send.value)))
+                    index.set_apart(acknowledged)
                     continue
                 echoed = acknowledged.get("value", send.value) if not unreadable else None
                 if not unreadable and (acknowledged.get("partition", key[1]) is not key[1]
@@ -408,6 +412,7 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
             key = _partition_of(value)
             if type(send.value) is not str and type(send.value) is not int:
                 index.malformed.append((invocation.index, value_problem(send.value)))
+                index.set_apart(None if completion is None else completion.value)
                 return
             if outcome == "ok" and not unreadable:
                 _check_acknowledgement(index, send, value, acknowledged)
@@ -456,14 +461,15 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
                 index.consumer_ops.setdefault(invocation.process, []).append(("assign", invocation.index))
         else:
             index.malformed.append((invocation.index, f"op {f!r} is no op of a queue or log workload"))
-            index.set_apart(invocation.value)  # (a renamed send: its value may be in the log)
+            # (a renamed send: its value may be in the log)
+            index.set_apart(invocation.value, None if completion is None else completion.value)
             # (a renamed poll: what it read is in no consumer's order)
             index.consumer_ops.setdefault(invocation.process, []).append(("unplaced", invocation.index))
     except (KeyError, TypeError, AttributeError, IndexError) as e:
         index.malformed.append((invocation.index, shape_problem(
             f, invocation.value, None if completion is None else completion.value, e)))
         if f in _SENDS:
-            index.set_apart(invocation.value)
+            index.set_apart(invocation.value, None if completion is None else completion.value)
         elif f in _READS:
             index.consumer_ops.setdefault(invocation.process, []).append(("unplaced", invocation.index))
 

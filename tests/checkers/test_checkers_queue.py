@@ -166,6 +166,20 @@ def test_malformed_op_is_reported_not_crashed_on() -> None:
     assert "unexpected shape" in result.stats["malformed_ops"][0]["problem"]
 
 
+def test_a_value_only_a_malformed_send_acknowledged_is_no_unexpected_read() -> None:
+    # The send's invocation is unreadable (no map, no value, a value no read can return), but
+    # its acknowledgement says it wrote "x" at offset 4: reading "x" there is no record from
+    # nowhere. The verdict is unknown (malformed), never an "unexpected" the damage made up.
+    for invoked in ("garbage", {"topic": "t0", "partition": 0}, {"topic": "t0", "partition": 0, "value": 1.5},
+                    {"topic": "t0", "partition": -1, "value": "x"}):
+        h = sent()
+        h.call(1, "send", invoked, {"topic": "t0", "partition": 0, "value": "x", "offset": 4})
+        h.poll(3, 0, 0, [(o, f"v{o}") for o in range(4)] + [(4, "x")], f="drain")
+        result = check(h)
+        assert result.valid == "unknown" and not result.anomalies, (invoked, result.anomalies)
+        assert result.stats["malformed_ops"]
+
+
 def test_batches_of_every_length_are_checked_record_by_record() -> None:
     # One record (only its place after the last poll counts), two records (compared directly),
     # and three or more (compared as a run of offsets): each out of order in its own way.
