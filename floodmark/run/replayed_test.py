@@ -3,13 +3,16 @@
 ``floodmark repro`` replays a run and ``floodmark shrink`` replays smaller versions of it;
 both must start from exactly the test the run was, or say why they cannot. A run's
 ``test.yaml`` must state every setting (one cut short would replay with defaults, another
-test), its ``schedule.json`` must be there and of the same seed, and every fault in it must
-be one the test can apply on its backend: refused before anything runs, since a shrink
-would otherwise drop such a fault unseen.
+test) and, where ``digest.json`` recorded it, be the very file the run wrote (a setting
+deleted or edited since, its variant or its rate, would replay another test, and the
+replay's difference would be blamed on nondeterminism), its ``schedule.json`` must be there
+and of the same seed, and every fault in it must be one the test can apply on its backend:
+refused before anything runs, since a shrink would otherwise drop such a fault unseen.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 from floodmark import rundir
@@ -20,9 +23,10 @@ from floodmark.harness.schedule import Schedule, ScheduleError, load_schedule
 
 def replayed_test(run: rundir.RunDir) -> tuple[TestConfig, Schedule]:
     """The configuration and fault schedule a run directory replays (repro, shrink); a
-    UsageError naming the file when they cannot be: a test.yaml cut short, no seed, a
-    schedule.json missing, of another seed, or holding a fault the test cannot apply
-    (refused before anything runs: shrinking would otherwise drop it unseen)."""
+    UsageError naming the file when they cannot be: a test.yaml cut short (or, by its
+    digest, edited since the run), no seed, a schedule.json missing, of another seed, or
+    holding a fault the test cannot apply (refused before anything runs: shrinking would
+    otherwise drop it unseen)."""
     from floodmark.run.assemble import make_nemeses, refusal
 
     _refuse_unless_a_file(run.config)
@@ -30,6 +34,7 @@ def replayed_test(run: rundir.RunDir) -> tuple[TestConfig, Schedule]:
         config = load_run_config(run.config)
         if config.seed is None:
             raise UsageError(f"{run.config}: no seed recorded; cannot reproduce")
+        _refuse_an_edited_configuration(run)
         if not os.path.lexists(run.schedule):
             raise UsageError(f"{run.schedule}: no such file: every run records its fault schedule there, and "
                              "without it the replay could be of another test; to run the schedule the seed "
@@ -53,3 +58,24 @@ def _refuse_unless_a_file(path: os.PathLike[str]) -> None:
     problem = rundir.special_file_problem(path)
     if problem is not None:
         raise UsageError(f"{path}: {problem}: a run writes its {os.path.basename(path)} as a regular file")
+
+
+def _refuse_an_edited_configuration(run: rundir.RunDir) -> None:
+    """A UsageError when the run's digest.json records its test.yaml and the file is no longer
+    that one. (A digest that cannot be read is repro's to name; one written before test.yaml
+    was recorded says nothing of it.)"""
+    try:
+        saved = rundir.load_digest(run)
+    except rundir.DigestError:
+        return
+    recorded = None if saved is None else saved.get(rundir.CONFIG)
+    if recorded is None:
+        return
+    try:
+        now = hashlib.sha256(run.config.read_bytes()).hexdigest()
+    except OSError:
+        return  # (read a moment ago; gone since: the replay's own reading says so)
+    if now != recorded:
+        raise UsageError(f"{run.config}: differs from what {rundir.DIGEST} recorded at the end of the run, so "
+                         f"a replay of it would be of another test; to run it as it is now: floodmark run -f "
+                         f"{run.config} --schedule {run.schedule}")

@@ -341,8 +341,13 @@ def drop_yaml_key(run: Path, key: str) -> None:
     (lambda run: drop_yaml_key(run, "nodes"), "test.yaml: nodes: not stated"),
     (lambda run: edit_lines(run / "test.yaml", lambda ls: [*ls, "nodes2: 3\n"]), "test.yaml: nodes2: unknown key"),
     (lambda run: (run / "digest.json").write_text("{"), "digest.json: not a digest"),
+    # (a setting the check does not need deleted or edited: the replay ran the default, or
+    # the new value, and was said to differ by nondeterminism, exiting with another test's verdict)
+    (lambda run: drop_yaml_key(run, "variant"), "test.yaml: differs from what digest.json recorded"),
+    (lambda run: edit_lines(run / "test.yaml", lambda ls: [line.replace("rate: 50.0", "rate: 51.0") for line in ls]),
+     "test.yaml: differs from what digest.json recorded"),
 ], ids=["seed changed", "time limit as text", "unknown kind", "schedule emptied", "no seed", "no nodes",
-        "unknown key", "digest not JSON"])
+        "unknown key", "digest not JSON", "no variant", "rate edited"])
 def test_repro_refuses_a_run_directory_it_cannot_replay_in_one_line(
         recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         damage: Callable[[Path], object], said: str) -> None:
