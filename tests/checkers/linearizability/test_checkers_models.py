@@ -204,3 +204,14 @@ def test_a_log_op_whose_completion_names_another_partition_or_offset_does_not_fi
         Log().prepare("read", read, {**read, "offset": 4, "value": "a"}, "ok")
     assert Log().prepare("read", read, {**read, "value": "a"}, "ok") == ("read", 3, "a")
     assert Log().prepare("append", append, {**append, "offset": 0}, "ok") == ("append", "a", 0)
+
+
+@pytest.mark.parametrize("completed", [None, "garbage", [1], {"topic": "t0", "partition": 0, "value": "a"}])
+def test_an_acknowledged_append_naming_no_offset_does_not_fit_the_log(completed: object) -> None:
+    """The log-lin workload records an append it cannot place as unknown (info), never as ok:
+    an ok one whose completion names no offset was damaged, and judging it as an append at
+    some offset judged another history (VALID where the offset it lost made it invalid)."""
+    append = {"topic": "t0", "partition": 0, "value": "a"}
+    with pytest.raises(ValueError, match="^an acknowledged append names no offset"):
+        Log().prepare("append", append, completed, "ok")
+    assert Log().prepare("append", append, completed, "info") == ("append", "a", None)  # unknown: anywhere

@@ -1,7 +1,8 @@
 """The log model (``log``): the append-only log of one partition, as the ``log-lin`` workload uses it.
 
-An append returns the offset it was written at; a read of an offset returns the record
-there, or nothing past the end. Records never move in an append-only log, so what any read
+An append returns the offset it was written at (an acknowledged one that names none does not
+fit: the workload records an append it cannot place as unknown); a read of an offset returns
+the record there, or nothing past the end. Records never move in an append-only log, so what any read
 or acknowledgement saw at an offset pins every state (which keeps the search short), and an
 unknown append whose value no read returned is only "some record" (so such appends are
 interchangeable). Each partition is an independent object.
@@ -45,6 +46,8 @@ class Log(Model):
             if outcome == "fail":
                 return DROP
             offset = completed.get("offset") if outcome == "ok" and isinstance(completed, dict) else None
+            if outcome == "ok" and offset is None:  # (the workload records such an append as info)
+                raise ValueError(f"an acknowledged append names no offset (its completion holds {_shown(completed)})")
             if offset is not None and (type(offset) is not int or offset < 0):
                 raise ValueError(f"an offset is a whole number from 0, not {_shown(offset)}")
             if offset is not None and (disagreement := acknowledgement_problem(invoked, completed)):
