@@ -290,11 +290,22 @@ def compute_digest(run: RunDir) -> dict[str, str]:
         digests[name] = one.hexdigest()
         whole.update(b"\0")
     digests["run"] = whole.hexdigest()
-    if run.config.is_file():
-        one = hashlib.sha256()
-        _hash_file(run.config, one)
-        digests[CONFIG] = one.hexdigest()
+    config = config_digest(run)
+    if config is not None:
+        digests[CONFIG] = config
     return digests
+
+
+def config_digest(run: RunDir) -> str | None:
+    """The digest of the run's ``test.yaml`` as :func:`compute_digest` records it; None
+    when there is no such file."""
+    import hashlib
+
+    if not run.config.is_file():
+        return None
+    one = hashlib.sha256()
+    _hash_file(run.config, one)
+    return one.hexdigest()
 
 
 def _hash_file(path: Path, *hashes: Any) -> None:

@@ -12,7 +12,6 @@ refused before anything runs, since a shrink would otherwise drop such a fault u
 
 from __future__ import annotations
 
-import hashlib
 import os
 
 from floodmark import rundir
@@ -72,10 +71,10 @@ def _refuse_an_edited_configuration(run: rundir.RunDir) -> None:
     if recorded is None:
         return
     try:
-        now = hashlib.sha256(run.config.read_bytes()).hexdigest()
+        now = rundir.config_digest(run)
     except OSError:
         return  # (read a moment ago; gone since: the replay's own reading says so)
-    if now != recorded:
+    if now is not None and now != recorded:
         raise UsageError(f"{run.config}: differs from what {rundir.DIGEST} recorded at the end of the run, so "
                          f"a replay of it would be of another test; to run it as it is now: floodmark run -f "
                          f"{run.config} --schedule {run.schedule}")
