@@ -37,8 +37,9 @@ Names and meanings follow ``jepsen.tests.kafka`` so results can be compared with
 Positions are compared in each partition's *version order*: the offsets at which any value
 was observed, ranked; gaps in what was observed never count as skips. A consumer's
 ``assign`` resets its positions, as does a poll the index could not place in its order
-(malformed: the verdict is unknown, and no skip is made up across it); the final drain
-(which re-reads from offset 0) is only checked within itself.
+(malformed: the verdict is unknown, and no skip is made up across it) or one whose outcome
+is unknown (it may have moved the consumer; a run's process issues nothing after it); the
+final drain (which re-reads from offset 0) is only checked within itself.
 
 Losses the configuration permits carry ``permitted_by`` (see :mod:`.permitted`), a producer's
 offsets going backwards included: a log that lost acknowledged records, as the configuration

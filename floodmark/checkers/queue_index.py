@@ -209,8 +209,8 @@ def _observe(part: PartitionIndex) -> Observations:
 class QueueIndex:
     partitions: dict[Partition, PartitionIndex]
     # per process, in history order: ("read", Read), ("assign", op index) or ("unplaced",
-    # op index): a poll the index could not place in the consumer's order, after which
-    # where the consumer stood is as unknown as after an assign
+    # op index): a poll the index could not place in the consumer's order (malformed, or of
+    # unknown outcome), after which where the consumer stood is as unknown as after an assign
     consumer_ops: dict[Any, list[tuple[str, Any]]]
     drained: set[Partition]
     malformed: list[tuple[int, str]]
@@ -419,6 +419,8 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
             index.partition(key).sends.append(send)
         elif f in _READS:
             if completion is None or outcome != "ok":
+                if outcome != "fail":  # it may have read, and moved its consumer: where to is unknown
+                    index.consumer_ops.setdefault(invocation.process, []).append(("unplaced", invocation.index))
                 return
             consumer = index.consumer_ops.setdefault(invocation.process, [])
             for batch in completion.value:
