@@ -215,3 +215,11 @@ def test_an_acknowledged_append_naming_no_offset_does_not_fit_the_log(completed:
     with pytest.raises(ValueError, match="^an acknowledged append names no offset"):
         Log().prepare("append", append, completed, "ok")
     assert Log().prepare("append", append, completed, "info") == ("append", "a", None)  # unknown: anywhere
+
+
+@pytest.mark.parametrize("completed", [None, "garbage", [1], 3])
+def test_an_ok_read_whose_completion_is_no_map_is_named_as_such(completed: object) -> None:
+    """It was refused with Python's own words ("'str' object has no attribute 'get'")."""
+    read = {"topic": "t0", "partition": 0, "offset": 3}
+    with pytest.raises(ValueError, match="^a read's completion is a map with the value read, not "):
+        Log().prepare("read", read, completed, "ok")

@@ -57,6 +57,8 @@ class Log(Model):
         if f == "read":
             if outcome != "ok":
                 return DROP
+            if not isinstance(completed, dict):
+                raise ValueError(f"a read's completion is a map with the value read, not {_shown(completed)}")
             offset, value = invoked["offset"], completed.get("value")
             if type(offset) is not int or offset < 0:
                 raise ValueError(f"an offset is a whole number from 0, not {_shown(offset)}")
