@@ -148,6 +148,16 @@ def mark_interrupted(results: dict[str, Any], reason: str) -> None:
         notes.append(reason)
 
 
+def shown_verdict(verdict: Any, interrupted: str | None) -> Any:
+    """The verdict to show for a run whose results file holds ``verdict`` (None: never
+    checked, shown so), where ``interrupted`` is why the run is marked interrupted (None: it
+    is not): unknown at best, as :func:`mark_interrupted` holds it and ``check`` judges it,
+    whatever a results file written before the mark says."""
+    if interrupted is None or verdict is None:
+        return verdict
+    return merge_validity([verdict, "unknown"])
+
+
 def write_results(path: str | os.PathLike[str], results: dict[str, Any]) -> None:
     """Write atomically: a reader never sees half a results file, and two checks of one run
     at once (``check`` beside ``analyze``) never write into one temporary file."""

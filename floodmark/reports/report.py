@@ -33,6 +33,7 @@ from floodmark.reports.process_timeline import timeline_payload
 from floodmark.reports.run_data import RunData, load_run
 from floodmark.reports.templating import environment, script_hash, static_text
 from floodmark.reports.time_plots import Plot, latency_plot, throughput_plot
+from floodmark.results import shown_verdict
 from floodmark.rundir import (
     CONFIG,
     HISTORY,
@@ -97,16 +98,17 @@ def render_report(data: RunData, out_dir: Path) -> str:
         (lanes.label, render_partition_lanes(lanes)) for lanes in build_partition_lanes(data.events)])
     lin_anomalies = [a for c in checkers for g in c.groups for a in g.detailed if a.lin_charts]
     script = static_text("report.js")
+    interrupted = interruption_reason(data.run)  # why its verdict is unknown at best
     context: dict[str, Any] = {
         "name": config.name if config is not None else data.run.test_name,
-        "verdict": data.verdict,
+        "verdict": shown_verdict(data.verdict, interrupted),
         "seed": data.seed,
         "variant": config.variant if config is not None else _text((data.results or {}).get("variant")) or NOT_STATED,
         "nemesis": (", ".join(config.nemesis) or "none") if config is not None else NOT_STATED,
         "header_fields": _header_fields(data),
         "repro": repro_command(data.run.path),
         "warnings": data.warnings,
-        "interrupted": interruption_reason(data.run),  # why its verdict is unknown at best
+        "interrupted": interrupted,
         "checkers": checkers,
         "anomaly_total": sum(c.anomaly_total for c in checkers),
         "context_tables": tables.tables(),

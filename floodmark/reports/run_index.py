@@ -25,7 +25,7 @@ from floodmark import results as results_file
 from floodmark.inputs.plain_values import parse_json
 from floodmark.inputs.sources import describe_os_error, file_problem, without_bom
 from floodmark.reports.store_paths import NotAFile, OutsideStore, open_in_store
-from floodmark.results import verdict_problem, verdict_word
+from floodmark.results import shown_verdict, verdict_problem, verdict_word
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir, find_run_dirs, interruption_reason
 
@@ -173,7 +173,9 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
     if inconsistent is not None:  # shown unchecked, as the report shows it
         verdict = None
         problem = problem or f"results.json: {inconsistent}"
-    problem = problem or interruption_reason(run)  # why its verdict is unknown at best
+    interrupted = interruption_reason(run)
+    verdict = shown_verdict(verdict, interrupted)
+    problem = problem or interrupted  # why its verdict is unknown at best
     seed = config.seed if config is not None else results.get("seed")
     return RunSummary(
         relative=Path(os.path.relpath(run.path, store)).as_posix(),

@@ -35,3 +35,23 @@ def test_the_report_and_the_index_say_the_run_was_interrupted(finished: Path, tm
     assert f'id="interrupted">{reason}<' in (run / "report.html").read_text()
     summary = summarize(RunDir(run), store)
     assert summary.verdict == "unknown" and summary.problem == reason
+
+
+@pytest.mark.parametrize("mark", ["garbage", None])
+def test_a_run_marked_interrupted_after_its_check_is_not_shown_valid(finished: Path, tmp_path: Path, mark: str | None,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Its results.json still says valid (written before the mark, or the mark unreadable):
+    the report and the browser showed 'valid' where check says unknown."""
+    store = tmp_path / "store"
+    run = store / "t" / finished.name
+    shutil.copytree(finished, run)
+    if mark is None:
+        write_interruption(RunDir(run), Interruption("healing", 8.5, None, 5.0, "SIGTERM"))
+    else:
+        (run / "interrupted.json").write_text(mark)
+    assert '"valid": true' in (run / "results.json").read_text()
+    assert main(["report", str(run)]) == 0
+    capsys.readouterr()
+    assert '<span class="badge unknown" id="verdict">unknown</span>' in (run / "report.html").read_text()
+    assert summarize(RunDir(run), store).verdict == "unknown"
+    assert main(["check", str(run)]) == 2
