@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +38,7 @@ from floodmark.errors import (
     given_text,
     printable,
 )
-from floodmark.inputs.sources import STDIN
+from floodmark.inputs.sources import STDIN, file_problem
 
 if TYPE_CHECKING:
     from floodmark.history import Op
@@ -228,6 +229,9 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
         from floodmark.rundir import RunDir, is_run_dir
 
         if not is_run_dir(path):
+            history = RunDir(path).history
+            if os.path.lexists(history):  # there, but no file to read: say what it is
+                raise UsageError(f"{history}: {file_problem(history) or 'cannot be read'}: a run's history is a regular file")
             raise UsageError(f"{path}: not a run directory (no history.jsonl) and not a history file")
         if args.to_edn:
             ops = read_history(RunDir(path).history)

@@ -296,3 +296,18 @@ def test_a_torn_last_line_is_said_and_leaves_no_op_vouched_for(name: str) -> Non
         code, out, err = check(run)
         assert code in (0, 1, 2), out + err
         assert "cut short" in err and name in err, err
+
+
+@pytest.mark.parametrize("history", ["directory", "device"])
+def test_a_history_that_is_no_file_is_named_as_such(history: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """It was refused as 'not a run directory (no history.jsonl)', naming the wrong cause."""
+    run = tmp_path / "run"
+    run.mkdir()
+    if history == "directory":
+        (run / "history.jsonl").mkdir()
+    else:
+        (run / "history.jsonl").symlink_to("/dev/zero")
+    assert main(["check", str(run)]) == 254
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == [f"floodmark check: error: {run / 'history.jsonl'}: {'is a directory, not a file' if history == 'directory' else 'is not a regular file'}: a run's history is a regular file"]
