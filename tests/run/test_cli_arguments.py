@@ -72,6 +72,21 @@ def test_shrink_refuses_results_whose_checkers_are_no_judgements(failing_run: Pa
                    f"object); run floodmark check {run} to judge the run again\n")
 
 
+def test_shrink_refuses_results_naming_an_anomaly_type_that_is_no_string(failing_run: Path, tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """It shrank towards anomaly type '5', which no run reports, and said the run stayed the
+    smallest (exit 0)."""
+    run = _copy(failing_run, tmp_path)
+
+    def retype(results: dict[str, dict[str, dict[str, list[dict[str, object]]]]]) -> None:
+        next(c for c in results["checkers"].values() if c.get("anomalies"))["anomalies"][0]["type"] = 5
+
+    _rewrite_results(run, retype)
+    assert main(["shrink", str(run), "--budget", "1"]) == 254
+    err = capsys.readouterr().err
+    assert "not a results file (checker " in err and "an anomaly's 'type' is not a string)" in err
+
+
 def test_shrink_refuses_a_run_that_is_not_invalid(failing_run: Path, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """Audit C5: a valid run listing an anomaly (one its configuration permits, or an edited
