@@ -24,6 +24,7 @@ runs recorded before it existed and foreign histories never name it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -85,8 +86,9 @@ def _shape_problem(found: Any) -> str | None:
     if not isinstance(found, Mapping):
         return f"its value is {type(found).__name__}, not a map"
     for key in ("waited", "timeout"):
-        if type(found.get(key)) not in (int, float):
-            return f"{key!r} is not a number of seconds"
+        seconds = found.get(key)
+        if not (type(seconds) is int or type(seconds) is float) or not 0 <= seconds < math.inf:
+            return f"{key!r} is not a number of seconds (from 0, finite)"
     short = found.get("short")
     if not isinstance(short, list):
         return "'short' is not a list of partitions"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import hypothesis.strategies as st
+import pytest
 from checkers_fixtures import History
 from hypothesis import given, settings
 
@@ -73,6 +74,7 @@ def test_any_recorded_value_gives_a_verdict_and_valid_only_for_a_well_formed_emp
     if result.valid is True:
         assert isinstance(found, dict) and found["short"] == []
         assert type(found["waited"]) in (int, float) and type(found["timeout"]) in (int, float)
+        assert 0 <= found["waited"] < float("inf") and 0 <= found["timeout"] < float("inf")
     if result.valid is False:
         assert all(isinstance(a.topic, str) and isinstance(a.partition, int) for a in result.anomalies)
 
@@ -86,3 +88,12 @@ def test_only_a_history_that_records_the_wait_is_judged_by_it() -> None:
     assert "convergence" in checker_names_for(None, recorded)  # a history file of a queue run
     assert check_history(recorded, {}, TestConfig())["checkers"]["convergence"]["valid"] is True
     assert "convergence" not in check_history(recorded[:2], {}, TestConfig())["checkers"]
+
+
+@pytest.mark.parametrize("seconds", [-1, -0.5, float("inf")])
+def test_a_wait_of_no_possible_length_is_unknown(seconds: float) -> None:
+    """A timeout of -1 s (or a wait that took forever) was judged as any other."""
+    for key in ("waited", "timeout"):
+        found = {"waited": 1.0, "timeout": 30.0, "short": [], key: seconds}
+        result = judged(waited(found))
+        assert result.valid == "unknown" and "not a number of seconds" in result.stats["unjudged_because"]
