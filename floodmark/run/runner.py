@@ -138,29 +138,29 @@ class Runner:
         self.config = config = recorded_settings(dataclasses.replace(self.config, code_version=code_version()))
         self.outcome.config = config
         nemeses = make_nemeses(config)
-        try:
+        try:  # refused or interrupted before the cluster starts: the run leaves nothing
             schedule = self.plan_schedule(nemeses)
-        except UsageError:
-            rundir.discard(self.store, self.run_dir)  # refused before it began: it leaves nothing
+            dump_config(config, self.run_dir.config)
+            self.say(f"seed {config.seed}  (repeat with: floodmark run --seed {config.seed} ... or {rundir.repro_command(self.run_dir.path)})")
+            self.say(f"run directory {self.run_dir.path}")
+            spec = ClusterSpec(
+                brokers=config.nodes, variant=config.variant, run_id=new_run_id(),
+                seed=self.seeds.node("cluster"), broker_args=broker_args(config),
+            )
+            backend = make_backend(config, spec)
+            removed = backend.remove_leftovers()
+            if removed:
+                self.say(f"removed {len(removed)} resources left by crashed runs")
+            # A deterministic backend's run replays from its seed: its history need not reach the
+            # file op by op (see the recorder's docstring); _finish closes, and so flushes, it.
+            recorder = Recorder(self.run_dir.history, clock_ns=backend.clock_ns, durable=not backend.deterministic)
+            schedule_log = ScheduleLog(self.run_dir.schedule, self.seeds.seed, schedule)
+            schedule_log.save()
+            applier = FaultRouter(backend.faults, AdminFaults(backend.client_host))
+            driver = FaultDriver(recorder, nemeses, applier, backend.observe, schedule_log)
+        except (UsageError, KeyboardInterrupt):
+            rundir.discard(self.store, self.run_dir)
             raise
-        dump_config(config, self.run_dir.config)
-        self.say(f"seed {config.seed}  (repeat with: floodmark run --seed {config.seed} ... or {rundir.repro_command(self.run_dir.path)})")
-        self.say(f"run directory {self.run_dir.path}")
-        spec = ClusterSpec(
-            brokers=config.nodes, variant=config.variant, run_id=new_run_id(),
-            seed=self.seeds.node("cluster"), broker_args=broker_args(config),
-        )
-        backend = make_backend(config, spec)
-        removed = backend.remove_leftovers()
-        if removed:
-            self.say(f"removed {len(removed)} resources left by crashed runs")
-        # A deterministic backend's run replays from its seed: its history need not reach the
-        # file op by op (see the recorder's docstring); _finish closes, and so flushes, it.
-        recorder = Recorder(self.run_dir.history, clock_ns=backend.clock_ns, durable=not backend.deterministic)
-        schedule_log = ScheduleLog(self.run_dir.schedule, self.seeds.seed, schedule)
-        schedule_log.save()
-        applier = FaultRouter(backend.faults, AdminFaults(backend.client_host))
-        driver = FaultDriver(recorder, nemeses, applier, backend.observe, schedule_log)
         healed = False
         try:
             self.say(f"starting a {config.cluster} cluster of {config.nodes} brokers (run id {spec.run_id})")

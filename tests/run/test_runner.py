@@ -184,3 +184,18 @@ def test_the_printed_repro_command_works_from_any_directory(tmp_path: Path, monk
     run = (tmp_path / "my store" / "latest").resolve()
     assert command == f"'{run}'"
     assert rundir.repro_command("my store/latest") == f"floodmark repro '{run}'"
+
+
+def test_an_interrupt_before_the_cluster_starts_leaves_no_run_directory(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C while the run was being prepared (its leftovers removed, its files opened)
+    left a run directory with a test.yaml and nothing else, named by store/latest."""
+    from floodmark.run import runner as runner_module
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner_module, "make_backend", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        Runner(TestConfig(cluster="sim", seed=3), tmp_path).run()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
