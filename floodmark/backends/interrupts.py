@@ -16,6 +16,11 @@ anyway (the second one's), which the runner reports in its own words.
 
 Only signals that would raise KeyboardInterrupt are taken over: a process that ignores
 SIGINT, or never asked for SIGTERM to interrupt it, keeps what it chose.
+
+Outside the loop, a step that an interrupt must not cut in two runs under
+:func:`signals_deferred` (the interrupt lands when the step is done: forking workers, making
+a run directory and keeping hold of it, writing a claim), and a cleanup that a second
+interrupt must not cut short under :func:`interrupts_held`.
 """
 
 from __future__ import annotations
@@ -82,3 +87,44 @@ def quiet_about_interrupts(loop: asyncio.AbstractEventLoop) -> None:
             loop.default_exception_handler(context)
 
     loop.set_exception_handler(handle)
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[list[int]]:
+    """Within the block, SIGINT and SIGTERM do not interrupt: each is noted (the list
+    yielded) and the block runs to its end. For the cleanup after a first interrupt, which
+    a second must not cut in half. Outside the main thread (where no signal lands) it
+    changes nothing."""
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        held.append(signum)
+
+    previous = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield held
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM wait: each is noted (:func:`interrupts_held`)
+    and delivered again, to the handler the block found, when it ends. For steps an
+    interrupt must not cut in two: forking workers (an interrupt landing between a fork and
+    the worker's own signal set-up runs inside Python's at-fork hooks, which print the
+    exception and drop it: the explorer lost the Ctrl-C and ran on, the new worker printed a
+    traceback or died and broke the pool), making a run directory and keeping hold of it,
+    writing a claim. Noted by a handler, not blocked: a process-directed signal blocked in
+    the main thread lands in any other thread that does not block it."""
+    try:
+        with interrupts_held() as held:
+            yield
+    finally:  # (after an error too: a Ctrl-C is never lost)
+        for signum in dict.fromkeys(held):  # each once, in the order they came
+            signal.raise_signal(signum)

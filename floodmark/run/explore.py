@@ -43,12 +43,12 @@ from pathlib import Path
 from typing import TextIO
 
 from floodmark.backends.cleanup import interruptible
+from floodmark.backends.interrupts import interrupts_held, signals_deferred
 from floodmark.harness.config import ALL_KINDS, TestConfig, make_config
 from floodmark.harness.seeds import Seeds
 from floodmark.results import Validity, read_results
 from floodmark.run.explore_store import (
     claim,
-    interrupts_held,
     is_unfinished,
     name_run,
     remove_if_empty,
@@ -58,7 +58,6 @@ from floodmark.run.explore_store import (
     runs_named_by,
     runs_of,
     seed_of,
-    signals_deferred,
     test_folder,
 )
 from floodmark.rundir import RunDir, repoint_latest, repro_command

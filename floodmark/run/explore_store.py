@@ -17,10 +17,10 @@ shrink (:mod:`floodmark.run.shrink`) names its running candidate the same way, s
 outright leaves nothing half-written for good: the next exploration or shrink removes it.
 
 That removal must not itself be cut short: a second Ctrl-C during it would leave workers
-running, or the store half-cleaned, and print a traceback. :func:`interrupts_held` keeps
-SIGINT and SIGTERM from interrupting it; it is short (workers are killed, not waited on).
-Nor may an interrupt cut in two the forking of workers, the making of a run directory or
-the writing of a claim: :func:`signals_deferred` holds it back until the step is done.
+running, or the store half-cleaned, and print a traceback
+(:func:`~floodmark.backends.interrupts.interrupts_held` keeps SIGINT and SIGTERM from
+interrupting it; it is short: workers are killed, not waited on). Nor may an interrupt cut a
+claim's writing in two (:func:`~floodmark.backends.interrupts.signals_deferred`).
 """
 
 from __future__ import annotations
@@ -29,13 +29,11 @@ import contextlib
 import json
 import os
 import shutil
-import signal
-import threading
 from collections.abc import Callable, Container, Iterator
 from pathlib import Path
-from types import FrameType
 
 from floodmark.backends.cleanup import owner_alive, owner_token
+from floodmark.backends.interrupts import signals_deferred
 from floodmark.rundir import RunDir, repoint_latest, safe_name
 
 CLAIM_PREFIX = ".explore-"  # store/.explore-<pid>.json: an exploration at work in the store
@@ -214,43 +212,3 @@ def _run_claims(store: str) -> Iterator[tuple[Path, str, list[Path]]]:
             continue  # not one of ours: leave it
         yield path, owner, runs
 
-
-@contextlib.contextmanager
-def interrupts_held() -> Iterator[list[int]]:
-    """Within the block, SIGINT and SIGTERM do not interrupt: each is noted (the list
-    yielded) and the block runs to its end. For the cleanup after a first interrupt, which
-    a second must not cut in half. Outside the main thread (where no signal lands) it
-    changes nothing."""
-    held: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield held
-        return
-
-    def hold(signum: int, frame: FrameType | None) -> None:
-        held.append(signum)
-
-    previous = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield held
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-
-
-@contextlib.contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Within the block, SIGINT and SIGTERM wait: each is noted (:func:`interrupts_held`)
-    and delivered again, to the handler the block found, when it ends. For steps an
-    interrupt must not cut in two: forking workers (an interrupt landing between a fork and
-    the worker's own signal set-up runs inside Python's at-fork hooks, which print the
-    exception and drop it: the explorer lost the Ctrl-C and ran on, the new worker printed a
-    traceback or died and broke the pool), making a run directory and keeping hold of it,
-    writing a claim. Noted by a handler, not blocked: a process-directed signal blocked in
-    the main thread lands in any other thread that does not block it."""
-    try:
-        with interrupts_held() as held:
-            yield
-    finally:  # (after an error too: a Ctrl-C is never lost)
-        for signum in dict.fromkeys(held):  # each once, in the order they came
-            signal.raise_signal(signum)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TextIO
 
 from floodmark import rundir
+from floodmark.backends.interrupts import signals_deferred
 from floodmark.errors import UsageError
 from floodmark.harness.config import TestConfig
 from floodmark.harness.schedule import Fault, Schedule
@@ -38,7 +39,6 @@ from floodmark.run.assemble import make_nemeses
 from floodmark.run.explore_store import (
     candidate_claim,
     remove_killed_explorations,
-    signals_deferred,
 )
 from floodmark.run.replayed_test import replayed_test
 

@@ -16,15 +16,14 @@ from pathlib import Path
 import pytest
 
 from floodmark import rundir
+from floodmark.backends.interrupts import interrupts_held, signals_deferred
 from floodmark.run import explore
 from floodmark.run.explore_store import (
     CLAIM_PREFIX,
-    interrupts_held,
     name_run,
     remove_killed_explorations,
     remove_unfinished_runs,
     run_claim_of,
-    signals_deferred,
 )
 
 
