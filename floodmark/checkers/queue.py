@@ -359,17 +359,18 @@ def _poll_order(index: QueueIndex, ranks: dict[tuple[str, int], VersionOrder]) -
             rank_of, ordered = ranks[key]
             first_offset = records[0][0]
             previous = last.get(key)
+            delta = 1  # (no read before: nothing to compare with)
             if previous is not None:
                 delta = rank_of[first_offset] - previous[0]
                 if delta != 1:
                     anomalies.append(_order_anomaly(process, read, previous, first_offset, delta, ordered))
-            elif not drain and type(read.start) is int and first_offset < read.start:
+            if delta == 1 and not drain and type(read.start) is int and first_offset < read.start:
                 # Records below the position the poll fetched from: the log handed back what
-                # the consumer had already passed.
+                # the consumer had already passed (whether or not it read the partition before).
                 anomalies.append(_order_anomaly(process, read, (bisect.bisect_left(ordered, read.start),
                                                                 read.start, read.op),
                                                 first_offset, 0, ordered, fetched_from=True))
-            elif not drain and type(read.start) is int and read.start < first_offset:
+            elif previous is None and not drain and type(read.start) is int and read.start < first_offset:
                 # No read of this partition since the consumer's positions were set: its fetch
                 # position is where it stood. Known records from there to the first returned
                 # were skipped.

@@ -345,3 +345,15 @@ def test_unexpected_values_of_two_types_at_one_offset_are_both_reported() -> Non
     h.poll(2, 0, 0, [(0, "v0"), (1, 7)], f="drain")  # type: ignore[list-item]
     result = check(h)
     assert sorted(str(a.details["value"]) for a in result.anomalies if a.type == "unexpected") == ["7", "x"]
+
+
+def test_records_below_where_a_later_poll_fetched_went_backwards_too() -> None:
+    # Not only a consumer's first poll: one following its own earlier poll, whose first record
+    # follows that poll's last in the version order, still got records below its fetch position.
+    h = sent(4)
+    h.poll(1, 0, 0, [(0, "v0")])
+    h.poll(1, 0, 3, [(1, "v1"), (2, "v2")])  # fetched from 3, got 1 first
+    h.poll(3, 0, 0, [(0, "v0"), (1, "v1"), (2, "v2"), (3, "v3")], f="drain")
+    result = check(h)
+    assert result.stats["anomalies"] == {"nonmonotonic-poll": 1}
+    assert "fetched from offset 3 of t0/0 but got offset 1 first" in result.anomalies[0].explanation
