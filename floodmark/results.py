@@ -221,8 +221,6 @@ def judgement_problem(result: Any) -> str | None:
             return f"{key!r} is {_kind(result[key])}, not {'a list' if kind is list else 'an object'}"
     if not all(isinstance(a, dict) for a in result.get("anomalies", [])):
         return "an anomaly is not an object"
-    if not all(isinstance(a.get("type"), str) for a in result.get("anomalies", [])):
-        return "an anomaly's 'type' is not a string"
     counts = result.get("anomaly_counts", {})
     if not all(isinstance(k, str) and type(v) is int for k, v in counts.items()):
         return "'anomaly_counts' is not a count per anomaly type"

@@ -250,6 +250,9 @@ def load_failure(path: Path) -> tuple[TestConfig, Schedule, frozenset[str]]:
     if results["valid"] is not False:
         raise UsageError(f"{path}: the run is {verdict_word(results['valid'])}, not invalid: there is no failure "
                          "to shrink (anomalies a valid run lists are ones its configuration permits)")
+    if any(not isinstance(a.get("type"), str) for c in results["checkers"].values() for a in c.get("anomalies", [])):
+        raise UsageError(f"{run.results}: an anomaly's 'type' is not a string, so what to preserve cannot be told; "
+                         f"run floodmark check {path} to judge the run again")
     anomalies = anomaly_types(path)
     if not anomalies:
         raise UsageError(f"{path}: the run has no anomalies to preserve (is it invalid? run floodmark check first)")

@@ -84,7 +84,7 @@ def test_shrink_refuses_results_naming_an_anomaly_type_that_is_no_string(failing
     _rewrite_results(run, retype)
     assert main(["shrink", str(run), "--budget", "1"]) == 254
     err = capsys.readouterr().err
-    assert "not a results file (checker " in err and "an anomaly's 'type' is not a string)" in err
+    assert err.startswith(f"floodmark shrink: error: {run}/results.json: an anomaly's 'type' is not a string, ")
 
 
 def test_shrink_refuses_a_run_that_is_not_invalid(failing_run: Path, tmp_path: Path,
