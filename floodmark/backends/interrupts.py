@@ -111,7 +111,6 @@ def interrupts_held() -> Iterator[list[int]]:
             signal.signal(s, handler)
 
 
-
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM wait: each is noted (:func:`interrupts_held`)

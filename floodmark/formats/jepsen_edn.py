@@ -121,17 +121,11 @@ def op_from_edn(form: Any, position: int, source: str, line: int) -> Op:
     )
 
 
-def is_tuple_op(form: Any) -> bool:
-    """Whether ``form`` is an op written as Knossos's test data writes it, a vector
-    ``[process type f value]`` (``[71 :fail :read nil :conn-lost]``: a fifth element is the
-    error), rather than a map: a vector of three to five elements whose second is an op type."""
-    return (isinstance(form, list) and 3 <= len(form) <= 5 and isinstance(form[1], edn.Keyword)
-            and form[1] in OP_TYPES)
-
-
 def _tuple_op(form: list[Any], source: str, line: int) -> dict[str, Any]:
-    """A ``[process type f value error]`` vector as the op map it stands for."""
-    if not is_tuple_op(form):
+    """An op written as Knossos's older test data writes it, a vector ``[process type f
+    value]`` (``[71 :fail :read nil :conn-lost]``: a fifth element is the error), as the op
+    map it stands for; a vector of another shape is refused with its line."""
+    if not (3 <= len(form) <= 5 and isinstance(form[1], edn.Keyword) and form[1] in OP_TYPES):
         raise HistoryError(source, line, "an op vector is [process type f value] with an optional error, "
                            f"its type :invoke/:ok/:fail/:info, got {_short(form)}")
     fields = dict(zip(("process", "type", "f", "value", "error"), form))

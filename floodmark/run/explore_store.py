@@ -211,4 +211,3 @@ def _run_claims(store: str) -> Iterator[tuple[Path, str, list[Path]]]:
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not one of ours: leave it
         yield path, owner, runs
-

@@ -36,10 +36,7 @@ from floodmark.harness.schedule import Fault, Schedule
 from floodmark.inputs.sources import file_problem
 from floodmark.results import read_results, verdict_problem, verdict_word
 from floodmark.run.assemble import make_nemeses
-from floodmark.run.explore_store import (
-    candidate_claim,
-    remove_killed_explorations,
-)
+from floodmark.run.explore_store import candidate_claim, remove_killed_explorations
 from floodmark.run.replayed_test import replayed_test
 
 SETTLE = 5.0  # seconds of workload kept after the last fault ends
