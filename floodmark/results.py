@@ -233,8 +233,9 @@ def verdict_problem(results: dict[str, Any]) -> str | None:
     checker's entry a judgement (:func:`judgement_problem`). A file that contradicts itself,
     or whose checkers are not judgements, is no verdict whatever its top line says; nor is
     one without any checker, unless it is a run that failed or was interrupted before it
-    could be checked (unknown, with its ``error`` or ``interrupted`` reason); an interrupted
-    run's verdict is its checkers' merged with unknown. The report and the results browser show such a file
+    could be checked (unknown, with its ``error`` or ``interrupted`` reason); nor one with a
+    valid checker that reports anomalies; an interrupted run's verdict is its checkers'
+    merged with unknown. The report and the results browser show such a file
     unchecked; the pipeline does not take its verdict for the run's."""
     valid = results.get("valid")
     if not (valid is True or valid is False or valid == "unknown"):
@@ -251,6 +252,10 @@ def verdict_problem(results: dict[str, Any]) -> str | None:
         shape = judgement_problem(result)
         if shape is not None:
             return f"not a results file (checker {str(name)[:40]!r}: {shape})"
+        # No checker finds an anomaly and calls the run valid (anomalies make it invalid or
+        # unknown): a valid entry that lists or counts some contradicts itself.
+        if result.get("valid", "unknown") is True and _reports_anomalies(result):
+            return f"inconsistent: checker {str(name)[:40]!r} is valid, but it reports anomalies"
     verdicts: list[Validity] = [c.get("valid", "unknown") for c in checkers.values()]
     merged = merge_validity([*verdicts, "unknown"] if interrupted else verdicts)
     if merged != valid:
@@ -259,6 +264,12 @@ def verdict_problem(results: dict[str, Any]) -> str | None:
         return (f"inconsistent: its verdict is {verdict_word(valid)}, but its checkers' is "
                 f"{verdict_word(merged)} ({', '.join(disagree[:4])})")
     return None
+
+
+def _reports_anomalies(result: dict[str, Any]) -> bool:
+    """Whether a checker's judgement (of the shape :func:`judgement_problem` asks for) lists
+    an anomaly or counts one."""
+    return bool(result.get("anomalies")) or any(n > 0 for n in result.get("anomaly_counts", {}).values())
 
 
 def _short(value: Any, limit: int = 40) -> str:

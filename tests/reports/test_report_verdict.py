@@ -122,6 +122,25 @@ def test_the_audit_case_with_malformed_anomalies_renders_them_as_notes(tmp_path:
     assert "lost-write" in html  # the well-formed one is still listed
 
 
+@pytest.mark.parametrize("entry", [
+    {"valid": True, "anomalies": [{"type": "lost-write", "explanation": "acknowledged, never read"}]},
+    {"valid": True, "anomalies": [], "anomaly_counts": {"lost-write": 5}},
+])
+def test_a_valid_checker_that_reports_anomalies_is_shown_unchecked(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                    entry: dict[str, Any]) -> None:
+    # No checker calls a run valid over an anomaly it found: such an entry contradicts itself,
+    # and the page must not say "valid" above the anomalies it lists.
+    run = make_run(tmp_path / "store", ops=80).path
+    results = _results(run)
+    results["checkers"]["durability"] = {**results["checkers"]["durability"], **entry}
+    _write(run, results)
+    code, verdict, warnings = _report(run, capsys)
+    assert (code, verdict) == (254, "not checked")
+    assert warnings == [f"floodmark report: warning: {run / 'results.json'}: inconsistent: checker 'durability' is "
+                        "valid, but it reports anomalies: the run is shown unchecked"]
+    assert summarize(RunDir(run), run.parent).verdict is None  # and the results browser lists it so
+
+
 @pytest.mark.parametrize(("checkers", "problem"), [
     # audit F08, run-garbage-checkers
     ({"durability": [1, 2], "queue": {"valid": True, "anomalies": "x"}}, "checker 'durability': a list, not an object"),
@@ -279,6 +298,8 @@ def _trusted(results: Any) -> bool:
             return False
         counts = entry.get("anomaly_counts", {})
         if not isinstance(counts, dict) or not all(type(v) is int for v in counts.values()):
+            return False
+        if entry.get("anomalies") or any(v > 0 for v in counts.values()):  # valid, yet something found
             return False
     return True
 
