@@ -8,7 +8,9 @@ scan, not a re-read of every results file.
 
 A results file is opened as the server opens what it serves
 (:func:`~floodmark.reports.store_paths.open_in_store`): a FIFO, a device or a link leading out
-of the store is that run's problem at once, never waited on, and a file larger than
+of the store is that run's problem at once, never waited on; a ``test.yaml`` or
+``interrupted.json`` that is a link leading out is not read either (the index would show what
+the server refuses to serve), and a run directory that is one is not listed; a file larger than
 :data:`floodmark.results.MAX_RESULTS_BYTES` is refused unread, so no run can stall or exhaust the index.
 """
 
@@ -24,7 +26,7 @@ from typing import Any
 from floodmark import results as results_file
 from floodmark.inputs.plain_values import parse_json
 from floodmark.inputs.sources import describe_os_error, file_problem, without_bom
-from floodmark.reports.store_paths import NotAFile, OutsideStore, open_in_store
+from floodmark.reports.store_paths import NotAFile, OutsideStore, inside, open_in_store
 from floodmark.results import shown_verdict, verdict_problem, verdict_word
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir, find_run_dirs, interruption_reason
@@ -85,6 +87,8 @@ class RunIndex:
         with self._lock:
             live = set()
             for run in found:
+                if _leads_out(run.path, self.store):
+                    continue  # a run directory that is a link leading out is not listed, as a listing leaves it out
                 live.add(run.path)
                 key = _mtimes(run)
                 cached = self._cache.get(run.path)
@@ -147,6 +151,8 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
             # with the index locked. (A file swapped in after this look waits no longer than
             # read_source's bound.)
             unreadable = file_problem(run.config) if os.path.lexists(run.config) else None
+            if unreadable is None and _leads_out(run.config, store):  # never read, as the server never serves it
+                unreadable = "a link leading outside the store"
             if unreadable is not None:
                 raise ConfigError(str(run.config), None, unreadable)
             config = read_test_config(run.config)
@@ -173,7 +179,8 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
     if inconsistent is not None:  # shown unchecked, as the report shows it
         verdict = None
         problem = problem or f"results.json: {inconsistent}"
-    interrupted = interruption_reason(run)
+    interrupted = (f"{run.interrupted.name} is a link leading outside the store: the run is marked interrupted, "
+                   "so it cannot be judged valid" if _leads_out(run.interrupted, store) else interruption_reason(run))
     verdict = shown_verdict(verdict, interrupted)
     problem = problem or interrupted  # why its verdict is unknown at best
     seed = config.seed if config is not None else results.get("seed")
@@ -191,6 +198,15 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
         has_report=run.report.is_file(),
         problem=problem,
     )
+
+
+def _leads_out(path: Path, store: Path) -> bool:
+    """Whether ``path`` is there and resolves (a link followed) outside ``store``: a file
+    the index must not read, as the server must not serve it."""
+    try:
+        return os.path.lexists(path) and not inside(store.resolve(), path.resolve())
+    except (OSError, RuntimeError):  # a loop or a name too long: its reader says so
+        return False
 
 
 def read_results_bytes(path: Path, store: Path) -> bytes:

@@ -268,6 +268,35 @@ def test_an_unchecked_runs_test_yaml_that_is_no_regular_file_is_its_problem_at_o
     assert (summary.verdict, summary.problem) == (None, f"test.yaml unreadable: {problem}")
 
 
+def test_the_index_reads_nothing_through_a_link_leading_out_of_the_store(tmp_path: Path) -> None:
+    """A run directory, test.yaml or interrupted.json that is a link out of the store: the
+    server refuses to serve what it leads to, so the index must not show it either (it showed
+    an outside test.yaml's variant and seed, and an outside interrupted.json's reason)."""
+    outside = RunDir(make_minimal_run(tmp_path / "elsewhere", name="secret", seed=7, stamp=STAMP, verdict=None,
+                                      variant="secret-variant"))
+    outside.interrupted.write_text('{"reason": "secret reason"}')
+    store = tmp_path / "store"
+    make_minimal_run(store, name="good", seed=1, stamp=STAMP, verdict=True)
+    (store / "linked").mkdir()
+    (store / "linked" / f"{STAMP}-s7").symlink_to(outside.path)  # the whole run
+    run = RunDir(make_minimal_run(store, name="unchecked", seed=2, stamp=STAMP, verdict=None))
+    run.config.unlink()
+    run.config.symlink_to(outside.config)
+    summary = summarize(run, store)
+    assert (summary.variant, summary.seed) == ("not stated", None)
+    assert summary.problem == "test.yaml unreadable: a link leading outside the store"
+    checked = RunDir(store / "good" / f"{STAMP}-s1")
+    checked.interrupted.symlink_to(outside.interrupted)
+    summary = summarize(checked, store)
+    assert summary.verdict == "unknown"  # (it is there: marked interrupted all the same)
+    assert summary.problem == ("interrupted.json is a link leading outside the store: the run is marked "
+                               "interrupted, so it cannot be judged valid")
+    with serving(store) as server:
+        status, page = get(server, "/")
+    assert status == 200 and "secret" not in page and "linked" not in page
+    assert page.count('<tr class="run') == 2
+
+
 @pytest.fixture(scope="module")
 def results_run(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
     store = tmp_path_factory.mktemp("results") / "store"
