@@ -43,12 +43,19 @@ def _bins(table: OpTable) -> tuple[np.ndarray, float, int]:
     return np.linspace(0.0, horizon, count + 1), horizon / count, count
 
 
+def literal(text: str) -> str:
+    """``text`` (an op's ``f``, a fault kind: whatever the history says) as matplotlib shows it
+    letter for letter: it reads a label with two ``$`` as TeX, so ``$x^2$`` would be drawn as
+    a formula and ``$\\frac{x}$`` would fail the whole plot."""
+    return text.replace("$", r"\$")
+
+
 def _shade_faults(ax, faults: list[FaultInterval]) -> list[Patch]:
     seen: dict[str, Patch] = {}
     for fault in faults:
         ax.axvspan(fault.start_s, fault.end_s, color=fault.colour, alpha=0.14, linewidth=0, zorder=0)
         if fault.kind not in seen:
-            seen[fault.kind] = Patch(color=fault.colour, alpha=0.35, label=f"fault: {fault.kind}")
+            seen[fault.kind] = Patch(color=fault.colour, alpha=0.35, label=literal(f"fault: {fault.kind}"))
     return list(seen.values())
 
 
@@ -91,7 +98,7 @@ def latency_plot(table: OpTable, faults: list[FaultInterval]) -> Plot:
         for q, style, alpha, label in ((0.5, "-", 1.0, "median"), (0.99, "--", 0.7, "p99")):
             filled, values = _binned_quantile(bin_of[mask], latency_ms[mask], q, bins)
             ax.plot(centres[filled], np.maximum(values, 1e-3), style, color=colour, alpha=alpha,
-                    linewidth=1.1, label=f"{name} ok {label}")
+                    linewidth=1.1, label=literal(f"{name} ok {label}"))
     thinned = []
     for outcome in ("fail", "info"):
         idx = np.nonzero(table.outcome == OUTCOME_CODE[outcome])[0]
@@ -128,7 +135,8 @@ def throughput_plot(table: OpTable, faults: list[FaultInterval]) -> Plot:
         mask = ok & (table.f_code == code)
         if mask.any():
             rate = np.bincount(bin_of[mask], minlength=bins) / width
-            ax.plot(centres, rate, "-", color=F_COLOURS[code % len(F_COLOURS)], linewidth=1.1, label=f"{name} ok")
+            ax.plot(centres, rate, "-", color=F_COLOURS[code % len(F_COLOURS)], linewidth=1.1,
+                    label=literal(f"{name} ok"))
     for outcome in ("fail", "info"):
         mask = table.outcome == OUTCOME_CODE[outcome]
         if mask.any():

@@ -35,3 +35,18 @@ def test_many_failures_are_thinned_and_the_caption_says_so(monkeypatch) -> None:
     monkeypatch.setattr(time_plots, "MAX_POINTS_PER_OUTCOME", 50)
     caption = time_plots.latency_plot(_table(200, "fail"), []).caption  # type: ignore[arg-type]
     assert "fail: 50 of 200" in caption
+
+
+def test_an_f_or_fault_kind_with_dollar_signs_is_drawn_as_written_not_as_tex() -> None:
+    # Matplotlib reads a label with two "$" as TeX: "$x^2$" was drawn as a formula, and
+    # "$\frac{x}$" (no TeX at all) failed the plots of an otherwise readable history.
+    ops: list[Op] = []
+    for k, f in enumerate(["$\\frac{x}$", "$x^2$"] * 20):
+        ops.append(Op(len(ops), k * 10_000_000, "invoke", k % 2, f, None))
+        ops.append(Op(len(ops), k * 10_000_000 + 5_000_000, "ok", k % 2, f, None))
+    data = run_data_from(ops)
+    table = build_op_table(data.history, data.completion_of, 2)
+    faults = [FaultInterval("$\\sqrt$", 0.1, 0.2, 0, False)]
+    latency, throughput = time_plots.latency_plot(table, faults), time_plots.throughput_plot(table, faults)
+    for svg in (latency.svg, throughput.svg):
+        assert "$x^2$ ok" in svg and "$\\frac{x}$ ok" in svg and "fault: $\\sqrt$" in svg
