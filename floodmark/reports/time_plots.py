@@ -50,6 +50,26 @@ def literal(text: str) -> str:
     return text.replace("$", r"\$")
 
 
+def _ok_series(table: OpTable) -> list[tuple[str, str, np.ndarray]]:
+    """The lines of ok ops to draw, as (label, colour, mask of the table's rows): one per
+    ``f`` while there are no more than there are colours; beyond that, the most frequent on
+    their own and every other ``f`` together in the last colour. A history may name any
+    number of ``f``, and each line and legend entry costs matplotlib milliseconds (thousands
+    of them took minutes), while lines that share a colour cannot be told apart anyway."""
+    ok = table.outcome == OUTCOME_CODE["ok"]
+    counts = np.bincount(table.f_code[ok].astype(np.int64), minlength=len(table.f_names))
+    present = [code for code in range(len(table.f_names)) if counts[code]]
+    if len(present) <= len(F_COLOURS):
+        return [(literal(table.f_names[code]), F_COLOURS[code % len(F_COLOURS)], ok & (table.f_code == code))
+                for code in present]
+    ranked = sorted(present, key=lambda code: (-counts[code], code))
+    own = sorted(ranked[:len(F_COLOURS) - 1])
+    series = [(literal(table.f_names[code]), F_COLOURS[k], ok & (table.f_code == code)) for k, code in enumerate(own)]
+    others = ok & ~np.isin(table.f_code, own)
+    series.append((f"{len(present) - len(own):,} other f", F_COLOURS[-1], others))
+    return series
+
+
 def _shade_faults(ax, faults: list[FaultInterval]) -> list[Patch]:
     seen: dict[str, Patch] = {}
     for fault in faults:
@@ -89,16 +109,11 @@ def latency_plot(table: OpTable, faults: list[FaultInterval]) -> Plot:
     ax = fig.subplots()
     latency_ms = (table.end_s - table.start_s) * 1e3
     bin_of = np.minimum((table.start_s / width).astype(np.int64), bins - 1) if len(table) else np.zeros(0, np.int64)
-    ok = table.outcome == OUTCOME_CODE["ok"]
-    for code, name in enumerate(table.f_names):
-        mask = ok & (table.f_code == code)
-        if not mask.any():
-            continue
-        colour = F_COLOURS[code % len(F_COLOURS)]
+    for name, colour, mask in _ok_series(table):
         for q, style, alpha, label in ((0.5, "-", 1.0, "median"), (0.99, "--", 0.7, "p99")):
             filled, values = _binned_quantile(bin_of[mask], latency_ms[mask], q, bins)
             ax.plot(centres[filled], np.maximum(values, 1e-3), style, color=colour, alpha=alpha,
-                    linewidth=1.1, label=literal(f"{name} ok {label}"))
+                    linewidth=1.1, label=f"{name} ok {label}")
     thinned = []
     for outcome in ("fail", "info"):
         idx = np.nonzero(table.outcome == OUTCOME_CODE[outcome])[0]
@@ -130,13 +145,9 @@ def throughput_plot(table: OpTable, faults: list[FaultInterval]) -> Plot:
     fig = Figure(figsize=(11, 2.6), dpi=96)
     ax = fig.subplots()
     bin_of = np.minimum((table.end_s / width).astype(np.int64), bins - 1) if len(table) else np.zeros(0, np.int64)
-    ok = table.outcome == OUTCOME_CODE["ok"]
-    for code, name in enumerate(table.f_names):
-        mask = ok & (table.f_code == code)
-        if mask.any():
-            rate = np.bincount(bin_of[mask], minlength=bins) / width
-            ax.plot(centres, rate, "-", color=F_COLOURS[code % len(F_COLOURS)], linewidth=1.1,
-                    label=literal(f"{name} ok"))
+    for name, colour, mask in _ok_series(table):
+        rate = np.bincount(bin_of[mask], minlength=bins) / width
+        ax.plot(centres, rate, "-", color=colour, linewidth=1.1, label=f"{name} ok")
     for outcome in ("fail", "info"):
         mask = table.outcome == OUTCOME_CODE[outcome]
         if mask.any():

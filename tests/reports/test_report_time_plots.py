@@ -50,3 +50,19 @@ def test_an_f_or_fault_kind_with_dollar_signs_is_drawn_as_written_not_as_tex() -
     latency, throughput = time_plots.latency_plot(table, faults), time_plots.throughput_plot(table, faults)
     for svg in (latency.svg, throughput.svg):
         assert "$x^2$ ok" in svg and "$\\frac{x}$ ok" in svg and "fault: $\\sqrt$" in svg
+
+
+def test_a_history_of_many_f_draws_the_most_frequent_on_their_own_and_the_rest_together() -> None:
+    # Each f was a line and a legend entry of its own: 3,000 distinct f (a hostile or foreign
+    # history may name any) took the report two minutes, in lines no colour told apart.
+    ops: list[Op] = []
+    names = [f"common{k}" for k in range(7)] * 10 + [f"rare{k}" for k in range(40)]
+    for k, f in enumerate(names):
+        ops.append(Op(len(ops), k * 10_000_000, "invoke", k % 4, f, None))
+        ops.append(Op(len(ops), k * 10_000_000 + 5_000_000, "ok", k % 4, f, None))
+    data = run_data_from(ops)
+    table = build_op_table(data.history, data.completion_of, 4)
+    latency, throughput = time_plots.latency_plot(table, []), time_plots.throughput_plot(table, [])  # type: ignore[arg-type]
+    for svg in (latency.svg, throughput.svg):
+        assert all(f"common{k} ok" in svg for k in range(7))
+        assert "40 other f ok" in svg and "rare0" not in svg
