@@ -38,9 +38,18 @@ class Plot:
 
 
 def _bins(table: OpTable) -> tuple[np.ndarray, float, int]:
+    """The bins' edges, width and count: from the test's start, or from the earliest op when
+    the history records one before it (a time below zero, which its reader accepts), to the
+    end of the history."""
     count = int(min(MAX_BINS, max(MIN_BINS, len(table) // OPS_PER_BIN)))
-    horizon = max(table.end_of_history_s, 1e-9)
-    return np.linspace(0.0, horizon, count + 1), horizon / count, count
+    first = min(0.0, float(table.start_s.min()), float(table.end_s.min())) if len(table) else 0.0
+    horizon = max(table.end_of_history_s, first + 1e-9)
+    return np.linspace(first, horizon, count + 1), (horizon - first) / count, count
+
+
+def _bin_of(times: np.ndarray, edges: np.ndarray, width: float, bins: int) -> np.ndarray:
+    """The bin of each time (the last bin closed at the end)."""
+    return np.minimum(((times - edges[0]) / width).astype(np.int64), bins - 1)
 
 
 def literal(text: str) -> str:
@@ -108,7 +117,7 @@ def latency_plot(table: OpTable, faults: list[FaultInterval]) -> Plot:
     fig = Figure(figsize=(11, 3.0), dpi=96)
     ax = fig.subplots()
     latency_ms = (table.end_s - table.start_s) * 1e3
-    bin_of = np.minimum((table.start_s / width).astype(np.int64), bins - 1) if len(table) else np.zeros(0, np.int64)
+    bin_of = _bin_of(table.start_s, edges, width, bins)
     for name, colour, mask in _ok_series(table):
         for q, style, alpha, label in ((0.5, "-", 1.0, "median"), (0.99, "--", 0.7, "p99")):
             filled, values = _binned_quantile(bin_of[mask], latency_ms[mask], q, bins)
@@ -126,7 +135,7 @@ def latency_plot(table: OpTable, faults: list[FaultInterval]) -> Plot:
                    color=OUTCOME_COLOURS[outcome], label=f"{outcome} (any f)", linewidths=0.8, zorder=3)
     handles = _shade_faults(ax, faults)
     ax.set_yscale("log")
-    ax.set_xlim(0, edges[-1])
+    ax.set_xlim(edges[0], edges[-1])
     ax.set_xlabel("time since test start (s)")
     ax.set_ylabel("latency (ms)")
     ax.grid(True, which="major", alpha=0.3)
@@ -144,7 +153,7 @@ def throughput_plot(table: OpTable, faults: list[FaultInterval]) -> Plot:
     centres = edges[:-1] + width / 2
     fig = Figure(figsize=(11, 2.6), dpi=96)
     ax = fig.subplots()
-    bin_of = np.minimum((table.end_s / width).astype(np.int64), bins - 1) if len(table) else np.zeros(0, np.int64)
+    bin_of = _bin_of(table.end_s, edges, width, bins)
     for name, colour, mask in _ok_series(table):
         rate = np.bincount(bin_of[mask], minlength=bins) / width
         ax.plot(centres, rate, "-", color=colour, linewidth=1.1, label=f"{name} ok")
@@ -154,7 +163,7 @@ def throughput_plot(table: OpTable, faults: list[FaultInterval]) -> Plot:
             rate = np.bincount(bin_of[mask], minlength=bins) / width
             ax.plot(centres, rate, "-", color=OUTCOME_COLOURS[outcome], linewidth=1.0, label=f"{outcome} (any f)")
     handles = _shade_faults(ax, faults)
-    ax.set_xlim(0, edges[-1])
+    ax.set_xlim(edges[0], edges[-1])
     ax.set_ylim(bottom=0)
     ax.set_xlabel("time since test start (s)")
     ax.set_ylabel("completions / s")
