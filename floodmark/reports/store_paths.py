@@ -23,6 +23,8 @@ import stat
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote_from_bytes, unquote_to_bytes
 
+PATH_MAX = 4096  # bytes in a path the kernel opens, its final NUL included (Linux)
+
 
 class OutsideStore(Exception):
     """A request for a path that is not inside the store."""
@@ -41,9 +43,9 @@ def resolve_in_store(root: Path, url_path: str) -> Path:
 
     ``root`` must already be resolved. Percent-decoding happens once, here, to bytes and then
     to a file name (undecodable bytes as surrogate escapes, as ``os.fsdecode`` names files);
-    ``..``, NUL, backslash and absolute paths are refused before touching the file system
-    (empty and ``.`` segments are dropped), and the resolved path (symlinks followed) must
-    still lie under ``root``.
+    ``..``, NUL, backslash, absolute paths and paths longer than the kernel opens are
+    refused before touching the file system (empty and ``.`` segments are dropped), and the
+    resolved path (symlinks followed) must still lie under ``root``.
     """
     relative = os.fsdecode(unquote_to_bytes(url_path))
     if "\x00" in relative or "\\" in relative or relative.startswith("/"):
@@ -51,8 +53,13 @@ def resolve_in_store(root: Path, url_path: str) -> Path:
     parts = [p for p in relative.split("/") if p not in ("", ".")]  # "a//b" and "a/./b" are "a/b"
     if ".." in parts:
         raise OutsideStore(url_path)
+    joined = root.joinpath(*parts)
+    if len(os.fsencode(joined)) >= PATH_MAX:
+        # No file has such a name (the kernel refuses it), and resolving one costs time
+        # quadratic in its length: a 64 KiB request line held a thread for seconds.
+        raise UnusablePath(url_path)
     try:
-        target = root.joinpath(*parts).resolve()
+        target = joined.resolve()
     except (OSError, RuntimeError, ValueError):  # a symlink loop (RuntimeError in 3.11), a name too long
         raise UnusablePath(url_path) from None
     if not inside(root, target):

@@ -30,6 +30,7 @@ from report_fixtures import make_minimal_run, serving
 from floodmark import results as results_file
 from floodmark.reports.run_index import summarize
 from floodmark.reports.server import OutsideStore, StoreServer, resolve_in_store
+from floodmark.reports.store_paths import UnusablePath
 from floodmark.rundir import RunDir
 
 STAMP = "20260101T000000"
@@ -331,6 +332,23 @@ def test_any_bytes_as_results_index_as_a_verdict_or_a_problem(results_run: RunDi
     if len(data) > SMALL_LIMIT:
         assert summary.problem == f"results.json unreadable: more than the {SMALL_LIMIT:,} bytes a results file may have"
         assert summary.verdict is None
+
+
+def test_a_path_longer_than_any_file_name_is_refused_before_it_is_resolved(server: StoreServer, store: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resolving a path costs time quadratic in its length: a request line of 30,000 short
+    segments (64 KiB, what http.server takes) held its thread for seconds before the 400."""
+    root = store.resolve()
+    resolved: list[Path] = []
+    original = Path.resolve
+    monkeypatch.setattr(Path, "resolve", lambda self, strict=False: resolved.append(self) or original(self, strict))
+    with pytest.raises(UnusablePath):
+        resolve_in_store(root, "a/" * 30_000)
+    assert resolved == []
+    assert resolve_in_store(root, "a/" * 1_000) == root.joinpath(*["a"] * 1_000)  # (a long one it can name)
+    monkeypatch.undo()
+    status, _ = get(server, "/store/" + "a/" * 30_000)
+    assert status == 400
 
 
 # --- the property: no URL names a path outside the store ----------------------------------
