@@ -182,6 +182,8 @@ def _file_links(data: RunData, out_dir: Path) -> list[FileLink]:
     links = []
     for path in candidates:
         if path.is_file():
-            href = quote(Path(os.path.relpath(path.resolve(), out_dir.resolve())).as_posix())
+            # from the name's own bytes: a log copied from another machine may be named in bytes
+            # that are not UTF-8, which quote() refuses as text (a traceback, no report)
+            href = quote(os.fsencode(Path(os.path.relpath(path.resolve(), out_dir.resolve())).as_posix()))
             links.append(FileLink(path.relative_to(run).as_posix(), href, path.stat().st_size))
     return links

@@ -9,7 +9,9 @@
 * an ``events`` that is a file or a symbolic link loop was read as a run without node events,
   unsaid: it is now a warning (exit 254);
 * a history line that is not UTF-8 was named in orjson's words ("str is not valid UTF-8:
-  surrogates not allowed"): every malformed line is now named in ``floodmark check``'s words.
+  surrogates not allowed"): every malformed line is now named in ``floodmark check``'s words;
+* a log or event file named in bytes that are not UTF-8 ended in a traceback (its link):
+  it is now linked by its bytes.
 """
 
 from __future__ import annotations
@@ -78,6 +80,16 @@ def test_a_run_without_a_history_is_still_no_run_directory(run: Path, capsys: py
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("directory", ["logs/n1", "events"])
+def test_a_file_named_in_bytes_that_are_not_utf8_is_linked_by_its_bytes(
+        run: Path, capsys: pytest.CaptureFixture[str], directory: str) -> None:
+    (run / directory).mkdir(parents=True, exist_ok=True)
+    (run / directory / os.fsdecode(b"bad\xffname.log")).write_text("x\n")
+    code, _ = _report(run, capsys)
+    assert code == 0
+    assert f'href="{directory}/bad%FFname.log"' in (run / "report.html").read_text()
+
+
 def test_a_test_yaml_that_is_a_fifo_is_said_at_once(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _replace(run / "test.yaml", os.mkfifo)
     started = time.monotonic()
