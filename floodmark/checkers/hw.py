@@ -41,7 +41,9 @@ offset it returns. It must never be un-committed:
 
 Losses the configuration permits carry ``permitted_by`` (see :mod:`floodmark.checkers.permitted`).
 If the node events do not cover every broker of the run, a run with nothing wrong in them is
-unknown (see :mod:`.event_coverage`).
+unknown (see :mod:`.event_coverage`), and so is one where clients saw a partition's HW higher
+than any broker's events record it: a leader says when it sets its HW, so the events that
+would show it going back are not all there.
 """
 
 from __future__ import annotations
@@ -90,18 +92,34 @@ class HighWatermarkChecker:
         stats["violations"] = len(anomalies) - stats["permitted"]
         if scan.unproven:
             stats["unproven_decreases"] = dict(sorted(scan.unproven.items()))
-        return CheckerResult(_verdict(anomalies, run.coverage_problem, scan.unproven, stats), anomalies, stats)
+        unrecorded = {key: (top, scan.recorded.get(key, 0)) for key, top in sorted(exposed.items())
+                      if top > scan.recorded.get(key, 0)}
+        return CheckerResult(_verdict(anomalies, run.coverage_problem, scan.unproven, unrecorded, stats),
+                             anomalies, stats)
 
 
 def _verdict(anomalies: list[Anomaly], missing: str | None, unproven: dict[str, int],
-             stats: dict[str, Any]) -> Validity:
+             unrecorded: dict[PartitionKey, tuple[int, int]], stats: dict[str, Any]) -> Validity:
     """As :func:`.event_coverage.verdict`, and unknown, never valid, where HW decreases were
-    seen that the events cannot tell from a restart."""
-    if not unproven or anomalies:
+    seen that the events cannot tell from a restart, or where clients saw a HW that no
+    broker's events record (``unrecorded``: partition -> (exposed, greatest recorded)): every
+    HW a client sees was first set by its leader, which says so, so the HW events it was
+    judged by are not all there (a writer that leaves them out, a file cut by hand)."""
+    reasons = []
+    if unproven:
+        counted = ", ".join(f"{count} by {node}" for node, count in sorted(unproven.items()))
+        reasons.append(f"HW decreases ({counted}) are no proof: the event file states no process start, "
+                       "so a restart (which recovers the HW from a checkpoint that may lag) may lie between")
+    if unrecorded:
+        (topic, number), (top, recorded) = next(iter(unrecorded.items()))
+        stats["unrecorded_hw"] = {f"{t}/{p}": list(pair) for (t, p), pair in unrecorded.items()}
+        reasons.append(f"clients saw {topic}/{number} committed up to HW {top}, but the node events record its HW "
+                       f"only up to {recorded}"
+                       + (f" (and {len(unrecorded) - 1} more partition(s) so)" if len(unrecorded) > 1 else "")
+                       + ": the HW changes they were judged by are not all there")
+    if not reasons or anomalies:
         return verdict(anomalies, missing, stats)
-    counted = ", ".join(f"{count} by {node}" for node, count in sorted(unproven.items()))
-    reason = (f"HW decreases ({counted}) are no proof: the event file states no process start, "
-              "so a restart (which recovers the HW from a checkpoint that may lag) may lie between")
+    reason = "; ".join(reasons)
     stats["unjudged_because"] = reason if missing is None else f"{missing}; {reason}"
     return "unknown"
 
@@ -120,6 +138,7 @@ class _Scan:
         self.truncations: list[tuple[str, int, Truncated, list[int]]] = []
         # Per node: HW decreases seen in a file that cannot show every restart (no ``started``).
         self.unproven: dict[str, int] = {}
+        self.recorded: dict[PartitionKey, int] = {}  # partition -> the greatest HW any broker says it set
 
     def node(self, node: str, events: list[NodeEvent]) -> None:
         # (topic, partition, leader epoch) -> (HW, seq of the event that set it)
@@ -137,6 +156,7 @@ class _Scan:
         held: dict[PartitionKey, list[tuple[int, tuple[str, ...]]]] = {}
         log_end_before: dict[PartitionKey, int] = {}  # where the last truncation cut each log from
         leader_hw = self.leader_hw
+        recorded = self.recorded
         for event in events:
             body = event.body
             # The most frequent kinds first; the two that set a HW share the checks below.
@@ -205,6 +225,8 @@ class _Scan:
             last_hw[slot] = (hw, event.seq)
             if as_leader and hw > leader_hw.get(slot, -1):
                 leader_hw[slot] = hw
+            if hw > recorded.get((body.topic, body.partition), 0):
+                recorded[(body.topic, body.partition)] = hw
 
     def _monotonic(self, node: str, seq: int, slot: tuple[str, int, int], hw: int,
                    previous: tuple[int, int] | None, log_end: int) -> None:

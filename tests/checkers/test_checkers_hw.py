@@ -97,10 +97,10 @@ def test_offsets_not_exposed_to_clients_are_not_judged() -> None:
 def test_truncating_committed_records_but_not_divergent_ones() -> None:
     h = History()
     h.poll(1, 0, 0, [(0, "a"), (1, "b")])
-    divergent = events("n3", appended(0, ("a", "b", "zombie")), truncated(2, 3, 2, "diverging_epoch"))
-    assert check({"n3": divergent}, h).valid is True
-    below = events("n3", appended(0, ("a", "b", "c")), truncated(2, 3, 1, "high_watermark"))
     n1 = events("n1", leader(1, (1, 3), 0, 0), hw(0, 2, log_end=3))  # committed a and b in epoch 1
+    divergent = events("n3", appended(0, ("a", "b", "zombie")), truncated(2, 3, 2, "diverging_epoch"))
+    assert check({"n1": n1, "n3": divergent}, h).valid is True
+    below = events("n3", appended(0, ("a", "b", "c")), truncated(2, 3, 1, "high_watermark"))
     [anomaly] = check({"n1": n1, "n3": below}, h).anomalies
     assert anomaly.type == "committed-truncated" and anomaly.offsets == (1,)
     assert anomaly.details["reason"] == "high_watermark"
@@ -112,9 +112,10 @@ def test_a_replica_losing_committed_records_in_crash_recovery_is_not_a_truncatio
     # or a client-visible loss (the durability checker) is an anomaly.
     h = History()
     h.poll(1, 0, 0, [(0, "a"), (1, "b")])
+    n1 = events("n1", leader(1, (1, 3), 0, 0), hw(0, 2, log_end=3))  # committed a and b in epoch 1
     recovered = events("n3", appended(0, ("a", "b", "c")), Started(), truncated(-1, 3, 1, "recovery"),
                        appended(1, ("b", "c")), truncated(2, 3, 2, "diverging_epoch"))
-    assert check({"n3": recovered}, h).valid is True
+    assert check({"n1": n1, "n3": recovered}, h).valid is True
 
 
 def test_a_record_truncated_while_uncommitted_then_committed_by_another_leader_is_not_lost() -> None:
@@ -157,3 +158,20 @@ def test_hw_and_leader_checks_are_unknown_without_every_brokers_events() -> None
         result = checker.check(CheckInput([], {"n1": n1}, three))
         assert result.valid == "unknown" and "1 of the 3 brokers" in result.stats["unjudged_because"]
         assert checker.check(CheckInput([], {}, None)).valid == "unknown"  # no events, no configuration
+
+
+def test_a_hw_clients_saw_that_no_event_records_is_unknown_not_valid() -> None:
+    # Clients saw offsets 0..5 committed (HW 6), but the events record n1's HW only up to 2:
+    # the HW changes in between (which might have gone back) are missing, so nothing proves
+    # the HW never decreased. As when every hw_changed event of a run is left out.
+    h = History()
+    h.poll(1, 0, 0, [(o, f"v{o}") for o in range(6)], high_watermark=6)
+    partial = check({"n1": events("n1", leader(1, (1,), 6, 0), hw(0, 2))}, h)
+    assert partial.valid == "unknown" and partial.stats["unrecorded_hw"] == {"t0/0": [6, 2]}
+    assert "committed up to HW 6, but the node events record its HW only up to 2" in partial.stats["unjudged_because"]
+    assert check({"n1": events("n1", leader(1, (1,), 6, 0))}, h).valid == "unknown"
+    # Every HW clients saw recorded (by a HW change, or a leadership starting from it): valid.
+    assert check({"n1": events("n1", leader(1, (1,), 6, 0), hw(0, 2), hw(2, 6))}, h).valid is True
+    assert check({"n1": events("n1", leader(1, (1,), 6, 6))}, h).valid is True
+    # What the events do record still proves a violation.
+    assert check({"n1": events("n1", leader(1, (1,), 6, 0), hw(0, 2), hw(2, 1))}, h).valid is False
