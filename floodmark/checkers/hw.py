@@ -74,7 +74,7 @@ class HighWatermarkChecker:
     name = "hw"
 
     def check(self, run: CheckInput) -> CheckerResult:
-        exposed, committed_values = _client_exposure(run)
+        exposed, committed_values = client_exposure(run)
         permissions = run.loss_permissions
         scan = _Scan(committed_values, permissions)
         for node in sorted(run.events):
@@ -305,7 +305,7 @@ def _drop_from(segments: list[tuple[int, tuple[str, ...]]], to_offset: int, seen
 _NOTHING = object()
 
 
-def _client_exposure(run: CheckInput) -> tuple[dict[PartitionKey, int], dict[PartitionKey, dict[int, Any]]]:
+def client_exposure(run: CheckInput) -> tuple[dict[PartitionKey, int], dict[PartitionKey, dict[int, Any]]]:
     """Per partition: the greatest HW exposed to a client, and the (offset, value)s clients saw committed."""
     index = index_for(run.history, run.config)
     use_acks = acks_all(run.config)

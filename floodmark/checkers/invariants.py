@@ -45,7 +45,9 @@ clock faults, so nothing here orders events of different nodes. What the run pro
 read from its configuration (its acks and min.insync.replicas), never from the
 implementation: a run that states no configuration cannot be judged, and a run whose
 producers asked for acks=all, with acknowledged sends but no acks=all acknowledgement in any
-node's events, is unknown, never valid.
+node's events, is unknown, never valid, as is a run whose clients saw records of a partition
+committed that no leader's events record committing (its appends, its leadership or its HW
+moves are not all there).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from floodmark.checkers.epoch_invariants import (
     isr_writes_for_another_epoch,
     stale_controller_writes,
 )
+from floodmark.checkers.hw import client_exposure
 from floodmark.checkers.permitted import LossPermissions
 from floodmark.checkers.replica_logs import (
     Appends,
@@ -131,6 +134,13 @@ class InvariantsChecker:
             reasons.append(missing)
         if run.config.acks_all and stats["acks_judged"] == 0 and _acknowledged_sends(run):
             reasons.append("acknowledged sends, but no node event records an acks=all acknowledgement")
+        uncommitted = stats.get("exposed_beyond_commits")
+        if uncommitted:
+            where, (top, end) = next(iter(uncommitted.items()))
+            reasons.append(f"clients saw {where} committed up to HW {top}, but its leaders' events record "
+                           + (f"commits only up to HW {end}" if end else "no commit of it")
+                           + (f" (and {len(uncommitted) - 1} more partition(s) so)" if len(uncommitted) > 1 else "")
+                           + ": the events the commits are judged by are not all there")
         if valid and reasons:
             valid = "unknown"
             stats["unjudged_because"] = "; ".join(reasons)
@@ -169,6 +179,9 @@ def _judge(run: CheckInput, stats: dict[str, Any]) -> tuple[list[Anomaly], set[i
     elected = elected_leaders(run.events)
     firsts = {node: first_pass(node, events, commits, elected) for node, events in sorted(run.events.items())}
     commits.seal()
+    beyond = _exposed_beyond_commits(run, commits)
+    if beyond:
+        stats["exposed_beyond_commits"] = beyond
     held = {node: first.held for node, first in firsts.items()}
     node_of, ambiguous = _brokers(firsts)
     if ambiguous:
@@ -185,6 +198,22 @@ def _judge(run: CheckInput, stats: dict[str, Any]) -> tuple[list[Anomaly], set[i
     anomalies.extend(stale_controller_writes(facts))
     anomalies.extend(isr_writes_for_another_epoch(facts))
     return anomalies, unjudged
+
+
+def _exposed_beyond_commits(run: CheckInput, commits: Commits) -> dict[str, list[int]]:
+    """Partitions whose offsets clients saw committed beyond every commit the events record
+    ("topic/partition" -> [the committed offset clients saw, where the recorded commits
+    end]). A leader commits only records its log holds (its appends) as it moves its HW as
+    leader of an epoch it became leader in, and says each; a client sees only what was
+    committed. So the events that StrongIsr and the committed prefix judge are not all there
+    (a writer that leaves out a kind, a file cut by hand): what they lack was never judged."""
+    found: dict[str, list[int]] = {}
+    for (topic, number), top in sorted(client_exposure(run)[0].items()):
+        committed = commits.partitions.get((topic, number))
+        end = 0 if committed is None else committed.base + len(committed.values)
+        if top > end:
+            found[f"{topic}/{number}"] = [top, end]
+    return found
 
 
 def _brokers(firsts: dict[str, FirstPass]) -> tuple[dict[int, str], dict[int, list[str]]]:

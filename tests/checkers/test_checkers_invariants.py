@@ -154,6 +154,33 @@ def test_a_record_written_but_announced_only_at_recovery_is_held() -> None:
     assert unannounced.anomalies[0].offsets == (1,)
 
 
+def test_records_clients_saw_committed_that_no_leader_records_committing_are_unknown_not_valid() -> None:
+    # Clients were acknowledged a and b (acks=all) and read them: committed. The events record
+    # the leader acknowledging them, but not appending them, or not moving its HW past them,
+    # or not becoming leader: StrongIsr and the committed prefix judged nothing of them.
+    sent = History()
+    sent.send(0, 0, "a", 0)
+    sent.send(0, 0, "b", 1)
+    follower = events("n2", kinds.Started(broker=2), appended(0, 1, "a", "b", role="follower"))
+    whole = [kinds.Started(broker=1), leads(1, 1, 2), appended(0, 1, "a", "b"), hw(0, 2, 1), acked(1, 1, hw=2)]
+    assert check({"n1": events("n1", *whole), "n2": follower}, history=sent).valid is True
+    for left_out in (kinds.Appended, kinds.HwChanged, kinds.BecameLeader):
+        part = [body for body in whole if type(body) is not left_out]
+        result = check({"n1": events("n1", *part), "n2": follower}, history=sent)
+        assert result.valid == "unknown", left_out
+        assert "clients saw t0/0 committed up to HW 2" in result.stats["unjudged_because"]
+    # Committed only up to offset 1 by the events, where clients saw offset 1 committed too.
+    short = check({"n1": events("n1", kinds.Started(broker=1), leads(1, 1, 2), appended(0, 1, "a", "b"), hw(0, 1, 1),
+                                acked(0, 1, hw=1)),
+                   "n2": follower}, history=sent)
+    assert short.valid == "unknown" and short.stats["exposed_beyond_commits"] == {"t0/0": [2, 1]}
+    # What the events do record still proves a violation.
+    lacking = check({"n1": events("n1", kinds.Started(broker=1), leads(1, 1, 2), appended(0, 1, "a", "b"), hw(0, 1, 1),
+                                  acked(1, 1, hw=1)),
+                     "n2": follower}, history=sent)
+    assert lacking.valid is False
+
+
 def test_truncated_records_are_no_longer_the_leaders_to_commit() -> None:
     result = check({
         "n1": events("n1", leads(1, 1, 2), appended(0, 1, "a", "z"),
