@@ -84,6 +84,7 @@ from floodmark.node_events import (
     IsrChanged,
     NodeEvent,
     PartitionKey,
+    Started,
     Truncated,
 )
 from floodmark.results import Anomaly, CheckerResult, Validity, anomaly_counts
@@ -271,6 +272,9 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
     logs: Held = {}  # this node's own log, as its events built it
     views: dict[PartitionKey, LeaderView] = {}
     hws: dict[PartitionKey, int] = {}  # this node's HW of each partition, as its events say
+    # Partitions the node took a role in, or appended to, since it last started: the log of
+    # any other is what the restart recovered, which its first role states (_cut_to_stated_end).
+    roled: set[PartitionKey] = set()
     anomalies: list[Anomaly] = []
     for event in events:
         body = event.body
@@ -280,6 +284,8 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
             if log.append(body.offset, body.values):  # written over, not at the end
                 leaders.changed(key, body.offset)
                 strong.forget_from(key, body.offset)
+            if key not in roled and body.role != "recovery":
+                roled.add(key)  # the log goes on from what the process recovered
         elif type(body) is Acked:
             if body.acks != ACKS_ALL:
                 continue
@@ -301,6 +307,9 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
             view = views[key] = LeaderView(body.leader_epoch, tuple(body.isr))
             if type(body) is BecameLeader:
                 hws[key] = body.high_watermark
+                if key not in roled:
+                    roled.add(key)
+                    _cut_to_stated_end(logs, key, body.log_end, leaders, strong)
                 lacking = leaders.lead(key, body.leader_epoch, record_of(logs, key), (node, event.seq), permissions)
                 if lacking is not None:
                     anomalies.append(lacking)
@@ -308,13 +317,34 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
                       if before is None or before.leader_epoch != view.leader_epoch or m not in before.isr]
             anomalies.extend(strong.admitted(event, key, view, joined, hws.get(key, 0), record_of(logs, key)))
         elif type(body) is BecameFollower:
-            views.pop((body.topic, body.partition), None)
+            key = (body.topic, body.partition)
+            views.pop(key, None)
+            if key not in roled:
+                roled.add(key)
+                _cut_to_stated_end(logs, key, body.log_end, leaders, strong)
+        elif type(body) is Started:
+            roled.clear()
         elif type(body) is Truncated:
             key = (body.topic, body.partition)
             leaders.changed(key, body.to_offset)
             record_of(logs, key).truncate(body.to_offset)
             strong.forget_from(key, body.to_offset)
     return anomalies
+
+
+def _cut_to_stated_end(logs: Held, key: PartitionKey, log_end: int, leaders: LeaderCheck, strong: _StrongIsr) -> None:
+    """A restarted broker's first role in a partition says where the log it recovered ends
+    (``log_end``); a log rebuilt from its events that goes further lost its tail in the
+    restart without a ``truncated`` event: a power loss that took a replica's whole log (its
+    files never synced, its HW checkpoint with them) leaves the broker nothing to recover
+    and so nothing to say. The log is what the broker says it is, so a leader's log is
+    judged as it stands, not as it stood before the loss. (Within one process every change
+    of the log is an ``appended`` or ``truncated`` event.)"""
+    log = logs.get(key)
+    if log is not None and log.end > log_end:
+        leaders.changed(key, log_end)
+        log.truncate(log_end)
+        strong.forget_from(key, log_end)
 
 
 class _StrongIsr:

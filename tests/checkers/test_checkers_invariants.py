@@ -349,6 +349,27 @@ def test_a_later_leader_holding_every_committed_record_is_valid() -> None:
     assert check({"n1": n1, "n2": n2}).valid is True
 
 
+def test_a_log_a_restart_lost_without_a_truncation_is_judged_as_the_broker_states_it() -> None:
+    # A power loss early in a run took n2's whole log (files and HW checkpoint never synced):
+    # the restarted broker recovers nothing, so it says nothing of what it lost, and takes
+    # its first role with log end 0 (as in the simulator, seed 13, nemesis all). Leading so,
+    # it lacks the records n1 committed, though its events once appended them.
+    n1 = events("n1", kinds.Started(broker=1), leads(1, 1, 2), appended(0, 1, "a0", "a1"), hw(0, 2, 1))
+
+    def n2(log_end: int, *after: kinds.NodeEventBody) -> list[NodeEvent]:
+        return events("n2", kinds.Started(broker=2), appended(0, 1, "a0", "a1", role="follower"), kinds.Started(broker=2),
+                      kinds.BecameLeader(topic="t0", partition=0, leader_epoch=2, isr=(2,), log_end=log_end,
+                                         high_watermark=0), *after)
+    emptied = check({"n1": n1, "n2": n2(0)})
+    assert types(emptied) == ["leader-lacks-committed"] and emptied.anomalies[0].offsets == (0, 1)
+    assert check({"n1": n1, "n2": n2(1)}).anomalies[0].offsets == (1,)
+    assert check({"n1": n1, "n2": n2(2)}).valid is True  # it recovered both
+    # Once the process has a role, its log changes only as its events say.
+    later = n2(2, kinds.BecameFollower(topic="t0", partition=0, leader_epoch=3, leader=1, log_end=0),
+               leads(4, 2))
+    assert check({"n1": n1, "n2": later}).valid is True
+
+
 def test_a_recovery_after_a_power_loss_permits_what_it_lost_where_the_history_says_so() -> None:
     n1 = events("n1", kinds.Started(broker=1), leads(1, 1), appended(0, 1, "a0", "a1"), hw(0, 2, 1))
     n2 = events("n2", kinds.Started(broker=2), leads(2, 2),
