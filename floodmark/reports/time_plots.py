@@ -55,8 +55,11 @@ def _bin_of(times: np.ndarray, edges: np.ndarray, width: float, bins: int) -> np
 def literal(text: str) -> str:
     """``text`` (an op's ``f``, a fault kind: whatever the history says) as matplotlib shows it
     letter for letter: it reads a label with two ``$`` as TeX, so ``$x^2$`` would be drawn as
-    a formula and ``$\\frac{x}$`` would fail the whole plot."""
-    return text.replace("$", r"\$")
+    a formula and ``$\\frac{x}$`` would fail the whole plot; and it leaves out of the legend a
+    label that starts with ``_`` (its mark for a hidden one), so such a text starts with a zero
+    width space instead."""
+    text = text.replace("$", r"\$")
+    return "\u200b" + text if text.startswith("_") else text
 
 
 def _ok_series(table: OpTable) -> list[tuple[str, str, np.ndarray]]:

@@ -52,6 +52,20 @@ def test_an_f_or_fault_kind_with_dollar_signs_is_drawn_as_written_not_as_tex() -
         assert "$x^2$ ok" in svg and "$\\frac{x}$ ok" in svg and "fault: $\\sqrt$" in svg
 
 
+def test_an_f_or_fault_kind_starting_with_an_underscore_is_in_the_legend() -> None:
+    # Matplotlib leaves a label starting with "_" out of the legend (its mark for a hidden
+    # artist): an f named "_send" was drawn, but nothing said which line it was.
+    ops: list[Op] = []
+    for k, f in enumerate(["_send", "poll"] * 20):
+        ops.append(Op(len(ops), k * 10_000_000, "invoke", k % 2, f, None))
+        ops.append(Op(len(ops), k * 10_000_000 + 5_000_000, "ok", k % 2, f, None))
+    data = run_data_from(ops)
+    table = build_op_table(data.history, data.completion_of, 2)
+    faults = [FaultInterval("_cut", 0.1, 0.2, 0, False)]
+    for plot in (time_plots.latency_plot(table, faults), time_plots.throughput_plot(table, faults)):
+        assert "_send ok" in plot.svg and "poll ok" in plot.svg and "fault: _cut" in plot.svg
+
+
 def test_a_history_of_many_f_draws_the_most_frequent_on_their_own_and_the_rest_together() -> None:
     # Each f was a line and a legend entry of its own: 3,000 distinct f (a hostile or foreign
     # history may name any) took the report two minutes, in lines no colour told apart.
