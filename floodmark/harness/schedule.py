@@ -14,7 +14,9 @@ is healed when its duration ends, and all of them end by the time limit. A final
 follows regardless. A hand-written schedule (``run --schedule``, or a run's own replayed) is
 held to half of that: a fault that starts at or after the test's time limit is refused
 (:meth:`Schedule.check_starts_within`: it would never run, yet the schedule would claim it),
-while one that lasts past the limit is accepted and ended by that final heal-all.
+while one that lasts past the limit is accepted and ended by that final heal-all (unless,
+cut there, it is no longer what its shape says: a long pause the session outlives, refused
+with the faults a backend cannot apply).
 
 ``schedule.json`` holds the plan and, as the run goes, what was executed: when each fault
 really started and stopped and the nemesis's own account of what it did.

@@ -12,7 +12,7 @@ from floodmark.backends import node_faults
 from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import ALL_KINDS, SIMULATED_KINDS, TestConfig
 from floodmark.harness.faults import UPGRADE_TARGET
-from floodmark.harness.schedule import Schedule
+from floodmark.harness.schedule import Fault, Schedule
 from floodmark.nemesis.compose import Composite
 from floodmark.nemesis.message import messages_sent
 from floodmark.reference.protocol import inter_broker_protocol as ibp
@@ -71,12 +71,13 @@ REFUSALS_SHOWN = 3  # a schedule of 100,000 unknown faults made a 14 MB line
 
 
 def refusal(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int,
-            session_timeout: float | None = None) -> str | None:
+            session_timeout: float | None = None, time_limit: float | None = None) -> str | None:
     """Why the backend cannot apply some of the schedule's faults, in one line naming the
     first few and counting the rest (None: all fine); ``brokers``, the test's, refuses too
     what no cluster of that size can take, and ``session_timeout``, the test's ZooKeeper
-    session timeout, a fault too long or too short for what its shape says."""
-    problems = refusals(cluster, schedule, nemeses, brokers, session_timeout)
+    session timeout, a fault too long or too short for what its shape says, also once the
+    test's ``time_limit`` has cut it short (the final heal-all ends it there)."""
+    problems = refusals(cluster, schedule, nemeses, brokers, session_timeout, time_limit)
     if not problems:
         return None
     more = len(problems) - REFUSALS_SHOWN
@@ -85,9 +86,10 @@ def refusal(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int,
 
 
 def refusals(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int | None = None,
-             session_timeout: float | None = None) -> list[str]:
+             session_timeout: float | None = None, time_limit: float | None = None) -> list[str]:
     """:func:`refusal`'s problems, one line each (empty: all fine; ``brokers`` None: any
-    number of brokers; ``session_timeout`` None: any duration)."""
+    number of brokers; ``session_timeout`` None: any duration; ``time_limit`` None: every
+    fault lasts as written)."""
     problems = []
     upgrades = [fault.number for fault in schedule.faults if fault.kind == "upgrade"]
     for number in upgrades[1:]:  # a replayed or hand-written schedule may hold more than one
@@ -105,8 +107,8 @@ def refusals(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int 
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): needs at least "
                             f"{FAILOVER_BROKERS} brokers to aim at; the test has {brokers}")
             continue
-        duration_problem = None if session_timeout is None else nemeses.duration_problem(
-            fault.kind, fault.shape, fault.duration, session_timeout)
+        duration_problem = None if session_timeout is None else _duration_problem(
+            fault, nemeses, session_timeout, time_limit)
         if duration_problem is not None:
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): {duration_problem}")
             continue
@@ -117,6 +119,21 @@ def refusals(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int 
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): the {cluster} backend "
                             f"refuses it: {reason}")
     return problems
+
+
+def _duration_problem(fault: Fault, nemeses: Composite, session_timeout: float,
+                      time_limit: float | None) -> str | None:
+    """Why ``fault`` is not what its shape says against the session timeout, as written or as
+    the test's time limit cuts it: a long pause that starts 2 s before the end of the fault
+    phase lasts 2 s, whatever its duration says, and the session it was to cost survives."""
+    problem = nemeses.duration_problem(fault.kind, fault.shape, fault.duration, session_timeout)
+    if problem is not None or time_limit is None or fault.end <= time_limit:
+        return problem
+    lasts = round(time_limit - fault.start, 3)
+    problem = nemeses.duration_problem(fault.kind, fault.shape, lasts, session_timeout)
+    if problem is None:
+        return None
+    return f"the test's time limit of {time_limit:g} s ends it {lasts:g} s after it starts: {problem}"
 
 
 def _missing_kind(cluster: str, kind: str) -> str:

@@ -45,7 +45,8 @@ def replayed_test(run: rundir.RunDir) -> tuple[TestConfig, Schedule]:
         schedule.check_starts_within(config.time_limit, str(run.schedule))
     except (ConfigError, ScheduleError) as e:
         raise UsageError(str(e)) from None
-    problem = refusal(config.cluster, schedule, make_nemeses(config), config.nodes, config.zk_session_timeout)
+    problem = refusal(config.cluster, schedule, make_nemeses(config), config.nodes, config.zk_session_timeout,
+                      config.time_limit)
     if problem is not None:
         raise UsageError(f"{run.schedule}: {problem}")
     return config, schedule

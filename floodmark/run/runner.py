@@ -125,7 +125,8 @@ class Runner:
             lambda kind, shape, rng: nemeses.group(kind, shape, config.zk_session_timeout, rng),
             nemeses.recovers_as, nemeses.weights(),
         )
-        problem = refusal(config.cluster, schedule, nemeses, config.nodes, config.zk_session_timeout)
+        problem = refusal(config.cluster, schedule, nemeses, config.nodes, config.zk_session_timeout,
+                          config.time_limit)
         if problem is not None:
             raise UsageError((f"{schedule.source}: " if schedule.source else "") + problem)
         # schedule.json records the test that ran: a given schedule's own time limit (or,

@@ -56,3 +56,19 @@ def test_a_pause_must_last_what_its_shape_says_against_the_session_timeout() -> 
     assert [problem.partition(":")[0] for problem in refusals("sim", schedule, nemeses, 3, 5.0)] == [
         "fault 1 (pause", "fault 3 (pause"]
     assert refusals("sim", schedule, nemeses, 3) == []  # no session timeout given: any length
+
+
+def test_a_pause_the_time_limit_cuts_short_must_still_be_what_its_shape_says() -> None:
+    """The final heal-all ends every fault at the time limit: a long pause written to last
+    7 s from 1 s into a 3 s test lasted 2 s, the session outlived it, and the run went on to
+    a verdict with only the fault coverage saying the pause was not what it claimed."""
+    schedule = Schedule((Fault(0, "pause", "leader-long", 1.0, 7.0, 1), Fault(1, "pause", "random-short", 1.0, 2.0, 2),
+                         Fault(2, "pause", "controller-long", 2.0, 7.0, 3)), 10.0)
+    nemeses = Composite(["pause"])
+    assert refusals("sim", schedule, nemeses, 3, 6.0, 3.0) == [
+        "fault 0 (pause:leader-long): the test's time limit of 3 s ends it 2 s after it starts: a long pause must "
+        "outlast the 6 s ZooKeeper session timeout; it lasts 2 s (use a -short shape)",
+        "fault 2 (pause:controller-long): the test's time limit of 3 s ends it 1 s after it starts: a long pause "
+        "must outlast the 6 s ZooKeeper session timeout; it lasts 1 s (use a -short shape)"]
+    assert refusals("sim", schedule, nemeses, 3, 6.0, 8.5) == []  # cut to 7.5 s and 6.5 s: still long
+    assert refusals("sim", schedule, nemeses, 3, 6.0) == []  # no time limit given: as written

@@ -103,6 +103,10 @@ REFUSED: list[tuple[str, str | bytes, str, tuple[str, ...]]] = [
      schedule_text(fault(kind="pause", shape="random-short", duration=7)),
      "fault 0 (pause:random-short): a short pause must end within the 6 s ZooKeeper session timeout; it lasts 7 s",
      ("--nemesis", "pause")),
+    # The final heal-all ends it at the time limit, 2 s in: the session outlived the "long" pause.
+    ("a long pause the time limit cuts short", schedule_text(fault(kind="pause", shape="leader-long", duration=7)),
+     "fault 0 (pause:leader-long): the test's time limit of 3 s ends it 2 s after it starts: a long pause must "
+     "outlast the 6 s ZooKeeper session timeout", ("--nemesis", "pause")),
 ]
 
 
