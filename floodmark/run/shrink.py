@@ -244,6 +244,15 @@ def load_failure(path: Path) -> tuple[TestConfig, Schedule, frozenset[str]]:
     problem = verdict_problem(results)
     if problem is not None:  # as the report shows it: no verdict, so no failure to preserve
         raise UsageError(f"{run.results}: {problem}; run floodmark check {path} to judge the run again")
+    judged = results.get("judged_files")
+    if judged is not None or os.path.lexists(run.digest):
+        # As the report reads it: a verdict that something says was judged on other files (a
+        # results.json from another run) is not this run's failure, and the shrink would
+        # spend its budget chasing anomalies this run never had.
+        changed = rundir.changed_since_judged(run, judged)
+        if changed is not None:
+            raise UsageError(f"{run.results}: its verdict is not of this run's files ({changed}); run "
+                             f"floodmark check {path} to judge the run again")
     if results["valid"] is not False:
         raise UsageError(f"{path}: the run is {verdict_word(results['valid'])}, not invalid: there is no failure "
                          "to shrink (anomalies a valid run lists are ones its configuration permits)")

@@ -196,6 +196,28 @@ def test_shrink_names_a_results_file_it_cannot_read(tmp_path: Path, damage: str,
     assert "the anomalies to preserve are read from it" in str(refused.value)
 
 
+def test_shrink_refuses_a_verdict_judged_on_another_run_s_files(tmp_path: Path) -> None:
+    """A failing run's results.json copied beside a passing run's files: the shrink took its
+    anomalies for this run's, spent its budget on candidates that all passed, and said the
+    run "stays the smallest" failing run, exiting 0, where the report shows it unchecked."""
+    import shutil
+
+    from floodmark.run.explore import run_seed
+
+    failing = run_seed(1000, "truncate-to-hw", str(tmp_path / "found"))
+    assert failing.valid is False and failing.run_dir is not None
+    store = tmp_path / "store"
+    assert commands.run_command(parse("run", "--cluster", "sim", "--nemesis", "kill", "--time-limit", "3",
+                                      "--seed", "3", "--store", str(store))) == errors.EXIT_VALID
+    run = (store / "latest").resolve()
+    shutil.copyfile(Path(failing.run_dir) / "results.json", run / "results.json")
+    with pytest.raises(errors.UsageError) as refused:
+        commands.shrink_command(parse("shrink", str(run), "--budget", "1"))
+    assert str(refused.value).startswith(f"{run / 'results.json'}: its verdict is not of this run's files (")
+    assert str(refused.value).endswith(f"; run floodmark check {run} to judge the run again")
+    assert sorted(p.name for p in (store / "queue-kill-default").iterdir()) == [run.name]  # no candidate ran
+
+
 def test_a_schedule_giving_a_fault_number_twice_is_refused(tmp_path: Path) -> None:
     """The run records each fault by its number: a second fault 0 would overwrite the first's record."""
     schedule = tmp_path / "s.json"
