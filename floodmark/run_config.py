@@ -410,6 +410,11 @@ def read_name(source: str, key: str, value: str) -> str:
     return value
 
 
+# Every whole number below this is exact as a float (a number written with a fraction part);
+# from it on, the float read may be a neighbour of the number written (2**53 + 1 reads as 2**53).
+_EXACT_FLOAT = 2.0**53
+
+
 def read_number(source: str, key: str, value: Any, kind: type, minimum: float, maximum: float | None = None) -> Any:
     """A finite number of ``kind`` (int or float) within bounds; numeric strings are accepted."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -425,6 +430,9 @@ def read_number(source: str, key: str, value: Any, kind: type, minimum: float, m
     if kind is int and isinstance(value, float):
         if not value.is_integer():
             raise ConfigError(source, key, f"expected a whole number, got {_shown(value)}")
+        if abs(value) >= _EXACT_FLOAT:  # "seed: 12345678901234567.0" reads as ...568: another seed
+            raise ConfigError(source, key, f"expected a whole number, got {_shown(value)}: written with a "
+                                           "fraction part, a number this large is not exact; write it as an integer")
         value = int(value)
     if value < minimum:
         raise ConfigError(source, key, f"must be at least {minimum}, got {_shown(value)}")

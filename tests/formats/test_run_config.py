@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from floodmark.harness.config import dump_config, make_config
@@ -159,3 +159,20 @@ def test_a_run_test_yaml_reads_exactly_when_it_states_every_setting_a_verdict_de
     else:
         read = read_test_config(path)
         assert read is not None and read.acks == 1  # what it states, never a default in its place
+
+
+@given(seed=st.integers(min_value=0, max_value=2**63 - 1))
+@example(seed=2**53 + 1)
+@example(seed=2**53 - 1)
+@settings(max_examples=200, deadline=None)
+def test_a_seed_written_with_a_fraction_part_reads_as_written_or_is_refused(seed: int) -> None:
+    """``seed: 12345678901234567.0`` read as the float nearest it, 12345678901234568: a run of
+    another seed than the file says, and nothing told."""
+    written = f"{seed}.0"
+    try:
+        read = config_from_dict(yaml.safe_load(f"seed: {written}"), "test.yaml").seed
+    except ConfigError as e:
+        assert "a number this large is not exact; write it as an integer" in str(e)
+        assert seed >= 2**53
+    else:
+        assert read == seed

@@ -46,6 +46,8 @@ def test_defaults_make_a_meaningful_sixty_second_test() -> None:
         ({"fault_duration": [5, 1]}, "fault_duration", "greater than max"),
         ({"concurrency": 1}, "concurrency", "at least 2 workers"),
         ({"partitions": 1.5}, "partitions", "whole number"),
+        # (a float: read as 12345678901234568, and the test would have run another seed)
+        ({"seed": 12345678901234567.0}, "seed", "a number this large is not exact; write it as an integer"),
         ({"colour": "red"}, "colour", "unknown key"),
     ],
 )
