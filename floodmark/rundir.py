@@ -121,8 +121,30 @@ def safe_name(name: str) -> str:
     return _SAFE_NAME.sub("-", name).strip("-") or "test"
 
 
+def store_problem(store: str | os.PathLike[str], test_name: str) -> str | None:
+    """Why a run of ``test_name`` cannot be stored in ``store`` (a directory the caller made
+    sure it can create things in), in one line naming the path; None when it can. What the
+    store holds may be in the way: a file, or a symbolic link to nothing, where the test's
+    runs go, or a directory where ``latest`` goes (a link is replaced, a directory is not)."""
+    latest = Path(store) / LATEST
+    if latest.is_dir() and not latest.is_symlink():
+        return f"{latest}: a directory, where the store keeps its link to the newest run; move it away"
+    base = Path(store) / safe_name(test_name)
+    if base.is_symlink() and not base.exists():
+        return f"{base}: a symbolic link to nothing, where the runs of test {test_name} go; move it away"
+    if base.exists() and not base.is_dir():
+        return f"{base}: not a directory, where the runs of test {test_name} go; move it away"
+    return None
+
+
 def create_run_dir(store: str | os.PathLike[str], test_name: str, seed: int) -> RunDir:
-    """Make a fresh run directory and point ``store/latest`` at it."""
+    """Make a fresh run directory and point ``store/latest`` at it; a UsageError, with
+    nothing made, when the store's contents are in the way (:func:`store_problem`)."""
+    from floodmark.errors import UsageError
+
+    problem = store_problem(store, test_name)
+    if problem is not None:  # (found only once made, it left a run directory and a traceback)
+        raise UsageError(problem)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     base = Path(store) / safe_name(test_name)
     base.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ it is, not taken for an option of its own.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,39 @@ def test_a_store_nothing_can_be_created_in_is_refused_before_the_run(stored_run:
     assert said.startswith("floodmark run: error: --store /proc: ")
     said = refusal(["repro", str(stored_run), "--store", "/proc"], capsys)
     assert said.startswith("floodmark repro: error: --store /proc: ")
+
+
+@pytest.mark.parametrize("in_the_way", ["a file", "a link to nothing", "latest a directory"])
+def test_a_store_whose_contents_are_in_the_way_is_refused_leaving_nothing(
+        stored_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], in_the_way: str) -> None:
+    """A file (or a link to nothing) where the test's runs go, or a directory where
+    ``latest`` goes: the run died of a FileExistsError or IsADirectoryError traceback (exit
+    1, "invalid"), leaving a run directory and a stray link; exploration counted every seed
+    unknown; a replay into such a store died the same way."""
+    store = tmp_path / "store"
+    store.mkdir()
+    where = {"a file": store / "queue-none-default", "a link to nothing": store / "queue-none-default",
+             "latest a directory": store / "latest"}[in_the_way]
+    {"a file": where.touch, "a link to nothing": lambda: where.symlink_to("nowhere"),
+     "latest a directory": where.mkdir}[in_the_way]()
+    said = refusal(["run", "--cluster", "sim", "--time-limit", "1", "--nemesis", "none", "--seed", "3",
+                    "--store", str(store)], capsys)
+    assert said.startswith(f"floodmark run: error: {where}: ") and said.endswith("; move it away"), said
+    assert [p.name for p in store.iterdir()] == [where.name]
+    explore_where = store / "explore-default" if in_the_way != "latest a directory" else where
+    if in_the_way == "a file":
+        explore_where.touch()
+    elif in_the_way == "a link to nothing":
+        explore_where.symlink_to("nowhere")
+    said = refusal(["explore", "--runs", "1", "--seed", "1", "--jobs", "1", "--no-shrink", "--store", str(store)],
+                   capsys)
+    assert said.startswith(f"floodmark explore: error: {explore_where}: "), said
+    if in_the_way == "latest a directory":
+        mine = store / "t" / stored_run.name
+        mine.parent.mkdir()
+        shutil.copytree(stored_run, mine)
+        said = refusal(["repro", str(mine)], capsys)
+        assert said.startswith(f"floodmark repro: error: {where}: a directory"), said
 
 
 @pytest.mark.parametrize("master", ["", " "])

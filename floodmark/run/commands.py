@@ -347,6 +347,9 @@ def explore_command(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     store = usable_store(args.store)
+    problem = rundir.store_problem(store, explore.swarm_config(first, args.variant).name)
+    if problem is not None:  # else every seed's run would fail, each counted unknown
+        raise UsageError(problem)
     print(f"floodmark explore: variant {args.variant}, seeds {first}..{first + args.runs - 1}, "
           f"{'Spark ' + args.master if args.master else f'{jobs} job' + 's' * (jobs != 1)}; store {store}", file=sys.stderr)
     left = explore.remove_killed_explorations(store)
