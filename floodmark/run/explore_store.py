@@ -29,6 +29,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 from collections.abc import Callable, Container, Iterator
 from pathlib import Path
 
@@ -96,11 +97,27 @@ def claim(store: str, variant: str, seeds: range) -> Iterator[Path]:
         path.unlink(missing_ok=True)
 
 
+MAX_CLAIM_BYTES = 1 << 16  # a claim names a few seeds or one run; a larger file is not one
+
+
+def _read_claim(path: Path) -> str:
+    """The text of a claim file; OSError (as for one that is gone) when ``path`` is not a
+    regular file of a claim's size: a FIFO of that name, with no writer, hung every
+    exploration and shrink in the store for ever, and /dev/zero would be read without end."""
+    with open(path, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NONBLOCK)) as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        data = f.read(MAX_CLAIM_BYTES + 1)
+    if len(data) > MAX_CLAIM_BYTES:
+        raise OSError(f"{path}: larger than a claim")
+    return data.decode("utf-8")
+
+
 def _claims(store: str) -> Iterator[tuple[Path, str, str, range]]:
     """Each claim in ``store``: its file, its owner, its variant and its seeds."""
     for path in sorted(Path(store).glob(f"{CLAIM_PREFIX}*.json")):
         try:
-            claimed = json.loads(path.read_text())
+            claimed = json.loads(_read_claim(path))
             owner, variant, seeds = claimed["owner"], claimed["variant"], range(claimed["first"], claimed["stop"])
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not one of ours, or being written: leave it
@@ -206,7 +223,7 @@ def _run_claims(store: str) -> Iterator[tuple[Path, str, list[Path]]]:
     """Each run claim in ``store`` (a shrink's, a worker's): its file, its owner and the runs it names."""
     for path in sorted(Path(store).glob(f"{CLAIM_PREFIX}*{RUN_SUFFIX}")):
         try:
-            claimed = json.loads(path.read_text())
+            claimed = json.loads(_read_claim(path))
             owner, runs = str(claimed["owner"]), [Path(str(run)) for run in claimed["runs"]]
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not one of ours: leave it

@@ -147,3 +147,23 @@ def test_an_interrupted_exploration_leaves_no_pool_thread_behind(tmp_path: Path)
         explore.explore_local(explore.seeds_from(1000, 6), "truncate-to-hw", str(tmp_path), jobs=2,
                               on_result=interrupt)
     assert [t.name for t in threading.enumerate() if type(t).__name__ == "_ExecutorManagerThread"] == []
+
+
+@pytest.mark.parametrize("name", [f"{CLAIM_PREFIX}1.json", f"{CLAIM_PREFIX}1-run.json"])
+def test_a_fifo_named_as_a_claim_is_passed_over_not_waited_on(tmp_path: Path, name: str) -> None:
+    """Reading claims opened a FIFO of a claim's name and waited for a writer: every
+    exploration and shrink in the store hung before its first run, for ever."""
+    store = tmp_path / "store"
+    store.mkdir()
+    fifo = store / name
+    os.mkfifo(fifo)
+    removed: list[list[Path]] = []
+    reader = threading.Thread(target=lambda: removed.append(remove_killed_explorations(str(store))), daemon=True)
+    reader.start()
+    reader.join(10)
+    hung = reader.is_alive()
+    if hung:  # let the hung reader go
+        with open(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK), "w") as writer:
+            writer.write("{}")
+    assert not hung and removed == [[]]
+    assert fifo.exists()  # not ours: left as it is
