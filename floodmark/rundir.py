@@ -52,6 +52,8 @@ DIGEST = "digest.json"
 INTERRUPTED = "interrupted.json"
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+# How create_run_dir names a run directory: <time>-s<seed>, or <time>.<n>-s<seed> beside another.
+_RUN_NAME = re.compile(r"\d{8}T\d{6}(?:\.\d+)?-s\d+")
 
 
 def repro_command(run_dir: Path | str) -> str:
@@ -157,6 +159,12 @@ def create_run_dir(store: str | os.PathLike[str], test_name: str, seed: int) -> 
     (path / LOGS).mkdir()
     update_latest(store, path)
     return RunDir(path)
+
+
+def is_run_dir_name(name: str) -> bool:
+    """Whether ``name`` is what :func:`create_run_dir` names a run directory, so that its
+    folder's folder is the store it was made in (a copy named otherwise, anywhere, is not)."""
+    return _RUN_NAME.fullmatch(name) is not None
 
 
 def update_latest(store: str | os.PathLike[str], path: Path) -> None:

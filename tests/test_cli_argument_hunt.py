@@ -109,6 +109,22 @@ def test_a_store_whose_contents_are_in_the_way_is_refused_leaving_nothing(
         assert said.startswith(f"floodmark repro: error: {where}: a directory"), said
 
 
+def test_a_run_directory_outside_a_store_is_replayed_only_into_a_store_named(
+        stored_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The replay goes into the store the run is in, taken to be its folder's folder: a run
+    copied to /tmp/myrun was replayed into /, which got a test folder and a latest link."""
+    mine = tmp_path / "copies" / "myrun"
+    shutil.copytree(stored_run, mine)
+    said = refusal(["repro", str(mine)], capsys)  # (shrink: tests/run/test_cli_arguments.py)
+    assert said == (f"floodmark repro: error: {mine}: not named as a run directory of a store "
+                    "(store/<test>/<time>-s<seed>), so where its replay goes cannot be told; name a store "
+                    "with --store"), said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copies"]
+    assert main(["repro", str(mine), "--store", str(tmp_path / "replays")]) == 0
+    assert (tmp_path / "replays" / "latest").is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == [
+        "copies", "replays"]
+
+
 @pytest.mark.parametrize("master", ["", " "])
 def test_explore_refuses_an_empty_master_rather_than_run_without_spark(tmp_path: Path, master: str,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from floodmark import rundir
 from floodmark.errors import UsageError, given_text
 
 DEFAULT_STORE = "store"
@@ -44,3 +45,18 @@ def usable_store(option: str | None) -> str:
     except OSError as e:
         raise UsageError(f"--store {store}: cannot create a run directory in it: {e.strerror or e}") from None
     return store
+
+
+def store_of_run(run_dir: Path) -> str:
+    """The store a run directory (``store/<test>/<time>-s<seed>``) is in, where its replays
+    go when no ``--store`` names one; UsageError when ``run_dir`` is not named as a run
+    directory (a copy named otherwise, or put anywhere, has no store: the replay of
+    /tmp/myrun went into ``/``, beside /tmp) or its store is not usable."""
+    if not rundir.is_run_dir_name(run_dir.name):
+        raise UsageError(f"{run_dir}: not named as a run directory of a store (store/<test>/<time>-s<seed>), so "
+                         "where its replay goes cannot be told; name a store with --store")
+    store = str(run_dir.parent.parent)
+    try:
+        return usable_store(store)
+    except UsageError as e:
+        raise UsageError(f"{e} (the store {run_dir} is in; name another with --store)") from None

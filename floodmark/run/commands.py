@@ -31,7 +31,7 @@ from floodmark.harness.config import (
 )
 from floodmark.harness.schedule import Schedule, ScheduleError, load_schedule
 from floodmark.reference.protocol.variants import VARIANTS
-from floodmark.run.argument_checks import DEFAULT_STORE, given_run_dir, usable_store
+from floodmark.run.argument_checks import DEFAULT_STORE, given_run_dir, store_of_run, usable_store
 from floodmark.run.replayed_test import replayed_test
 
 if TYPE_CHECKING:
@@ -281,7 +281,7 @@ def repro_command(args: argparse.Namespace) -> int:
     if original is None and config.cluster == "sim":
         print(f"floodmark: {run.digest}: no such file: whether the replay is byte-identical cannot be "
               "compared", file=sys.stderr)
-    store = usable_store(args.store) if args.store is not None else str(path.parent.parent)
+    store = usable_store(args.store) if args.store is not None else store_of_run(path)
     outcome = run_test(config, store, schedule)
     if original is not None and outcome.digest is not None:
         # The history and node events, not test.yaml: the replay's names the code it ran.
@@ -427,7 +427,7 @@ def shrink_command(args: argparse.Namespace) -> int:
     if args.budget < 1:
         raise UsageError("--budget must be at least 1")
     path = Path(given_run_dir(args.run_dir)).resolve()
-    store = Path(usable_store(args.store)) if args.store is not None else path.parent.parent
+    store = Path(usable_store(args.store)) if args.store is not None else None  # (the run's, once it is read)
     try:
         with cleanup.interruptible():  # SIGTERM as Ctrl-C: the candidate running is torn down and removed
             minimal, runs = shrink_run(path, store, args.budget, sys.stderr)

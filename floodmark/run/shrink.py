@@ -35,6 +35,7 @@ from floodmark.harness.config import TestConfig
 from floodmark.harness.schedule import Fault, Schedule
 from floodmark.inputs.sources import file_problem
 from floodmark.results import read_results, verdict_problem, verdict_word
+from floodmark.run.argument_checks import store_of_run
 from floodmark.run.assemble import make_nemeses
 from floodmark.run.explore_store import candidate_claim, remove_killed_explorations
 from floodmark.run.replayed_test import replayed_test
@@ -273,10 +274,13 @@ class ShrinkInterrupted(KeyboardInterrupt):
         self.original, self.smallest = original, smallest
 
 
-def shrink_run(path: Path, store: Path, budget: int = 60, out: TextIO | None = None) -> tuple[Path, int]:
-    """Shrink a failing run; returns the minimal run directory and how many runs it took.
-    Interrupted, raises :class:`ShrinkInterrupted` naming the smallest failing run so far."""
+def shrink_run(path: Path, store: Path | None, budget: int = 60, out: TextIO | None = None) -> tuple[Path, int]:
+    """Shrink a failing run, its candidates in ``store`` (None: the store the run is in);
+    returns the minimal run directory and how many runs it took. Interrupted, raises
+    :class:`ShrinkInterrupted` naming the smallest failing run so far."""
     config, schedule, anomalies = load_failure(path)
+    if store is None:
+        store = Path(store_of_run(path))
     left = remove_killed_explorations(str(store))
     if left and out is not None:
         print(f"floodmark shrink: removed {len(left)} unfinished run(s) that a killed exploration or shrink "

@@ -145,3 +145,17 @@ def test_shrink_refuses_a_run_whose_files_were_edited_as_repro_does(failing_run:
     err = capsys.readouterr().err
     assert err.startswith(f"floodmark shrink: error: {run}/{said}") and len(err.splitlines()) == 1, err
     assert sorted(p.name for p in run.parent.iterdir()) == [run.name]  # no candidate ran
+
+
+def test_shrink_of_a_run_outside_a_store_needs_a_store_named(failing_run: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Its candidates went into the run's folder's folder: for a run copied to /tmp/myrun, /."""
+    run = tmp_path / "copies" / "myrun"
+    shutil.copytree(failing_run, run)
+    assert main(["shrink", str(run), "--budget", "1"]) == 254
+    err = capsys.readouterr().err
+    assert err == (f"floodmark shrink: error: {run}: not named as a run directory of a store "
+                   "(store/<test>/<time>-s<seed>), so where its replay goes cannot be told; name a store with "
+                   "--store\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copies"]
+    assert main(["shrink", str(run), "--budget", "1", "--store", str(tmp_path / "candidates")]) == 0
