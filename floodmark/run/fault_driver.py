@@ -8,7 +8,9 @@ as the clients' ops are recorded: an ``invoke`` of ``start-<kind>`` or ``stop-<k
 what was planned, then a completion whose value says what was done: how the nemesis chose
 (the role it aimed at, what it saw), the plan (nodes, links, offsets) and the backend's
 evidence (rules, pids, what it verified). ``ok`` when it did it, ``info`` when it raised
-part-way (the fault may be partly in place). The same account goes into ``schedule.json``
+part-way (the fault may be partly in place). A fault whose start was skipped (a kill of a
+broker another fault has down already) has nothing in place, and its stop heals nothing: its
+heal would undo the other fault early. The same account goes into ``schedule.json``
 (written as :class:`~floodmark.harness.schedule.ScheduleLog` decides: not after every action).
 
 A fault whose healing waits for long work (an upgrade's roll finishing) is healed in the
@@ -124,8 +126,17 @@ class FaultDriver:
         self.recorder.record("invoke", NEMESIS, f"stop-{fault.kind}", planned)
         self.active.pop(fault.number, None)
         plan = self.plans.pop(fault.number, None)
+        skipped = executed.start.get("skipped") if isinstance(executed.start, dict) else None
         try:
-            result = {"skipped": "the fault was never planned"} if plan is None else await self.applier.heal(plan)
+            if plan is None:
+                result: dict[str, Any] = {"skipped": "the fault was never planned"}
+            elif skipped is not None:
+                # Nothing of it is in place, and healing would undo another fault's: a kill
+                # skipped because another kill has the broker down restarted it, cutting that
+                # kill short; a skipped cancelling reassignment cancelled the one in progress.
+                result = {"skipped": f"nothing to heal: its start was skipped ({skipped})"}
+            else:
+                result = await self.applier.heal(plan)
         except Exception as e:
             executed.error = self._failed(f"stop-{fault.kind}", planned, e)
         else:

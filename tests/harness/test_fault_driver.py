@@ -148,3 +148,32 @@ def test_schedule_json_is_written_at_most_about_once_a_second_and_at_the_end(tmp
     log.changed()
     log.flush()  # the run ends: everything is written
     assert json.loads((tmp_path / "schedule.json").read_text())["executed"][0]["stopped_at"] == 1.5
+
+
+def test_a_fault_whose_start_was_skipped_heals_nothing_at_its_stop(tmp_path: Path) -> None:
+    """A kill skipped because another kill had the broker down was healed all the same: its
+    heal restarted the broker, cutting the other kill short while that one still said it was
+    in force (and a skipped cancelling reassignment cancelled the one in progress)."""
+    faults = (Fault(0, "kill", "leader", 0.0, 0.2, 1), Fault(1, "kill", "leader", 0.05, 0.05, 1))
+    driver, applier, recorder = make_driver(tmp_path, faults, ("kill",))
+    down: list[FaultPlan] = []
+
+    async def apply(plan: FaultPlan) -> dict[str, Any]:
+        if plan in down:
+            return {"skipped": "n2 is not running"}
+        down.append(plan)
+        applier.calls.append(("apply", plan))
+        return {"applied": True}
+
+    applier.apply = apply  # type: ignore[method-assign]
+
+    async def go() -> None:
+        await driver.run(recorder.seconds(), asyncio.Event())
+
+    asyncio.run(go())
+    recorder.close()
+    assert [c[0] for c in applier.calls] == ["apply", "heal"]  # the heal of fault 0, at 0.2 s
+    saved = driver.schedule_log.to_dict()
+    assert saved["executed"][1]["stop_result"] == {"skipped": "nothing to heal: its start was skipped "
+                                                              "(n2 is not running)"}
+    assert saved["executed"][0]["stop_result"] == {"healed": "kill"}

@@ -227,6 +227,23 @@ def test_faults_the_fault_phase_ended_before_are_recorded_as_never_started(
     assert [op.type for op in kill] == ["invoke", "fail"] and kill[1].error == never["error"]
 
 
+def test_a_crash_skipped_for_a_broker_already_down_does_not_restart_it_early(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A power fault on the leader a kill had down was skipped, and its stop restarted the
+    broker at 1.5 s: the kill, written to last until 4 s, lasted 1 s, and its account and
+    the fault coverage said it took effect as written."""
+    path = tmp_path / "schedule.json"
+    path.write_text(schedule_text(fault(0, "kill", "leader", start=0.5, duration=3.5),
+                                  fault(1, "power", "leader", start=1.0, duration=0.5), time_limit=5))
+    code, lines = run_schedule(capsys, path, tmp_path / "store", "--nemesis", "kill,power")
+    assert code == 0, lines
+    done = executed((tmp_path / "store" / "latest").resolve())
+    assert done[1]["start_result"]["skipped"] == f"{done[0]['start_result']['node']} is not running"
+    assert done[1]["stop_result"] == {"skipped": f"nothing to heal: its start was skipped "
+                                                 f"({done[1]['start_result']['skipped']})"}
+    assert list(done[0]["stop_result"]["restarted"]) == [done[0]["start_result"]["node"]]  # at 4 s, by the kill
+
+
 # ---------------------------------------------------------------------------- damaged run directories
 
 @pytest.fixture(scope="module")
