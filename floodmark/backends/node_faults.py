@@ -298,7 +298,12 @@ class NodeFaultApplier:
             mode = _as_broker(node, 'stat -c %a "$1" && chmod 000 "$1"', plan.directory)
             self._undo[plan] = {"mode": mode}
             return {"previous_mode": mode}
-        _as_broker(node, 'mv "$1" "$1$2" && touch "$1"', plan.directory, DISPLACED)
+        # A directory another fault replaced already is left as it is: mv would move the file
+        # in its place into the displaced directory, which the heal then brings back with it.
+        moved = _as_broker(node, 'if [ -e "$1$2" ]; then echo taken; else mv "$1" "$1$2" && touch "$1"; fi',
+                           plan.directory, DISPLACED)
+        if moved == "taken":
+            return {"skipped": f"{plan.directory} of {plan.node} is replaced by a file already"}
         return {"moved_to": plan.directory + DISPLACED}
 
     # ------------------------------------------------------------------ heal

@@ -12,6 +12,7 @@ import itertools
 import random
 import time
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -133,6 +134,31 @@ def test_chmod_fault_records_the_mode_it_restores() -> None:
     assert healed["restored_mode"] == "755" and healed["restarted"]["node"] == "n1"
     chmod = next(argv for argv, _ in reversed(cluster.node("n1").commands) if "chmod" in argv[2])
     assert chmod[-2:] == ["/data/logdir1", "755"]
+
+
+def test_a_directory_replaced_already_is_left_to_the_fault_that_replaced_it(tmp_path: Path) -> None:
+    """Two replace-with-file faults on one log directory: the second's mv moved the file in
+    the directory's place into the displaced directory, and healing brought the log
+    directory back holding a stray file named after it (the broker's own, to it)."""
+    import subprocess
+
+    cluster = FakeCluster()
+    node = cluster.node("n1")
+
+    def exec_here(argv, user=None, timeout=30.0):  # type: ignore[no-untyped-def]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        return ExecResult(done.returncode, done.stdout, done.stderr)
+
+    node.exec = exec_here  # type: ignore[method-assign]
+    log_dir = tmp_path / "logdir0"
+    log_dir.mkdir()
+    (log_dir / "segment").write_text("kept")
+    applier = NodeFaultApplier(cluster)
+    first, second = DiskFault("n1", str(log_dir), "replace-with-file"), DiskFault("n1", str(log_dir), "replace-with-file")
+    assert run(applier.apply(first)) == {"moved_to": f"{log_dir}.floodmark-displaced"}
+    assert run(applier.apply(second)) == {"skipped": f"{log_dir} of n1 is replaced by a file already"}
+    run(applier.heal(first))
+    assert sorted(p.name for p in log_dir.iterdir()) == ["segment"] and not (tmp_path / "logdir0.floodmark-displaced").exists()
 
 
 def test_heal_all_runs_every_kind_even_when_one_fails_and_restarts_last() -> None:

@@ -244,6 +244,24 @@ def test_a_crash_skipped_for_a_broker_already_down_does_not_restart_it_early(
     assert list(done[0]["stop_result"]["restarted"]) == [done[0]["start_result"]["node"]]  # at 4 s, by the kill
 
 
+def test_a_directory_replaced_twice_stays_replaced_until_the_fault_that_replaced_it_heals(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The second replace-with-file of one log directory failed with a FileExistsError
+    (recorded as a start that may have applied part-way), and its heal then brought back the
+    directory the first one had taken, a second before that fault's end."""
+    path = tmp_path / "schedule.json"
+    path.write_text(schedule_text(fault(0, "disk", "replace-with-file", start=0.5, duration=2.0),
+                                  fault(1, "disk", "replace-with-file", start=1.0, duration=0.5), time_limit=4))
+    code, lines = run_schedule(capsys, path, tmp_path / "store", "--nemesis", "disk")
+    assert code == 0 and not any("FileExistsError" in line for line in lines), lines
+    done = executed((tmp_path / "store" / "latest").resolve())
+    directory, node = done[0]["start_result"]["directory"], done[0]["start_result"]["node"]
+    assert done[1]["error"] is None and done[1]["start_result"]["skipped"] == (
+        f"{directory} of {node} is replaced by a file already")
+    assert done[1]["stop_result"]["skipped"].startswith("nothing to heal")
+    assert done[0]["stop_result"]["usable"] is True and done[0]["stopped_at"] == pytest.approx(2.5, abs=0.1)
+
+
 # ---------------------------------------------------------------------------- damaged run directories
 
 @pytest.fixture(scope="module")

@@ -121,7 +121,10 @@ class SimFaultApplier:
             return {"strobing": list(plan.targets)}
         if isinstance(plan, DiskFault):
             disk = world.disk(plan.node)
-            fault = disk.chmod(plan.directory, 0) if plan.mode == "chmod" else disk.replace_with_file(plan.directory)
+            try:
+                fault = disk.chmod(plan.directory, 0) if plan.mode == "chmod" else disk.replace_with_file(plan.directory)
+            except FileExistsError:  # (where the directory waits is taken: another fault moved it there)
+                return {"skipped": f"{plan.directory} of {plan.node} is replaced by a file already"}
             self._remember(plan, fault)
             return {"unusable": unusable(disk, plan.directory)}
         if isinstance(plan, SessionExpiry):
