@@ -152,6 +152,9 @@ class NodeFaultApplier:
         # identical cuts in force at once add a rule each and each heal removes one.
         self._rules: dict[NetworkCut, list[dict[str, list[str]]]] = {}
         self._undo: dict[FaultPlan, dict[str, Any]] = {}
+        # Per pause in force, the process it froze and when, oldest first: two pauses of one
+        # process may overlap, and the process runs again only when the last of them heals.
+        self._paused: dict[ProcessPause, list[dict[str, Any]]] = {}
         self._strobes: dict[FaultPlan, asyncio.Task[None]] = {}
 
     def refuses(self, kind: str, shape: str) -> str | None:
@@ -178,6 +181,7 @@ class NodeFaultApplier:
         self._strobes.clear()
         self._rules.clear()
         self._undo.clear()
+        self._paused.clear()
         # A roll first: when it ends, every broker it stopped runs again; crashes come after.
         upgraded = {"upgrade": await self.upgrades.finish_all()} if "upgrade" in kinds else {}
         return {**upgraded, **await asyncio.to_thread(self._heal_all, kinds)}
@@ -246,7 +250,7 @@ class NodeFaultApplier:
         if pid is None:
             return {"skipped": f"{node.name} is not running"}
         node.pause()
-        self._undo[plan] = {"pid": pid, "paused_at": time.monotonic()}
+        self._paused.setdefault(plan, []).append({"pid": pid, "paused_at": time.monotonic()})
         return {"pid": pid, "stopped": seen_stopped(node, pid)}
 
     def _skew(self, plan: ClockSkew) -> Evidence:
@@ -347,17 +351,28 @@ class NodeFaultApplier:
         return {"restarted": {"node": node.name, "pid_before": before, "pid": node.pid()}}
 
     def _resume(self, plan: ProcessPause) -> Evidence:
-        undo = self._undo.pop(plan, None)
-        if undo is None:
+        held = self._paused.get(plan)
+        if not held:
             return {"resumed": None}
+        undo = held.pop(0)
+        if not held:
+            del self._paused[plan]
         node = self.cluster.node(plan.node)
         paused_for = round(time.monotonic() - undo["paused_at"], 3)
         if node.pid() != undo["pid"]:  # killed and restarted meanwhile: never paused
             return {"resumed": {"node": node.name, "pid": undo["pid"], "gone": True}}
         expired = session_expired(plan, self.registered(node.broker_id or 0))
+        if self._paused_by_another(node.name, undo["pid"]):  # resuming would end that pause early
+            return {"resumed": {"node": node.name, "pid": undo["pid"], "paused_for": paused_for,
+                                **expired, "still_paused": True}}
         node.resume()
         return {"resumed": {"node": node.name, "pid": undo["pid"], "paused_for": paused_for,
                             **expired}}
+
+    def _paused_by_another(self, node: str, pid: int) -> bool:
+        """Does another pause in force still hold this process?"""
+        return any(plan.node == node and any(undo["pid"] == pid for undo in held)
+                   for plan, held in self._paused.items())
 
     def _heal_all(self, kinds: tuple[str, ...]) -> dict[str, Evidence]:
         report: dict[str, Evidence] = {}

@@ -161,6 +161,26 @@ def test_a_directory_replaced_already_is_left_to_the_fault_that_replaced_it(tmp_
     assert sorted(p.name for p in log_dir.iterdir()) == ["segment"] and not (tmp_path / "logdir0.floodmark-displaced").exists()
 
 
+def test_overlapping_pauses_of_one_process_resume_it_when_the_last_heals() -> None:
+    """The first pause to heal sent SIGCONT while another pause of the same process was
+    still in force: that one ended early, its account still saying it lasted (the
+    simulator already held the process until the last)."""
+    cluster = FakeCluster()
+    node = cluster.node("n1")
+    node.exec_result = ExecResult(0, "100 (broker) T 1\n", "")  # /proc/100/stat: seen stopped
+    applier = NodeFaultApplier(cluster)
+    longer, shorter = ProcessPause("n1", 3.0, 6.0), ProcessPause("n1", 1.0, 6.0)
+    twin = ProcessPause("n1", 1.0, 6.0)  # equal to `shorter`: each heal ends one of them
+    for plan in (longer, shorter, twin):
+        run(applier.apply(plan))
+    assert node.signals == ["STOP", "STOP", "STOP"]
+    assert run(applier.heal(shorter))["resumed"]["still_paused"] is True
+    assert run(applier.heal(twin))["resumed"]["still_paused"] is True
+    assert node.signals == ["STOP", "STOP", "STOP"]  # the longer pause holds it yet
+    assert "still_paused" not in run(applier.heal(longer))["resumed"]
+    assert node.signals[-1] == "CONT"
+
+
 def test_heal_all_runs_every_kind_even_when_one_fails_and_restarts_last() -> None:
     cluster = FakeCluster()
     cluster.brokers[0].running = False
