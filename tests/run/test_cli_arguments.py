@@ -89,14 +89,15 @@ def test_shrink_refuses_results_naming_an_anomaly_type_that_is_no_string(failing
 
 def test_shrink_refuses_a_run_that_is_not_invalid(failing_run: Path, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    """Audit C5: a valid run listing an anomaly (one its configuration permits, or an edited
-    file) was 'shrunk': candidates ran, and it was said to stay the smallest failing run."""
+    """Audit C5: a valid run was 'shrunk': candidates ran, and it was said to stay the
+    smallest failing run. (A valid checker that lists anomalies is no verdict at all: see
+    results.verdict_problem.)"""
     run = _copy(failing_run, tmp_path)
 
     def valid(results: dict[str, object]) -> None:
         results["valid"] = True
         for checker in results["checkers"].values():  # type: ignore[attr-defined]
-            checker["valid"] = True
+            checker.update(valid=True, anomalies=[], anomaly_counts={})
 
     _rewrite_results(run, valid)
     assert main(["shrink", str(run), "--budget", "1"]) == 254
