@@ -369,8 +369,8 @@ def explore_command(args: argparse.Namespace) -> int:
                                               time_budget=args.time_budget, stop_on_first=args.stop_on_first,
                                               on_result=on_result)
         rundir.repoint_latest(store)  # the passing runs were removed: latest names one still there
-        print(f"{_end_of_progress()}floodmark explore: {explore.summary(tally, time.monotonic() - started)}",
-              file=sys.stderr)
+        print(f"{_end_of_progress()}floodmark explore: {explore.summary(tally, time.monotonic() - started)}"
+              f"{_cut_short(args, tally.runs, tally.invalid, len(seeds))}", file=sys.stderr)
         if tally.invalid and not args.no_shrink:
             with cleanup.interruptible():
                 for path in _failures(found)[:3]:  # the first few; each costs up to the budget in runs
@@ -383,6 +383,15 @@ def explore_command(args: argparse.Namespace) -> int:
         print(f"{_end_of_progress()}floodmark explore: interrupted {what}", file=sys.stderr)
         return runner.EXIT_INTERRUPTED
     return tally.exit_code
+
+
+def _cut_short(args: argparse.Namespace, runs: int, invalid: int, planned: int) -> str:
+    """What the summary adds when fewer seeds ran than were announced, and what stopped them."""
+    if runs >= planned:
+        return ""
+    why = ("--stop-on-first: an invalid run stopped it" if args.stop_on_first and invalid
+           else f"--time-budget of {args.time_budget:g} s ran out")
+    return f" ({planned - runs:,} of {planned:,} seeds not run: {why})"
 
 
 def _end_of_progress() -> str:

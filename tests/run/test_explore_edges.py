@@ -36,7 +36,16 @@ def test_a_time_budget_too_short_for_any_run_still_runs_the_first_seed(
                  "--store", str(store)])
     err = capsys.readouterr().err
     assert "floodmark explore: 1 runs in" in err and code == 0, err
+    assert "(2 of 3 seeds not run: --time-budget of 1e-09 s ran out)" in err, err
     assert not (store / "explore-default").exists()  # its run passed and was removed: its folder with it
+
+
+def test_the_summary_says_what_stopped_an_exploration_early(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["explore", "--variant", "truncate-to-hw", "--runs", "6", "--seed", "1000", "--jobs", "1",
+                 "--stop-on-first", "--no-shrink", "--store", str(tmp_path / "store")])
+    err = capsys.readouterr().err
+    assert code == 1 and "1 runs in" in err, err
+    assert "(5 of 6 seeds not run: --stop-on-first: an invalid run stopped it)" in err, err
 
 
 def test_stop_on_first_starts_no_seed_after_the_failure_and_names_runs_whole(
