@@ -114,11 +114,26 @@ def refusals(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int 
             continue
         if cluster == "sim":
             continue  # the simulator applies every fault
-        reason = admin_faults.refuses(fault.kind, fault.shape, node_faults.refuses)
+        reason = admin_faults.refuses(fault.kind, fault.shape, node_faults.refuses) or _clock_overlap(fault, schedule)
         if reason is not None:
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): the {cluster} backend "
                             f"refuses it: {reason}")
     return problems
+
+
+def _clock_overlap(fault: Fault, schedule: Schedule) -> str | None:
+    """Why a real backend cannot apply this clock fault beside an earlier one still in force:
+    a real node's clock file holds one skew, so the first of two overlapping faults to heal
+    would set the clock back to true time under the other (the simulator keeps a stack, and
+    a generated schedule never overlaps two faults of one kind)."""
+    if fault.kind != "clock":
+        return None
+    earlier = next((f for f in schedule.faults if f.kind == "clock" and f.number != fault.number
+                    and (f.start, f.number) < (fault.start, fault.number) and f.end > fault.start), None)
+    if earlier is None:
+        return None
+    return (f"it starts while clock fault {earlier.number} is still in force, and a real node's clock holds one "
+            "fault at a time (only --cluster sim stacks them)")
 
 
 def _duration_problem(fault: Fault, nemeses: Composite, session_timeout: float,

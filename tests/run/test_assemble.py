@@ -72,3 +72,17 @@ def test_a_pause_the_time_limit_cuts_short_must_still_be_what_its_shape_says() -
         "must outlast the 6 s ZooKeeper session timeout; it lasts 1 s (use a -short shape)"]
     assert refusals("sim", schedule, nemeses, 3, 6.0, 8.5) == []  # cut to 7.5 s and 6.5 s: still long
     assert refusals("sim", schedule, nemeses, 3, 6.0) == []  # no time limit given: as written
+
+
+def test_a_real_backend_refuses_clock_faults_that_overlap_and_the_simulator_stacks_them() -> None:
+    """A real node's clock file holds one skew: the first of two overlapping clock faults to
+    heal set the clock back to true time while the other was still in force, with its
+    account saying it ran as written."""
+    schedule = Schedule((Fault(0, "clock", "bump-forward", 1.0, 5.0, 1), Fault(1, "clock", "strobe", 3.0, 2.0, 2),
+                         Fault(2, "clock", "bump-forward", 6.0, 2.0, 3)), 10.0)
+    nemeses = Composite(["clock"])
+    assert refusals("docker", schedule, nemeses) == [
+        "fault 1 (clock:strobe): the docker backend refuses it: it starts while clock fault 0 is still in force, "
+        "and a real node's clock holds one fault at a time (only --cluster sim stacks them)"]
+    assert refusals("local", schedule, nemeses)[0].startswith("fault 1 (clock:strobe): the local backend refuses it")
+    assert refusals("sim", schedule, nemeses) == []
