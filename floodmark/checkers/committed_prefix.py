@@ -23,6 +23,21 @@ own order; when the node becomes leader in epoch *E*, the offsets committed befo
 prefix (offsets are committed in epoch order, up to a deposed leader still committing for a
 moment, which is handled apart), and only what the node's log has not been found to match
 since it last changed is compared.
+
+``replica-diverges-below-hw`` holds every replica to the same facts from its own side: a
+replica's HW says which of its records are committed (a follower's is its leader's, capped at
+its own log end), so whenever a node's ``hw_changed`` says its HW is *h*, every record its
+log holds below *h* must be the record committed at that offset. A follower that truncated
+to the wrong point on a diverging-epoch answer (or an epoch lookup, or a restart's recovery),
+kept a divergent record and fetched on past it holds, below its HW, a record that was never
+committed there; StrongIsr, which asks only whether a member *ever* held the committed
+record, and the committed prefix, which looks at a log only when it becomes leader, do not
+see it unless that follower later leads. Compared are the node's own log, replayed in its
+own order, and the commits, which need no order: nothing of two nodes is ordered by time.
+A restart's HW checkpoint (behind, or lost) is no statement: the HW is stated by the next
+``hw_changed``, and the log is then what the restart recovered (see the invariants
+checker's replay). A ``became_leader``'s HW is the committed prefix's concern. What the
+configuration permits is marked ``permitted_by`` as for ``leader-lacks-committed``.
 """
 
 from __future__ import annotations
@@ -32,7 +47,7 @@ import itertools
 
 from floodmark.checkers.permitted import LossPermissions
 from floodmark.checkers.replica_logs import MAX_GAP, Appends, ImplausibleOffset
-from floodmark.node_events import PartitionKey
+from floodmark.node_events import HwChanged, NodeEvent, PartitionKey
 from floodmark.results import Anomaly
 
 
@@ -176,6 +191,73 @@ class LeaderCheck:
         if not missing:
             return None
         return _lacks(self.node, key, epoch, log.end, witness, missing, committed, permissions)
+
+
+class BelowHwCheck:
+    """The check of one node's logs below each HW its own events state (see the module
+    docstring): below its HW a replica holds only committed records, so every record its log
+    holds there is the one committed at that offset."""
+
+    def __init__(self, node: str, committed: dict[PartitionKey, Committed], permissions: LossPermissions) -> None:
+        self.node = node
+        self.committed = committed
+        self.permissions = permissions
+        self.checked = 0  # offsets compared, for the stats
+        # partition -> the log holds the committed record (or none) at every offset below this
+        self._matched: dict[PartitionKey, int] = {}
+
+    def changed(self, key: PartitionKey, offset: int) -> None:
+        """The node's log of ``key`` changes from ``offset`` on."""
+        if self._matched.get(key, 0) > offset:
+            self._matched[key] = offset
+
+    def high_watermark(self, event: NodeEvent, stated: HwChanged, log: Appends) -> Anomaly | None:
+        """The node's ``event`` says its HW is ``stated.high_watermark`` while its log of the
+        partition is ``log``: does the log hold, below it, a record other than the one
+        committed there? Only offsets where both the log and the commits hold a record are
+        compared: a log may lack records below a HW it restarted with (a power loss), and
+        offsets whose commit no leader's events record cannot be judged."""
+        key, hw = (stated.topic, stated.partition), stated.high_watermark
+        matched = self._matched.get(key, 0)
+        # Offsets the log gains later come by appends at its end, which no ``changed`` tells
+        # of: what is found matched stops at the log end (commits are all known already).
+        stop = hw if hw < log.end else log.end
+        committed = self.committed.get(key)
+        if committed is None or stop <= matched:
+            return None
+        self._matched[key] = stop
+        start = max(matched, log.base, committed.base)
+        stop = min(stop, committed.base + len(committed.values))
+        if start >= stop:
+            return None
+        self.checked += stop - start
+        held = log.log[start - log.base:stop - log.base]
+        wanted = committed.values[start - committed.base:stop - committed.base]
+        if held == wanted:
+            return None  # nearly always: the records it fetched are the ones committed
+        differ = [o for o, h, w in zip(itertools.count(start), held, wanted) if h is not None and w is not None and h != w]
+        if not differ:
+            return None
+        return _diverges(self.node, event, stated, differ, log, committed, self.permissions)
+
+
+def _diverges(node: str, event: NodeEvent, stated: HwChanged, differ: list[int], log: Appends, committed: Committed,
+              permissions: LossPermissions) -> Anomaly:
+    topic, partition, hw = stated.topic, stated.partition, stated.high_watermark
+    shown = ", ".join(f"{o} ({log.value_at(o)!r}, not {committed.value_at(o)!r})" for o in differ[:5])
+    epochs = sorted({committed.epochs[o - committed.base] for o in differ})
+    return Anomaly(
+        "replica-diverges-below-hw",
+        f"{node} says its HW of {topic}/{partition} is {hw}, but its log holds {len(differ)} record(s) below it "
+        f"other than the ones committed there (offset (held, not committed): {shown}"
+        f"{' ...' if len(differ) > 5 else ''}; committed in epoch{'s' if len(epochs) > 1 else ''} "
+        f"{', '.join(map(str, epochs))}).",
+        topic, partition, tuple(differ[:100]), events=((event.node, event.seq),),
+        details={"node": node, "high_watermark": hw, "role": stated.role, "leader_epoch": stated.leader_epoch,
+                 "committed_in": epochs,
+                 "holds": {str(o): log.value_at(o) for o in differ[:100]},
+                 "committed": {str(o): committed.value_at(o) for o in differ[:100]},
+                 **permissions.details(topic, partition, committed=True)})
 
 
 def _lacks(node: str, key: PartitionKey, epoch: int, log_end: int, witness: tuple[str, int], missing: list[int],

@@ -24,6 +24,13 @@ events each broker records:
 
 - ``leader-lacks-committed``: the committed prefix is a prefix of every later leader's log
   (see :mod:`.committed_prefix`).
+- ``replica-diverges-below-hw``: whenever a broker's own ``hw_changed`` says its HW is *h*
+  (a follower's or a leader's), every record its log holds below *h* is the record the
+  leaders committed at that offset (see :mod:`.committed_prefix`). StrongIsr accepts any
+  value a member *ever* held and looks only when a leader commits or admits: a follower that
+  truncated to the wrong point (a diverging-epoch answer, an epoch lookup, a restart's
+  recovery), kept a divergent record and fetched on past it ends with a log that differs
+  from the committed one below its own HW, which nothing else sees unless it later leads.
 - ``isr-admitted-lacking-committed``, ``stale-controller-write`` and
   ``isr-written-for-another-epoch``: StrongIsr when a follower joins the ISR, the
   controller-epoch fencing of ZooKeeper writes, and KIP-343's "only the current leader changes
@@ -56,7 +63,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.committed_prefix import Commits, LeaderCheck
+from floodmark.checkers.committed_prefix import BelowHwCheck, Commits, LeaderCheck
 from floodmark.checkers.epoch_invariants import (
     admissions_lacking_committed,
     gather,
@@ -106,7 +113,8 @@ class InvariantsChecker:
     name = "invariants"
 
     def check(self, run: CheckInput) -> CheckerResult:
-        stats: dict[str, Any] = {"acks_judged": 0, "acks_unjudged": 0, "committed_checked": 0}
+        stats: dict[str, Any] = {"acks_judged": 0, "acks_unjudged": 0, "committed_checked": 0,
+                                 "below_hw_checked": 0}
         if run.config is None:
             stats["unjudged_because"] = "the run states no configuration (no min.insync.replicas to hold acks to)"
             return CheckerResult("unknown", [], stats)
@@ -191,8 +199,10 @@ def _judge(run: CheckInput, stats: dict[str, Any]) -> tuple[list[Anomaly], set[i
     anomalies: list[Anomaly] = []
     for node in sorted(run.events):
         leaders = LeaderCheck(node, commits.partitions)
+        below_hw = BelowHwCheck(node, commits.partitions, run.loss_permissions)
         anomalies.extend(_replay(node, run.events[node], held, node_of, run.config.min_insync_replicas, stats,
-                                 leaders, run.loss_permissions, unjudged))
+                                 leaders, below_hw, run.loss_permissions, unjudged))
+        stats["below_hw_checked"] += below_hw.checked
     # Invariants across nodes, ordered by epochs and ZooKeeper zxids (see epoch_invariants).
     facts = gather(run.events)
     anomalies.extend(admissions_lacking_committed(facts))
@@ -264,9 +274,9 @@ def _judge_ack(event: NodeEvent, ack: Acked, view: LeaderView, min_isr: int) -> 
 
 
 def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: dict[int, str],
-            min_isr: int, stats: dict[str, Any], leaders: LeaderCheck, permissions: LossPermissions,
-            unjudged: set[int]) -> list[Anomaly]:
-    """The node's own story: its log, its leader views, its acks and its commits."""
+            min_isr: int, stats: dict[str, Any], leaders: LeaderCheck, below_hw: BelowHwCheck,
+            permissions: LossPermissions, unjudged: set[int]) -> list[Anomaly]:
+    """The node's own story: its log, its leader views, its acks, its commits and its HWs."""
     me = next((b for b, n in node_of.items() if n == node), None)
     strong = _StrongIsr(node, me, held, node_of, stats, unjudged)
     logs: Held = {}  # this node's own log, as its events built it
@@ -283,6 +293,7 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
             log = logs.get(key) or record_of(logs, key)  # no call for the most frequent event
             if log.append(body.offset, body.values):  # written over, not at the end
                 leaders.changed(key, body.offset)
+                below_hw.changed(key, body.offset)
                 strong.forget_from(key, body.offset)
             if key not in roled and body.role != "recovery":
                 roled.add(key)  # the log goes on from what the process recovered
@@ -298,6 +309,9 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
         elif type(body) is HwChanged:
             key = (body.topic, body.partition)
             hws[key] = body.high_watermark
+            diverged = below_hw.high_watermark(event, body, logs.get(key) or record_of(logs, key))
+            if diverged is not None:
+                anomalies.append(diverged)
             view = views.get(key)
             if body.role == "leader" and view is not None and view.leader_epoch == body.leader_epoch:
                 anomalies.extend(strong.commit(event, body, view, record_of(logs, key)))
@@ -309,7 +323,7 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
                 hws[key] = body.high_watermark
                 if key not in roled:
                     roled.add(key)
-                    _cut_to_stated_end(logs, key, body.log_end, leaders, strong)
+                    _cut_to_stated_end(logs, key, body.log_end, leaders, below_hw, strong)
                 lacking = leaders.lead(key, body.leader_epoch, record_of(logs, key), (node, event.seq), permissions)
                 if lacking is not None:
                     anomalies.append(lacking)
@@ -321,18 +335,20 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
             views.pop(key, None)
             if key not in roled:
                 roled.add(key)
-                _cut_to_stated_end(logs, key, body.log_end, leaders, strong)
+                _cut_to_stated_end(logs, key, body.log_end, leaders, below_hw, strong)
         elif type(body) is Started:
             roled.clear()
         elif type(body) is Truncated:
             key = (body.topic, body.partition)
             leaders.changed(key, body.to_offset)
+            below_hw.changed(key, body.to_offset)
             record_of(logs, key).truncate(body.to_offset)
             strong.forget_from(key, body.to_offset)
     return anomalies
 
 
-def _cut_to_stated_end(logs: Held, key: PartitionKey, log_end: int, leaders: LeaderCheck, strong: _StrongIsr) -> None:
+def _cut_to_stated_end(logs: Held, key: PartitionKey, log_end: int, leaders: LeaderCheck, below_hw: BelowHwCheck,
+                       strong: _StrongIsr) -> None:
     """A restarted broker's first role in a partition says where the log it recovered ends
     (``log_end``); a log rebuilt from its events that goes further lost its tail in the
     restart without a ``truncated`` event: a power loss that took a replica's whole log (its
@@ -343,6 +359,7 @@ def _cut_to_stated_end(logs: Held, key: PartitionKey, log_end: int, leaders: Lea
     log = logs.get(key)
     if log is not None and log.end > log_end:
         leaders.changed(key, log_end)
+        below_hw.changed(key, log_end)
         log.truncate(log_end)
         strong.forget_from(key, log_end)
 

@@ -386,6 +386,102 @@ def test_a_recovery_after_a_power_loss_permits_what_it_lost_where_the_history_sa
     assert unpowered and "permitted_by" not in unpowered[0].details
 
 
+# ----------------------------------------------------------------------------- below a replica's own HW
+
+
+def follower_hw(previous: int, to: int, epoch: int, *, log_end: int | None = None) -> kinds.HwChanged:
+    return kinds.HwChanged(topic="t0", partition=0, leader_epoch=epoch, role="follower", previous=previous,
+                           high_watermark=to, log_end=to if log_end is None else log_end)
+
+
+def follows(epoch: int, leader: int, log_end: int) -> kinds.BecameFollower:
+    return kinds.BecameFollower(topic="t0", partition=0, leader_epoch=epoch, leader=leader, log_end=log_end)
+
+
+def cut(frm: int, to: int, epoch: int, reason: str = "diverging_epoch") -> kinds.Truncated:
+    return kinds.Truncated(topic="t0", partition=0, leader_epoch=epoch, from_offset=frm, to_offset=to, reason=reason)
+
+
+# n3 led epoch 1 and committed a, not x; n1 (which fetched a only) leads epoch 2 alone and
+# commits b and c at offsets 1 and 2; n2 followed n3 (a and x, its HW 1: x above it) and now
+# follows n1. No leader counts n2 in its ISR, and n2 never leads: only its own HW judges it.
+BELOW_HW_LEADERS = {
+    "n3": events("n3", kinds.Started(broker=3), leads(1, 3, 2), appended(0, 1, "a", "x"), hw(0, 1, 1)),
+    "n1": events("n1", kinds.Started(broker=1), appended(0, 1, "a", role="follower"), leads_at(2, 1, 1),
+                 appended(1, 2, "b", "c"), hw(1, 3, 2)),
+}
+N2_BEFORE = (kinds.Started(broker=2), appended(0, 1, "a", "x", role="follower"), follower_hw(0, 1, 1, log_end=2),
+             follows(2, 1, 2))
+
+
+def test_a_follower_that_keeps_a_divergent_record_below_its_hw_is_caught() -> None:
+    # The truncate-on-fetch mutation: on the diverging-epoch answer "epoch 1 ends at 1" n2
+    # truncated to 2 (one too high), kept x at offset 1, fetched c on top and moved its HW
+    # to 3 past x. StrongIsr never looks at n2 (no ISR holds it), nor does the committed
+    # prefix (it never leads): the run was valid.
+    n2 = events("n2", *N2_BEFORE, appended(2, 2, "c", role="follower"), follower_hw(1, 3, 2),
+                appended(3, 2, "d", role="follower"), follower_hw(3, 4, 2))
+    result = check({**BELOW_HW_LEADERS, "n2": n2})
+    assert types(result) == ["replica-diverges-below-hw"]  # once, not again at each later HW move
+    anomaly = result.anomalies[0]
+    assert anomaly.offsets == (1,) and anomaly.events == (("n2", 5),)
+    assert anomaly.details["holds"] == {"1": "x"} and anomaly.details["committed"] == {"1": "b"}
+    assert (anomaly.details["node"], anomaly.details["high_watermark"], anomaly.details["role"]) == ("n2", 3, "follower")
+    assert anomaly.details["committed_in"] == [2] and "permitted_by" not in anomaly.details
+    assert "offset (held, not committed): 1 ('x', not 'b')" in anomaly.explanation
+    # The configuration's permission is named, as for leader-lacks-committed.
+    permitted = check({**BELOW_HW_LEADERS, "n2": n2}, min_isr=1).anomalies
+    assert [a.type for a in permitted] == ["replica-diverges-below-hw"]
+    assert permitted[0].details["permitted_by"].startswith("min_insync_replicas=1")
+    # A leader's own HW is held to the same facts: n1, after a first leadership (epoch 2)
+    # that committed b, c, writes y over b as leader of epoch 4 and moves its HW past it.
+    n1 = events("n1", *[e.body for e in BELOW_HW_LEADERS["n1"]], leads_at(4, 3, 1), appended(1, 4, "y"),
+                hw(3, 4, 4))
+    overwritten = check({"n3": BELOW_HW_LEADERS["n3"], "n1": n1})
+    assert "replica-diverges-below-hw" in types(overwritten)
+
+
+def test_a_follower_that_truncates_at_the_divergence_and_fetches_on_is_valid() -> None:
+    # The protocol at work: n2 truncates to 1 and fetches b and c; its HW moves below its
+    # log end first (the leader's HW had not reached it), then to the end.
+    n2 = events("n2", *N2_BEFORE, cut(2, 1, 2), appended(1, 2, "b", "c", role="follower"),
+                follower_hw(1, 2, 2, log_end=3), follower_hw(2, 3, 2))
+    result = check({**BELOW_HW_LEADERS, "n2": n2})
+    assert result.valid is True and result.stats["below_hw_checked"] > 0
+    # A truncation below the HW (a flawed variant's, or a restart's recovery) and a
+    # re-fetch of the very records committed there is no divergence either.
+    again = events("n2", *[e.body for e in n2], cut(3, 1, 2), follower_hw(3, 1, 2),
+                   appended(1, 2, "b", "c", role="follower"), follower_hw(1, 3, 2))
+    assert check({**BELOW_HW_LEADERS, "n2": again}).valid is True
+
+
+def test_a_restart_with_a_lagging_or_lost_hw_checkpoint_is_valid() -> None:
+    fetched = (cut(2, 1, 2), appended(1, 2, "b", "c", role="follower"), follower_hw(1, 3, 2))
+    # The checkpoint says HW 1: the restart announces what its log holds above it.
+    lagging = events("n2", *N2_BEFORE, *fetched, kinds.Started(broker=2), appended(1, 2, "b", "c", role="recovery"),
+                     follows(2, 1, 3), appended(3, 2, "d", role="follower"), follower_hw(1, 4, 2))
+    assert check({**BELOW_HW_LEADERS, "n2": lagging}).valid is True
+    # Checkpoint lost and the log's tail with it (a power loss): the log ends at 1 and no HW
+    # is stated until the next move, from 0, over the records fetched again.
+    lost = events("n2", *N2_BEFORE, *fetched, kinds.Started(broker=2), cut(3, 1, -1, reason="recovery"),
+                  follows(2, 1, 1), appended(1, 2, "b", "c", "d", role="follower"), follower_hw(0, 4, 2))
+    assert check({**BELOW_HW_LEADERS, "n2": lost}).valid is True
+    # A power loss that took the whole log says nothing of it: the first role's log end does.
+    emptied = events("n2", *N2_BEFORE, *fetched, kinds.Started(broker=2), follows(2, 1, 0),
+                     appended(0, 1, "a", role="follower"), follower_hw(0, 1, 2))
+    assert check({**BELOW_HW_LEADERS, "n2": emptied}).valid is True
+
+
+def test_offsets_no_leader_records_committing_are_not_judged_below_a_hw() -> None:
+    # n2's HW covers offset 1, but no leader's events record committing it (n1's HW moves
+    # are left out): nothing proves x was not the record committed there.
+    n1 = events("n1", kinds.Started(broker=1), appended(0, 1, "a", role="follower"), leads_at(2, 1, 1),
+                appended(1, 2, "b", "c"))
+    n2 = events("n2", *N2_BEFORE, appended(2, 2, "c", role="follower"), follower_hw(1, 3, 2))
+    result = check({"n3": BELOW_HW_LEADERS["n3"], "n1": n1, "n2": n2})
+    assert result.valid is True
+
+
 # ----------------------------------------------------------------------------- hostile offsets
 
 
