@@ -7,7 +7,7 @@ from report_fixtures import run_data_from
 from floodmark.history import Op
 from floodmark.reports import time_plots
 from floodmark.reports.faults import FaultInterval
-from floodmark.reports.op_table import build_op_table
+from floodmark.reports.op_table import OpTable, build_op_table
 
 
 def _table(n: int, outcome: str = "ok") -> object:
@@ -40,12 +40,7 @@ def test_many_failures_are_thinned_and_the_caption_says_so(monkeypatch) -> None:
 def test_an_f_or_fault_kind_with_dollar_signs_is_drawn_as_written_not_as_tex() -> None:
     # Matplotlib reads a label with two "$" as TeX: "$x^2$" was drawn as a formula, and
     # "$\frac{x}$" (no TeX at all) failed the plots of an otherwise readable history.
-    ops: list[Op] = []
-    for k, f in enumerate(["$\\frac{x}$", "$x^2$"] * 20):
-        ops.append(Op(len(ops), k * 10_000_000, "invoke", k % 2, f, None))
-        ops.append(Op(len(ops), k * 10_000_000 + 5_000_000, "ok", k % 2, f, None))
-    data = run_data_from(ops)
-    table = build_op_table(data.history, data.completion_of, 2)
+    table = _ok_ops_table(["$\\frac{x}$", "$x^2$"] * 20, workers=2)
     faults = [FaultInterval("$\\sqrt$", 0.1, 0.2, 0, False)]
     latency, throughput = time_plots.latency_plot(table, faults), time_plots.throughput_plot(table, faults)
     for svg in (latency.svg, throughput.svg):
@@ -55,12 +50,7 @@ def test_an_f_or_fault_kind_with_dollar_signs_is_drawn_as_written_not_as_tex() -
 def test_an_f_or_fault_kind_starting_with_an_underscore_is_in_the_legend() -> None:
     # Matplotlib leaves a label starting with "_" out of the legend (its mark for a hidden
     # artist): an f named "_send" was drawn, but nothing said which line it was.
-    ops: list[Op] = []
-    for k, f in enumerate(["_send", "poll"] * 20):
-        ops.append(Op(len(ops), k * 10_000_000, "invoke", k % 2, f, None))
-        ops.append(Op(len(ops), k * 10_000_000 + 5_000_000, "ok", k % 2, f, None))
-    data = run_data_from(ops)
-    table = build_op_table(data.history, data.completion_of, 2)
+    table = _ok_ops_table(["_send", "poll"] * 20, workers=2)
     faults = [FaultInterval("_cut", 0.1, 0.2, 0, False)]
     for plot in (time_plots.latency_plot(table, faults), time_plots.throughput_plot(table, faults)):
         assert "_send ok" in plot.svg and "poll ok" in plot.svg and "fault: _cut" in plot.svg
@@ -69,13 +59,7 @@ def test_an_f_or_fault_kind_starting_with_an_underscore_is_in_the_legend() -> No
 def test_a_history_of_many_f_draws_the_most_frequent_on_their_own_and_the_rest_together() -> None:
     # Each f was a line and a legend entry of its own: 3,000 distinct f (a hostile or foreign
     # history may name any) took the report two minutes, in lines no colour told apart.
-    ops: list[Op] = []
-    names = [f"common{k}" for k in range(7)] * 10 + [f"rare{k}" for k in range(40)]
-    for k, f in enumerate(names):
-        ops.append(Op(len(ops), k * 10_000_000, "invoke", k % 4, f, None))
-        ops.append(Op(len(ops), k * 10_000_000 + 5_000_000, "ok", k % 4, f, None))
-    data = run_data_from(ops)
-    table = build_op_table(data.history, data.completion_of, 4)
+    table = _ok_ops_table([f"common{k}" for k in range(7)] * 10 + [f"rare{k}" for k in range(40)], workers=4)
     latency, throughput = time_plots.latency_plot(table, []), time_plots.throughput_plot(table, [])  # type: ignore[arg-type]
     for svg in (latency.svg, throughput.svg):
         assert all(f"common{k} ok" in svg for k in range(7))
@@ -85,11 +69,18 @@ def test_a_history_of_many_f_draws_the_most_frequent_on_their_own_and_the_rest_t
 def test_ops_recorded_before_the_start_are_binned_from_the_earliest() -> None:
     # A time below zero is a time the history's reader accepts: binned from zero, such an op
     # fell into bin -1 and numpy refused it, so the page lost both plots.
-    ops: list[Op] = []
-    for k in range(40):
-        ops.append(Op(len(ops), (k - 10) * 10_000_000, "invoke", k % 2, "send", None))
-        ops.append(Op(len(ops), (k - 10) * 10_000_000 + 5_000_000, "ok", k % 2, "send", None))
-    data = run_data_from(ops)
-    table = build_op_table(data.history, data.completion_of, 2)
+    table = _ok_ops_table(["send"] * 40, workers=2, first=-10)
     for plot in (time_plots.latency_plot(table, []), time_plots.throughput_plot(table, [])):  # type: ignore[arg-type]
         assert plot.svg.startswith('<svg class="plot"') and "send ok" in plot.svg
+
+
+def _ok_ops_table(fs: list[str], workers: int, first: int = 0) -> OpTable:
+    """The table of one ok op per ``f`` of ``fs``, 10 ms apart from ``first`` × 10 ms, each
+    taking 5 ms, by ``workers`` processes in turn."""
+    ops: list[Op] = []
+    for k, f in enumerate(fs):
+        at = (first + k) * 10_000_000
+        ops.append(Op(len(ops), at, "invoke", k % workers, f, None))
+        ops.append(Op(len(ops), at + 5_000_000, "ok", k % workers, f, None))
+    data = run_data_from(ops)
+    return build_op_table(data.history, data.completion_of, workers)
