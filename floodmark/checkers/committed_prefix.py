@@ -30,9 +30,10 @@ its own log end), so whenever a node's ``hw_changed`` says its HW is *h*, every 
 log holds below *h* must be the record committed at that offset. A follower that truncated
 to the wrong point on a diverging-epoch answer (or an epoch lookup, or a restart's recovery),
 kept a divergent record and fetched on past it holds, below its HW, a record that was never
-committed there; StrongIsr, which asks only whether a member *ever* held the committed
-record, and the committed prefix, which looks at a log only when it becomes leader, do not
-see it unless that follower later leads. Compared are the node's own log, replayed in its
+committed there. StrongIsr, which asks whether a member *ever* held the committed record
+when its leader commits, sees that too while the follower is in the ISR (the mutation runs
+of 2026-11-27 found it always did); only this check sees a follower that held the committed
+record and later holds another. Compared are the node's own log, replayed in its
 own order, and the commits, which need no order: nothing of two nodes is ordered by time.
 A restart's HW checkpoint (behind, or lost) is no statement: the HW is stated by the next
 ``hw_changed``, and the log is then what the restart recovered (see the invariants

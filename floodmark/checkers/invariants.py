@@ -30,7 +30,8 @@ events each broker records:
   value a member *ever* held and looks only when a leader commits or admits: a follower that
   truncated to the wrong point (a diverging-epoch answer, an epoch lookup, a restart's
   recovery), kept a divergent record and fetched on past it ends with a log that differs
-  from the committed one below its own HW, which nothing else sees unless it later leads.
+  from the committed one below its own HW. StrongIsr sees it too when the follower never held
+  the committed record; only this sees one that held it and later holds another.
 - ``isr-admitted-lacking-committed``, ``stale-controller-write`` and
   ``isr-written-for-another-epoch``: StrongIsr when a follower joins the ISR, the
   controller-epoch fencing of ZooKeeper writes, and KIP-343's "only the current leader changes
