@@ -154,3 +154,11 @@ def verdict(anomalies: list[Anomaly], missing: str | None, stats: dict[str, Any]
         return True
     stats["unjudged_because"] = missing
     return "unknown"
+
+
+def exposed_beyond_recorded(where: str, top: int, recorded: str, partitions: int, judged_by: str) -> str:
+    """Why a check that read the events is unknown when clients saw more committed than the
+    events record (their writer left events out, or the file was cut): ``where`` is the
+    first such partition, ``recorded`` what its events record, ``partitions`` how many are so."""
+    more = f" (and {partitions - 1} more partition(s) so)" if partitions > 1 else ""
+    return f"clients saw {where} committed up to HW {top}, but {recorded}{more}: {judged_by} are not all there"

@@ -52,7 +52,7 @@ import bisect
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.event_coverage import verdict
+from floodmark.checkers.event_coverage import exposed_beyond_recorded, verdict
 from floodmark.checkers.permitted import LossPermissions, acks_all
 from floodmark.checkers.queue_index import index_for
 from floodmark.node_events import (
@@ -113,10 +113,8 @@ def _verdict(anomalies: list[Anomaly], missing: str | None, unproven: dict[str, 
     if unrecorded:
         (topic, number), (top, recorded) = next(iter(unrecorded.items()))
         stats["unrecorded_hw"] = {f"{t}/{p}": list(pair) for (t, p), pair in unrecorded.items()}
-        reasons.append(f"clients saw {topic}/{number} committed up to HW {top}, but the node events record its HW "
-                       f"only up to {recorded}"
-                       + (f" (and {len(unrecorded) - 1} more partition(s) so)" if len(unrecorded) > 1 else "")
-                       + ": the HW changes they were judged by are not all there")
+        reasons.append(exposed_beyond_recorded(f"{topic}/{number}", top, f"the node events record its HW only up to {recorded}",
+                                               len(unrecorded), "the HW changes they were judged by"))
     if not reasons or anomalies:
         return verdict(anomalies, missing, stats)
     reason = "; ".join(reasons)

@@ -71,6 +71,7 @@ from floodmark.checkers.epoch_invariants import (
     isr_writes_for_another_epoch,
     stale_controller_writes,
 )
+from floodmark.checkers.event_coverage import exposed_beyond_recorded
 from floodmark.checkers.hw import client_exposure
 from floodmark.checkers.permitted import LossPermissions
 from floodmark.checkers.replica_logs import (
@@ -147,10 +148,9 @@ class InvariantsChecker:
         uncommitted = stats.get("exposed_beyond_commits")
         if uncommitted:
             where, (top, end) = next(iter(uncommitted.items()))
-            reasons.append(f"clients saw {where} committed up to HW {top}, but its leaders' events record "
-                           + (f"commits only up to HW {end}" if end else "no commit of it")
-                           + (f" (and {len(uncommitted) - 1} more partition(s) so)" if len(uncommitted) > 1 else "")
-                           + ": the events the commits are judged by are not all there")
+            recorded = f"its leaders' events record commits only up to HW {end}" if end else "its leaders' events record no commit of it"
+            reasons.append(exposed_beyond_recorded(where, top, recorded, len(uncommitted),
+                                                   "the events the commits are judged by"))
         if valid and reasons:
             valid = "unknown"
             stats["unjudged_because"] = "; ".join(reasons)
