@@ -15,6 +15,9 @@ schedule draws them as one more kind, and they meet the other faults. Shapes:
   partition's replicas move at once, as in a cluster-wide rebalance, so every partition's
   leader epoch moves on whoever leads it.
 
+A reassignment on a single broker would move nothing (:func:`moved_replicas` keeps the
+replicas), so a schedule naming one there is refused and a random one never draws it.
+
 The plan names partitions and broker ids from the cluster's view (its replicas as ZooKeeper
 had them when the fault started); the harness performs it through the admin client, on every
 backend alike.
@@ -31,13 +34,18 @@ from floodmark.harness.faults import (
     PreferredElection,
     Reassignment,
 )
-from floodmark.nemesis.base import Choice, Nemesis, NemesisError
+from floodmark.nemesis.base import Choice, Layout, Nemesis, NemesisError
 
 
 class AdminNemesis(Nemesis):
     kind = "admin"
     shapes = ("reassign", "reassign-cancel", "preferred-election", "add-partitions")
     named_shapes = ("reassign-all",)
+
+    def layout_problem(self, shape: str, layout: Layout) -> str | None:
+        if shape.startswith("reassign") and layout.brokers < 2:
+            return "with a single broker a partition's replicas have nowhere to move: it would keep them as they are"
+        return None
 
     def plan(self, rng: random.Random, view: ClusterView, shape: str,
              duration: float) -> tuple[FaultPlan, Choice]:

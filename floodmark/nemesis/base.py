@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from floodmark.harness.faults import BrokerSlot, ClusterView, FaultPlan
@@ -24,6 +25,17 @@ Choice = dict[str, Any]
 
 class NemesisError(RuntimeError):
     """A fault that cannot be planned (an unknown shape, a cluster too small); says why."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a cluster offers faults to aim at, known before the run starts: its brokers and
+    each partition's replicas (one ZooKeeper node stands beside them). A shape that needs more
+    (a bridge between two halves of one broker, a follower of a partition with one replica)
+    would be planned and then cut nothing, so it is refused or never drawn instead."""
+
+    brokers: int
+    replication_factor: int
 
 
 class Nemesis(ABC):
@@ -78,6 +90,19 @@ class Nemesis(ABC):
         cluster to recover from the last one first.
         """
         return 0.0
+
+    def layout_problem(self, shape: str, layout: Layout) -> str | None:
+        """Why no fault of ``shape`` can take effect on a cluster of ``layout``, whatever its
+        state when the fault starts (None: one can). Most shapes take effect on any cluster."""
+        return None
+
+    def drawable(self, layout: Layout | None = None) -> tuple[str, ...]:
+        """The shapes a random schedule draws from: :attr:`shapes`, less those ``layout``
+        cannot take (None: any cluster). On a cluster that takes them all, the same tuple, so
+        a seed draws the schedule it always drew."""
+        if layout is None:
+            return self.shapes
+        return tuple(shape for shape in self.shapes if self.layout_problem(shape, layout) is None)
 
     @property
     def every_shape(self) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 
 from floodmark.harness.faults import ClusterView, FaultPlan
 from floodmark.nemesis.admin import AdminNemesis
-from floodmark.nemesis.base import Choice, Nemesis, NemesisError
+from floodmark.nemesis.base import Choice, Layout, Nemesis, NemesisError
 from floodmark.nemesis.clock import ClockNemesis
 from floodmark.nemesis.disk import DiskNemesis
 from floodmark.nemesis.failover import FailoverNemesis
@@ -56,8 +56,12 @@ class Composite:
     def kinds(self) -> tuple[str, ...]:
         return tuple(self.nemeses)
 
-    def shapes(self) -> dict[str, tuple[str, ...]]:
-        return {kind: nemesis.shapes for kind, nemesis in self.nemeses.items()}
+    def shapes(self, layout: Layout | None = None) -> dict[str, tuple[str, ...]]:
+        """Each kind's shapes that a random schedule draws, on a cluster of ``layout`` (None: any)."""
+        return {kind: nemesis.drawable(layout) for kind, nemesis in self.nemeses.items()}
+
+    def layout_problem(self, kind: str, shape: str, layout: Layout) -> str | None:
+        return self.get(kind).layout_problem(shape, layout)
 
     def get(self, kind: str) -> Nemesis:
         if kind not in self.nemeses:

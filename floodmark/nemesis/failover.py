@@ -41,7 +41,14 @@ from floodmark.harness.faults import (
     SessionExpiry,
     ThreadStall,
 )
-from floodmark.nemesis.base import Choice, Nemesis, NemesisError, brokers_by_id, choose_broker
+from floodmark.nemesis.base import (
+    Choice,
+    Layout,
+    Nemesis,
+    NemesisError,
+    brokers_by_id,
+    choose_broker,
+)
 from floodmark.nemesis.kill import PowerNemesis
 
 # The brokers' replica.lag.time.max (seconds; reference.broker.config's default): how long a
@@ -64,6 +71,8 @@ STEPS: dict[str, str] = {
     "stall-controller": "stall",  # the controller's event thread stuck, its session expired
     "hold-isr-changes": "message",  # ISR change requests (KIP-343) held back past a failover
 }
+
+ROLES = 3  # leader, successor, third: brokers a group aims at
 
 Step = tuple[str, float, float]  # (step shape, seconds after the group starts, duration)
 Pattern = Callable[[random.Random, float], list[Step]]
@@ -201,6 +210,12 @@ class FailoverNemesis(Nemesis):
     def every_shape(self) -> tuple[str, ...]:
         """A schedule holds steps; a pattern is only drawn (and expanded into steps)."""
         return tuple(STEPS)
+
+    def layout_problem(self, shape: str, layout: Layout) -> str | None:
+        # partition_roles: every step, and so every pattern, aims at a leader, a successor and a third.
+        if layout.brokers < ROLES:
+            return f"needs at least {ROLES} brokers to aim at; the test has {layout.brokers}"
+        return None
 
     def recovery(self, session_timeout: float) -> float:
         # A group may power a leader off: spaced from power losses as they are.

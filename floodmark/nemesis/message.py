@@ -18,7 +18,9 @@ by the run what its brokers' inter-broker protocol versions do): no
 heartbeats from legacy brokers, ISR change requests only from ``kip-343`` and newer ones, no
 OffsetsForLeaderEpoch from ``truncate-on-fetch`` ones. A schedule
 that aims at a message the cluster never sends is refused before the run, like any unknown
-shape, instead of running a fault that cannot strike.
+shape, instead of running a fault that cannot strike; so is one its layout never carries
+(:meth:`MessageNemesis.layout_problem`): fetches, their answers and ISR change requests with
+one replica a partition, requests to the controller on a single broker (which hosts it).
 
 The fault hits messages *to* one broker (the controller, a partition's leader or any, drawn
 like the other kinds' targets), each with a drawn probability, for the fault's duration.
@@ -34,7 +36,7 @@ import random
 from collections.abc import Mapping
 
 from floodmark.harness.faults import ClusterView, MessageAction, MessageFault
-from floodmark.nemesis.base import Choice, Nemesis, choose_broker
+from floodmark.nemesis.base import Choice, Layout, Nemesis, choose_broker
 
 # Shape word -> the message type it aims at ("zookeeper-reply": answers from ZooKeeper).
 MESSAGES: dict[str, str] = {
@@ -56,6 +58,9 @@ SENT_TO_CONTROLLER = frozenset({"heartbeat", "isr-change-request"})
 HEARTBEAT = "heartbeat"
 ISR_CHANGE_REQUEST = "isr-change-request"
 EPOCH_RESPONSE = "epoch-response"
+# Sent only because a partition has followers (fetching from its leader, or moving in and out
+# of its ISR): never with a single replica a partition.
+BETWEEN_REPLICAS = frozenset({"fetch-request", "fetch-response", "epoch-response", "isr-change-request"})
 ACTIONS: tuple[MessageAction, ...] = ("drop", "delay", "duplicate", "reorder")
 PROBABILITIES = (1.0, 0.5, 0.1)
 TARGETS = ("controller", "leader", "random")
@@ -79,6 +84,17 @@ class MessageNemesis(Nemesis):
     def __init__(self, messages: Mapping[str, str] | None = None) -> None:
         self.messages = dict(messages_sent() if messages is None else messages)
         self.shapes = tuple(f"{action}-{message}" for action in ACTIONS for message in self.messages)
+
+    def layout_problem(self, shape: str, layout: Layout) -> str | None:
+        message = shape.partition("-")[2]
+        if message in BETWEEN_REPLICAS and layout.replication_factor < 2:
+            return (f"with replication factor 1 no partition has a follower to fetch or to move in or out of "
+                    f"its ISR, so no {self.messages.get(message, message)} is ever sent")
+        if message in SENT_TO_CONTROLLER and layout.brokers < 2:
+            # The broker hosting the active controller hands it its own requests directly.
+            return (f"a single broker hosts the controller, so no {self.messages.get(message, message)} "
+                    "crosses the network")
+        return None
 
     def plan(self, rng: random.Random, view: ClusterView, shape: str,
              duration: float) -> tuple[MessageFault, Choice]:

@@ -32,6 +32,12 @@ known leader, and its replicas as ZooKeeper has them:
   the follower's fetches arrive, their responses never do, so it lags inside the ISR;
 - followers-deaf: every follower of the partition stops hearing its leader, which still hears
   them, ZooKeeper and the controller: nothing the leader commits from then on reaches them.
+
+Some shapes need more than a small cluster has (:meth:`PartitionNemesis.layout_problem`): a
+ring of three nodes in which neighbours are a majority hides nobody, a bridge needs a broker
+on each side, a cut from the controller another broker, a deaf follower a second replica.
+Their grudge would be empty, so a schedule naming one is refused before the run and a random
+one never draws it.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 
 from floodmark.harness.faults import ClusterView, NetworkCut
-from floodmark.nemesis.base import Choice, Nemesis, NemesisError, choose_broker, natural
+from floodmark.nemesis.base import Choice, Layout, Nemesis, NemesisError, choose_broker, natural
 
 Grudge = dict[str, set[str]]  # node name -> names of the nodes it drops packets from
 
@@ -103,6 +109,21 @@ class PartitionNemesis(Nemesis):
     shapes = ("isolate-one", "halves", "majorities-ring", "bridge", "isolate-controller",
               "isolate-leader", "zookeeper-cut", "controller-cut", "one-way")
     named_shapes = ("leader-controller-cut", "follower-deaf", "followers-deaf")
+
+    def layout_problem(self, shape: str, layout: Layout) -> str | None:
+        # What each grudge function returns empty for, whichever nodes it draws.
+        brokers = layout.brokers
+        if shape == "majorities-ring" and brokers < 3:
+            return (f"a ring of {brokers + 1} nodes (ZooKeeper too) in which each node's neighbours make a "
+                    f"majority hides no node from any: needs at least 3 brokers; the test has {brokers}")
+        if shape == "bridge" and brokers < 3:
+            return (f"two halves of brokers joined by a bridge broker need at least 3 brokers; "
+                    f"the test has {brokers}")
+        if shape in ("controller-cut", "leader-controller-cut") and brokers < 2:
+            return "a single broker is the controller itself: no broker can be cut from the controller"
+        if shape in ("follower-deaf", "followers-deaf") and layout.replication_factor < 2:
+            return "with replication factor 1 no partition has a follower to stop hearing its leader"
+        return None
 
     def plan(self, rng: random.Random, view: ClusterView, shape: str,
              duration: float) -> tuple[NetworkCut, Choice]:

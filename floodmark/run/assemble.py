@@ -2,17 +2,23 @@
 
 The runner knows the steps of a run; this module knows which concrete parts a configuration
 asks for: the cluster backend (``docker`` containers, ``local`` network namespaces, or the
-``sim`` simulator) and one nemesis per fault kind, and whether the backend can apply every
-fault of a schedule (asked before the run starts, so a run never silently skips a fault).
+``sim`` simulator) and one nemesis per fault kind, the schedule a seed draws for them, and
+whether the backend can apply every fault of a schedule and the cluster's layout give it
+something to do (asked before the run starts, so a run never silently skips a fault, nor
+runs one that cuts, stops or strikes nothing: a bridge on two brokers, a follower's fetches
+with one replica).
 """
 
 from __future__ import annotations
+
+import random
 
 from floodmark.backends import node_faults
 from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import ALL_KINDS, SIMULATED_KINDS, TestConfig
 from floodmark.harness.faults import UPGRADE_TARGET
-from floodmark.harness.schedule import Fault, Schedule
+from floodmark.harness.schedule import Fault, Schedule, generate
+from floodmark.nemesis.base import Layout
 from floodmark.nemesis.compose import Composite
 from floodmark.nemesis.message import messages_sent
 from floodmark.reference.protocol import inter_broker_protocol as ibp
@@ -64,20 +70,52 @@ def make_backend(config: TestConfig, spec: ClusterSpec) -> Backend:
     raise ValueError(f"unknown cluster backend {config.cluster!r}; choose docker, local or sim")
 
 
-# A failover group aims at one partition's leader, successor and third replica
-# (nemesis.failover.partition_roles): on fewer brokers every one of its steps fails.
-FAILOVER_BROKERS = 3
+def layout_of(config: TestConfig) -> Layout:
+    return Layout(config.nodes, config.replication_factor)
+
+
+def kind_without_shapes(config: TestConfig, nemeses: Composite) -> str | None:
+    """Why some fault kind of the test has no shape its cluster's layout gives something to
+    do (None: every kind has one), naming the kind and its first shape's problem: a random
+    schedule could only leave the kind out, and the test would pass for one that tried it."""
+    layout = layout_of(config)
+    drawable = nemeses.shapes(layout)
+    for kind in nemeses.kinds:
+        if not drawable[kind]:
+            shape = nemeses.get(kind).shapes[0]
+            return (f"--nemesis {kind}: no {kind} fault can take effect on this cluster "
+                    f"({kind}:{shape}: {nemeses.layout_problem(kind, shape, layout)})")
+    return None
+
+
+def draw_schedule(config: TestConfig, nemeses: Composite, rng: random.Random) -> Schedule:
+    """The schedule ``rng`` (the seed's schedule stream) draws for the test: only shapes its
+    layout gives something to do, and on a layout that allows every shape (three brokers or
+    more, every partition with a follower) the schedule a seed always drew."""
+    session = config.zk_session_timeout
+    return generate(
+        rng, config.nemesis, nemeses.shapes(layout_of(config)),
+        config.time_limit, config.fault_duration, config.quiet_period,
+        lambda kind, shape, drawn, r: nemeses.duration(kind, shape, drawn, session, r),
+        lambda kind: nemeses.recovery(kind, session),
+        lambda kind, shape, r: nemeses.group(kind, shape, session, r),
+        nemeses.recovers_as, nemeses.weights(),
+    )
+
+
 REFUSALS_SHOWN = 3  # a schedule of 100,000 unknown faults made a 14 MB line
 
 
 def refusal(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int,
-            session_timeout: float | None = None, time_limit: float | None = None) -> str | None:
+            session_timeout: float | None = None, time_limit: float | None = None,
+            replication_factor: int | None = None) -> str | None:
     """Why the backend cannot apply some of the schedule's faults, in one line naming the
-    first few and counting the rest (None: all fine); ``brokers``, the test's, refuses too
-    what no cluster of that size can take, and ``session_timeout``, the test's ZooKeeper
+    first few and counting the rest (None: all fine); ``brokers`` and ``replication_factor``,
+    the test's, refuse too what no cluster of that layout can take (a bridge on two brokers, a
+    follower of a single replica), and ``session_timeout``, the test's ZooKeeper
     session timeout, a fault too long or too short for what its shape says, also once the
     test's ``time_limit`` has cut it short (the final heal-all ends it there)."""
-    problems = refusals(cluster, schedule, nemeses, brokers, session_timeout, time_limit)
+    problems = refusals(cluster, schedule, nemeses, brokers, session_timeout, time_limit, replication_factor)
     if not problems:
         return None
     more = len(problems) - REFUSALS_SHOWN
@@ -86,10 +124,12 @@ def refusal(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int,
 
 
 def refusals(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int | None = None,
-             session_timeout: float | None = None, time_limit: float | None = None) -> list[str]:
+             session_timeout: float | None = None, time_limit: float | None = None,
+             replication_factor: int | None = None) -> list[str]:
     """:func:`refusal`'s problems, one line each (empty: all fine; ``brokers`` None: any
-    number of brokers; ``session_timeout`` None: any duration; ``time_limit`` None: every
-    fault lasts as written)."""
+    number of brokers; ``replication_factor`` None: as many replicas as brokers;
+    ``session_timeout`` None: any duration; ``time_limit`` None: every fault lasts as written)."""
+    layout = None if brokers is None else Layout(brokers, replication_factor or brokers)
     problems = []
     upgrades = [fault.number for fault in schedule.faults if fault.kind == "upgrade"]
     for number in upgrades[1:]:  # a replayed or hand-written schedule may hold more than one
@@ -103,9 +143,9 @@ def refusals(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int 
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): unknown shape; "
                             f"known: {', '.join(nemeses.get(fault.kind).every_shape)}")
             continue
-        if fault.kind == "failover" and brokers is not None and brokers < FAILOVER_BROKERS:
-            problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): needs at least "
-                            f"{FAILOVER_BROKERS} brokers to aim at; the test has {brokers}")
+        layout_problem = None if layout is None else nemeses.layout_problem(fault.kind, fault.shape, layout)
+        if layout_problem is not None:  # it would start, cut or strike nothing, and heal nothing
+            problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): {layout_problem}")
             continue
         duration_problem = None if session_timeout is None else _duration_problem(
             fault, nemeses, session_timeout, time_limit)

@@ -46,7 +46,7 @@ def replayed_test(run: rundir.RunDir) -> tuple[TestConfig, Schedule]:
     except (ConfigError, ScheduleError) as e:
         raise UsageError(str(e)) from None
     problem = refusal(config.cluster, schedule, make_nemeses(config), config.nodes, config.zk_session_timeout,
-                      config.time_limit)
+                      config.time_limit, config.replication_factor)
     if problem is not None:
         raise UsageError(f"{run.schedule}: {problem}")
     return config, schedule

@@ -48,14 +48,21 @@ from floodmark.harness.config import TestConfig, dump_config, recorded_settings
 from floodmark.harness.generator import Generator
 from floodmark.harness.progress import Progress
 from floodmark.harness.recorder import Recorder
-from floodmark.harness.schedule import Schedule, ScheduleLog, generate
+from floodmark.harness.schedule import Schedule, ScheduleLog
 from floodmark.harness.seeds import Seeds, new_seed
 from floodmark.history import NEMESIS, Op, read_history
 from floodmark.nemesis.compose import Composite
 from floodmark.results import Validity, build_results, mark_interrupted, write_results
 from floodmark.run import digest
 from floodmark.run.admin_faults import AdminFaults, FaultRouter
-from floodmark.run.assemble import broker_args, make_backend, make_nemeses, refusal
+from floodmark.run.assemble import (
+    broker_args,
+    draw_schedule,
+    kind_without_shapes,
+    make_backend,
+    make_nemeses,
+    refusal,
+)
 from floodmark.run.backend import Backend
 from floodmark.run.fault_driver import FaultDriver
 from floodmark.workloads.clients import LibraryClients, problem_lines
@@ -117,16 +124,12 @@ class Runner:
     def plan_schedule(self, nemeses: Composite) -> Schedule:
         """The given schedule, or one drawn from the seed; refused if the backend cannot apply it."""
         config = self.config
-        schedule = self.planned_schedule or generate(
-            self.seeds.schedule(), config.nemesis, nemeses.shapes(),
-            config.time_limit, config.fault_duration, config.quiet_period,
-            lambda kind, shape, drawn, rng: nemeses.duration(kind, shape, drawn, config.zk_session_timeout, rng),
-            lambda kind: nemeses.recovery(kind, config.zk_session_timeout),
-            lambda kind, shape, rng: nemeses.group(kind, shape, config.zk_session_timeout, rng),
-            nemeses.recovers_as, nemeses.weights(),
-        )
+        unusable = None if self.planned_schedule is not None else kind_without_shapes(config, nemeses)
+        if unusable is not None:
+            raise UsageError(unusable)
+        schedule = self.planned_schedule or draw_schedule(config, nemeses, self.seeds.schedule())
         problem = refusal(config.cluster, schedule, nemeses, config.nodes, config.zk_session_timeout,
-                          config.time_limit)
+                          config.time_limit, config.replication_factor)
         if problem is not None:
             raise UsageError((f"{schedule.source}: " if schedule.source else "") + problem)
         # schedule.json records the test that ran: a given schedule's own time limit (or,

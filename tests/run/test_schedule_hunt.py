@@ -94,6 +94,25 @@ REFUSED: list[tuple[str, str | bytes, str, tuple[str, ...]]] = [
     ("a failover fault on two brokers", schedule_text(fault(kind="failover", shape="kill-leader")),
      "fault 0 (failover:kill-leader): needs at least 3 brokers to aim at; the test has 2",
      ("--nemesis", "failover", "--nodes", "2", "--replication-factor", "2", "--min-insync-replicas", "1")),
+    # Faults the cluster's layout leaves nothing to do ran, cut or struck nothing, and only the
+    # coverage beside the verdict said they did not take effect.
+    ("a majorities ring on two brokers", schedule_text(fault(kind="partition", shape="majorities-ring")),
+     "fault 0 (partition:majorities-ring): a ring of 3 nodes (ZooKeeper too) in which each node's neighbours "
+     "make a majority hides no node from any: needs at least 3 brokers; the test has 2",
+     ("--nemesis", "partition", "--nodes", "2", "--replication-factor", "2", "--min-insync-replicas", "1")),
+    ("a bridge on one broker", schedule_text(fault(kind="partition", shape="bridge")),
+     "fault 0 (partition:bridge): two halves of brokers joined by a bridge broker need at least 3 brokers; "
+     "the test has 1",
+     ("--nemesis", "partition", "--nodes", "1", "--replication-factor", "1", "--min-insync-replicas", "1")),
+    ("a deaf follower of a single replica", schedule_text(fault(kind="partition", shape="followers-deaf")),
+     "fault 0 (partition:followers-deaf): with replication factor 1 no partition has a follower",
+     ("--nemesis", "partition", "--replication-factor", "1", "--min-insync-replicas", "1")),
+    ("follower fetches with a single replica", schedule_text(fault(kind="message", shape="drop-fetch-response")),
+     "fault 0 (message:drop-fetch-response): with replication factor 1 no partition has a follower to fetch",
+     ("--nemesis", "message", "--replication-factor", "1", "--min-insync-replicas", "1")),
+    ("a reassignment on one broker", schedule_text(fault(kind="admin", shape="reassign")),
+     "fault 0 (admin:reassign): with a single broker a partition's replicas have nowhere to move",
+     ("--nemesis", "admin", "--nodes", "1", "--replication-factor", "1", "--min-insync-replicas", "1")),
     # A pause's shape names its side of the session timeout: it ran as written, and only the
     # coverage said the fault was not what its name claims.
     ("a long pause the session outlives", schedule_text(fault(kind="pause", shape="leader-long", duration=2)),
@@ -158,6 +177,31 @@ def test_failover_drawn_for_fewer_than_three_brokers_is_refused_before_the_run(
     assert code == 254 and len(lines) == 1, lines
     assert "(failover:" in lines[0] and "needs at least 3 brokers to aim at; the test has 2" in lines[0]
     assert run_dirs(tmp_path / "store") == []
+
+
+@pytest.mark.parametrize("nodes", ["1", "2"])
+def test_a_random_schedule_on_a_small_cluster_plans_only_faults_that_can_act(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], nodes: str) -> None:
+    """Seeds drew majorities rings and bridges on one or two brokers, fetch faults with one
+    replica, reassignments on one broker: planned, run, and nothing cut, dropped or moved."""
+    code, lines = floodmark(capsys, "run", "--cluster", "sim", "--seed", "3", *LIGHT, "--nodes", nodes,
+                            "--replication-factor", nodes, "--min-insync-replicas", "1",
+                            "--nemesis", "partition,admin,message", "--time-limit", "40",
+                            "--store", str(tmp_path / "store"))
+    assert code == 0, lines
+    run = (tmp_path / "store" / "latest").resolve()
+    done = executed(run).values()
+    assert len(done) >= 3
+    for e in done:  # each cut someone off, moved replicas, or aimed at messages this cluster sends
+        assert e["error"] is None and "skipped" not in e["start_result"], e
+        if e["kind"] == "partition":
+            assert e["start_result"]["links_down"] > 0, e
+        if e["shape"].startswith("reassign"):
+            assert e["start_result"]["moves"] != e["start_result"]["from"], e
+        if e["kind"] == "message":
+            assert e["start_result"]["message"] not in ("ReplicaFetchRequest", "ReplicaFetchResponse",
+                                                        "OffsetForLeaderEpochResponse", "IsrChangeRequest",
+                                                        "BrokerHeartbeatRequest")[:5 if nodes == "1" else 0], e
 
 
 def executed(run: Path) -> dict[int, dict[str, Any]]:
