@@ -47,6 +47,9 @@ class AdminNemesis(Nemesis):
             return "with a single broker a partition's replicas have nowhere to move: it would keep them as they are"
         return None
 
+    def lasts(self, shape: str) -> bool:
+        return False  # an operator's request, made once: it takes effect at any length
+
     def plan(self, rng: random.Random, view: ClusterView, shape: str,
              duration: float) -> tuple[FaultPlan, Choice]:
         self.check_shape(shape)

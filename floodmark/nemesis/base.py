@@ -96,6 +96,12 @@ class Nemesis(ABC):
         state when the fault starts (None: one can). Most shapes take effect on any cluster."""
         return None
 
+    def lasts(self, shape: str) -> bool:
+        """Whether a fault of ``shape`` is a state held for its duration (a cut, a frozen
+        process, a skewed clock), which a duration of zero heals as it starts; an act that is
+        done once (a kill, a session expired, an admin operation) does something at any length."""
+        return True
+
     def drawable(self, layout: Layout | None = None) -> tuple[str, ...]:
         """The shapes a random schedule draws from: :attr:`shapes`, less those ``layout``
         cannot take (None: any cluster). On a cluster that takes them all, the same tuple, so

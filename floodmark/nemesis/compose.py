@@ -63,6 +63,9 @@ class Composite:
     def layout_problem(self, kind: str, shape: str, layout: Layout) -> str | None:
         return self.get(kind).layout_problem(shape, layout)
 
+    def lasts(self, kind: str, shape: str) -> bool:
+        return self.get(kind).lasts(shape)
+
     def get(self, kind: str) -> Nemesis:
         if kind not in self.nemeses:
             raise NemesisError(f"no {kind!r} nemesis in this test (have {sorted(self.nemeses)})")

@@ -72,6 +72,8 @@ STEPS: dict[str, str] = {
     "hold-isr-changes": "message",  # ISR change requests (KIP-343) held back past a failover
 }
 
+# The kinds of steps that are a state held for their duration (the others are acts, done once).
+HELD_STEPS = frozenset({"message", "partition", "stall"})
 ROLES = 3  # leader, successor, third: brokers a group aims at
 
 Step = tuple[str, float, float]  # (step shape, seconds after the group starts, duration)
@@ -216,6 +218,9 @@ class FailoverNemesis(Nemesis):
         if layout.brokers < ROLES:
             return f"needs at least {ROLES} brokers to aim at; the test has {layout.brokers}"
         return None
+
+    def lasts(self, shape: str) -> bool:
+        return STEPS.get(shape) in HELD_STEPS
 
     def recovery(self, session_timeout: float) -> float:
         # A group may power a leader off: spaced from power losses as they are.

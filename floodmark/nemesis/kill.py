@@ -30,6 +30,9 @@ class KillNemesis(Nemesis):
     kind = "kill"
     shapes = ("controller", "leader", "random", "clean-restart")
 
+    def lasts(self, shape: str) -> bool:
+        return False  # the crash is done as it starts: a restart at once still loses what the process held
+
     def plan(self, rng: random.Random, view: ClusterView, shape: str,
              duration: float) -> tuple[ProcessCrash, Choice]:
         self.check_shape(shape)
@@ -43,6 +46,9 @@ class PowerNemesis(Nemesis):
     kind = "power"
     shapes = ("controller", "leader", "random")
     simulated_only = True
+
+    def lasts(self, shape: str) -> bool:
+        return False  # the unsynced writes are lost as it starts, whenever the broker comes back
 
     def recovery(self, session_timeout: float) -> float:
         # The victim's unsynced records are back on it only once it has rejoined the ISRs: its

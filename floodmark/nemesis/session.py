@@ -21,6 +21,9 @@ class SessionNemesis(Nemesis):
     shapes = ("controller", "leader", "random")
     simulated_only = True
 
+    def lasts(self, shape: str) -> bool:
+        return False  # the session expires as it starts; healing does nothing
+
     def plan(self, rng: random.Random, view: ClusterView, shape: str,
              duration: float) -> tuple[SessionExpiry, Choice]:
         slot, how = choose_broker(rng, view, self.check_shape(shape))

@@ -39,6 +39,9 @@ class UpgradeNemesis(Nemesis):
     kind = "upgrade"
     shapes = ("double-roll",)
 
+    def lasts(self, shape: str) -> bool:
+        return False  # a roll goes on in the background and is never undone
+
     def duration(self, shape: str, drawn: float, session_timeout: float, rng: random.Random) -> float:
         return max(drawn, ROLL_SECONDS)
 

@@ -6,7 +6,7 @@ asks for: the cluster backend (``docker`` containers, ``local`` network namespac
 whether the backend can apply every fault of a schedule and the cluster's layout give it
 something to do (asked before the run starts, so a run never silently skips a fault, nor
 runs one that cuts, stops or strikes nothing: a bridge on two brokers, a follower's fetches
-with one replica).
+with one replica, a partition that lasts no time).
 """
 
 from __future__ import annotations
@@ -146,6 +146,10 @@ def refusals(cluster: str, schedule: Schedule, nemeses: Composite, brokers: int 
         layout_problem = None if layout is None else nemeses.layout_problem(fault.kind, fault.shape, layout)
         if layout_problem is not None:  # it would start, cut or strike nothing, and heal nothing
             problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): {layout_problem}")
+            continue
+        if fault.duration == 0 and nemeses.lasts(fault.kind, fault.shape):
+            problems.append(f"fault {fault.number} ({fault.kind}:{fault.shape}): a duration of "
+                            "0 s heals it as it starts, so it does nothing")
             continue
         duration_problem = None if session_timeout is None else _duration_problem(
             fault, nemeses, session_timeout, time_limit)

@@ -2,7 +2,7 @@
 
 A bridge on two brokers, a majorities ring of three nodes, a cut from the controller on one
 broker, a deaf follower of a single replica, follower fetches with replication factor 1, a
-reassignment on one broker: each was accepted, planned and ran,
+reassignment on one broker, a partition lasting 0 s: each was accepted, planned and ran,
 cutting, dropping or moving nothing, and the run's verdict read as if it had been tested
 (only the coverage line said "did not take effect"). A hand-written schedule naming one is
 refused before the run; a random schedule never draws one, and draws on a layout that allows
@@ -95,3 +95,18 @@ def test_a_hand_written_fault_the_layout_leaves_nothing_to_do_is_refused(
     [problem] = refusals("sim", schedule, nemeses, brokers, 6.0, 10.0, rf)
     assert problem.startswith(f"fault 0 ({kind}:{shape}): ") and why in problem, problem
     assert refusals("sim", schedule, nemeses, 3, 6.0, 10.0, 3) == []  # on three brokers of three replicas
+
+
+@pytest.mark.parametrize(("kind", "shape", "refused"), [
+    ("partition", "isolate-one", True), ("message", "drop-produce-response", True), ("clock", "strobe", True),
+    ("disk", "chmod", True), ("pause", "random-short", True), ("stall", "controller", True),
+    ("failover", "lag-successor", True), ("failover", "cut-third-from-successor", True),
+    # Acts done once: a crash, a power loss, an expiry, an admin request take effect at any length.
+    ("kill", "leader", False), ("power", "random", False), ("session", "leader", False),
+    ("admin", "preferred-election", False), ("failover", "kill-leader", False), ("failover", "expire-leader", False),
+])
+def test_a_fault_held_for_no_time_is_refused_and_an_act_is_not(kind: str, shape: str, refused: bool) -> None:
+    nemeses = make_nemeses(sim_config(3, 3, ",".join(k for k in ALL_KINDS if k != "upgrade")))
+    problems = refusals("sim", Schedule((Fault(4, kind, shape, 1.0, 0.0, 1),), 10.0), nemeses, 3, 6.0, 10.0, 3)
+    assert problems == ([f"fault 4 ({kind}:{shape}): a duration of 0 s heals it as it starts, so it does nothing"]
+                        if refused else [])

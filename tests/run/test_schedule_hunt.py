@@ -113,6 +113,9 @@ REFUSED: list[tuple[str, str | bytes, str, tuple[str, ...]]] = [
     ("a reassignment on one broker", schedule_text(fault(kind="admin", shape="reassign")),
      "fault 0 (admin:reassign): with a single broker a partition's replicas have nowhere to move",
      ("--nemesis", "admin", "--nodes", "1", "--replication-factor", "1", "--min-insync-replicas", "1")),
+    ("a partition of no duration", schedule_text(fault(kind="partition", shape="isolate-leader", duration=0)),
+     "fault 0 (partition:isolate-leader): a duration of 0 s heals it as it starts, so it does nothing",
+     ("--nemesis", "partition")),
     # A pause's shape names its side of the session timeout: it ran as written, and only the
     # coverage said the fault was not what its name claims.
     ("a long pause the session outlives", schedule_text(fault(kind="pause", shape="leader-long", duration=2)),
