@@ -58,7 +58,10 @@ faults). Start there.
 {"time_limit": 30, "faults": [{"number": 0, "kind": "partition", "shape": "isolate-leader",
 "start": 5.0, "duration": 8.0, "seed": 1}, ...]}); the backend refuses, before anything
 starts, a fault it cannot apply, and so is a fault that starts at or after the time limit
-(it would never run); a fault lasting past the time limit is ended by the final heal-all.
+(it would never run), one the cluster's layout leaves nothing to do (a bridge on two
+brokers, a follower's fetches with replication factor 1) and a cut, pause, clock, disk,
+message or stall fault lasting 0 s; a fault lasting past the time limit is ended by the
+final heal-all.
 """
 
 EXPLORE_DESCRIPTION = """\
