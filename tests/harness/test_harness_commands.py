@@ -327,3 +327,43 @@ def test_an_empty_file_name_is_refused_not_taken_for_no_file(tmp_path: Path, opt
         commands.run_command(parse("run", "--cluster", "sim", option, "", "--store", str(tmp_path / "store")))
     assert str(refused.value) == f"{said}: an empty file name"
     assert not (tmp_path / "store").exists()
+
+
+def _digest_run(run: Path) -> str:
+    import json
+
+    return str(json.loads((run / "digest.json").read_text())["run"])
+
+
+def test_a_schedule_s_seed_is_the_run_s_so_a_simulated_run_s_schedule_replays_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Gap: ``run --schedule RUN/schedule.json`` drew a seed of its own, so the schedule of a
+    simulated bug's run replayed another run (the same faults, other client choices)."""
+    store = tmp_path / "store"
+    test = ("run", "--cluster", "sim", "--nemesis", "kill", "--store", str(store))
+    assert commands.run_command(parse(*test, "--time-limit", "5", "--seed", "3")) == 0
+    original = (store / "latest").resolve()
+    capsys.readouterr()
+    commands.run_command(parse(*test, "--schedule", str(original / "schedule.json")))
+    replay = (store / "latest").resolve()
+    assert replay != original and "seed: 3\n" in (replay / "test.yaml").read_text()
+    assert _digest_run(replay) == _digest_run(original)  # byte for byte
+    assert "replaces" not in capsys.readouterr().err  # nothing overridden, nothing said
+    commands.run_command(parse(*test, "--seed", "4", "--schedule", str(original / "schedule.json")))
+    assert "seed: 4\n" in ((store / "latest") / "test.yaml").read_text()  # the command line states it
+    assert (f"floodmark run: {original / 'schedule.json'}: --seed 4 replaces the schedule's 3: the run is not "
+            "the one the schedule recorded\n") in capsys.readouterr().err
+
+
+def test_a_schedule_s_seed_and_time_limit_replace_a_test_file_s_and_say_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schedule = tmp_path / "s.json"
+    schedule.write_text('{"seed": 9, "time_limit": 3, "faults": []}')
+    test_file = tmp_path / "t.yaml"
+    test_file.write_text("cluster: sim\nnemesis: none\nseed: 7\ntime_limit: 4\n")
+    store = tmp_path / "store"
+    commands.run_command(parse("run", "-f", str(test_file), "--schedule", str(schedule), "--store", str(store)))
+    recorded = (store / "latest" / "test.yaml").read_text()
+    assert "seed: 9\n" in recorded and "time_limit: 3.0\n" in recorded
+    assert (f"floodmark run: {schedule}: the schedule's seed 9 replaces {test_file}'s 7; the schedule's time "
+            f"limit 3 s replaces {test_file}'s 4 s\n") in capsys.readouterr().err
