@@ -20,12 +20,13 @@ with the faults a backend cannot apply).
 
 ``schedule.json`` holds the plan and, as the run goes, what was executed: when each fault
 really started and stopped and the nemesis's own account of what it did.
-``floodmark repro`` reads the plan back and executes it again. The file is rewritten whole,
-so rewriting it after every action would make a schedule of n faults cost n² (a thousand
-faults in a 5 s simulated run took 80 s): it is written when the run starts, at most about
-once a second while it goes (less often when writing it takes longer, so writing costs at
-most a tenth of the time), and whenever the run ends, healed, failed or interrupted. A
-harness killed outright loses at most that second's account; the history has it too.
+``floodmark repro`` reads the plan back, its time limit included, and executes it again.
+The file is rewritten whole, so rewriting it after every action would make a schedule of n
+faults cost n² (a thousand faults in a 5 s simulated run took 80 s): it is written when the
+run starts, at most about once a second while it goes (less often when writing it takes
+longer, so writing costs at most a tenth of the time), and whenever the run ends, healed,
+failed or interrupted. A harness killed outright loses at most that second's account; the
+history has it too.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from floodmark.harness.config import (
 from floodmark.harness.schedule import Schedule, ScheduleError, load_schedule
 from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.run.argument_checks import DEFAULT_STORE, given_run_dir, store_of_run, usable_store
-from floodmark.run.replayed_test import replayed_test
+from floodmark.run.replayed_test import Replayed, replayed_test
 
 if TYPE_CHECKING:
     from floodmark.run.explore import Explored
@@ -162,7 +162,12 @@ def register(subparsers: Any) -> None:
     repro = _add_command(
         subparsers, "repro", repro_command, help="run a stored run again with the same config, seed and fault schedule",
         description="Run a stored test again: the same test.yaml (seed included) and the same "
-                    "fault schedule from schedule.json. The new run gets its own run directory.",
+                    "fault schedule from schedule.json. The new run gets its own run directory. A "
+                    "simulated run's replay is compared with the run's digest.json and said to be "
+                    "identical or to differ (naming the files). test.yaml must be as the run wrote it "
+                    "(edited, it is refused: the checkers judged the run by it); schedule.json may be "
+                    "edited (a fault removed, the time limit cut short) and is replayed as it now is, "
+                    "its time_limit over test.yaml's, and said to be edited.",
         epilog="exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments, 130 interrupted.",
     )
     repro.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (or store/latest)")
@@ -315,24 +320,31 @@ def repro_command(args: argparse.Namespace) -> int:
     """Replay a stored run: its test.yaml, its schedule.json and, on the simulator, a proof
     that the replay was byte-identical (digest.json). Whatever of these is there but cannot
     be read refuses the replay, naming the file: a replay of something else must not pass
-    for this run's (see :func:`replay_inputs`)."""
+    for this run's (see :func:`replay_inputs`). A schedule.json edited since the run (its
+    time limit, its faults) is replayed as it now is, and said to be, before and after: a
+    replay that differs then differs by the edit, not by nondeterminism."""
     path = Path(given_run_dir(args.run_dir)).resolve()
     run = rundir.RunDir(path)
-    config, schedule, original = replay_inputs(run, args.run_dir)
+    replayed, original = replay_inputs(run, args.run_dir)
+    config = replayed.config
     from floodmark.run import digest
     from floodmark.run.runner import run_test
 
+    if replayed.edited is not None:
+        print(f"floodmark: {run.schedule}: edited since the run ({replayed.edited}); replaying it as it is now",
+              file=sys.stderr)
     if original is None and config.cluster == "sim":
         print(f"floodmark: {run.digest}: no such file: whether the replay is byte-identical cannot be "
               "compared", file=sys.stderr)
     store = usable_store(args.store) if args.store is not None else store_of_run(path)
-    outcome = run_test(config, store, schedule)
+    outcome = run_test(config, store, replayed.schedule)
     if original is not None and outcome.digest is not None:
         # The history and node events, not test.yaml: the replay's names the code it ran.
         differ = digest.differences(original, outcome.digest, configuration=False)
         if differ:
             recorded, now = config.code_version, outcome.config.code_version
-            why = (f"the code changed since: recorded with {recorded}, replayed with {now}" if recorded != now
+            why = (f"{rundir.SCHEDULE} edited since the run: {replayed.edited}" if replayed.edited is not None
+                   else f"the code changed since: recorded with {recorded}, replayed with {now}" if recorded != now
                    else f"nondeterminism, or uncommitted changes: code {now} both times")
             print(f"floodmark: replay DIFFERS from {path}: {', '.join(differ)} ({why})", file=sys.stderr)
         else:
@@ -340,8 +352,9 @@ def repro_command(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
-def replay_inputs(run: rundir.RunDir, named: str) -> tuple[TestConfig, Schedule, dict[str, str] | None]:
-    """A run's configuration, fault schedule and digests, for replaying it; UsageError naming
+def replay_inputs(run: rundir.RunDir, named: str) -> tuple[Replayed, dict[str, str] | None]:
+    """A run's configuration and fault schedule (as its schedule.json now says, see
+    :mod:`floodmark.run.replayed_test`) and digests, for replaying it; UsageError naming
     the file when one cannot be used.
 
     Every run records its schedule in schedule.json before it starts, so a run without one is
@@ -352,9 +365,9 @@ def replay_inputs(run: rundir.RunDir, named: str) -> tuple[TestConfig, Schedule,
 
     if not os.path.lexists(run.config):
         raise UsageError(f"{named}: not a run directory (no {rundir.CONFIG})")
-    config, schedule = replayed_test(run)
+    replayed = replayed_test(run)
     try:
-        return config, schedule, digest.load(run)
+        return replayed, digest.load(run)
     except digest.DigestError as e:
         raise UsageError(str(e)) from None
 

@@ -8,24 +8,51 @@ deleted or edited since, its variant or its rate, would replay another test, and
 replay's difference would be blamed on nondeterminism), its ``schedule.json`` must be there
 and of the same seed, and every fault in it must be one the test can apply on its backend:
 refused before anything runs, since a shrink would otherwise drop such a fault unseen.
+
+``schedule.json`` is the one file a user may edit to replay another test (the ``run
+--schedule`` format: a fault deleted, the time limit cut short, as one shrinks by hand): a
+replay runs it as it now is, its time limit included, over test.yaml's (which only says what
+the run ran, for the checkers). What it can tell of such an edit (a time limit that is not
+test.yaml's, which every run writes into both; a fault that is not what the run records of
+executing it) it says (:attr:`Replayed.edited`), so that a replay that differs is blamed on
+the edit, not on nondeterminism.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import Any
 
 from floodmark import rundir
 from floodmark.errors import UsageError
-from floodmark.harness.config import ConfigError, TestConfig, load_run_config
-from floodmark.harness.schedule import Schedule, ScheduleError, load_schedule
+from floodmark.harness.config import ConfigError, TestConfig, load_run_config, make_config
+from floodmark.harness.schedule import (
+    FAULT_KEYS,
+    MAX_SCHEDULE_BYTES,
+    Schedule,
+    ScheduleError,
+    load_schedule,
+)
 
 
-def replayed_test(run: rundir.RunDir) -> tuple[TestConfig, Schedule]:
+@dataclass(frozen=True)
+class Replayed:
+    """What a run directory replays, and how its schedule.json now differs from the test
+    the run ran, in words (None: not as far as the files tell)."""
+
+    config: TestConfig
+    schedule: Schedule
+    edited: str | None = None
+
+
+def replayed_test(run: rundir.RunDir) -> Replayed:
     """The configuration and fault schedule a run directory replays (repro, shrink); a
     UsageError naming the file when they cannot be: a test.yaml cut short (or, by its
     digest, edited since the run), no seed, a schedule.json missing, of another seed, or
     holding a fault the test cannot apply (refused before anything runs: shrinking would
-    otherwise drop it unseen)."""
+    otherwise drop it unseen). A time limit schedule.json states is the replay's (see the
+    module)."""
     from floodmark.run.assemble import make_nemeses, refusal
 
     _refuse_unless_a_file(run.config)
@@ -42,6 +69,11 @@ def replayed_test(run: rundir.RunDir) -> tuple[TestConfig, Schedule]:
         seed, schedule = load_schedule(run.schedule)
         if seed is not None and seed != config.seed:
             raise UsageError(f"{run.schedule}: seed {seed} differs from test.yaml's seed {config.seed}")
+        edits = _faults_edited(run, schedule)
+        if schedule.time_limit_stated and schedule.time_limit != config.time_limit:
+            make_config({"time_limit": schedule.time_limit}, str(run.schedule))  # one no test may have: refused
+            edits.insert(0, f"time limit {schedule.time_limit:g} s, test.yaml's {config.time_limit:g} s")
+            config = config.replace(time_limit=schedule.time_limit)
         schedule.check_starts_within(config.time_limit, str(run.schedule))
     except (ConfigError, ScheduleError) as e:
         raise UsageError(str(e)) from None
@@ -49,7 +81,33 @@ def replayed_test(run: rundir.RunDir) -> tuple[TestConfig, Schedule]:
                       config.time_limit, config.replication_factor)
     if problem is not None:
         raise UsageError(f"{run.schedule}: {problem}")
-    return config, schedule
+    return Replayed(config, schedule, "; ".join(edits) or None)
+
+
+EDITS_SHOWN = 3  # faults named in an edit's description; the rest counted
+
+
+def _faults_edited(run: rundir.RunDir, schedule: Schedule) -> list[str]:
+    """How the schedule's faults differ from what schedule.json records of executing them
+    (a fault changed or removed since), in words; empty when they do not, or it records
+    nothing to compare with."""
+    try:
+        data = rundir.read_json_file(run.schedule, limit=MAX_SCHEDULE_BYTES, what="a schedule")
+    except (OSError, ValueError):
+        return []  # (read a moment ago: the replay runs what was read then)
+    executed = data.get("executed") if isinstance(data, dict) else None
+    if not isinstance(executed, list) or not all(isinstance(e, dict) for e in executed):
+        return []
+    planned = {fault.number: fault.to_dict() for fault in schedule.faults}
+    ran: dict[Any, dict[str, Any]] = {e.get("number"): {key: e.get(key) for key in FAULT_KEYS} for e in executed}
+    # (A planned fault it records nothing of may be one added since, or one the run never
+    # reached: a run that failed, or was interrupted, before it was due. Not told apart.)
+    changed = [n for n in ran if n not in planned or planned[n] != ran[n]]
+    if not changed:
+        return []
+    shown = ", ".join(str(n)[:20] for n in changed[:EDITS_SHOWN])
+    more = f" and {len(changed) - EDITS_SHOWN} more" if len(changed) > EDITS_SHOWN else ""
+    return [f"fault{'s' if len(changed) > 1 else ''} {shown}{more} not as the run executed"]
 
 
 def _refuse_unless_a_file(path: os.PathLike[str]) -> None:

@@ -230,7 +230,8 @@ def load_failure(path: Path) -> tuple[TestConfig, Schedule, frozenset[str]]:
     run = rundir.RunDir(path)
     if not os.path.lexists(run.config) or not os.path.lexists(run.schedule):  # there: read, or named
         raise UsageError(f"{path}: not a run directory (needs {rundir.CONFIG} and {rundir.SCHEDULE})")
-    config, schedule = replayed_test(run)
+    replayed = replayed_test(run)
+    config, schedule = replayed.config, replayed.schedule
     if config.cluster != "sim":
         raise UsageError(f"{path}: a {config.cluster} run; only simulated runs can be shrunk "
                          "(they replay exactly)")

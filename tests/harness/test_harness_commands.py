@@ -367,3 +367,46 @@ def test_a_schedule_s_seed_and_time_limit_replace_a_test_file_s_and_say_so(
     assert "seed: 9\n" in recorded and "time_limit: 3.0\n" in recorded
     assert (f"floodmark run: {schedule}: the schedule's seed 9 replaces {test_file}'s 7; the schedule's time "
             f"limit 3 s replaces {test_file}'s 4 s\n") in capsys.readouterr().err
+
+
+def test_repro_replays_a_schedule_json_cut_short_by_hand_and_blames_the_edit(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Gap: repro ran test.yaml's time limit whatever the run's schedule.json said, so a
+    schedule shortened by hand replayed at its old length (and a replay of an edited
+    schedule that differed was blamed on nondeterminism)."""
+    import json
+
+    schedule = tmp_path / "s.json"
+    schedule.write_text('{"time_limit": 5, "faults": [{"number": 0, "kind": "kill", "shape": "leader", '
+                        '"start": 1, "duration": 1, "seed": 1}]}')
+    store = tmp_path / "store"
+    commands.run_command(parse("run", "--cluster", "sim", "--nemesis", "kill", "--seed", "2",
+                               "--schedule", str(schedule), "--store", str(store)))
+    run = (store / "latest").resolve()
+    recorded = json.loads((run / "schedule.json").read_text())
+    (run / "schedule.json").write_text(json.dumps({**recorded, "time_limit": 3}))
+    capsys.readouterr()
+    commands.repro_command(parse("repro", str(run)))
+    replay = (store / "latest").resolve()
+    assert "time_limit: 3.0\n" in (replay / "test.yaml").read_text()
+    assert json.loads((replay / "schedule.json").read_text())["time_limit"] == 3
+    err = capsys.readouterr().err
+    edit = "time limit 3 s, test.yaml's 5 s"
+    assert f"floodmark: {run / 'schedule.json'}: edited since the run ({edit}); replaying it as it is now\n" in err
+    assert f"(schedule.json edited since the run: {edit})\n" in err and "nondeterminism" not in err
+
+    faults = [{**recorded["faults"][0], "duration": 0.5}]  # a fault edited, the time limit as it was
+    (run / "schedule.json").write_text(json.dumps({**recorded, "faults": faults}))
+    commands.repro_command(parse("repro", str(run)))
+    err = capsys.readouterr().err
+    assert f"{run / 'schedule.json'}: edited since the run (fault 0 not as the run executed)" in err
+    for limit, refused in ((0.5, "fault 0 (kill leader) starts at 1 s, at or after the test's time limit of 0.5 s"),
+                           (0, "time_limit: must be at least 0.01, got 0.0")):
+        (run / "schedule.json").write_text(json.dumps({**recorded, "time_limit": limit}))
+        with pytest.raises(errors.UsageError) as refusal:  # cut too short: refused, naming the file
+            commands.repro_command(parse("repro", str(run)))
+        assert str(refusal.value).startswith(f"{run / 'schedule.json'}: {refused}")
+    (run / "schedule.json").write_text(json.dumps(recorded))  # as the run wrote it: nothing said
+    commands.repro_command(parse("repro", str(run)))
+    err = capsys.readouterr().err
+    assert "edited" not in err and f"floodmark: replay identical to {run}" in err
