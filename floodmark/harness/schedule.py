@@ -16,7 +16,9 @@ held to half of that: a fault that starts at or after the test's time limit is r
 (:meth:`Schedule.check_starts_within`: it would never run, yet the schedule would claim it),
 while one that lasts past the limit is accepted and ended by that final heal-all (unless,
 cut there, it is no longer what its shape says: a long pause the session outlives, refused
-with the faults a backend cannot apply).
+with the faults a backend cannot apply). The heal-all comes once the clients' operations
+still in flight at the limit have completed, so such a fault lasts from the limit to then
+(or to its own end, if sooner): on the simulator the same every replay, and recorded.
 
 ``schedule.json`` holds the plan and, as the run goes, what was executed: when each fault
 really started and stopped and the nemesis's own account of what it did.

@@ -29,10 +29,11 @@ from floodmark.harness.config import (
     load_config,
     make_config,
 )
-from floodmark.harness.schedule import Schedule, ScheduleError, load_schedule
+from floodmark.harness.schedule import ScheduleError, load_schedule
 from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.run.argument_checks import DEFAULT_STORE, given_run_dir, store_of_run, usable_store
 from floodmark.run.replayed_test import Replayed, replayed_test
+from floodmark.run.scheduled_test import say_another_test, scheduled_config
 
 if TYPE_CHECKING:
     from floodmark.run.explore import Explored
@@ -61,12 +62,14 @@ starts, a fault it cannot apply, and so is a fault that starts at or after the t
 (it would never run), one the cluster's layout leaves nothing to do (a bridge on two
 brokers, a follower's fetches with replication factor 1) and a cut, pause, clock, disk,
 message or stall fault lasting 0 s; a fault lasting past the time limit is ended by the
-final heal-all.
+final heal-all, once the clients' last operations have completed (or by its own end, if
+that comes first: schedule.json's stopped_at says when).
 The schedule's seed and time limit (a run's schedule.json states both) are the test's, over
 a -f file's, unless --seed or --time-limit says otherwise (the same faults under other client
 interleavings), which stderr then says. Nothing else of a run comes with its schedule (nodes,
-backend, load: the options and -f say those): `run -f RUN/test.yaml --schedule
-RUN/schedule.json` of a simulated run replays it byte for byte, as `floodmark repro RUN` does.
+backend, load: the options and -f say those, and stderr says when they are not the run's):
+`run -f RUN/test.yaml --schedule RUN/schedule.json` of a simulated run replays it byte for
+byte, as `floodmark repro RUN` does.
 """
 
 EXPLORE_DESCRIPTION = """\
@@ -263,6 +266,7 @@ def run_command(args: argparse.Namespace) -> int:
         except ScheduleError as e:
             raise UsageError(str(e)) from None
         config = scheduled_config(args, config, seed, schedule)
+        say_another_test(args, config)
         try:
             schedule.check_starts_within(config.time_limit, args.schedule)
         except ScheduleError as e:
@@ -270,50 +274,6 @@ def run_command(args: argparse.Namespace) -> int:
     from floodmark.run.runner import run_test
 
     return run_test(config, usable_store(args.store), schedule).exit_code
-
-
-def scheduled_config(args: argparse.Namespace, config: TestConfig, seed: int | None, schedule: Schedule) -> TestConfig:
-    """The test ``run --schedule`` runs: a schedule file that states a seed or a time limit
-    (every run's schedule.json states both) is replayed with them, over a -f file's and the
-    defaults, unless the command line states its own (--seed, --time-limit). On the simulator
-    a run is a function of its seed, configuration, schedule and code, so the schedule of a
-    bug's run replays that run only with that run's seed; a user who gives another --seed
-    (the same faults, other interleavings of the clients) gets it, with one line on stderr
-    saying so, as does one whose -f file's seed or time limit the schedule's replaces.
-    A value no test may have is the schedule file's error (UsageError naming it)."""
-    stated: dict[str, int | float] = {}
-    if seed is not None:
-        stated["seed"] = seed
-    if schedule.time_limit_stated:
-        stated["time_limit"] = schedule.time_limit
-    taken: dict[str, int | float] = {}
-    notes = []
-    for key, value in stated.items():
-        option, given, current = f"--{key.replace('_', '-')}", getattr(args, key), getattr(config, key)
-        if given is not None:
-            if given != value:
-                notes.append(f"{option} {_setting(key, given)} replaces the schedule's {_setting(key, value)}")
-            continue
-        if current is not None and current != value and args.file is not None:
-            notes.append(f"the schedule's {key.replace('_', ' ')} {_setting(key, value)} replaces {args.file}'s "
-                         f"{_setting(key, current)}")
-        taken[key] = value
-    if taken:
-        try:  # (checked on their own: the rest of the test was checked already)
-            make_config(taken, args.schedule)
-        except ConfigError as e:
-            raise UsageError(str(e)) from None
-        config = config.replace(**taken)
-    if notes:
-        overridden = any(getattr(args, key) is not None for key in stated)
-        print(f"floodmark run: {args.schedule}: {'; '.join(notes)}"
-              f"{': the run is not the one the schedule recorded' if overridden else ''}", file=sys.stderr)
-    return config
-
-
-def _setting(key: str, value: float) -> str:
-    """A seed or a time limit as the notes of :func:`scheduled_config` show it."""
-    return f"{value:g} s" if key == "time_limit" else str(value)
 
 
 def repro_command(args: argparse.Namespace) -> int:

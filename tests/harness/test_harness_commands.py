@@ -349,6 +349,9 @@ def test_a_schedule_s_seed_is_the_run_s_so_a_simulated_run_s_schedule_replays_it
     assert replay != original and "seed: 3\n" in (replay / "test.yaml").read_text()
     assert _digest_run(replay) == _digest_run(original)  # byte for byte
     assert "replaces" not in capsys.readouterr().err  # nothing overridden, nothing said
+    commands.run_command(parse("run", "-f", str(original / "test.yaml"), "--schedule", str(original / "schedule.json"),
+                               "--store", str(store)))
+    assert _digest_run((store / "latest").resolve()) == _digest_run(original)  # as --help says
     commands.run_command(parse(*test, "--seed", "4", "--schedule", str(original / "schedule.json")))
     assert "seed: 4\n" in ((store / "latest") / "test.yaml").read_text()  # the command line states it
     assert (f"floodmark run: {original / 'schedule.json'}: --seed 4 replaces the schedule's 3: the run is not "
@@ -410,3 +413,20 @@ def test_repro_replays_a_schedule_json_cut_short_by_hand_and_blames_the_edit(
     commands.repro_command(parse("repro", str(run)))
     err = capsys.readouterr().err
     assert "edited" not in err and f"floodmark: replay identical to {run}" in err
+
+
+def test_a_run_s_schedule_under_another_test_says_which_settings_differ_and_how_to_replay_the_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A schedule.json carries no brokers or backend: replayed without its run's test.yaml,
+    it runs on the command line's test, which stderr says when it is not the run's."""
+    store = tmp_path / "store"
+    test = ("run", "--cluster", "sim", "--nemesis", "kill", "--store", str(store))
+    commands.run_command(parse(*test, "--time-limit", "2", "--seed", "3", "--nodes", "5"))
+    run = (store / "latest").resolve()
+    capsys.readouterr()
+    commands.run_command(parse(*test, "--schedule", str(run / "schedule.json")))
+    assert (f"floodmark run: {run / 'schedule.json'}: its run was another test (nodes 5, not 3); to replay that "
+            f"run: floodmark repro {run} (or run -f {run / 'test.yaml'} --schedule {run / 'schedule.json'})\n"
+            ) in capsys.readouterr().err
+    commands.run_command(parse(*test, "--nodes", "5", "--schedule", str(run / "schedule.json")))
+    assert "another test" not in capsys.readouterr().err
