@@ -286,8 +286,16 @@ def config_from_dict(values: Mapping[Any, Any], source: str) -> TestConfig:
 
     Keys may be spelled with dashes; absent keys take the defaults. Raises ConfigError
     naming ``source`` and the key for an unknown key or a value of the wrong type.
+
+    ``nemesis: all``, or no ``nemesis`` at all, is every kind the stated ``cluster`` applies,
+    as the harness reads it when it runs the test (:func:`all_kinds`): a simulator run's
+    "all" includes power, session and message faults.
     """
-    return TestConfig(**{key: _typed(source, key, value) for key, value in field_items(values, source)})
+    items = dict(field_items(values, source))
+    config = TestConfig(**{key: _typed(source, key, value) for key, value in items.items()})
+    if "nemesis" not in items or fault_kind_words(source, items["nemesis"], "") == ["all"]:
+        config = config.replace(nemesis=all_kinds(config.cluster))
+    return config
 
 
 def field_items(values: Mapping[Any, Any], source: str) -> Iterator[tuple[str, Any]]:

@@ -15,6 +15,7 @@ from floodmark.run_config import (
     STATED_BY_EVERY_RUN,
     ConfigError,
     TestConfig,
+    all_kinds,
     config_from_dict,
     read_test_config,
 )
@@ -55,6 +56,22 @@ def test_reading_checks_types_not_the_harness_choices(tmp_path: Path) -> None:
     assert read.nemesis == ("kill", "flood") and read.acks == "all" and read.acks_all
     assert config_from_dict({"nemesis": "all"}, "x.yaml").nemesis == DEFAULT_NEMESIS
     assert config_from_dict({"nemesis": "none"}, "x.yaml").nemesis == ()
+
+
+@pytest.mark.parametrize("nemesis", ["nemesis: all\n", "nemesis: [all]\n", ""])
+def test_a_sim_run_s_all_is_the_simulator_s_fault_kinds_as_the_harness_ran_it(tmp_path: Path, nemesis: str) -> None:
+    # A hand-written run test.yaml saying "all" (or nothing) on cluster sim was read as the
+    # real backends' kinds: results.json and the report then named faults the run did not
+    # have and left out the power, session and message faults it injected.
+    stated = "".join(f"{key}: {value}\n" for key, value in
+                     {"cluster": "sim", "nodes": 3, "workload": "queue", "topics": 2, "partitions": 3,
+                      "replication_factor": 3, "min_insync_replicas": 2, "acks": "all"}.items())
+    (tmp_path / "test.yaml").write_text(stated + nemesis)
+    read = read_test_config(tmp_path / "test.yaml")
+    ran = make_config({"cluster": "sim", **({"nemesis": "all"} if nemesis else {})})
+    assert read is not None and read.nemesis == ran.nemesis == all_kinds("sim")
+    assert read.name == ran.name == "queue-all-default"
+    assert config_from_dict({"cluster": "docker", "nemesis": "all"}, "x.yaml").nemesis == DEFAULT_NEMESIS
 
 
 @pytest.mark.parametrize(
