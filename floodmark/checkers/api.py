@@ -37,6 +37,11 @@ class CheckInput:
     # (see node_events.iter_events): the node was killed writing it, or the file was cut. What such a node did after that line may be
     # missing from its story, so its story proves nothing by what it lacks.
     cut_short: frozenset[str] = frozenset()
+    # Whether the node event files are known to be those the run wrote (its digest.json says
+    # so, or the events are in memory as the caller made them). False for a run directory
+    # without a digest: a file may then have been cut at a line's end, which leaves no cut
+    # line and no gap in the numbers, so what a node's story lacks at its end proves nothing.
+    files_recorded: bool = True
 
     @cached_property
     def loss_permissions(self) -> LossPermissions:

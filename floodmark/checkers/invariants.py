@@ -83,6 +83,7 @@ from floodmark.checkers.replica_logs import (
     first_pass,
     record_of,
 )
+from floodmark.checkers.story_ends import set_aside_unproven, unproven_reason
 from floodmark.node_event_kinds import ACKS_ALL
 from floodmark.node_events import (
     Acked,
@@ -125,13 +126,14 @@ class InvariantsChecker:
         except ImplausibleOffset as e:
             stats["unjudged_because"] = f"the node events cannot be replayed: {e}"
             return CheckerResult("unknown", [], stats)
-        anomalies, unproven = set_aside_unproven(anomalies, run.cut_short)
+        anomalies, unproven = set_aside_unproven(anomalies, run.cut_short,
+                                                 None if run.files_recorded else run.events)
         stats["anomalies"] = anomaly_counts(anomalies)
         valid: Validity = not anomalies
         reasons = []
         if unproven:
             stats["unproven"] = unproven
-            reasons.append(_unproven_reason(unproven))
+            reasons.append(unproven_reason(unproven))
         if unjudged:
             stats["isr_members_unjudged"] = sorted(unjudged)
             claimed = stats.get("brokers_ambiguous", {})
@@ -155,29 +157,6 @@ class InvariantsChecker:
             valid = "unknown"
             stats["unjudged_because"] = "; ".join(reasons)
         return CheckerResult(valid, anomalies, stats)
-
-
-def set_aside_unproven(anomalies: list[Anomaly], cut_short: frozenset[str]) -> tuple[list[Anomaly], dict[str, int]]:
-    """The anomalies that prove something, and how many were left out for each node whose
-    event file ends in a line cut short: that a member "never held" a record is proof only
-    if its story is whole, and such a file may have lost what the node did after the cut."""
-    if not cut_short:
-        return anomalies, {}
-    proven: list[Anomaly] = []
-    unproven: dict[str, int] = {}
-    for anomaly in anomalies:
-        member = anomaly.details.get("member") if anomaly.type == "isr-member-lacks-committed" else None
-        if member in cut_short:
-            unproven[member] = unproven.get(member, 0) + 1
-        else:
-            proven.append(anomaly)
-    return proven, dict(sorted(unproven.items()))
-
-
-def _unproven_reason(unproven: dict[str, int]) -> str:
-    counted = ", ".join(f"{count} about {node}" for node, count in unproven.items())
-    return (f"isr-member-lacks-committed findings ({counted}) are no proof: the event file of each member "
-            "named was cut short, so what it appended after its last line may be missing from its story")
 
 
 def _judge(run: CheckInput, stats: dict[str, Any]) -> tuple[list[Anomaly], set[int]]:

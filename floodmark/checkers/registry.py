@@ -180,6 +180,7 @@ def judge_history(
     time_limit: float | None = None,
     whole_file_gap: str | None = None,
     cut_short: frozenset[str] = frozenset(),
+    files_recorded: bool = True,
     **linearizable_options: Any,
 ) -> dict[str, CheckerResult]:
     """Each checker's judgement of a history (and node events) in memory.
@@ -187,9 +188,10 @@ def judge_history(
     ``config`` is the run's configuration, or None for a history that states none (then the
     checkers assume nothing it would have said, and the workload's checkers are not known).
     ``whole_file_gap``: see :class:`CheckInput` (for events that are a part of each file);
-    ``cut_short``: the nodes whose event file ends in a line cut short (see :class:`CheckInput`).
+    ``cut_short``: the nodes whose event file ends in a line cut short, ``files_recorded``:
+    whether the files are known to be those the run wrote (both: see :class:`CheckInput`).
     """
-    run = CheckInput(ops, events or {}, config, time_limit, whole_file_gap, cut_short)
+    run = CheckInput(ops, events or {}, config, time_limit, whole_file_gap, cut_short, files_recorded)
     resolved = _resolve(checkers, config.workload if config else None, ops, **linearizable_options)
     return run_checkers(resolved, run)
 
@@ -210,11 +212,13 @@ def check_history(
     time_limit: float | None = None,
     whole_file_gap: str | None = None,
     cut_short: frozenset[str] = frozenset(),
+    files_recorded: bool = True,
     **linearizable_options: Any,
 ) -> dict[str, Any]:
     """Judge a history (and node events) in memory; returns the results dict."""
     judged = judge_history(ops, events, config, checkers=checkers, time_limit=time_limit,
-                           whole_file_gap=whole_file_gap, cut_short=cut_short, **linearizable_options)
+                           whole_file_gap=whole_file_gap, cut_short=cut_short, files_recorded=files_recorded,
+                           **linearizable_options)
     return results_of(judged, config)
 
 
@@ -306,8 +310,10 @@ def check_run(
                             f"{run.path}: a run whose ops are a {inferred} history's")
         judged = (f"judged as a {inferred} history" if inferred else "judged for linearizability alone") + \
             ", as its ops suggest"
+    # (a digest that is there was compared above: the files are those the run wrote)
     results = check_history(ops, events, config, checkers=checkers, time_limit=time_limit,
-                            cut_short=frozenset(cut_short), **linearizable_options)
+                            cut_short=frozenset(cut_short), files_recorded=os.path.lexists(run.digest),
+                            **linearizable_options)
     if config is None:
         add_note(results, f"{run.config}: no such file: the run states no configuration; {judged}, "
                           "with no settings assumed", note)

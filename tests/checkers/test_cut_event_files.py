@@ -114,3 +114,41 @@ def test_only_findings_about_a_cut_member_are_set_aside(member_cut: bool) -> Non
         assert [a.offsets for a in proven] == [(6,), (7,)] and unproven == {"n2": 1}
     else:
         assert proven == lacks and unproven == {}
+
+
+def _without_last_lines(into: Path, node_file: str, lines: int) -> Path:
+    whole = (_valid_run() / "events" / node_file).read_bytes()
+    at = len(whole)
+    for _ in range(lines):
+        at = whole.rindex(b"\n", 0, at - 1) + 1
+    return _cut_copy(into, node_file, at)
+
+
+@pytest.mark.parametrize("node_file", ["n1.jsonl", "n2.jsonl", "n3.jsonl"])
+@pytest.mark.parametrize("lines", [20, 200])
+def test_a_file_cut_at_a_line_s_end_without_a_digest_is_never_invalid(tmp_path: Path, node_file: str,
+                                                                        lines: int) -> None:
+    """Whole lines removed at the end leave no cut line and no gap: a member's story then ends
+    before the appends its leaders counted, which proves nothing (was INVALID: 4 to 100
+    isr-member-lacks-committed findings on such copies of valid runs)."""
+    results = check_run(_without_last_lines(tmp_path, node_file, lines))
+    invariants = results["checkers"]["invariants"]
+    assert invariants["valid"] != False and invariants["anomalies"] == [], invariants["stats"]  # noqa: E712
+    assert results["valid"] == "unknown" or results["valid"] is True
+
+
+def test_a_member_whose_story_ends_before_the_commit_is_no_proof_without_a_digest() -> None:
+    """The finding stands when the files are the run's own, or when the member's own HW went
+    past what it is said to lack (it contradicts itself however its file ends)."""
+    from floodmark.checkers.invariants import set_aside_unproven
+    from floodmark.node_events import HwChanged, NodeEvent
+    from floodmark.results import Anomaly
+
+    def hw(high: int) -> list[NodeEvent]:
+        return [NodeEvent("n2", 0, 0.0, HwChanged(topic="t0", partition=0, leader_epoch=1, role="follower",
+                                                  previous=0, high_watermark=high, log_end=high))]
+
+    lacks = [Anomaly("isr-member-lacks-committed", "n1 moved its HW ...", "t0", 0, (5, 6), details={"member": "n2"})]
+    assert set_aside_unproven(lacks, frozenset()) == (lacks, {})  # the digest says the files are whole
+    assert set_aside_unproven(lacks, frozenset(), {"n2": hw(5)}) == ([], {"n2": 1})  # its story ends at HW 5
+    assert set_aside_unproven(lacks, frozenset(), {"n2": hw(6)}) == (lacks, {})  # it knew 5 was committed
