@@ -85,11 +85,15 @@ def make_checker(name: str, **linearizable_options: Any) -> Checker:
     raise ValueError(f"unknown checker {name!r}; choose from: {', '.join(CHECKER_NAMES)}")
 
 
-def default_checker_names(workload: str | None, ops: Sequence[Op] = ()) -> tuple[str, ...]:
+def default_checker_names(workload: str | None, ops: Sequence[Op] = (), cluster: str | None = None,
+                          ) -> tuple[str, ...]:
     """A workload's checkers; with ``ops``, also those that judge what the history records
-    beyond the workload's ops (the runner's wait for whole ISRs after healing)."""
+    beyond the workload's ops (the runner's wait for whole ISRs after healing). A run on
+    ``cluster`` sim always recorded that wait after its final reads, so its convergence is
+    judged even when the history lacks it (cut at a line's end, or the op removed): unknown,
+    saying so, never left out without a word."""
     names = _DEFAULTS.get(workload or "", ("linearizable", "stats"))
-    if workload in _DEFAULTS and records_the_wait(ops):
+    if workload in _DEFAULTS and (cluster == "sim" or records_the_wait(ops)):
         names = (*names[:-1], "convergence", names[-1])  # (stats stays last)
     return names
 
@@ -109,7 +113,7 @@ def checker_names_for(config: TestConfig | None, ops: Sequence[Op], model: str |
     its ops suggest (``model``: the linearizability model asked for, if any), as a history
     file is judged."""
     if config is not None:
-        return default_checker_names(config.workload, ops)
+        return default_checker_names(config.workload, ops, config.cluster)
     from floodmark.checkers.linearizability.checker import infer_model
 
     return default_checker_names(infer_workload(ops, model or infer_model(list(ops))), ops)
@@ -162,11 +166,12 @@ def _run_each(checkers: Sequence[Checker], run: CheckInput, results: dict[str, C
                                   "traceback": traceback.format_exc(limit=5)}, cause=e)
 
 
-def _resolve(checkers: Sequence[str | Checker] | None, workload: str | None, ops: Sequence[Op],
+def _resolve(checkers: Sequence[str | Checker] | None, config: TestConfig | None, ops: Sequence[Op],
              **options: Any) -> list[Checker]:
     if checkers is None:
+        workload, cluster = (config.workload, config.cluster) if config is not None else (None, None)
         return [make_checker(n, **options) if n == "linearizable" else make_checker(n)
-                for n in default_checker_names(workload, ops)]
+                for n in default_checker_names(workload, ops, cluster)]
     return [make_checker(c, **options) if isinstance(c, str) and c == "linearizable"
             else make_checker(c) if isinstance(c, str) else c for c in checkers]
 
@@ -192,7 +197,7 @@ def judge_history(
     whether the files are known to be those the run wrote (both: see :class:`CheckInput`).
     """
     run = CheckInput(ops, events or {}, config, time_limit, whole_file_gap, cut_short, files_recorded)
-    resolved = _resolve(checkers, config.workload if config else None, ops, **linearizable_options)
+    resolved = _resolve(checkers, config, ops, **linearizable_options)
     return run_checkers(resolved, run)
 
 

@@ -3,7 +3,7 @@
 It judges one nemesis op, the runner's wait for whole ISRs after the final reads: valid when
 no partition was short, invalid per partition still short, unknown when the wait could not
 ask, never ended or cannot be read. A history that does not record the wait is not judged by
-it at all (older runs, foreign histories).
+it at all (real clusters' runs, foreign histories), unless it is a simulator run's: unknown.
 """
 
 from __future__ import annotations
@@ -88,6 +88,21 @@ def test_only_a_history_that_records_the_wait_is_judged_by_it() -> None:
     assert "convergence" in checker_names_for(None, recorded)  # a history file of a queue run
     assert check_history(recorded, {}, TestConfig())["checkers"]["convergence"]["valid"] is True
     assert "convergence" not in check_history(recorded[:2], {}, TestConfig())["checkers"]
+
+
+def test_a_simulator_run_without_the_wait_is_unknown_not_left_unjudged() -> None:
+    """The simulator records the wait after every run's final reads: a history that lacks it
+    was cut at a line's end (its last two lines gone) or edited, and was VALID with no
+    convergence verdict at all; a real cluster's run does not wait and is not judged by it."""
+    recorded = waited({"waited": 0.0, "timeout": 30.0, "short": []}).ops
+    sim = TestConfig(cluster="sim")
+    assert "convergence" in checker_names_for(sim, recorded[:2])
+    results = check_history(recorded[:2], {}, sim)
+    convergence = results["checkers"]["convergence"]
+    assert convergence["valid"] == "unknown" and results["valid"] == "unknown"
+    assert "simulator" in convergence["stats"]["unjudged_because"]
+    assert check_history(recorded, {}, sim)["checkers"]["convergence"]["valid"] is True
+    assert "convergence" not in check_history(recorded[:2], {}, TestConfig(cluster="docker"))["checkers"]
 
 
 @pytest.mark.parametrize("seconds", [-1, -0.5, float("inf")])
