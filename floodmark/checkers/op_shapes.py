@@ -56,6 +56,24 @@ def record_problem(records: Any) -> str | None:
     return None
 
 
+def failed_yet_done(f: str, outcome: str, completion: Any) -> str | None:
+    """Why a failed op's completion contradicts its failure, or None: the harness records a
+    failed send without an acknowledgement's offset and a failed poll or drain without
+    records (a hand-edited type, ``ok`` made ``fail``). A checker that believed the failure
+    would call the records read of it aborted writes, or a consumer's next read a skip."""
+    if outcome != "fail":
+        return None
+    if f in ("send", "append") and isinstance(completion, dict) and "offset" in completion:
+        held = f"an acknowledgement's offset ({shown_value(completion['offset'])})"
+    elif f in _READS and isinstance(completion, list) and any(
+            isinstance(batch, dict) and batch.get("records") for batch in completion):
+        held = "records it read"
+    else:
+        return None
+    return (f"{f} op failed, yet its completion holds {held}: the history says both that it did nothing "
+            "and that it took effect, and not which is true")
+
+
 def value_problem(value: Any) -> str:
     return (f"the value {shown_value(value)} is not a string or an integer (the checkers compare values exactly, "
             "and Python takes true for 1 and 1.0 for 1)")

@@ -50,7 +50,13 @@ from floodmark.checkers.op_agreement import (
     read_problem,
     unfit_high_watermark,
 )
-from floodmark.checkers.op_shapes import record_problem, shape_problem, shown_value, value_problem
+from floodmark.checkers.op_shapes import (
+    failed_yet_done,
+    record_problem,
+    shape_problem,
+    shown_value,
+    value_problem,
+)
 from floodmark.checkers.run_partitions import set_apart_unknown_partitions
 from floodmark.history import NEMESIS, Op
 
@@ -416,10 +422,16 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
                 return
             if outcome == "ok" and not unreadable:
                 _check_acknowledgement(index, send, value, acknowledged)
+            elif completion is not None and (problem := failed_yet_done(f, outcome, completion.value)):
+                index.malformed.append((completion.index, problem))
+                send.outcome = "info"  # failed and acknowledged at once: which is true is not said
             index.partition(key).sends.append(send)
         elif f in _READS:
             if completion is None or outcome != "ok":
-                if outcome != "fail":  # it may have read, and moved its consumer: where to is unknown
+                problem = None if completion is None else failed_yet_done(f, outcome, completion.value)
+                if completion is not None and problem:  # failed, yet it read: what and how far is not said
+                    index.malformed.append((completion.index, problem))
+                if outcome != "fail" or problem:  # it may have read, and moved its consumer: where to is unknown
                     index.consumer_ops.setdefault(invocation.process, []).append(("unplaced", invocation.index))
                 return
             consumer = index.consumer_ops.setdefault(invocation.process, [])

@@ -202,3 +202,32 @@ def test_a_record_or_a_read_at_a_negative_offset_is_malformed() -> None:
         (7, "read's completion names t0/1 at offset 0, but the read was of t0/0 at offset 0")]
     for result in _judged(h):
         assert result.valid == "unknown" and result.anomalies == [], result
+
+
+def test_a_failed_op_whose_completion_says_it_took_effect_is_malformed_not_a_finding() -> None:
+    """A hand edit of ``ok`` to ``fail`` left the acknowledgement's offset or the records read
+    in the completion: the send read back was called G1a (read of a failed write), and the
+    consumer's next poll a poll-skip, both INVALID. Failed and done at once is no history the
+    harness writes: unknown, naming the op. A failed op shaped as the harness writes it stays
+    failed (and its value read back is still G1a)."""
+    config = TestConfig()
+    sent = History()
+    sent.call(0, "send", {"topic": "t0", "partition": 0, "value": "a"},
+              {"topic": "t0", "partition": 0, "value": "a", "offset": 0}, "fail")
+    sent.poll(1, 0, 0, [(0, "a")])
+    read = History()
+    read.send(0, 0, "a", 0)
+    read.send(0, 0, "b", 1)
+    read.call(1, "poll", [{"topic": "t0", "partition": 0, "offset": 0}],
+              [{"topic": "t0", "partition": 0, "offset": 0, "records": [[0, "a"]], "high_watermark": 1}], "fail")
+    read.poll(1, 0, 1, [(1, "b")])
+    for h in (sent, read):
+        for checker in (QueueChecker(), DurabilityChecker()):
+            result = checker.check(CheckInput(h.ops, config=config))
+            assert result.valid == "unknown", (checker.name, result)
+            assert "failed, yet its completion holds" in str(result.stats), result.stats
+    failed = History()
+    failed.send(0, 0, "a", None, outcome="fail")
+    failed.poll(1, 0, 0, [(0, "a")])
+    g1a = QueueChecker().check(CheckInput(failed.ops, config=config))
+    assert g1a.valid is False and [a.type for a in g1a.anomalies] == ["G1a"]
