@@ -49,6 +49,7 @@ from floodmark.checkers.linearizability.wgl import (
     SearchResult,
     search_either,
 )
+from floodmark.checkers.op_shapes import failed_yet_done
 from floodmark.history import NEMESIS, Op
 from floodmark.results import Anomaly, CheckerResult, Validity, merge_validity
 
@@ -91,6 +92,9 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
     make_call = tuple.__new__  # Call(...) without its Python-level __new__: this loop is hot
     for invoked_at, invocation, completed_at, completion in completed:
         outcome = "info" if completion is None else completion.type
+        if outcome == "fail" and model.failures_hold_nothing and completion is not None and \
+                (contradiction := failed_yet_done(invocation.f, outcome, completion.value)):
+            raise ModelMismatch(f"op {completion.index} ({invocation.f} {shown(invocation.value)}): {contradiction}")
         try:
             key, invoked_value = split(invocation.value, invocation.extra)
             completed_value = None

@@ -17,6 +17,7 @@ from floodmark.checkers.linearizability.checker import (
 from floodmark.checkers.linearizability.independent import looks_independent
 from floodmark.checkers.linearizability.models import make_model
 from floodmark.checkers.linearizability.synthetic import illegal_gets, kv_run, log_lin_run
+from floodmark.checkers.registry import check_history
 from floodmark.formats.edn import EdnSet, Keyword
 from floodmark.run_config import TestConfig
 
@@ -117,6 +118,27 @@ def test_log_model_on_log_lin_ops_is_per_partition() -> None:
     bad = LinearizableChecker().check(CheckInput(h.ops, config=TestConfig(workload="log-lin")))
     assert bad.valid is False
     assert (bad.anomalies[0].topic, bad.anomalies[0].partition) == ("t0", 1)
+
+
+def test_a_failed_append_holding_its_offset_does_not_fit_the_log_model() -> None:
+    """A hand edit of an acknowledged append's ``ok`` to ``fail`` kept its offset: the append
+    was dropped as failed while reads returned its record, and a valid run read INVALID
+    (nonlinearizable). Failed and acknowledged at once is no op the workload writes: the
+    history does not fit the model (unknown), naming the op. A failed append as the workload
+    writes it, without an offset, is still dropped."""
+    a = {"topic": "t0", "partition": 0, "value": "a"}
+    h = History()
+    h.call(0, "append", a, {**a, "offset": 0}, "fail")
+    h.call(1, "read", {"topic": "t0", "partition": 0, "offset": 0}, {"topic": "t0", "partition": 0, "offset": 0,
+                                                                     "value": "a"})
+    with pytest.raises(ModelMismatch, match=r"op 1 \(append .*\): append op failed, yet its completion holds an "
+                                            r"acknowledgement's offset \(0\)"):
+        prepare_history(h.ops, make_model("log"))
+    result = check_history(h.ops, {}, TestConfig(workload="log-lin"), checkers=["linearizable"])["checkers"]
+    assert result["linearizable"]["valid"] == "unknown" and "failed, yet its completion holds" in str(result)
+    failed = History()
+    failed.call(0, "append", a, a, "fail")
+    assert [o.calls for o in prepare_history(failed.ops, make_model("log"))] == []
 
 
 def test_time_limit_gives_unknown_not_a_guess() -> None:

@@ -69,6 +69,9 @@ class Model:
     # The op functions whose prepare reads what the op returned (None: any may); for the
     # others, prepare is given None, and the history's completions need not be looked at.
     uses_result: frozenset[str] | None = None
+    # True if a failed op of this model's workload never holds what only a successful one
+    # returns (an append's offset): one that does was edited, and is refused, not dropped.
+    failures_hold_nothing = False
 
     def unfit(self, calls: list[tuple[Any, ...]]) -> tuple[int, str] | None:
         """(the number of a call, what is wrong) if one object's calls, as this model prepared

@@ -29,6 +29,7 @@ class Log(Model):
     """
 
     name = "log"
+    failures_hold_nothing = True  # (the log-lin workload records a failed append without an offset)
 
     def __init__(self) -> None:
         self.parent: list[int] = [-1]
