@@ -185,6 +185,7 @@ def run_row(
         "path": str(rd.path.resolve()),
         "config_json": config_json(config),
         "cut_short": sorted(cut_short),
+        "files_recorded": os.path.lexists(rd.digest),
     }
 
 

@@ -38,6 +38,11 @@ RUNS = StructType([
     # lacks, so the re-check must be told them as ``floodmark check`` is. Null in runs
     # ingested before the column was added (read as none).
     StructField("cut_short", ArrayType(StringType()), True),
+    # Whether the run held a digest.json (compared on ingestion): without one, a node's event
+    # file may have lost whole lines at its end, and the checkers take no proof from what a
+    # member's story lacks past its end (checkers.story_ends), as ``floodmark check`` does.
+    # Null in runs ingested before the column was added (read as held).
+    StructField("files_recorded", BooleanType(), True),
 ])
 
 OPS = StructType([

@@ -5,7 +5,9 @@ event file cut short (check: the invariants' findings about that member are no p
 unknown; analyze said invalid), a run without test.yaml (check: judged by the checkers of the
 workload its ops suggest; analyze: linearizability alone), a configured ``check_time_limit``
 (check: the search stops there; analyze searched without end), and a history whose
-completion closes no invocation (check refuses it; analyze judged it). Each run's verdicts,
+completion closes no invocation (check refuses it; analyze judged it), and, without a digest,
+a node's event file that lost whole lines at its end (check: no proof, unknown; analyze
+said invalid). Each run's verdicts,
 per checker and overall, are check's own (``check_run`` on a copy), read small (one task per
 run) and large (in chunks).
 """
@@ -72,6 +74,14 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     config = limited / "test.yaml"
     config.write_text("".join(line for line in config.read_text().splitlines(keepends=True)
                               if not line.startswith("check_time_limit:")) + "check_time_limit: 0.000001\n")
+    # A queue run under faults without its digest, whose n1 lost its last 20 lines whole.
+    assert main(["run", "--cluster", "sim", "--time-limit", "20", "--seed", "3", "--store", str(sims)]) == 0
+    (queue,) = (p for p in find_runs(sims) if p.parent.name.startswith("queue"))
+    lines_cut = root / "lines-cut" / queue.name
+    shutil.copytree(queue, lines_cut)
+    (lines_cut / "digest.json").unlink()
+    events = lines_cut / "events" / "n1.jsonl"
+    events.write_bytes(b"".join(events.read_bytes().splitlines(keepends=True)[:-20]))
     return root
 
 
@@ -123,6 +133,14 @@ def _of(verdicts: dict[tuple[str, str], str], test: str) -> dict[str, str]:
 def test_a_member_whose_event_file_is_cut_short_proves_nothing_by_what_it_lacks(check_said, analyze_said, test):
     expected, actual = _of(check_said[0], test), _of(analyze_said[1], test)
     assert expected["invariants"] == expected["overall"] == "unknown"  # check's verdict (not invalid)
+    assert actual == expected
+
+
+def test_a_member_whose_story_ends_before_what_it_lacks_proves_nothing_without_a_digest(check_said, analyze_said):
+    """A file that lost whole lines at its end has no cut line: check and analyze alike take
+    no proof from what the member's story lacks past its end (analyze said invalid)."""
+    expected, actual = _of(check_said[0], "lines-cut"), _of(analyze_said[1], "lines-cut")
+    assert expected["invariants"] == expected["overall"] == "unknown"
     assert actual == expected
 
 
