@@ -12,10 +12,7 @@ latency is a round trip, not a polling interval, and idle partitions cost nothin
 
 A **consumer's** fetch reads only below the HW: committed records. An offset between the HW
 and the log end exists only on a leader whose HW has not caught up since it was elected:
-OFFSET_NOT_AVAILABLE, retriable. So is a read at the HW itself while that HW lags (below
-the start of the leader's epoch), once the long poll has not seen it advance: an empty
-answer there would tell the client that a record the previous leader committed is not
-written. Beyond the log end: OFFSET_OUT_OF_RANGE. Consumers get
+OFFSET_NOT_AVAILABLE, retriable. Beyond the log end: OFFSET_OUT_OF_RANGE. Consumers get
 their records in the compact :class:`RecordBatch` too: a poll carries dozens of records,
 and a tagged object per record was most of the cost of encoding and decoding it.
 
@@ -156,9 +153,6 @@ async def _consumer_fetch(replicas: ReplicaManager, p: Partition, request: Fetch
         await replicas.high_watermark_waiters[p.key].wait(request.offset + 1, request.max_wait)
         if not p.is_leader or p.leader_epoch != epoch:
             return FetchResponse(Errors.NOT_LEADER, leader_epoch=p.leader_epoch)
-    if request.offset >= p.high_watermark and not p.hw_established:
-        return FetchResponse(Errors.OFFSET_NOT_AVAILABLE, high_watermark=p.high_watermark, log_end=p.log.log_end,
-                             log_start=p.log.log_start, leader_epoch=p.leader_epoch)
     limit = min(request.max_records, replicas.config.fetch_max_records)
     try:
         records = replicas.guarded(p, lambda: p.read(request.offset, limit, p.high_watermark))

@@ -467,16 +467,6 @@ class Partition:
             return Errors.OFFSET_NOT_AVAILABLE
         return None
 
-    @property
-    def hw_established(self) -> bool:
-        """Does this leader's HW cover what earlier leaders committed? Not until it reaches
-        the start of this epoch: a new leader learns its HW from its followers' fetches, so
-        it starts below the HW the previous leader exposed, and a read at or past it may ask
-        for a committed record. Until then an empty answer would say a committed offset is
-        not written (a stale read), so the read is retriable instead, as KIP-207 answers
-        ListOffsets for the same reason."""
-        return self.high_watermark >= self.epoch_start_offset
-
     # ------------------------------------------------------------------ internals
 
     def _set_high_watermark(self, candidate: int) -> bool:

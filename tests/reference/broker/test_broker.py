@@ -266,28 +266,6 @@ def test_consumer_fetch_is_bounded_by_the_hw_and_reports_out_of_range(cluster: S
     assert at_hw.records == () and at_hw.batch is None
 
 
-def test_a_read_at_a_lagging_new_leader_s_hw_is_not_available_not_empty(cluster: SimCluster) -> None:
-    # An empty answer at the HW says "nothing is written there yet"; a new leader whose HW
-    # lags the start of its epoch cannot say that (its predecessor may have committed more),
-    # so the read is retriable until the HW catches up, and then finds the record.
-    cluster.create_topic("t", 1, 3)
-    assert cluster.send("t", 0, ["a", "b"]).status == "ok"
-    leader = cluster.leader_name("t", 0)
-    p = cluster.replica(leader, "t", 0)
-    assert p is not None
-    others = {n for n in cluster.names if n != leader}
-    cluster.world.partition({leader}, others)  # no follower fetch can move the HW meanwhile
-    p.epoch_start_offset, p.high_watermark = 2, 1  # as a follower elected with a lagging HW finds itself
-    stale = request(cluster, leader, FetchRequest("t", 0, 1, max_wait=0.2))
-    assert isinstance(stale, FetchResponse) and stale.error == Errors.OFFSET_NOT_AVAILABLE
-    assert stale.high_watermark == 1 and stale.batch is None
-    cluster.world.heal()
-    assert cluster.world.run_until(lambda: p.high_watermark == 2, 10.0)
-    caught_up = request(cluster, leader, FetchRequest("t", 0, 1))
-    assert isinstance(caught_up, FetchResponse) and caught_up.error is None and caught_up.batch is not None
-    assert [(r.offset, r.value) for r in caught_up.batch.records()] == [(1, "b")]
-
-
 def test_restarted_broker_recovers_its_log_and_hw_checkpoint(cluster: SimCluster) -> None:
     cluster.create_topic("t", 1, 3)
     assert cluster.send("t", 0, ["a", "b"]).status == "ok"

@@ -371,20 +371,6 @@ def test_consumer_reads_are_bounded_by_the_hw() -> None:
     assert p.consumer_read_error(4) == Errors.OFFSET_OUT_OF_RANGE
 
 
-def test_a_new_leader_s_hw_is_established_only_once_it_reaches_the_start_of_its_epoch() -> None:
-    # A follower that held a, b, c but had learnt only HW 1 when it was elected: b and c may
-    # be committed by its predecessor, so an empty read at its HW would be a stale read.
-    log = ListLog()
-    log.append_as_leader(["a", "b", "c"], 0)
-    p, _ = replica(hw=1, log=log)
-    p.make_leader(state(1, 1, (1, 2)), now_wall=0.0)
-    assert p.epoch_start_offset == 3 and p.high_watermark == 1
-    assert not p.hw_established
-    p.record_follower_fetch(2, 3, 0, 0.1)  # the follower has all of it: the HW reaches the epoch start
-    assert p.high_watermark == 3
-    assert p.hw_established
-
-
 def test_checkpointed_hw_beyond_a_crashed_log_is_clamped() -> None:
     log = ListLog()
     log.append_as_leader(["a"], 0)
