@@ -12,6 +12,14 @@ from floodmark.harness.config import NEMESIS_KINDS, TestConfig, dump_config
 from floodmark.run import commands
 
 
+def kill_schedule(folder: Path, time_limit: int) -> Path:
+    """A hand-written schedule: one kill of a leader from 1 s to 2 s, in ``folder``/s.json."""
+    schedule = folder / "s.json"
+    schedule.write_text(f'{{"time_limit": {time_limit}, "faults": [{{"number": 0, "kind": "kill", "shape": "leader", '
+                        '"start": 1, "duration": 1, "seed": 1}]}')
+    return schedule
+
+
 def parser() -> argparse.ArgumentParser:
     p = cli.ArgumentParser(prog="floodmark")
     commands.register(p.add_subparsers(dest="command"))
@@ -249,9 +257,7 @@ def test_a_schedule_refused_by_the_backend_leaves_no_run_directory_and_latest_as
 
 
 def test_a_schedule_says_how_long_its_test_runs_unless_the_command_line_does(tmp_path: Path) -> None:
-    schedule = tmp_path / "s.json"
-    schedule.write_text('{"time_limit": 3, "faults": [{"number": 0, "kind": "kill", "shape": "leader", '
-                        '"start": 1, "duration": 1, "seed": 1}]}')
+    schedule = kill_schedule(tmp_path, time_limit=3)
     store = tmp_path / "store"
     commands.run_command(parse("run", "--cluster", "sim", "--nemesis", "kill", "--seed", "2",
                                "--schedule", str(schedule), "--store", str(store)))
@@ -379,9 +385,7 @@ def test_repro_replays_a_schedule_json_cut_short_by_hand_and_blames_the_edit(
     schedule that differed was blamed on nondeterminism)."""
     import json
 
-    schedule = tmp_path / "s.json"
-    schedule.write_text('{"time_limit": 5, "faults": [{"number": 0, "kind": "kill", "shape": "leader", '
-                        '"start": 1, "duration": 1, "seed": 1}]}')
+    schedule = kill_schedule(tmp_path, time_limit=5)
     store = tmp_path / "store"
     commands.run_command(parse("run", "--cluster", "sim", "--nemesis", "kill", "--seed", "2",
                                "--schedule", str(schedule), "--store", str(store)))
