@@ -55,15 +55,15 @@ def make_checker(name: str, **linearizable_options: Any) -> Checker:
 
         return DurabilityChecker()
     if name == "hw":
-        from floodmark.checkers.hw import HighWatermarkChecker
+        from floodmark.checkers.white_box.hw import HighWatermarkChecker
 
         return HighWatermarkChecker()
     if name == "leader":
-        from floodmark.checkers.leader import LeaderChecker
+        from floodmark.checkers.white_box.leader import LeaderChecker
 
         return LeaderChecker()
     if name == "invariants":
-        from floodmark.checkers.invariants import InvariantsChecker
+        from floodmark.checkers.white_box.invariants import InvariantsChecker
 
         return InvariantsChecker()
     if name == "queue":

@@ -12,7 +12,7 @@ from cluster_fixtures import FakeCluster, view_of
 
 from floodmark.backends.node_faults import refuses
 from floodmark.backends.sim import SimBackend
-from floodmark.checkers.epoch_invariants import stale_controller_writes
+from floodmark.checkers.white_box.epoch_invariants import stale_controller_writes
 from floodmark.fault_coverage import fault_coverage
 from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import make_config

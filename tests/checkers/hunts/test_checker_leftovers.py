@@ -25,10 +25,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.hw import HighWatermarkChecker
-from floodmark.checkers.invariants import InvariantsChecker
-from floodmark.checkers.leader import LeaderChecker
 from floodmark.checkers.queue import QueueChecker
+from floodmark.checkers.white_box.hw import HighWatermarkChecker
+from floodmark.checkers.white_box.invariants import InvariantsChecker
+from floodmark.checkers.white_box.leader import LeaderChecker
 from floodmark.node_events import (
     Acked,
     Appended,

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.leader import LeaderChecker, elections_from_outside
+from floodmark.checkers.white_box.leader import LeaderChecker, elections_from_outside
 from floodmark.node_events import IsrChanged, IsrWritten, LeaderElected, NodeEventBody
 from floodmark.results import CheckerResult
 from floodmark.run_config import TestConfig

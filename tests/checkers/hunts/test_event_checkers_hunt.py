@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.invariants import InvariantsChecker
-from floodmark.checkers.replica_logs import elected_leaders, first_pass
+from floodmark.checkers.white_box.invariants import InvariantsChecker
+from floodmark.checkers.white_box.replica_logs import elected_leaders, first_pass
 from floodmark.history import op_from_dict
 from floodmark.node_events import NodeEvent, event_from_dict
 from floodmark.run_config import TestConfig

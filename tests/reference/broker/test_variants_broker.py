@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from broker_fixtures import SimCluster
 
-from floodmark.checkers.epoch_invariants import admissions_lacking_committed
+from floodmark.checkers.white_box.epoch_invariants import admissions_lacking_committed
 from floodmark.node_events import Fenced, IsrChanged
 from floodmark.reference.protocol.messages import (
     ACKS_ALL,

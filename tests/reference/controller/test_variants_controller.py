@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 from controller_fixtures import SimBrokerCluster, StubCluster
 
-from floodmark.checkers.epoch_invariants import stale_controller_writes
+from floodmark.checkers.white_box.epoch_invariants import stale_controller_writes
 from floodmark.node_events import ControllerResigned
 from floodmark.reference.client.consumer import Consumer
 from floodmark.reference.client.producer import Producer

@@ -6,9 +6,9 @@ from checkers_fixtures import History, events
 
 from floodmark import node_events as kinds
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.hw import HighWatermarkChecker
-from floodmark.checkers.invariants import InvariantsChecker
-from floodmark.checkers.leader import LeaderChecker
+from floodmark.checkers.white_box.hw import HighWatermarkChecker
+from floodmark.checkers.white_box.invariants import InvariantsChecker
+from floodmark.checkers.white_box.leader import LeaderChecker
 from floodmark.node_events import NodeEvent
 from floodmark.results import CheckerResult
 from floodmark.run_config import TestConfig
@@ -192,7 +192,7 @@ def test_truncated_records_are_no_longer_the_leaders_to_commit() -> None:
 
 
 def test_a_replicas_record_keeps_what_it_held_before_it_was_written_over_or_cut() -> None:
-    from floodmark.checkers.invariants import Appends
+    from floodmark.checkers.white_box.invariants import Appends
 
     record = Appends()
     assert record.append(0, ("a", "b")) is False and record.append(4, ("e",)) is False  # a gap at 2..3

@@ -64,17 +64,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.committed_prefix import BelowHwCheck, Commits, LeaderCheck
-from floodmark.checkers.epoch_invariants import (
+from floodmark.checkers.event_coverage import exposed_beyond_recorded
+from floodmark.checkers.permitted import LossPermissions
+from floodmark.checkers.white_box.committed_prefix import BelowHwCheck, Commits, LeaderCheck
+from floodmark.checkers.white_box.epoch_invariants import (
     admissions_lacking_committed,
     gather,
     isr_writes_for_another_epoch,
     stale_controller_writes,
 )
-from floodmark.checkers.event_coverage import exposed_beyond_recorded
-from floodmark.checkers.hw import client_exposure
-from floodmark.checkers.permitted import LossPermissions
-from floodmark.checkers.replica_logs import (
+from floodmark.checkers.white_box.hw import client_exposure
+from floodmark.checkers.white_box.replica_logs import (
     Appends,
     FirstPass,
     Held,
@@ -83,7 +83,7 @@ from floodmark.checkers.replica_logs import (
     first_pass,
     record_of,
 )
-from floodmark.checkers.story_ends import set_aside_unproven, unproven_reason
+from floodmark.checkers.white_box.story_ends import set_aside_unproven, unproven_reason
 from floodmark.node_event_kinds import ACKS_ALL
 from floodmark.node_events import (
     Acked,

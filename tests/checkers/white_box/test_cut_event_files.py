@@ -103,7 +103,7 @@ def test_a_whole_file_is_not_cut(tmp_path: Path) -> None:
 @pytest.mark.parametrize("member_cut", [True, False])
 def test_only_findings_about_a_cut_member_are_set_aside(member_cut: bool) -> None:
     """Findings about members whose files are whole still make the run invalid."""
-    from floodmark.checkers.invariants import set_aside_unproven
+    from floodmark.checkers.white_box.invariants import set_aside_unproven
     from floodmark.results import Anomaly
 
     lacks = [Anomaly("isr-member-lacks-committed", "n1 moved its HW ...", "t0", 0, (5,), details={"member": "n2"}),
@@ -140,7 +140,7 @@ def test_a_file_cut_at_a_line_s_end_without_a_digest_is_never_invalid(tmp_path: 
 def test_a_member_whose_story_ends_before_the_commit_is_no_proof_without_a_digest() -> None:
     """The finding stands when the files are the run's own, or when the member's own HW went
     past what it is said to lack (it contradicts itself however its file ends)."""
-    from floodmark.checkers.invariants import set_aside_unproven
+    from floodmark.checkers.white_box.invariants import set_aside_unproven
     from floodmark.node_events import HwChanged, NodeEvent
     from floodmark.results import Anomaly
 

@@ -47,7 +47,7 @@ import bisect
 import itertools
 
 from floodmark.checkers.permitted import LossPermissions
-from floodmark.checkers.replica_logs import MAX_GAP, Appends, ImplausibleOffset
+from floodmark.checkers.white_box.replica_logs import MAX_GAP, Appends, ImplausibleOffset
 from floodmark.node_events import HwChanged, NodeEvent, PartitionKey
 from floodmark.results import Anomaly
 

@@ -7,7 +7,7 @@ import dataclasses
 from checkers_fixtures import elected, events
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.leader import LeaderChecker
+from floodmark.checkers.white_box.leader import LeaderChecker
 from floodmark.node_events import (
     Acked,
     Appended,

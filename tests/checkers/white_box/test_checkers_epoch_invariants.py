@@ -10,12 +10,12 @@ from checkers_fixtures import events
 
 from floodmark import node_events as kinds
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.epoch_invariants import (
+from floodmark.checkers.white_box.epoch_invariants import (
     admissions_lacking_committed,
     isr_writes_for_another_epoch,
     stale_controller_writes,
 )
-from floodmark.checkers.invariants import InvariantsChecker
+from floodmark.checkers.white_box.invariants import InvariantsChecker
 from floodmark.node_events import NodeEvent
 from floodmark.run_config import TestConfig
 

@@ -7,7 +7,7 @@ import dataclasses
 from checkers_fixtures import History, events
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.hw import HighWatermarkChecker
+from floodmark.checkers.white_box.hw import HighWatermarkChecker
 from floodmark.node_events import Appended, BecameLeader, HwChanged, Started, Truncated
 from floodmark.run_config import TestConfig
 
@@ -150,7 +150,7 @@ def test_a_broker_that_says_it_lowered_its_hw_below_records_it_held_is_caught() 
 
 
 def test_hw_and_leader_checks_are_unknown_without_every_brokers_events() -> None:
-    from floodmark.checkers.leader import LeaderChecker
+    from floodmark.checkers.white_box.leader import LeaderChecker
 
     n1 = events("n1", leader(1, (1, 2), 0, 0), hw(0, 2))
     three = TestConfig(acks="all", min_insync_replicas=2, nodes=3)
