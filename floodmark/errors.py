@@ -43,6 +43,13 @@ def one_line(problem: str) -> str:
     return flat if len(flat) <= MAX_PROBLEM_CHARS else flat[:MAX_PROBLEM_CHARS - 3] + "..."
 
 
+def first_few(names: list[str], shown: int) -> str:
+    """Up to ``shown`` of ``names``, comma-separated, and how many more: a one-line message
+    names a few of a long list (files that differ, faults edited, settings) and counts the rest."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 # C0 and C1 controls but the tab, and the Unicode line and paragraph separators: every
 # character a terminal acts on or that ends a line (str.splitlines ends one at \x85 too);
 # and the lone surrogates a file name holds for its bytes that are not UTF-8 (os.fsdecode's

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from floodmark.errors import first_few
+
 HISTORY = "history.jsonl"
 CONFIG = "test.yaml"
 SCHEDULE = "schedule.json"
@@ -439,7 +441,7 @@ def _changed(run: RunDir, recorded: dict[str, str], now: dict[str, str] | None,
 
 def named_files(names: list[str]) -> str:
     """Up to four of ``names`` and how many more, for a one-line message."""
-    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return first_few(names, 4)
 
 
 # Interruption (interrupted.json): written by the runner, atomically, as soon as a Ctrl-C or

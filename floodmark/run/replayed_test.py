@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from floodmark import rundir
-from floodmark.errors import UsageError
+from floodmark.errors import UsageError, first_few
 from floodmark.harness.config import ConfigError, TestConfig, load_run_config, make_config
 from floodmark.harness.schedule import (
     FAULT_KEYS,
@@ -105,9 +105,8 @@ def _faults_edited(run: rundir.RunDir, schedule: Schedule) -> list[str]:
     changed = [n for n in ran if n not in planned or planned[n] != ran[n]]
     if not changed:
         return []
-    shown = ", ".join(str(n)[:20] for n in changed[:EDITS_SHOWN])
-    more = f" and {len(changed) - EDITS_SHOWN} more" if len(changed) > EDITS_SHOWN else ""
-    return [f"fault{'s' if len(changed) > 1 else ''} {shown}{more} not as the run executed"]
+    shown = first_few([str(n)[:20] for n in changed], EDITS_SHOWN)
+    return [f"fault{'s' if len(changed) > 1 else ''} {shown} not as the run executed"]
 
 
 def _refuse_unless_a_file(path: os.PathLike[str]) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from floodmark import rundir
-from floodmark.errors import UsageError
+from floodmark.errors import UsageError, first_few
 from floodmark.harness.config import ConfigError, TestConfig, load_config, make_config
 from floodmark.harness.schedule import Schedule
 
@@ -96,9 +96,8 @@ def say_another_test(args: argparse.Namespace, config: TestConfig) -> None:
               if key not in _NOT_THE_TEST and getattr(config, key) != value]
     if not differ:
         return
-    shown = ", ".join(f"{key} {_word(was)}, not {_word(now)}" for key, was, now in differ[:SHOWN])
-    more = f" and {len(differ) - SHOWN} more" if len(differ) > SHOWN else ""
-    print(f"floodmark run: {path}: its run was another test ({shown}{more}); to replay that run: "
+    shown = first_few([f"{key} {_word(was)}, not {_word(now)}" for key, was, now in differ], SHOWN)
+    print(f"floodmark run: {path}: its run was another test ({shown}); to replay that run: "
           f"floodmark repro {path.parent} (or run -f {beside} --schedule {path})", file=sys.stderr)
 
 
