@@ -26,7 +26,7 @@ from calibration import machine_speed  # noqa: E402
 
 ONE_RUN = """
 import io, sys
-from floodmark.run.explore import swarm_config
+from floodmark.run.swarm import swarm_config
 from floodmark.run.runner import Runner
 config = swarm_config(int(sys.argv[1]))
 config = config.replace(time_limit=min(config.time_limit, float(sys.argv[3])))

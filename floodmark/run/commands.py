@@ -34,6 +34,7 @@ from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.run.argument_checks import DEFAULT_STORE, given_run_dir, store_of_run, usable_store
 from floodmark.run.replayed_test import Replayed, replayed_test
 from floodmark.run.scheduled_test import say_another_test, scheduled_config
+from floodmark.run.swarm import SWARM_WORKLOADS, exploration_key, swarm_config
 
 if TYPE_CHECKING:
     from floodmark.run.explore import Explored
@@ -76,13 +77,15 @@ EXPLORE_DESCRIPTION = """\
 Hunt for bugs on the simulator: run many seeds, each drawing its own test (3-5 brokers,
 replication factor, min.insync.replicas, topics and partitions, which fault kinds and how
 often and how long, the producer's linger: swarm testing), all within the durability
-contract, so any invalid run is a real bug. Runs go across --jobs processes (or Spark tasks
+contract, so any invalid run is a real bug. The queue workload drives them unless
+--workload log-lin asks for appends and reads judged for linearizability. Runs go across --jobs processes (or Spark tasks
 with --master); every failing seed is printed with the command that replays it and kept as
 a run directory, and shrunk to a minimal failing run unless --no-shrink.
 
 examples:
   floodmark explore --runs 200 --variant truncate-to-hw --stop-on-first
   floodmark explore --runs 10000 --jobs 8 --no-shrink
+  floodmark explore --runs 500 --workload log-lin
   floodmark explore --runs 100000 --master spark://spark-master:7077 --store /shared/store
 """
 
@@ -188,6 +191,10 @@ def register(subparsers: Any) -> None:
                          help="the first seed; seeds S, S+1, ... (default: random, printed)")
     explore.add_argument("--variant", default="default", metavar="NAME",
                          help=f"protocol variant: {', '.join(VARIANTS)} (default: default)")
+    explore.add_argument("--workload", default="queue", choices=SWARM_WORKLOADS,
+                         help="what the clients do: queue (sends and polls, judged for loss, order and "
+                              "duplicates) or log-lin (appends and reads, judged for linearizability) "
+                              "(default: queue)")
     explore.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                          help="start no new seed after this long")
     explore.add_argument("--stop-on-first", action="store_true", help="stop at the first invalid run")
@@ -364,10 +371,10 @@ def explore_command(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     store = usable_store(args.store)
-    problem = rundir.store_problem(store, explore.swarm_config(first, args.variant).name)
+    problem = rundir.store_problem(store, swarm_config(first, args.variant, workload=args.workload).name)
     if problem is not None:  # else every seed's run would fail, each counted unknown
         raise UsageError(problem)
-    print(f"floodmark explore: variant {args.variant}, seeds {first}..{first + args.runs - 1}, "
+    print(f"floodmark explore: variant {args.variant}, {args.workload} workload, seeds {first}..{first + args.runs - 1}, "
           f"{'Spark ' + args.master if args.master else f'{jobs} job' + 's' * (jobs != 1)}; store {store}", file=sys.stderr)
     left = explore.remove_killed_explorations(store)
     if left:
@@ -377,12 +384,13 @@ def explore_command(args: argparse.Namespace) -> int:
     started = time.monotonic()
     shrinking: Path | None = None
     try:
-        with explore.claim(store, args.variant, seeds):
+        with explore.claim(store, exploration_key(args.variant, args.workload), seeds):
             if args.master:
-                found = explore.explore_spark(seeds, args.variant, store, args.master, keep_all=True,
+                found = explore.explore_spark(seeds, args.variant, store, args.master, workload=args.workload, keep_all=True,
                                               on_result=on_result)
             else:
-                found = explore.explore_local(seeds, args.variant, store, jobs, keep_all=args.keep_all,
+                found = explore.explore_local(seeds, args.variant, store, jobs, workload=args.workload,
+                                              keep_all=args.keep_all,
                                               time_budget=args.time_budget, stop_on_first=args.stop_on_first,
                                               on_result=on_result)
         rundir.repoint_latest(store)  # the passing runs were removed: latest names one still there

@@ -1,16 +1,8 @@
 """Exploration: many seeds on the simulator, each drawing its own test (swarm testing).
 
-A bug that needs a partition *and* a leader's power loss, or one type of message delayed, is
-found by trying very many different tests, not by running one test many times. So each seed
-first draws the test's shape (:func:`swarm_config`): how many brokers, the replication factor
-and min.insync.replicas, topics and partitions, which fault kinds are on (a random subset:
-swarm testing, after Groce et al., since a kind that is off cannot mask the others), how long
-faults and quiet periods last, the load, the ZooKeeper session timeout, the inter-broker
-protocol and the producer's linger (so that sends from different workers share produce
-requests). Every shape stays inside the durability contract (acks=all, min.insync.replicas
-of at least 2, no unclean election unless the variant turns it on), so an invalid run is a
-real bug, not a permitted loss. Then it runs the seed on the simulator, which makes the run
-a pure function of the seed.
+Each seed draws its test's shape (:mod:`floodmark.run.swarm`: brokers, replication, fault
+kinds, load, protocol), driven by the workload the exploration names (``queue`` unless told
+``log-lin``), and runs on the simulator, which makes the run a pure function of the seed.
 
 Seeds run in parallel worker processes (``--jobs``), or as Spark tasks (``--master``), each
 landing in the store as a run directory; valid runs are removed unless asked to keep them,
@@ -44,8 +36,7 @@ from typing import TextIO
 
 from floodmark.backends.cleanup import interruptible
 from floodmark.backends.interrupts import interrupts_held, signals_deferred
-from floodmark.harness.config import ALL_KINDS, TestConfig, make_config
-from floodmark.harness.seeds import Seeds
+from floodmark.harness.config import TestConfig
 from floodmark.results import Validity, read_results
 from floodmark.run.explore_store import (
     claim,
@@ -60,86 +51,10 @@ from floodmark.run.explore_store import (
     seed_of,
     test_folder,
 )
+from floodmark.run.swarm import exploration_key, swarm_config
 from floodmark.rundir import RunDir, repoint_latest, repro_command
 
 __all__ = ["claim", "remove_killed_explorations", "remove_unfinished_runs"]  # (their home: run.explore_store)
-
-RESTARTING_KINDS = ("kill", "power", "disk")  # faults after which a broker starts again
-# Kinds added after seeds were first pinned in the regression corpus, each with the share of
-# seeds that draw it: drawn from their own stream (see swarm_config).
-LATER_KINDS = {"admin": 0.5, "stall": 0.3}
-FAILOVER_SHARE = 0.8  # of the seeds whose test fits failover groups (see swarm_config)
-# Kinds the swarm does not draw: an upgrade needs brokers that start below kip-343, which
-# the swarm's own protocol draw does not promise (a test names it; see nemesis.upgrade).
-UNSWARMED_KINDS = ("upgrade",)
-SWARM_KINDS = tuple(kind for kind in ALL_KINDS
-                    if kind not in LATER_KINDS and kind not in UNSWARMED_KINDS and kind != "failover")
-PROTOCOLS, PROTOCOL_WEIGHTS = ("heartbeats", "kip-343", "legacy"), (0.5, 0.3, 0.2)
-TRUNCATE_ON_FETCH_SHARE = 0.5  # of the seeds that draw kip-343
-# The producer's linger (seconds, Kafka's linger.ms) a seed draws: none for half the seeds
-# (a batch is the sends of one turn), else 5 ms (Kafka 4.0's default) or 20 ms. Our
-# invocations are 5-20 ms apart (50-200 ops/s), so 5 ms joins sends to a shared partition
-# only at the higher rates (11 of 30 seeds whose workers share partitions), 20 ms in all 30.
-LINGER_SHARE, LINGERS = 0.5, (0.005, 0.02)
-
-
-def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = None) -> TestConfig:
-    """The test seed ``seed`` draws: a simulated queue test of its own shape."""
-    rng = Seeds(seed).stream("swarm")
-    nodes = rng.randint(3, 5)
-    replication_factor = rng.choice((2, 3, 3))
-    min_insync = 2 if replication_factor == 2 else rng.choice((2, 2, 3))
-    kinds = [kind for kind in SWARM_KINDS if rng.random() < 0.5] or [rng.choice(SWARM_KINDS)]
-    fault_low = round(rng.uniform(1.0, 4.0), 1)
-    quiet_low = round(rng.uniform(0.5, 3.0), 1)
-    values = {
-        "cluster": "sim", "workload": "queue", "seed": seed, "variant": variant,
-        "nodes": nodes, "replication_factor": replication_factor, "min_insync_replicas": min_insync,
-        "acks": "all", "topics": rng.randint(1, 2), "partitions": rng.randint(1, 4),
-        "nemesis": kinds,
-        "fault_duration": [fault_low, round(fault_low + rng.uniform(1.0, 10.0), 1)],
-        "quiet_period": [quiet_low, round(quiet_low + rng.uniform(0.5, 6.0), 1)],
-        "time_limit": float(rng.choice((20, 30, 40, 60))),
-        "rate": float(rng.choice((50, 100, 200))),
-        "concurrency": rng.choice((4, 6, 8)),
-        "zk_session_timeout": float(rng.choice((4, 6, 8))),
-    }
-    # Pauses under long sessions, as production runs them (18 s is Kafka's default since 2.5,
-    # KIP-537; 30 s is common): longer than the 10 s a follower may lag and the 9 s a broker
-    # waits before fencing itself, so a pause that outlasts those but not the session lets a
-    # leader that missed its successor's election act on its old view. Such a test leaves out
-    # the kinds that restart brokers: a restarted broker waits out its old session before it
-    # registers, which would leave partitions offline (unknown) for most of the run. Drawn
-    # last, so every earlier draw of every seed stays what it was.
-    long_sessions = "pause" in kinds and rng.random() < 0.6
-    if long_sessions:
-        values["zk_session_timeout"] = rng.choice((18.0, 30.0))
-        kinds = [kind for kind in kinds if kind not in RESTARTING_KINDS]
-    # Kinds added since seeds were first pinned in the regression corpus draw from their own
-    # stream, so a seed that does not draw them is the test it always was.
-    later = Seeds(seed).stream("swarm-later-kinds")
-    later_kinds = [kind for kind, share in LATER_KINDS.items() if later.random() < share]
-    # So is the inter-broker protocol: today's (heartbeats) for most seeds, the others often
-    # enough that their own code paths are explored too.
-    values["inter_broker_protocol"] = later.choices(PROTOCOLS, PROTOCOL_WEIGHTS)[0]
-    # The newest protocol came later still: it takes over a share of the kip-343 seeds,
-    # from its own stream, so that every other seed is the test it always was.
-    if (values["inter_broker_protocol"] == "kip-343"
-            and Seeds(seed).stream("swarm-truncate-on-fetch").random() < TRUNCATE_ON_FETCH_SHARE):
-        values["inter_broker_protocol"] = "truncate-on-fetch"
-    # Failover groups (a follower lagging as its leader fails, see nemesis.failover) came
-    # later still: their own stream, drawn last, for the tests they fit (three replicas to
-    # aim at, and restarts: not the long-session pause tests).
-    groups = (replication_factor == 3 and not long_sessions
-              and Seeds(seed).stream("swarm-groups").random() < FAILOVER_SHARE)
-    values["nemesis"] = [*kinds, *later_kinds, *(["failover"] if groups else [])]
-    # The producer's linger came last: without it every batch held one record on the
-    # simulator. Its own stream, so that every other draw of every seed is what it was.
-    lingers = Seeds(seed).stream("swarm-linger")
-    values["linger"] = lingers.choice(LINGERS) if lingers.random() < LINGER_SHARE else 0.0
-    config = make_config(values, f"swarm seed {seed}", base)
-    return config.replace(name=f"explore-{variant}")
-
 
 @dataclass(frozen=True)
 class Explored:
@@ -158,23 +73,23 @@ class Explored:
         return repro_command(self.run_dir) if self.run_dir else f"(seed {self.seed}: run not kept)"
 
 
-def run_seed(seed: int, variant: str, store: str, keep_all: bool = False) -> Explored:
-    """Run one seed's swarm test on the simulator and judge it (in a worker process)."""
+def run_seed(seed: int, variant: str, store: str, keep_all: bool = False, workload: str = "queue") -> Explored:
+    """Run one seed's swarm test, driven by ``workload``, on the simulator and judge it (in a
+    worker process)."""
     # What a run says on the way (a failed fault, a warning) is in its run directory; the
     # exploration's own output is its findings and its progress.
     logger = logging.getLogger("floodmark")
     level = logger.level
     logger.setLevel(logging.CRITICAL)
     try:
-        return _run_seed(seed, variant, store, keep_all)
+        return _run_seed(seed, swarm_config(seed, variant, workload=workload), store, keep_all)
     finally:
         logger.setLevel(level)
 
 
-def _run_seed(seed: int, variant: str, store: str, keep_all: bool) -> Explored:
+def _run_seed(seed: int, config: TestConfig, store: str, keep_all: bool) -> Explored:
     from floodmark.run.runner import Runner
 
-    config = swarm_config(seed, variant)
     started = time.process_time()
     runner = Runner(config, store, out=io.StringIO(), check=True, report=False)
     if _names_its_runs:  # a local worker: if it is killed, its explorer knows which run was its
@@ -237,7 +152,8 @@ class Tally:
                 f"{speed:.1f} simulated s per CPU s")
 
 
-def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, keep_all: bool = False,
+def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, workload: str = "queue",
+                  keep_all: bool = False,
                   time_budget: float | None = None, stop_on_first: bool = False,
                   on_result: Callable[[Explored], None] | None = None) -> list[Explored]:
     """Run seeds across ``jobs`` worker processes until done, out of time or (optionally) a failure.
@@ -248,6 +164,7 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
     running are let finish, and reported). Results come back in seed order of submission,
     whatever order they finish in.
     """
+    exploration = exploration_key(variant, workload)
     started, started_at = time.monotonic(), time.time()
     results: dict[int, Explored] = {}
     pending: dict[Future[Explored], int] = {}
@@ -268,7 +185,7 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
             seed = next(queue, None)
             if seed is None:
                 return False
-            pending[pool.submit(run_seed, seed, variant, store, keep_all)] = seed
+            pending[pool.submit(run_seed, seed, variant, store, keep_all, workload)] = seed
             return True
 
         try:
@@ -290,7 +207,7 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
                     if stop_on_first and found.valid is False:
                         stopping = True
                     submit()
-            remove_if_empty(test_folder(store, variant))  # every run passed and none was kept
+            remove_if_empty(test_folder(store, exploration))  # every run passed and none was kept
         except KeyboardInterrupt:
             # A SIGTERM reaches only this process (a Ctrl-C, the whole group, but workers
             # ignore it): stop the workers, so that none outlives the exploration, report
@@ -306,7 +223,7 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
                 # race the interpreter's exit (which wakes a pool's thread through a pipe
                 # that thread may be closing: 'Bad file descriptor', with a traceback).
                 pool.shutdown(wait=True, cancel_futures=True)
-                for found in settle_unfinished_runs(store, variant, set(pending.values()), keep_all, started_at,
+                for found in settle_unfinished_runs(store, exploration, set(pending.values()), keep_all, started_at,
                                                     workers={child.pid for child in children if child.pid}):
                     if on_result is not None:
                         on_result(found)
@@ -333,7 +250,7 @@ def _worker_setup(explorer: int) -> None:
         os._exit(1)
 
 
-def settle_unfinished_runs(store: str, variant: str, seeds: Container[int], keep_all: bool,
+def settle_unfinished_runs(store: str, exploration: str, seeds: Container[int], keep_all: bool,
                            since: float, workers: Container[int] | None = None) -> list[Explored]:
     """After the workers running ``seeds`` were killed: remove what they left half-written,
     and the valid runs they had not yet removed (unless keeping all); the rest had their
@@ -352,11 +269,11 @@ def settle_unfinished_runs(store: str, variant: str, seeds: Container[int], keep
                 shutil.rmtree(run, ignore_errors=True)
         for path in claims:
             path.unlink(missing_ok=True)
-        remove_unnamed_unfinished_runs(store, variant, seeds, since)
+        remove_unnamed_unfinished_runs(store, exploration, seeds, since)
         runs = [run for run in ours if run.is_dir()]
     else:
-        remove_unfinished_runs(store, variant, seeds)
-        runs = [path for path in runs_of(store, variant, seeds) if path.stat().st_mtime >= since]
+        remove_unfinished_runs(store, exploration, seeds)
+        runs = [path for path in runs_of(store, exploration, seeds) if path.stat().st_mtime >= since]
     finished = []
     for path in runs:
         try:
@@ -370,12 +287,13 @@ def settle_unfinished_runs(store: str, variant: str, seeds: Container[int], keep
         assert seed is not None  # runs_of matched it
         finished.append(Explored(seed, valid if valid in (True, False) else "unknown", _anomaly_types(path),
                                  str(path), 0.0, 0.0))
-    remove_if_empty(test_folder(store, variant))
+    remove_if_empty(test_folder(store, exploration))
     repoint_latest(store)
     return finished
 
 
-def explore_spark(seeds: Sequence[int], variant: str, store: str, master: str, *, keep_all: bool = True,
+def explore_spark(seeds: Sequence[int], variant: str, store: str, master: str, *, workload: str = "queue",
+                  keep_all: bool = True,
                   on_result: Callable[[Explored], None] | None = None) -> list[Explored]:
     """Run seeds as Spark tasks, one per seed; every run lands in ``store`` (shared by the
     executors) for ``floodmark analyze`` to ingest.
@@ -395,7 +313,7 @@ def explore_spark(seeds: Sequence[int], variant: str, store: str, master: str, *
 
     def collect() -> None:
         try:
-            collected.append(rdd.map(lambda seed: _spark_task(seed, variant, absolute, keep_all)).collect())
+            collected.append(rdd.map(lambda seed: _spark_task(seed, variant, absolute, keep_all, workload)).collect())
         except Exception as e:  # noqa: BLE001 - raised again on the main thread
             failed.append(e)
 
@@ -412,7 +330,8 @@ def explore_spark(seeds: Sequence[int], variant: str, store: str, master: str, *
             collector.join(30)
             with contextlib.suppress(Exception):
                 session.stop()
-            for found in settle_unfinished_runs(absolute, variant, seeds, keep_all, started_at):
+            for found in settle_unfinished_runs(absolute, exploration_key(variant, workload), seeds, keep_all,
+                                                started_at):
                 if on_result is not None:
                     on_result(found)
         raise
@@ -425,12 +344,12 @@ def explore_spark(seeds: Sequence[int], variant: str, store: str, master: str, *
     return results
 
 
-def _spark_task(seed: int, variant: str, store: str, keep_all: bool) -> Explored:
+def _spark_task(seed: int, variant: str, store: str, keep_all: bool, workload: str) -> Explored:
     """A seed as a Spark task: a Ctrl-C reaches the Python workers too, but the driver
     cancels the tasks itself (a worker dying of it only makes the executor log a crash)."""
     with contextlib.suppress(ValueError):  # not the main thread: nothing to change
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    return run_seed(seed, variant, store, keep_all)
+    return run_seed(seed, variant, store, keep_all, workload)
 
 
 def print_finding(found: Explored, out: TextIO) -> None:

@@ -1,6 +1,7 @@
 """What an exploration leaves in the store, and how what it left half-written is removed.
 
-An exploration's runs land in ``store/explore-<variant>/``, one per seed. A worker stopped
+An exploration's runs land in ``store/explore-<key>/``, one per seed (the key names its
+variant and workload: ``swarm.exploration_key``). A worker stopped
 mid-run (the explorer interrupted, or killed outright) leaves a run directory without a
 verdict, or one its interrupted runner marked as such (``interrupted.json``): half a run,
 which must not pass for a finding. So an interrupted explorer removes its workers' unfinished
@@ -40,9 +41,10 @@ from floodmark.rundir import RunDir, repoint_latest, safe_name
 CLAIM_PREFIX = ".explore-"  # store/.explore-<pid>.json: an exploration at work in the store
 
 
-def test_folder(store: str, variant: str) -> Path:
-    """Where an exploration of ``variant`` puts its runs (``explore.swarm_config`` names the test so)."""
-    return Path(store) / safe_name(f"explore-{variant}")
+def test_folder(store: str, exploration: str) -> Path:
+    """Where the exploration keyed ``exploration`` (``swarm.exploration_key``) puts its runs
+    (``swarm.swarm_config`` names the test so)."""
+    return Path(store) / safe_name(f"explore-{exploration}")
 
 
 def seed_of(path: Path) -> int | None:
@@ -50,9 +52,9 @@ def seed_of(path: Path) -> int | None:
     return int(seed) if seed.isdigit() else None
 
 
-def runs_of(store: str, variant: str, seeds: Container[int]) -> list[Path]:
-    """The run directories of ``seeds`` in the store's folder for ``variant``."""
-    base = test_folder(store, variant)
+def runs_of(store: str, exploration: str, seeds: Container[int]) -> list[Path]:
+    """The run directories of ``seeds`` in the store's folder for ``exploration``."""
+    base = test_folder(store, exploration)
     return [p for p in (sorted(base.iterdir()) if base.is_dir() else [])
             if p.is_dir() and not p.is_symlink() and seed_of(p) in seeds]
 
@@ -62,17 +64,17 @@ def is_unfinished(run: RunDir) -> bool:
     return not run.results.exists() or os.path.lexists(run.interrupted)
 
 
-def remove_unfinished_runs(store: str, variant: str, seeds: Container[int]) -> list[Path]:
+def remove_unfinished_runs(store: str, exploration: str, seeds: Container[int]) -> list[Path]:
     """Remove the run directories of ``seeds`` that no verdict was written to: what a worker
     stopped mid-run leaves (a run that finished has its results, and a kept one is kept);
-    then the variant's folder, if that left it empty. A seed another exploration still alive
+    then the exploration's folder, if that left it empty. A seed another exploration still alive
     claims is spared: its run without a verdict may be one in progress, not one left behind."""
-    spared = seeds_claimed_elsewhere(store, variant)
-    removed = [p for p in runs_of(store, variant, seeds)
+    spared = seeds_claimed_elsewhere(store, exploration)
+    removed = [p for p in runs_of(store, exploration, seeds)
                if is_unfinished(RunDir(p)) and not any(seed_of(p) in claimed for claimed in spared)]
     for path in removed:
         shutil.rmtree(path, ignore_errors=True)
-    remove_if_empty(test_folder(store, variant))
+    remove_if_empty(test_folder(store, exploration))
     repoint_latest(store)
     return removed
 
@@ -84,12 +86,14 @@ def remove_if_empty(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def claim(store: str, variant: str, seeds: range) -> Iterator[Path]:
+def claim(store: str, exploration: str, seeds: range) -> Iterator[Path]:
     """Within the block, a file in ``store`` says which seeds this process explores, so that
     if it is killed outright the next exploration can remove the runs it left half-written
     (:func:`remove_killed_explorations`)."""
     path = Path(store) / f"{CLAIM_PREFIX}{os.getpid()}.json"
-    path.write_text(json.dumps({"owner": owner_token(), "variant": variant,
+    # "variant": the key, which for the queue workload is the variant itself, as claims
+    # written before explorations had a workload say it.
+    path.write_text(json.dumps({"owner": owner_token(), "variant": exploration,
                                 "first": seeds.start, "stop": seeds.stop}))
     try:
         yield path
@@ -114,33 +118,33 @@ def _read_claim(path: Path) -> str:
 
 
 def _claims(store: str) -> Iterator[tuple[Path, str, str, range]]:
-    """Each claim in ``store``: its file, its owner, its variant and its seeds."""
+    """Each claim in ``store``: its file, its owner, its exploration's key and its seeds."""
     for path in sorted(Path(store).glob(f"{CLAIM_PREFIX}*.json")):
         try:
             claimed = json.loads(_read_claim(path))
-            owner, variant, seeds = claimed["owner"], claimed["variant"], range(claimed["first"], claimed["stop"])
+            owner, exploration, seeds = claimed["owner"], claimed["variant"], range(claimed["first"], claimed["stop"])
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not one of ours, or being written: leave it
-        yield path, str(owner), str(variant), seeds
+        yield path, str(owner), str(exploration), seeds
 
 
-def seeds_claimed_elsewhere(store: str, variant: str) -> list[range]:
-    """The seeds of ``variant`` that other explorations, still alive, claim in ``store`` (one
+def seeds_claimed_elsewhere(store: str, exploration: str) -> list[range]:
+    """The seeds of ``exploration`` that other explorations, still alive, claim in ``store`` (one
     on another host counts as alive: it cannot be told from here)."""
     mine = owner_token()
     return [seeds for _, owner, claimed, seeds in _claims(store)
-            if claimed == variant and owner != mine and owner_alive(owner)]
+            if claimed == exploration and owner != mine and owner_alive(owner)]
 
 
 def remove_killed_explorations(store: str) -> list[Path]:
     """The half-written runs that explorations and shrinks no longer alive left in
     ``store``, removed, with their claims (runs that finished are kept: they have their verdict)."""
     removed: list[Path] = []
-    for path, owner, variant, seeds in list(_claims(store)):
+    for path, owner, exploration, seeds in list(_claims(store)):
         if owner_alive(owner):
             continue
         path.unlink(missing_ok=True)  # first: its seeds are no longer claimed by anyone alive
-        removed += remove_unfinished_runs(store, variant, seeds)
+        removed += remove_unfinished_runs(store, exploration, seeds)
     for path, owner, runs in list(_run_claims(store)):
         if owner_alive(owner):
             continue
@@ -185,14 +189,14 @@ def candidate_claim(store: str | os.PathLike[str]) -> Iterator[Callable[[Path | 
         run_claim_of(store, os.getpid()).unlink(missing_ok=True)
 
 
-def remove_unnamed_unfinished_runs(store: str, variant: str, seeds: Container[int], since: float) -> list[Path]:
+def remove_unnamed_unfinished_runs(store: str, exploration: str, seeds: Container[int], since: float) -> list[Path]:
     """Remove what a worker killed between making its run directory and naming it left: the
     runs of ``seeds`` made since ``since`` that have no verdict, that no live process names,
     and whose seed no other live exploration claims (its run in progress is spared)."""
     living = {Path(os.path.abspath(run)) for _, owner, runs in _run_claims(store) if owner_alive(owner)
               for run in runs}
-    spared = seeds_claimed_elsewhere(store, variant)
-    removed = [path for path in runs_of(store, variant, seeds)
+    spared = seeds_claimed_elsewhere(store, exploration)
+    removed = [path for path in runs_of(store, exploration, seeds)
                if path.stat().st_mtime >= since and is_unfinished(RunDir(path))
                and Path(os.path.abspath(path)) not in living and not any(seed_of(path) in c for c in spared)]
     for path in removed:

@@ -257,7 +257,7 @@ def test_a_real_runs_fault_coverage_and_white_box_invariants(browser: Any, tmp_p
     import concurrent.futures
     import io
 
-    from floodmark.run.explore import swarm_config
+    from floodmark.run.swarm import swarm_config
     from floodmark.run.runner import Runner
 
     corpus = json.loads((Path(__file__).resolve().parents[1] / "chaos" / "corpus.json").read_text())

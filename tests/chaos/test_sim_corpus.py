@@ -35,7 +35,7 @@ import pytest
 from floodmark.harness.config import make_config
 from floodmark.harness.schedule import Schedule, load_schedule
 from floodmark.reference.protocol.variants import VARIANTS
-from floodmark.run.explore import swarm_config
+from floodmark.run.swarm import swarm_config
 from floodmark.run.runner import Runner
 from floodmark.run_config import TestConfig
 

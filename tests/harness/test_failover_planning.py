@@ -26,7 +26,7 @@ from floodmark.nemesis.compose import Composite
 from floodmark.nemesis.failover import PATTERNS, REPLICA_LAG_TIME, STEPS, FailoverNemesis
 from floodmark.nemesis.kill import PowerNemesis
 from floodmark.nemesis.message import messages_sent
-from floodmark.run import explore
+from floodmark.run import swarm
 from floodmark.run.assemble import refusals
 
 
@@ -165,10 +165,10 @@ def test_real_backends_refuse_failover_before_the_run() -> None:
 
 def test_the_swarm_draws_failover_last_for_the_tests_it_fits(monkeypatch: pytest.MonkeyPatch) -> None:
     seeds = range(1, 301)
-    with_groups = [explore.swarm_config(seed) for seed in seeds]
-    expected = explore.FAILOVER_SHARE
-    monkeypatch.setattr(explore, "FAILOVER_SHARE", 0.0)
-    without = [explore.swarm_config(seed) for seed in seeds]
+    with_groups = [swarm.swarm_config(seed) for seed in seeds]
+    expected = swarm.FAILOVER_SHARE
+    monkeypatch.setattr(swarm, "FAILOVER_SHARE", 0.0)
+    without = [swarm.swarm_config(seed) for seed in seeds]
     fitting = 0
     for grouped, plain in zip(with_groups, without, strict=True):
         # Every earlier draw of the seed is what it was without failover groups.

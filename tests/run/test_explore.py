@@ -1,9 +1,8 @@
-"""Exploration and shrinking on the simulator: swarm tests per seed, findings kept, minimised."""
+"""Exploration and shrinking on the simulator: findings kept, minimised (what each seed draws: test_swarm)."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import os
@@ -17,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from floodmark.cli import main
-from floodmark.harness.config import ALL_KINDS
 from floodmark.harness.schedule import Fault, Schedule
 from floodmark.run import explore
 from floodmark.run.explore import (
@@ -27,69 +25,10 @@ from floodmark.run.explore import (
     remove_unfinished_runs,
     run_seed,
     seeds_from,
-    swarm_config,
 )
+from floodmark.run.swarm import swarm_config
 from floodmark.run.shrink import Shrinker, load_failure, renumbered, shrink_run, split, without
 from floodmark.rundir import create_run_dir
-
-
-def test_each_seed_draws_its_own_test_inside_the_durability_contract() -> None:
-    shapes = {swarm_config(seed) for seed in range(40)}
-    assert len(shapes) == 40
-    for config in shapes:
-        assert config.cluster == "sim" and config.acks == "all" and config.min_insync_replicas >= 2
-        assert 3 <= config.nodes <= 5 and config.replication_factor <= config.nodes
-        assert config.nemesis and set(config.nemesis) <= set(ALL_KINDS)
-    assert swarm_config(7) == swarm_config(7)
-    assert {len(c.nemesis) for c in shapes} > {1}  # swarm: different subsets of kinds
-    assert swarm_config(7, "truncate-to-hw").variant == "truncate-to-hw"
-
-
-def test_some_seeds_pause_brokers_under_long_sessions_without_restarting_them() -> None:
-    configs = [swarm_config(seed) for seed in range(200)]
-    long = [c for c in configs if c.zk_session_timeout > 10.0]
-    assert 0.15 < len(long) / len(configs) < 0.5
-    for config in long:
-        assert config.zk_session_timeout in (18.0, 30.0) and "pause" in config.nemesis
-        assert not {"kill", "power", "disk"} & set(config.nemesis)
-    assert all(c.zk_session_timeout in (4.0, 6.0, 8.0) for c in configs if c not in long)
-
-
-def test_later_kinds_and_the_protocol_come_from_their_own_stream() -> None:
-    """Admin faults, stalls and the inter-broker protocol joined the swarm after seeds were
-    pinned in the corpus: a seed's other draws are what they were without them."""
-    configs = [swarm_config(seed) for seed in range(300)]
-    protocols = [c.inter_broker_protocol for c in configs]
-    assert set(protocols) == {"heartbeats", "kip-343", "truncate-on-fetch", "legacy"}
-    assert 0.35 < protocols.count("heartbeats") / len(configs) < 0.65
-    # truncate-on-fetch came last: it takes about half the seeds that drew kip-343 and no other.
-    newest = protocols.count("truncate-on-fetch") / (protocols.count("truncate-on-fetch") + protocols.count("kip-343"))
-    assert 0.35 < newest < 0.65
-    assert 0.2 < (protocols.count("kip-343") + protocols.count("truncate-on-fetch")) / len(configs) < 0.4
-    for kind, share in (("admin", 0.5), ("stall", 0.3)):
-        drawn = sum(kind in c.nemesis for c in configs) / len(configs)
-        assert abs(drawn - share) < 0.1, (kind, drawn)
-    # Seed 1's first draws, as pinned before those joined: ... clock and kill.
-    assert {"clock", "kill"} <= set(swarm_config(1).nemesis) <= {"clock", "kill", "admin", "stall", "failover"}
-
-
-# What seeds 1..200 drew before the linger joined the swarm: a SHA-256 of these fields of
-# each seed's test, computed with the code before it (7490fcd).
-SWARM_BEFORE_LINGER = "f7d4306c8d95cfbbfabf7dbd3e72944560c88da74e48af223f83afd95838c9b6"
-DRAWN_BEFORE_LINGER = ("nodes", "replication_factor", "min_insync_replicas", "topics", "partitions", "nemesis",
-                       "fault_duration", "quiet_period", "time_limit", "rate", "concurrency", "zk_session_timeout",
-                       "inter_broker_protocol", "acks", "seed", "name")
-
-
-def test_the_linger_comes_from_its_own_stream_and_every_other_draw_is_what_it_was() -> None:
-    configs = [swarm_config(seed) for seed in range(1, 201)]
-    lingers = [c.linger for c in configs]
-    assert set(lingers) == {0.0, *explore.LINGERS} == {0.0, 0.005, 0.02}
-    assert 0.4 < lingers.count(0.0) / len(configs) < 0.6
-    rows = [[getattr(c, f) for f in DRAWN_BEFORE_LINGER] for c in configs]
-    assert hashlib.sha256(json.dumps(rows).encode()).hexdigest() == SWARM_BEFORE_LINGER
-    # The pinned corpus seeds that now linger (see tests/chaos/corpus.json): still caught.
-    assert [seed for seed in (1, 14, 76, 57, 4, 98, 21, 22, 83) if swarm_config(seed).linger] == [57, 22, 83]
 
 
 def test_a_tally_exits_like_a_run() -> None:

@@ -28,7 +28,8 @@ from floodmark.harness.config import TestConfig
 from floodmark.harness.schedule import Fault, Schedule
 from floodmark.run import runner as runner_module
 from floodmark.run import shrink
-from floodmark.run.explore import run_seed, swarm_config
+from floodmark.run.explore import run_seed
+from floodmark.run.swarm import swarm_config
 from floodmark.run.shrink import Shrinker, load_failure
 
 

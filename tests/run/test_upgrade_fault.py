@@ -25,7 +25,7 @@ from floodmark.nemesis.upgrade import ROLL_SECONDS, UpgradeNemesis
 from floodmark.reference.protocol import inter_broker_protocol as ibp
 from floodmark.reference.protocol import zk_layout
 from floodmark.run import assemble, digest
-from floodmark.run.explore import SWARM_KINDS, swarm_config
+from floodmark.run.swarm import SWARM_KINDS, swarm_config
 from floodmark.run.runner import Runner
 from floodmark.run_config import ConfigError
 
