@@ -257,8 +257,8 @@ def test_a_real_runs_fault_coverage_and_white_box_invariants(browser: Any, tmp_p
     import concurrent.futures
     import io
 
-    from floodmark.run.swarm import swarm_config
     from floodmark.run.runner import Runner
+    from floodmark.run.swarm import swarm_config
 
     corpus = json.loads((Path(__file__).resolve().parents[1] / "chaos" / "corpus.json").read_text())
     entry = next(e for e in corpus["caught"] if e["variant"] == "acks-all-isr-of-one")

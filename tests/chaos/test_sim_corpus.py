@@ -11,8 +11,8 @@ the swarm's draws do). Each entry is
 replayed on the ``sim`` backend (no Docker: the run is a pure function of its seed and
 schedule) and must be invalid in that checker with that anomaly; the same test with the
 ``default`` variant must be valid, which proves the flaw, not the faults, is what is
-caught. Then ``floodmark explore`` of the default variant over seeds 1..500 must give
-neither an invalid nor an unknown run.
+caught. Then ``floodmark explore`` of the default variant over seeds 1..500 (and 1..100
+under the log-lin workload) must give neither an invalid nor an unknown run.
 
 Part of ``make test-chaos`` (marker ``chaos``); about fifteen minutes on two cores.
 """
@@ -35,8 +35,8 @@ import pytest
 from floodmark.harness.config import make_config
 from floodmark.harness.schedule import Schedule, load_schedule
 from floodmark.reference.protocol.variants import VARIANTS
-from floodmark.run.swarm import swarm_config
 from floodmark.run.runner import Runner
+from floodmark.run.swarm import swarm_config
 from floodmark.run_config import TestConfig
 
 pytestmark = [pytest.mark.chaos]
@@ -49,6 +49,7 @@ NOT_YET_CAUGHT: dict[str, str] = _FILE["not_yet_caught"]
 DEFAULT_REGRESSIONS: list[dict[str, Any]] = _FILE["default_regressions"]
 SWEEP_FIRST_SEED = 1  # the default variant's exploration in CI: seeds 1..500
 SWEEP_SEEDS = 500
+LOG_LIN_SWEEP_SEEDS = 100  # and of it under the log-lin workload: seeds 1..100
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -134,13 +135,14 @@ def test_the_default_variant_stays_valid_on_the_schedules_that_once_broke_it(ent
     assert valid is True, f"{entry['name']}: the default variant fails again: {where}"
 
 
-def test_the_default_variant_passes_an_exploration_of_500_seeds(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("workload", "seeds"), [("queue", SWEEP_SEEDS), ("log-lin", LOG_LIN_SWEEP_SEEDS)])
+def test_the_default_variant_passes_an_exploration(workload: str, seeds: int, tmp_path: Path) -> None:
     """``floodmark explore`` itself, as a user runs it: every seed valid, none unknown (exit 0)."""
-    command = [sys.executable, "-m", "floodmark", "explore", "--runs", str(SWEEP_SEEDS),
+    command = [sys.executable, "-m", "floodmark", "explore", "--runs", str(seeds), "--workload", workload,
                "--seed", str(SWEEP_FIRST_SEED), "--jobs", "2", "--no-shrink", "--store", str(tmp_path)]
     done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3600,
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     output = done.stdout  # explore reports on stderr, merged here
     findings = [line for line in output.splitlines() if "INVALID" in line or "UNKNOWN" in line]
     assert done.returncode == 0, "\n".join(findings or [output[-2000:]])
-    assert f"{SWEEP_SEEDS} runs in" in output and "0 invalid, 0 unknown" in output, output[-2000:]
+    assert f"{seeds} runs in" in output and "0 invalid, 0 unknown" in output, output[-2000:]

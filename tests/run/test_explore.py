@@ -26,8 +26,8 @@ from floodmark.run.explore import (
     run_seed,
     seeds_from,
 )
-from floodmark.run.swarm import swarm_config
 from floodmark.run.shrink import Shrinker, load_failure, renumbered, shrink_run, split, without
+from floodmark.run.swarm import swarm_config
 from floodmark.rundir import create_run_dir
 
 

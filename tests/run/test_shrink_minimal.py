@@ -29,8 +29,8 @@ from floodmark.harness.schedule import Fault, Schedule
 from floodmark.run import runner as runner_module
 from floodmark.run import shrink
 from floodmark.run.explore import run_seed
-from floodmark.run.swarm import swarm_config
 from floodmark.run.shrink import Shrinker, load_failure
+from floodmark.run.swarm import swarm_config
 
 
 def fails(config: TestConfig, schedule: Schedule) -> bool:

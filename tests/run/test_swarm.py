@@ -11,9 +11,8 @@ import pytest
 
 from floodmark.cli import main
 from floodmark.harness.config import ALL_KINDS
-from floodmark.run import swarm
+from floodmark.run import explore_store, swarm
 from floodmark.run.explore import run_seed
-from floodmark.run import explore_store
 from floodmark.run.swarm import exploration_key, swarm_config
 
 

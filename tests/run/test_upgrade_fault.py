@@ -25,8 +25,8 @@ from floodmark.nemesis.upgrade import ROLL_SECONDS, UpgradeNemesis
 from floodmark.reference.protocol import inter_broker_protocol as ibp
 from floodmark.reference.protocol import zk_layout
 from floodmark.run import assemble, digest
-from floodmark.run.swarm import SWARM_KINDS, swarm_config
 from floodmark.run.runner import Runner
+from floodmark.run.swarm import SWARM_KINDS, swarm_config
 from floodmark.run_config import ConfigError
 
 SMALL = {"cluster": "sim", "time_limit": 12.0, "rate": 50.0, "concurrency": 4, "topics": 1,
