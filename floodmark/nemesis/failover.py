@@ -18,7 +18,12 @@ Steps aim at roles, not brokers, of one partition (drawn from the group's seed, 
 every step shares, so all aim at the same one), read from the cluster when the step starts:
 the *leader*; its *successor*, the first other replica in assignment order (the one the
 controller elects next while it is in sync); the *third*, the replica after that. So "kill
-the leader" twice in a group kills the leader, then the one elected after it.
+the leader" twice in a group kills the leader, then the one elected after it. A role is only
+ever a replica of that partition: a broker outside it neither fetches nor hears the
+partition's LeaderAndIsr, so lagging or cutting it would test nothing the pattern says. A
+step aimed at a role the layout does not give (the third with replication factor 2), and a
+pattern with such a step, is refused before the run or never drawn
+(:meth:`FailoverNemesis.layout_problem`).
 
 Only the simulator applies it (message faults, power loss, session expiry and thread stalls
 on demand).
@@ -72,9 +77,23 @@ STEPS: dict[str, str] = {
     "hold-isr-changes": "message",  # ISR change requests (KIP-343) held back past a failover
 }
 
+# Step shape -> the partition's role it aims at, the last in ROLES if several (None: none).
+STEP_ROLES: dict[str, str | None] = {
+    "lag-successor": "successor",
+    "lag-third": "third",
+    "lose-leader-and-isr-third": "third",
+    "cut-third-from-successor": "third",  # (and the successor)
+    "kill-leader": "leader",
+    "power-leader": "leader",
+    "expire-leader": "leader",
+    "stall-controller": None,  # the controller, whoever it is
+    "hold-isr-changes": None,  # every ISR change request
+}
+
 # The kinds of steps that are a state held for their duration (the others are acts, done once).
 HELD_STEPS = frozenset({"message", "partition", "stall"})
-ROLES = 3  # leader, successor, third: brokers a group aims at
+ROLES = ("leader", "successor", "third")  # a partition's replicas, in the order a group aims at them
+MIN_BROKERS = 3
 
 Step = tuple[str, float, float]  # (step shape, seconds after the group starts, duration)
 Pattern = Callable[[random.Random, float], list[Step]]
@@ -193,6 +212,8 @@ PATTERNS: dict[str, Pattern] = {
     "stalled-controller": stalled_controller,
 }
 PATTERN_WEIGHTS = {"lagging-follower": 3.0}  # the general pattern, drawn most; the others 1.0
+# Pattern -> the last role any of its steps aims at: the third, unless it says.
+PATTERN_ROLES = {"stalled-controller": "leader"}
 
 
 class FailoverNemesis(Nemesis):
@@ -214,9 +235,16 @@ class FailoverNemesis(Nemesis):
         return tuple(STEPS)
 
     def layout_problem(self, shape: str, layout: Layout) -> str | None:
-        # partition_roles: every step, and so every pattern, aims at a leader, a successor and a third.
-        if layout.brokers < ROLES:
-            return f"needs at least {ROLES} brokers to aim at; the test has {layout.brokers}"
+        # A floor for the whole kind, kept from when roles were filled from any broker.
+        if layout.brokers < MIN_BROKERS:
+            return f"needs at least {MIN_BROKERS} brokers to aim at; the test has {layout.brokers}"
+        role = PATTERN_ROLES.get(shape, "third") if shape in PATTERNS else STEP_ROLES.get(shape)
+        if role is not None and layout.replication_factor < ROLES.index(role) + 1:
+            return (f"aims at a partition's {role} replica: with replication factor "
+                    f"{layout.replication_factor} no partition has one")
+        if shape == "hold-isr-changes" and layout.replication_factor < 2:
+            return ("with replication factor 1 no partition has a follower to move in or out of its ISR, "
+                    f"so no {ISR_CHANGE_REQUEST} is ever sent")
         return None
 
     def lasts(self, shape: str) -> bool:
@@ -243,24 +271,30 @@ class FailoverNemesis(Nemesis):
              duration: float) -> tuple[FaultPlan, Choice]:
         self.check_shape(shape)
         roles, how = partition_roles(rng, view)
-        leader, successor, third = roles
+        role = STEP_ROLES[shape]
+        if role is not None and ROLES.index(role) >= len(roles):
+            # The layout check refuses this before the run; a view without the partition's
+            # replicas (ZooKeeper did not answer) or fewer of them than the test made lands here.
+            topic, partition = how["partition"]
+            raise NemesisError(f"failover: {shape} aims at the {role} replica of {topic}/{partition}, "
+                               f"which has {len(roles)} known replicas ({', '.join(roles) or 'none'})")
+        aimed = dict(zip(ROLES, roles, strict=False))  # holds every role this step aims at
         plan: FaultPlan
         if shape in ("lag-successor", "lag-third"):
-            target = successor if shape == "lag-successor" else third
-            plan = MessageFault(FETCH_RESPONSE, "drop", destination=target)
+            plan = MessageFault(FETCH_RESPONSE, "drop", destination=aimed[shape.removeprefix("lag-")])
         elif shape == "hold-isr-changes":  # every one, to any controller, long enough to land late
             delay = round(rng.uniform(1.2, 2.5) * view.session_timeout, 3)
             plan = MessageFault(ISR_CHANGE_REQUEST, "delay", delay=delay)
         elif shape == "lose-leader-and-isr-third":
-            plan = MessageFault(LEADER_AND_ISR, "drop", destination=third)
+            plan = MessageFault(LEADER_AND_ISR, "drop", destination=aimed["third"])
         elif shape == "cut-third-from-successor":
-            plan = NetworkCut(((third, (successor,)),))
+            plan = NetworkCut(((aimed["third"], (aimed["successor"],)),))
         elif shape == "expire-leader":
-            plan = SessionExpiry(leader)
+            plan = SessionExpiry(aimed["leader"])
         elif shape == "stall-controller":
             plan = self._stall(rng, view, how)
         else:
-            plan = ProcessCrash(leader, "kill" if shape == "kill-leader" else "power-loss")
+            plan = ProcessCrash(aimed["leader"], "kill" if shape == "kill-leader" else "power-loss")
         return plan, {"shape": shape, "acts_as": STEPS[shape], **how}
 
     @staticmethod
@@ -270,25 +304,24 @@ class FailoverNemesis(Nemesis):
         return ThreadStall(slot.name, "controller", expire_session=True)
 
 
-def partition_roles(rng: random.Random, view: ClusterView) -> tuple[tuple[str, str, str], Choice]:
-    """(leader, successor, third) of the partition the group aims at, as node names, and how
-    they were read. Without a leader now (mid-election) the roles follow assignment order."""
+def partition_roles(rng: random.Random, view: ClusterView) -> tuple[tuple[str, ...], Choice]:
+    """The roles (leader, successor, third) of the partition the group aims at, as node names,
+    as many as it has replicas (up to three), and how they were read. Only its replicas: a
+    partition of two has no third. Without a leader now (mid-election) the roles follow
+    assignment order; without its replicas known (ZooKeeper did not answer) there are none."""
     if not view.partitions:
         raise NemesisError("failover: the cluster has no partitions to aim at")
     topic, partition = rng.choice(sorted(view.partitions))
     by_id = {b.broker_id: b.name for b in brokers_by_id(view)}
     assigned = [r for r in view.replicas.get((topic, partition), ()) if r in by_id]
-    if len(assigned) < 3:  # a smaller assignment: fill from the other brokers, by id
-        assigned += [r for r in sorted(by_id) if r not in assigned]
-    if len(assigned) < 3:
-        raise NemesisError("failover: needs at least three brokers")
     how: Choice = {"partition": [topic, partition]}
     leader = view.leaders.get((topic, partition))
-    if leader not in assigned:
+    if not assigned:
+        how["fallback"] = "the partition's replicas are not known: no roles"
+    elif leader not in assigned:
         how["fallback"] = "no current leader: roles in assignment order"
         leader = assigned[0]
-    successor, third = [r for r in assigned if r != leader][:2]
-    roles = (by_id[leader], by_id[successor], by_id[third])
-    how["roles"] = dict(zip(("leader", "successor", "third"), roles, strict=True))
+    ordered = sorted(assigned, key=lambda r: r != leader)  # the leader, then assignment order (a stable sort)
+    roles = tuple(by_id[r] for r in ordered[:len(ROLES)])
+    how["roles"] = dict(zip(ROLES, roles, strict=False))  # a partition of two replicas has no third
     return roles, how
-

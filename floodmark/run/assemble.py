@@ -91,7 +91,8 @@ def kind_without_shapes(config: TestConfig, nemeses: Composite) -> str | None:
 def draw_schedule(config: TestConfig, nemeses: Composite, rng: random.Random) -> Schedule:
     """The schedule ``rng`` (the seed's schedule stream) draws for the test: only shapes its
     layout gives something to do, and on a layout that allows every shape (three brokers or
-    more, every partition with a follower) the schedule a seed always drew."""
+    more, every partition with a follower: two for failover groups) the schedule a seed always
+    drew."""
     session = config.zk_session_timeout
     return generate(
         rng, config.nemesis, nemeses.shapes(layout_of(config)),

@@ -4,26 +4,38 @@ roles, deterministic per seed, and refused by the real backends before a run sta
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from cluster_fixtures import FakeCluster, view_of
 
 from floodmark.backends import node_faults
+from floodmark.cli import main
 from floodmark.harness.config import ConfigError, make_config
 from floodmark.harness.faults import (
+    ClusterView,
     MessageFault,
     NetworkCut,
     ProcessCrash,
     SessionExpiry,
     ThreadStall,
 )
-from floodmark.harness.schedule import Schedule, generate
+from floodmark.harness.schedule import Fault, Schedule, generate
 from floodmark.harness.seeds import Seeds
-from floodmark.nemesis.base import NemesisError
+from floodmark.nemesis.base import Layout, NemesisError
 from floodmark.nemesis.compose import Composite
-from floodmark.nemesis.failover import PATTERNS, REPLICA_LAG_TIME, STEPS, FailoverNemesis
+from floodmark.nemesis.failover import (
+    PATTERN_ROLES,
+    PATTERNS,
+    REPLICA_LAG_TIME,
+    ROLES,
+    STEP_ROLES,
+    STEPS,
+    FailoverNemesis,
+)
 from floodmark.nemesis.kill import PowerNemesis
 from floodmark.nemesis.message import messages_sent
 from floodmark.run import swarm
@@ -95,6 +107,76 @@ def test_steps_aim_at_the_partitions_roles_read_when_they_start() -> None:
     assert plan == ProcessCrash("n1", "kill") and "fallback" in how
     with pytest.raises(NemesisError, match="unknown shape 'two-leaders-lost'"):
         nemesis.plan(random.Random(1), view, "two-leaders-lost", 5.0)  # a pattern is not a step
+
+
+def two_replica_view() -> ClusterView:
+    """Four brokers, one partition of replicas 3, 2 led by 2: brokers 1 and 4 are no replicas."""
+    view = view_of(FakeCluster(4), controller=1, leaders={("t0", 0): 2})
+    return dataclasses.replace(view, replicas={("t0", 0): (3, 2)})
+
+
+def test_roles_are_only_replicas_of_the_aimed_partition() -> None:
+    # Replication factor 2 filled the third role from a broker outside the partition: lag-third
+    # dropped fetch responses to a broker that fetched nothing of it ("no message matched").
+    nemesis = FailoverNemesis(messages_sent(isr_change_requests=True))
+    for step, role in STEP_ROLES.items():
+        if role == "third":
+            with pytest.raises(NemesisError, match=f"{step} aims at the third replica of t0/0, which has 2 known "
+                                                   "replicas \\(n2, n3\\)"):
+                nemesis.plan(random.Random(1), two_replica_view(), step, 5.0)
+            continue
+        plan, how = nemesis.plan(random.Random(1), two_replica_view(), step, 5.0)
+        assert how["roles"] == {"leader": "n2", "successor": "n3"}  # no third: the choice says so
+        assert not {"n1", "n4"} & set(plan.nodes) or step == "stall-controller", (step, plan)
+    assert nemesis.plan(random.Random(1), two_replica_view(), "lag-successor", 5.0)[0] == MessageFault(
+        "ReplicaFetchResponse", "drop", destination="n3")
+    # Replicas not known (ZooKeeper did not answer): no role, rather than brokers by id.
+    unknown = dataclasses.replace(two_replica_view(), replicas={})
+    with pytest.raises(NemesisError, match="kill-leader aims at the leader replica of t0/0, which has 0 known"):
+        nemesis.plan(random.Random(1), unknown, "kill-leader", 5.0)
+    plan, how = nemesis.plan(random.Random(1), unknown, "stall-controller", 5.0)
+    assert plan == ThreadStall("n1", "controller", expire_session=True) and "not known" in how["fallback"]
+
+
+def test_a_pattern_declares_the_last_role_its_steps_aim_at() -> None:
+    nemesis = FailoverNemesis(messages_sent(isr_change_requests=True))
+    for pattern in PATTERNS:
+        aimed = {STEP_ROLES[step] for seed in range(200)
+                 for step, _, _ in nemesis.group(pattern, 6.0, random.Random(seed))} - {None}
+        assert max(aimed, key=ROLES.index) == PATTERN_ROLES.get(pattern, "third"), pattern
+
+
+def test_steps_and_patterns_aimed_at_a_role_the_layout_lacks_are_refused_or_never_drawn() -> None:
+    nemesis = FailoverNemesis(messages_sent(isr_change_requests=True))
+    assert nemesis.drawable(Layout(3, 3)) == nemesis.shapes  # the schedules seeds always drew
+    assert nemesis.drawable(Layout(5, 2)) == ("stalled-controller",)
+    assert nemesis.drawable(Layout(3, 1)) == ("stalled-controller",)
+    assert nemesis.layout_problem("lag-third", Layout(3, 2)) == (
+        "aims at a partition's third replica: with replication factor 2 no partition has one")
+    assert nemesis.layout_problem("lone-survivor", Layout(4, 2)) == nemesis.layout_problem("lag-third", Layout(4, 2))
+    assert "successor replica: with replication factor 1" in (nemesis.layout_problem("lag-successor", Layout(3, 1)) or "")
+    assert "no IsrChangeRequest is ever sent" in (nemesis.layout_problem("hold-isr-changes", Layout(3, 1)) or "")
+    assert [step for step in STEPS if nemesis.layout_problem(step, Layout(3, 2))] == [
+        "lag-third", "lose-leader-and-isr-third", "cut-third-from-successor"]
+    composite = Composite(("kill", "failover"), messages_sent(isr_change_requests=True))
+    schedule = Schedule(tuple(Fault(n, "failover", step, 1.0, 2.0, 7) for n, step in enumerate(STEPS)), 10.0)
+    assert [p.split(":")[1].split(")")[0] for p in refusals("sim", schedule, composite, 3, 6.0, 10.0, 2)] == [
+        "lag-third", "lose-leader-and-isr-third", "cut-third-from-successor"]
+    assert refusals("sim", schedule, composite, 3, 6.0, 10.0, 3) == []
+
+
+def test_a_run_on_two_replicas_aims_every_step_at_a_replica(tmp_path: Path) -> None:
+    # Seed 5 drew lone-survivor here: its lag-third dropped nothing ("no message matched its
+    # rule"), aimed at n1, no replica of t0/1, and the verdict read as if it had been tested.
+    store = tmp_path / "store"
+    assert main(["run", "--cluster", "sim", "--seed", "5", "--nemesis", "failover", "--nodes", "3",
+                 "--replication-factor", "2", "--min-insync-replicas", "1", "--rate", "50", "--concurrency", "4",
+                 "--topics", "1", "--partitions", "2", "--time-limit", "60", "--store", str(store)]) == 0
+    [run] = (store / "queue-failover-default").iterdir()
+    done = json.loads((run / "schedule.json").read_text())["executed"]
+    assert done and all(e["error"] is None for e in done)
+    assert {e["shape"] for e in done} == {"stall-controller", "expire-leader"}  # stalled-controller's steps
+    assert all(set(e["start_result"]["roles"]) == {"leader", "successor"} for e in done)
 
 
 def test_a_groups_steps_share_a_seed_and_so_aim_at_one_partition() -> None:

@@ -94,6 +94,9 @@ REFUSED: list[tuple[str, str | bytes, str, tuple[str, ...]]] = [
     ("a failover fault on two brokers", schedule_text(fault(kind="failover", shape="kill-leader")),
      "fault 0 (failover:kill-leader): needs at least 3 brokers to aim at; the test has 2",
      ("--nemesis", "failover", "--nodes", "2", "--replication-factor", "2", "--min-insync-replicas", "1")),
+    ("a failover step aimed at a third replica of two", schedule_text(fault(kind="failover", shape="lag-third")),
+     "fault 0 (failover:lag-third): aims at a partition's third replica: with replication factor 2 no partition "
+     "has one", ("--nemesis", "failover", "--replication-factor", "2", "--min-insync-replicas", "1")),
     # Faults the cluster's layout leaves nothing to do ran, cut or struck nothing, and only the
     # coverage beside the verdict said they did not take effect.
     ("a majorities ring on two brokers", schedule_text(fault(kind="partition", shape="majorities-ring")),
