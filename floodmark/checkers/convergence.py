@@ -18,6 +18,14 @@ with why. This checker reads that op:
 * the wait found no broker to ask, never completed, or its record cannot be read: unknown,
   saying why; it must not pass as valid.
 
+Every partition counts, not only those ``test.yaml`` declares: an admin fault may add some
+during the run, and a reassignment moves a partition's replicas. The wait holds every
+partition the metadata lists to the replicas it lists then, and records each it checked
+with those replicas. A partition the node events name (of the test's topics) that the wait
+did not check is one the cluster's metadata never listed after healing: invalid, as short.
+A wait recorded before it listed what it checked held only the declared partitions: if the
+node events name another, the verdict is unknown.
+
 Only a run that recorded the wait, or ran on the simulator (which always records it after
 the final reads), is judged by this checker (:func:`records_the_wait`): a simulator run's
 history without it ends early (cut at a line's end, the op removed) and is unknown; runs on
@@ -32,6 +40,7 @@ from typing import Any
 
 from floodmark.checkers.api import CheckInput
 from floodmark.history import NEMESIS, Op
+from floodmark.node_events import PartitionEvent, PartitionKey
 from floodmark.results import Anomaly, CheckerResult
 
 AWAIT_FULL_ISR = "await-full-isr"
@@ -73,6 +82,15 @@ class ConvergenceChecker:
         unasked = [entry["why"] for entry in short if entry["topic"] is None]
         if unasked:
             return _unknown(f"the wait for whole ISRs could not ask the cluster: {unasked[0]}", stats)
+        existing = _partitions_named(run)
+        if "checked" in found:
+            checked = {(entry["topic"], entry["partition"]) for entry in found["checked"]}
+            stats["partitions_checked"] = len(checked)
+            short = [*short, *({"topic": topic, "partition": number, "why": UNLISTED}
+                               for topic, number in sorted(existing - checked))]
+        elif run.config is not None and (unheld := existing - set(run.config.topic_partitions)):
+            return _unknown("the wait for whole ISRs, recorded before it listed the partitions it checked, held "
+                            f"only those test.yaml declares; the node events name {_named(unheld)} too", stats)
         anomalies = [Anomaly(
             UNDER_REPLICATED,
             f"{entry['topic']}-{entry['partition']}: {entry['why']}, {found['timeout']:g} s after the final "
@@ -81,6 +99,20 @@ class ConvergenceChecker:
             for entry in short]
         stats["under_replicated"] = len(anomalies)
         return CheckerResult(not anomalies, anomalies, stats)
+
+
+UNLISTED = "its node events show it exists, but the cluster's metadata never listed it to the wait"
+
+
+def _partitions_named(run: CheckInput) -> set[PartitionKey]:
+    """The partitions of the test's topics (any, for a history stating no test) the node events name."""
+    topics = None if run.config is None else set(run.config.topic_names)
+    return {(event.body.topic, event.body.partition) for events in run.events.values() for event in events
+            if isinstance(event.body, PartitionEvent) and (topics is None or event.body.topic in topics)}
+
+
+def _named(partitions: set[PartitionKey]) -> str:
+    return ", ".join(f"{topic}/{number}" for topic, number in sorted(partitions))
 
 
 def _unknown(why: str, stats: dict[str, Any] | None = None) -> CheckerResult:
@@ -106,4 +138,12 @@ def _shape_problem(found: Any) -> str | None:
             continue  # the whole cluster: nobody answered
         if not isinstance(topic, str) or type(number) is not int or number < 0:
             return f"'short' names partition {topic!r}/{number!r}"
+    checked = found.get("checked", [])  # (absent from waits recorded before it was listed)
+    if not isinstance(checked, list):
+        return "'checked' is not a list of partitions"
+    for entry in checked:
+        if not (isinstance(entry, Mapping) and isinstance(entry.get("topic"), str)
+                and type(entry.get("partition")) is int and entry["partition"] >= 0
+                and isinstance(entry.get("replicas"), list) and all(type(r) is int for r in entry["replicas"])):
+            return f"'checked' holds {entry!r}, not a partition with its replicas"
     return None

@@ -212,7 +212,7 @@ class LibraryClients:
                         topic, self.config.partitions, self.config.replication_factor,
                         {zk_layout.MIN_INSYNC_REPLICAS: str(self.config.min_insync_replicas)},
                     )
-            unhealthy = await self._wait_healthy(runtime, max(1.0, deadline - runtime.monotonic()))
+            unhealthy, _ = await self._wait_healthy(runtime, max(1.0, deadline - runtime.monotonic()))
             if unhealthy:
                 raise TimeoutError(f"topics had no leader with a whole ISR after {timeout:.0f} s: "
                                    f"{', '.join(problem_lines(unhealthy)[:5])}")
@@ -228,36 +228,45 @@ class LibraryClients:
         """
         runtime = self._runtime("recovery")
         try:
-            return problem_lines(await self._wait_healthy(runtime, timeout, self.config.min_insync_replicas))
+            return problem_lines((await self._wait_healthy(runtime, timeout, self.config.min_insync_replicas))[0])
         finally:
             await self.host.end_session(runtime)
 
     async def await_full_isr(self, timeout: float) -> IsrWait:
         """Wait until every partition's ISR holds all its replicas (no partition
-        under-replicated, as Kafka's operators check), at most ``timeout`` seconds."""
+        under-replicated, as Kafka's operators check), at most ``timeout`` seconds: every
+        partition of the test's topics, those an admin fault added too, each held to its
+        replicas as the metadata has them then (a reassignment's, once it moved them)."""
         runtime = self._runtime("replicas")
         began = runtime.monotonic()
         try:
-            short = await self._wait_healthy(runtime, timeout, None)
+            short, replicas = await self._wait_healthy(runtime, timeout, None, added=True)
         finally:
             await self.host.end_session(runtime)
-        return IsrWait(round(runtime.monotonic() - began, 3), timeout, tuple(short))
+        checked = tuple((topic, number, held) for (topic, number), held in sorted(replicas.items()))
+        return IsrWait(round(runtime.monotonic() - began, 3), timeout, tuple(short), checked)
 
-    async def _wait_healthy(self, runtime: Runtime, timeout: float, min_isr: int | None = None) -> list[Unhealthy]:
+    async def _wait_healthy(self, runtime: Runtime, timeout: float, min_isr: int | None = None, *,
+                            added: bool = False) -> tuple[list[Unhealthy], dict[tuple[str, int], tuple[int, ...]]]:
         """Until each partition has a leader and an ISR of ``min_isr`` (None: all replicas);
-        returns the partitions still short of that at the deadline, each with why."""
+        returns the partitions still short of that at the deadline, each with why, and the
+        replicas each partition was held to (as last listed; none where the metadata lacks it).
+        ``added``: every partition the metadata lists of the test's topics, not only those
+        test.yaml declares; once listed, one stays wanted (a broker behind may not list it)."""
         metadata = ClientMetadata(runtime, self.bootstrap)
         deadline = runtime.monotonic() + timeout
-        wanted = sorted(self.config.topic_partitions)
+        wanted = set(self.config.topic_partitions)
         while True:
             problems: list[Unhealthy] = [(None, None, "no broker answered the metadata request")]
             if await metadata.refresh(list(self.config.topic_names)):
-                problems = [(topic, number, why) for topic, number in wanted
+                if added:
+                    wanted.update((tp.topic, tp.partition) for tp in metadata.partitions)
+                problems = [(topic, number, why) for topic, number in sorted(wanted)
                             if (why := partition_unhealthy(metadata, topic, number, min_isr)) is not None]
-                if not problems:
-                    return []
-            if runtime.monotonic() >= deadline:
-                return problems
+            if not problems or runtime.monotonic() >= deadline:
+                listed = metadata.partitions
+                return problems, {key: tuple(p.replicas) if (p := listed.get(TopicPartition(*key))) else ()
+                                  for key in sorted(wanted)}
             await runtime.sleep(0.25)
 
 
@@ -274,17 +283,21 @@ def problem_lines(problems: Sequence[Unhealthy]) -> list[str]:
 @dataclass(frozen=True)
 class IsrWait:
     """The runner's wait for whole ISRs after the final reads (judged by
-    :mod:`floodmark.checkers.convergence`): the seconds waited, the limit, and each partition
-    still short at the limit, with why."""
+    :mod:`floodmark.checkers.convergence`): the seconds waited, the limit, each partition
+    still short at the limit, with why, and each partition it checked with the replicas it
+    held that partition's ISR to (none: the metadata did not list it)."""
 
     waited: float
     timeout: float
     short: tuple[Unhealthy, ...]
+    checked: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
 
     def value(self) -> dict[str, Any]:
         """The wait as the history records it (``topic`` None: no broker answered)."""
         return {"waited": self.waited, "timeout": self.timeout,
-                "short": [{"topic": topic, "partition": number, "why": why} for topic, number, why in self.short]}
+                "short": [{"topic": topic, "partition": number, "why": why} for topic, number, why in self.short],
+                "checked": [{"topic": topic, "partition": number, "replicas": list(replicas)}
+                            for topic, number, replicas in self.checked]}
 
 
 def partition_unhealthy(metadata: ClientMetadata, topic: str, number: int, min_isr: int | None) -> str | None:

@@ -1,8 +1,9 @@
 """The convergence checker: every replica in sync again once the faults have healed.
 
 It judges one nemesis op, the runner's wait for whole ISRs after the final reads: valid when
-no partition was short, invalid per partition still short, unknown when the wait could not
-ask, never ended or cannot be read. A history that does not record the wait is not judged by
+no partition was short, invalid per partition still short or never checked though the node
+events show it exists (one an admin fault added), unknown when the wait could not ask, never
+ended or cannot be read. A history that does not record the wait is not judged by
 it at all (real clusters' runs, foreign histories), unless it is a simulator run's: unknown.
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import hypothesis.strategies as st
 import pytest
-from checkers_fixtures import History
+from checkers_fixtures import History, elected, events, follows
 from hypothesis import given, settings
 
 from floodmark.checkers.api import CheckInput
@@ -112,3 +113,47 @@ def test_a_wait_of_no_possible_length_is_unknown(seconds: float) -> None:
         found = {"waited": 1.0, "timeout": 30.0, "short": [], key: seconds}
         result = judged(waited(found))
         assert result.valid == "unknown" and "not a number of seconds" in result.stats["unjudged_because"]
+
+
+def checked(*partitions: tuple[str, int], shorts: tuple[tuple[str, int, str], ...] = ()) -> dict[str, Any]:
+    return {**short(*shorts), "checked": [{"topic": t, "partition": p, "replicas": [1, 2, 3]} for t, p in partitions]}
+
+
+# Three brokers' events: t0/0..1 as test.yaml declares (two partitions), t0/2 added during the
+# run (the controller elected its first leader, a broker follows it); t9 is no topic of the test.
+ADDED = {"n1": events("n1", elected(0, 1, 1), elected(1, 2, 1), elected(2, 3, 1)),
+         "n2": events("n2", follows(2, leader=3)), "n3": events("n3", follows(5, topic="t9"))}
+TWO_PARTITIONS = TestConfig(cluster="sim", topics=1, partitions=2)
+
+
+def judged_with(found: dict[str, Any], config: TestConfig | None = TWO_PARTITIONS) -> Any:
+    return ConvergenceChecker().check(CheckInput(waited(found).ops, ADDED, config))
+
+
+def test_a_partition_the_node_events_show_but_the_wait_never_checked_is_invalid() -> None:
+    # An add-partitions fault made t0/2; the wait held only test.yaml's t0/0 and t0/1 to whole
+    # ISRs, so a t0/2 that never caught up passed as converged.
+    result = judged_with(checked(("t0", 0), ("t0", 1)))
+    assert result.valid is False and [(a.topic, a.partition) for a in result.anomalies] == [("t0", 2)]
+    assert "metadata never listed it" in result.anomalies[0].explanation
+    whole = judged_with(checked(("t0", 0), ("t0", 1), ("t0", 2)))
+    assert whole.valid is True and whole.stats["partitions_checked"] == 3
+    added_short = judged_with(checked(("t0", 0), ("t0", 1), ("t0", 2), shorts=(("t0", 2, "ISR [3] of replicas [3, 1]"),)))
+    assert [(a.topic, a.partition) for a in added_short.anomalies] == [("t0", 2)]
+    assert judged_with(checked(("t0", 0), ("t0", 1)), config=None).valid is False  # t9/5 too, with no test
+
+
+def test_a_wait_recorded_before_it_listed_what_it_checked_is_unknown_where_partitions_were_added() -> None:
+    old = short()
+    result = judged_with(old)
+    assert result.valid == "unknown" and "the node events name t0/2 too" in result.stats["unjudged_because"]
+    assert judged_with(old, TestConfig(cluster="sim", topics=1, partitions=3)).valid is True
+    assert judged(waited(old)).valid is True  # no node events: as it always was judged
+
+
+@pytest.mark.parametrize("entries", [{"t0": 1}, [{"topic": "t0", "partition": 0}],
+                                     [{"topic": "t0", "partition": -1, "replicas": [1]}],
+                                     [{"topic": "t0", "partition": 0, "replicas": ["1"]}]])
+def test_a_checked_list_that_cannot_be_read_is_unknown(entries: Any) -> None:
+    result = judged(waited({**short(), "checked": entries}))
+    assert result.valid == "unknown" and "'checked'" in result.stats["unjudged_because"]

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from floodmark.harness.config import make_config
+from floodmark.harness.schedule import Fault, Schedule
+from floodmark.history import NEMESIS, read_history
 from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
 from floodmark.reference.protocol.messages import PartitionMetadata, TopicPartition
 from floodmark.run.runner import Runner
@@ -39,10 +41,11 @@ def test_each_partition_that_cannot_serve_is_named_with_why() -> None:
 
 # ---------------------------------------------------------------- after the final reads
 
-def _simulated_run(tmp_path: Path) -> dict[str, Any]:
-    config = make_config({"cluster": "sim", "nemesis": "none", "time_limit": 20.0, "seed": 4,
-                          "topics": 1, "partitions": 2})
-    outcome = Runner(config, tmp_path, out=io.StringIO(), check=True, report=False).run()
+def _simulated_run(tmp_path: Path, *faults: Fault) -> dict[str, Any]:
+    config = make_config({"cluster": "sim", "nemesis": "admin" if faults else "none", "time_limit": 20.0,
+                          "seed": 4, "topics": 1, "partitions": 2})
+    schedule = Schedule(faults, time_limit=20.0) if faults else None
+    outcome = Runner(config, tmp_path, schedule=schedule, out=io.StringIO(), check=True, report=False).run()
     assert outcome.error is None
     results: dict[str, Any] = json.loads(outcome.run_dir.results.read_text())
     return results
@@ -74,3 +77,32 @@ def test_a_follower_that_never_catches_up_is_caught_by_convergence_alone(tmp_pat
     assert anomalies and all(a["type"] == "under-replicated-after-healing" for a in anomalies)
     assert all("below 3" in a["explanation"] for a in anomalies)
     assert all(c["valid"] is True for name, c in checkers.items() if name != "convergence")
+
+
+def test_partitions_added_and_replicas_moved_during_the_run_are_waited_for_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The wait held only test.yaml's t0/0 and t0/1 to whole ISRs: a partition an admin fault
+    # added (t0/2), whose followers never fetch it, passed as converged.
+    original = ReplicaFetchers._fetch
+
+    async def deaf_to_added(self: ReplicaFetchers, leader: int, address: str, batch: list[Any]) -> bool:
+        declared = [f for f in batch if f.partition.partition < 2]
+        if not declared:
+            await self.runtime.sleep(1.0)
+            return False
+        return await original(self, leader, address, declared)
+    monkeypatch.setattr(ReplicaFetchers, "_fetch", deaf_to_added)
+    results = _simulated_run(tmp_path, Fault(0, "admin", "add-partitions", 2.0, 1.0, 1),
+                             Fault(1, "admin", "reassign", 4.0, 1.0, 2))
+    history = read_history(next(tmp_path.glob("*/*/history.jsonl")))
+    admin = {op.value["shape"]: op.value for op in history if op.f == "start-admin" and op.type == "ok"}
+    added = range(2, admin["add-partitions"]["count"])
+    convergence = results["checkers"]["convergence"]
+    assert added and convergence["valid"] is False and results["valid"] is False
+    assert [(a["topic"], a["partition"]) for a in convergence["anomalies"]] == [("t0", p) for p in added]
+    assert all("ISR [" in a["explanation"] for a in convergence["anomalies"])  # short, as the wait found it
+    [wait] = [op for op in history if op.f == "await-full-isr" and op.process == NEMESIS and op.type == "ok"]
+    replicas = {f"{c['topic']}/{c['partition']}": c["replicas"] for c in wait.value["checked"]}
+    assert list(replicas) == [f"t0/{p}" for p in range(added.stop)]
+    [(moved, target)] = admin["reassign"]["moves"].items()
+    assert replicas[moved] == target != admin["reassign"]["from"][moved]  # held to the replicas moved to
