@@ -21,7 +21,9 @@ where the model is told it is an observed compare failure), ``info`` or no compl
 have happened at any point after the invocation, or never.
 
 For an invalid object the anomaly carries the longest partial linearizations the search
-reached (each op with the model state after it) and the ops it could not linearize next.
+reached (each op with the model state after it) and the ops it could not linearize next. A
+log partition's anomaly that a loss the configuration permits explains carries
+``permitted_by`` (:mod:`floodmark.checkers.linearizability.permitted_loss`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from floodmark.checkers.linearizability.models import (
     Mutex,
     make_model,
 )
+from floodmark.checkers.linearizability.permitted_loss import loss_permission
 from floodmark.checkers.linearizability.values import display, order_key, same, shown
 from floodmark.checkers.linearizability.wgl import (
     DEFAULT_CACHE_LIMIT,
@@ -306,7 +309,11 @@ class LinearizableChecker:
                 explored += result.explored
                 verdicts.append(result.valid)
                 if result.valid is False:
-                    anomalies.append(_anomaly(model, obj, result, run.history))
+                    anomaly = _anomaly(model, obj, result, run.history)
+                    if isinstance(first, Log) and isinstance(obj.key, tuple):
+                        anomaly.details.update(loss_permission(obj.calls, obj.key, run.loss_permissions, build,
+                                                               deadline, self.cache_limit))
+                    anomalies.append(anomaly)
                     if not self.every_object:
                         failed = True
                         break  # fail-fast: one object without a linearization decides the history
@@ -330,6 +337,9 @@ class LinearizableChecker:
             "configurations_explored": explored,
             "seconds": round(time.monotonic() - started, 6),
         }
+        if isinstance(first, Log):  # (as the queue checkers count permitted losses apart)
+            permitted = sum("permitted_by" in a.details for a in anomalies)
+            stats["permitted"], stats["violations"] = permitted, len(anomalies) - permitted
         if unknown:
             stats["unknown_because"] = unknown
             if valid == "unknown":  # (said on the verdict line, as every checker says why)
