@@ -12,6 +12,10 @@ Op shapes (history values):
     append  invoke {"topic", "partition", "value"}; ok adds "offset"
     read    invoke {"topic", "partition", "offset"}; ok adds "value": the value at that
             offset. A read that finds nothing there fails (see below)
+    final-read  invoke {"topic", "partition", "offset": 0}; ok adds "records" (every
+            [offset, value] from 0) and "high_watermark": the whole log, read once per
+            partition after the faults are healed (:func:`floodmark.workloads.registry.final_reads`),
+            so an acknowledged append lost at the tail, which no read reached, is seen missing
 
 Reads go to the leader and see only committed records (below the high watermark), so a
 value read must be the value appended at that offset. A read that finds *nothing* proves

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
+from pathlib import Path
 
 from workload_fixtures import FakeLogs
 
+from floodmark.checkers.api import CheckInput
+from floodmark.checkers.linearizability.checker import LinearizableChecker
 from floodmark.harness.config import TestConfig
+from floodmark.harness.generator import Generator
+from floodmark.harness.recorder import Recorder
+from floodmark.harness.seeds import Seeds
+from floodmark.history import Op, read_history
 from floodmark.workloads.clients import FetchOutcome, SendOutcome
 from floodmark.workloads.log_lin import LogLinWorker
+from floodmark.workloads.registry import final_reads, make_workers
 
 CONFIG = TestConfig(workload="log-lin", topics=1, partitions=2, concurrency=2, nemesis=())
 
@@ -76,3 +85,34 @@ def test_errors() -> None:
     assert worker.timeout_type("append") == "info" and worker.timeout_type("read") == "fail"
     asyncio.run(worker.reopen())
     assert logs.closed == 1 and worker.session is None
+
+
+def test_a_run_ends_with_a_final_read_of_every_partition_which_the_log_model_judges(tmp_path: Path) -> None:
+    # Without final reads an acknowledged append lost at the tail of a log, which no later
+    # append took the offset of and no read reached, went unseen (Jepsen's log workloads end
+    # with final reads after healing for this).
+    logs = FakeLogs()
+    recorder = Recorder(tmp_path / "history.jsonl")
+    generator = Generator(recorder, make_workers(CONFIG, logs, Seeds(1)), rate=500, op_timeout=1)
+    asyncio.run(generator.run(0.4))
+    failures = asyncio.run(final_reads(CONFIG, logs, recorder, generator.highest_process + 1))
+    recorder.close()
+    ops = read_history(tmp_path / "history.jsonl")
+    assert failures == 0
+    finals = [op for op in ops if op.f == "final-read" and op.type == "ok"]
+    assert [(op.value["topic"], op.value["partition"]) for op in finals] == list(CONFIG.topic_partitions)
+    assert min(op.process for op in finals) > max(op.process for op in ops if op.f != "final-read")
+    for op in finals:
+        log = logs.logs.get((op.value["topic"], op.value["partition"]), [])
+        assert op.value["records"] == [[o, v] for o, v in enumerate(log)] and op.value["high_watermark"] == len(log)
+    assert LinearizableChecker().check(CheckInput(ops, config=CONFIG)).valid is True
+    # The same run, had the log lost its last acknowledged append before the final read:
+    tail = max((op for op in ops if op.f == "append" and op.type == "ok"), key=lambda op: op.value["offset"])
+    key = (tail.value["topic"], tail.value["partition"])
+
+    def cut(op: Op) -> Op:
+        if op.f != "final-read" or op.type != "ok" or (op.value["topic"], op.value["partition"]) != key:
+            return op
+        return dataclasses.replace(op, value={**op.value, "records": op.value["records"][:tail.value["offset"]]})
+
+    assert LinearizableChecker().check(CheckInput([cut(op) for op in ops], config=CONFIG)).valid is False

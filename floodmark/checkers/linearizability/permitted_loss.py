@@ -46,18 +46,28 @@ def relaxed_calls(calls: list[Call], *, every_record: bool) -> list[Call]:
     ``every_record`` for a permission that reaches what consumers read, else acks below all."""
     seen_at: dict[int, set[Any]] = {}  # offset -> what reads saw there (None: nothing)
     for made in calls:
-        if made.call[0] == "read":
-            seen_at.setdefault(made.call[1], set()).add(made.call[2])
+        for offset, value in _seen(made.call):
+            seen_at.setdefault(offset, set()).add(value)
     read_values = {value for values in seen_at.values() for value in values if value is not None}
     rewritten = {offset for offset, values in seen_at.items() if len(values) > 1} if every_record else set()
     relaxed: list[Call] = []
     for made in calls:
-        kind, first, second = made.call
-        if kind == "append" and second is not None and (first not in read_values or second in rewritten):
-            relaxed.append(made._replace(call=("append", first, None), completed_at=None))
-        elif not (kind == "read" and first in rewritten):
+        kind = made.call[0]
+        if kind == "append" and made.call[2] is not None and (made.call[1] not in read_values
+                                                              or made.call[2] in rewritten):
+            relaxed.append(made._replace(call=("append", made.call[1], None), completed_at=None))
+        elif kind == "append" or not any(offset in rewritten for offset, _ in _seen(made.call)):
             relaxed.append(made)
     return relaxed
+
+
+def _seen(call: tuple[Any, ...]) -> list[tuple[int, Any]]:
+    """What a read saw, offset by offset (a final read: every record, then nothing at its end)."""
+    if call[0] == "read":
+        return [(call[1], call[2])]
+    if call[0] == "final-read":
+        return [*enumerate(call[1]), (len(call[1]), None)]
+    return []
 
 
 def loss_permission(calls: list[Call], where: tuple[str, int], permissions: LossPermissions,

@@ -120,6 +120,22 @@ def test_log_model_on_log_lin_ops_is_per_partition() -> None:
     assert (bad.anomalies[0].topic, bad.anomalies[0].partition) == ("t0", 1)
 
 
+def test_a_final_read_is_the_whole_log_from_offset_0() -> None:
+    p = {"topic": "t0", "partition": 0}
+    h = History()
+    h.call(0, "append", {**p, "value": "a"}, {**p, "value": "a", "offset": 0})
+    h.call(1, "final-read", {**p, "offset": 0}, {**p, "offset": 0, "records": [[0, "a"], [1, "b"]]})
+    result = LinearizableChecker().check(CheckInput(h.ops, config=TestConfig(workload="log-lin")))
+    assert result.valid is False  # b was never appended (nor is it an unknown append's)
+    gap = History()
+    gap.call(1, "final-read", {**p, "offset": 0}, {**p, "offset": 0, "records": [[0, "a"], [2, "b"]]})
+    with pytest.raises(ModelMismatch, match=r"run from offset 0 without a gap: record 1 is \[2 \"b\"\]"):
+        prepare_history(gap.ops, make_model("log"))
+    failed = History()
+    failed.call(1, "final-read", {**p, "offset": 0}, {**p, "offset": 0}, "fail")
+    assert [o.calls for o in prepare_history(failed.ops, make_model("log"))] == []
+
+
 def test_a_failed_append_holding_its_offset_does_not_fit_the_log_model() -> None:
     """A hand edit of an acknowledged append's ``ok`` to ``fail`` kept its offset: the append
     was dropped as failed while reads returned its record, and a valid run read INVALID

@@ -96,3 +96,34 @@ def test_a_simulated_acks_1_run_that_lost_acknowledged_appends_counts_them_permi
     assert linearizable["valid"] is False and linearizable["anomalies"]
     assert all(a["permitted_by"] == "acks=1 (only acks=all promises durability)" for a in linearizable["anomalies"])
     assert linearizable["stats"]["violations"] == 0
+
+
+def final_read(h: History, process: int, *values: str) -> None:
+    h.call(process, "final-read", {**P, "offset": 0},
+           {**P, "offset": 0, "records": [[o, v] for o, v in enumerate(values)], "high_watermark": len(values)})
+
+
+def test_an_acknowledged_append_a_final_read_lacks_is_lost_and_acks_below_all_permit_that() -> None:
+    h = History()
+    append(h, 0, "x", 0)
+    append(h, 0, "a", 1)
+    final_read(h, 9, "x")
+    acks_all = check(h, TestConfig(workload="log-lin"))
+    assert acks_all.valid is False and "permitted_by" not in acks_all.anomalies[0].details
+    assert check(h, ACKS_1).anomalies[0].details["permitted_by"].startswith("acks=1")
+    whole = History()
+    append(whole, 0, "x", 0)
+    append(whole, 0, "a", 1)
+    final_read(whole, 9, "x", "a")
+    assert check(whole, TestConfig(workload="log-lin")).valid is True
+
+
+def test_a_final_read_that_saw_a_record_a_read_lacks_later_under_acks_below_all_is_a_violation() -> None:
+    # What a final read returned was committed: losing it is no acknowledged-only loss.
+    h = History()
+    append(h, 0, "x", 0)
+    final_read(h, 8, "x")
+    h.call(1, "read", {**P, "offset": 0}, {**P, "offset": 0, "value": "y"})
+    append(h, 0, "y", 0)
+    result = check(h, ACKS_1)
+    assert result.valid is False and "permitted_by" not in result.anomalies[0].details

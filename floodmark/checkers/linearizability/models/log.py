@@ -2,7 +2,9 @@
 
 An append returns the offset it was written at (an acknowledged one that names none does not
 fit: the workload records an append it cannot place as unknown); a read of an offset returns
-the record there, or nothing past the end. Records never move in an append-only log, so what any read
+the record there, or nothing past the end; a final read (``final-read``, made after every
+fault is healed) returns every record of the log from offset 0, and so says where it ends.
+Records never move in an append-only log, so what any read
 or acknowledgement saw at an offset pins every state (which keeps the search short), and an
 unknown append whose value no read returned is only "some record" (so such appends are
 interchangeable). Each partition is an independent object.
@@ -66,16 +68,24 @@ class Log(Model):
             if disagreement := read_problem(invoked, completed):
                 raise ValueError(disagreement)
             return ("read", offset, value if type(value) is str else canonical(value))
-        raise ValueError(f"the log model has only append/read, not {f!r}")
+        if f == FINAL_READ:
+            return DROP if outcome != "ok" else ("final-read", _whole_log(invoked, completed))
+        raise ValueError(f"the log model has only append/read/{FINAL_READ}, not {f!r}")
+
+    def read_only(self, call: tuple[Any, ...]) -> bool:
+        return call[0] != "append"
 
     def anonymize(self, calls: list[tuple[Any, ...]], indeterminate: list[bool]) -> list[tuple[Any, ...]]:
         """An unknown append whose value no read returned is just "some record": its value is
         replaced by :data:`UNOBSERVED`, so all such appends become interchangeable."""
-        read = {c[2] for c in calls if c[0] == "read"}
+        read = {c[2] for c in calls if c[0] == "read"}.union(*(c[1] for c in calls if c[0] == "final-read"))
         # What each offset must hold, from reads and acknowledged appends: records never move
         # in an append-only log, so an append that would put anything else there is doomed.
         for c in calls:
-            if c[0] == "read" and c[2] is not None:
+            if c[0] == "final-read":
+                for offset, value in enumerate(c[1]):
+                    self.known_at.setdefault(offset, value)
+            elif c[0] == "read" and c[2] is not None:
                 self.known_at.setdefault(c[1], c[2])
             elif c[0] == "append" and c[2] is not None:
                 self.known_at.setdefault(c[2], c[1])
@@ -117,9 +127,37 @@ class Log(Model):
             if self.known_at.get(length, call[1]) != call[1]:
                 return INCONSISTENT
             return self.child(state, call[1])
+        if call[0] == "final-read":
+            values = call[1]
+            if self.length[state] != len(values):
+                return INCONSISTENT
+            node = state
+            for value in reversed(values):  # (from the tail, where logs that differ mostly differ)
+                if self.last[node] != value:
+                    return INCONSISTENT
+                node = self.parent[node]
+            return state
         offset, value = call[1], call[2]
         if value is None:
             return state if self.length[state] <= offset else INCONSISTENT
         if self.length[state] <= offset:
             return INCONSISTENT
         return state if self.value_at(state, offset) == value else INCONSISTENT
+
+
+FINAL_READ: Final = "final-read"
+
+
+def _whole_log(invoked: Any, completed: Any) -> tuple[Any, ...]:
+    """A final read's records as the log they say, offset by offset from 0."""
+    if not isinstance(completed, dict) or not isinstance(completed.get("records"), list):
+        raise ValueError(f"a final read's completion is a map with the records read, not {_shown(completed)}")
+    if invoked.get("offset") != 0 or completed.get("offset", 0) != 0:
+        raise ValueError("a final read reads from offset 0")
+    values = []
+    for expected, record in enumerate(completed["records"]):
+        if not isinstance(record, list) or len(record) != 2 or record[0] != expected or type(record[0]) is not int:
+            raise ValueError(f"a final read's records run from offset 0 without a gap: record {expected} is "
+                             f"{_shown(record)}")
+        values.append(record[1] if type(record[1]) is str else canonical(record[1]))
+    return tuple(values)
