@@ -17,9 +17,10 @@ allowed, each as the history shows it:
   no stated configuration, a recovery after every in-sync replica of the partition lost its
   tail): besides those, where reads saw different records at one offset (or a record and
   nothing) a record read there was lost and the offset written again, so the reads of that
-  offset are left out and the appends acknowledged there are taken as unknown too. An
-  append acknowledged at one offset and read at another stays a violation: a lost record
-  is gone, it does not move (only a producer's retry writes a value twice).
+  offset (a final read reads them all) are left out and the appends acknowledged there are
+  taken as unknown too. An append acknowledged at one offset and read at another stays a
+  violation: a lost record is gone, it does not move (only a producer's retry writes a
+  value twice).
 
 Only a relaxed search that finds a linearization excuses the anomaly. One that finds none
 leaves it a violation (something other than a permitted loss happened too: a record from

@@ -127,3 +127,14 @@ def test_a_final_read_that_saw_a_record_a_read_lacks_later_under_acks_below_all_
     append(h, 0, "y", 0)
     result = check(h, ACKS_1)
     assert result.valid is False and "permitted_by" not in result.anomalies[0].details
+
+
+def test_a_read_record_a_final_read_lacks_is_permitted_only_by_a_permission_reaching_every_record() -> None:
+    h = History()
+    append(h, 0, "x", 0)
+    append(h, 0, "a", 1)
+    read(h, 1, 1, "a")
+    final_read(h, 9, "x")
+    assert "permitted_by" not in check(h, ACKS_1).anomalies[0].details
+    every = check(h, TestConfig(workload="log-lin", unclean_leader_election=True))
+    assert every.anomalies[0].details["permitted_by"].startswith("unclean leader election is enabled")
