@@ -18,7 +18,7 @@ the implementation, and only as far as the permission reaches:
   kept. The controller says so when it elects the furthest of them (KIP-966's balanced
   recovery: an unclean election made because every in-sync replica recovered from an
   unclean shutdown), and the history's fault ops say that a power loss took unsynced
-  writes from a replica of that partition before the final drain; both must be there, and
+  writes from a replica of that partition before the final reads; both must be there, and
   the permission covers that partition only. A recovery
   after crashes that lost nothing (SIGKILL leaves the page cache) permits nothing.
 
@@ -44,6 +44,9 @@ from floodmark.node_events import (
 )
 from floodmark.run_config import TestConfig
 
+# The ops that read what the run kept, after healing: the queue workload's drain, the log-lin
+# workload's final read.
+FINAL_READS = ("drain", "final-read")
 NO_CONFIGURATION = "no configuration (the run states no acks, so no durability promise can be assumed)"
 
 
@@ -98,7 +101,7 @@ def loss_permissions(config: TestConfig | None, history: list[Op],
 
 def power_loss_recoveries(history: list[Op], events: Mapping[str, list[NodeEvent]]) -> dict[PartitionKey, str]:
     """The partitions a controller recovered by electing the furthest of replicas that had
-    all recovered from an unclean shutdown, where a power loss before the final drain took
+    all recovered from an unclean shutdown, where a power loss before the final reads took
     unsynced writes from a replica of that partition; each with the reason (the first such
     election of the partition, in node order)."""
     powered_off = _power_losses_before_drain(history)
@@ -123,13 +126,13 @@ def power_loss_recoveries(history: list[Op], events: Mapping[str, list[NodeEvent
 
 
 def _power_losses_before_drain(history: list[Op]) -> set[str]:
-    """The nodes whose power loss, recorded by a fault op before the final drain began, took
+    """The nodes whose power loss, recorded by a fault op before the final reads began, took
     unsynced writes (data, or file-system changes such as a new segment), alone or as part
     of a group of faults."""
     nodes: set[str] = set()
     for op in history:
-        if op.f == "drain" and op.type == "invoke":
-            break  # what the drain reads was lost before it, if at all
+        if op.f in FINAL_READS and op.type == "invoke":
+            break  # what the final reads read was lost before them, if at all
         if op.process == NEMESIS and op.type == "ok":
             _collect_power_losses(op.value, nodes, 0)
     return nodes

@@ -60,6 +60,17 @@ def test_a_recovery_after_a_power_loss_permits_its_partition_only() -> None:
     assert loss_permissions(TestConfig(), history.ops, unsaid).partitions == {}
 
 
+
+def test_a_power_loss_after_the_final_reads_began_permits_nothing() -> None:
+    # What the final reads (the queue's drain, log-lin's final read) read was kept: a power
+    # loss recorded after they began cannot have taken it.
+    recovered = {"n1": events("n1", follows(0), elected(0, leader=2, epoch=3, unclean=True, recovery=True))}
+    for final in ("drain", "final-read"):
+        history = History()
+        history.invoke(3, final, {"topic": "t0", "partition": 0})
+        history.power_loss()
+        assert loss_permissions(TestConfig(), history.ops, recovered).partitions == {}, final
+
 def test_acks_below_all_excuse_only_what_no_consumer_read() -> None:
     permissions = loss_permissions(TestConfig(acks=1), [], {})
     assert permissions.reason("t0", 0, committed=False) == "acks=1 (only acks=all promises durability)"
