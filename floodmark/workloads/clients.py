@@ -259,8 +259,8 @@ class LibraryClients:
         while True:
             problems: list[Unhealthy] = [(None, None, "no broker answered the metadata request")]
             if await metadata.refresh(list(self.config.topic_names)):
-                if added:
-                    wanted.update((tp.topic, tp.partition) for tp in metadata.partitions)
+                if added:  # (a broker that does not know a topic yet answers for partition -1: none)
+                    wanted.update((tp.topic, tp.partition) for tp in metadata.partitions if tp.partition >= 0)
                 problems = [(topic, number, why) for topic, number in sorted(wanted)
                             if (why := partition_unhealthy(metadata, topic, number, min_isr)) is not None]
             if not problems or runtime.monotonic() >= deadline:

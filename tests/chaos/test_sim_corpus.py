@@ -135,6 +135,7 @@ def test_the_default_variant_stays_valid_on_the_schedules_that_once_broke_it(ent
     assert valid is True, f"{entry['name']}: the default variant fails again: {where}"
 
 
+@pytest.mark.timeout(3700)  # the subprocess's own limit decides; 500 seeds take some 10 minutes on two cores
 @pytest.mark.parametrize(("workload", "seeds"), [("queue", SWEEP_SEEDS), ("log-lin", LOG_LIN_SWEEP_SEEDS)])
 def test_the_default_variant_passes_an_exploration(workload: str, seeds: int, tmp_path: Path) -> None:
     """``floodmark explore`` itself, as a user runs it: every seed valid, none unknown (exit 0)."""
