@@ -78,9 +78,10 @@ Hunt for bugs on the simulator: run many seeds, each drawing its own test (3-5 b
 replication factor, min.insync.replicas, topics and partitions, which fault kinds and how
 often and how long, the producer's linger: swarm testing), all within the durability
 contract, so any invalid run is a real bug. The queue workload drives them unless
---workload log-lin asks for appends and reads judged for linearizability. Runs go across --jobs processes (or Spark tasks
-with --master); every failing seed is printed with the command that replays it and kept as
-a run directory, and shrunk to a minimal failing run unless --no-shrink.
+--workload log-lin asks for appends and reads judged for linearizability. Runs go across
+--jobs processes (or Spark tasks with --master); every failing seed is printed with the
+command that replays it and kept as a run directory, and shrunk to a minimal failing run
+unless --no-shrink.
 
 examples:
   floodmark explore --runs 200 --variant truncate-to-hw --stop-on-first
