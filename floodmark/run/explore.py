@@ -194,7 +194,7 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
                     if not submit():
                         break
             while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                done, _ = wait(pending, timeout=INTERRUPT_POLL, return_when=FIRST_COMPLETED)
                 for future in done:
                     seed = pending.pop(future)
                     try:
@@ -233,6 +233,12 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
 
 
 _PR_SET_PDEATHSIG = 1  # prctl(2)
+# How long the explorer's main thread waits for a result before it looks again. A SIGTERM
+# may be handed by the kernel to any of its threads (the pool's own, too: it prefers the
+# main thread, not when that one is stopped or has a signal pending), and its handler runs
+# only once the main thread runs Python again: without a timeout, when the next run ends,
+# which on a loaded machine can be minutes away.
+INTERRUPT_POLL = 0.5
 _names_its_runs = False  # True in a local worker (see explore_store.name_run)
 
 

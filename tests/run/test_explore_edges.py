@@ -8,17 +8,20 @@ started seeds queued ahead after the failure (one more per worker); the printed 
 command named the run relative to the directory explore ran in (``floodmark repro
 store/...`` fails anywhere else); and an exploration whose runs all passed left an empty
 ``explore-<variant>`` folder behind; and an exploration interrupted beside another on the
-same seeds left its own half-written run behind and reported the other's runs as its own.
+same seeds left its own half-written run behind and reported the other's runs as its own;
+and a SIGTERM the kernel handed to one of the pool's threads waited for the next run to end.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,6 +29,7 @@ import pytest
 
 from floodmark.backends.cleanup import _start_ticks, owner_alive
 from floodmark.cli import main
+from floodmark.run import explore
 from floodmark.run.explore import explore_local
 
 
@@ -126,3 +130,29 @@ def test_a_run_a_killed_worker_made_but_had_not_named_is_removed(tmp_path: Path)
         assert found == [] and not left.exists() and running.is_dir()
     finally:
         name_run(store, None)
+
+
+def _slow_seed(seed: int, variant: str, store: str, keep_all: bool = False) -> explore.Explored:
+    """A seed whose run takes longer than an interrupt may wait (in a worker)."""
+    time.sleep(30)
+    return explore.Explored(seed, True, (), None, 0.0, 0.0)
+
+
+def test_a_sigterm_taken_by_another_thread_still_stops_the_explorer_promptly(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel hands a SIGTERM to whichever thread of the explorer it likes (the pool's
+    own threads too: so it does when the main thread is stopped, as a loaded or frozen
+    machine's may be), and Python runs the handler only in the main thread, once that runs
+    again: waiting on the workers' results, it must not sleep until the next run ends."""
+    monkeypatch.setattr(explore, "run_seed", _slow_seed)
+
+    def sigterm_from_another_thread() -> None:
+        time.sleep(2)  # the workers are on their seeds and the explorer waits on them
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+    threading.Thread(target=sigterm_from_another_thread, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        explore_local([1, 2], "default", str(tmp_path), jobs=2)
+    assert time.monotonic() - started < 10  # not the 30 s a run takes
+    assert multiprocessing.active_children() == []
