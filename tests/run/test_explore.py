@@ -26,6 +26,7 @@ from floodmark.run.explore import (
     run_seed,
     seeds_from,
 )
+from floodmark.run.explore_store import run_claim_of
 from floodmark.run.shrink import Shrinker, load_failure, renumbered, shrink_run, split, without
 from floodmark.run.swarm import swarm_config
 from floodmark.rundir import create_run_dir
@@ -76,28 +77,55 @@ def _explore_processes(store: Path) -> list[int]:
     return found
 
 
+def _workers_of(explorer: int, store: Path) -> list[int]:
+    """The explorer's worker processes: its children that name ``store``. Not every process
+    naming it: a worker's own child (its first run asks git for the code version) bears the
+    worker's command line until it execs, which a loaded machine can make last."""
+    return [pid for pid in _explore_processes(store) if pid != explorer and _parent_of(pid) == explorer]
+
+
+def _parent_of(pid: int) -> int | None:
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return None
+
+
+def _runs_in_progress(store: Path, workers: list[int]) -> dict[int, Path]:
+    """The run directory each of ``workers`` has named (explore_store.name_run) and not yet
+    finished: those it is mid-way through."""
+    named = {}
+    for pid in workers:
+        with contextlib.suppress(OSError, ValueError, KeyError, IndexError):
+            run = Path(json.loads(run_claim_of(store, pid).read_text())["runs"][0])
+            if (run / "history.jsonl").exists() and not (run / "results.json").exists():
+                named[pid] = run
+    return named
+
+
 def test_sigterm_stops_the_explorer_and_every_worker(tmp_path: Path) -> None:
-    # SIGTERM reaches only the explorer, not its forked workers: none may outlive it.
+    """SIGTERM reaches only the explorer, not its forked workers: none may outlive it, nor
+    any run they were half-way through. Stopped once each worker is mid-run (not after a
+    fixed pause: on a loaded machine the workers may not have begun a run by then, and the
+    test would prove nothing about half-written runs)."""
     store = tmp_path / "store"
     explorer = subprocess.Popen(
         [sys.executable, "-m", "floodmark", "explore", "--runs", "50", "--seed", "1", "--jobs", "2",
          "--no-shrink", "--store", str(store)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
-        while len(_explore_processes(store)) < 3 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert len(_explore_processes(store)) == 3  # the explorer and two workers
-        time.sleep(1.0)
+        deadline = time.monotonic() + 180
+        while len(workers := _workers_of(explorer.pid, store)) < 2 or len(_runs_in_progress(store, workers)) < 2:
+            assert time.monotonic() < deadline and explorer.poll() is None, (workers, explorer.poll())
+            time.sleep(0.05)
+        assert len(workers) == 2  # --jobs 2
+        half_runs = list(_runs_in_progress(store, workers).values())
         explorer.send_signal(signal.SIGTERM)
-        _, err = explorer.communicate(timeout=30)
-        assert explorer.returncode == 130 and b"interrupted" in err
-        deadline = time.monotonic() + 10
-        while _explore_processes(store) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert _explore_processes(store) == []
-        # Nor any run directory its killed workers were half-way through (nor their folder, if
-        # that left it empty).
+        _, err = explorer.communicate(timeout=60)
+        assert explorer.returncode == 130 and b"interrupted" in err, err
+        assert _gone(workers) == [] and _gone(_explore_processes(store)) == []
+        # Nor any run directory its killed workers were half-way through (one may have
+        # finished meanwhile: then it has its verdict), nor their folder, if that left it empty.
+        assert [run for run in half_runs if run.exists() and not (run / "results.json").exists()] == []
         folder = store / "explore-default"
         assert [p for p in (folder.iterdir() if folder.exists() else []) if not (p / "results.json").exists()] == []
         assert not (store / "latest").is_symlink() or (store / "latest").exists()
@@ -272,7 +300,7 @@ def test_ctrl_c_stops_the_explorer_saying_what_it_kept(tmp_path: Path, moment: s
                         "--seed", "1000", "--shrink-budget", "40")
     try:
         explorer.wait_for(moment)
-        workers = [pid for pid in _explore_processes(store) if pid != explorer.process.pid]
+        workers = _workers_of(explorer.process.pid, store)
         os.killpg(explorer.process.pid, signal.SIGINT)
         code, err = explorer.finish()
     finally:
@@ -304,7 +332,7 @@ def test_a_killed_explorer_takes_its_workers_and_the_next_removes_what_it_left(t
         while len(list(store.glob("explore-*/*/history.jsonl"))) < 2:  # both workers are mid-run
             assert time.monotonic() < deadline and explorer.process.poll() is None, explorer.lines
             time.sleep(0.1)
-        workers = [pid for pid in _explore_processes(store) if pid != explorer.process.pid]
+        workers = _workers_of(explorer.process.pid, store)
         explorer.process.kill()
         explorer.finish()
         assert _gone(workers, timeout=10) == []
