@@ -132,7 +132,7 @@ def test_a_run_a_killed_worker_made_but_had_not_named_is_removed(tmp_path: Path)
         name_run(store, None)
 
 
-def _slow_seed(seed: int, variant: str, store: str, keep_all: bool = False) -> explore.Explored:
+def _slow_seed(seed: int, variant: str, store: str, keep_all: bool = False, workload: str = "queue") -> explore.Explored:
     """A seed whose run takes longer than an interrupt may wait (in a worker)."""
     time.sleep(30)
     return explore.Explored(seed, True, (), None, 0.0, 0.0)
