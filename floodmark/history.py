@@ -59,6 +59,9 @@ from floodmark.inputs.torn_lines import cut_short
 OpType = Literal["invoke", "ok", "fail", "info"]
 OP_TYPES: frozenset[str] = frozenset(("invoke", "ok", "fail", "info"))
 NEMESIS = "nemesis"
+# The reads that close a run, after every fault is healed: the queue workload's drain and
+# the log-lin workload's final read (each of one partition, from offset 0 to its end).
+DRAIN, FINAL_READ = "drain", "final-read"
 
 Process = int | str
 

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from floodmark.history import NEMESIS, Op
+from floodmark.history import DRAIN, FINAL_READ, NEMESIS, Op
 from floodmark.node_events import (
     Appended,
     BecameFollower,
@@ -44,9 +44,6 @@ from floodmark.node_events import (
 )
 from floodmark.run_config import TestConfig
 
-# The ops that read what the run kept, after healing: the queue workload's drain, the log-lin
-# workload's final read.
-FINAL_READS = ("drain", "final-read")
 NO_CONFIGURATION = "no configuration (the run states no acks, so no durability promise can be assumed)"
 
 
@@ -131,7 +128,7 @@ def _power_losses_before_drain(history: list[Op]) -> set[str]:
     of a group of faults."""
     nodes: set[str] = set()
     for op in history:
-        if op.f in FINAL_READS and op.type == "invoke":
+        if op.f in (DRAIN, FINAL_READ) and op.type == "invoke":
             break  # what the final reads read was lost before them, if at all
         if op.process == NEMESIS and op.type == "ok":
             _collect_power_losses(op.value, nodes, 0)

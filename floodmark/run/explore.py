@@ -153,8 +153,7 @@ class Tally:
 
 
 def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, workload: str = "queue",
-                  keep_all: bool = False,
-                  time_budget: float | None = None, stop_on_first: bool = False,
+                  keep_all: bool = False, time_budget: float | None = None, stop_on_first: bool = False,
                   on_result: Callable[[Explored], None] | None = None) -> list[Explored]:
     """Run seeds across ``jobs`` worker processes until done, out of time or (optionally) a failure.
 
@@ -299,8 +298,7 @@ def settle_unfinished_runs(store: str, exploration: str, seeds: Container[int], 
 
 
 def explore_spark(seeds: Sequence[int], variant: str, store: str, master: str, *, workload: str = "queue",
-                  keep_all: bool = True,
-                  on_result: Callable[[Explored], None] | None = None) -> list[Explored]:
+                  keep_all: bool = True, on_result: Callable[[Explored], None] | None = None) -> list[Explored]:
     """Run seeds as Spark tasks, one per seed; every run lands in ``store`` (shared by the
     executors) for ``floodmark analyze`` to ingest.
 

@@ -19,6 +19,7 @@ from floodmark.harness.config import WORKLOADS, TestConfig
 from floodmark.harness.generator import Completion, Worker
 from floodmark.harness.recorder import Recorder
 from floodmark.harness.seeds import Seeds
+from floodmark.history import DRAIN, FINAL_READ
 from floodmark.workloads.clients import ClientFactory
 from floodmark.workloads.log_lin import LogLinWorker
 from floodmark.workloads.queue import (
@@ -41,9 +42,6 @@ def make_workers(config: TestConfig, clients: ClientFactory, seeds: Seeds) -> li
     raise ValueError(f"unknown workload {config.workload!r}; choose one of {', '.join(WORKLOADS)}")
 
 
-FINAL_READ = "final-read"  # the log-lin workload's final read (see the module docstring)
-
-
 async def final_reads(config: TestConfig, clients: ClientFactory, recorder: Recorder, first_process: int) -> int:
     """Run the workload's closing reads as fresh processes from ``first_process``.
 
@@ -53,14 +51,14 @@ async def final_reads(config: TestConfig, clients: ClientFactory, recorder: Reco
         return 0
     session = await clients.open("drain")
     failures = 0
+    queue = config.workload == "queue"
+    f = DRAIN if queue else FINAL_READ
     try:
         for number, (topic, partition) in enumerate(config.topic_partitions):
             process = first_process + number
-            queue = config.workload == "queue"
             # (the log model's reads name their partition in a map; the queue's in a list of positions)
             invoke_value: Any = positions_value([((topic, partition), 0)]) if queue else \
                 {"topic": topic, "partition": partition, "offset": 0}
-            f = "drain" if queue else FINAL_READ
             recorder.record("invoke", process, f, invoke_value)
             clock = asyncio.get_running_loop().time  # the run's clock, virtual in the simulator
             deadline = clock() + config.drain_timeout
