@@ -88,10 +88,9 @@ class RealBackend:
         if view is None:
             return ClusterView(self.cluster.zookeeper.name, brokers, partitions, self.config.zk_session_timeout,
                                protocols=protocols)
-        controller, leaders = await asyncio.to_thread(view.roles, partitions)
-        replicas = await asyncio.to_thread(view.replicas, self.config.topic_names)
-        return ClusterView(self.cluster.zookeeper.name, brokers, partitions,
-                           self.config.zk_session_timeout, controller, leaders, replicas, protocols)
+        roles = await asyncio.to_thread(view.snapshot, partitions, self.config.topic_names)
+        return ClusterView(self.cluster.zookeeper.name, brokers, roles.partitions, self.config.zk_session_timeout,
+                           roles.controller, roles.leaders, roles.replicas, protocols)
 
     def teardown(self, collect_into: RunDir | None) -> None:
         if self._view is not None:

@@ -6,11 +6,16 @@ ZooKeeper and hands the planner a snapshot (:class:`~floodmark.harness.faults.Cl
 When there is no answer (mid-election, or ZooKeeper unreachable) a role is None and the
 nemesis falls back to a random broker, recording that it did. :func:`read_roles` decodes the
 same ZooKeeper nodes for every backend; :class:`ZooKeeperView` reads them from a real server.
+
+The partitions a snapshot names are the test's and every other one its topics' nodes list
+(an admin fault added it): a fault aimed at "a partition's leader" may hit an added partition
+too, as an operator's new partitions are as exposed as the old ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
@@ -43,6 +48,28 @@ def read_roles(read: NodeReader, partitions: Sequence[tuple[str, int]]
         if state.leader != zk_layout.NO_LEADER:
             leaders[(topic, partition)] = state.leader
     return controller, leaders
+
+
+@dataclass(frozen=True)
+class Roles:
+    """What :func:`read_snapshot` read: the partitions, the controller, each partition's leader
+    (where there is one) and its assigned replicas."""
+
+    partitions: tuple[tuple[str, int], ...]
+    controller: int | None
+    leaders: Mapping[tuple[str, int], int]
+    replicas: Mapping[tuple[str, int], tuple[int, ...]]
+
+
+def read_snapshot(read: NodeReader, partitions: Sequence[tuple[str, int]], topics: Sequence[str]) -> Roles:
+    """The roles of the test's ``partitions`` and of every partition of its ``topics`` that
+    ZooKeeper lists besides them, after them in order (so a run that added none draws as it
+    did before partitions could be added)."""
+    replicas = read_replicas(read, topics)
+    known = set(partitions)
+    every = (*partitions, *(key for key in sorted(replicas) if key not in known))
+    controller, leaders = read_roles(read, every)
+    return Roles(every, controller, leaders, replicas)
 
 
 def read_replicas(read: NodeReader, topics: Sequence[str]) -> dict[tuple[str, int], tuple[int, ...]]:
@@ -111,8 +138,8 @@ class ZooKeeperView:
     def roles(self, partitions: Sequence[tuple[str, int]]) -> tuple[int | None, dict[tuple[str, int], int]]:
         return read_roles(self.read, partitions)
 
-    def replicas(self, topics: Sequence[str]) -> dict[tuple[str, int], tuple[int, ...]]:
-        return read_replicas(self.read, topics)
+    def snapshot(self, partitions: Sequence[tuple[str, int]], topics: Sequence[str]) -> Roles:
+        return read_snapshot(self.read, partitions, topics)
 
     def out_of_isr(self, broker_id: int, topics: Sequence[str]) -> list[tuple[str, int]]:
         return out_of_isr(self.read, broker_id, topics)

@@ -6,7 +6,7 @@ with the reference's own encoders, as ZooKeeper would hold them.
 
 from __future__ import annotations
 
-from floodmark.backends.zk_view import out_of_isr, read_replicas, read_roles
+from floodmark.backends.zk_view import out_of_isr, read_replicas, read_roles, read_snapshot
 from floodmark.reference.protocol import zk_layout as zk
 
 
@@ -31,3 +31,15 @@ def test_roles_replicas_and_who_is_out_of_an_isr_are_read_from_the_nodes() -> No
     assert out_of_isr(held.get, 5, ["t0"]) == []
     held[zk.partition_state_path("t0", 1)] = (b"{not json", 6)
     assert out_of_isr(held.get, 3, ["t0"]) == [("t0", 0), ("t0", 1)]
+
+
+def test_a_snapshot_names_the_partitions_an_admin_fault_added_after_the_tests_own() -> None:
+    held = nodes()  # the test made t0/0 and t0/1; t0/2 was added while it ran
+    roles = read_snapshot(held.get, [("t0", 0), ("t0", 1)], ["t0"])
+    assert roles.partitions == (("t0", 0), ("t0", 1), ("t0", 2))
+    assert roles.controller == 2 and roles.leaders == {("t0", 0): 1, ("t0", 1): 3}
+    held[zk.partition_state_path("t0", 2)] = (zk.encode_leader_isr(
+        zk.LeaderIsr(leader=4, leader_epoch=0, isr=(2, 1, 4), controller_epoch=1)), 0)
+    assert read_snapshot(held.get, [("t0", 0), ("t0", 1)], ["t0"]).leaders[("t0", 2)] == 4
+    # The test's own partitions keep their order and place, listed or not (ZooKeeper silent).
+    assert read_snapshot({}.get, [("t0", 1), ("t0", 0)], ["t0"]).partitions == (("t0", 1), ("t0", 0))

@@ -36,7 +36,7 @@ from floodmark.harness.faults import (
 from floodmark.harness.schedule import Fault, Schedule
 from floodmark.history import NEMESIS, read_history
 from floodmark.nemesis.admin import AdminNemesis, moved_replicas
-from floodmark.nemesis.base import NemesisError
+from floodmark.nemesis.base import NemesisError, choose_broker
 from floodmark.nemesis.compose import Composite
 from floodmark.run.admin_faults import AdminFaults, FaultRouter
 from floodmark.run.assemble import refusals
@@ -221,3 +221,34 @@ def test_a_move_cancelled_before_it_completes_goes_back_to_the_original_replicas
     assert started["taken_up"] is True and started["status"] == {"t0/0": "in progress"}
     assert healed["cancel"] == "sent" and healed["cancel_outcome"] == "reverted", healed
     assert healed["replicas_after_cancel"] == {"t0/0": list(current)} and after == {("t0", 0): current}
+
+
+def test_the_cluster_view_names_added_partitions_with_their_leaders_so_faults_can_aim_at_them() -> None:
+    # The view listed only test.yaml's partitions: "a partition's leader" and failover's roles
+    # never fell on a partition an admin fault had added.
+    config = make_config({"cluster": "sim", "seed": 3, "nodes": 3, "topics": 1, "partitions": 2})
+    sim = SimBackend(config, ClusterSpec(brokers=3, seed=5))
+    sim.setup()
+
+    async def scenario() -> tuple[ClusterView, ClusterView]:
+        clients = LibraryClients(config, sim.client_host(), sim.cluster.bootstrap_addresses)
+        await clients.create_topics()
+        before = await sim.observe()
+        await AdminFaults(sim.client_host).apply(PartitionsAdded("t0", 4))
+        for _ in range(100):  # until the controller has elected the new partitions' leaders
+            after = await sim.observe()
+            if len(after.leaders) == 4:
+                break
+            await asyncio.sleep(0.1)
+        return before, after
+
+    try:
+        before, after = sim.run(scenario())
+    finally:
+        sim.force_cleanup()
+    assert before.partitions == (("t0", 0), ("t0", 1))
+    assert after.partitions == (("t0", 0), ("t0", 1), ("t0", 2), ("t0", 3))
+    assert set(after.leaders) == set(after.partitions) == set(after.replicas)
+    rng = random.Random(0)
+    aimed = {tuple(choose_broker(rng, after, "leader")[1]["partition"]) for _ in range(40)}
+    assert {("t0", 2), ("t0", 3)} <= aimed

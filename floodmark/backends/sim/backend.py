@@ -37,7 +37,7 @@ from floodmark.backends.interrupts import cancelled_on_interrupt, quiet_about_in
 from floodmark.backends.sim.clients import SimClientHost
 from floodmark.backends.sim.cluster import LOG_DIRS, SimCluster
 from floodmark.backends.sim.faults import SimFaultApplier
-from floodmark.backends.zk_view import read_replicas, read_roles
+from floodmark.backends.zk_view import read_snapshot
 from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import TestConfig
 from floodmark.harness.faults import BrokerSlot, ClusterView
@@ -163,12 +163,10 @@ class SimBackend:
         return self._clients
 
     async def observe(self) -> ClusterView:
-        partitions = self.config.topic_partitions
-        controller, leaders = read_roles(self.world.zk.read, partitions)
+        roles = read_snapshot(self.world.zk.read, self.config.topic_partitions, self.config.topic_names)
         brokers = tuple(BrokerSlot(n.name, n.broker_id or 0, n.log_dirs) for n in self.cluster.broker_nodes)
-        return ClusterView(self.cluster.zookeeper.name, brokers, partitions,
-                           self.config.zk_session_timeout, controller, leaders,
-                           read_replicas(self.world.zk.read, self.config.topic_names),
+        return ClusterView(self.cluster.zookeeper.name, brokers, roles.partitions,
+                           self.config.zk_session_timeout, roles.controller, roles.leaders, roles.replicas,
                            {n.name: n.config.inter_broker_protocol for n in self.cluster.broker_nodes})
 
     def teardown(self, collect_into: RunDir | None) -> None:
