@@ -7,6 +7,10 @@ those skips into failures so nothing is silently skipped there.
 The ``world`` fixture is the simulated world most reference tests run in; a test module
 chooses its seed (and any other ``SimWorld`` option) with ``pytest.mark.sim_world(seed=...)``.
 The ``storage_root`` fixture runs a storage test on every storage kind (a SimDisk and files).
+
+Hypothesis's default deadline (200 ms an example) is off: CI shares two cores with whatever
+else runs, and an example of a pure function once took longer there, failing a test that
+found nothing. A test that means to bound time says so in its own settings.
 """
 
 from __future__ import annotations
@@ -17,10 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
 from storage_fixtures import STORAGE_KINDS, StorageRoot, make_storage_root
 
 if TYPE_CHECKING:
     from floodmark.reference.sim import SimWorld
+
+settings.register_profile("floodmark", deadline=None)
+settings.load_profile("floodmark")
 
 
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
