@@ -39,6 +39,15 @@ offset it returns. It must never be un-committed:
   (``reason: recovery``) are not counted: Kafka gets durability from replication, not fsync,
   so the replica fetches them again, and a leader elected without them is reported above.
 
+``committed-truncated`` is one replica's loss, which no client may see: a follower that cut a
+committed record and fetched it back from a leader that kept it left every read, the final
+reads included, returning the acknowledged value at its offset. So a log-lin run can be
+invalid here and linearizable: the linearizable checker judges what clients saw, and rightly
+passes it; only the node events show that, for a while, fewer replicas held a committed
+record than the ISR claimed (KIP-101's flaw). Once a replica without it is elected
+(``uncommitted-offset``) and acknowledges another record at its offset, clients see the loss
+and both checkers fail that partition (``tests/checkers/white_box/test_hw_beside_linearizability.py``).
+
 Losses the configuration permits carry ``permitted_by`` (see :mod:`floodmark.checkers.permitted`).
 If the node events do not cover every broker of the run, a run with nothing wrong in them is
 unknown (see :mod:`.event_coverage`), and so is one where clients saw a partition's HW higher
