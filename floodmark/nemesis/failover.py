@@ -73,6 +73,7 @@ STEPS: dict[str, str] = {
     "kill-leader": "kill",
     "power-leader": "power",
     "expire-leader": "session",
+    "expire-other-leader": "session",  # a leader other than the controller (see stalled_controller)
     "stall-controller": "stall",  # the controller's event thread stuck, its session expired
     "hold-isr-changes": "message",  # ISR change requests (KIP-343) held back past a failover
 }
@@ -86,14 +87,19 @@ STEP_ROLES: dict[str, str | None] = {
     "kill-leader": "leader",
     "power-leader": "leader",
     "expire-leader": "leader",
+    "expire-other-leader": "leader",
     "stall-controller": None,  # the controller, whoever it is
     "hold-isr-changes": None,  # every ISR change request
 }
 
+# Steps aimed at a partition the controller does not lead: a stalled controller strikes
+# only when it has another broker's failure to decide about (its own expiry just resigns it).
+BESIDE_CONTROLLER = frozenset({"stall-controller", "expire-other-leader"})
+
 # The kinds of steps that are a state held for their duration (the others are acts, done once).
 HELD_STEPS = frozenset({"message", "partition", "stall"})
 ROLES = ("leader", "successor", "third")  # a partition's replicas, in the order a group aims at them
-MIN_BROKERS = 3
+MIN_BROKERS = 2  # a role's broker and one to take over; the roles themselves need replicas
 
 Step = tuple[str, float, float]  # (step shape, seconds after the group starts, duration)
 Pattern = Callable[[random.Random, float], list[Step]]
@@ -196,9 +202,10 @@ def lone_survivor(rng: random.Random, session: float) -> list[Step]:
 def stalled_controller(rng: random.Random, session: float) -> list[Step]:
     """KAFKA-6082's shape: the controller's event thread stuck with a decision in hand, its
     session expired (another broker takes over), and a leader's session expiring just then,
-    a failure the stuck controller has to decide about."""
+    a failure the stuck controller has to decide about: another broker's, for the controller's
+    own would only resign it, and the stall would never strike."""
     stall = rng.uniform(2.0, 6.0)
-    return [("stall-controller", 0.0, stall), ("expire-leader", rng.uniform(0.1, 1.0), 0.5)]
+    return [("stall-controller", 0.0, stall), ("expire-other-leader", rng.uniform(0.1, 1.0), 0.5)]
 
 
 # Pattern -> how it is drawn.
@@ -235,9 +242,8 @@ class FailoverNemesis(Nemesis):
         return tuple(STEPS)
 
     def layout_problem(self, shape: str, layout: Layout) -> str | None:
-        # A floor for the whole kind, kept from when roles were filled from any broker.
-        if layout.brokers < MIN_BROKERS:
-            return f"needs at least {MIN_BROKERS} brokers to aim at; the test has {layout.brokers}"
+        if layout.brokers < MIN_BROKERS:  # (every pattern ends in a failover to another broker)
+            return f"needs at least {MIN_BROKERS} brokers, one to fail over to; the test has {layout.brokers}"
         role = PATTERN_ROLES.get(shape, "third") if shape in PATTERNS else STEP_ROLES.get(shape)
         if role is not None and layout.replication_factor < ROLES.index(role) + 1:
             return (f"aims at a partition's {role} replica: with replication factor "
@@ -270,7 +276,7 @@ class FailoverNemesis(Nemesis):
     def plan(self, rng: random.Random, view: ClusterView, shape: str,
              duration: float) -> tuple[FaultPlan, Choice]:
         self.check_shape(shape)
-        roles, how = partition_roles(rng, view)
+        roles, how = partition_roles(rng, view, beside_controller=shape in BESIDE_CONTROLLER)
         role = STEP_ROLES[shape]
         if role is not None and ROLES.index(role) >= len(roles):
             # The layout check refuses this before the run; a view without the partition's
@@ -289,7 +295,7 @@ class FailoverNemesis(Nemesis):
             plan = MessageFault(LEADER_AND_ISR, "drop", destination=aimed["third"])
         elif shape == "cut-third-from-successor":
             plan = NetworkCut(((aimed["third"], (aimed["successor"],)),))
-        elif shape == "expire-leader":
+        elif shape in ("expire-leader", "expire-other-leader"):
             plan = SessionExpiry(aimed["leader"])
         elif shape == "stall-controller":
             plan = self._stall(rng, view, how)
@@ -304,14 +310,20 @@ class FailoverNemesis(Nemesis):
         return ThreadStall(slot.name, "controller", expire_session=True)
 
 
-def partition_roles(rng: random.Random, view: ClusterView) -> tuple[tuple[str, ...], Choice]:
+def partition_roles(rng: random.Random, view: ClusterView, *,
+                    beside_controller: bool = False) -> tuple[tuple[str, ...], Choice]:
     """The roles (leader, successor, third) of the partition the group aims at, as node names,
     as many as it has replicas (up to three), and how they were read. Only its replicas: a
     partition of two has no third. Without a leader now (mid-election) the roles follow
-    assignment order; without its replicas known (ZooKeeper did not answer) there are none."""
+    assignment order; without its replicas known (ZooKeeper did not answer) there are none.
+    ``beside_controller``: a partition the controller's broker does not lead, if any does."""
     if not view.partitions:
         raise NemesisError("failover: the cluster has no partitions to aim at")
-    topic, partition = rng.choice(sorted(view.partitions))
+    candidates = sorted(view.partitions)
+    if beside_controller:
+        elsewhere = [tp for tp in candidates if view.leaders.get(tp, view.controller) != view.controller]
+        candidates = elsewhere or candidates
+    topic, partition = rng.choice(candidates)
     by_id = {b.broker_id: b.name for b in brokers_by_id(view)}
     assigned = [r for r in view.replicas.get((topic, partition), ()) if r in by_id]
     how: Choice = {"partition": [topic, partition]}

@@ -175,8 +175,40 @@ def test_a_run_on_two_replicas_aims_every_step_at_a_replica(tmp_path: Path) -> N
     [run] = (store / "queue-failover-default").iterdir()
     done = json.loads((run / "schedule.json").read_text())["executed"]
     assert done and all(e["error"] is None for e in done)
-    assert {e["shape"] for e in done} == {"stall-controller", "expire-leader"}  # stalled-controller's steps
+    assert {e["shape"] for e in done} == {"stall-controller", "expire-other-leader"}  # stalled-controller's steps
     assert all(set(e["start_result"]["roles"]) == {"leader", "successor"} for e in done)
+
+
+def test_a_stalled_controller_group_expires_a_leader_other_than_the_controller() -> None:
+    # Its expiry aimed at any partition's leader; where the controller led that partition, the
+    # expiry only resigned the stuck controller and the stall never struck (on two brokers, 3
+    # of seeds 1-2's 4 stalls: "the thread reached no safepoint while the stall was armed").
+    nemesis = FailoverNemesis()
+    leaders = {("t0", p): 1 + p % 2 for p in range(6)}  # the controller, broker 1, leads half
+    view = view_of(FakeCluster(3), controller=1, leaders=leaders)
+    for seed in range(30):
+        plan, how = nemesis.plan(random.Random(seed), view, "expire-other-leader", 0.5)
+        assert plan == SessionExpiry("n2") and leaders[tuple(how["partition"])] == 2  # type: ignore[index]
+        _, stall_how = nemesis.plan(random.Random(seed), view, "stall-controller", 3.0)
+        assert stall_how["partition"] == how["partition"]  # one group, one partition
+    alone = view_of(FakeCluster(3), controller=1, leaders={("t0", 0): 1})  # no other: as before
+    assert nemesis.plan(random.Random(1), alone, "expire-other-leader", 0.5)[0] == SessionExpiry("n1")
+    for seed in range(20):
+        assert [step for step, _, _ in nemesis.group("stalled-controller", 6.0, random.Random(seed))] == [
+            "stall-controller", "expire-other-leader"]
+
+
+def test_two_brokers_fail_over_a_stalled_controller_and_every_stall_strikes(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    for seed in (1, 2):
+        assert main(["run", "--cluster", "sim", "--seed", str(seed), "--nemesis", "failover", "--nodes", "2",
+                     "--replication-factor", "2", "--min-insync-replicas", "1", "--time-limit", "40",
+                     "--store", str(store)]) == 0
+    executed = [e for run in (store / "queue-failover-default").iterdir()
+                for e in json.loads((run / "schedule.json").read_text())["executed"]]
+    stalls = [e for e in executed if e["shape"] == "stall-controller"]
+    assert len(stalls) == 4 and all(e["error"] is None for e in executed)
+    assert all(e["stop_result"].get("struck_at") is not None for e in stalls), stalls
 
 
 def test_a_groups_steps_share_a_seed_and_so_aim_at_one_partition() -> None:

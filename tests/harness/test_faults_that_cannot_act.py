@@ -71,10 +71,19 @@ def test_a_layout_that_allows_every_shape_draws_the_schedules_seeds_always_drew(
 
 
 def test_a_kind_with_no_shape_the_layout_allows_is_refused_naming_why() -> None:
-    config = sim_config(2, 2, "kill,failover")
+    config = sim_config(1, 1, "kill,failover")
     problem = kind_without_shapes(config, make_nemeses(config))
     assert problem is not None and problem.startswith("--nemesis failover: no failover fault can take effect")
-    assert "needs at least 3 brokers to aim at; the test has 2" in problem
+    assert "needs at least 2 brokers, one to fail over to; the test has 1" in problem
+
+
+def test_two_brokers_draw_the_stalled_controller_which_needs_no_third_replica() -> None:
+    # The kind needed 3 brokers whatever its patterns aimed at: a stalled controller, whose
+    # session expiry hands control to any other broker, was never drawn on two.
+    for rf in (1, 2):
+        config = sim_config(2, rf, "failover")
+        assert kind_without_shapes(config, make_nemeses(config)) is None
+        assert make_nemeses(config).shapes(Layout(2, rf))["failover"] == ("stalled-controller",)
 
 
 @pytest.mark.parametrize(("kind", "shape", "brokers", "rf", "why"), [
