@@ -33,6 +33,7 @@ creates one; partitions, which admin faults add, are not bounded).
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import os
@@ -43,7 +44,7 @@ from typing import Any, cast
 
 from floodmark.errors import SourceError
 from floodmark.inputs.plain_values import json_lines_parser
-from floodmark.inputs.sources import file_problem, read_source
+from floodmark.inputs.sources import describe_os_error, file_problem, read_source
 from floodmark.inputs.torn_lines import cut_short
 from floodmark.node_event_fields import (
     KINDS,
@@ -230,7 +231,12 @@ def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = 
     out and its error added there instead (a report shows what it can)."""
     result: dict[str, list[NodeEvent]] = {}
     d = Path(directory)
-    if not d.is_dir():
+    problem = events_dir_problem(d)
+    if problem is not None:  # there but unreadable: its events are not 'none' (that is unknown, not bad input)
+        if refused is None:
+            raise problem
+        refused.append(problem)
+    if problem is not None or not d.is_dir():
         return result
     claims: dict[int, _Claim] = {}  # broker -> the file that said it is that broker
     for path in sorted(d.glob("*.jsonl")):
@@ -257,6 +263,24 @@ def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = 
             continue
         result[path.stem] = sorted(events, key=lambda e: e.seq)
     return result
+
+
+def events_dir_problem(d: Path) -> NodeEventError | None:
+    """Why an events directory that is there cannot be listed (a file, a symbolic link loop
+    or to nothing, no permission to read it); None when it can be, or is not there at all
+    (a run that recorded no node events). ``glob`` would list such a directory as empty."""
+    if not os.path.lexists(d):
+        return None
+    try:
+        os.listdir(d)
+    except OSError as e:
+        if e.errno == errno.ENOTDIR:
+            return NodeEventError(str(d), 0, "is not a directory: a run's node events are a directory "
+                                             "of <node>.jsonl files")
+        if e.errno == errno.ENOENT:
+            return NodeEventError(str(d), 0, "a symbolic link to nothing: a run's node events are a directory")
+        return NodeEventError(str(d), 0, f"cannot list the node event files: {describe_os_error(e)}")
+    return None
 
 
 @dataclass(frozen=True)

@@ -277,7 +277,7 @@ def check_run(
     file that cannot be written is a UsageError naming it.
     """
     from floodmark.history import read_history
-    from floodmark.node_events import read_events_dir
+    from floodmark.node_events import events_dir_problem, read_events_dir
     from floodmark.run_config import check_names, read_test_config
     from floodmark.rundir import RunDir, interruption_reason
 
@@ -289,6 +289,9 @@ def check_run(
         check_names(config, str(run.config))
         refuse_unused_model(linearizable_options.get("model"), checkers or default_checker_names(config.workload),
                             f"{run.path}: a {config.workload} run")
+    unlisted = events_dir_problem(run.events)
+    if unlisted is not None:  # named as it is, not as node events that differ from the digest's
+        raise unlisted
     files = _digest_of(run)
     _refuse_if_changed(run, files)
     torn: list[str] = []

@@ -368,7 +368,27 @@ def _with_byte_order_marks(run: Path) -> None:  # finding 6: what some editors s
         path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
 
 
+def _events_replaced(how: str) -> Any:  # the second hunt: an events/ that is there but cannot be listed
+    def damage(run: Path) -> None:
+        events = run / "events"
+        for path in events.iterdir():
+            path.unlink()
+        events.rmdir()
+        if how == "file":
+            events.write_text("x\n")
+        else:
+            events.symlink_to(events if how == "loop" else run / "nowhere")
+
+    return damage
+
+
 RUN_DAMAGE = [
+    ("events-a-file", _events_replaced("file"), [], EXIT_BAD_ARGUMENTS,
+     "/events: is not a directory: a run's node events are a directory of <node>.jsonl files"),
+    ("events-a-link-loop", _events_replaced("loop"), [], EXIT_BAD_ARGUMENTS,
+     "/events: cannot list the node event files: too many levels of symbolic links"),
+    ("events-a-link-to-nothing", _events_replaced("nothing"), [], EXIT_BAD_ARGUMENTS,
+     "/events: a symbolic link to nothing: a run's node events are a directory"),
     ("copied-events", _copied_under_another_name, [], EXIT_BAD_ARGUMENTS,
      "events/n2.jsonl:1: an event of node 'n1' in the file of node 'n2': it says it is broker 1, as "),
     ("foreign-topic", _rewritten_line("events/n1.jsonl", 2, '"topic":"t0"', '"topic":"t9"'), [], EXIT_BAD_ARGUMENTS,
@@ -394,7 +414,8 @@ def test_what_the_audit_did_to_a_run_directory_is_refused_in_one_line_or_judged(
         said: str) -> None:
     """Before: the copied file gave INVALID (two leaders per epoch); the foreign topic, the keys
     given twice (read as the last), the negative epoch and --model (ignored) VALID; the byte
-    order marks a refusal in orjson's words."""
+    order marks a refusal in orjson's words; an events/ that is a file or a broken link
+    UNKNOWN, as if the run had recorded no node events."""
     from checkers_fixtures import make_run_dir
 
     from floodmark.cli import main

@@ -404,3 +404,46 @@ def test_a_fifo_among_the_event_files_is_named_at_once(tmp_path) -> None:
     refused: list[NodeEventError] = []
     assert read_events_dir(tmp_path, refused=refused) == {} and len(refused) == 1
     assert time.monotonic() - started < 2
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["absent", "directory", "file", "loop", "link-to-nothing", "link-to-directory", "unlistable"]),
+       st.booleans())
+def test_an_events_directory_that_is_there_is_listed_or_named_never_read_as_empty(
+        tmp_path_factory: pytest.TempPathFactory, what: str, for_a_report: bool) -> None:
+    """Whatever sits at events/, read_events_dir reads it or names it (for a report, in
+    ``refused``): a file, a link loop or to nothing, or a directory it may not list was read
+    as no node events, and check judged the run as one that recorded none (UNKNOWN, not 254)."""
+    run = tmp_path_factory.mktemp("run")
+    events, real = run / "events", run / "real"
+    real.mkdir()
+    (real / "n1.jsonl").write_text('{"node": "n1", "seq": 0, "kind": "started", "broker": 1}\n')
+    if what == "directory":
+        real.rename(events)
+    elif what == "file":
+        events.write_text("x\n")
+    elif what in ("loop", "link-to-nothing", "link-to-directory"):
+        events.symlink_to({"loop": events, "link-to-nothing": run / "nowhere", "link-to-directory": real}[what])
+    elif what == "unlistable":
+        real.rename(events)
+    refused: list[NodeEventError] | None = [] if for_a_report else None
+    original = os.listdir
+
+    def listdir(path: typing.Any = ".") -> list[str]:  # root may list any directory: deny it as chmod 0 would
+        if what == "unlistable" and os.fspath(path) == os.fspath(events):
+            raise PermissionError(13, "Permission denied")
+        return original(path)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(os, "listdir", listdir)
+        try:
+            read = read_events_dir(events, refused=refused)
+        except NodeEventError as e:
+            assert not for_a_report and what not in ("absent", "directory", "link-to-directory")
+            assert str(e).startswith(f"{events}: ") and "\n" not in str(e)
+            return
+    if what in ("absent", "directory", "link-to-directory"):
+        assert list(read) == ([] if what == "absent" else ["n1"]) and not refused
+    else:
+        assert for_a_report and read == {} and refused is not None and len(refused) == 1
+        assert refused[0].source == str(events)
