@@ -69,9 +69,13 @@ class EdnError(SourceError):
     """Malformed EDN: names the source, the line (from 1) and the problem."""
 
 
-_INT = re.compile(r"[+-]?\d+N?$")
-_FLOAT = re.compile(r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?M?$")
-_RATIO = re.compile(r"[+-]?\d+/\d+$")
+# ASCII digits only (Python's \d takes any script's: '٣' would read as 3, which Clojure refuses),
+# and no integer but 0 starting with 0 (EDN forbids it; Clojure reads 010 as octal 8, so the
+# same history would hold another value to each reader: refused, as hex and radix numbers are).
+_INT = re.compile(r"[+-]?(?:0|[1-9][0-9]*)N?$")
+_LEADING_ZERO = re.compile(r"[+-]?0[0-9]+N?$")
+_FLOAT = re.compile(r"[+-]?[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?M?$")
+_RATIO = re.compile(r"[+-]?[0-9]+/[0-9]+$")
 _HEX = re.compile(r"[0-9a-fA-F]{4}$")
 _OCTAL = re.compile(r"[0-7]{1,3}$")
 _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
@@ -131,7 +135,8 @@ class _Reader:
                 if first not in not_atoms:
                     value = recall(token, _MISSING)
                     if value is _MISSING:
-                        if len(token) <= MAX_DIGITS and token.isdigit() and token.isascii():
+                        if (len(token) <= MAX_DIGITS and token.isdigit() and token.isascii()
+                                and (first != "0" or len(token) == 1)):
                             value = int(token)  # the commonest number, without the patterns of number()
                         else:
                             value = self.atom(token, line)
@@ -369,6 +374,9 @@ class _Reader:
             raise self.error(f"number of {len(text)} characters (at most {MAX_DIGITS})", line)
         if _INT.match(text):
             return int(text.rstrip("N"))
+        if _LEADING_ZERO.match(text):
+            raise self.error(f"integer {text[:40]!r} starts with 0, which EDN does not allow "
+                             "(Clojure reads it as octal, other readers as decimal)", line)
         if _FLOAT.match(text):
             if text[-1] == "M":
                 return _decimal(text)

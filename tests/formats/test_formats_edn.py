@@ -187,3 +187,22 @@ def test_writer_can_keep_string_keys_strings() -> None:
     assert edn.dumps(value) == "{:a 1, :b {:c 2}}"
     assert edn.dumps(value, keyword_keys=False) == '{"a" 1, :b {"c" 2}}'
     assert edn.dumps(edn.EdnSet([1, "x"])) == '#{"x" 1}'
+
+
+@pytest.mark.parametrize("text", ["010", "-010", "+07", "00", "010N", "09", "\u0663", "1\u0663", "\u0661/2",
+                                  "1.\u0665", "\uff11"])
+def test_integers_readers_disagree_on_and_other_scripts_digits_are_refused(text: str) -> None:
+    """Found by the second hostile-input hunt: 010 read as 10 (Clojure reads 8: a write of
+    010 and a read of 8 was INVALID, of 10 VALID, the reverse of Knossos), and Arabic-Indic
+    '\u0663' as 3 (Clojure refuses it: 'Invalid number')."""
+    with pytest.raises(edn.EdnError, match=r"<edn>:1: (integer '.*' starts with 0|malformed number)"):
+        edn.loads(f"[1 {text}]")
+
+
+@given(st.integers(-10**100, 10**100), st.integers(1, 10**12), st.sampled_from(["", "N"]))
+def test_an_integer_reads_as_written_and_with_a_leading_zero_is_refused(n: int, m: int, suffix: str) -> None:
+    assert edn.loads(f"[{n}{suffix} {-n}{suffix} 0{suffix} -0{suffix}]") == [n, -n, 0, 0]
+    assert edn.loads(f"{m}.5") == float(f"{m}.5") and edn.loads(f"0{m}.5") == float(f"{m}.5")  # Clojure agrees
+    for text in (f"0{m}{suffix}", f"-0{m}{suffix}", f"+00{m}{suffix}"):
+        with pytest.raises(edn.EdnError, match="starts with 0"):
+            edn.loads(text)
