@@ -83,9 +83,13 @@ def test_a_short_run_on_the_local_cluster_is_valid_and_reproducible(tmp_path: Pa
     # Each producer worker makes the same choices (value, partition) in the same order.
     first, second = producer_choices(ops), producer_choices(read_history(again.run_dir.history))
     assert first.keys() == second.keys()
+    compared = 0
     for worker, choices in first.items():
         length = min(len(choices), len(second[worker]))
-        assert length > 5 and choices[:length] == second[worker][:length]
+        assert choices[:length] == second[worker][:length]
+        compared += length
+    # Enough to mean something, counted over all workers: under CI's load one worker made 4 sends.
+    assert compared > 20, compared
 
 
 @on_the_local_cluster
