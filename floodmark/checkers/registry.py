@@ -41,7 +41,7 @@ CHECKER_NAMES: tuple[str, ...] = ("durability", "hw", "leader", "invariants", "q
 
 _DEFAULTS = {
     "queue": ("durability", "queue", "hw", "leader", "invariants", "stats"),
-    "log-lin": ("linearizable", "hw", "leader", "stats"),
+    "log-lin": ("linearizable", "hw", "leader", "invariants", "stats"),
 }
 
 
@@ -134,7 +134,7 @@ def refuse_unused_model(model: str | None, checkers: Sequence[str | Checker], wh
 
 def default_checkers(workload: str) -> list[Checker]:
     """The checkers that judge a workload's runs: the queue workload gets durability, queue,
-    hw, leader, invariants and stats; ``log-lin`` gets linearizable (log model), hw, leader and stats;
+    hw, leader, invariants and stats; ``log-lin`` gets linearizable (log model), hw, leader, invariants and stats;
     anything else (e.g. a foreign register history) linearizable and stats."""
     return [make_checker(n) for n in default_checker_names(workload)]
 

@@ -51,7 +51,7 @@ def test_names_and_defaults() -> None:
     assert set(CHECKER_NAMES) == {"durability", "hw", "leader", "invariants", "queue", "linearizable", "convergence",
                                   "stats"}
     assert [c.name for c in default_checkers("queue")] == ["durability", "queue", "hw", "leader", "invariants", "stats"]
-    assert [c.name for c in default_checkers("log-lin")] == ["linearizable", "hw", "leader", "stats"]
+    assert [c.name for c in default_checkers("log-lin")] == ["linearizable", "hw", "leader", "invariants", "stats"]
 
 
 def test_check_run_writes_results(tmp_path: Path) -> None:
