@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import pytest
+from midrun_fixtures import stop_mid_run
 
 from floodmark.backends.cleanup import _start_ticks, owner_alive
 from floodmark.cli import main
@@ -88,11 +89,13 @@ def test_an_interrupted_exploration_settles_only_its_own_runs_beside_another_on_
         try:
             assert explorer.stderr is not None
             explorer.stderr.readline()  # the plan
-            first = explorer.stderr.readline()  # seed 1000's finding: seed 1001 is running now
+            first = explorer.stderr.readline()  # seed 1000's finding: seed 1001 is starting now
             assert b"seed 1000 INVALID" in first, first
             later = time.time() + 60
             os.utime(theirs, (later, later))  # written to since this exploration began
-            time.sleep(0.5)
+            # Its worker held on its run of seed 1001 (not a fixed pause: see midrun_fixtures).
+            _, ours = stop_mid_run(store, explorer, in_a_worker=True)
+            assert ours.parent == folder and ours != theirs and ours.name.endswith("-s1001"), ours
             explorer.send_signal(signal.SIGTERM)
             _, err = explorer.communicate(timeout=60)
         finally:
@@ -101,7 +104,7 @@ def test_an_interrupted_exploration_settles_only_its_own_runs_beside_another_on_
                 explorer.wait()
         assert explorer.returncode == 130, err
         assert b"UNKNOWN" not in err, err
-        assert theirs.is_dir()
+        assert theirs.is_dir() and not ours.exists()
         runs = sorted(p.name for p in folder.iterdir())
         assert [r for r in runs if r.endswith("-s1001")] == [theirs.name], runs  # its own half run removed
         assert not list(store.glob(".explore-*-run.json"))
@@ -133,7 +136,9 @@ def test_a_run_a_killed_worker_made_but_had_not_named_is_removed(tmp_path: Path)
 
 
 def _slow_seed(seed: int, variant: str, store: str, keep_all: bool = False, workload: str = "queue") -> explore.Explored:
-    """A seed whose run takes longer than an interrupt may wait (in a worker)."""
+    """A seed whose run takes longer than an interrupt may wait (in a worker); it says in
+    ``store`` that it has begun."""
+    (Path(store) / f"began-{seed}").touch()
     time.sleep(30)
     return explore.Explored(seed, True, (), None, 0.0, 0.0)
 
@@ -146,13 +151,20 @@ def test_a_sigterm_taken_by_another_thread_still_stops_the_explorer_promptly(
     again: waiting on the workers' results, it must not sleep until the next run ends."""
     monkeypatch.setattr(explore, "run_seed", _slow_seed)
 
+    sent: list[float] = []
+
     def sigterm_from_another_thread() -> None:
-        time.sleep(2)  # the workers are on their seeds and the explorer waits on them
+        # Once both workers are on their seeds, the explorer waits on them (not after a
+        # fixed pause: on a loaded machine they may not have begun by then).
+        deadline = time.monotonic() + 180
+        while not all((tmp_path / f"began-{seed}").exists() for seed in (1, 2)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        sent.append(time.monotonic())
         signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
 
     threading.Thread(target=sigterm_from_another_thread, daemon=True).start()
-    started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         explore_local([1, 2], "default", str(tmp_path), jobs=2)
-    assert time.monotonic() - started < 10  # not the 30 s a run takes
+    assert all((tmp_path / f"began-{seed}").exists() for seed in (1, 2))  # signalled mid-run, not at the deadline
+    assert time.monotonic() - sent[0] < 10  # not the 30 s a run takes
     assert multiprocessing.active_children() == []
