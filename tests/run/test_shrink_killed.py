@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from midrun_fixtures import stop_mid_run
 
 from floodmark.run import runner
 from floodmark.run.explore import run_seed
@@ -39,7 +40,8 @@ def test_a_killed_shrink_leaves_a_half_run_the_next_one_removes(tmp_path: Path) 
         assert shrink.stderr is not None
         first = shrink.stderr.readline()  # the first candidate is done: the next one is starting
         assert first.startswith(b"floodmark shrink: try 1:"), first
-        time.sleep(0.3)  # (a candidate runs for a second or more)
+        # Killed on its next candidate (not after a fixed pause: see midrun_fixtures).
+        _, candidate = stop_mid_run(store, shrink)
         os.killpg(shrink.pid, signal.SIGKILL)
         shrink.wait(timeout=30)
     finally:
@@ -47,7 +49,7 @@ def test_a_killed_shrink_leaves_a_half_run_the_next_one_removes(tmp_path: Path) 
             os.killpg(shrink.pid, signal.SIGKILL)
             shrink.wait()
     left = unfinished(store)
-    assert left, "the candidate running when the shrink was killed"
+    assert left == [candidate], "the candidate running when the shrink was killed"
     removed = remove_killed_explorations(str(store))
     assert sorted(removed) == [p.absolute() for p in left]
     assert unfinished(store) == [] and not list(store.glob(".explore-*"))
