@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from midrun_fixtures import parent_of
 
 from floodmark.cli import main
 from floodmark.harness.schedule import Fault, Schedule
@@ -81,13 +82,7 @@ def _workers_of(explorer: int, store: Path) -> list[int]:
     """The explorer's worker processes: its children that name ``store``. Not every process
     naming it: a worker's own child (its first run asks git for the code version) bears the
     worker's command line until it execs, which a loaded machine can make last."""
-    return [pid for pid in _explore_processes(store) if pid != explorer and _parent_of(pid) == explorer]
-
-
-def _parent_of(pid: int) -> int | None:
-    with contextlib.suppress(OSError, IndexError, ValueError):
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    return None
+    return [pid for pid in _explore_processes(store) if pid != explorer and parent_of(pid) == explorer]
 
 
 def _runs_in_progress(store: Path, workers: list[int]) -> dict[int, Path]:
