@@ -21,13 +21,17 @@ type-tagged form on which Python's ``==`` and ``hash`` are exactly value identit
   whatever order they were written in, with no ordering of their members needed.
 
 Floats compare as numbers among floats (``0.0`` is ``-0.0``, as in Clojure) but never equal
-an integer; ``1N`` is the integer 1, as in Clojure. :func:`order_key` orders canonical values
+an integer; ``1N`` is the integer 1, as in Clojure. A NaN (EDN's ``##NaN``, which the reader
+keeps as a symbol, or a float NaN) equals no other value, another NaN included: Clojure's
+``(= ##NaN ##NaN)`` is false, so Knossos finds a read of ``##NaN`` from a register that holds
+``##NaN`` illegal. Each NaN met becomes ``(NAN, occurrence)``, equal only to itself. :func:`order_key` orders canonical values
 of any mix of types (for display), :func:`display` turns one back into the plain value a
 report shows, and :func:`shown` writes one as EDN for a message.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -55,9 +59,29 @@ CHAR: Final = _Tag("char")
 SET: Final = _Tag("set")
 MAP: Final = _Tag("map")
 TAGGED: Final = _Tag("tagged")
+NAN: Final = _Tag("nan")
 
 TRUE: Final = (BOOL, True)
 FALSE: Final = (BOOL, False)
+
+
+class _NaN:
+    """One NaN where a history wrote it: equal to nothing but itself (identity ``==`` and
+    ``hash``), so two NaNs differ as in Clojure while a state holding one still hashes."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value  # as written (the symbol ##NaN or a float), for display
+
+
+def _float(value: float) -> tuple[Any, ...]:
+    return (FLOAT, value) if value == value else (NAN, _NaN(value))
+
+
+def _symbol(value: Symbol) -> tuple[Any, ...]:
+    text = str.__str__(value)
+    return (SYMBOL, text) if text != "##NaN" else (NAN, _NaN(value))
 
 
 class NotAValue(ValueError):
@@ -93,9 +117,9 @@ def _frozen_map(value: Any) -> tuple[Any, ...]:
 
 _CONVERT: dict[type, Callable[[Any], Any]] = {
     bool: lambda v: TRUE if v else FALSE,
-    float: lambda v: (FLOAT, v),
+    float: _float,
     Keyword: lambda v: (KEYWORD, str.__str__(v)),
-    Symbol: lambda v: (SYMBOL, str.__str__(v)),
+    Symbol: _symbol,
     Char: lambda v: (CHAR, str.__str__(v)),
     list: _sequence,
     tuple: _sequence,
@@ -134,6 +158,8 @@ def order_key(form: Any) -> tuple[Any, ...]:
         return (1, form[1])
     if tag is FLOAT:
         return (2, form[1], 1)  # beside the integers, by value; an integer first at a tie
+    if tag is NAN:
+        return (2, math.inf, 2)  # (after every number: NaN has no place among them)
     if tag is CHAR:
         return (4, form[1])
     if tag is KEYWORD:
@@ -158,6 +184,8 @@ def display(form: Any) -> Any:
     tag = form[0] if form else None
     if tag is BOOL or tag is FLOAT:
         return form[1]
+    if tag is NAN:
+        return form[1].value
     if tag is KEYWORD:
         return Keyword(form[1])
     if tag is SYMBOL:

@@ -219,6 +219,27 @@ def test_a_read_of_a_value_python_merges_with_the_written_one_is_invalid(written
     assert verdict(sequential(("write", written, None), ("read", None, written)), model="register") is True
 
 
+_NAN_HISTORY = """{:type :invoke, :f :write, :value ##NaN, :process 0}
+{:type :ok, :f :write, :value ##NaN, :process 0}
+{:type :invoke, :f :read, :value nil, :process 0}
+{:type :ok, :f :read, :value %s, :process 0}
+"""
+
+
+@pytest.mark.parametrize(("read", "initial", "code"), [
+    ("##NaN", None, 1), ("nil", None, 0), ("##Inf", None, 1), ("##NaN", "##NaN", 1), ("nil", "##NaN", 0),
+])
+def test_a_read_of_nan_is_illegal_whatever_the_register_holds(tmp_path, read: str, initial: str | None,
+                                                              code: int) -> None:
+    # Knossos's register reads are legal if (= value read), and (= ##NaN ##NaN) is false
+    from floodmark.cli import main
+
+    path = tmp_path / "history.edn"
+    lines = _NAN_HISTORY % read
+    path.write_text(lines if initial is None else lines.split("\n", 2)[2])
+    assert main(["check", *(["--initial", initial] if initial else []), str(path)]) == code
+
+
 def test_kv_keys_1_and_true_are_checked_apart() -> None:
     h = sequential(("put", [1, "x"], None), ("put", [True, "y"], None), ("get", [1, None], [1, "x"]))
     result = LinearizableChecker(model="kv").check(CheckInput(h.ops))

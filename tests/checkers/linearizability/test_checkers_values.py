@@ -38,6 +38,16 @@ def test_equal_values_are_equal_whatever_their_spelling(a: str, b: str) -> None:
     assert read(a) == read(b) and hash(read(a)) == hash(read(b))
 
 
+@pytest.mark.parametrize("text", ["##NaN", "[##NaN]", "{:a ##NaN}", "#{##NaN}"])
+def test_a_nan_equals_no_other_nan_as_in_clojure(text: str) -> None:
+    # (= ##NaN ##NaN) is false in Clojure, so is (= [##NaN] [##NaN]): two NaNs read apart differ
+    assert read(text) != read(text)
+    assert canonical(float("nan")) != canonical(float("nan"))
+    nan = read(text)
+    assert nan == nan and len({nan, nan}) == 1  # (a state holding one still hashes and caches)
+    assert shown(nan) == text and sorted([read("1.5"), nan, read("2")], key=order_key)[2] is nan
+
+
 def test_the_common_values_are_themselves() -> None:
     for value in (None, 0, 7, -3, 2**80, "", "x"):
         assert canonical(value) is value
