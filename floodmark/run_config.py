@@ -201,9 +201,14 @@ def read_test_config(path: str | Path) -> TestConfig | None:
     Unlike a test definition a user writes (``floodmark run -f``), a run's file must state
     each of :data:`STATED_BY_EVERY_RUN`: an empty one, or one cut short, is a ConfigError
     naming what it leaves out, never read as the defaults."""
+    from floodmark.inputs.sources import special_file_problem
+
     if not os.path.lexists(path):
         return None
     source = str(path)
+    special = special_file_problem(path)  # a FIFO or a device is named at once, never waited on
+    if special is not None:
+        raise ConfigError(source, None, special)
     values = read_yaml_mapping(path)
     config = config_from_dict(values, source)  # wrong keys and values first: they say more
     check_stated(values, source, "remove it to check the run without one")

@@ -241,29 +241,12 @@ def _is_run_dir_quietly(path: Path) -> bool:
         return False
 
 
-def special_file_problem(path: str | os.PathLike[str]) -> str | None:
-    """Why ``path`` is a FIFO or a device, in a few words: no run writes one, and reading it
-    would wait for a writer (or never end), so a reader of a run's file names it at once.
-    None for anything else (a regular file, a directory, a missing or unreadable path: the
-    readers name those)."""
-    import stat
-
-    from floodmark.inputs.sources import file_problem
-
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return None
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    return file_problem(path)
-
-
 def _read_record(path: Path, limit: int, what: str, error: type[ValueError]) -> Any:
     """The JSON of a small file a run writes about itself (its digest, its interruption),
     read once and at most ``limit`` bytes of it; ``error`` naming the file when it is a FIFO
     or a device (named at once, never waited on), unreadable or no JSON."""
     from floodmark.errors import SourceError
+    from floodmark.inputs.sources import special_file_problem
 
     problem = special_file_problem(path)
     if problem is not None:

@@ -70,6 +70,20 @@ def file_problem(path: str | os.PathLike[str]) -> str | None:
     return "is not a regular file"
 
 
+def special_file_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` is a FIFO or a device, in a few words: no run writes one, and reading it
+    would wait for a writer (or never end), so a reader of a run's file names it at once.
+    None for anything else (a regular file, a directory, a missing or unreadable path: the
+    readers name those)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return file_problem(path)
+
+
 def read_source(path: str | os.PathLike[str], *, limit: int | None = None, text: bool = True,
                 writer_wait: float = WRITER_WAIT) -> bytes:
     """All the bytes of ``path`` (``-`` for standard input), read once, a ``text``'s without

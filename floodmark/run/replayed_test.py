@@ -34,6 +34,7 @@ from floodmark.harness.schedule import (
     ScheduleError,
     load_schedule,
 )
+from floodmark.inputs.sources import special_file_problem
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def _faults_edited(run: rundir.RunDir, schedule: Schedule) -> list[str]:
 def _refuse_unless_a_file(path: os.PathLike[str]) -> None:
     """A UsageError, at once, when a file the run wrote is a FIFO or a device: no run wrote
     it, and reading it would wait for a writer."""
-    problem = rundir.special_file_problem(path)
+    problem = special_file_problem(path)
     if problem is not None:
         raise UsageError(f"{path}: {problem}: a run writes its {os.path.basename(path)} as a regular file")
 

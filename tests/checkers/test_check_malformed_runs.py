@@ -17,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -311,3 +313,22 @@ def test_a_history_that_is_no_file_is_named_as_such(history: str, tmp_path: Path
     assert main(["check", str(run)]) == 254
     said = capsys.readouterr().err.strip().splitlines()
     assert said == [f"floodmark check: error: {run / 'history.jsonl'}: {'is a directory, not a file' if history == 'directory' else 'is not a regular file'}: a run's history is a regular file"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_test_yaml_that_is_a_fifo_or_a_device_is_named_at_once(kind: str, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A FIFO test.yaml was waited on for 10 s (a device read up to 1 MiB) before it was refused,
+    where FIFO event and digest files are named at once."""
+    run = Path(shutil.copytree(_template(), tmp_path / "run"))
+    (run / "test.yaml").unlink()
+    if kind == "fifo":
+        os.mkfifo(run / "test.yaml")
+    else:
+        (run / "test.yaml").symlink_to("/dev/zero")
+    started = time.monotonic()
+    assert main(["check", str(run)]) == 254
+    assert time.monotonic() - started < 5
+    said = capsys.readouterr().err.strip().splitlines()
+    problem = "is a FIFO, not a file" if kind == "fifo" else "is not a regular file"
+    assert said == [f"floodmark check: error: {run / 'test.yaml'}: {problem}"]
