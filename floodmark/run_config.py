@@ -233,10 +233,10 @@ def check_names(config: TestConfig, source: str) -> TestConfig:
     """``config`` if its workload, variant and fault kinds are ones a test may name; else a
     ConfigError naming ``source`` and the key, in the harness's words."""
     if config.workload not in WORKLOAD_NAMES:
-        raise ConfigError(source, "workload", f"unknown workload {_shown(config.workload)}; choose one of: "
+        raise ConfigError(source, "workload", f"unknown workload {shown_value(config.workload)}; choose one of: "
                                               f"{', '.join(WORKLOAD_NAMES)}")
     if config.variant not in VARIANT_NAMES:
-        raise ConfigError(source, "variant", f"unknown variant {_shown(config.variant)}; choose one of: "
+        raise ConfigError(source, "variant", f"unknown variant {shown_value(config.variant)}; choose one of: "
                                              f"{', '.join(VARIANT_NAMES)}")
     unknown = [kind for kind in config.nemesis if kind not in KNOWN_NEMESIS]
     if unknown:
@@ -279,7 +279,7 @@ def unknown_key(source: str, raw_key: Any) -> ConfigError:
     """The error for a key no configuration has, with the nearest known key if one is close."""
     import difflib
 
-    key = str(raw_key)
+    key = _SPELLED[raw_key] if raw_key is None or isinstance(raw_key, bool) else str(raw_key)
     shown = key if len(key) <= 40 else key[:37] + "..."
     close = difflib.get_close_matches(key.replace("-", "_"), list(FIELDS), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(FIELDS)}"
@@ -352,7 +352,7 @@ def _typed(source: str, key: str, value: Any) -> Any:
         return read_range(source, key, value)
     if key in _FLAGS:
         if not isinstance(value, bool):
-            raise ConfigError(source, key, f"expected true or false, got {_shown(value)}")
+            raise ConfigError(source, key, f"expected true or false, got {shown_value(value)}")
         return value
     raise ConfigError(source, key, "unknown key")  # pragma: no cover - FIELDS guards this
 
@@ -365,7 +365,7 @@ def _text(source: str, key: str, value: Any) -> str:
 
 def fault_kinds(source: str, value: Any) -> tuple[str, ...]:
     """Fault kinds as a list or a comma-separated string; ``none`` is none, ``all`` the defaults."""
-    words = fault_kind_words(source, value, f"expected a list of fault kinds, got {_shown(value)}")
+    words = fault_kind_words(source, value, f"expected a list of fault kinds, got {shown_value(value)}")
     return DEFAULT_NEMESIS if words == ["all"] else tuple(words)
 
 
@@ -386,9 +386,9 @@ def fault_kind_words(source: str, value: Any, wrong_type: str) -> list[str]:
     else:
         raise ConfigError(source, "nemesis", wrong_type)
     if "" in words:  # "partition,,kill": a kind left out, or a typo; never silently fewer faults
-        raise ConfigError(source, "nemesis", f"an empty fault kind in {_shown(','.join(words))}")
+        raise ConfigError(source, "nemesis", f"an empty fault kind in {shown_value(','.join(words))}")
     if len(words) > 1 and ("all" in words or "none" in words):
-        raise ConfigError(source, "nemesis", f"'all' and 'none' stand alone, not in a list of kinds: {_shown(','.join(words))}")
+        raise ConfigError(source, "nemesis", f"'all' and 'none' stand alone, not in a list of kinds: {shown_value(','.join(words))}")
     return [] if words == ["none"] else words
 
 
@@ -398,7 +398,7 @@ def read_acks(source: str, key: str, value: Any) -> str | int:
         return "all"
     if value in (0, 1, "0", "1") and not isinstance(value, bool):
         return int(value)
-    raise ConfigError(source, key, f"must be one of all, 1, 0, got {_shown(value)}")
+    raise ConfigError(source, key, f"must be one of all, 1, 0, got {shown_value(value)}")
 
 
 # Bounds every configuration respects, whatever the harness can run: beyond them a value
@@ -415,7 +415,7 @@ def read_name(source: str, key: str, value: str) -> str:
         raise ConfigError(source, key, f"at most {MAX_NAME} characters, got {len(value)}")
     if value in (".", "..") or any(c in value for c in "/\\") or not value.isprintable():
         raise ConfigError(source, key, f"must be usable as a directory name (no '/', '\\', control "
-                                       f"characters, '.' or '..'), got {_shown(value)}")
+                                       f"characters, '.' or '..'), got {shown_value(value)}")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -435,30 +435,30 @@ def read_number(source: str, key: str, value: Any, kind: type, minimum: float, m
             try:
                 value = kind(value)
             except ValueError:
-                raise ConfigError(source, key, f"expected a number, got {_shown(value)}") from None
+                raise ConfigError(source, key, f"expected a number, got {shown_value(value)}") from None
         else:
-            raise ConfigError(source, key, f"expected a number, got {_shown(value)}")
+            raise ConfigError(source, key, f"expected a number, got {shown_value(value)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(source, key, f"must be a finite number, got {value}")
     if kind is int and isinstance(value, float):
         if not value.is_integer():
-            raise ConfigError(source, key, f"expected a whole number, got {_shown(value)}")
+            raise ConfigError(source, key, f"expected a whole number, got {shown_value(value)}")
         if abs(value) >= _EXACT_FLOAT:  # "seed: 12345678901234567.0" reads as ...568: another seed
-            raise ConfigError(source, key, f"expected a whole number, got {_shown(value)}: written with a "
+            raise ConfigError(source, key, f"expected a whole number, got {shown_value(value)}: written with a "
                                            "fraction part, a number this large is not exact; write it as an integer")
         value = int(value)
     if value < minimum:
-        raise ConfigError(source, key, f"must be at least {minimum}, got {_shown(value)}")
+        raise ConfigError(source, key, f"must be at least {minimum}, got {shown_value(value)}")
     if maximum is not None and value > maximum:
         bound = maximum if isinstance(maximum, int) else f"{maximum:g}"  # an integer bound in full
-        raise ConfigError(source, key, f"must be at most {bound}, got {_shown(value)}")
+        raise ConfigError(source, key, f"must be at most {bound}, got {shown_value(value)}")
     return kind(value)
 
 
 def read_range(source: str, key: str, value: Any) -> tuple[float, float]:
     """``[min, max]`` in seconds."""
     if not isinstance(value, list | tuple) or len(value) != 2:
-        raise ConfigError(source, key, f"expected [min, max] in seconds, got {_shown(value)}")
+        raise ConfigError(source, key, f"expected [min, max] in seconds, got {shown_value(value)}")
     low = read_number(source, key, value[0], float, 0.1, MAX_SECONDS)
     high = read_number(source, key, value[1], float, 0.1, MAX_SECONDS)
     if low > high:
@@ -466,15 +466,21 @@ def read_range(source: str, key: str, value: Any) -> tuple[float, float]:
     return (low, high)
 
 
-def _shown(value: Any) -> str:
-    """A value for an error message: a scalar as written (cut short), anything else by kind,
-    since a damaged file's value may be nested deeply or be huge."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**40:
+def shown_value(value: Any) -> str:
+    """A value for an error message: a scalar as written (cut short; ``null``, ``true`` and
+    ``false`` as YAML and JSON spell them, not as Python does), anything else by kind, since
+    a damaged file's value may be nested deeply or be huge."""
+    if value is None or isinstance(value, bool):
+        return _SPELLED[value]
+    if isinstance(value, int) and abs(value) >= 10**40:
         return "a number of more than 40 digits"
-    if value is None or isinstance(value, str | int | float):
+    if isinstance(value, str | int | float):
         text = repr(value)
         return text if len(text) <= 60 else f"{text[:57]}..."
     return value_kind(value)
+
+
+_SPELLED = {None: "null", True: "true", False: "false"}
 
 
 def value_kind(value: Any) -> str:
@@ -489,4 +495,4 @@ def value_kind(value: Any) -> str:
         return "a boolean"
     if isinstance(value, int | float):
         return "a number"
-    return "nothing" if value is None else type(value).__name__
+    return "null" if value is None else type(value).__name__

@@ -43,6 +43,7 @@ from floodmark.run_config import (
     read_number,
     read_range,
     read_yaml_mapping,
+    shown_value,
     value_kind,
 )
 
@@ -70,7 +71,7 @@ UPGRADE_FROM = ibp.LEGACY
 def parse_nemesis(value: Any, source: str = "<options>") -> tuple[str, ...]:
     """`all`, `none`, `partition,kill` or a list of kinds -> a tuple of kinds in canonical order."""
     words = fault_kind_words(source, value, "expected a list of kinds or a comma-separated string, "
-                                            f"got a {type(value).__name__}")
+                                            f"got {value_kind(value)}")
     if words == ["all"]:
         return ALL_KINDS  # narrowed to what the cluster can apply by make_config
     unknown = [w for w in words if w not in ALL_KINDS]
@@ -95,7 +96,7 @@ def make_config(values: Mapping[str, Any], source: str = "<options>", base: Test
     base = base or TestConfig()
     name = known.pop("name", base.name if _custom_name(base) else "")
     if not isinstance(name, str | type(None)):
-        raise ConfigError(source, "name", f"expected a string, got {type(name).__name__}")
+        raise ConfigError(source, "name", f"expected a string, got {value_kind(name)}")
     if name:
         name = read_name(source, "name", name)
     converted = {k: _convert(source, k, v) for k, v in known.items()}
@@ -148,7 +149,7 @@ def _convert(source: str, key: str, value: Any) -> Any:
         return None if value is None else read_number(source, key, value, int, 0, 2**63 - 1)
     if key == "code_version":
         if not isinstance(value, str | int | float):
-            raise ConfigError(source, key, f"expected a string, got {type(value).__name__}")
+            raise ConfigError(source, key, f"expected a string, got {value_kind(value)}")
         return str(value)
     if key == "cluster":
         return _choice(source, key, value, CLUSTERS)
@@ -186,7 +187,7 @@ def _convert(source: str, key: str, value: Any) -> Any:
         return read_number(source, key, value, float, 0.0, MAX_LINGER)
     if key in RECORDED:
         if not isinstance(value, bool):
-            raise ConfigError(source, key, f"expected true or false, got {value!r}")
+            raise ConfigError(source, key, f"expected true or false, got {shown_value(value)}")
         return value
     raise ConfigError(source, key, "unknown key")  # pragma: no cover - FIELDS guards this
 

@@ -245,3 +245,21 @@ def test_the_run_command_takes_linger_and_refuses_a_bad_one_with_exit_254(
     assert main(["run", "--cluster", "sim", "--linger", "2"]) == EXIT_BAD_ARGUMENTS
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines == ["floodmark run: error: command line: linger: must be at most 1, got 2.0"]
+
+
+@pytest.mark.parametrize("text", [
+    "nodes: null", "time_limit: ~", "acks: null", "cluster: null", "code_version: null", "fault_duration: [null, 2]",
+    "unclean_leader_election: null", "unclean_leader_election: ", "nodes: true", "rate: false", "null: 1",
+])
+def test_a_value_is_named_as_the_yaml_spells_it_not_as_python_does(text: str, tmp_path: Path) -> None:
+    # (it said "got None", "got NoneType", "got True", "None: unknown key")
+    from floodmark.run_config import config_from_dict, read_yaml_mapping
+
+    path = tmp_path / "test.yaml"
+    path.write_text(text + "\n")
+    for read in (lambda: load_config(path), lambda: config_from_dict(read_yaml_mapping(path), str(path))):
+        with pytest.raises(ConfigError) as raised:
+            read()
+        said = str(raised.value)
+        assert not any(word in said for word in ("None", "True", "False")), said
+        assert ("null" if "null" in text or "~" in text or text.endswith(": ") else text.split()[-1]) in said, said
