@@ -345,7 +345,10 @@ def check_run(
     except OSError as e:
         from floodmark.inputs.sources import describe_os_error, file_problem
 
-        raise UsageError(f"{run.results}: cannot write: {file_problem(run.results) or describe_os_error(e)}") from None
+        # What stands at results.json (a directory, a FIFO) says more than the error; with
+        # nothing there the error is the cause (a read-only directory), not "no such file".
+        there = file_problem(run.results) if os.path.lexists(run.results) else None
+        raise UsageError(f"{run.results}: cannot write: {there or describe_os_error(e)}") from None
     return results
 
 

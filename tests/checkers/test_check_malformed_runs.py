@@ -332,3 +332,28 @@ def test_a_test_yaml_that_is_a_fifo_or_a_device_is_named_at_once(kind: str, tmp_
     said = capsys.readouterr().err.strip().splitlines()
     problem = "is a FIFO, not a file" if kind == "fifo" else "is not a regular file"
     assert said == [f"floodmark check: error: {run / 'test.yaml'}: {problem}"]
+
+
+@pytest.mark.parametrize("results", ["absent", "present"])
+def test_a_run_directory_it_may_not_write_names_the_refusal(results: str, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no results.json yet, a read-only run directory was said to be 'no such file or
+    directory' (results.json's absence, not why it could not be written). The tests run as
+    root, whom a directory's mode does not stop: the kernel's refusal is stood in for where
+    the temporary file is made."""
+    import errno
+
+    run = Path(shutil.copytree(_template(), tmp_path / "run"))
+    (run / "results.json").unlink(missing_ok=True)
+    if results == "present":
+        assert main(["check", str(run)]) == 0
+        capsys.readouterr()
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    assert main(["check", str(run)]) == 254
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == [f"floodmark check: error: {run / 'results.json'}: cannot write: permission denied"]
