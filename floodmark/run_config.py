@@ -41,6 +41,7 @@ import yaml
 
 from floodmark.errors import SourceError
 from floodmark.inputs.safe_yaml import describe_error, load_yaml
+from floodmark.inputs.sources import special_file_problem
 
 # The faults a test injects unless it names others (every kind the real backends apply),
 # also the order in which a configuration lists fault kinds; kinds not listed here follow,
@@ -201,8 +202,6 @@ def read_test_config(path: str | Path) -> TestConfig | None:
     Unlike a test definition a user writes (``floodmark run -f``), a run's file must state
     each of :data:`STATED_BY_EVERY_RUN`: an empty one, or one cut short, is a ConfigError
     naming what it leaves out, never read as the defaults."""
-    from floodmark.inputs.sources import special_file_problem
-
     if not os.path.lexists(path):
         return None
     source = str(path)

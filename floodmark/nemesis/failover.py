@@ -321,7 +321,8 @@ def partition_roles(rng: random.Random, view: ClusterView, *,
         raise NemesisError("failover: the cluster has no partitions to aim at")
     candidates = sorted(view.partitions)
     if beside_controller:
-        elsewhere = [tp for tp in candidates if view.leaders.get(tp, view.controller) != view.controller]
+        # (a partition without a leader now is no help: nobody's expiry there needs deciding)
+        elsewhere = [tp for tp in candidates if tp in view.leaders and view.leaders[tp] != view.controller]
         candidates = elsewhere or candidates
     topic, partition = rng.choice(candidates)
     by_id = {b.broker_id: b.name for b in brokers_by_id(view)}
