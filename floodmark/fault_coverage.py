@@ -144,7 +144,11 @@ def _admin(start: Value, stop: Value | None) -> str | None:
 def _stall(start: Value, stop: Value | None) -> str | None:
     stop = stop or {}
     if stop.get("struck_at") is None:
-        return "the thread reached no safepoint while the stall was armed: it never stuck"
+        # A stall strikes between deciding partition states and writing them; a controller
+        # with nothing to decide (no broker lost or back, no ISR change) never gets there.
+        return ("the thread reached no safepoint while the stall was armed: it never stuck "
+                "(the controller decided no partition state then; a kill, session, partition "
+                "or failover fault in the same run gives it one)")
     if stop.get("events_handled_while_stuck") != 0:
         return f"the thread finished {stop.get('events_handled_while_stuck')} events while stuck"
     session = stop.get("session")

@@ -17,7 +17,11 @@ Shapes (aimed at the broker that is controller when the fault starts):
 
 The stall strikes at the thread's next safepoint (``Runtime.safepoint``): where the
 controller has decided partition states and not yet written them, so it is stuck mid-event
-with a decision in hand (see ``reference.sim.node``). Only the simulator applies it.
+with a decision in hand (see ``reference.sim.node``). A controller with nothing to decide
+while the stall is armed (no broker lost or back, no ISR change) never reaches it, so a run
+of stalls alone reports them as not taken effect: the fault worth having is a stall beside a
+kill, session, partition or failover fault, which swarm tests and ``--nemesis all`` draw (and
+failover's ``stalled-controller`` pattern plans the two together). Only the simulator applies it.
 """
 
 from __future__ import annotations
