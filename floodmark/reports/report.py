@@ -24,7 +24,7 @@ from urllib.parse import quote
 from floodmark.fault_coverage import fault_coverage, summary_line
 from floodmark.inputs.output_paths import check_output, write_output
 from floodmark.reports.anomaly_context import ContextTables
-from floodmark.reports.anomaly_groups import checker_views
+from floodmark.reports.anomaly_groups import AnomalyViews, checker_views, page_bounds
 from floodmark.reports.faults import FAULT_COLOURS, FaultInterval, fault_colour, fault_intervals
 from floodmark.reports.history_columns import paused_gc
 from floodmark.reports.op_table import build_op_table
@@ -91,7 +91,8 @@ def render_report(data: RunData, out_dir: Path) -> str:
                       lambda: fault_intervals((history[i] for i in history.nemesis_indices), history.end_time))
     coverage = _section(data, "fault coverage", dict, lambda: fault_coverage(history[i] for i in history.nemesis_indices))
     tables = ContextTables()
-    checkers = _section(data, "the checkers' verdicts", list, lambda: checker_views(data, tables))
+    views: AnomalyViews = _section(data, "the checkers' verdicts", AnomalyViews, lambda: checker_views(data, tables))
+    checkers = views.checkers
     plots: list[Plot] = _section(data, "the plots", list, lambda: [latency_plot(table, faults),
                                                                  throughput_plot(table, faults)] if len(table) else [])
     partitions = _section(data, "the partition lanes", list, lambda: [
@@ -110,7 +111,9 @@ def render_report(data: RunData, out_dir: Path) -> str:
         "warnings": data.warnings,
         "interrupted": interrupted,
         "checkers": checkers,
-        "anomaly_total": sum(c.anomaly_total for c in checkers),
+        "anomaly_total": views.anomaly_total,
+        "checkers_omitted": views.omitted,
+        "bounds": page_bounds(),
         "context_tables": tables.tables(),
         "plots": plots,
         "faults": faults,

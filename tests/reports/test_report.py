@@ -161,7 +161,7 @@ def test_anomalies_past_the_context_bound_are_counted_on_the_page(store: Path,
     assert [row[0] for row in rest if row[5] is None] == list(range(21, 251))
     assert "230 without inline context" in html
     assert ("Anomalies #21–#250 of this type (230 of 250) have no inline context: this page carries "
-            "the context of the first 20 anomalies of each type.") in html
+            "the context of the first 20 anomalies of this type (20 a type at most, 2,000 in all).") in html
     assert 'data-context-limit="20"' in html
 
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from report_fixtures import make_minimal_run
 
 from floodmark import results as results_file
+from floodmark.reports.report import write_report
 from floodmark.reports.run_data import load_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,26 +114,109 @@ def test_a_huge_anomaly_type_or_explanation_is_shown_cut(tmp_path: Path) -> None
     assert "lost-xxxx" in page  # the type is still named, by its start
 
 
-def test_thousands_of_anomaly_types_are_detailed_to_a_bound_and_all_listed(tmp_path: Path) -> None:
-    """A results file naming 2,000 anomaly types, one anomaly each, made a 35 MB page in 75 s:
-    every type's first anomaly was rendered in full (some twenty kilobytes of context tables
-    each on a real run). The page now details at most DETAILED_IN_ALL anomalies in all, the
-    types shown first taking them, and lists every other one as a compact row."""
-    from floodmark.reports.anomaly_groups import DETAILED_IN_ALL
+def _with_anomalies(run: Path, checkers: dict[str, list[dict[str, object]]]) -> None:
+    results = json.loads((run / "results.json").read_text())
+    for name, anomalies in checkers.items():
+        counts: dict[str, int] = {}
+        for a in anomalies:
+            counts[str(a["type"])] = counts.get(str(a["type"]), 0) + 1
+        results["checkers"][name] = {"valid": False, "anomalies": anomalies, "anomaly_counts": counts}
+    (run / "results.json").write_text(json.dumps(results))
+
+
+def _anomaly(kind: str, explanation: str = "lost", **more: object) -> dict[str, object]:
+    return {"type": kind, "explanation": explanation, "topic": "t0", "partition": 0, "offsets": [0], "ops": [1]} | more
+
+
+def test_thousands_of_anomaly_types_are_shown_to_a_bound_and_the_rest_counted(tmp_path: Path) -> None:
+    """A results file naming 2,000 anomaly types, one anomaly each, made a 35 MB page in 75 s;
+    detailing 200 anomalies in all, a 9 MB page (5 MB and 4.9 s on a synthetic run of 2,000
+    ops), every type with a heading and a table of its own. A checker now shows its 50 most
+    frequent types (the page 100 in all) and names the next 100 with their counts; the page
+    says how many more there are and that results.json lists them all."""
+    from floodmark.reports.anomaly_groups import TYPES_NAMED, TYPES_PER_CHECKER
 
     run = make_minimal_run(tmp_path / "store", name="types", seed=1, stamp=STAMP, verdict=False)
-    results = json.loads((run / "results.json").read_text())
-    durability = results["checkers"]["durability"]
-    durability["anomalies"] = [{"type": f"kind-{i:04}", "explanation": "lost", "topic": "t0", "partition": 0,
-                                "offsets": [0], "ops": [1]} for i in range(2000)]
-    durability["anomaly_counts"] = {f"kind-{i:04}": 1 for i in range(2000)}
-    (run / "results.json").write_text(json.dumps(results))
+    _with_anomalies(run, {"durability": [_anomaly(f"kind-{i:04}") for i in range(2000)]})
     done = _report(run, tmp_path / "report.html")
     assert done.returncode == 0, done.stderr[-2000:]
     page = (tmp_path / "report.html").read_text()
+    assert len(page) < 1_000_000
+    assert page.count('<article class="anomaly"') == TYPES_PER_CHECKER == 50
+    assert 'id="group-50"' in page and 'id="group-51"' not in page
+    assert 'Anomalies <span class="count">(2,000)</span>' in page  # every anomaly still counted
+    assert '<a class="chip" href="#types-not-shown-1">1,950 more types</a>' in page
+    omitted = page.split('id="types-not-shown-1">', 1)[1].split("</div>", 1)[0]
+    assert ("1,950 more anomaly types of durability are not shown here: this page shows 50 types of a "
+            "checker at most, 100 in all, the most frequent first. results.json lists them all") in omitted
+    named = [f"kind-{i:04} × 1" for i in range(50, 50 + TYPES_NAMED)]
+    assert [n for n in named if n not in omitted] == [] and "kind-0150" not in omitted
+    assert "and 1,850 more types (1,850 anomalies), named only in results.json" in omitted
+
+
+def test_the_page_details_and_lists_to_bounds_for_the_whole_page(tmp_path: Path) -> None:
+    """Two checkers of 100 types, three anomalies each: the page details DETAILED_IN_ALL of
+    them, shows TYPES_IN_ALL types, and every anomaly of a type it shows is on the page."""
+    from floodmark.reports.anomaly_groups import DETAILED_IN_ALL, TYPES_IN_ALL
+
+    run = make_minimal_run(tmp_path / "store", name="types", seed=1, stamp=STAMP, verdict=False)
+    _with_anomalies(run, {name: [_anomaly(f"{name}-{i:03}") for i in range(100) for _ in range(3)]
+                          for name in ("durability", "queue")})
+    write_report(run, tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text()
     assert page.count('<article class="anomaly"') == DETAILED_IN_ALL
-    assert 'id="anomaly-1-1"' in page and f'id="anomaly-{DETAILED_IN_ALL}-1"' in page
-    assert f'id="anomaly-{DETAILED_IN_ALL + 1}-1"' not in page
-    listed = [row[0] for i in range(DETAILED_IN_ALL + 1, 2001)
-              for row in json.loads(page.split(f'id="rest-{i}">', 1)[1].split("</script>", 1)[0])]
-    assert listed == [1] * (2000 - DETAILED_IN_ALL)  # each remaining type's one anomaly, as a row
+    assert f'id="group-{TYPES_IN_ALL}"' in page and f'id="group-{TYPES_IN_ALL + 1}"' not in page
+    rows = [json.loads(page.split(f'id="rest-{i}">', 1)[1].split("</script>", 1)[0])
+            for i in range(1, TYPES_IN_ALL + 1) if f'id="rest-{i}">' in page]
+    assert sum(map(len, rows)) + DETAILED_IN_ALL == 3 * TYPES_IN_ALL
+    assert page.count("50 more types</a>") == 2
+
+
+def test_anomalies_of_a_type_past_the_row_bounds_are_counted_not_listed(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from floodmark.reports import anomaly_groups
+
+    monkeypatch.setattr(anomaly_groups, "ROWS_PER_TYPE", 100)
+    monkeypatch.setattr(anomaly_groups, "ROWS_IN_ALL", 150)
+    run = make_minimal_run(tmp_path / "store", name="rows", seed=1, stamp=STAMP, verdict=False)
+    _with_anomalies(run, {"durability": [_anomaly("unseen") for _ in range(250)] + [_anomaly("dup") for _ in range(90)]})
+    write_report(run, tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text()
+    unseen, dup = (json.loads(page.split(f'id="rest-{i}">', 1)[1].split("</script>", 1)[0]) for i in (1, 2))
+    assert [r[0] for r in unseen] == list(range(9, 101))  # 8 in detail, 92 rows: 100 a type
+    assert [r[0] for r in dup] == list(range(9, 9 + 150 - 92))  # what is left of the 150 rows in all
+    assert ("Anomalies #101–#250 of this type (150 of 250) are not listed here: this page lists 100 anomalies "
+            "of a type at most, 150 in all. results.json lists them all.") in page
+    assert "Anomalies #67–#90 of this type (24 of 90) are not listed here" in page
+    assert "first 8 in detail, 92 more in the table below, 150 not listed here (results.json lists them all)" in page
+
+
+def test_checkers_past_the_bound_are_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from floodmark.reports import anomaly_groups
+
+    monkeypatch.setattr(anomaly_groups, "CHECKERS_SHOWN", 2)
+    run = make_minimal_run(tmp_path / "store", name="checkers", seed=1, stamp=STAMP, verdict=False)
+    _with_anomalies(run, {f"c{i}": [_anomaly("lost")] * (i + 1) for i in range(4)})
+    write_report(run, tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text()
+    assert ("3 more checkers (3 invalid, 0 unknown, 9 anomalies in all) are not shown: this page shows 2 "
+            "checkers at most, those with anomalies first. results.json lists them all.") in page
+    assert 'Anomalies <span class="count">(11)</span>' in page  # durability's 1 and c0..c3's 10, shown or not
+
+
+def test_a_hostile_results_file_makes_a_page_of_bounded_size(tmp_path: Path) -> None:
+    """Within the 64 MB a results file may have: thousands of types, tens of thousands of
+    anomalies of one type with long explanations, anomalies of thousands of fields, hundreds
+    of checkers. A 28 MB page before the page-wide bounds; 1.9 MB now, under 6 MB whatever the file."""
+    run = make_minimal_run(tmp_path / "store", name="hostile", seed=1, stamp=STAMP, verdict=False)
+    fields = {f"field-{i}": "v" * 300 for i in range(2000)}
+    _with_anomalies(run, {
+        "types": [_anomaly(f"kind-{i:04}-" + "k" * 100, "e" * 1000) for i in range(3000)],
+        "rows": [_anomaly("unseen", "x" * 1000) for _ in range(20_000)],
+        "fields": [_anomaly("wide", **fields) for _ in range(10)],
+    } | {f"checker-{i}": [_anomaly("lost")] for i in range(300)})
+    done = _report(run, tmp_path / "report.html")
+    assert done.returncode == 0, done.stderr[-2000:]
+    page = (tmp_path / "report.html").read_text()
+    assert len(page) < 6_000_000
+    assert "more checkers (" in page and "1,970 more fields in results.json" in page

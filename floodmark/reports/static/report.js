@@ -97,7 +97,7 @@
     var box = el("div", "ctx"), ctx = row[5], partition = row[1];
     if (!ctx) {
       box.appendChild(el("p", "warnings no-context", "No inline context for #" + row[0] + ": this page carries the context of the first " +
-        limit + " anomalies of each type. Its witness ops (" + row[3] + ") are in history.jsonl by index."));
+        limit + " anomalies of this type. Its witness ops (" + row[3] + ") are in history.jsonl by index."));
       return box;
     }
     ctx.witnesses.forEach(function (block) {
