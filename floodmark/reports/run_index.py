@@ -4,7 +4,10 @@ A store accumulates thousands of runs. The browser lists them newest first with 
 verdict, test name, seed, variant, nemeses and anomaly counts, and filters and pages that
 list. Summaries are read from each run's ``results.json`` (or ``test.yaml`` for runs never
 checked) and cached by file modification time, so a page of the index costs a directory
-scan, not a re-read of every results file.
+scan, not a re-read of every results file. A verdict is shown only if the run still holds the
+files it judged, as ``check`` and ``report`` ask it (:mod:`floodmark.reports.judged_files`,
+whose digests are cached by the files' identity): a run whose history or node events changed
+since is listed unchecked, saying which files changed.
 
 A results file is opened as the server opens what it serves
 (:func:`~floodmark.reports.store_paths.open_in_store`): a FIFO, a device or a link leading out
@@ -26,7 +29,8 @@ from typing import Any
 from floodmark import results as results_file
 from floodmark.inputs.plain_values import parse_json
 from floodmark.inputs.sources import describe_os_error, file_problem, without_bom
-from floodmark.reports.store_paths import NotAFile, OutsideStore, inside, open_in_store
+from floodmark.reports.judged_files import FileKey, JudgedFiles, files_key, trusted
+from floodmark.reports.store_paths import NotAFile, OutsideStore, leads_out, open_in_store
 from floodmark.results import shown_verdict, verdict_problem, verdict_word
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
 from floodmark.rundir import RunDir, find_run_dirs, interruption_reason
@@ -77,8 +81,9 @@ class RunIndex:
 
     def __init__(self, store: Path) -> None:
         self.store = store
-        self._cache: dict[Path, tuple[tuple[float, ...], RunSummary]] = {}
+        self._cache: dict[Path, tuple[tuple[tuple[float, ...], FileKey], RunSummary]] = {}
         self._lock = threading.Lock()
+        self.judged = JudgedFiles(store)
 
     def runs(self) -> list[RunSummary]:
         """Every run, newest first."""
@@ -87,17 +92,20 @@ class RunIndex:
         with self._lock:
             live = set()
             for run in found:
-                if _leads_out(run.path, self.store):
+                if leads_out(run.path, self.store):
                     continue  # a run directory that is a link leading out is not listed, as a listing leaves it out
                 live.add(run.path)
-                key = _mtimes(run)
+                files = files_key(run)  # a history edited since it was judged makes another summary
+                key = (_mtimes(run), files)
                 cached = self._cache.get(run.path)
-                if cached is None or cached[0] != key:
-                    cached = (key, _summarize_or_note(run, self.store))
+                if cached is None or cached[0] != key or not trusted(files):
+                    cached = (key, _summarize_or_note(run, self.store, self.judged, files))
                     self._cache[run.path] = cached
                 summaries.append(cached[1])
-            for gone in set(self._cache) - live:
-                del self._cache[gone]
+            gone = set(self._cache) - live
+            for path in gone:
+                del self._cache[path]
+            self.judged.forget(gone)
         return summaries
 
 
@@ -111,13 +119,13 @@ def _mtimes(run: RunDir) -> tuple[float, ...]:
     return tuple(times)
 
 
-def _summarize_or_note(run: RunDir, store: Path) -> RunSummary:
+def _summarize_or_note(run: RunDir, store: Path, judged: JudgedFiles, files: FileKey) -> RunSummary:
     """:func:`summarize`, or, should it fail on a file no one foresaw, a bare line saying why.
 
     One malformed run must never take the whole index (and so every page) down with it.
     """
     try:
-        return summarize(run, store)
+        return summarize(run, store, judged, files)
     except Exception as e:  # the run is listed with its problem; the index goes on
         return RunSummary(relative=Path(os.path.relpath(run.path, store)).as_posix(), test=run.test_name,
                           name=run.path.name, started=_started(run.path.name), verdict=None, seed=None,
@@ -125,8 +133,10 @@ def _summarize_or_note(run: RunDir, store: Path) -> RunSummary:
                           has_report=run.report.is_file(), problem=f"cannot summarize this run: {type(e).__name__}: {e}")
 
 
-def summarize(run: RunDir, store: Path) -> RunSummary:
-    """One run's summary; a damaged results or config file is noted, not fatal."""
+def summarize(run: RunDir, store: Path, judged: JudgedFiles | None = None, files: FileKey | None = None) -> RunSummary:
+    """One run's summary; a damaged results or config file is noted, not fatal. A verdict
+    judged on other files than the run holds now is shown unchecked, as its report shows it
+    (``judged``: the digests kept so far, ``files``: the key of the run's files, if known)."""
     problem = None
     read: dict[str, Any] | None = None  # results.json's object, when it is one (even an empty one)
     if os.path.lexists(run.results):  # in any form: a FIFO is refused at once, never waited on
@@ -151,7 +161,7 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
             # with the index locked. (A file swapped in after this look waits no longer than
             # read_source's bound.)
             unreadable = file_problem(run.config) if os.path.lexists(run.config) else None
-            if unreadable is None and _leads_out(run.config, store):  # never read, as the server never serves it
+            if unreadable is None and leads_out(run.config, store):  # never read, as the server never serves it
                 unreadable = "a link leading outside the store"
             if unreadable is not None:
                 raise ConfigError(str(run.config), None, unreadable)
@@ -179,8 +189,14 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
     if inconsistent is not None:  # shown unchecked, as the report shows it
         verdict = None
         problem = problem or f"results.json: {inconsistent}"
+    elif read is not None:
+        changed = (judged if judged is not None else JudgedFiles(store)).changed(run, results, files)
+        if changed is not None:  # a verdict on other files, shown unchecked as the report shows it
+            problem = problem or (f"results.json: its verdict ({verdict_word(verdict)}) is not of the files the run "
+                                  f"holds now ({changed}): shown unchecked until checked again")
+            verdict = None
     interrupted = (f"{run.interrupted.name} is a link leading outside the store: the run is marked interrupted, "
-                   "so it cannot be judged valid" if _leads_out(run.interrupted, store) else interruption_reason(run))
+                   "so it cannot be judged valid" if leads_out(run.interrupted, store) else interruption_reason(run))
     verdict = shown_verdict(verdict, interrupted)
     problem = problem or interrupted  # why its verdict is unknown at best
     seed = config.seed if config is not None else results.get("seed")
@@ -198,15 +214,6 @@ def summarize(run: RunDir, store: Path) -> RunSummary:
         has_report=run.report.is_file(),
         problem=problem,
     )
-
-
-def _leads_out(path: Path, store: Path) -> bool:
-    """Whether ``path`` is there and resolves (a link followed) outside ``store``: a file
-    the index must not read, as the server must not serve it."""
-    try:
-        return os.path.lexists(path) and not inside(store.resolve(), path.resolve())
-    except (OSError, RuntimeError):  # a loop or a name too long: its reader says so
-        return False
 
 
 def read_results_bytes(path: Path, store: Path) -> bytes:

@@ -72,6 +72,15 @@ def inside(root: Path, path: Path) -> bool:
     return path == root or root in path.parents
 
 
+def leads_out(path: Path, store: Path) -> bool:
+    """Whether ``path`` is there and resolves (a link followed) outside ``store``: a file
+    the index must not read, as the server must not serve it."""
+    try:
+        return os.path.lexists(path) and not inside(store.resolve(), path.resolve())
+    except (OSError, RuntimeError):  # a loop or a name too long: its reader says so
+        return False
+
+
 def open_in_store(root: Path, target: Path) -> tuple[int, os.stat_result]:
     """A read-only descriptor of the regular file ``target`` (resolved, under ``root``) and its
     status; OutsideStore when what was opened is not under ``root`` after all, IsADirectoryError

@@ -1,0 +1,98 @@
+"""Whether a run's verdict was judged on the files it holds now, as the results browser asks it.
+
+``floodmark check`` and ``floodmark report`` take results.json's verdict for the run's only when
+its history and node events (and test.yaml) are, byte for byte, those the verdict judged:
+results.json's ``judged_files`` digests say which, or, for a results file written before they
+were recorded, the run's digest.json (:func:`floodmark.rundir.changed_since_judged`). The index
+must ask the same, or it lists a run as a green "valid" whose history was edited or cut since,
+and whose report says "not checked".
+
+Hashing is the cost: a store holds thousands of runs and a history may be hundreds of
+megabytes. So each run's digests are kept with the identity of the files they were computed
+from (inode, size, and modification and change times in nanoseconds: the change time too
+because a file rewritten and its modification time set back, as ``touch -r`` or a copy
+keeping times does, still changes it). A page load stats those files; only a run whose files
+changed is hashed again. A run that records nothing about what was judged is never hashed.
+
+File times have the kernel's tick as their grain, not a nanosecond: two writes of one size
+within a tick can leave the same key. So, as git treats an index entry as "racily clean", a
+key whose change time is within :data:`RACY_NS` of now is not trusted: such a run (one being
+written or checked this moment) is hashed again on each look until its files are older.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from floodmark.reports.store_paths import leads_out
+from floodmark.rundir import RunDir, changed_since_judged, compute_digest
+
+FileKey = tuple[tuple[str, int, int, int, int], ...]  # (name, inode, size, mtime_ns, ctime_ns) of each file
+RACY_NS = 2_000_000_000  # a file changed this recently may change again unseen by its times
+
+
+def trusted(key: FileKey) -> bool:
+    """Whether ``key`` says what the files hold: none of them changed within :data:`RACY_NS`."""
+    recent = time.time_ns() - RACY_NS
+    return all(ctime < recent for *_, ctime in key)
+
+
+def digested_files(run: RunDir) -> list[Path]:
+    """The files :func:`~floodmark.rundir.compute_digest` reads, as it finds them."""
+    events = sorted(run.events.glob("*.jsonl")) if run.events.is_dir() else []
+    return [run.history, *events, run.config]
+
+
+def files_key(run: RunDir) -> FileKey:
+    """The identity of the run's digested files and of its digest.json: equal keys, equal
+    digests (a file gone is keyed as such)."""
+    key = []
+    for path in [*digested_files(run), run.digest]:
+        try:
+            s = path.stat()
+            key.append((path.name, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns))
+        except OSError:
+            key.append((path.name, -1, -1, -1, -1))
+    return tuple(key)
+
+
+class JudgedFiles:
+    """The digests of a store's runs, cached by :func:`files_key`. Not thread-safe: its owner
+    (the run index) calls it under its own lock."""
+
+    def __init__(self, store: Path) -> None:
+        self.store = store
+        self._digests: dict[Path, tuple[FileKey, dict[str, str]]] = {}
+        self.hashed = 0  # runs hashed so far (what the cache saves is measured by it)
+
+    def changed(self, run: RunDir, results: dict[str, Any], key: FileKey | None = None) -> str | None:
+        """None when results.json's verdict is of the files the run holds now, or when nothing
+        records which files it judged (as the report holds it); otherwise why not, in a phrase
+        naming the files."""
+        judged = results.get("judged_files")
+        if judged is None and not os.path.lexists(run.digest):
+            return None
+        outside = [p for p in digested_files(run) if leads_out(p, self.store)]
+        if outside:  # never read, as the server never serves them
+            return f"{outside[0].relative_to(run.path).as_posix()} is a link leading outside the store"
+        key = key if key is not None else files_key(run)
+        cached = self._digests.get(run.path)
+        now = cached[1] if cached is not None and cached[0] == key and trusted(key) else None
+        if now is None:
+            try:
+                now = compute_digest(run)
+            except OSError:  # changed_since_judged says why, naming the run
+                self._digests.pop(run.path, None)
+            else:
+                self.hashed += 1
+                self._digests[run.path] = (key, now)
+        return changed_since_judged(run, judged, now)
+
+    def forget(self, gone: set[Path]) -> None:
+        """Drop what is kept of runs no longer in the store."""
+        for path in gone & set(self._digests):
+            del self._digests[path]
+
