@@ -12,7 +12,9 @@ megabytes. So each run's digests are kept with the identity of the files they we
 from (inode, size, and modification and change times in nanoseconds: the change time too
 because a file rewritten and its modification time set back, as ``touch -r`` or a copy
 keeping times does, still changes it). A page load stats those files; only a run whose files
-changed is hashed again. A run that records nothing about what was judged is never hashed.
+changed is hashed again. A run that records nothing about what was judged is never hashed;
+its verdict stands unless its history ends in a line cut short (the report shows such a run
+unchecked: nothing says the verdict was of these bytes), which the last MiB of it tells.
 
 File times have the kernel's tick as their grain, not a nanosecond: two writes of one size
 within a tick can leave the same key. So, as git treats an index entry as "racily clean", a
@@ -27,10 +29,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from floodmark.inputs.plain_values import parse_json
+from floodmark.inputs.torn_lines import cut_short
 from floodmark.reports.store_paths import leads_out
 from floodmark.rundir import RunDir, changed_since_judged, compute_digest
 
 FileKey = tuple[tuple[str, int, int, int, int], ...]  # (name, inode, size, mtime_ns, ctime_ns) of each file
+TAIL_READ = 1 << 20  # bytes of a history read to find its last line (an op is a few hundred)
 RACY_NS = 2_000_000_000  # a file changed this recently may change again unseen by its times
 
 
@@ -59,6 +64,28 @@ def files_key(run: RunDir) -> FileKey:
     return tuple(key)
 
 
+def history_cut_short(history: Path) -> bool:
+    """Whether ``history`` ends in a line cut short, as its reader forgives it (a last line
+    without its newline that does not parse but some ending would complete), read from its
+    last :data:`TAIL_READ` bytes; False for anything but a regular file."""
+    try:
+        if not history.is_file():
+            return False
+        with open(history, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - TAIL_READ))
+            tail = f.read(TAIL_READ)
+    except OSError:  # the report says why it cannot be read
+        return False
+    last = tail.rsplit(b"\n", 1)[-1]
+    if not last.strip():
+        return False
+    try:
+        parse_json(last)
+    except ValueError:
+        return cut_short(last)
+    return False
+
+
 class JudgedFiles:
     """The digests of a store's runs, cached by :func:`files_key`. Not thread-safe: its owner
     (the run index) calls it under its own lock."""
@@ -74,6 +101,8 @@ class JudgedFiles:
         naming the files."""
         judged = results.get("judged_files")
         if judged is None and not os.path.lexists(run.digest):
+            if not leads_out(run.history, self.store) and history_cut_short(run.history):
+                return f"{run.history.name}'s last line is cut short, and nothing records which history was judged"
             return None
         outside = [p for p in digested_files(run) if leads_out(p, self.store)]
         if outside:  # never read, as the server never serves them

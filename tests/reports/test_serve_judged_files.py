@@ -70,6 +70,23 @@ def test_node_events_differing_from_the_digest_are_listed_unchecked(tmp_path: Pa
     assert f"events/n1.jsonl differs from what {run / 'digest.json'} records" in summary.problem
 
 
+def test_a_torn_history_nothing_vouches_for_is_listed_unchecked(tmp_path: Path) -> None:
+    """As the report shows it: a history whose last line is cut short, with no record of what
+    was judged, may not be the history the verdict was of. One whose last line is whole is not."""
+    store = tmp_path / "store"
+    run = make_minimal_run(store, name="torn", seed=1, stamp=STAMP, verdict=True)
+    assert summarize(RunDir(run), store).verdict is True
+    history = run / "history.jsonl"
+    history.write_bytes(history.read_bytes() + b'{"index": 2, "time": 30')
+    summary = summarize(RunDir(run), store)
+    assert summary.verdict is None
+    assert summary.problem == ("results.json: its verdict (valid) is not of the files the run holds now "
+                               "(history.jsonl's last line is cut short, and nothing records which history was "
+                               "judged): shown unchecked until checked again")
+    history.write_bytes(history.read_bytes() + b'0, "type": "invoke", "process": 0, "f": "send", "value": 1}')
+    assert summarize(RunDir(run), store).verdict is True  # whole, though it lacks its newline
+
+
 def test_the_index_hashes_a_run_again_only_when_its_files_change(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(judged_files, "RACY_NS", 0)  # files written a moment ago are trusted here
