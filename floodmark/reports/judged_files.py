@@ -8,7 +8,9 @@ must ask the same, or it lists a run as a green "valid" whose history was edited
 and whose report says "not checked".
 
 Hashing is the cost: a store holds thousands of runs and a history may be hundreds of
-megabytes. So each run's digests are kept with the identity of the files they were computed
+megabytes. So a run whose results.json was written after its files last changed is taken at
+its word without reading them (:func:`judged_before_written`: change times, which no user
+sets back); and each run's digests are kept with the identity of the files they were computed
 from (inode, size, and modification and change times in nanoseconds: the change time too
 because a file rewritten and its modification time set back, as ``touch -r`` or a copy
 keeping times does, still changes it). A page load stats those files; only a run whose files
@@ -86,6 +88,32 @@ def history_cut_short(history: Path) -> bool:
     return False
 
 
+def judged_before_written(run: RunDir, judged: Any) -> bool:
+    """Whether results.json was written after every file its ``judged_files`` names last
+    changed, and names the files the run holds now: then they are the files it judged, and
+    need no hashing.
+
+    ``check`` (and a run) writes results.json after reading the files it names there; any
+    later change to one of them, even with its modification time set back, or a link put in
+    its place, moves a change time past results.json's, which no user can set back. A file
+    removed or added changes the names. What this trusts is results.json itself: one copied
+    in from another run would pass, but whoever can write it can write matching digests too.
+    Change times are compared strictly, so a file changed within results.json's clock tick is
+    hashed. This keeps the index's first look at a store of thousands of runs to a few stats
+    per run instead of reading every history."""
+    if not (isinstance(judged, dict) and "run" in judged):
+        return False  # judged by digest.json's word: hashed
+    try:
+        written = run.results.stat().st_ctime_ns
+        files = [p for p in digested_files(run) if p != run.config or run.config.is_file()]
+        names = {p.relative_to(run.path).as_posix() for p in files}
+        if names != set(judged) - {"run"}:
+            return False
+        return all(max(p.lstat().st_ctime_ns, p.stat().st_ctime_ns) < written for p in files)
+    except OSError:  # a file gone or unreadable: hashing says which
+        return False
+
+
 class JudgedFiles:
     """The digests of a store's runs, cached by :func:`files_key`. Not thread-safe: its owner
     (the run index) calls it under its own lock."""
@@ -108,6 +136,8 @@ class JudgedFiles:
         if outside:  # never read, as the server never serves them
             return f"{outside[0].relative_to(run.path).as_posix()} is a link leading outside the store"
         key = key if key is not None else files_key(run)
+        if judged_before_written(run, judged):
+            return None
         cached = self._digests.get(run.path)
         now = cached[1] if cached is not None and cached[0] == key and trusted(key) else None
         if now is None:

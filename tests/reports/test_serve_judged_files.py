@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -87,37 +88,81 @@ def test_a_torn_history_nothing_vouches_for_is_listed_unchecked(tmp_path: Path) 
     assert summarize(RunDir(run), store).verdict is True  # whole, though it lacks its newline
 
 
-def test_the_index_hashes_a_run_again_only_when_its_files_change(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def _judged_later(run: Path) -> None:
+    """results.json written again a clock tick after the run's files, as a check writes it
+    after reading them (the index then trusts it without hashing)."""
+    time.sleep(0.02)  # past the kernel's tick, which file change times have as their grain
+    results = run / "results.json"
+    results.write_text(results.read_text() + "\n")
+
+
+def test_the_index_hashes_only_runs_whose_files_changed_after_they_were_judged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(judged_files, "RACY_NS", 0)  # files written a moment ago are trusted here
     store = tmp_path / "store"
     runs = [_judged_run(store, seed=seed) for seed in range(20)]
+    for run in runs:
+        _judged_later(run)
     index = RunIndex(store)
     assert {r.verdict for r in index.runs()} == {True}
-    assert index.judged.hashed == 20
-    index.runs()
-    assert index.judged.hashed == 20  # a page load stats, it does not hash
-    # results.json rewritten (as a check writes it), the files untouched: no hashing either
-    results = runs[3] / "results.json"
-    results.write_text(results.read_text() + "\n")
-    assert {r.verdict for r in index.runs()} == {True} and index.judged.hashed == 20
-    # a history edited and its modification time set back: seen, and only that run hashed again
+    assert index.judged.hashed == 0  # every results.json newer than its files: a stat each
+    # a history edited and its modification time set back: seen, and only that run hashed
     history = runs[5] / "history.jsonl"
     before = history.stat()
     history.write_bytes(history.read_bytes().replace(b'"time": 2000', b'"time": 2001'))
     os.utime(history, ns=(before.st_atime_ns, before.st_mtime_ns))
     listed = {r.name: r for r in index.runs()}
-    assert listed[runs[5].name].verdict is None and index.judged.hashed == 21
+    assert listed[runs[5].name].verdict is None and index.judged.hashed == 1
     assert [name for name, r in listed.items() if r.verdict is not True] == [runs[5].name]
+    index.runs()
+    assert index.judged.hashed == 1  # then cached by the files' identity
+    # the judged bytes put back: hashed once more, and valid again
+    history.write_bytes(history.read_bytes().replace(b'"time": 2001', b'"time": 2000'))
+    assert {r.verdict for r in index.runs()} == {True} and index.judged.hashed == 2
+
+
+def test_an_event_file_removed_or_added_after_the_check_is_seen_without_hashing_the_rest(
+        tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    run = make_minimal_run(store, name="judged", seed=1, stamp=STAMP, verdict=True)
+    (run / "events").mkdir()
+    (run / "events" / "n1.jsonl").write_text('{"seq": 0}\n')
+    results = json.loads((run / "results.json").read_text())
+    (run / "results.json").write_text(json.dumps({**results, "judged_files": compute_digest(RunDir(run))}))
+    _judged_later(run)
+    assert summarize(RunDir(run), store).verdict is True
+    (run / "events" / "n1.jsonl").rename(run / "n1.jsonl.kept")  # its change time stays old
+    summary = summarize(RunDir(run), store)
+    assert summary.verdict is None and "events/n1.jsonl" in (summary.problem or "")
+    (run / "n1.jsonl.kept").rename(run / "events" / "n1.jsonl")
+    (run / "events" / "n2.jsonl").write_text("")
+    assert summarize(RunDir(run), store).verdict is None
+
+
+def test_a_link_put_in_place_of_a_judged_history_is_seen(tmp_path: Path) -> None:
+    """A link to another run's older history: the target's change time is old, the link's is not."""
+    store = tmp_path / "store"
+    other = _judged_run(store, seed=2)
+    (other / "history.jsonl").write_bytes((other / "history.jsonl").read_bytes() + b"\n")
+    run = _judged_run(store, seed=1)
+    _judged_later(run)
+    history = run / "history.jsonl"
+    history.unlink()
+    history.symlink_to(other / "history.jsonl")
+    summary = summarize(RunDir(run), store)
+    assert summary.verdict is None and "history.jsonl changed since" in (summary.problem or "")
 
 
 def test_files_changed_a_moment_ago_are_hashed_on_each_look(tmp_path: Path) -> None:
     """Two writes of one size within a tick of the clock can leave a file's times as they were:
     a run whose files changed within RACY_NS is hashed again, not taken from the cache."""
     store = tmp_path / "store"
-    _judged_run(store)
+    run = _judged_run(store)
+    time.sleep(0.02)
+    history = run / "history.jsonl"
+    history.write_bytes(history.read_bytes())  # the same bytes, written after results.json
     index = RunIndex(store)
-    index.runs()
+    assert index.runs()[0].verdict is True
     index.runs()
     assert index.judged.hashed == 2
 
