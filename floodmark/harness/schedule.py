@@ -18,7 +18,11 @@ while one that lasts past the limit is accepted and ended by that final heal-all
 cut there, it is no longer what its shape says: a long pause the session outlives, refused
 with the faults a backend cannot apply). The heal-all comes once the clients' operations
 still in flight at the limit have completed, so such a fault lasts from the limit to then
-(or to its own end, if sooner): on the simulator the same every replay, and recorded.
+(or to its own end, if sooner): on the simulator the same every replay. Jepsen does the
+same (its time limit wraps the nemesis, whose final generator heals), and refusing it would
+forbid "down for the rest of the test" and a replay of a run whose time limit was cut by
+hand; but it is never cut short unseen: the run says so in one line before it starts
+(:meth:`Schedule.past`), and schedule.json records when the heal-all ended it.
 
 ``schedule.json`` holds the plan and, as the run goes, what was executed: when each fault
 really started and stopped and the nemesis's own account of what it did.
@@ -106,6 +110,11 @@ class Schedule:
                 raise ScheduleError(f"{source}: fault {fault.number} ({fault.kind} {fault.shape}) starts at "
                                     f"{fault.start:g} s, at or after the test's time limit of {time_limit:g} s: "
                                     "it would never run")
+
+    def past(self, time_limit: float) -> list[Fault]:
+        """The faults planned to end after ``time_limit`` (the test's): the final heal-all
+        ends them instead, so a run must say so (see the module)."""
+        return [fault for fault in self.faults if fault.end > time_limit]
 
     @staticmethod
     def from_dict(data: Any, source: str = "<schedule>") -> Schedule:

@@ -64,7 +64,7 @@ starts, a fault it cannot apply, and so is a fault that starts at or after the t
 brokers, a follower's fetches with replication factor 1) and a cut, pause, clock, disk,
 message or stall fault lasting 0 s; a fault lasting past the time limit is ended by the
 final heal-all, once the clients' last operations have completed (or by its own end, if
-that comes first: schedule.json's stopped_at says when).
+that comes first), which the run says before it starts (schedule.json's stopped_at says when).
 The schedule's seed and time limit (a run's schedule.json states both) are the test's, over
 a -f file's, unless --seed or --time-limit says otherwise (the same faults under other client
 interleavings), which stderr then says. Nothing else of a run comes with its schedule (nodes,

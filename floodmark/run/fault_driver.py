@@ -184,6 +184,7 @@ class FaultDriver:
                   if isinstance(report, dict) and "error" in report}
         if "error" in healed and isinstance(healed["error"], str):
             errors["all"] = healed["error"]
+        self._ended_by_heal_all(errors)
         self.active.clear()
         self.plans.clear()
         if errors:
@@ -195,6 +196,19 @@ class FaultDriver:
         self.schedule_log.heal_all = healed
         self.schedule_log.save()
         return healed
+
+    def _ended_by_heal_all(self, errors: dict[str, Any]) -> None:
+        """Record, in schedule.json, when the heal-all ended each fault still in force (one
+        lasting past the time limit, or in force when the run was interrupted), and how: its
+        stop never came, and without this its record said nothing of its end."""
+        ended = self._elapsed()
+        for fault in self.active.values():
+            executed = self.schedule_log.record(fault)
+            executed.stopped_at = ended
+            executed.stop = {"ended_by": "heal-all", "planned_end": fault.end}
+            failed = errors.get(fault.kind, errors.get("all"))
+            if failed is not None and executed.error is None:
+                executed.error = f"heal-all {fault.kind}: {failed}"
 
     def _failed(self, f: str, planned: dict[str, Any], error: Exception) -> str:
         message = f"{type(error).__name__}: {error}"

@@ -41,7 +41,7 @@ from typing import Any, TextIO
 from floodmark import rundir
 from floodmark.backends import cleanup
 from floodmark.checkers.convergence import AWAIT_FULL_ISR
-from floodmark.errors import UsageError, exit_code
+from floodmark.errors import UsageError, exit_code, first_few
 from floodmark.harness.cluster import ClusterSpec, new_run_id
 from floodmark.harness.code_version import code_version
 from floodmark.harness.config import TestConfig, dump_config, recorded_settings
@@ -72,6 +72,7 @@ log = logging.getLogger(__name__)
 
 EXIT_INTERRUPTED = 130
 MISSED_SHOWN = 3  # faults that did not take effect named beside the verdict, per kind
+PAST_SHOWN = 3  # faults lasting past the time limit named before the run
 
 
 @dataclass
@@ -137,6 +138,24 @@ class Runner:
         # otherwise, and `run --schedule RUN/schedule.json` would replay another length.
         return dataclasses.replace(schedule, time_limit=config.time_limit, time_limit_stated=True)
 
+    def _say_faults_past_the_limit(self, schedule: Schedule) -> None:
+        """One line naming the faults the final heal-all will end before their planned end
+        (a hand-written schedule's: a drawn one ends each by the time limit), so that none is
+        cut short unseen (see floodmark.harness.schedule)."""
+        past, limit = schedule.past(self.config.time_limit), self.config.time_limit
+        if not past:
+            return
+        if len(past) == 1:
+            first = past[0]
+            what = (f"fault {first.number} ({first.kind} {first.shape}) is planned to end at {first.end:g} s, "
+                    f"after the test's time limit of {limit:g} s: the final heal-all ends it")
+        else:
+            named = first_few([f"fault {f.number} ({f.kind} {f.shape}) at {f.end:g} s" for f in past], PAST_SHOWN)
+            what = (f"{len(past)} faults are planned to end after the test's time limit of {limit:g} s ({named}): "
+                    "the final heal-all ends them")
+        self.say(f"{schedule.source or 'the schedule'}: {what} instead, once the clients' last operations "
+                 "complete (schedule.json's stopped_at says when)")
+
     def run(self) -> RunOutcome:
         # What the run promised is read back from test.yaml by the checkers: record it.
         self.config = config = recorded_settings(dataclasses.replace(self.config, code_version=code_version()))
@@ -147,6 +166,7 @@ class Runner:
             dump_config(config, self.run_dir.config)
             self.say(f"seed {config.seed}  (repeat with: floodmark run --seed {config.seed} ... or {rundir.repro_command(self.run_dir.path)})")
             self.say(f"run directory {self.run_dir.path}")
+            self._say_faults_past_the_limit(schedule)
             spec = ClusterSpec(
                 brokers=config.nodes, variant=config.variant, run_id=new_run_id(),
                 seed=self.seeds.node("cluster"), broker_args=broker_args(config),

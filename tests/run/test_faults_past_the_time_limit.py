@@ -1,0 +1,146 @@
+"""A hand-written fault that lasts past the test's time limit, as a Jepsen user expects it:
+run, and ended by the final heal-all (Jepsen's time limit wraps the nemesis too, and its
+final generator heals what is still in force), but never cut short unseen.
+
+Before, ``kill leader`` written to last 10 s in a 3 s test ran about 5 s (the heal-all comes
+once the clients' operations in flight at the limit complete), and nothing said so: the run
+printed no word of it, and schedule.json recorded the fault with ``stopped_at`` null and no
+stop, although ``run --help`` said its stopped_at says when it ended. Now one line before the
+run names the faults so cut (a run's time limit cut by hand in schedule.json, replayed with
+repro, says it too), and schedule.json records when the heal-all ended each of them.
+A fault that starts at or after the time limit is refused (tests/run/test_schedule_hunt.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from floodmark.cli import main
+from floodmark.history import read_history
+
+LIGHT = ("--rate", "50", "--concurrency", "4", "--topics", "1", "--partitions", "2")
+NOTE = "the final heal-all ends"
+
+
+def fault(number: int, start: float, duration: float, kind: str = "kill", shape: str = "leader") -> dict[str, Any]:
+    return {"number": number, "kind": kind, "shape": shape, "start": start, "duration": duration, "seed": 1}
+
+
+def run(capsys: pytest.CaptureFixture[str], tmp_path: Path, *faults: dict[str, Any]) -> tuple[int, list[str], Path]:
+    path = tmp_path / "schedule.json"
+    path.write_text(json.dumps({"time_limit": 3, "faults": list(faults)}))
+    code = main(["run", "--cluster", "sim", "--seed", "3", *LIGHT, "--nemesis", "kill,partition",
+                 "--schedule", str(path), "--store", str(tmp_path / "store")])
+    lines = capsys.readouterr().err.splitlines()
+    return code, lines, (tmp_path / "store" / "latest").resolve()
+
+
+@pytest.fixture(scope="module")
+def past_the_limit(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, list[str], Path]:
+    """A 3 s run of a kill planned from 1 s to 11 s."""
+    folder = tmp_path_factory.mktemp("past-the-limit")
+    path = folder / "schedule.json"
+    path.write_text(json.dumps({"time_limit": 3, "faults": [fault(0, 1.0, 10.0)]}))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["run", "--cluster", "sim", "--seed", "3", *LIGHT, "--nemesis", "kill",
+                     "--schedule", str(path), "--store", str(folder / "store")])
+    return code, err.getvalue().splitlines(), (folder / "store" / "latest").resolve()
+
+
+def test_a_fault_lasting_past_the_time_limit_is_said_before_the_run(
+        past_the_limit: tuple[int, list[str], Path]) -> None:
+    code, lines, _ = past_the_limit
+    assert code == 0, lines
+    said = [n for n, line in enumerate(lines) if NOTE in line]
+    assert len(said) == 1, lines
+    line = lines[said[0]]
+    assert line.startswith("floodmark: ") and "schedule.json: fault 0 (kill leader) is planned to end at 11 s, after the test's time limit of 3 s: the final heal-all ends it instead" in line
+    starting = next(n for n, line in enumerate(lines) if line.startswith("floodmark: starting a sim cluster"))
+    assert said[0] < starting, lines
+
+
+def test_schedule_json_records_when_the_heal_all_ended_it(past_the_limit: tuple[int, list[str], Path]) -> None:
+    _, _, run_dir = past_the_limit
+    recorded = json.loads((run_dir / "schedule.json").read_text())
+    executed = recorded["executed"][0]
+    assert executed["stop_result"] == {"ended_by": "heal-all", "planned_end": 11.0}, executed
+    heal_all = [op for op in read_history(run_dir / "history.jsonl") if op.f == "heal-all"]
+    kill = [op for op in read_history(run_dir / "history.jsonl") if op.f == "start-kill"]
+    ended = (heal_all[-1].time - kill[0].time) / 1e9 + executed["started_at"]
+    assert 3.0 <= executed["stopped_at"] < 11.0
+    assert executed["stopped_at"] == pytest.approx(ended, abs=1e-3)
+    assert executed["error"] is None
+
+
+def test_repro_of_a_run_says_it_too(past_the_limit: tuple[int, list[str], Path],
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    _, _, run_dir = past_the_limit
+    assert main(["repro", str(run_dir)]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert sum(NOTE in line and "fault 0 (kill leader)" in line for line in lines) == 1, lines
+
+
+def test_a_fault_ending_at_the_time_limit_is_not_said_to_last_past_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines, run_dir = run(capsys, tmp_path, fault(0, 1.0, 2.0))
+    assert code == 0 and not any("heal-all ends" in line for line in lines), lines
+
+
+def test_many_faults_past_the_time_limit_are_counted_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    faults = [fault(0, 0.5, 1.0), *(fault(n, 0.5 + n / 10, 5.0, "partition", "isolate-one") for n in range(1, 6))]
+    code, lines, _ = run(capsys, tmp_path, *faults)
+    said = [line for line in lines if NOTE in line]
+    assert code == 0 and len(said) == 1, lines
+    assert ": 5 faults are planned to end after the test's time limit of 3 s (fault 1 (partition isolate-one) at 5.6 s, " in said[0]
+    assert "and 2 more): the final heal-all ends them" in said[0], said[0]
+
+
+def test_a_fault_the_heal_all_failed_to_end_records_the_failure(tmp_path: Path) -> None:
+    """The heal-all's account of the fault's kind says it failed: the fault's record says so
+    too, rather than that it ended."""
+    import asyncio
+
+    from cluster_fixtures import FakeCluster, view_of
+
+    from floodmark.harness.faults import ClusterView, FaultPlan
+    from floodmark.harness.recorder import Recorder
+    from floodmark.harness.schedule import Fault, Schedule, ScheduleLog
+    from floodmark.nemesis.compose import Composite
+    from floodmark.run.fault_driver import FaultDriver
+
+    class Applier:
+        async def apply(self, plan: FaultPlan) -> dict[str, Any]:
+            return {"applied": True}
+
+        async def heal(self, plan: FaultPlan) -> dict[str, Any]:
+            return {}
+
+        async def heal_all(self, kinds: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+            return {"kill": {"error": "n2 would not start"}}
+
+    async def observe() -> ClusterView:
+        return view_of(FakeCluster(), controller=1, leaders={("t0", 0): 2})
+
+    recorder = Recorder(tmp_path / "history.jsonl")
+    log = ScheduleLog(tmp_path / "schedule.json", 5, Schedule((Fault(0, "kill", "leader", 0.0, 30.0, 1),), 0.1))
+    driver = FaultDriver(recorder, Composite(("kill",)), Applier(), observe, log)  # type: ignore[arg-type]
+
+    async def past_the_limit() -> None:
+        stop = asyncio.Event()
+        asyncio.get_running_loop().call_later(0.1, stop.set)
+        await driver.run(recorder.seconds(), stop)
+        await driver.heal_all()
+
+    asyncio.run(past_the_limit())
+    recorder.close()
+    executed = json.loads((tmp_path / "schedule.json").read_text())["executed"][0]
+    assert executed["stop_result"] == {"ended_by": "heal-all", "planned_end": 30.0}
+    assert executed["error"] == "heal-all kill: n2 would not start" and executed["stopped_at"] >= 0.1
