@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from floodmark import rundir
 from floodmark.backends import cleanup
-from floodmark.errors import UsageError, given_text
+from floodmark.errors import UsageError, given_text, printable
 from floodmark.harness.config import (
     CLUSTERS,
     NEMESIS_KINDS,
@@ -299,11 +299,11 @@ def repro_command(args: argparse.Namespace) -> int:
     from floodmark.run.runner import run_test
 
     if replayed.edited is not None:
-        print(f"floodmark: {run.schedule}: edited since the run ({replayed.edited}); replaying it as it is now",
-              file=sys.stderr)
+        print(printable(f"floodmark: {run.schedule}: edited since the run ({replayed.edited}); replaying it as it "
+                        "is now"), file=sys.stderr)
     if original is None and config.cluster == "sim":
-        print(f"floodmark: {run.digest}: no such file: whether the replay is byte-identical cannot be "
-              "compared", file=sys.stderr)
+        print(printable(f"floodmark: {run.digest}: no such file: whether the replay is byte-identical cannot be "
+                        "compared"), file=sys.stderr)
     store = usable_store(args.store) if args.store is not None else store_of_run(path)
     outcome = run_test(config, store, replayed.schedule)
     if original is not None and outcome.digest is not None:
@@ -314,9 +314,10 @@ def repro_command(args: argparse.Namespace) -> int:
             why = (f"{rundir.SCHEDULE} edited since the run: {replayed.edited}" if replayed.edited is not None
                    else f"the code changed since: recorded with {recorded}, replayed with {now}" if recorded != now
                    else f"nondeterminism, or uncommitted changes: code {now} both times")
-            print(f"floodmark: replay DIFFERS from {path}: {', '.join(differ)} ({why})", file=sys.stderr)
+            print(printable(f"floodmark: replay DIFFERS from {path}: {', '.join(differ)} ({why})"), file=sys.stderr)
         else:
-            print(f"floodmark: replay identical to {path} (digest {outcome.digest['run'][:16]})", file=sys.stderr)
+            print(printable(f"floodmark: replay identical to {path} (digest {outcome.digest['run'][:16]})"),
+                  file=sys.stderr)
     return outcome.exit_code
 
 

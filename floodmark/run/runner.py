@@ -41,7 +41,7 @@ from typing import Any, TextIO
 from floodmark import rundir
 from floodmark.backends import cleanup
 from floodmark.checkers.convergence import AWAIT_FULL_ISR
-from floodmark.errors import UsageError, exit_code, first_few
+from floodmark.errors import UsageError, exit_code, first_few, printable
 from floodmark.harness.cluster import ClusterSpec, new_run_id
 from floodmark.harness.code_version import code_version
 from floodmark.harness.config import TestConfig, dump_config, recorded_settings
@@ -115,7 +115,8 @@ class Runner:
         self.fault_phase_began: float | None = None  # the history's clock when it began
 
     def say(self, message: str) -> None:
-        print(f"floodmark: {message}", file=self.out, flush=True)
+        # (a line says one thing: a file or directory name's newline must not end it)
+        print(f"floodmark: {printable(message)}", file=self.out, flush=True)
 
     def mark(self, step: str) -> None:
         self.outcome.timings[step] = round(time.monotonic() - self.started, 3)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from floodmark import rundir
-from floodmark.errors import UsageError, first_few
+from floodmark.errors import UsageError, first_few, printable
 from floodmark.harness.config import ConfigError, TestConfig, load_config, make_config
 from floodmark.harness.schedule import Schedule
 
@@ -61,8 +61,8 @@ def scheduled_config(args: argparse.Namespace, config: TestConfig, seed: int | N
         config = config.replace(**taken)
     if notes:
         overridden = any(getattr(args, key) is not None for key in stated)
-        print(f"floodmark run: {args.schedule}: {'; '.join(notes)}"
-              f"{': the run is not the one the schedule recorded' if overridden else ''}", file=sys.stderr)
+        print(printable(f"floodmark run: {args.schedule}: {'; '.join(notes)}"
+                        f"{': the run is not the one the schedule recorded' if overridden else ''}"), file=sys.stderr)
     return config
 
 
@@ -97,8 +97,8 @@ def say_another_test(args: argparse.Namespace, config: TestConfig) -> None:
     if not differ:
         return
     shown = first_few([f"{key} {_word(was)}, not {_word(now)}" for key, was, now in differ], SHOWN)
-    print(f"floodmark run: {path}: its run was another test ({shown}); to replay that run: "
-          f"floodmark repro {path.parent} (or run -f {beside} --schedule {path})", file=sys.stderr)
+    print(printable(f"floodmark run: {path}: its run was another test ({shown}); to replay that run: "
+                    f"floodmark repro {path.parent} (or run -f {beside} --schedule {path})"), file=sys.stderr)
 
 
 def _settings(config: TestConfig) -> dict[str, Any]:
