@@ -134,3 +134,13 @@ def test_a_text_is_refused_exactly_when_some_object_names_a_key_twice(text: str)
         assert (got[0] == "error" and "twice in one object" in got[1]) == expected, (text, got)
         if not expected:
             assert got == ("value", repr(json.loads(text)))
+
+
+@pytest.mark.parametrize("digits", [401, 4301, 20000])
+def test_an_integer_too_long_is_named_the_same_however_long(digits: int) -> None:
+    """Past Python's own limit of 4,300 digits the refusal was Python's words: 'not a usable
+    number (Exceeds the limit (4300 digits) for integer string conversion ...; use
+    sys.set_int_max_str_digits() to increase the limit)', advice for a programmer."""
+    for raw in (b"1" * digits, b'{"start": -' + b"9" * digits + b"}"):
+        assert outcome(parse_json, raw) == ("error", "an integer of more than 400 digits")
+        assert outcome(json_lines_parser(raw), raw) == ("error", "an integer of more than 400 digits")
