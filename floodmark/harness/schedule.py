@@ -145,8 +145,10 @@ class Schedule:
                 raise ScheduleError(f"{source}: fault {position}: number {fault.number} is fault {first}'s already")
             faults.append(fault)
         try:
+            # Unstated: until the last fault ends, as long as a time limit may be (a fault of
+            # 7 days starting at 1 s made one the file it is written to refused on reading).
             time_limit = (_seconds(data["time_limit"], "time_limit") if "time_limit" in data
-                          else max((f.end for f in faults), default=0.0))
+                          else min(max((f.end for f in faults), default=0.0), MAX_SCHEDULE_SECONDS))
         except ValueError as e:
             raise ScheduleError(f"{source}: {e}") from None
         return Schedule(tuple(faults), time_limit, "time_limit" in data, source)

@@ -209,3 +209,15 @@ def test_a_byte_that_is_not_utf8_is_named_with_its_line(tmp_path: Path) -> None:
     with pytest.raises(ScheduleError) as refused:
         load_schedule(path)
     assert str(refused.value) == f"{path}: not a schedule: not UTF-8 text (line 4: byte 0xe9)"
+
+
+def test_a_schedule_s_unstated_time_limit_is_one_its_own_file_may_state(tmp_path: Path) -> None:
+    """Found by the round-trip property: a schedule stating no time limit whose last fault ends
+    past the longest a time limit may be (7 days, from 1 s) took that end as its time limit,
+    which schedule.json then stated and reading it back refused ('time_limit must be ...')."""
+    path = tmp_path / "schedule.json"
+    path.write_text(json.dumps({"faults": [{"number": 0, "kind": "kill", "shape": "leader", "start": 1,
+                                            "duration": 604800, "seed": 0}]}))
+    _, schedule = load_schedule(path)
+    assert schedule.time_limit == 604800 and not schedule.time_limit_stated
+    assert Schedule.from_dict(schedule.to_dict()) == schedule
