@@ -100,7 +100,9 @@ def _faults_edited(run: rundir.RunDir, schedule: Schedule) -> list[str]:
     if not isinstance(executed, list) or not all(isinstance(e, dict) for e in executed):
         return []
     planned = {fault.number: fault.to_dict() for fault in schedule.faults}
-    ran: dict[Any, dict[str, Any]] = {e.get("number"): {key: e.get(key) for key in FAULT_KEYS} for e in executed}
+    # (A number edited into a list or an object is no key: named as its text, as changed.)
+    ran: dict[Any, dict[str, Any]] = {_key(e.get("number")): {key: e.get(key) for key in FAULT_KEYS}
+                                      for e in executed}
     # (A planned fault it records nothing of may be one added since, or one the run never
     # reached: a run that failed, or was interrupted, before it was due. Not told apart.)
     changed = [n for n in ran if n not in planned or planned[n] != ran[n]]
@@ -108,6 +110,11 @@ def _faults_edited(run: rundir.RunDir, schedule: Schedule) -> list[str]:
         return []
     shown = first_few([str(n)[:20] for n in changed], EDITS_SHOWN)
     return [f"fault{'s' if len(changed) > 1 else ''} {shown} not as the run executed"]
+
+
+def _key(number: Any) -> Any:
+    """An executed fault's number as a key: itself, or its text when it cannot be one."""
+    return str(number) if isinstance(number, list | dict) else number
 
 
 def _refuse_unless_a_file(path: os.PathLike[str]) -> None:
