@@ -313,7 +313,8 @@ def repro_command(args: argparse.Namespace) -> int:
             recorded, now = config.code_version, outcome.config.code_version
             why = (f"{rundir.SCHEDULE} edited since the run: {replayed.edited}" if replayed.edited is not None
                    else f"the code changed since: recorded with {recorded}, replayed with {now}" if recorded != now
-                   else f"nondeterminism, or uncommitted changes: code {now} both times")
+                   else f"{replayed.unrecorded_cause()}nondeterminism, or uncommitted changes: code {now} both "
+                   "times")
             print(printable(f"floodmark: replay DIFFERS from {path}: {', '.join(differ)} ({why})"), file=sys.stderr)
         else:
             print(printable(f"floodmark: replay identical to {path} (digest {outcome.digest['run'][:16]})"),

@@ -45,6 +45,20 @@ class Replayed:
     config: TestConfig
     schedule: Schedule
     edited: str | None = None
+    # Planned faults schedule.json records nothing of executing: added by hand since, or
+    # never reached (a run that failed or was interrupted first), which the files cannot
+    # tell apart; a replay that differs names them rather than blame nondeterminism alone.
+    unrecorded: tuple[int, ...] = ()
+
+    def unrecorded_cause(self) -> str:
+        """The first cause a replay that differs may have, when some faults are unrecorded
+        ("fault 9 in schedule.json with no record of the run's (added since?), or "); empty
+        when none is."""
+        if not self.unrecorded:
+            return ""
+        shown = first_few([str(n) for n in self.unrecorded], EDITS_SHOWN)
+        return (f"fault{'s' if len(self.unrecorded) > 1 else ''} {shown} in {rundir.SCHEDULE} with no record of "
+                "the run's (added since?), or ")
 
 
 def replayed_test(run: rundir.RunDir) -> Replayed:
@@ -70,7 +84,7 @@ def replayed_test(run: rundir.RunDir) -> Replayed:
         seed, schedule = load_schedule(run.schedule)
         if seed is not None and seed != config.seed:
             raise UsageError(f"{run.schedule}: seed {seed} differs from test.yaml's seed {config.seed}")
-        edits = _faults_edited(run, schedule)
+        edits, unrecorded = _faults_edited(run, schedule)
         if schedule.time_limit_stated and schedule.time_limit != config.time_limit:
             make_config({"time_limit": schedule.time_limit}, str(run.schedule))  # one no test may have: refused
             edits.insert(0, f"time limit {schedule.time_limit:g} s, test.yaml's {config.time_limit:g} s")
@@ -82,34 +96,35 @@ def replayed_test(run: rundir.RunDir) -> Replayed:
                       config.time_limit, config.replication_factor)
     if problem is not None:
         raise UsageError(f"{run.schedule}: {problem}")
-    return Replayed(config, schedule, "; ".join(edits) or None)
+    return Replayed(config, schedule, "; ".join(edits) or None, unrecorded)
 
 
 EDITS_SHOWN = 3  # faults named in an edit's description; the rest counted
 
 
-def _faults_edited(run: rundir.RunDir, schedule: Schedule) -> list[str]:
+def _faults_edited(run: rundir.RunDir, schedule: Schedule) -> tuple[list[str], tuple[int, ...]]:
     """How the schedule's faults differ from what schedule.json records of executing them
-    (a fault changed or removed since), in words; empty when they do not, or it records
-    nothing to compare with."""
+    (a fault changed or removed since), in words, and the planned faults it records nothing
+    of (see :class:`Replayed`); empty when they do not, or it records nothing to compare with."""
     try:
         data = rundir.read_json_file(run.schedule, limit=MAX_SCHEDULE_BYTES, what="a schedule")
     except (OSError, ValueError):
-        return []  # (read a moment ago: the replay runs what was read then)
+        return [], ()  # (read a moment ago: the replay runs what was read then)
     executed = data.get("executed") if isinstance(data, dict) else None
     if not isinstance(executed, list) or not all(isinstance(e, dict) for e in executed):
-        return []
+        return [], ()
     planned = {fault.number: fault.to_dict() for fault in schedule.faults}
     # (A number edited into a list or an object is no key: named as its text, as changed.)
     ran: dict[Any, dict[str, Any]] = {_key(e.get("number")): {key: e.get(key) for key in FAULT_KEYS}
                                       for e in executed}
     # (A planned fault it records nothing of may be one added since, or one the run never
     # reached: a run that failed, or was interrupted, before it was due. Not told apart.)
+    unrecorded = tuple(n for n in planned if n not in ran)
     changed = [n for n in ran if n not in planned or planned[n] != ran[n]]
     if not changed:
-        return []
+        return [], unrecorded
     shown = first_few([str(n)[:20] for n in changed], EDITS_SHOWN)
-    return [f"fault{'s' if len(changed) > 1 else ''} {shown} not as the run executed"]
+    return [f"fault{'s' if len(changed) > 1 else ''} {shown} not as the run executed"], unrecorded
 
 
 def _key(number: Any) -> Any:

@@ -44,3 +44,21 @@ def test_an_executed_fault_s_number_edited_into_anything_is_said_to_be_edited(
     lines = capsys.readouterr().err.splitlines()
     assert code == 0, lines
     assert any(f"schedule.json: edited since the run ({shown} not as the run executed)" in line for line in lines), lines
+
+
+def test_a_fault_added_to_the_plan_is_named_when_the_replay_differs(
+        recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fault added by hand leaves no trace the files can tell from a fault the run never
+    reached: the replay that differs blamed 'nondeterminism, or uncommitted changes' alone."""
+    run = tmp_path / recorded_run.name
+    shutil.copytree(recorded_run, run)
+    recorded = json.loads((run / "schedule.json").read_text())
+    recorded["faults"].append({"number": 1, "kind": "kill", "shape": "leader", "start": 1.2, "duration": 0.3,
+                               "seed": 2})
+    (run / "schedule.json").write_text(json.dumps(recorded))
+    code = main(["repro", str(run), "--store", str(tmp_path / "replays")])
+    lines = capsys.readouterr().err.splitlines()
+    assert code == 0, lines
+    differs = [line for line in lines if line.startswith(f"floodmark: replay DIFFERS from {run}: ")]
+    assert len(differs) == 1, lines
+    assert "(fault 1 in schedule.json with no record of the run's (added since?), or nondeterminism" in differs[0]
