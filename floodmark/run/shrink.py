@@ -168,7 +168,8 @@ class Shrinker:
         nemeses = make_nemeses(config)
 
         def halved(fault: Fault) -> Fault:
-            duration = round(max(fault.duration / 2, 0.5), 3)
+            # (to no less than 0.5 s, yet never longer: a 0.2 s fault stays 0.2 s)
+            duration = round(min(fault.duration, max(fault.duration / 2, 0.5)), 3)
             # A pause's shape names its side of the session timeout: it keeps its length
             # rather than become another fault under the same name (the run would refuse it).
             if fault.kind in nemeses.kinds and nemeses.duration_problem(fault.kind, fault.shape, duration,

@@ -125,6 +125,21 @@ def test_halving_faults_keeps_a_pause_on_the_side_of_the_session_timeout_its_sha
     assert [f.duration for f in smallest.faults] == [10.0, 0.5, 0.5]
 
 
+def test_halving_faults_never_makes_one_longer(tmp_path: Path) -> None:
+    """A fault under 1 s 'halved' to the 0.5 s floor was made longer (a 0.2 s kill tried for
+    0.5 s, one of 0 s held for 0.5 s), and a candidate of longer faults kept as smaller."""
+    config = swarm_config(7).replace(time_limit=20.0, rate=25.0, nodes=3, replication_factor=3)
+    schedule = Schedule((Fault(0, "kill", "random", 3.0, 0.2, 0), Fault(1, "kill", "random", 5.0, 0.0, 1),
+                         Fault(2, "kill", "random", 8.0, 0.8, 2)), 20.0)
+    with fake_runs(), pytest.MonkeyPatch.context() as patch:  # the stand-in bug needs all three faults
+        patch.setattr(sys.modules[__name__], "fails", lambda config, schedule: len(schedule.faults) == 3)
+        _, smallest, _, shrinker = shrunk(config, schedule, tmp_path)
+    planned = {f.seed: f.duration for f in schedule.faults}  # (a fault's seed survives its renumbering)
+    for attempt in shrinker.attempts:
+        assert all(f.duration <= planned[f.seed] for f in attempt.schedule.faults), attempt.schedule
+    assert [f.duration for f in smallest.faults] == [0.2, 0.0, 0.5]
+
+
 def test_a_real_shrunk_failure_is_minimal_and_replays_identically(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     store = tmp_path / "store"
