@@ -114,7 +114,7 @@ class Schedule:
     def past(self, time_limit: float) -> list[Fault]:
         """The faults planned to end after ``time_limit`` (the test's): the final heal-all
         ends them instead, so a run must say so (see the module)."""
-        return [fault for fault in self.faults if fault.end > time_limit]
+        return [fault for fault in self.faults if fault.end > time_limit + END_TOLERANCE]
 
     @staticmethod
     def from_dict(data: Any, source: str = "<schedule>") -> Schedule:
@@ -154,6 +154,9 @@ class Schedule:
         return Schedule(tuple(faults), time_limit, "time_limit" in data, source)
 
 
+# Times are planned to the millisecond, and a drawn fault cut to end at the time limit may
+# add up to a hair past it (24.603 + 6.097 is 30.700000000000003): no end past the limit.
+END_TOLERANCE = 1e-6
 MAX_SCHEDULE_SECONDS = 7 * 24 * 3600.0  # as long as a configuration's time limit may be
 MAX_SCHEDULE_BYTES = 64 << 20
 # A fault costs the harness about 2 ms and 35 kB of history and account: 100,000 are minutes

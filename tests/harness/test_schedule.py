@@ -221,3 +221,14 @@ def test_a_schedule_s_unstated_time_limit_is_one_its_own_file_may_state(tmp_path
     _, schedule = load_schedule(path)
     assert schedule.time_limit == 604800 and not schedule.time_limit_stated
     assert Schedule.from_dict(schedule.to_dict()) == schedule
+
+
+def test_a_drawn_fault_cut_to_end_at_the_time_limit_does_not_last_past_it() -> None:
+    """Drawn faults are cut to end at the time limit, to the millisecond: 24 of 5,389 drawn
+    over 300 seeds ended a hair past it in floating point (24.603 + 6.097 = 30.700000000000003),
+    and a replay of their run would say the heal-all ends them."""
+    from floodmark.harness.schedule import Fault
+
+    schedule = Schedule((Fault(0, "message", "duplicate-heartbeat", 24.603, 6.097, 1),
+                         Fault(1, "kill", "random", 24.69, 6.011, 2)), 30.7)
+    assert [f.number for f in schedule.past(30.7)] == [1]
