@@ -13,6 +13,9 @@
                          byte-identical
         interrupted.json (a run stopped by Ctrl-C or SIGTERM) what it was doing when stopped
     store/latest -> the newest run directory
+    store/<test-name>/.partial-<timestamp>-s<seed>-<n>@<owner>/
+                     a run being made by an exploration or a shrink, which no reader
+                     sees: renamed into place once finished (:func:`publish_run_dir`)
 
 Everything that reads runs (check, report, serve, analyze, repro) goes through this module,
 so the layout is written down once; so do the digests of ``digest.json``
@@ -30,6 +33,7 @@ verdict on it may be "valid": whoever judges or shows a run asks
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import re
 import shlex
@@ -141,9 +145,15 @@ def store_problem(store: str | os.PathLike[str], test_name: str) -> str | None:
     return None
 
 
-def create_run_dir(store: str | os.PathLike[str], test_name: str, seed: int) -> RunDir:
+def create_run_dir(store: str | os.PathLike[str], test_name: str, seed: int, *, owner: str | None = None) -> RunDir:
     """Make a fresh run directory and point ``store/latest`` at it; a UsageError, with
-    nothing made, when the store's contents are in the way (:func:`store_problem`)."""
+    nothing made, when the store's contents are in the way (:func:`store_problem`).
+
+    With ``owner`` (the making process's ``host:pid:start-time``), the run is made under a
+    partial name instead (:data:`PARTIAL`, naming its owner), which no reader of the store
+    sees, and ``latest`` is left alone: :func:`publish_run_dir` renames it into place once
+    finished. Killed outright at any point, its owner leaves nothing a reader takes for a
+    run, and whoever finds its owner gone may remove it (explore_store)."""
     from floodmark.errors import UsageError
 
     problem = store_problem(store, test_name)
@@ -152,13 +162,67 @@ def create_run_dir(store: str | os.PathLike[str], test_name: str, seed: int) -> 
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     base = Path(store) / safe_name(test_name)
     base.mkdir(parents=True, exist_ok=True)
-    path = base / f"{stamp}-s{seed}"
-    suffix = 1
-    while path.exists():
-        path = base / f"{stamp}.{suffix}-s{seed}"
-        suffix += 1
+    if owner is not None:
+        path = _make_partial(base, f"{stamp}-s{seed}", owner)
+    else:
+        path = base / f"{stamp}-s{seed}"
+        suffix = 1
+        while path.exists():
+            path = base / f"{stamp}.{suffix}-s{seed}"
+            suffix += 1
     (path / EVENTS).mkdir(parents=True)
     (path / LOGS).mkdir()
+    if owner is None:
+        update_latest(store, path)
+    return RunDir(path)
+
+
+# store/<test>/.partial-<time>-s<seed>-<n>@<owner>: a run being made (create_run_dir). The
+# leading dot hides it from readers; the owner says when it is left over (its owner gone).
+PARTIAL = ".partial-"
+
+
+def _make_partial(base: Path, final: str, owner: str) -> Path:
+    n = 0
+    while True:  # mkdir, not exists(): two of one owner's runs may start in one second
+        path = base / f"{PARTIAL}{final}-{n}@{owner}"
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            n += 1
+
+
+def partial_owner(path: Path) -> str | None:
+    """Who is making the partial run ``path`` (its owner token); None if it is no partial run."""
+    if not path.name.startswith(PARTIAL):
+        return None
+    _, at, owner = path.name.partition("@")
+    return owner if at else None
+
+
+def publish_run_dir(store: str | os.PathLike[str], run: RunDir,
+                    before: Callable[[Path], None] = lambda final: None) -> RunDir:
+    """Rename a finished partial run (``create_run_dir(..., owner=...)``) into place, under
+    the name a run made at once would have had, and point ``store/latest`` at it: readers
+    see it whole or not at all. ``before`` is told each name just before it is tried."""
+    stem = run.path.name[len(PARTIAL):].partition("@")[0].rpartition("-")[0]  # <time>-s<seed>
+    stamp, _, seed = stem.partition("-s")
+    path, suffix = run.path.parent / stem, 1
+    while True:
+        if not path.exists():
+            before(path)
+            try:
+                # Onto a name another run took meanwhile it fails (not empty), never
+                # replacing it: a directory is replaced only if empty, and a run directory
+                # is empty only for the instant create_run_dir makes it and its events/.
+                os.rename(run.path, path)
+                break
+            except OSError as e:
+                if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise
+        path = run.path.parent / f"{stamp}.{suffix}-s{seed}"
+        suffix += 1
     update_latest(store, path)
     return RunDir(path)
 
@@ -209,12 +273,13 @@ def discard(store: str | os.PathLike[str], run: RunDir) -> None:
 
 
 def find_run_dirs(store: str | os.PathLike[str]) -> list[RunDir]:
-    """Every run directory under a store, newest first (by directory name's timestamp).
+    """Every run directory under a store, newest first (by directory name's timestamp); not
+    a partial one (:data:`PARTIAL`), being made or left half-made.
 
     A store is read while runs come and go: a test folder or run removed (or one that cannot
     be listed) while it is scanned is left out, not a failure of the whole scan."""
     runs = [RunDir(p) for test in _entries(Path(store)) if _is_test_folder(test)
-            for p in _entries(test) if _is_run_dir_quietly(p)]
+            for p in _entries(test) if not p.name.startswith(PARTIAL) and _is_run_dir_quietly(p)]
     runs.sort(key=lambda r: r.path.name, reverse=True)
     return runs
 

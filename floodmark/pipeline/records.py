@@ -34,7 +34,7 @@ from floodmark.node_events import (
 )
 from floodmark.pipeline.run_checks import RunRejected, checked_run, read_config, read_results_if_any
 from floodmark.run_config import TestConfig, config_from_dict
-from floodmark.rundir import RunDir
+from floodmark.rundir import PARTIAL, RunDir
 
 __all__ = ["RunRejected", "RunRows", "read_config", "read_results_if_any", "read_run", "iter_run_rows"]
 
@@ -283,10 +283,11 @@ def anomaly_rows(run_id: str, results: dict[str, Any], times: dict[int, int]) ->
 
 
 def find_runs(store: str | os.PathLike[str]) -> Iterator[Path]:
-    """Every directory under the store that holds a history (the ``latest`` link excluded)."""
+    """Every directory under the store that holds a history (the ``latest`` link excluded),
+    but a partial run (being made, or left half-made by a process killed outright)."""
     root = Path(store)
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
+        dirnames[:] = sorted(name for name in dirnames if not name.startswith(PARTIAL))
         if "history.jsonl" in filenames:
             dirnames.clear()  # a run directory's subfolders (events, logs) are not runs
             yield Path(dirpath)
