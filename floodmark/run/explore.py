@@ -9,11 +9,12 @@ landing in the store as a run directory; valid runs are removed unless asked to 
 failing ones stay, each printed with the one command that replays it. What fails is then
 shrunk (:mod:`floodmark.run.shrink`) unless told not to.
 
-Interrupted (Ctrl-C, SIGTERM), the explorer kills its workers, reports the failing runs they
-had finished and removes the ones they had not. Killed outright (SIGKILL), it takes its
-workers with it (they die with their parent), and its claim on the store (a file naming its
-seeds) tells the next exploration which half-written runs to remove (see
-:mod:`floodmark.run.explore_store`).
+A run is made under a partial name that no reader of the store sees, and renamed into place
+once it has its verdict (:mod:`floodmark.run.explore_store`). Interrupted (Ctrl-C, SIGTERM),
+the explorer kills its workers, reports the failing runs they had finished and removes the
+partial ones they had not. Killed outright (SIGKILL), it takes its workers with it (they die
+with their parent), and the next exploration or shrink in the store removes the partial runs
+they leave, their owners gone.
 """
 
 from __future__ import annotations
@@ -40,12 +41,11 @@ from floodmark.harness.config import TestConfig
 from floodmark.results import Validity, read_results
 from floodmark.run.explore_store import (
     claim,
-    is_unfinished,
     name_run,
     remove_if_empty,
     remove_killed_explorations,
+    remove_left_partial_runs,
     remove_unfinished_runs,
-    remove_unnamed_unfinished_runs,
     runs_named_by,
     runs_of,
     seed_of,
@@ -91,16 +91,24 @@ def _run_seed(seed: int, config: TestConfig, store: str, keep_all: bool) -> Expl
     from floodmark.run.runner import Runner
 
     started = time.process_time()
-    runner = Runner(config, store, out=io.StringIO(), check=True, report=False)
-    if _names_its_runs:  # a local worker: if it is killed, its explorer knows which run was its
-        name_run(store, runner.run_dir.path)
-    outcome = runner.run()
+    # Made where no reader sees it, and published once it has its verdict (explore_store).
+    runner = Runner(config, store, out=io.StringIO(), check=True, report=False, partial=True)
+    partial = runner.run_dir.path
+    try:
+        if _names_its_runs:  # a local worker: if it is killed, its explorer knows which run was its
+            name_run(store, partial)
+        outcome = runner.run()
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)  # the worker lives on: its partial run would stay
+        raise
     valid = outcome.valid if outcome.valid is not None else "unknown"
     keep = keep_all or valid is not True
-    if keep and valid is not True:
-        _write_report(runner.run_dir.path)
-    elif not keep:
-        shutil.rmtree(runner.run_dir.path, ignore_errors=True)
+    if keep:
+        runner.publish((lambda final: name_run(store, partial, final)) if _names_its_runs else lambda final: None)
+        if valid is not True:
+            _write_report(runner.run_dir.path)
+    else:
+        shutil.rmtree(partial, ignore_errors=True)
     # Its repro command names it whole: it is copied into a shell in another directory.
     kept = os.path.abspath(runner.run_dir.path) if keep else None
     return Explored(seed, valid, _anomaly_types(runner.run_dir.path), kept,
@@ -261,22 +269,19 @@ def settle_unfinished_runs(store: str, exploration: str, seeds: Container[int], 
     and the valid runs they had not yet removed (unless keeping all); the rest had their
     verdict, which is returned, so that a failure found just before an interrupt is reported.
 
-    Which runs were theirs: those the local worker processes ``workers`` named (see
-    explore_store.name_run), and one a worker killed before it could name it left unfinished
-    (explore_store.remove_unnamed_unfinished_runs), and no other (another exploration may be
-    running the same seeds into the same store); without ``workers`` (Spark tasks, on other hosts), the runs of
-    ``seeds`` written since ``since``."""
+    What they left half-made are partial runs whose owner is gone (explore_store.remove_left_partial_runs).
+    Which finished runs were theirs: those the local worker processes ``workers`` named (see
+    explore_store.name_run), and no other (another exploration may be running the same
+    seeds into the same store); without ``workers`` (Spark tasks, on other hosts), the runs
+    of ``seeds`` written since ``since``."""
     if workers is not None:
-        named, claims = runs_named_by(store, workers)
-        ours = [run for run in named if seed_of(run) in seeds and run.is_dir()]
-        for run in ours:
-            if is_unfinished(RunDir(run)):
-                shutil.rmtree(run, ignore_errors=True)
+        named, claims = runs_named_by(store, workers)  # before their partial runs go: see there
+        remove_left_partial_runs(store)
+        runs = [run for run in named if seed_of(run) in seeds and run.is_dir()]  # each published whole
         for path in claims:
             path.unlink(missing_ok=True)
-        remove_unnamed_unfinished_runs(store, exploration, seeds, since)
-        runs = [run for run in ours if run.is_dir()]
     else:
+        remove_left_partial_runs(store)
         remove_unfinished_runs(store, exploration, seeds)
         runs = [path for path in runs_of(store, exploration, seeds) if path.stat().st_mtime >= since]
     finished = []

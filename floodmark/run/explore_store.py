@@ -1,21 +1,24 @@
 """What an exploration leaves in the store, and how what it left half-written is removed.
 
 An exploration's runs land in ``store/explore-<key>/``, one per seed (the key names its
-variant and workload: ``swarm.exploration_key``). A worker stopped
-mid-run (the explorer interrupted, or killed outright) leaves a run directory without a
-verdict, or one its interrupted runner marked as such (``interrupted.json``): half a run,
-which must not pass for a finding. So an interrupted explorer removes its workers' unfinished
-runs before it exits, and one killed outright leaves a *claim* (``store/.explore-<pid>.json``,
-naming its seeds) by which the next exploration in the store removes them
-(:func:`remove_killed_explorations`). A test folder left empty is removed with them, so an
-early interrupt leaves the store as it found it.
+variant and workload: ``swarm.exploration_key``). Each is made under a *partial* name
+(``rundir.PARTIAL``, naming the process making it), which no reader of the store sees, and
+renamed into place only once it has its verdict (``rundir.publish_run_dir``); so is a
+shrink's candidate (:mod:`floodmark.run.shrink`). A process killed outright at any point so
+leaves nothing a reader takes for a run, and the partial run it was making is removed by
+whoever next finds its owner gone (:func:`remove_left_partial_runs`: the next exploration
+or shrink in the store, or its own interrupted explorer), whatever seeds other explorations,
+alive, claim: a live process's partial run is never removed, so two explorations of one
+store never remove each other's work in progress.
 
-Seeds say which runs may be an exploration's, not which are: another exploration may be
-running the same seeds into the same store. So each worker also names the run directory it is
-on (``store/.explore-<pid>-run.json``, see :func:`name_run`): an interrupted explorer removes
-and reports exactly the runs its own killed workers were on, and nothing of another's. A
-shrink (:mod:`floodmark.run.shrink`) names its running candidate the same way, so one killed
-outright leaves nothing half-written for good: the next exploration or shrink removes it.
+Each explorer also leaves a *claim* (``store/.explore-<pid>.json``, naming its seeds), by
+which the next exploration removes what an earlier version, making runs in place, left
+without a verdict (:func:`remove_killed_explorations`). A test folder left empty is removed
+with them, so an early interrupt leaves the store as it found it. And each worker names the
+run it is on (``store/.explore-<pid>-run.json``, see :func:`name_run`), and the name it
+takes as it is published: an interrupted explorer reports exactly the finished runs its own
+killed workers had not yet handed back, and nothing of another's. A shrink names its
+running candidate the same way.
 
 That removal must not itself be cut short: a second Ctrl-C during it would leave workers
 running, or the store half-cleaned, and print a traceback
@@ -36,7 +39,7 @@ from pathlib import Path
 
 from floodmark.backends.cleanup import owner_alive, owner_token
 from floodmark.backends.interrupts import signals_deferred
-from floodmark.rundir import RunDir, repoint_latest, safe_name
+from floodmark.rundir import RunDir, partial_owner, repoint_latest, safe_name
 
 CLAIM_PREFIX = ".explore-"  # store/.explore-<pid>.json: an exploration at work in the store
 
@@ -154,6 +157,7 @@ def remove_killed_explorations(store: str) -> list[Path]:
                 remove_if_empty(run.parent)
                 removed.append(run)
         path.unlink(missing_ok=True)
+    removed += remove_left_partial_runs(store)
     if removed:
         repoint_latest(store)
     return removed
@@ -166,14 +170,17 @@ def run_claim_of(store: str | os.PathLike[str], pid: int) -> Path:
     return Path(store) / f"{CLAIM_PREFIX}{pid}{RUN_SUFFIX}"
 
 
-def name_run(store: str | os.PathLike[str], run: Path | None) -> None:
-    """Say, in a file in ``store``, which run directory this process is on (None: none), so
-    that if it is killed outright what it leaves half-written is removed, and nothing else
-    (:func:`remove_killed_explorations`; explore.settle_unfinished_runs)."""
+def name_run(store: str | os.PathLike[str], run: Path | None, becoming: Path | None = None) -> None:
+    """Say, in a file in ``store``, which run directory this process is on (None: none), and
+    the name it is ``becoming`` as it is published (rundir.publish_run_dir), so that if it is
+    killed outright, its explorer knows which finished run was its own
+    (explore.settle_unfinished_runs; what it left half-made is removed by
+    :func:`remove_left_partial_runs`)."""
     path = run_claim_of(store, os.getpid())
     tmp = path.with_name(path.name + ".tmp")  # not a claim's name: never read half-written
+    runs = [os.path.abspath(p) for p in (run, becoming) if p is not None]
     with signals_deferred():  # a Ctrl-C between the two steps would leave the .tmp behind
-        tmp.write_text(json.dumps({"owner": owner_token(), "runs": [os.path.abspath(run)] if run is not None else []}))
+        tmp.write_text(json.dumps({"owner": owner_token(), "runs": runs}))
         tmp.replace(path)
 
 
@@ -181,7 +188,8 @@ def name_run(store: str | os.PathLike[str], run: Path | None) -> None:
 def candidate_claim(store: str | os.PathLike[str]) -> Iterator[Callable[[Path | None], None]]:
     """Within the block, a file in ``store`` names the run directory this process is
     running (the function yielded names it, or None once it has its verdict): a shrink's
-    candidate, removed by the next exploration or shrink if the shrink is killed outright."""
+    candidate (a partial run: removed by the next exploration or shrink if the shrink is
+    killed outright, named or not)."""
     name_run(store, None)
     try:
         yield lambda run: name_run(store, run)
@@ -189,19 +197,29 @@ def candidate_claim(store: str | os.PathLike[str]) -> Iterator[Callable[[Path | 
         run_claim_of(store, os.getpid()).unlink(missing_ok=True)
 
 
-def remove_unnamed_unfinished_runs(store: str, exploration: str, seeds: Container[int], since: float) -> list[Path]:
-    """Remove what a worker killed between making its run directory and naming it left: the
-    runs of ``seeds`` made since ``since`` that have no verdict, that no live process names,
-    and whose seed no other live exploration claims (its run in progress is spared)."""
-    living = {Path(os.path.abspath(run)) for _, owner, runs in _run_claims(store) if owner_alive(owner)
-              for run in runs}
-    spared = seeds_claimed_elsewhere(store, exploration)
-    removed = [path for path in runs_of(store, exploration, seeds)
-               if path.stat().st_mtime >= since and is_unfinished(RunDir(path))
-               and Path(os.path.abspath(path)) not in living and not any(seed_of(path) in c for c in spared)]
-    for path in removed:
-        shutil.rmtree(path, ignore_errors=True)
+def remove_left_partial_runs(store: str) -> list[Path]:
+    """Remove the partial runs in ``store`` (rundir.PARTIAL: being made, unseen by readers)
+    whose maker is gone: each was left half-made by a process killed outright. A live
+    maker's is its run in progress (another exploration's, whatever seeds it runs), and one
+    made on another host is left too: whether its maker lives cannot be told from here."""
+    removed = []
+    for folder in _entries(Path(store)):
+        left = [run for run in _entries(folder) if (owner := partial_owner(run)) is not None
+                and not run.is_symlink() and not owner_alive(owner)]
+        for run in left:
+            shutil.rmtree(run, ignore_errors=True)
+        if left:
+            remove_if_empty(folder)
+        removed += left
     return removed
+
+
+def _entries(directory: Path) -> list[Path]:
+    """A directory's entries (none if it is not a directory, is a link, or cannot be listed)."""
+    try:
+        return sorted(directory.iterdir()) if not directory.is_symlink() else []
+    except OSError:
+        return []
 
 
 def runs_named_by(store: str, pids: Container[int]) -> tuple[list[Path], list[Path]]:
@@ -212,7 +230,10 @@ def runs_named_by(store: str, pids: Container[int]) -> tuple[list[Path], list[Pa
         pid = path.name[len(CLAIM_PREFIX):-len(RUN_SUFFIX)]
         if pid.isdigit() and int(pid) in pids:
             claims.append(path)
-            named += [run for run in runs if _a_run_in(store, run)]
+            # The name a partial run was becoming is its own only once the partial is gone
+            # (renamed into it): until then, that name may be another's run.
+            if not any(partial_owner(run) is not None and run.exists() for run in runs):
+                named += [run for run in runs if _a_run_in(store, run)]
     return named, claims
 
 

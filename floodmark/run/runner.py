@@ -34,6 +34,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -98,7 +99,7 @@ class RunOutcome:
 class Runner:
     def __init__(
         self, config: TestConfig, store: str | Path, schedule: Schedule | None = None,
-        out: TextIO | None = None, check: bool = True, report: bool = True,
+        out: TextIO | None = None, check: bool = True, report: bool = True, partial: bool = False,
     ) -> None:
         seed = config.seed if config.seed is not None else new_seed()
         self.config = config.replace(seed=seed)
@@ -109,7 +110,10 @@ class Runner:
         self.check = check
         self.report = report  # exploration writes reports only for the runs it keeps
         self.started = time.monotonic()
-        self.run_dir = rundir.create_run_dir(self.store, self.config.name, seed)
+        # partial (an exploration's, a shrink's run): made where no reader sees it, until
+        # its maker publishes it whole (publish), or removed if its maker is killed.
+        self.run_dir = rundir.create_run_dir(self.store, self.config.name, seed,
+                                             owner=cleanup.owner_token() if partial else None)
         self.outcome = RunOutcome(self.run_dir, self.config)
         self.step = "starting the cluster"  # what the run is doing, for an interrupt to record
         self.fault_phase_began: float | None = None  # the history's clock when it began
@@ -214,6 +218,11 @@ class Runner:
         if not self.outcome.interrupted and self.check:
             self._check()
         return self.outcome
+
+    def publish(self, before: Callable[[Path], None] = lambda final: None) -> None:
+        """Rename a finished partial run into place, where readers see it
+        (rundir.publish_run_dir, which tells ``before`` each name it tries)."""
+        self.run_dir = self.outcome.run_dir = rundir.publish_run_dir(self.store, self.run_dir, before)
 
     async def _phases(self, backend: Backend, recorder: Recorder, driver: FaultDriver) -> bool:
         clients = LibraryClients(self.config, backend.client_host(), backend.cluster.bootstrap_addresses)

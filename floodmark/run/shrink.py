@@ -73,7 +73,9 @@ class Shrinker:
     attempts: list[Attempt] = field(default_factory=list)
     tried: set[Candidate] = field(default_factory=set)  # candidates run: never run twice
     # Told the run directory of each candidate as it starts, and None once it has its verdict
-    # (see explore_store.candidate_claim: a shrink killed outright leaves no half run for good).
+    # (explore_store.candidate_claim). A candidate is made as a partial run, published only
+    # if kept: a shrink killed outright leaves nothing a reader sees, and the next
+    # exploration or shrink removes what it left (explore_store.remove_left_partial_runs).
     running: Callable[[Path | None], None] = lambda run: None
 
     def still_fails(self, config: TestConfig, schedule: Schedule) -> Attempt | None:
@@ -88,7 +90,9 @@ class Shrinker:
         runner: Runner | None = None
         try:
             with signals_deferred():  # a run directory made is always known here, so removed
-                runner = Runner(config, self.store, schedule=schedule, out=io.StringIO(), check=True, report=False)
+                # Made where no reader sees it; published only if kept (see explore_store).
+                runner = Runner(config, self.store, schedule=schedule, out=io.StringIO(), check=True, report=False,
+                                partial=True)
             self.running(runner.run_dir.path)
             outcome = runner.run()
             if outcome.interrupted:  # the runner tore its cluster down: the shrink stops here
@@ -97,9 +101,11 @@ class Shrinker:
             if runner is not None:
                 rundir.discard(self.store, runner.run_dir)  # leaving no half run
             raise
-        self.running(None)
         anomalies = anomaly_types(runner.run_dir.path)
         failed = outcome.valid is False and bool(anomalies & self.target)
+        if failed:
+            runner.publish()
+        self.running(None)
         attempt = Attempt(config, schedule, failed, anomalies, runner.run_dir.path)
         self.attempts.append(attempt)
         if self.out is not None:

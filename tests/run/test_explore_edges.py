@@ -95,7 +95,7 @@ def test_an_interrupted_exploration_settles_only_its_own_runs_beside_another_on_
             os.utime(theirs, (later, later))  # written to since this exploration began
             # Its worker held on its run of seed 1001 (not a fixed pause: see midrun_fixtures).
             _, ours = stop_mid_run(store, explorer, in_a_worker=True)
-            assert ours.parent == folder and ours != theirs and ours.name.endswith("-s1001"), ours
+            assert ours.parent == folder and ours.name.startswith(".partial-") and "-s1001-" in ours.name, ours
             explorer.send_signal(signal.SIGTERM)
             _, err = explorer.communicate(timeout=60)
         finally:
@@ -115,24 +115,25 @@ def test_an_interrupted_exploration_settles_only_its_own_runs_beside_another_on_
 
 def test_a_run_a_killed_worker_made_but_had_not_named_is_removed(tmp_path: Path) -> None:
     """A worker killed between making its run directory and naming it (CI caught a Ctrl-C
-    there, right as the exploration began): the run has no verdict and no claim names it, so
-    it is the killed worker's and is removed; one a live process names is spared."""
+    there, right as the exploration began): its run is a partial one whose owner is gone,
+    so it is removed; a partial run a live process makes is spared, and so is one made in
+    place (no partial name) that no claim names: it may be another exploration's."""
+    from floodmark.backends.cleanup import owner_token
     from floodmark.run.explore import settle_unfinished_runs
-    from floodmark.run.explore_store import name_run
 
     store = tmp_path / "store"
     folder = store / "explore-truncate-to-hw"
-    left, running = folder / "20200101T000000-s1000", folder / "20200101T000001-s1001"
-    for run in (left, running):
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    left = folder / f".partial-20200101T000000-s1000-0@{socket.gethostname()}:{gone.pid}:1"
+    running = folder / f".partial-20200101T000001-s1001-0@{owner_token()}"
+    theirs = folder / "20200101T000002-s1001"
+    for run in (left, running, theirs):
         run.mkdir(parents=True)
         (run / "test.yaml").write_text("name: explore-truncate-to-hw\n")
-    name_run(store, running)  # this (live) process is on it
-    try:
-        found = settle_unfinished_runs(str(store), "truncate-to-hw", {1000, 1001}, keep_all=False,
-                                       since=time.time() - 60, workers={999_999_999})
-        assert found == [] and not left.exists() and running.is_dir()
-    finally:
-        name_run(store, None)
+    found = settle_unfinished_runs(str(store), "truncate-to-hw", {1000, 1001}, keep_all=False,
+                                   since=time.time() - 60, workers={gone.pid})
+    assert found == [] and not left.exists() and running.is_dir() and theirs.is_dir()
 
 
 def _slow_seed(seed: int, variant: str, store: str, keep_all: bool = False, workload: str = "queue") -> explore.Explored:
