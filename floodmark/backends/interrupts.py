@@ -95,17 +95,36 @@ def interrupts_held() -> Iterator[list[int]]:
     yielded) and the block runs to its end. For the cleanup after a first interrupt, which
     a second must not cut in half. Outside the main thread (where no signal lands) it
     changes nothing."""
-    held: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
+    with _noted((signal.SIGINT, signal.SIGTERM)) as held:
         yield held
+
+
+@contextlib.contextmanager
+def interrupts_noted() -> Iterator[list[int]]:
+    """Within the block, a SIGINT or SIGTERM that would raise KeyboardInterrupt is noted
+    instead (the list yielded), for the block to raise where that is safe: between two waits
+    on a process pool, not inside one, where it can land while the wait's lock is released
+    and not yet taken back, and leave as "RuntimeError: release unlocked lock". A signal the
+    process ignores stays ignored."""
+    with _noted(tuple(s for s in (signal.SIGINT, signal.SIGTERM) if _interrupts(signal.getsignal(s)))) as noted:
+        yield noted
+
+
+@contextlib.contextmanager
+def _noted(signals: tuple[int, ...]) -> Iterator[list[int]]:
+    """Within the block, each of ``signals`` is appended to the list yielded, and does
+    nothing else; outside the main thread (where no signal lands) nothing changes."""
+    noted: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield noted
         return
 
-    def hold(signum: int, frame: FrameType | None) -> None:
-        held.append(signum)
+    def note(signum: int, frame: FrameType | None) -> None:
+        noted.append(signum)
 
-    previous = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, note) for s in signals}
     try:
-        yield held
+        yield noted
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

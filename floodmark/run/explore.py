@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TextIO
 
 from floodmark.backends.cleanup import interruptible
-from floodmark.backends.interrupts import interrupts_held, signals_deferred
+from floodmark.backends.interrupts import interrupts_held, interrupts_noted, signals_deferred
 from floodmark.harness.config import TestConfig
 from floodmark.results import Validity, read_results
 from floodmark.run.explore_store import (
@@ -200,20 +200,26 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
                 for _ in range(workers):
                     if not submit():
                         break
-            while pending:
-                done, _ = wait(pending, timeout=INTERRUPT_POLL, return_when=FIRST_COMPLETED)
-                for future in done:
-                    seed = pending.pop(future)
-                    try:
-                        found = future.result()
-                    except (Exception, asyncio.CancelledError) as e:  # a crashed worker is an unknown run
-                        found = Explored(seed, "unknown", (), None, 0.0, 0.0, f"{type(e).__name__}: {e}")
-                    results[seed] = found
-                    if on_result is not None:
-                        on_result(found)
-                    if stop_on_first and found.valid is False:
-                        stopping = True
-                    submit()
+            # An interrupt is raised between two waits, never inside one (see interrupts_noted:
+            # it left as a RuntimeError, exit 1, workers and half-written runs behind); the
+            # wait's timeout bounds how late.
+            with interrupts_noted() as interrupts:
+                while pending and not interrupts:
+                    done, _ = wait(pending, timeout=INTERRUPT_POLL, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        seed = pending.pop(future)
+                        try:
+                            found = future.result()
+                        except (Exception, asyncio.CancelledError) as e:  # a crashed worker is an unknown run
+                            found = Explored(seed, "unknown", (), None, 0.0, 0.0, f"{type(e).__name__}: {e}")
+                        results[seed] = found
+                        if on_result is not None:
+                            on_result(found)
+                        if stop_on_first and found.valid is False:
+                            stopping = True
+                        submit()
+            if interrupts:
+                raise KeyboardInterrupt(f"signal {interrupts[0]}")
             remove_if_empty(test_folder(store, exploration))  # every run passed and none was kept
         except KeyboardInterrupt:
             # A SIGTERM reaches only this process (a Ctrl-C, the whole group, but workers
@@ -330,8 +336,11 @@ def explore_spark(seeds: Sequence[int], variant: str, store: str, master: str, *
     try:
         with interruptible():
             collector.start()
-            while collector.is_alive():
-                collector.join(0.5)
+            with interrupts_noted() as interrupts:  # raised between two joins, as in explore_local
+                while collector.is_alive() and not interrupts:
+                    collector.join(INTERRUPT_POLL)
+            if interrupts:
+                raise KeyboardInterrupt(f"signal {interrupts[0]}")
     except KeyboardInterrupt:
         with interrupts_held():  # a second interrupt must not cut the cleanup short
             with contextlib.suppress(Exception):
