@@ -108,30 +108,12 @@ def test_a_fault_the_heal_all_failed_to_end_records_the_failure(tmp_path: Path) 
     too, rather than that it ended."""
     import asyncio
 
-    from cluster_fixtures import FakeCluster, view_of
+    from fault_driver_fixtures import kill_driver
 
-    from floodmark.harness.faults import ClusterView, FaultPlan
-    from floodmark.harness.recorder import Recorder
-    from floodmark.harness.schedule import Fault, Schedule, ScheduleLog
-    from floodmark.nemesis.compose import Composite
-    from floodmark.run.fault_driver import FaultDriver
+    from floodmark.harness.schedule import Fault, Schedule
 
-    class Applier:
-        async def apply(self, plan: FaultPlan) -> dict[str, Any]:
-            return {"applied": True}
-
-        async def heal(self, plan: FaultPlan) -> dict[str, Any]:
-            return {}
-
-        async def heal_all(self, kinds: tuple[str, ...]) -> dict[str, dict[str, Any]]:
-            return {"kill": {"error": "n2 would not start"}}
-
-    async def observe() -> ClusterView:
-        return view_of(FakeCluster(), controller=1, leaders={("t0", 0): 2})
-
-    recorder = Recorder(tmp_path / "history.jsonl")
-    log = ScheduleLog(tmp_path / "schedule.json", 5, Schedule((Fault(0, "kill", "leader", 0.0, 30.0, 1),), 0.1))
-    driver = FaultDriver(recorder, Composite(("kill",)), Applier(), observe, log)  # type: ignore[arg-type]
+    driver, recorder, _ = kill_driver(tmp_path, Schedule((Fault(0, "kill", "leader", 0.0, 30.0, 1),), 0.1),
+                                      heal_all_result={"kill": {"error": "n2 would not start"}})
 
     async def past_the_limit() -> None:
         stop = asyncio.Event()

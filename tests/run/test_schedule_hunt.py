@@ -468,31 +468,12 @@ def test_faults_not_yet_due_when_the_phase_is_cut_short_are_not_recorded(tmp_pat
     and the history records nothing after the interrupt for them."""
     import asyncio
 
-    from cluster_fixtures import FakeCluster, view_of
+    from fault_driver_fixtures import kill_driver
 
-    from floodmark.harness.faults import ClusterView, FaultPlan
-    from floodmark.harness.recorder import Recorder
-    from floodmark.harness.schedule import Fault, Schedule, ScheduleLog
-    from floodmark.nemesis.compose import Composite
-    from floodmark.run.fault_driver import FaultDriver
+    from floodmark.harness.schedule import Fault, Schedule
 
-    class Applier:
-        async def apply(self, plan: FaultPlan) -> dict[str, Any]:
-            return {"applied": True}
-
-        async def heal(self, plan: FaultPlan) -> dict[str, Any]:
-            return {}
-
-        async def heal_all(self, kinds: tuple[str, ...]) -> dict[str, dict[str, Any]]:
-            return {}
-
-    async def observe() -> ClusterView:
-        return view_of(FakeCluster(), controller=1, leaders={("t0", 0): 2})
-
-    recorder = Recorder(tmp_path / "history.jsonl")
-    log = ScheduleLog(tmp_path / "schedule.json", 5, Schedule(
+    driver, recorder, log = kill_driver(tmp_path, Schedule(
         (Fault(0, "kill", "leader", 0.0, 0.01, 1), Fault(1, "kill", "leader", 30.0, 1.0, 2)), 60.0))
-    driver = FaultDriver(recorder, Composite(("kill",)), Applier(), observe, log)  # type: ignore[arg-type]
 
     async def cut_short() -> None:
         stop = asyncio.Event()
