@@ -21,6 +21,15 @@ library's weak sets). The frame's file names its layer:
 The timer is the kernel's profiling clock, which ticks with the scheduler (every 4 ms on a
 250 Hz kernel), so a run of a few CPU seconds gives some hundreds of samples: shares to a
 few per cent.
+
+A Python signal handler runs only at the next point the interpreter checks for signals, not
+in the middle of a C call: work done in C by asyncio's tasks and futures (resuming a
+coroutine, running a callback) is charged to the Python function that starts next, often a
+small one of the harness. So the harness's share is overstated: on 2026-11-28 a one-line
+``SimBackend.clock_ns`` drew 1.7% of samples, more than the generator's step, while stubbing
+every client op's history line saved 2.7% of the instructions (``bench_sim.py
+--instructions``) and removing the per-op deadline altogether 1.5%. Judge a change by its
+instruction count, and these shares as where to look, not what a layer costs.
 """
 
 from __future__ import annotations
