@@ -13,6 +13,7 @@ import pytest
 
 from floodmark.cli import main
 from floodmark.run.explore import run_seed
+from floodmark.rundir import update_latest
 
 
 @pytest.mark.parametrize(("extra", "said"), [
@@ -108,11 +109,15 @@ def test_shrink_refuses_a_run_that_is_not_invalid(failing_run: Path, tmp_path: P
 
 
 def test_shrink_leaves_latest_naming_a_run_that_is_there(failing_run: Path, tmp_path: Path) -> None:
-    """Audit C6: a candidate that passed was removed, and store/latest still named it."""
+    """Audit C6: a candidate that passed was removed, and store/latest still named it. (A
+    candidate is now built under a partial name and published only if kept, so one that
+    passes never becomes latest at all: latest still names the run that was there.)"""
     run = _copy(failing_run, tmp_path)
+    update_latest(tmp_path / "store", run)
     assert main(["shrink", str(run), "--budget", "1"]) == 0  # its one candidate passes, and is removed
     latest = tmp_path / "store" / "latest"
     assert latest.is_symlink() and latest.exists(), os.readlink(latest)
+    assert latest.resolve() == run.resolve()
 
 
 def _edit_schedule(run: Path, change: object) -> None:
