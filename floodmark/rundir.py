@@ -34,12 +34,13 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import itertools
 import os
 import re
 import shlex
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,16 +166,20 @@ def create_run_dir(store: str | os.PathLike[str], test_name: str, seed: int, *, 
     if owner is not None:
         path = _make_partial(base, f"{stamp}-s{seed}", owner)
     else:
-        path = base / f"{stamp}-s{seed}"
-        suffix = 1
-        while path.exists():
-            path = base / f"{stamp}.{suffix}-s{seed}"
-            suffix += 1
+        path = next(p for p in _run_names(base, stamp, seed) if not p.exists())
     (path / EVENTS).mkdir(parents=True)
     (path / LOGS).mkdir()
     if owner is None:
         update_latest(store, path)
     return RunDir(path)
+
+
+def _run_names(base: Path, stamp: str, seed: int | str) -> Iterator[Path]:
+    """A run's names in its test folder, in the order taken: ``<time>-s<seed>``, then (two
+    runs of one seed in one second) ``<time>.1-s<seed>``, ``<time>.2-s<seed>``, ..."""
+    yield base / f"{stamp}-s{seed}"
+    for suffix in itertools.count(1):
+        yield base / f"{stamp}.{suffix}-s{seed}"
 
 
 # store/<test>/.partial-<time>-s<seed>-<n>@<owner>: a run being made (create_run_dir). The
@@ -201,6 +206,12 @@ def partial_owner(path: Path) -> str | None:
     return owner if at else None
 
 
+def partial_runs(store: str | os.PathLike[str]) -> list[tuple[Path, str]]:
+    """Every partial run under a store (none of them a link), with its owner token."""
+    return [(p, owner) for test in _entries(Path(store)) if _is_test_folder(test)
+            for p in _entries(test) if (owner := partial_owner(p)) is not None and not p.is_symlink()]
+
+
 def publish_run_dir(store: str | os.PathLike[str], run: RunDir,
                     before: Callable[[Path], None] = lambda final: None) -> RunDir:
     """Rename a finished partial run (``create_run_dir(..., owner=...)``) into place, under
@@ -208,21 +219,19 @@ def publish_run_dir(store: str | os.PathLike[str], run: RunDir,
     see it whole or not at all. ``before`` is told each name just before it is tried."""
     stem = run.path.name[len(PARTIAL):].partition("@")[0].rpartition("-")[0]  # <time>-s<seed>
     stamp, _, seed = stem.partition("-s")
-    path, suffix = run.path.parent / stem, 1
-    while True:
-        if not path.exists():
-            before(path)
-            try:
-                # Onto a name another run took meanwhile it fails (not empty), never
-                # replacing it: a directory is replaced only if empty, and a run directory
-                # is empty only for the instant create_run_dir makes it and its events/.
-                os.rename(run.path, path)
-                break
-            except OSError as e:
-                if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):
-                    raise
-        path = run.path.parent / f"{stamp}.{suffix}-s{seed}"
-        suffix += 1
+    for path in _run_names(run.path.parent, stamp, seed):
+        if path.exists():
+            continue
+        before(path)
+        try:
+            # Onto a name another run took meanwhile it fails (not empty), never
+            # replacing it: a directory is replaced only if empty, and a run directory
+            # is empty only for the instant create_run_dir makes it and its events/.
+            os.rename(run.path, path)
+            break
+        except OSError as e:
+            if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
     update_latest(store, path)
     return RunDir(path)
 

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from floodmark.backends.cleanup import owner_alive, owner_token
 from floodmark.backends.interrupts import signals_deferred
-from floodmark.rundir import RunDir, partial_owner, repoint_latest, safe_name
+from floodmark.rundir import RunDir, partial_owner, partial_runs, repoint_latest, safe_name
 
 CLAIM_PREFIX = ".explore-"  # store/.explore-<pid>.json: an exploration at work in the store
 
@@ -202,24 +202,12 @@ def remove_left_partial_runs(store: str) -> list[Path]:
     whose maker is gone: each was left half-made by a process killed outright. A live
     maker's is its run in progress (another exploration's, whatever seeds it runs), and one
     made on another host is left too: whether its maker lives cannot be told from here."""
-    removed = []
-    for folder in _entries(Path(store)):
-        left = [run for run in _entries(folder) if (owner := partial_owner(run)) is not None
-                and not run.is_symlink() and not owner_alive(owner)]
-        for run in left:
-            shutil.rmtree(run, ignore_errors=True)
-        if left:
-            remove_if_empty(folder)
-        removed += left
+    removed = [run for run, owner in partial_runs(store) if not owner_alive(owner)]
+    for run in removed:
+        shutil.rmtree(run, ignore_errors=True)
+    for folder in sorted({run.parent for run in removed}):
+        remove_if_empty(folder)
     return removed
-
-
-def _entries(directory: Path) -> list[Path]:
-    """A directory's entries (none if it is not a directory, is a link, or cannot be listed)."""
-    try:
-        return sorted(directory.iterdir()) if not directory.is_symlink() else []
-    except OSError:
-        return []
 
 
 def runs_named_by(store: str, pids: Container[int]) -> tuple[list[Path], list[Path]]:
