@@ -12,6 +12,7 @@
                          refuses a run changed since and a replay can prove it was
                          byte-identical
         interrupted.json (a run stopped by Ctrl-C or SIGTERM) what it was doing when stopped
+        .maker           (while the run is being made) the harness process making it
     store/latest -> the newest run directory
     store/<test-name>/.partial-<timestamp>-s<seed>-<n>@<owner>/
                      a run being made by an exploration or a shrink, which no reader
@@ -23,16 +24,13 @@ so the layout is written down once; so do the digests of ``digest.json``
 whether a verdict in ``results.json`` was judged on the files the run holds now
 (:func:`changed_since_digest`).
 
-An interrupted run keeps everything it recorded up to the interrupt, so its partial history
-can still be read and checked; ``interrupted.json`` says it was interrupted and at what point
-(:class:`Interruption`). Its history stops early (no final drain, faults cut short), so no
-verdict on it may be "valid": whoever judges or shows a run asks
-:func:`interruption_reason` and holds the verdict at unknown at best, giving that reason.
+A run that did not finish (interrupted, killed, still being made) keeps what it recorded,
+so it can still be read and checked, unknown at best: :mod:`floodmark.unfinished_runs` says
+why.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import itertools
 import os
@@ -57,6 +55,7 @@ LOGS = "logs"
 LATEST = "latest"
 DIGEST = "digest.json"
 INTERRUPTED = "interrupted.json"
+MAKER = ".maker"
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 # How create_run_dir names a run directory: <time>-s<seed>, or <time>.<n>-s<seed> beside another.
@@ -104,6 +103,10 @@ class RunDir:
     @property
     def interrupted(self) -> Path:
         return self.path / INTERRUPTED
+
+    @property
+    def maker(self) -> Path:
+        return self.path / MAKER
 
     @property
     def logs(self) -> Path:
@@ -315,7 +318,7 @@ def _is_run_dir_quietly(path: Path) -> bool:
         return False
 
 
-def _read_record(path: Path, limit: int, what: str, error: type[ValueError]) -> Any:
+def read_record(path: Path, limit: int, what: str, error: type[ValueError]) -> Any:
     """The JSON of a small file a run writes about itself (its digest, its interruption),
     read once and at most ``limit`` bytes of it; ``error`` naming the file when it is a FIFO
     or a device (named at once, never waited on), unreadable or no JSON."""
@@ -413,7 +416,7 @@ def load_digest(run: RunDir) -> dict[str, str] | None:
     path = run.digest
     if not os.path.lexists(path):
         return None
-    data = _read_record(path, MAX_DIGEST_BYTES, "a digest", DigestError)
+    data = read_record(path, MAX_DIGEST_BYTES, "a digest", DigestError)
     if not isinstance(data, dict):
         raise DigestError(f"{path}: not a digest (expected an object of file digests)")
     for name in ("run", HISTORY):
@@ -499,96 +502,3 @@ def _changed(run: RunDir, recorded: dict[str, str], now: dict[str, str] | None,
 def named_files(names: list[str]) -> str:
     """Up to four of ``names`` and how many more, for a one-line message."""
     return first_few(names, 4)
-
-
-# Interruption (interrupted.json): written by the runner, atomically, as soon as a Ctrl-C or
-# SIGTERM stops a run, before the teardown (which a second interrupt may cut short).
-
-MAX_INTERRUPTION_BYTES = 1 << 16  # a few fields; a larger file is not one
-
-
-class InterruptionError(ValueError):
-    """An interrupted.json that cannot be read: names the file and what is wrong."""
-
-
-TEARDOWN = "the teardown"  # the step after the history is whole
-
-
-@dataclass(frozen=True)
-class Interruption:
-    """Where a run was when an interrupt stopped it.
-
-    ``step``: what it was doing ("starting the cluster", "the fault phase", "healing",
-    "waiting for recovery", "the final reads", "the teardown"); ``seconds``: the history's
-    clock (seconds since it began, virtual on the simulator) at the interrupt;
-    ``fault_phase_seconds``: how far into the fault phase, if it had begun; ``time_limit``:
-    the fault phase's planned length; ``signal``: SIGINT (Ctrl-C) or SIGTERM."""
-
-    step: str
-    seconds: float
-    fault_phase_seconds: float | None
-    time_limit: float
-    signal: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    def describe(self) -> str:
-        """One line for a verdict: interrupted, where, and what that means for the verdict."""
-        where = (f"{self.fault_phase_seconds:.1f} s into its {self.time_limit:g} s"
-                 if self.fault_phase_seconds is not None and self.step == "the fault phase"
-                 else f"{self.seconds:.1f} s into the history")
-        lost = ("its node events may not all have been collected" if self.step == TEARDOWN
-                else "the history stops there (no final drain)")
-        return f"interrupted ({self.signal}) during {self.step}, {where}: {lost}, so the run cannot be judged valid"
-
-
-def write_interruption(run: RunDir, interruption: Interruption) -> None:
-    """Record in the run directory, atomically, that the run was interrupted and where."""
-    import json
-
-    from floodmark.inputs.output_paths import replace_file
-
-    replace_file(run.interrupted, lambda f: f.write(json.dumps(interruption.to_dict(), indent=1) + "\n"))
-
-
-def read_interruption(run: RunDir) -> Interruption | None:
-    """The run's interruption, or None when it was not interrupted (no interrupted.json);
-    InterruptionError naming the file when it is there but is not one."""
-    path = run.interrupted
-    if not os.path.lexists(path):
-        return None
-    data = _read_record(path, MAX_INTERRUPTION_BYTES, "an interruption record", InterruptionError)
-    if not isinstance(data, dict):
-        raise InterruptionError(f"{path}: not an interruption record (expected an object)")
-    fields = {f.name for f in dataclasses.fields(Interruption)}
-    unknown = sorted(str(k)[:40] for k in data if k not in fields)
-    if unknown:
-        raise InterruptionError(f"{path}: not an interruption record (unknown key {unknown[0]!r})")
-    for name in sorted(fields):
-        if name not in data:
-            raise InterruptionError(f"{path}: not an interruption record (no {name!r})")
-    for name in ("step", "signal"):
-        if not isinstance(data[name], str) or not 0 < len(data[name]) <= 100:
-            raise InterruptionError(f"{path}: {name}: expected a short text")
-    for name in ("seconds", "fault_phase_seconds", "time_limit"):
-        value = data[name]
-        if value is None and name == "fault_phase_seconds":
-            continue
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
-            raise InterruptionError(f"{path}: {name}: expected a number of seconds, at least 0")
-    return Interruption(data["step"], float(data["seconds"]),
-                        None if data["fault_phase_seconds"] is None else float(data["fault_phase_seconds"]),
-                        float(data["time_limit"]), data["signal"])
-
-
-def interruption_reason(run: RunDir) -> str | None:
-    """None when the run was not interrupted; otherwise, in one line, why no verdict on it
-    may be valid: where the interrupt stopped it, or, when interrupted.json cannot be read,
-    that the run is marked interrupted all the same. For ``check``, the report, the results
-    browser and ``analyze``: an interrupted run is unknown at best, for this reason."""
-    try:
-        interruption = read_interruption(run)
-    except InterruptionError as e:
-        return f"{e}: the run is marked interrupted, so its history may stop early and it cannot be judged valid"
-    return None if interruption is None else interruption.describe()

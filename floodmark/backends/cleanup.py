@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -29,40 +28,13 @@ from pathlib import Path
 
 from floodmark.backends.interrupts import raise_interrupt
 from floodmark.harness.cluster import NAME_PREFIX, OWNER_LABEL, RUN_LABEL
+from floodmark.owners import owner_alive, owner_token
 
 _RESOURCE_NAME = re.compile(rf"^{NAME_PREFIX}([0-9A-Za-z]+)(?:-|$)")
 
 
 def state_dir() -> Path:
     return Path(os.environ.get("FLOODMARK_STATE_DIR", "/run/floodmark"))
-
-
-def owner_token() -> str:
-    """host:pid:start-time of this process; the start time guards against pid reuse."""
-    return f"{socket.gethostname()}:{os.getpid()}:{_start_ticks(os.getpid())}"
-
-
-def _start_ticks(pid: int) -> str:
-    """When process ``pid`` started, in clock ticks since boot; "" if there is no such
-    process, or only its corpse: a zombie (dead, not yet reaped by its parent, as the
-    workers of an explorer killed outright can stay in a container whose first process
-    does not reap) owns nothing any more."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    fields = stat.rsplit(")", 1)[1].split()
-    return "" if fields[0] in ("Z", "X") else fields[19]
-
-
-def owner_alive(token: str) -> bool:
-    host, _, rest = token.partition(":")
-    pid_text, _, ticks = rest.partition(":")
-    if host != socket.gethostname():
-        return True  # another machine's run (shared Docker engine): not ours to judge
-    if not pid_text.isdigit():
-        return False
-    return _start_ticks(int(pid_text)) == ticks != ""
 
 
 def register_run(run_id: str, backend: str) -> None:

@@ -48,6 +48,7 @@ from floodmark.harness.cluster import (
     standin_argv,
     zookeeper_argv,
 )
+from floodmark.owners import owner_token
 from floodmark.rundir import RunDir
 
 HOME = "/var/lib/floodmark"
@@ -205,7 +206,7 @@ class DockerCluster(NodeRoster):
         return self._client
 
     def labels(self) -> dict[str, str]:
-        return {RUN_LABEL: self.spec.run_id, OWNER_LABEL: cleanup.owner_token()}
+        return {RUN_LABEL: self.spec.run_id, OWNER_LABEL: owner_token()}
 
     def setup(self) -> None:
         self.setup_seconds = readiness.set_up(self, "docker", self._create_from_images,

@@ -279,7 +279,8 @@ def check_run(
     from floodmark.history import read_history
     from floodmark.node_events import events_dir_problem, read_events_dir
     from floodmark.run_config import check_names, read_test_config
-    from floodmark.rundir import RunDir, interruption_reason
+    from floodmark.rundir import RunDir
+    from floodmark.unfinished_runs import unfinished_reason
 
     run = RunDir(Path(run_dir))
     if run.results.is_dir():  # where the verdict would go: refused before the checkers run for nothing
@@ -336,7 +337,7 @@ def check_run(
         merged = {**_unless_changed(run, previous, results, note), **results["checkers"]}
         results["checkers"] = merged
         results["valid"] = merge_validity(c.get("valid", "unknown") for c in merged.values())
-    interrupted = interruption_reason(run)
+    interrupted = unfinished_reason(run)
     if interrupted is not None:  # its history stops early: unknown at best, and the file says why
         add_note(results, interrupted, note)
         mark_interrupted(results, interrupted)

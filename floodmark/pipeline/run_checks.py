@@ -39,9 +39,9 @@ from floodmark.run_config import ConfigError, TestConfig, read_test_config
 from floodmark.rundir import (
     RunDir,
     compute_digest,
-    interruption_reason,
     unrecorded_problem,
 )
+from floodmark.unfinished_runs import unfinished_reason
 
 
 class RunRejected(ValueError):
@@ -61,7 +61,7 @@ def checked_run(rd: RunDir) -> tuple[TestConfig | None, dict[str, Any] | None]:
     changed = digest_problem(rd)  # first: another run's configuration and verdict are not worth reading
     if changed is not None:
         raise RunRejected(changed)
-    interrupted = interruption_reason(rd)  # its history stops early: no verdict on it is a test's
+    interrupted = unfinished_reason(rd)  # its history stops early: no verdict on it is a test's
     if interrupted is not None:
         raise RunRejected(f"{rd.path}: {interrupted}")
     return read_config(rd), read_results_if_any(rd)

@@ -40,9 +40,9 @@ from floodmark.rundir import (
     RESULTS,
     SCHEDULE,
     RunDir,
-    interruption_reason,
     repro_command,
 )
+from floodmark.unfinished_runs import unfinished_reason
 
 NOT_STATED = "not stated"  # what a run without a configuration shows where one would say
 
@@ -99,7 +99,7 @@ def render_report(data: RunData, out_dir: Path) -> str:
         (lanes.label, render_partition_lanes(lanes)) for lanes in build_partition_lanes(data.events)])
     lin_anomalies = [a for c in checkers for g in c.groups for a in g.detailed if a.lin_charts]
     script = static_text("report.js")
-    interrupted = interruption_reason(data.run)  # why its verdict is unknown at best
+    interrupted = unfinished_reason(data.run)  # why its verdict is unknown at best
     context: dict[str, Any] = {
         "name": config.name if config is not None else data.run.test_name,
         "verdict": shown_verdict(data.verdict, interrupted),

@@ -33,7 +33,8 @@ from floodmark.reports.judged_files import FileKey, JudgedFiles, files_key, trus
 from floodmark.reports.store_paths import NotAFile, OutsideStore, leads_out, open_in_store
 from floodmark.results import shown_verdict, verdict_problem, verdict_word
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
-from floodmark.rundir import RunDir, find_run_dirs, interruption_reason
+from floodmark.rundir import RunDir, find_run_dirs
+from floodmark.unfinished_runs import unfinished_reason
 
 NOT_STATED = "not stated"  # the variant of a run without a configuration
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})")
@@ -195,8 +196,10 @@ def summarize(run: RunDir, store: Path, judged: JudgedFiles | None = None, files
             problem = problem or (f"results.json: its verdict ({verdict_word(verdict)}) is not of the files the run "
                                   f"holds now ({changed}): shown unchecked until checked again")
             verdict = None
-    interrupted = (f"{run.interrupted.name} is a link leading outside the store: the run is marked interrupted, "
-                   "so it cannot be judged valid" if leads_out(run.interrupted, store) else interruption_reason(run))
+    marked = next((f"{path.name} is a link leading outside the store: the run is marked {what}, so it cannot be "
+                   "judged valid" for path, what in ((run.interrupted, "interrupted"), (run.maker, "as being made"))
+                   if leads_out(path, store)), None)
+    interrupted = marked or unfinished_reason(run)
     verdict = shown_verdict(verdict, interrupted)
     problem = problem or interrupted  # why its verdict is unknown at best
     seed = config.seed if config is not None else results.get("seed")

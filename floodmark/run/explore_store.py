@@ -37,8 +37,8 @@ import stat
 from collections.abc import Callable, Container, Iterator
 from pathlib import Path
 
-from floodmark.backends.cleanup import owner_alive, owner_token
 from floodmark.backends.interrupts import signals_deferred
+from floodmark.owners import owner_alive, owner_token
 from floodmark.rundir import RunDir, partial_owner, partial_runs, repoint_latest, safe_name
 
 CLAIM_PREFIX = ".explore-"  # store/.explore-<pid>.json: an exploration at work in the store

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from floodmark import rundir
+from floodmark import rundir, unfinished_runs
 from floodmark.backends import cleanup
 from floodmark.checkers.convergence import AWAIT_FULL_ISR
 from floodmark.errors import UsageError, exit_code, first_few, printable
@@ -53,6 +53,7 @@ from floodmark.harness.schedule import Schedule, ScheduleLog
 from floodmark.harness.seeds import Seeds, new_seed
 from floodmark.history import NEMESIS, Op, read_history
 from floodmark.nemesis.compose import Composite
+from floodmark.owners import owner_token
 from floodmark.results import Validity, build_results, mark_interrupted, write_results
 from floodmark.run import digest
 from floodmark.run.admin_faults import AdminFaults, FaultRouter
@@ -87,7 +88,7 @@ class RunOutcome:
     error: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
     digest: dict[str, str] | None = None  # a simulated run's digests, for replays (see run.digest)
-    interruption: rundir.Interruption | None = None  # where an interrupt stopped the run
+    interruption: unfinished_runs.Interruption | None = None  # where an interrupt stopped the run
 
     @property
     def exit_code(self) -> int:
@@ -113,7 +114,9 @@ class Runner:
         # partial (an exploration's, a shrink's run): made where no reader sees it, until
         # its maker publishes it whole (publish), or removed if its maker is killed.
         self.run_dir = rundir.create_run_dir(self.store, self.config.name, seed,
-                                             owner=cleanup.owner_token() if partial else None)
+                                             owner=owner_token() if partial else None)
+        if not partial:  # (a partial run's name says who makes it) readers see who does, until it is whole
+            unfinished_runs.claim_run(self.run_dir)
         self.outcome = RunOutcome(self.run_dir, self.config)
         self.step = "starting the cluster"  # what the run is doing, for an interrupt to record
         self.fault_phase_began: float | None = None  # the history's clock when it began
@@ -215,6 +218,9 @@ class Runner:
             saved = digest.save(self.run_dir)
             if backend.deterministic:
                 self.outcome.digest = saved
+        # Whole, or marked interrupted: no longer being made (a harness killed before this
+        # line leaves its name there, and readers call the run abandoned).
+        unfinished_runs.release_run(self.run_dir)
         if not self.outcome.interrupted and self.check:
             self._check()
         return self.outcome
@@ -294,7 +300,7 @@ class Runner:
         verdict is unknown for that reason until a check judges what was recorded."""
         began = self.fault_phase_began
         now = recorder.seconds()
-        interruption = rundir.Interruption(
+        interruption = unfinished_runs.Interruption(
             step=self.step, seconds=round(now, 3), fault_phase_seconds=None if began is None else round(now - began, 3),
             time_limit=self.config.time_limit, signal=_signal_name(interrupt),
         )
@@ -302,7 +308,7 @@ class Runner:
         results = build_results({}, seed=self.config.seed, config=self.config.to_dict(), variant=self.config.variant)
         mark_interrupted(results, interruption.describe())
         try:
-            rundir.write_interruption(self.run_dir, interruption)
+            unfinished_runs.write_interruption(self.run_dir, interruption)
             write_results(self.run_dir.results, results)
         except OSError as e:
             self.say(f"could not record the interruption in {self.run_dir.path}: {e}")
@@ -328,7 +334,7 @@ class Runner:
                 except Exception as e:
                     self.say(f"heal-all after a failure did not complete: {e!r}")
             self.say("tearing down the cluster and collecting logs")
-            self.step = rundir.TEARDOWN
+            self.step = unfinished_runs.TEARDOWN
             backend.teardown(collect_into=self.run_dir)
         except (Exception, KeyboardInterrupt) as e:
             if isinstance(e, KeyboardInterrupt):

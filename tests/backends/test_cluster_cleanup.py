@@ -10,15 +10,16 @@ from pathlib import Path
 import pytest
 from cluster_fixtures import BACKENDS, leftovers, standin_cluster, start_child_harness
 
+from floodmark import owners
 from floodmark.backends import cleanup
 
 
 def test_owner_token_identifies_this_process_and_detects_dead_ones() -> None:
-    token = cleanup.owner_token()
-    assert cleanup.owner_alive(token)
+    token = owners.owner_token()
+    assert owners.owner_alive(token)
     host, pid, ticks = token.split(":")
-    assert not cleanup.owner_alive(f"{host}:{pid}:{int(ticks) + 1}")  # same pid, other process
-    assert not cleanup.owner_alive(f"{host}:999999999:1")
+    assert not owners.owner_alive(f"{host}:{pid}:{int(ticks) + 1}")  # same pid, other process
+    assert not owners.owner_alive(f"{host}:999999999:1")
 
 
 def test_state_files_of_dead_owners_are_forgotten(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -73,14 +74,14 @@ def test_a_zombie_owns_nothing() -> None:
     child = subprocess.Popen(["sleep", "30"])
     try:
         ticks = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-        token = f"{cleanup.owner_token().split(':')[0]}:{child.pid}:{ticks}"
-        assert cleanup.owner_alive(token)
+        token = f"{owners.owner_token().split(':')[0]}:{child.pid}:{ticks}"
+        assert owners.owner_alive(token)
         child.kill()  # dead, not yet reaped: a zombie
         deadline = time.monotonic() + 10
         while not Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].startswith(" Z"):
             assert time.monotonic() < deadline
             time.sleep(0.01)
-        assert not cleanup.owner_alive(token)
+        assert not owners.owner_alive(token)
     finally:
         child.kill()
         child.wait()

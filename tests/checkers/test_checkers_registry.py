@@ -38,13 +38,8 @@ from floodmark.errors import UsageError
 from floodmark.history import read_history
 from floodmark.results import CheckerResult
 from floodmark.run_config import ConfigError, TestConfig
-from floodmark.rundir import (
-    Interruption,
-    RunDir,
-    compute_digest,
-    interruption_reason,
-    write_interruption,
-)
+from floodmark.rundir import RunDir, compute_digest
+from floodmark.unfinished_runs import Interruption, unfinished_reason, write_interruption
 
 
 def test_names_and_defaults() -> None:
@@ -463,7 +458,7 @@ def test_a_run_marked_interrupted_is_never_judged_valid(run: Path, capsys: pytes
     write_interruption(marked, Interruption("the fault phase", 3.2, 2.9, 5.0, "SIGINT"))
     code = main(["check", str(run)])
     _, err = capsys.readouterr()
-    reason = interruption_reason(marked)
+    reason = unfinished_reason(marked)
     assert code == 2 and reason is not None and reason in err
     results = _results(run)
     assert results["valid"] == "unknown" and results["interrupted"] == reason and reason in results["notes"]

@@ -25,13 +25,8 @@ from floodmark import results as results_file
 from floodmark.pipeline import run_checks
 from floodmark.pipeline.records import RunRejected, read_run
 from floodmark.results import MAX_RESULTS_BYTES
-from floodmark.rundir import (
-    Interruption,
-    RunDir,
-    compute_digest,
-    interruption_reason,
-    write_interruption,
-)
+from floodmark.rundir import RunDir, compute_digest
+from floodmark.unfinished_runs import Interruption, unfinished_reason, write_interruption
 
 
 def _refusal(run: Path, store: Path) -> str:
@@ -152,5 +147,5 @@ def test_an_interrupted_run_is_not_ingested_as_a_result(tmp_path: Path) -> None:
     run = make_run(tmp_path, seed=3).path
     assert read_run(run, tmp_path).run["valid"] == "true"
     write_interruption(RunDir(run), Interruption("the final reads", 70.5, None, 60.0, "SIGTERM"))
-    reason = interruption_reason(RunDir(run))
+    reason = unfinished_reason(RunDir(run))
     assert reason is not None and _refusal(run, tmp_path) == f"{run}: {reason}"

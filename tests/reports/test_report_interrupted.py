@@ -10,7 +10,8 @@ import pytest
 
 from floodmark.cli import main
 from floodmark.reports.run_index import summarize
-from floodmark.rundir import Interruption, RunDir, interruption_reason, write_interruption
+from floodmark.rundir import RunDir
+from floodmark.unfinished_runs import Interruption, unfinished_reason, write_interruption
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def test_the_report_and_the_index_say_the_run_was_interrupted(finished: Path, tm
     shutil.copytree(finished, run)
     assert summarize(RunDir(run), store).problem is None
     write_interruption(RunDir(run), Interruption("healing", 8.5, None, 5.0, "SIGTERM"))
-    reason = interruption_reason(RunDir(run))
+    reason = unfinished_reason(RunDir(run))
     assert reason is not None and reason.startswith("interrupted (SIGTERM) during healing, 8.5 s into the history")
     assert main(["check", str(run)]) == 2
     assert main(["report", str(run)]) == 0  # an interruption is no bad input: the page shows it

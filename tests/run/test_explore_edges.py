@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 from midrun_fixtures import stop_mid_run
 
-from floodmark.backends.cleanup import _start_ticks, owner_alive
 from floodmark.cli import main
+from floodmark.owners import owner_alive, start_ticks
 from floodmark.run import explore
 from floodmark.run.explore import explore_local
 
@@ -76,7 +76,7 @@ def test_an_interrupted_exploration_settles_only_its_own_runs_beside_another_on_
     folder.mkdir(parents=True)
     other = subprocess.Popen(["sleep", "120"], start_new_session=True)
     try:
-        owner = f"{socket.gethostname()}:{other.pid}:{_start_ticks(other.pid)}"
+        owner = f"{socket.gethostname()}:{other.pid}:{start_ticks(other.pid)}"
         assert owner_alive(owner)
         (store / f".explore-{other.pid}.json").write_text(json.dumps(
             {"owner": owner, "variant": "truncate-to-hw", "first": 1000, "stop": 1010}))
@@ -118,7 +118,7 @@ def test_a_run_a_killed_worker_made_but_had_not_named_is_removed(tmp_path: Path)
     there, right as the exploration began): its run is a partial one whose owner is gone,
     so it is removed; a partial run a live process makes is spared, and so is one made in
     place (no partial name) that no claim names: it may be another exploration's."""
-    from floodmark.backends.cleanup import owner_token
+    from floodmark.owners import owner_token
     from floodmark.run.explore import settle_unfinished_runs
 
     store = tmp_path / "store"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from floodmark import rundir
+from floodmark import rundir, unfinished_runs
 from floodmark.backends.interrupts import interrupts_held, signals_deferred
 from floodmark.run import explore
 from floodmark.run.explore_store import (
@@ -40,7 +40,7 @@ def test_a_run_its_runner_marked_interrupted_is_unfinished_though_it_has_results
     interrupted = rundir.create_run_dir(store, "explore-default", 7)
     interrupted.history.write_text("")
     interrupted.results.write_text('{"valid": "unknown", "interrupted": "interrupted (SIGINT) during x"}')
-    rundir.write_interruption(interrupted, rundir.Interruption("the fault phase", 3.0, 2.0, 20.0, "SIGINT"))
+    unfinished_runs.write_interruption(interrupted, unfinished_runs.Interruption("the fault phase", 3.0, 2.0, 20.0, "SIGINT"))
     finished = rundir.create_run_dir(store, "explore-default", 8)
     finished.history.write_text("")
     finished.results.write_text('{"valid": false}')

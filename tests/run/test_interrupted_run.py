@@ -1,9 +1,9 @@
 """An interrupted run (Ctrl-C, SIGTERM) keeps what it recorded and says it was interrupted.
 
 Its run directory holds the partial history, an ``interrupted.json`` saying where the run was
-stopped (:class:`floodmark.rundir.Interruption`) and a ``results.json`` of verdict unknown
+stopped (:class:`floodmark.unfinished_runs.Interruption`) and a ``results.json`` of verdict unknown
 giving that reason; whoever judges or shows the run reads the reason through
-:func:`floodmark.rundir.interruption_reason`, and :func:`floodmark.results.mark_interrupted`
+:func:`floodmark.unfinished_runs.unfinished_reason`, and :func:`floodmark.results.mark_interrupted`
 holds a verdict on it at unknown at best.
 """
 
@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runner_fixtures import floodmark_run, interrupt_in_the_fault_phase
 
-from floodmark import rundir
+from floodmark import rundir, unfinished_runs
 from floodmark.history import read_history
 from floodmark.results import build_results, mark_interrupted, read_results, verdict_problem
 from floodmark.run.runner import EXIT_INTERRUPTED
@@ -34,14 +34,14 @@ def test_an_interrupted_run_records_where_it_stopped_and_is_unknown(tmp_path: Pa
     err = interrupt_in_the_fault_phase(process, signum)
     assert process.returncode == EXIT_INTERRUPTED, err[-3000:]
     run = rundir.RunDir((tmp_path / "latest").resolve())
-    interruption = rundir.read_interruption(run)
+    interruption = unfinished_runs.read_interruption(run)
     assert interruption is not None, err[-3000:]
     assert interruption.step == "the fault phase"
     assert interruption.signal == signal.Signals(signum).name
     assert interruption.fault_phase_seconds is not None
     assert 0 < interruption.fault_phase_seconds < interruption.time_limit == 3600
     assert interruption.seconds >= interruption.fault_phase_seconds
-    reason = rundir.interruption_reason(run)
+    reason = unfinished_runs.unfinished_reason(run)
     assert reason is not None and reason.startswith(f"interrupted ({signal.Signals(signum).name}) during the fault phase")
     assert reason in err  # said on the way out too
     results = read_results(run.results)
@@ -52,16 +52,16 @@ def test_an_interrupted_run_records_where_it_stopped_and_is_unknown(tmp_path: Pa
 
 def test_a_run_never_interrupted_has_no_interruption(tmp_path: Path) -> None:
     run = rundir.create_run_dir(tmp_path, "t", 1)
-    assert rundir.read_interruption(run) is None
-    assert rundir.interruption_reason(run) is None
+    assert unfinished_runs.read_interruption(run) is None
+    assert unfinished_runs.unfinished_reason(run) is None
 
 
 def test_an_interruption_reads_back_as_written(tmp_path: Path) -> None:
     run = rundir.create_run_dir(tmp_path, "t", 1)
-    written = rundir.Interruption("healing", 61.25, 60.5, 60.0, "SIGTERM")
-    rundir.write_interruption(run, written)
-    assert rundir.read_interruption(run) == written
-    assert rundir.interruption_reason(run) == written.describe()
+    written = unfinished_runs.Interruption("healing", 61.25, 60.5, 60.0, "SIGTERM")
+    unfinished_runs.write_interruption(run, written)
+    assert unfinished_runs.read_interruption(run) == written
+    assert unfinished_runs.unfinished_reason(run) == written.describe()
     assert written.describe().startswith("interrupted (SIGTERM) during healing, 61.2 s into the history")
     assert [p.name for p in run.path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
 
@@ -79,10 +79,10 @@ def test_an_interruption_reads_back_as_written(tmp_path: Path) -> None:
 def test_a_damaged_marker_is_named_and_still_says_interrupted(tmp_path: Path, content: str, problem: str) -> None:
     run = rundir.create_run_dir(tmp_path, "t", 1)
     run.interrupted.write_text(content)
-    with pytest.raises(rundir.InterruptionError, match=str(run.interrupted)) as raised:
-        rundir.read_interruption(run)
+    with pytest.raises(unfinished_runs.InterruptionError, match=str(run.interrupted)) as raised:
+        unfinished_runs.read_interruption(run)
     assert problem in str(raised.value)
-    reason = rundir.interruption_reason(run)
+    reason = unfinished_runs.unfinished_reason(run)
     assert reason is not None and "marked interrupted" in reason and "\n" not in reason
 
 
@@ -93,7 +93,7 @@ def test_a_fifo_marker_is_named_at_once(tmp_path: Path) -> None:
     run = rundir.create_run_dir(tmp_path, "t", 1)
     os.mkfifo(run.interrupted)
     started = time.monotonic()
-    reason = rundir.interruption_reason(run)
+    reason = unfinished_runs.unfinished_reason(run)
     assert time.monotonic() - started < 2
     assert reason is not None and "FIFO" in reason
 
@@ -118,15 +118,15 @@ def test_the_marker_reader_returns_an_interruption_or_names_the_file(tmp_path: P
     else:
         run.interrupted.write_text(json.dumps(data, allow_nan=True))
     try:
-        interruption = rundir.read_interruption(run)
-    except rundir.InterruptionError as e:
+        interruption = unfinished_runs.read_interruption(run)
+    except unfinished_runs.InterruptionError as e:
         assert str(e).startswith(str(run.interrupted)) and "\n" not in str(e)
     else:
         assert interruption is not None
         for value in (interruption.seconds, interruption.time_limit):
             assert math.isfinite(value) and value >= 0
-        assert rundir.Interruption(**interruption.to_dict()) == interruption
-    reason = rundir.interruption_reason(run)
+        assert unfinished_runs.Interruption(**interruption.to_dict()) == interruption
+    reason = unfinished_runs.unfinished_reason(run)
     assert reason is not None and reason.startswith("interrupted" if "marked" not in reason else str(run.interrupted))
 
 
@@ -165,8 +165,8 @@ def test_an_interrupt_during_the_teardown_is_not_lost(tmp_path: Path, monkeypatc
     with interruptible():
         outcome = Runner(TestConfig(cluster="sim", seed=3, time_limit=5), tmp_path, out=out).run()
     assert outcome.interrupted and outcome.valid is None, out.getvalue()
-    interruption = rundir.read_interruption(outcome.run_dir)
-    assert interruption is not None and interruption.step == rundir.TEARDOWN and interruption.signal == "SIGINT"
+    interruption = unfinished_runs.read_interruption(outcome.run_dir)
+    assert interruption is not None and interruption.step == unfinished_runs.TEARDOWN and interruption.signal == "SIGINT"
     assert "node events may not all have been collected" in interruption.describe()
     assert read_results(outcome.run_dir.results)["valid"] == "unknown"
     assert "verdict:" not in out.getvalue()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from floodmark.backends.cleanup import _start_ticks
+from floodmark.owners import start_ticks
 from floodmark.pipeline.records import find_runs
 from floodmark.run.explore import settle_unfinished_runs
 from floodmark.run.explore_store import remove_killed_explorations
@@ -55,7 +55,7 @@ def other_exploration(tmp_path: Path) -> Iterator[Path]:
     store.mkdir()
     other = subprocess.Popen(["sleep", "120"], start_new_session=True)
     try:
-        owner = f"{socket.gethostname()}:{other.pid}:{_start_ticks(other.pid)}"
+        owner = f"{socket.gethostname()}:{other.pid}:{start_ticks(other.pid)}"
         (store / f".explore-{other.pid}.json").write_text(json.dumps(
             {"owner": owner, "variant": "truncate-to-hw", "first": 1000, "stop": 1010}))
         yield store
