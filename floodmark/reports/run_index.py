@@ -82,7 +82,7 @@ class RunIndex:
 
     def __init__(self, store: Path) -> None:
         self.store = store
-        self._cache: dict[Path, tuple[tuple[tuple[float, ...], FileKey], RunSummary]] = {}
+        self._cache: dict[Path, tuple[tuple[tuple[int, ...], FileKey], RunSummary]] = {}
         self._lock = threading.Lock()
         self.judged = JudgedFiles(store)
 
@@ -99,7 +99,9 @@ class RunIndex:
                 files = files_key(run)  # a history edited since it was judged makes another summary
                 key = (_mtimes(run), files)
                 cached = self._cache.get(run.path)
-                if cached is None or cached[0] != key or not trusted(files):
+                # (a run naming its maker is summarized afresh: the maker may die, and the run
+                # become an abandoned one, without a file of it changing)
+                if cached is None or cached[0] != key or not trusted(files) or os.path.lexists(run.maker):
                     cached = (key, _summarize_or_note(run, self.store, self.judged, files))
                     self._cache[run.path] = cached
                 summaries.append(cached[1])
@@ -110,13 +112,15 @@ class RunIndex:
         return summaries
 
 
-def _mtimes(run: RunDir) -> tuple[float, ...]:
+def _mtimes(run: RunDir) -> tuple[int, ...]:
+    """When the files a summary reads besides the history and events last changed (to the
+    nanosecond: a float's microseconds can miss a rewrite within the same instant)."""
     times = []
-    for path in (run.results, run.config, run.report):
+    for path in (run.results, run.config, run.report, run.interrupted):
         try:
-            times.append(path.stat().st_mtime)
+            times.append(path.stat().st_mtime_ns)
         except OSError:
-            times.append(-1.0)
+            times.append(-1)
     return tuple(times)
 
 

@@ -107,3 +107,24 @@ def test_any_maker_record_leaves_the_run_unfinished_and_never_raises(tmp_path: P
     run.maker.write_bytes(content)
     reason = unfinished_runs.unfinished_reason(run)
     assert reason is not None and "cannot be judged valid" in reason and "\n" not in reason
+
+
+def test_the_results_browser_sees_a_maker_die_though_no_file_changes(tmp_path: Path) -> None:
+    """Its index caches summaries by the files they come from; a maker's death changes none."""
+    from floodmark.owners import start_ticks
+    from floodmark.reports.run_index import RunIndex
+
+    run = rundir.create_run_dir(tmp_path, "t", 1)
+    run.history.write_text("")
+    maker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        run.maker.write_text(f"{socket.gethostname()}:{maker.pid}:{start_ticks(maker.pid)}\n")
+        index = RunIndex(tmp_path)
+        (being_made,) = index.runs()
+        assert being_made.problem is not None and being_made.problem.startswith("still being made")
+    finally:
+        maker.kill()
+        maker.wait()
+    (abandoned,) = index.runs()
+    assert abandoned.verdict is None or abandoned.verdict == "unknown"
+    assert abandoned.problem is not None and KILLED in abandoned.problem
