@@ -5,8 +5,9 @@ drove one: values 0-4, a client whose op times out logs ``:info`` and comes back
 process (p + clients), a read that times out logs ``:fail :read :timed-out``, a cas whose
 compare fails logs ``:fail``, and each op takes effect at one instant of its interval (a
 timed-out one maybe later, maybe never), with other loggers' chatter, nemesis records and
-CRLF line ends around the ops. Those logs are linearizable by construction; one read value
-or cas outcome changed makes them often not, which an oracle written apart from the
+CRLF line ends around the ops, and the fields tab-separated or, as the later logs of that
+test print them, space-aligned in columns. Those logs are linearizable by construction; one
+read value or cas outcome changed makes them often not, which an oracle written apart from the
 checker (Knossos's "linear" idea: the set of configurations after each completion, not a
 Wing–Gong–Lowe search) decides.
 
@@ -117,12 +118,17 @@ def corrupt(rng: random.Random, lines: list[Line]) -> list[Line]:
     return [*lines[:i], (process, kind, f, value), *lines[i + 1:]]
 
 
-def render(rng: random.Random, lines: list[Line], crlf: bool) -> str:
+def render(rng: random.Random, lines: list[Line], crlf: bool, columns: bool = False) -> str:
+    """The log's text: fields tab-separated, or (columns) space-padded into aligned columns
+    as the later logs of Jepsen's etcd test print them (``14  :ok     :read   3``)."""
     out = []
     for process, kind, f, value in lines:
         if rng.random() < 0.1:
             out.append(rng.choice(CHATTER))
-        out.append(f"INFO  jepsen.util - {process}\t:{kind}\t:{f}\t{value}")
+        if columns:
+            out.append(f"INFO  jepsen.util - {process:<3} {':' + kind:<7} {':' + f:<7} {value}")
+        else:
+            out.append(f"INFO  jepsen.util - {process}\t:{kind}\t:{f}\t{value}")
     end = "\r\n" if crlf else "\n"
     return end.join(out) + end
 
@@ -206,15 +212,15 @@ def judge(text: str, time_limit: float = 30.0) -> CheckerResult:
 
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 2**32), st.integers(1, 40), st.integers(5, 15), st.floats(0, 0.4), st.booleans(),
-       st.booleans())
+       st.booleans(), st.booleans())
 def test_generated_etcd_logs_get_the_oracles_verdict(seed: int, invocations: int, clients: int, timeout: float,
-                                                     damaged: bool, crlf: bool) -> None:
+                                                     damaged: bool, crlf: bool, columns: bool) -> None:
     rng = random.Random(seed)
     lines = simulate(rng, invocations, clients, timeout)
     assert oracle(lines) is True  # (the oracle too: every simulated history is linearizable)
     if damaged:
         lines = corrupt(rng, lines)
-    assert judge(render(rng, lines, crlf)).valid is oracle(lines)
+    assert judge(render(rng, lines, crlf, columns)).valid is oracle(lines)
 
 
 def test_a_long_valid_etcd_log_with_many_timeouts_is_judged_in_time() -> None:
