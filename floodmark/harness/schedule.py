@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import random
 import time
@@ -151,6 +152,7 @@ class Schedule:
                           else min(max((f.end for f in faults), default=0.0), MAX_SCHEDULE_SECONDS))
         except ValueError as e:
             raise ScheduleError(f"{source}: {e}") from None
+        _check_record(data, source)
         return Schedule(tuple(faults), time_limit, "time_limit" in data, source)
 
 
@@ -167,6 +169,45 @@ MAX_SCHEDULE_FAULTS = 100_000
 # otherwise be ignored silently, and the run would not be the one written.
 FAULT_KEYS = ("number", "kind", "shape", "start", "duration", "seed")
 SCHEDULE_KEYS = ("seed", "time_limit", "faults", "executed", "heal_all")
+# An entry of "executed" (ExecutedFault.to_dict): the fault, then what the run did of it.
+EXECUTED_KEYS = (*FAULT_KEYS, "started_at", "start_result", "stopped_at", "stop_result", "error")
+
+
+def _check_record(data: dict[str, Any], source: str) -> None:
+    """A ScheduleError naming the first part of what a run recorded (``executed``,
+    ``heal_all``) that is not of the shape a run writes (:meth:`ScheduleLog.to_dict`).
+
+    Neither is replayed: they say what a run did, and a replay does it anew. But they are
+    read: repro tells an edited fault from nondeterminism by comparing the plan with
+    ``executed``, and a record of another shape (a number, a list of strings) made it compare
+    nothing and blame a replay that differs on nondeterminism; a record no run could have
+    written is a file that is not what it claims to be. Absent or null, each records
+    nothing (a hand-written schedule need not have them). Not checked here: the fault an
+    entry copies from the plan (repro compares it with the plan and says an edited one was
+    edited, whatever it now holds) and the accounts (the nemesis's, each kind its own).
+    """
+    heal_all = data.get("heal_all")
+    if heal_all is not None and not isinstance(heal_all, dict):
+        raise ScheduleError(f"{source}: heal_all: expected an object (each kind's account of the final "
+                            "heal-all) or null")
+    executed = data.get("executed")
+    if executed is None:
+        return
+    if not isinstance(executed, list):
+        raise ScheduleError(f"{source}: executed: expected a list (what the run did of each fault) or null")
+    for position, entry in enumerate(executed):
+        where = f"executed[{position}]: "
+        if not isinstance(entry, dict):
+            raise ScheduleError(f"{source}: {where}expected an object (a fault, and what the run did of it)")
+        _refuse_unknown(entry, EXECUTED_KEYS, source, where)
+        for key, expected, shape in (("started_at", (int, float), "a number of seconds"),
+                                     ("stopped_at", (int, float), "a number of seconds"),
+                                     ("start_result", dict, "an object"), ("stop_result", dict, "an object"),
+                                     ("error", str, "text")):
+            value = entry.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, expected)
+                                      or (isinstance(value, float) and not math.isfinite(value))):
+                raise ScheduleError(f"{source}: {where}{key} must be {shape} or null")
 
 
 def _refuse_unknown(data: dict[Any, Any], known: tuple[str, ...], source: str, where: str) -> None:

@@ -160,3 +160,69 @@ def test_run_refuses_it_in_one_line_before_making_a_run_directory(
 def test_a_fault_s_fields_are_the_format_s() -> None:
     """The strategies above name every field a fault has (a new one must be drawn too)."""
     assert sorted(WRONG) == sorted(Fault(0, "k", "s", 0.0, 0.0, 0).to_dict())
+
+
+# What a run records of its execution ("executed", "heal_all"): read as a run writes it, and
+# of any other shape refused naming the key and the entry, never read as recording nothing.
+# (The fault an entry copies from the plan is repro's to compare: an edited one is said to be
+# edited, tests/run/test_repro_of_edited_schedules.py.)
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+                    | st.text(max_size=5), lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+RECORD = st.one_of(JSON, st.lists(st.one_of(JSON, st.dictionaries(st.sampled_from(
+    ["number", "kind", "shape", "start", "duration", "seed", "started_at", "start_result", "stopped_at",
+     "stop_result", "error", "node"]), JSON, max_size=12)), max_size=3))
+
+
+@PROPERTY
+@given(schedules(), WHOLE, st.data())
+def test_a_run_s_record_of_its_execution_is_read_back(tmp_path: Path, data: dict[str, Any], seed: int,
+                                                      draw: st.DataObject) -> None:
+    _, schedule = load_schedule(write(tmp_path, json.dumps(data)))
+    log = ScheduleLog(tmp_path / "run-schedule.json", seed, schedule)
+    for fault in schedule.faults:
+        executed = log.record(fault)
+        executed.started_at = draw.draw(st.one_of(st.none(), SECONDS))
+        executed.start = draw.draw(st.one_of(st.none(), st.dictionaries(st.text(max_size=5), JSON, max_size=3)))
+        executed.stopped_at = draw.draw(st.one_of(st.none(), SECONDS))
+        executed.stop = draw.draw(st.one_of(st.none(), st.just({"ended_by": "heal-all", "planned_end": fault.end})))
+        executed.error = draw.draw(st.one_of(st.none(), st.text(max_size=20)))
+    log.heal_all = draw.draw(st.one_of(st.none(), st.dictionaries(st.text(max_size=5), JSON, max_size=3)))
+    log.save()
+    assert load_schedule(tmp_path / "run-schedule.json") == (seed, schedule)
+
+
+@PROPERTY
+@given(schedules(), st.sampled_from(["executed", "heal_all"]), RECORD)
+def test_any_json_recorded_is_read_or_refused_naming_it(tmp_path: Path, data: dict[str, Any], key: str,
+                                                        value: Any) -> None:
+    data[key] = value
+    path = write(tmp_path, json.dumps(data))
+    try:
+        assert load_schedule(path)[1] == Schedule.from_dict({k: v for k, v in data.items() if k != key})
+    except ScheduleError as e:
+        message = str(e)
+        assert "\n" not in message and message.startswith(f"{path}: {key}"), message
+        return
+    # Read: of the shape a run writes (each entry a fault, then what was done of it).
+    assert value is None or (key == "heal_all" and isinstance(value, dict)) or (
+        key == "executed" and isinstance(value, list) and all(isinstance(e, dict) for e in value))
+
+
+@pytest.mark.parametrize(("record", "said"), [
+    ({"executed": 5}, "executed: expected a list"),
+    ({"executed": ["fault 0"]}, "executed[0]: expected an object"),
+    ({"executed": [{"number": 0, "started-at": 1.0}]}, "executed[0]: unknown key 'started-at'; did you mean "
+                                                        "'started_at'?"),
+    ({"executed": [{**Fault(0, "kill", "leader", 1.0, 2.0, 3).to_dict(), "started_at": "soon"}]},
+     "executed[0]: started_at must be a number of seconds or null"),
+    ({"executed": [{**Fault(0, "kill", "leader", 1.0, 2.0, 3).to_dict(), "start_result": [1]}]},
+     "executed[0]: start_result must be an object or null"),
+    ({"heal_all": "x"}, "heal_all: expected an object"),
+])
+def test_run_refuses_a_record_no_run_writes_naming_where(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         record: dict[str, Any], said: str) -> None:
+    path = write(tmp_path, json.dumps({"time_limit": 5, "faults": [], **record}))
+    code = main(["run", "--cluster", "sim", "--schedule", str(path), "--store", str(tmp_path / "store")])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 254 and len(lines) == 1 and lines[0].startswith(f"floodmark run: error: {path}: {said}"), lines
