@@ -217,7 +217,7 @@ def iter_history(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = Tru
     """
     source = str(path)
     with open(path, "rb") as f:
-        skip_bom(f)
+        skip_bom(f, source, HistoryError)
         for _, op in _iter_lines(source, f, tolerate_torn_tail):
             yield op
 
@@ -277,7 +277,7 @@ def read_history(path: str | os.PathLike[str], *, check_dense: bool = True,
     checker is to judge it (``check_pairs``), that every completion closes an invocation."""
     ops = OpsRead()
     with open(path, "rb") as f:
-        skip_bom(f)
+        skip_bom(f, str(path), HistoryError)
         return _checked(ops, _iter_lines(str(path), f, True, json_lines_parser(f), ops.left_out),
                         str(path), check_dense, check_pairs)
 

@@ -13,7 +13,11 @@ nothing gives a wrong verdict. A named FIFO with no writer blocks ``open`` for e
 - ``limit`` bounds the size (configurations are small; a history is not bounded), and a
   NUL byte in the first block of a text source refuses it at once, so ``/dev/zero`` or a
   binary file is named as such instead of being read without end;
-- text must be UTF-8: a bad byte is reported with its line, never replaced silently;
+- text must be UTF-8: a bad byte is reported with its line, never replaced silently; a
+  text saved as UTF-16 or UTF-32 (what some Windows editors and PowerShell's ``>`` write) is
+  named as such (:func:`other_encoding`), not as binary data nor as a bad byte: by its byte
+  order mark, or, without one, by the NUL bytes ASCII text has in those encodings, only
+  where every code unit of the head is one (anything else stays binary data or a bad byte);
 - a UTF-8 byte order mark at the start of a text (what some editors save) is no part of it
   and is dropped (:func:`without_bom`, :func:`skip_bom` for a file a reader streams).
 
@@ -121,6 +125,9 @@ def _read_fd(fd: int, source: str, limit: int | None, text: bool, *, fifo: bool,
             raise SourceError(source, 0, f"cannot read: {describe_os_error(e)}") from None
         if not chunk:
             break
+        problem = other_encoding(chunk) if text and not chunks else None
+        if problem is not None:
+            raise SourceError(source, 0, problem)
         if text and not chunks and b"\0" in chunk:
             line = chunk[: chunk.index(b"\0")].count(b"\n") + 1
             raise SourceError(source, line, "binary data (a NUL byte), not text")
@@ -132,16 +139,47 @@ def _read_fd(fd: int, source: str, limit: int | None, text: bool, *, fifo: bool,
     return without_bom(data) if text else data
 
 
+# The byte order marks of UTF-32 and UTF-16 (UTF-32 LE's first: it begins with UTF-16 LE's).
+_MARKS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+          (b"\xfe\xff", "UTF-16"))
+# A BOM-less head taken for UTF-16/32: its code units (little-endian, big-endian), each an
+# ASCII character that text holds; enough of them that binary data is not mistaken for it.
+_UNITS = (("UTF-32 LE", 4, 0), ("UTF-32 BE", 4, 3), ("UTF-16 LE", 2, 0), ("UTF-16 BE", 2, 1))
+_TEXT_BYTES = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
+_MIN_UNITS = 2
+HEAD = 4096  # bytes of a text's head other_encoding looks at
+
+
+def other_encoding(head: bytes) -> str | None:
+    """What a text starting with ``head`` is, in a few words, when it is certainly UTF-16 or
+    UTF-32 rather than UTF-8 ("UTF-16 text (byte order mark FF FE); save it as UTF-8");
+    None when it is not (see the module)."""
+    for mark, name in _MARKS:
+        if head.startswith(mark):
+            return f"{name} text (byte order mark {mark.hex(' ').upper()}), not UTF-8; save it as UTF-8"
+    head = head[:HEAD]
+    for name, size, at in _UNITS:
+        units = [head[i:i + size] for i in range(0, len(head) - len(head) % size, size)]
+        if len(units) >= _MIN_UNITS and all(
+                unit[at] in _TEXT_BYTES and unit.count(0) == size - 1 for unit in units):
+            return f"{name} text (no byte order mark: a NUL beside each character), not UTF-8; save it as UTF-8"
+    return None
+
+
 def without_bom(data: bytes) -> bytes:
     """``data`` without the UTF-8 byte order mark it may start with."""
     return data[len(BOM):] if data.startswith(BOM) else data
 
 
-def skip_bom(stream: BinaryIO) -> None:
-    """Move a (seekable) stream at the start of a text past the byte order mark, if it has one."""
+def skip_bom(stream: BinaryIO, source: str | None = None, error: type[SourceError] = SourceError) -> None:
+    """Move a (seekable) stream at the start of a text past the byte order mark, if it has one;
+    given its ``source``, an ``error`` naming it when the text is UTF-16 or UTF-32."""
     start = stream.tell()
-    if stream.read(len(BOM)) != BOM:
-        stream.seek(start)
+    head = stream.read(HEAD if source is not None else len(BOM))
+    problem = other_encoding(head) if source is not None else None
+    if problem is not None:
+        raise error(source or "", 0, problem)
+    stream.seek(start + (len(BOM) if head.startswith(BOM) else 0))
 
 
 def decode_utf8(data: bytes, source: str) -> str:
@@ -149,6 +187,9 @@ def decode_utf8(data: bytes, source: str) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
+        problem = other_encoding(data)
+        if problem is not None:
+            raise SourceError(source, 0, problem) from None
         line = data[: e.start].count(b"\n") + 1
         raise SourceError(source, line, f"not UTF-8 text (byte 0x{data[e.start]:02x})") from None
     return text[1:] if text.startswith("\ufeff") else text

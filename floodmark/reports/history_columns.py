@@ -29,7 +29,7 @@ from floodmark.errors import one_line
 from floodmark.history import NEMESIS, OP_TYPES, HistoryError, Op, TornTail, op_from_dict
 from floodmark.inputs.duplicate_keys import duplicate_key, keys_unaccounted
 from floodmark.inputs.plain_values import parse_json
-from floodmark.inputs.sources import describe_os_error, file_problem, without_bom
+from floodmark.inputs.sources import describe_os_error, file_problem, other_encoding, without_bom
 from floodmark.inputs.torn_lines import cut_short
 
 _loads: Callable[[bytes], Any]
@@ -173,6 +173,9 @@ def _load_history(path: str | os.PathLike[str]) -> HistoryColumns:
             data = without_bom(f.read())
     except OSError as e:  # not ours to read, a disk error: the history's problem, in one line
         raise HistoryError(source, 0, f"cannot read: {file_problem(path) or describe_os_error(e)}") from None
+    encoding = other_encoding(data)
+    if encoding is not None:
+        raise HistoryError(source, 0, encoding)
     lines = data.split(b"\n")
     torn_tail = not data.endswith(b"\n")
     raw: list[dict[str, Any]] = []

@@ -28,7 +28,7 @@ from typing import Any
 
 from floodmark import results as results_file
 from floodmark.inputs.plain_values import parse_json
-from floodmark.inputs.sources import describe_os_error, file_problem, without_bom
+from floodmark.inputs.sources import describe_os_error, file_problem, other_encoding, without_bom
 from floodmark.reports.judged_files import FileKey, JudgedFiles, files_key, trusted
 from floodmark.reports.store_paths import NotAFile, OutsideStore, leads_out, open_in_store
 from floodmark.results import shown_verdict, verdict_problem, verdict_word
@@ -244,6 +244,9 @@ def read_results_bytes(path: Path, store: Path) -> bytes:
     if status.st_size > limit or len(data) > limit:
         # (its report, which reads to the same bound, shows the run unchecked and says so too)
         raise ValueError(f"more than the {limit:,} bytes a results file may have")
+    encoding = other_encoding(data)
+    if encoding is not None:
+        raise ValueError(encoding)
     return without_bom(data)
 
 
