@@ -9,7 +9,11 @@ nothing gives a wrong verdict. A named FIFO with no writer blocks ``open`` for e
 
 - ``-`` is standard input;
 - a FIFO (named or a pipe) is opened without blocking and must see its first byte within
-  :data:`WRITER_WAIT` seconds, else it has no writer and is refused;
+  :data:`WRITER_WAIT` seconds, else it is refused. A pipe (``<(cat f)``) has its writer
+  already, and is read as that writer writes. A named FIFO no process has open for writing
+  is said to be waited on, at once, on stderr (:func:`_first_bytes`), not waited on in
+  silence nor refused at once: a writer opened after the reader (``floodmark run --schedule
+  f & cat s.json > f``, two terminals) is what a named FIFO is for;
 - ``limit`` bounds the size (configurations are small; a history is not bounded), and a
   NUL byte in the first block of a text source refuses it at once, so ``/dev/zero`` or a
   binary file is named as such instead of being read without end;
@@ -36,7 +40,7 @@ import stat
 import sys
 from typing import BinaryIO
 
-from floodmark.errors import SourceError
+from floodmark.errors import SourceError, printable
 
 STDIN = "-"
 BOM = b"\xef\xbb\xbf"  # the UTF-8 byte order mark
@@ -109,18 +113,58 @@ def read_source(path: str | os.PathLike[str], *, limit: int | None = None, text:
         os.close(fd)
 
 
+def _first_bytes(fd: int, source: str, writer_wait: float) -> bytes:
+    """The first bytes of the FIFO ``fd`` (opened without blocking), or b"" at its end, waiting
+    at most ``writer_wait`` seconds for them; raises SourceError.
+
+    A read that finds nothing tells whether a writer has it open (EAGAIN) or none has (its
+    end). A pipe with none has had its writer, and all it wrote was read: an empty input. A
+    named FIFO with none may yet get one (see the module), so the wait is said at once: a
+    path that is a FIFO by mistake is not waited on in silence.
+    """
+    try:
+        data = os.read(fd, _BLOCK)
+    except BlockingIOError:
+        writer = True  # a writer has it open, and has not written yet
+    except OSError as e:
+        raise SourceError(source, 0, f"cannot read: {describe_os_error(e)}") from None
+    else:
+        if data or _is_pipe(fd):
+            return data
+        writer = False
+        print(f"floodmark: {printable(source)}: a FIFO no process has open for writing yet; waiting up to "
+              f"{writer_wait:g} s for one", file=sys.stderr, flush=True)
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    if not poller.poll(int(writer_wait * 1000)):
+        raise SourceError(source, 0, f"its writer wrote nothing within {writer_wait:g} s" if writer else
+                          f"a FIFO no process opened for writing within {writer_wait:g} s (no writer)")
+    try:
+        return os.read(fd, _BLOCK)
+    except BlockingIOError:  # (a writer came and went, another has it open and has not written)
+        return _first_bytes(fd, source, writer_wait)
+    except OSError as e:
+        raise SourceError(source, 0, f"cannot read: {describe_os_error(e)}") from None
+
+
+def _is_pipe(fd: int) -> bool:
+    """Whether ``fd`` is an anonymous pipe (a shell's ``|`` or ``<(...)``), not a named FIFO."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")
+    except OSError:  # (no /proc: taken for a named FIFO, whose end is waited on; said so)
+        return False
+
+
 def _read_fd(fd: int, source: str, limit: int | None, text: bool, *, fifo: bool, writer_wait: float) -> bytes:
+    first = None
     if fifo:
-        poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLHUP)
-        if not poller.poll(int(writer_wait * 1000)):
-            raise SourceError(source, 0, f"a FIFO with nothing written to it within {writer_wait:g} s (no writer?)")
+        first = _first_bytes(fd, source, writer_wait)
         os.set_blocking(fd, True)
     chunks: list[bytes] = []
     size = 0
     while True:
         try:
-            chunk = os.read(fd, _BLOCK)
+            chunk, first = (first, None) if first is not None else (os.read(fd, _BLOCK), None)
         except OSError as e:
             raise SourceError(source, 0, f"cannot read: {describe_os_error(e)}") from None
         if not chunk:
