@@ -7,7 +7,11 @@ import io
 import tempfile
 from pathlib import Path
 
-from floodmark.harness.progress import Progress, progress_line
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from floodmark.harness.progress import PLAIN_WIDTH, Progress, progress_line
 from floodmark.harness.recorder import Recorder
 
 
@@ -54,3 +58,50 @@ def test_the_runner_repeats_the_final_state_only_when_it_was_not_shown() -> None
     assert len(printed_last) == 1 and not printed_last[0].startswith("floodmark:")
     not_printed = said(5.0)  # no tick printed: the final state is said once
     assert len(not_printed) == 1 and not_printed[0].startswith("floodmark: [  5s/5s]")
+
+
+MESSAGE_FAULTS = [f"message:{how}-{what}" for how in ("drop", "delay", "duplicate", "reorder")
+                  for what in ("fetch-request", "fetch-response", "leader-and-isr", "update-metadata",
+                               "epoch-response", "produce-response", "heartbeat", "zookeeper-reply")]
+COUNTS = "[ 12s/60s]   1834 ops/s  ok 10  fail 2  info 1  | "
+
+
+def test_many_faults_in_force_are_cut_to_the_width_after_the_counts() -> None:
+    line = progress_line(12.4, 60, 1834, {"ok": 10, "fail": 2, "info": 1}, MESSAGE_FAULTS, 79)
+    assert len(line) == 79 and line.startswith(COUNTS + "32 in force: message:drop-"), line
+    assert line.endswith("..."), line
+    fits = progress_line(12.4, 60, 1834, {"ok": 10, "fail": 2, "info": 1}, ["kill:leader"], 79)
+    assert fits == COUNTS + "kill:leader"  # (a line that fits is as it was)
+    narrow = progress_line(12.4, 60, 1834, {"ok": 10, "fail": 2, "info": 1}, MESSAGE_FAULTS, 20)
+    assert narrow == COUNTS + "32 in force: ..."  # the counts are never cut
+
+
+@given(st.lists(st.text(min_size=1, max_size=120), max_size=40), st.integers(len(COUNTS) + 20, 400))
+def test_the_line_never_exceeds_its_width(faults: list[str], width: int) -> None:
+    line = progress_line(12.4, 60, 1834, {"ok": 10, "fail": 2, "info": 1}, faults, width)
+    assert len(line) <= width and line.startswith(COUNTS), line
+    assert line == COUNTS + (", ".join(faults) or "no fault") or line.endswith("...")
+
+
+class Terminal(io.StringIO):
+    """A terminal whose width cannot be asked (no descriptor): taken for 80 columns."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("stream", "width"), [(io.StringIO(), PLAIN_WIDTH), (Terminal(), 79)])
+def test_the_line_printed_fits_the_stream_with_many_faults_in_force(
+        tmp_path: Path, stream: io.StringIO, width: int) -> None:
+    recorder = Recorder(tmp_path / "h.jsonl")
+    progress = Progress(recorder, 60, lambda: MESSAGE_FAULTS, stream, plain_interval=1.0)
+
+    async def go() -> None:
+        task = asyncio.create_task(progress.run(recorder.seconds()))
+        await asyncio.sleep(1.2)
+        task.cancel()
+
+    asyncio.run(go())
+    recorder.close()
+    shown = stream.getvalue().replace("\r\x1b[K", "").strip()
+    assert len(shown) == width and "ops/s  ok 0  fail 0  info 0  | 32 in force: " in shown, shown
