@@ -47,7 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from floodmark.errors import SourceError
+from floodmark.errors import SourceError, printable
 
 # Chance that a fault is joined by an overlapping fault of another kind.
 OVERLAP_PROBABILITY = 0.25
@@ -195,11 +195,17 @@ def _check_record(data: dict[str, Any], source: str) -> None:
         return
     if not isinstance(executed, list):
         raise ScheduleError(f"{source}: executed: expected a list (what the run did of each fault) or null")
+    first_at: dict[str, int] = {}  # each fault number recorded, as its JSON text: where first
     for position, entry in enumerate(executed):
         where = f"executed[{position}]: "
         if not isinstance(entry, dict):
             raise ScheduleError(f"{source}: {where}expected an object (a fault, and what the run did of it)")
         _refuse_unknown(entry, EXECUTED_KEYS, source, where)
+        # (a run records each fault once; repro, comparing, would keep only the last record)
+        number = json.dumps(entry.get("number"), sort_keys=True)
+        if "number" in entry and first_at.setdefault(number, position) != position:
+            raise ScheduleError(f"{source}: {where}fault {printable(number[:20])} is recorded again "
+                                f"(first at executed[{first_at[number]}]): a run records each fault once")
         for key, expected, shape in (("started_at", (int, float), "a number of seconds"),
                                      ("stopped_at", (int, float), "a number of seconds"),
                                      ("start_result", dict, "an object"), ("stop_result", dict, "an object"),

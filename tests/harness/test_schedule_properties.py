@@ -219,6 +219,8 @@ def test_any_json_recorded_is_read_or_refused_naming_it(tmp_path: Path, data: di
     ({"executed": [{**Fault(0, "kill", "leader", 1.0, 2.0, 3).to_dict(), "start_result": [1]}]},
      "executed[0]: start_result must be an object or null"),
     ({"heal_all": "x"}, "heal_all: expected an object"),
+    ({"executed": [{"number": 2}, {"number": 1}, {"number": 2}]},
+     "executed[2]: fault 2 is recorded again (first at executed[0]): a run records each fault once"),
 ])
 def test_run_refuses_a_record_no_run_writes_naming_where(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                          record: dict[str, Any], said: str) -> None:
