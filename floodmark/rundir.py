@@ -334,6 +334,18 @@ def read_record(path: Path, limit: int, what: str, error: type[ValueError]) -> A
         raise error(str(e)) from None
 
 
+def read_object_record(path: Path, limit: int, what: str, error: type[ValueError],
+                       expected: str = "an object") -> dict[Any, Any] | None:
+    """:func:`read_record` of a record that is one JSON object (``expected`` says of what),
+    or None when there is none; ``error`` naming the file when it is there but is not one."""
+    if not os.path.lexists(path):
+        return None
+    data = read_record(path, limit, what, error)
+    if not isinstance(data, dict):
+        raise error(f"{path}: not {what} (expected {expected})")
+    return data
+
+
 def read_json_file(path: str | os.PathLike[str], *, limit: int, what: str) -> Any:
     """One of a run's small JSON files (``schedule.json``, ``digest.json``), parsed as
     :func:`~floodmark.inputs.plain_values.parse_json` does; every problem, reading or parsing, is a
@@ -414,11 +426,9 @@ def load_digest(run: RunDir) -> dict[str, str] | None:
     """The digests saved with a run, or None when it has none (a real cluster's run, or one
     that ended before it was digested); DigestError when the file is there but is not one."""
     path = run.digest
-    if not os.path.lexists(path):
+    data = read_object_record(path, MAX_DIGEST_BYTES, "a digest", DigestError, "an object of file digests")
+    if data is None:
         return None
-    data = read_record(path, MAX_DIGEST_BYTES, "a digest", DigestError)
-    if not isinstance(data, dict):
-        raise DigestError(f"{path}: not a digest (expected an object of file digests)")
     for name in ("run", HISTORY):
         if name not in data:
             raise DigestError(f"{path}: not a digest (no {name!r})")

@@ -29,7 +29,7 @@ from floodmark.errors import SourceError
 from floodmark.inputs.output_paths import replace_file
 from floodmark.inputs.sources import read_source, special_file_problem
 from floodmark.owners import on_this_host, owner_alive, owner_token
-from floodmark.rundir import RunDir, read_record
+from floodmark.rundir import RunDir, read_object_record
 
 # Interruption (interrupted.json): written by the runner, atomically, as soon as a Ctrl-C or
 # SIGTERM stops a run, before the teardown (which a second interrupt may cut short).
@@ -82,11 +82,9 @@ def read_interruption(run: RunDir) -> Interruption | None:
     """The run's interruption, or None when it was not interrupted (no interrupted.json);
     InterruptionError naming the file when it is there but is not one."""
     path = run.interrupted
-    if not os.path.lexists(path):
+    data = read_object_record(path, MAX_INTERRUPTION_BYTES, "an interruption record", InterruptionError)
+    if data is None:
         return None
-    data = read_record(path, MAX_INTERRUPTION_BYTES, "an interruption record", InterruptionError)
-    if not isinstance(data, dict):
-        raise InterruptionError(f"{path}: not an interruption record (expected an object)")
     fields = {f.name for f in dataclasses.fields(Interruption)}
     unknown = sorted(str(k)[:40] for k in data if k not in fields)
     if unknown:
