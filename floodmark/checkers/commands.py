@@ -23,9 +23,13 @@ error and names the flag that gives the same verdict.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -358,6 +362,36 @@ def _unusable(path: Path, error: BaseException) -> str:
     return f"{path}: {error}"
 
 
+# Progress on one long path: a line on stderr after STILL_FIRST seconds, then every
+# STILL_EVERY, so that a long search (a history file's is bounded only by --time-limit) is
+# not taken for a hang. Most paths take well under a second and print nothing of it.
+STILL_FIRST = 10.0
+STILL_EVERY = 30.0
+
+
+@contextlib.contextmanager
+def _still_checking(path: Path, time_limit: float | None) -> Iterator[None]:
+    done = threading.Event()
+    started = time.monotonic()
+    bound = (f"the searching checkers give up at {time_limit:g} s" if time_limit is not None else
+             "--time-limit S bounds the searching checkers")
+
+    def say() -> None:
+        wait = STILL_FIRST
+        while not done.wait(wait):
+            print(f"floodmark check: {printable(str(path))}: still checking after "
+                  f"{time.monotonic() - started:.0f} s ({bound})", file=sys.stderr, flush=True)
+            wait = STILL_EVERY
+
+    thread = threading.Thread(target=say, name="still-checking", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
 def run_check(args: argparse.Namespace) -> int:
     checkers = _parse_checkers(args.checker)
     if args.time_limit is not None and not (math.isfinite(args.time_limit) and 0 < args.time_limit <= 1e6):
@@ -379,7 +413,8 @@ def run_check(args: argparse.Namespace) -> int:
     unusable = 0
     for path in paths:
         try:
-            results = _check_one(path, args, checkers, many)
+            with _still_checking(path, args.time_limit):
+                results = _check_one(path, args, checkers, many)
         except (SourceError, UsageError, OSError, ValueError, RecursionError, MemoryError) as e:
             # An unusable input is named and the others are still checked; the exit code
             # says some input was unusable.

@@ -59,6 +59,27 @@ def test_bad_input_exits_254_naming_file_and_line(tmp_path: Path, capsys: pytest
     assert main(["check", str(good), "--initial", "[1"]) == 254
 
 
+def test_a_long_check_says_it_is_still_checking(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Progress on long work: a search that takes long (here: longer than the notice's delay,
+    made short) says on stderr which path it is still on; a quick one says nothing of it."""
+    from floodmark.checkers import commands
+    from floodmark.checkers.linearizability.synthetic import register_run
+    from floodmark.history import write_history
+
+    path = tmp_path / "h.jsonl"
+    write_history(path, register_run(3, ops=3000, processes=60).history)
+    good = write(tmp_path, "good.log", ETCD_LIKE.format(1))
+    assert main(["check", str(good)]) == 0
+    assert "still checking" not in capsys.readouterr().err
+    monkeypatch.setattr(commands, "STILL_FIRST", 0.05)
+    monkeypatch.setattr(commands, "STILL_EVERY", 0.05)
+    assert main(["check", str(path), "--time-limit", "1", "--checker", "linearizable"]) in (0, 2)
+    notices = [line for line in capsys.readouterr().err.splitlines() if "still checking" in line]
+    assert notices and all(line.startswith(f"floodmark check: {path}: still checking after ") for line in notices)
+    assert notices[0].endswith("(the searching checkers give up at 1 s)")
+
+
 def test_model_and_initial_options(tmp_path: Path) -> None:
     reads_zero = write(tmp_path, "z.edn", "[{:process 0 :type :invoke :f :read :value nil}\n"
                                           " {:process 0 :type :ok :f :read :value 0}]")
