@@ -356,7 +356,7 @@ def check_run(
 def _digest_of(run: RunDir) -> dict[str, str] | None:
     """The digests of the history and node events being judged (None: they cannot be read
     again, and then no later check keeps a verdict on the strength of this one)."""
-    from floodmark.rundir import compute_digest
+    from floodmark.run_digests import compute_digest
 
     try:
         return compute_digest(run)
@@ -369,7 +369,7 @@ def _refuse_if_changed(run: RunDir, files: dict[str, str] | None) -> None:
     recorded as the run ended (a file cut at a line's end, edited, lost or added): judging
     them would judge another run, and a node's events cut short can make up violations. The
     message says how to check the files as they are, on purpose: remove the digest."""
-    from floodmark.rundir import unrecorded_problem
+    from floodmark.run_digests import unrecorded_problem
 
     problem = unrecorded_problem(run, files, f"remove {run.digest.name} to check the files as they are now")
     if problem is not None:
@@ -382,7 +382,7 @@ def _unless_changed(run: RunDir, previous: PreviousResults, results: dict[str, A
     node events the run holds now (the old results.json's ``judged_files`` say so, or, for
     results written before those were recorded, digest.json); else those checkers as
     unknown, with the reason, and a note saying it."""
-    from floodmark.rundir import changed_since_judged
+    from floodmark.run_digests import changed_since_judged
 
     kept = previous.verdicts
     others = [name for name in kept if name not in results["checkers"]]

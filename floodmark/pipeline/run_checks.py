@@ -36,11 +36,8 @@ from typing import Any
 from floodmark.inputs.sources import describe_os_error, file_problem
 from floodmark.results import read_results, verdict_problem
 from floodmark.run_config import ConfigError, TestConfig, read_test_config
-from floodmark.rundir import (
-    RunDir,
-    compute_digest,
-    unrecorded_problem,
-)
+from floodmark.run_digests import compute_digest, unrecorded_problem
+from floodmark.rundir import RunDir
 from floodmark.unfinished_runs import unfinished_reason
 
 

@@ -34,7 +34,8 @@ from floodmark.reports.history_columns import HistoryColumns, load_history, paus
 from floodmark.results import read_results
 from floodmark.results import verdict_problem as results_problem
 from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
-from floodmark.rundir import RunDir, changed_since_judged
+from floodmark.run_digests import changed_since_judged
+from floodmark.rundir import RunDir
 
 PartitionKey = tuple[str, int]
 

@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from floodmark import rundir
+from floodmark import run_digests, rundir
 from floodmark.errors import UsageError, first_few
 from floodmark.harness.config import ConfigError, TestConfig, load_run_config, make_config
 from floodmark.harness.schedule import (
@@ -145,14 +145,14 @@ def _refuse_an_edited_configuration(run: rundir.RunDir) -> None:
     that one. (A digest that cannot be read is repro's to name; one written before test.yaml
     was recorded says nothing of it.)"""
     try:
-        saved = rundir.load_digest(run)
-    except rundir.DigestError:
+        saved = run_digests.load_digest(run)
+    except run_digests.DigestError:
         return
     recorded = None if saved is None else saved.get(rundir.CONFIG)
     if recorded is None:
         return
     try:
-        now = rundir.config_digest(run)
+        now = run_digests.config_digest(run)
     except OSError:
         return  # (read a moment ago; gone since: the replay's own reading says so)
     if now is not None and now != recorded:

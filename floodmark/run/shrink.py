@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from floodmark import rundir
+from floodmark import run_digests, rundir
 from floodmark.backends.interrupts import signals_deferred
 from floodmark.errors import UsageError
 from floodmark.harness.config import TestConfig
@@ -258,7 +258,7 @@ def load_failure(path: Path) -> tuple[TestConfig, Schedule, frozenset[str]]:
         # As the report reads it: a verdict that something says was judged on other files (a
         # results.json from another run) is not this run's failure, and the shrink would
         # spend its budget chasing anomalies this run never had.
-        changed = rundir.changed_since_judged(run, judged)
+        changed = run_digests.changed_since_judged(run, judged)
         if changed is not None:
             raise UsageError(f"{run.results}: its verdict is not of this run's files ({changed}); run "
                              f"floodmark check {path} to judge the run again")

@@ -6,16 +6,13 @@ import os
 from pathlib import Path
 
 from floodmark.run import digest
-from floodmark.rundir import (
-    RunDir,
+from floodmark.run_digests import (
     changed_since_digest,
     changed_since_judged,
     compute_digest,
-    create_run_dir,
-    find_run_dirs,
     load_digest,
-    safe_name,
 )
+from floodmark.rundir import RunDir, create_run_dir, find_run_dirs, safe_name
 
 
 def test_run_dirs_are_laid_out_and_latest_follows(tmp_path):

@@ -25,7 +25,8 @@ from floodmark import results as results_file
 from floodmark.pipeline import run_checks
 from floodmark.pipeline.records import RunRejected, read_run
 from floodmark.results import MAX_RESULTS_BYTES
-from floodmark.rundir import RunDir, compute_digest
+from floodmark.run_digests import compute_digest
+from floodmark.rundir import RunDir
 from floodmark.unfinished_runs import Interruption, unfinished_reason, write_interruption
 
 

@@ -25,7 +25,8 @@ from floodmark.cli import main
 from floodmark.reports.report import write_report
 from floodmark.reports.run_data import load_run
 from floodmark.reports.run_index import summarize
-from floodmark.rundir import RunDir, compute_digest
+from floodmark.run_digests import compute_digest
+from floodmark.rundir import RunDir
 
 
 def _title(html: str) -> str:
