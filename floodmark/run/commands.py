@@ -297,13 +297,16 @@ def repro_command(args: argparse.Namespace) -> int:
     config = replayed.config
     from floodmark.run import digest
     from floodmark.run.runner import run_test
+    from floodmark.unfinished_runs import unfinished_reason
 
     if replayed.edited is not None:
         print(printable(f"floodmark: {run.schedule}: edited since the run ({replayed.edited}); replaying it as it "
                         "is now"), file=sys.stderr)
     if original is None and config.cluster == "sim":
+        unfinished = unfinished_reason(run)  # (a run that never finished was never digested)
         print(printable(f"floodmark: {run.digest}: no such file: whether the replay is byte-identical cannot be "
-                        "compared"), file=sys.stderr)
+                        "compared" + (f"; the run did not finish ({unfinished}): the replay runs it whole"
+                                      if unfinished is not None else "")), file=sys.stderr)
     store = usable_store(args.store) if args.store is not None else store_of_run(path)
     outcome = run_test(config, store, replayed.schedule)
     if original is not None and outcome.digest is not None:

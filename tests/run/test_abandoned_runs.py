@@ -128,3 +128,21 @@ def test_the_results_browser_sees_a_maker_die_though_no_file_changes(tmp_path: P
     (abandoned,) = index.runs()
     assert abandoned.verdict is None or abandoned.verdict == "unknown"
     assert abandoned.problem is not None and KILLED in abandoned.problem
+
+
+def test_repro_of_an_abandoned_run_replays_it_whole_and_says_why_nothing_is_compared(tmp_path: Path) -> None:
+    """A run killed outright was never digested: its replay runs the test whole, and says
+    that the run did not finish rather than leave the missing digest unexplained."""
+    process = floodmark_run("--cluster", "sim", "--time-limit", "5", "--seed", "5", store=tmp_path)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err[-3000:]
+    run = rundir.RunDir((tmp_path / "latest").resolve())
+    for made_at_the_end in (run.digest, run.results, run.report):  # as a harness killed before them leaves it
+        made_at_the_end.unlink()
+    run.maker.write_text(f"{socket.gethostname()}:999999999:1\n")
+    replay = subprocess.run([sys.executable, "-m", "floodmark", "repro", str(run.path)],
+                            capture_output=True, text=True, timeout=300)
+    assert replay.returncode == 0, replay.stderr[-3000:]
+    (said,) = [line for line in replay.stderr.splitlines() if "digest.json: no such file" in line]
+    assert f"the run did not finish (its harness ({socket.gethostname()}:999999999:1) {KILLED}" in said
+    assert said.endswith("the replay runs it whole")
