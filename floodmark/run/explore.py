@@ -362,11 +362,22 @@ def explore_spark(seeds: Sequence[int], variant: str, store: str, master: str, *
     return results
 
 
+_cleaned_stores: set[str] = set()  # the stores this Spark worker has rid of its host's dead workers' partial runs
+
+
 def _spark_task(seed: int, variant: str, store: str, keep_all: bool, workload: str) -> Explored:
     """A seed as a Spark task: a Ctrl-C reaches the Python workers too, but the driver
-    cancels the tasks itself (a worker dying of it only makes the executor log a crash)."""
+    cancels the tasks itself (a worker dying of it only makes the executor log a crash).
+
+    A worker killed outright leaves its run half-made, under a partial name naming it; only
+    a process of the same host can tell that its maker is gone (the driver's cleanup leaves
+    other hosts' alone), so each worker, at its first task, removes what dead workers of its
+    host left in the store."""
     with contextlib.suppress(ValueError):  # not the main thread: nothing to change
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if store not in _cleaned_stores:
+        _cleaned_stores.add(store)
+        remove_left_partial_runs(store)
     return run_seed(seed, variant, store, keep_all, workload)
 
 

@@ -96,6 +96,26 @@ def test_its_interrupted_explorer_removes_it_though_another_live_one_claims_its_
     assert not (store / "explore-truncate-to-hw").exists()
 
 
+def test_a_spark_worker_removes_what_a_killed_worker_of_its_host_left(tmp_path: Path) -> None:
+    """On Spark the driver cannot tell whether another host's worker lives, so each worker,
+    at its first task, removes the partial runs of its own host's dead workers."""
+    from floodmark.run import explore
+    from floodmark.rundir import partial_runs
+
+    store = tmp_path / "store"
+    store.mkdir()
+    killed_worker(store)
+    assert partial_runs(store)  # left by a worker of this host, killed outright
+    explore._cleaned_stores.discard(str(store))
+    sigint = signal.getsignal(signal.SIGINT)
+    try:
+        found = explore._spark_task(7, "default", str(store), True, "queue")
+    finally:  # (a task ignores SIGINT, as a Spark worker: not this test process's later tests)
+        signal.signal(signal.SIGINT, sigint)
+    assert found.valid is True and partial_runs(store) == []
+    assert [str(run.path) for run in find_run_dirs(store)] == [found.run_dir]  # (kept: keep_all)
+
+
 def _dead_pid() -> int:
     gone = subprocess.Popen(["true"])
     gone.wait()
