@@ -202,6 +202,8 @@ def other_encoding(head: bytes) -> str | None:
         if head.startswith(mark):
             return f"{name} text (byte order mark {mark.hex(' ').upper()}), not UTF-8; save it as UTF-8"
     head = head[:HEAD]
+    if b"\0" not in head:  # (every code unit of such a head holds one: UTF-8 text is done here, at once)
+        return None
     for name, size, at in _UNITS:
         units = [head[i:i + size] for i in range(0, len(head) - len(head) % size, size)]
         if len(units) >= _MIN_UNITS and all(
