@@ -29,10 +29,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from floodmark.contracts.history import read_history
+from floodmark.contracts.node_events import BecameLeader, read_events_dir
 from floodmark.harness.config import make_config
 from floodmark.harness.schedule import Fault, Schedule
-from floodmark.history import read_history
-from floodmark.node_events import BecameLeader, read_events_dir
 from floodmark.run.runner import Runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

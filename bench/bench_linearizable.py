@@ -44,8 +44,8 @@ from floodmark.checkers.linearizability.synthetic import (
     log_lin_run,
     register_run,
 )
+from floodmark.contracts.history import Op
 from floodmark.formats.detect import load_history
-from floodmark.history import Op
 
 REPO = Path(__file__).resolve().parents[1]
 CANDIDATES = [REPO / "data/histories", REPO.parent / "shared/data/histories", Path("/work/shared/data/histories")]

@@ -45,11 +45,11 @@ from pipeline_fixtures import write_large_queue_run, write_synthetic_run  # noqa
 
 from floodmark.checkers import synthetic  # noqa: E402
 from floodmark.checkers.registry import check_history  # noqa: E402
-from floodmark.history import iter_history, read_history  # noqa: E402
-from floodmark.node_events import read_events_dir  # noqa: E402
+from floodmark.contracts.history import iter_history, read_history  # noqa: E402
+from floodmark.contracts.node_events import read_events_dir  # noqa: E402
+from floodmark.contracts.run_config import read_test_config  # noqa: E402
 from floodmark.pipeline.records import find_runs  # noqa: E402
-from floodmark.run_config import read_test_config  # noqa: E402
-from floodmark.rundir import RunDir  # noqa: E402
+from floodmark.run_dirs.rundir import RunDir  # noqa: E402
 
 VARIANTS = ("default", "truncate-to-hw", "unclean-election")
 NEMESES = ("partition", "kill", "pause")

@@ -49,7 +49,7 @@ from floodmark.harness.cluster import (
     zookeeper_argv,
 )
 from floodmark.owners import owner_token
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.rundir import RunDir
 
 HOME = "/var/lib/floodmark"
 PROCESS_LOG = f"{HOME}/process.log"

@@ -84,12 +84,12 @@ def _context_files(role: str) -> dict[str, bytes]:
 
 # What the broker image carries besides the top-level modules: the reference and the one
 # package of the layers below it (see the layers contract in pyproject.toml).
-IMAGE_PACKAGES = ("reference", "inputs")
+IMAGE_PACKAGES = ("reference", "contracts", "inputs")
 
 
 def broker_sources() -> list[Path]:
     """What the broker image carries: the reference implementation and everything below it
-    in the layers (the top-level contracts, errors, and the readers' ``inputs``); not the
+    in the layers (the ``contracts``, the error types, and the readers' ``inputs``); not the
     harness, checkers or reports, so work on those does not rebuild the image."""
     wanted = list(PACKAGE_DIR.glob("*.py"))
     for package in IMAGE_PACKAGES:

@@ -42,7 +42,7 @@ from floodmark.harness.cluster import (
     zookeeper_argv,
     zookeeper_config,
 )
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.rundir import RunDir
 
 # Root without these capabilities obeys file permissions like any other user.
 UNPRIVILEGED = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search,-fowner", "--"]

@@ -24,7 +24,7 @@ from floodmark.harness.cluster import Cluster
 from floodmark.harness.config import TestConfig
 from floodmark.harness.faults import BrokerSlot, ClusterView
 from floodmark.reference.protocol.zk_layout import BrokerRegistration
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.rundir import RunDir
 
 T = TypeVar("T")
 

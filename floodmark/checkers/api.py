@@ -1,7 +1,7 @@
 """What a checker is: a named function from a run's record to a verdict.
 
 A checker receives a :class:`CheckInput` (the client history, the node events and the run's
-configuration) and returns a :class:`~floodmark.results.CheckerResult`. Checkers never read
+configuration) and returns a :class:`~floodmark.contracts.results.CheckerResult`. Checkers never read
 files themselves, so the same checker runs in-process (``floodmark check``) and inside Spark
 UDFs (``floodmark analyze``). They know nothing of the implementation that ran: what a run
 promised comes from its configuration and its node events, so the same checkers judge
@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
-from floodmark.history import Op
-from floodmark.results import CheckerResult
+from floodmark.contracts.history import Op
+from floodmark.contracts.results import CheckerResult
 
 if TYPE_CHECKING:  # types only: judging a history file must not load node events or YAML
     from floodmark.checkers.permitted import LossPermissions
-    from floodmark.node_events import NodeEvent
-    from floodmark.run_config import TestConfig
+    from floodmark.contracts.node_events import NodeEvent
+    from floodmark.contracts.run_config import TestConfig
 
 
 @dataclass(frozen=True)

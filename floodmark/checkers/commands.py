@@ -45,7 +45,7 @@ from floodmark.errors import (
 from floodmark.inputs.sources import STDIN, file_problem
 
 if TYPE_CHECKING:
-    from floodmark.history import Op
+    from floodmark.contracts.history import Op
 
 # Everything else ``check`` needs is imported when a path is checked: ``floodmark check``
 # starts in the time of a bare interpreter plus the history readers and the checker.
@@ -161,7 +161,7 @@ def _edn_target(out: str, path: Path, many: bool, *, make: bool = True) -> Path:
 def _edn_inputs(paths: list[str]) -> list[str | Path | int]:
     """What --to-edn must never write over: every history checked (standard input by its
     descriptor) and every file each run directory checked recorded."""
-    from floodmark.rundir import RunDir
+    from floodmark.run_dirs.rundir import RunDir
 
     inputs: list[str | Path | int] = []
     for name in paths:
@@ -229,8 +229,8 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
 
     name = str(path)
     if name != STDIN and path.is_dir():
-        from floodmark.history import read_history
-        from floodmark.rundir import RunDir, is_run_dir
+        from floodmark.contracts.history import read_history
+        from floodmark.run_dirs.rundir import RunDir, is_run_dir
 
         if not is_run_dir(path):
             history = RunDir(path).history
@@ -427,7 +427,7 @@ def run_check(args: argparse.Namespace) -> int:
         word = _WORD.get(valid, "UNKNOWN") if isinstance(valid, bool) else "UNKNOWN"
         print(f"{word:8} {printable(str(path))}  {_summary(results)}")
         sys.stdout.flush()
-    from floodmark.results import merge_validity
+    from floodmark.contracts.results import merge_validity
 
     overall = merge_validity(verdicts) if verdicts else "unknown"
     word = _WORD.get(overall, "UNKNOWN") if isinstance(overall, bool) else "UNKNOWN"

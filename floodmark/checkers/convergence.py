@@ -39,9 +39,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.history import NEMESIS, Op
-from floodmark.node_events import PartitionEvent, PartitionKey
-from floodmark.results import Anomaly, CheckerResult
+from floodmark.contracts.history import NEMESIS, Op
+from floodmark.contracts.node_events import PartitionEvent, PartitionKey
+from floodmark.contracts.results import Anomaly, CheckerResult
 
 AWAIT_FULL_ISR = "await-full-isr"
 UNDER_REPLICATED = "under-replicated-after-healing"

@@ -32,7 +32,7 @@ from typing import Any
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.queue_index import PartitionIndex, Read, index_for
-from floodmark.results import Anomaly, CheckerResult, Validity
+from floodmark.contracts.results import Anomaly, CheckerResult, Validity
 
 _NOTHING = object()  # no value at an offset (a sentinel: equal to no value a history holds)
 _OFFSET = operator.itemgetter(0)

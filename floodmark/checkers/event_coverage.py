@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from floodmark.node_events import (
+from floodmark.contracts.node_events import (
     BecameFollower,
     BecameLeader,
     ControllerElected,
@@ -40,8 +40,8 @@ from floodmark.node_events import (
     NodeEvent,
     Started,
 )
-from floodmark.results import Anomaly, Validity
-from floodmark.run_config import TestConfig
+from floodmark.contracts.results import Anomaly, Validity
+from floodmark.contracts.run_config import TestConfig
 
 
 def stated_brokers(events: Mapping[str, list[NodeEvent]]) -> dict[str, int | None]:

@@ -33,8 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from floodmark.history import DRAIN, FINAL_READ, NEMESIS, Op
-from floodmark.node_events import (
+from floodmark.contracts.history import DRAIN, FINAL_READ, NEMESIS, Op
+from floodmark.contracts.node_events import (
     Appended,
     BecameFollower,
     BecameLeader,
@@ -42,7 +42,7 @@ from floodmark.node_events import (
     NodeEvent,
     PartitionKey,
 )
-from floodmark.run_config import TestConfig
+from floodmark.contracts.run_config import TestConfig
 
 NO_CONFIGURATION = "no configuration (the run states no acks, so no durability promise can be assumed)"
 

@@ -56,8 +56,8 @@ from typing import Any
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.durability import inconsistent_offsets
 from floodmark.checkers.queue_index import PartitionIndex, QueueIndex, Send, index_for
-from floodmark.results import Anomaly, CheckerResult, Validity, anomaly_counts
-from floodmark.run_config import TestConfig
+from floodmark.contracts.results import Anomaly, CheckerResult, Validity, anomaly_counts
+from floodmark.contracts.run_config import TestConfig
 
 
 def duplicates_permitted_by(config: TestConfig | None) -> str | None:

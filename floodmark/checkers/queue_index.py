@@ -58,10 +58,10 @@ from floodmark.checkers.op_shapes import (
     value_problem,
 )
 from floodmark.checkers.run_partitions import set_apart_unknown_partitions
-from floodmark.history import NEMESIS, Op
+from floodmark.contracts.history import NEMESIS, Op
 
 if TYPE_CHECKING:
-    from floodmark.run_config import TestConfig
+    from floodmark.contracts.run_config import TestConfig
 
 Partition = tuple[str, int]
 

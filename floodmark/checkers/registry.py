@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from floodmark.checkers.api import Checker, CheckInput, NotJudgeable
 from floodmark.checkers.convergence import records_the_wait
-from floodmark.errors import UsageError
-from floodmark.history import Op, OpsRead
-from floodmark.results import (
+from floodmark.contracts.history import Op, OpsRead
+from floodmark.contracts.results import (
     CheckerResult,
     PreviousResults,
     build_results,
@@ -30,11 +29,12 @@ from floodmark.results import (
     previous_results,
     write_results,
 )
+from floodmark.errors import UsageError
 
 if TYPE_CHECKING:
-    from floodmark.node_events import NodeEvent
-    from floodmark.run_config import TestConfig
-    from floodmark.rundir import RunDir
+    from floodmark.contracts.node_events import NodeEvent
+    from floodmark.contracts.run_config import TestConfig
+    from floodmark.run_dirs.rundir import RunDir
 
 CHECKER_NAMES: tuple[str, ...] = ("durability", "hw", "leader", "invariants", "queue", "linearizable", "convergence",
                                    "stats")
@@ -256,13 +256,13 @@ def check_run(
 ) -> dict[str, Any]:
     """Judge a run directory and write (or update) its ``results.json``.
 
-    ``ops``: the run's history as :func:`~floodmark.history.read_history` gives it with
+    ``ops``: the run's history as :func:`~floodmark.contracts.history.read_history` gives it with
     ``check_pairs``, when the caller has read it already (the runner shares it with the fault
     coverage: reading a history back costs more than most checkers).
 
     The run's ``test.yaml`` is its configuration; a malformed or unreadable one, or one
     naming a variant or fault kind no test may, raises
-    :class:`~floodmark.run_config.ConfigError` naming the file and the key. A run without
+    :class:`~floodmark.contracts.run_config.ConfigError` naming the file and the key. A run without
     one is judged as a history file is, by the workload its ops suggest, and a note says so. With an explicit subset of ``checkers``, the verdicts of other checkers already in
     ``results.json`` are kept and the overall verdict is merged over all of them, but only
     while the history and node events are still the ones those verdicts judged (the
@@ -276,11 +276,11 @@ def check_run(
     results file replaced); ``results.json`` keeps the same lines as ``notes``. A results
     file that cannot be written is a UsageError naming it.
     """
-    from floodmark.history import read_history
-    from floodmark.node_events import events_dir_problem, read_events_dir
-    from floodmark.run_config import check_names, read_test_config
-    from floodmark.rundir import RunDir
-    from floodmark.unfinished_runs import unfinished_reason
+    from floodmark.contracts.history import read_history
+    from floodmark.contracts.node_events import events_dir_problem, read_events_dir
+    from floodmark.contracts.run_config import check_names, read_test_config
+    from floodmark.run_dirs.rundir import RunDir
+    from floodmark.run_dirs.unfinished_runs import unfinished_reason
 
     run = RunDir(Path(run_dir))
     if run.results.is_dir():  # where the verdict would go: refused before the checkers run for nothing
@@ -356,7 +356,7 @@ def check_run(
 def _digest_of(run: RunDir) -> dict[str, str] | None:
     """The digests of the history and node events being judged (None: they cannot be read
     again, and then no later check keeps a verdict on the strength of this one)."""
-    from floodmark.run_digests import compute_digest
+    from floodmark.run_dirs.run_digests import compute_digest
 
     try:
         return compute_digest(run)
@@ -369,7 +369,7 @@ def _refuse_if_changed(run: RunDir, files: dict[str, str] | None) -> None:
     recorded as the run ended (a file cut at a line's end, edited, lost or added): judging
     them would judge another run, and a node's events cut short can make up violations. The
     message says how to check the files as they are, on purpose: remove the digest."""
-    from floodmark.run_digests import unrecorded_problem
+    from floodmark.run_dirs.run_digests import unrecorded_problem
 
     problem = unrecorded_problem(run, files, f"remove {run.digest.name} to check the files as they are now")
     if problem is not None:
@@ -382,7 +382,7 @@ def _unless_changed(run: RunDir, previous: PreviousResults, results: dict[str, A
     node events the run holds now (the old results.json's ``judged_files`` say so, or, for
     results written before those were recorded, digest.json); else those checkers as
     unknown, with the reason, and a note saying it."""
-    from floodmark.run_digests import changed_since_judged
+    from floodmark.run_dirs.run_digests import changed_since_judged
 
     kept = previous.verdicts
     others = [name for name in kept if name not in results["checkers"]]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from floodmark.run_config import TestConfig
+    from floodmark.contracts.run_config import TestConfig
 
 
 class QueueIndex(Protocol):

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.history import NEMESIS, Op, OpsRead
-from floodmark.results import CheckerResult
+from floodmark.contracts.history import NEMESIS, Op, OpsRead
+from floodmark.contracts.results import CheckerResult
 
 NS = 1_000_000_000
 QUANTILES = (0.5, 0.9, 0.99, 1.0)

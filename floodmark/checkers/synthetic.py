@@ -19,9 +19,9 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from floodmark.history import Op
-from floodmark.node_event_kinds import ACKS_ALL
-from floodmark.node_events import (
+from floodmark.contracts.history import Op
+from floodmark.contracts.node_event_kinds import ACKS_ALL
+from floodmark.contracts.node_events import (
     Acked,
     Appended,
     BecameFollower,
@@ -33,7 +33,7 @@ from floodmark.node_events import (
     NodeEvent,
     Truncated,
 )
-from floodmark.run_config import TestConfig
+from floodmark.contracts.run_config import TestConfig
 
 Partition = tuple[str, int]
 

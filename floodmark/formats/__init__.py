@@ -1,3 +1,3 @@
 """History formats: our JSONL, Jepsen's EDN (vectors or streams of op maps, Porcupine's
 one-map-per-line files) and Jepsen's 2014 text logs, recognised by content, read into
-:class:`floodmark.history.Op`, and our histories written back as EDN for Jepsen's tools."""
+:class:`floodmark.contracts.history.Op`, and our histories written back as EDN for Jepsen's tools."""

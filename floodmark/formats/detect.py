@@ -26,9 +26,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from floodmark.contracts.history import HistoryError, Op, parse_history
 from floodmark.formats.jepsen_edn import parse_edn_history
 from floodmark.formats.jepsen_text import looks_like_text_log, parse_text_log
-from floodmark.history import HistoryError, Op, parse_history
 from floodmark.inputs.sources import STDIN, decode_utf8, read_source
 
 JSONL = "jsonl"

@@ -1,4 +1,4 @@
-"""Jepsen histories in EDN, read into our :class:`~floodmark.history.Op` and written back.
+"""Jepsen histories in EDN, read into our :class:`~floodmark.contracts.history.Op` and written back.
 
 Jepsen and Knossos store a history either as one EDN vector of op maps or as a stream of
 op maps (``history.edn``, one map per line; Porcupine's key-value test data is also one map
@@ -28,8 +28,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from floodmark.contracts.history import NEMESIS, OP_TYPES, HistoryError, Op, ProcessPairing
 from floodmark.formats import edn
-from floodmark.history import NEMESIS, OP_TYPES, HistoryError, Op, ProcessPairing
 from floodmark.inputs.sources import decode_utf8, read_source
 
 if TYPE_CHECKING:

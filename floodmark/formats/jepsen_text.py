@@ -62,9 +62,9 @@ import os
 import re
 from typing import Any
 
+from floodmark.contracts.history import OP_TYPES, HistoryError, Op, ProcessPairing
 from floodmark.formats import edn
 from floodmark.formats.jepsen_edn import plain
-from floodmark.history import OP_TYPES, HistoryError, Op, ProcessPairing
 from floodmark.inputs.sources import read_source
 
 # INFO and the jepsen.util logger (a whole word: not jepsen.util-test), then the rest.

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.rundir import RunDir
 
 Role = Literal["broker", "zookeeper"]
 

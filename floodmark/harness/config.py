@@ -1,6 +1,6 @@
 """Choosing a test: options and test files to a configuration the harness can run.
 
-The configuration itself (:class:`~floodmark.run_config.TestConfig`, its fields and defaults,
+The configuration itself (:class:`~floodmark.contracts.run_config.TestConfig`, its fields and defaults,
 and reading a run's ``test.yaml``) is a contract every part that reads runs shares. This
 module is the harness's side of it: which backends, workloads, fault kinds and protocol
 variants exist, which values and combinations of values a test may use, and the settings the
@@ -22,10 +22,7 @@ from typing import Any
 
 import yaml
 
-from floodmark.harness.faults import UPGRADE_TARGET
-from floodmark.reference.protocol import inter_broker_protocol as ibp
-from floodmark.reference.protocol.variants import VARIANTS
-from floodmark.run_config import (
+from floodmark.contracts.run_config import (
     DEFAULT_NEMESIS,
     MAX_SECONDS,
     NAMED_ONLY_NEMESIS,
@@ -46,6 +43,9 @@ from floodmark.run_config import (
     shown_value,
     value_kind,
 )
+from floodmark.harness.faults import UPGRADE_TARGET
+from floodmark.reference.protocol import inter_broker_protocol as ibp
+from floodmark.reference.protocol.variants import VARIANTS
 
 CLUSTERS = ("docker", "local", "sim")
 WORKLOADS = WORKLOAD_NAMES

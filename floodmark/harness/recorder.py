@@ -5,7 +5,7 @@ nanoseconds since the test started, read from the harness's monotonic clock (nev
 wall clock, which clock faults skew): the machine's, or the simulator's virtual clock. Each op is appended as it happens with one ``write``
 on a file opened for appending (nothing is buffered in the harness, but see below), so a
 harness that is killed leaves a readable history holding every op it recorded. The lines are those of
-:class:`floodmark.history.HistoryWriter` (``Op.to_json``), encoded with orjson: the history
+:class:`floodmark.contracts.history.HistoryWriter` (``Op.to_json``), encoded with orjson: the history
 is written twice per client op, and the standard library's encoder was a tenth of the
 harness's CPU. A lock keeps indices dense should any thread record.
 
@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from floodmark.history import Op, OpType, Process
+from floodmark.contracts.history import Op, OpType, Process
 
 BUFFERED_BYTES = 1 << 20  # a non-durable recorder writes once this much is waiting
 

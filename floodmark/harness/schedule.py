@@ -430,7 +430,7 @@ class ScheduleLog:
 
 def load_schedule(path: str | os.PathLike[str]) -> tuple[int | None, Schedule]:
     """Read the planned schedule (and the seed) back from a run's schedule.json."""
-    from floodmark.rundir import read_json_file
+    from floodmark.run_dirs.rundir import read_json_file
 
     source = str(path)
     try:

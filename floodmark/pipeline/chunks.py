@@ -10,7 +10,7 @@ Validation is the sequential reader's, decided from per-chunk summaries: each ta
 (through an accumulator) how many lines and ops it saw, its first op's index, the first place
 its indices stopped running on, and its first malformed line, all in chunk-local line
 numbers. The driver adds up the line counts of earlier chunks, so the error it reports names
-the file and the global line exactly as :func:`floodmark.history.iter_history` would, and
+the file and the global line exactly as :func:`floodmark.contracts.history.iter_history` would, and
 checks that each chunk's first index continues the previous chunk (dense indices from 0).
 
 Parsing goes through :mod:`floodmark.inputs.fast_json`: orjson, or the standard ``json`` module for
@@ -28,14 +28,14 @@ from typing import Any, TypeVar
 import orjson
 import pyarrow as pa
 
+from floodmark.contracts.history import OP_TYPES, op_from_dict
+from floodmark.contracts.node_events import NodeEvent, event_from_dict
 from floodmark.errors import SourceError
-from floodmark.history import OP_TYPES, op_from_dict
 from floodmark.inputs import fast_json
 from floodmark.inputs.duplicate_keys import duplicate_key, keys_unaccounted
 from floodmark.inputs.plain_values import json_decode_problem
 from floodmark.inputs.sources import skip_bom
 from floodmark.inputs.torn_lines import cut_short
-from floodmark.node_events import NodeEvent, event_from_dict
 from floodmark.pipeline.records import INT32, INT64, event_columns, in_range, json_text
 
 T = TypeVar("T")

@@ -41,7 +41,7 @@ from floodmark.pipeline.records import (
     witness_indices,
 )
 from floodmark.pipeline.run_checks import checked_run
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.rundir import RunDir
 
 LARGE_RUN_BYTES = 64 * 1024 * 1024
 CHUNK_SCHEMA = "path string, number int, start long, end long, last boolean"
@@ -132,11 +132,11 @@ PAIRING_SCHEMA = "index long, problem string"
 
 def _pairing_problem(spark: SparkSession, ops_dir: Path, batch: str, source: str) -> tuple[int, str] | None:
     """The history's first completion that closes no invocation of its process (line, problem),
-    as :class:`~floodmark.history.ProcessPairing` finds it reading the file in order (``floodmark
+    as :class:`~floodmark.contracts.history.ProcessPairing` finds it reading the file in order (``floodmark
     check`` refuses such a history); None when there is none. The rule is each process's own,
     so each process's ops are paired by a task of their own, in index order; the line is the
     op's index + 1 (one op per line), as the small runs' reader gives it."""
-    from floodmark.history import HistoryError, Op, ProcessPairing
+    from floodmark.contracts.history import HistoryError, Op, ProcessPairing
     from floodmark.pipeline.scale_check import process_of
 
     def pair(frame: pd.DataFrame) -> pd.DataFrame:

@@ -21,8 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from floodmark.history import HistoryError, Op, ProcessPairing, iter_history, time_out_of_order
-from floodmark.node_events import (
+from floodmark.contracts.history import (
+    HistoryError,
+    Op,
+    ProcessPairing,
+    iter_history,
+    time_out_of_order,
+)
+from floodmark.contracts.node_events import (
     ControllerElected,
     ControllerResigned,
     NodeEvent,
@@ -32,9 +38,9 @@ from floodmark.node_events import (
     partition_of,
     read_events_dir,
 )
+from floodmark.contracts.run_config import TestConfig, config_from_dict
 from floodmark.pipeline.run_checks import RunRejected, checked_run, read_config, read_results_if_any
-from floodmark.run_config import TestConfig, config_from_dict
-from floodmark.rundir import PARTIAL, RunDir
+from floodmark.run_dirs.rundir import PARTIAL, RunDir
 
 __all__ = ["RunRejected", "RunRows", "read_config", "read_results_if_any", "read_run", "iter_run_rows"]
 

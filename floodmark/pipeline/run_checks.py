@@ -22,8 +22,8 @@ ones ``floodmark check`` and the report apply to one run:
 * ``results.json``, when there is one, is a verdict: a results file whose checkers are not
   judgements, or whose overall verdict is not the merge of theirs, or that has no checker at
   all, is no verdict, and the run's recorded verdict must never be taken from it
-  (:func:`floodmark.results.verdict_problem`); and it is read whole by one task, so one larger
-  than :data:`floodmark.results.MAX_RESULTS_BYTES` is refused unread, as the report and the results browser
+  (:func:`floodmark.contracts.results.verdict_problem`); and it is read whole by one task, so one larger
+  than :data:`floodmark.contracts.results.MAX_RESULTS_BYTES` is refused unread, as the report and the results browser
   refuse it, rather than exhaust that task's memory and fail the whole analysis.
 """
 
@@ -33,12 +33,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from floodmark.contracts.results import read_results, verdict_problem
+from floodmark.contracts.run_config import ConfigError, TestConfig, read_test_config
 from floodmark.inputs.sources import describe_os_error, file_problem
-from floodmark.results import read_results, verdict_problem
-from floodmark.run_config import ConfigError, TestConfig, read_test_config
-from floodmark.run_digests import compute_digest, unrecorded_problem
-from floodmark.rundir import RunDir
-from floodmark.unfinished_runs import unfinished_reason
+from floodmark.run_dirs.run_digests import compute_digest, unrecorded_problem
+from floodmark.run_dirs.rundir import RunDir
+from floodmark.run_dirs.unfinished_runs import unfinished_reason
 
 
 class RunRejected(ValueError):

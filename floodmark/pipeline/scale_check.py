@@ -33,11 +33,11 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
-from floodmark.history import Op
+from floodmark.contracts.history import Op
+from floodmark.contracts.node_events import NodeEvent, event_from_fields
+from floodmark.contracts.run_config import TestConfig
 from floodmark.inputs.fast_json import loads
-from floodmark.node_events import NodeEvent, event_from_fields
 from floodmark.pipeline.records import INT64, config_from_json, in_range, json_text
-from floodmark.run_config import TestConfig
 
 Mode = Literal["run", "partition"]
 PARTITION_LOCAL_CHECKERS = ("durability", "queue", "hw", "leader", "linearizable")

@@ -31,8 +31,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from floodmark.contracts.node_event_kinds import KnownKind
 from floodmark.frozen_init import fast_frozen_init
-from floodmark.node_event_kinds import KnownKind
 
 # --------------------------------------------------------------------------- coordination
 
@@ -341,5 +341,5 @@ class Runtime(Protocol):
         ...
 
     def emit(self, event: KnownKind) -> None:
-        """Record a node event: one of the kinds in ``floodmark.node_event_kinds``."""
+        """Record a node event: one of the kinds in ``floodmark.contracts.node_event_kinds``."""
         ...

@@ -27,7 +27,7 @@ from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 from typing import Any
 
-from floodmark.node_events import (
+from floodmark.contracts.node_events import (
     Acked,
     Appended,
     BecameFollower,

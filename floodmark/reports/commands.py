@@ -15,8 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from floodmark.contracts.history import HistoryError
 from floodmark.errors import EXIT_BAD_ARGUMENTS, UsageError, given_text, printable
-from floodmark.history import HistoryError
 from floodmark.inputs.output_paths import STDOUT
 
 

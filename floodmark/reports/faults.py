@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from floodmark.history import NEMESIS, Op
+from floodmark.contracts.history import NEMESIS, Op
 
 # Colour per fault kind (fill, drawn translucent); unknown kinds get a grey.
 FAULT_COLOURS: dict[str, str] = {

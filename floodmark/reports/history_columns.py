@@ -12,7 +12,7 @@ integer or string process and a string ``f``, and no object naming a key twice (
 history's reader refuses it; a byte order mark at the start is dropped as it drops it). A
 malformed line is a ``HistoryError`` naming the file and line, except a torn last line (the
 beginning of a JSON text with no newline after it), which a killed harness may leave and
-which is ignored as ``floodmark.history`` ignores it (and kept as ``torn_tail``, for the
+which is ignored as ``floodmark.contracts.history`` ignores it (and kept as ``torn_tail``, for the
 report to say).
 """
 
@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from operator import itemgetter
 from typing import Any, NoReturn, overload
 
+from floodmark.contracts.history import NEMESIS, OP_TYPES, HistoryError, Op, TornTail, op_from_dict
 from floodmark.errors import one_line
-from floodmark.history import NEMESIS, OP_TYPES, HistoryError, Op, TornTail, op_from_dict
 from floodmark.inputs.duplicate_keys import duplicate_key, keys_unaccounted
 from floodmark.inputs.plain_values import parse_json
 from floodmark.inputs.sources import describe_os_error, file_problem, other_encoding, without_bom

@@ -3,7 +3,7 @@
 ``floodmark check`` and ``floodmark report`` take results.json's verdict for the run's only when
 its history and node events (and test.yaml) are, byte for byte, those the verdict judged:
 results.json's ``judged_files`` digests say which, or, for a results file written before they
-were recorded, the run's digest.json (:func:`floodmark.run_digests.changed_since_judged`). The index
+were recorded, the run's digest.json (:func:`floodmark.run_dirs.run_digests.changed_since_judged`). The index
 must ask the same, or it lists a run as a green "valid" whose history was edited or cut since,
 and whose report says "not checked".
 
@@ -34,8 +34,8 @@ from typing import Any
 from floodmark.inputs.plain_values import parse_json
 from floodmark.inputs.torn_lines import cut_short
 from floodmark.reports.store_paths import leads_out
-from floodmark.run_digests import changed_since_judged, compute_digest
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.run_digests import changed_since_judged, compute_digest
+from floodmark.run_dirs.rundir import RunDir
 
 FileKey = tuple[tuple[str, int, int, int, int], ...]  # (name, inode, size, mtime_ns, ctime_ns) of each file
 TAIL_READ = 1 << 20  # bytes of a history read to find its last line (an op is a few hundred)
@@ -49,7 +49,7 @@ def trusted(key: FileKey) -> bool:
 
 
 def digested_files(run: RunDir) -> list[Path]:
-    """The files :func:`~floodmark.run_digests.compute_digest` reads, as it finds them."""
+    """The files :func:`~floodmark.run_dirs.run_digests.compute_digest` reads, as it finds them."""
     events = sorted(run.events.glob("*.jsonl")) if run.events.is_dir() else []
     return [run.history, *events, run.config]
 

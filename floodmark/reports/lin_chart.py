@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from floodmark.history import Op
+from floodmark.contracts.history import Op
 from floodmark.reports.run_data import PartitionKey, RunData, partition_index, short_json
 
 MAX_PATHS = 3

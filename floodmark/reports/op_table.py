@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from floodmark.history import NEMESIS
+from floodmark.contracts.history import NEMESIS
 from floodmark.reports.history_columns import HistoryColumns
 
 MAX_PROCESS_LANES = 64  # beyond this many distinct processes (concurrency unknown), pack lanes

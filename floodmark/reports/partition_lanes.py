@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from html import escape
 
-from floodmark.node_events import (
+from floodmark.contracts.node_events import (
     Appended,
     BecameFollower,
     BecameLeader,

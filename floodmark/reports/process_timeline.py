@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from floodmark.history import Op
+from floodmark.contracts.history import Op
 from floodmark.reports.faults import FaultInterval
 from floodmark.reports.op_table import OUTCOME_COLOURS, OUTCOMES, OpTable
 from floodmark.reports.run_data import short_json

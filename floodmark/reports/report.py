@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from floodmark.fault_coverage import fault_coverage, summary_line
+from floodmark.checkers.fault_coverage import fault_coverage, summary_line
+from floodmark.contracts.results import shown_verdict
 from floodmark.inputs.output_paths import check_output, write_output
 from floodmark.reports.anomaly_context import ContextTables
 from floodmark.reports.anomaly_groups import AnomalyViews, checker_views, page_bounds
@@ -33,8 +34,7 @@ from floodmark.reports.process_timeline import timeline_payload
 from floodmark.reports.run_data import RunData, load_run
 from floodmark.reports.templating import environment, script_hash, static_text
 from floodmark.reports.time_plots import Plot, latency_plot, throughput_plot
-from floodmark.results import shown_verdict
-from floodmark.rundir import (
+from floodmark.run_dirs.rundir import (
     CONFIG,
     HISTORY,
     RESULTS,
@@ -42,7 +42,7 @@ from floodmark.rundir import (
     RunDir,
     repro_command,
 )
-from floodmark.unfinished_runs import unfinished_reason
+from floodmark.run_dirs.unfinished_runs import unfinished_reason
 
 NOT_STATED = "not stated"  # what a run without a configuration shows where one would say
 

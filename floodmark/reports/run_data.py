@@ -1,6 +1,6 @@
 """A run as the report sees it: everything in one run directory, loaded once.
 
-A report is drawn from four records that a run leaves behind (``floodmark.rundir``): the
+A report is drawn from four records that a run leaves behind (``floodmark.run_dirs.rundir``): the
 configuration (``test.yaml``, or the copy inside ``results.json``), the client and nemesis
 history, each node's events and the checkers' results. Runs are reported even when they
 are incomplete: a run that crashed before checking has no results, a killed node leaves a
@@ -10,7 +10,7 @@ events are read as ``floodmark check`` reads them (a file it refuses is left out
 cut short is said, in the same words).
 
 The verdict shown is results.json's only when it can be trusted as this run's
-(:func:`floodmark.results.verdict_problem`): a file that contradicts itself (an overall "valid" over an
+(:func:`floodmark.contracts.results.verdict_problem`): a file that contradicts itself (an overall "valid" over an
 invalid checker) or whose checkers' entries are not judgements, and a history not wholly
 read (a torn last line) that results.json (or ``digest.json``) does not show to be the one judged, make the
 run shown unchecked, with a warning saying why.
@@ -27,15 +27,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from floodmark.history import Op
+from floodmark.contracts.history import Op
+from floodmark.contracts.node_events import NodeEvent, NodeEventError, read_events_dir
+from floodmark.contracts.results import read_results
+from floodmark.contracts.results import verdict_problem as results_problem
+from floodmark.contracts.run_config import (
+    ConfigError,
+    TestConfig,
+    config_from_dict,
+    read_test_config,
+)
 from floodmark.inputs.sources import describe_os_error, file_problem
-from floodmark.node_events import NodeEvent, NodeEventError, read_events_dir
 from floodmark.reports.history_columns import HistoryColumns, load_history, paused_gc
-from floodmark.results import read_results
-from floodmark.results import verdict_problem as results_problem
-from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
-from floodmark.run_digests import changed_since_judged
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.run_digests import changed_since_judged
+from floodmark.run_dirs.rundir import RunDir
 
 PartitionKey = tuple[str, int]
 

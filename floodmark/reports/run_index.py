@@ -14,7 +14,7 @@ A results file is opened as the server opens what it serves
 of the store is that run's problem at once, never waited on; a ``test.yaml`` or
 ``interrupted.json`` that is a link leading out is not read either (the index would show what
 the server refuses to serve), and a run directory that is one is not listed; a file larger than
-:data:`floodmark.results.MAX_RESULTS_BYTES` is refused unread, so no run can stall or exhaust the index.
+:data:`floodmark.contracts.results.MAX_RESULTS_BYTES` is refused unread, so no run can stall or exhaust the index.
 """
 
 from __future__ import annotations
@@ -26,15 +26,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from floodmark import results as results_file
+from floodmark.contracts import results as results_file
+from floodmark.contracts.results import shown_verdict, verdict_problem, verdict_word
+from floodmark.contracts.run_config import (
+    ConfigError,
+    TestConfig,
+    config_from_dict,
+    read_test_config,
+)
 from floodmark.inputs.plain_values import parse_json
 from floodmark.inputs.sources import describe_os_error, file_problem, other_encoding, without_bom
 from floodmark.reports.judged_files import FileKey, JudgedFiles, files_key, trusted
 from floodmark.reports.store_paths import NotAFile, OutsideStore, leads_out, open_in_store
-from floodmark.results import shown_verdict, verdict_problem, verdict_word
-from floodmark.run_config import ConfigError, TestConfig, config_from_dict, read_test_config
-from floodmark.rundir import RunDir, find_run_dirs
-from floodmark.unfinished_runs import unfinished_reason
+from floodmark.run_dirs.rundir import RunDir, find_run_dirs
+from floodmark.run_dirs.unfinished_runs import unfinished_reason
 
 NOT_STATED = "not stated"  # the variant of a run without a configuration
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})")
@@ -225,7 +230,7 @@ def summarize(run: RunDir, store: Path, judged: JudgedFiles | None = None, files
 
 def read_results_bytes(path: Path, store: Path) -> bytes:
     """The bytes of a run's results file in ``store``, without a byte order mark, read once and
-    at most :data:`floodmark.results.MAX_RESULTS_BYTES` of them; ValueError saying in a few words why not (not a
+    at most :data:`floodmark.contracts.results.MAX_RESULTS_BYTES` of them; ValueError saying in a few words why not (not a
     regular file, a link out of the store, unreadable, too large)."""
     limit = results_file.MAX_RESULTS_BYTES
     try:

@@ -55,7 +55,7 @@ from floodmark.reports.store_paths import (
     shown,
 )
 from floodmark.reports.templating import environment, static_text
-from floodmark.rundir import REPORT
+from floodmark.run_dirs.rundir import REPORT
 
 __all__ = ["OutsideStore", "StoreServer", "host_problem", "make_server", "resolve_in_store", "serve", "url_host"]
 

@@ -14,8 +14,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from floodmark import rundir
 from floodmark.errors import UsageError, given_text
+from floodmark.run_dirs import rundir
 
 DEFAULT_STORE = "store"
 

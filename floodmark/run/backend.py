@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from floodmark.harness.cluster import Cluster
 from floodmark.harness.faults import ClusterView, FaultApplier
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.rundir import RunDir
 from floodmark.workloads.clients import ClientHost
 
 T = TypeVar("T")

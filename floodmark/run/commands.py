@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from floodmark import rundir
 from floodmark.backends import cleanup
 from floodmark.errors import UsageError, given_text, printable
 from floodmark.harness.config import (
@@ -35,6 +34,7 @@ from floodmark.run.argument_checks import DEFAULT_STORE, given_run_dir, store_of
 from floodmark.run.replayed_test import Replayed, replayed_test
 from floodmark.run.scheduled_test import say_another_test, scheduled_config
 from floodmark.run.swarm import SWARM_WORKLOADS, exploration_key, swarm_config
+from floodmark.run_dirs import rundir
 
 if TYPE_CHECKING:
     from floodmark.run.explore import Explored
@@ -297,7 +297,7 @@ def repro_command(args: argparse.Namespace) -> int:
     config = replayed.config
     from floodmark.run import digest
     from floodmark.run.runner import run_test
-    from floodmark.unfinished_runs import unfinished_reason
+    from floodmark.run_dirs.unfinished_runs import unfinished_reason
 
     if replayed.edited is not None:
         print(printable(f"floodmark: {run.schedule}: edited since the run ({replayed.edited}); replaying it as it "

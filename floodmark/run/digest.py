@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import json
 
-# The digests themselves are computed and read in floodmark.run_digests, below the checkers and the
+# The digests themselves are computed and read in floodmark.run_dirs.run_digests, below the checkers and the
 # report, which ask the same question of a run's results.json; they are this module's names too.
-from floodmark.run_digests import MAX_DIGEST_BYTES as MAX_DIGEST_BYTES
-from floodmark.run_digests import DigestError as DigestError
-from floodmark.run_digests import compute_digest as compute
-from floodmark.run_digests import digest_differences as differences
-from floodmark.run_digests import load_digest as load
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.run_digests import MAX_DIGEST_BYTES as MAX_DIGEST_BYTES
+from floodmark.run_dirs.run_digests import DigestError as DigestError
+from floodmark.run_dirs.run_digests import compute_digest as compute
+from floodmark.run_dirs.run_digests import digest_differences as differences
+from floodmark.run_dirs.run_digests import load_digest as load
+from floodmark.run_dirs.rundir import RunDir
 
 __all__ = ["MAX_DIGEST_BYTES", "DigestError", "compute", "differences", "load", "save"]
 

@@ -37,8 +37,8 @@ from typing import TextIO
 
 from floodmark.backends.cleanup import interruptible
 from floodmark.backends.interrupts import interrupts_held, interrupts_noted, signals_deferred
+from floodmark.contracts.results import Validity, read_results
 from floodmark.harness.config import TestConfig
-from floodmark.results import Validity, read_results
 from floodmark.run.explore_store import (
     claim,
     name_run,
@@ -52,7 +52,7 @@ from floodmark.run.explore_store import (
     test_folder,
 )
 from floodmark.run.swarm import exploration_key, swarm_config
-from floodmark.rundir import RunDir, repoint_latest, repro_command
+from floodmark.run_dirs.rundir import RunDir, repoint_latest, repro_command
 
 __all__ = ["claim", "remove_killed_explorations", "remove_unfinished_runs"]  # (their home: run.explore_store)
 

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from floodmark.backends.interrupts import signals_deferred
 from floodmark.owners import owner_alive, owner_token
-from floodmark.rundir import RunDir, partial_owner, partial_runs, repoint_latest, safe_name
+from floodmark.run_dirs.rundir import RunDir, partial_owner, partial_runs, repoint_latest, safe_name
 
 CLAIM_PREFIX = ".explore-"  # store/.explore-<pid>.json: an exploration at work in the store
 

@@ -41,10 +41,10 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from floodmark.contracts.history import NEMESIS
 from floodmark.harness.faults import ClusterView, FaultApplier, FaultPlan
 from floodmark.harness.recorder import Recorder
 from floodmark.harness.schedule import Fault, ScheduleLog
-from floodmark.history import NEMESIS
 from floodmark.nemesis.compose import Composite
 
 log = logging.getLogger(__name__)

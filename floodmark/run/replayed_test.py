@@ -24,7 +24,6 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from floodmark import run_digests, rundir
 from floodmark.errors import UsageError, first_few
 from floodmark.harness.config import ConfigError, TestConfig, load_run_config, make_config
 from floodmark.harness.schedule import (
@@ -35,6 +34,7 @@ from floodmark.harness.schedule import (
     load_schedule,
 )
 from floodmark.inputs.sources import special_file_problem
+from floodmark.run_dirs import run_digests, rundir
 
 
 @dataclass(frozen=True)

@@ -39,9 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from floodmark import rundir, unfinished_runs
 from floodmark.backends import cleanup
 from floodmark.checkers.convergence import AWAIT_FULL_ISR
+from floodmark.contracts.history import NEMESIS, Op, read_history
+from floodmark.contracts.results import Validity, build_results, mark_interrupted, write_results
 from floodmark.errors import UsageError, exit_code, first_few, printable
 from floodmark.harness.cluster import ClusterSpec, new_run_id
 from floodmark.harness.code_version import code_version
@@ -51,10 +52,8 @@ from floodmark.harness.progress import Progress
 from floodmark.harness.recorder import Recorder
 from floodmark.harness.schedule import Schedule, ScheduleLog
 from floodmark.harness.seeds import Seeds, new_seed
-from floodmark.history import NEMESIS, Op, read_history
 from floodmark.nemesis.compose import Composite
 from floodmark.owners import owner_token
-from floodmark.results import Validity, build_results, mark_interrupted, write_results
 from floodmark.run import digest
 from floodmark.run.admin_faults import AdminFaults, FaultRouter
 from floodmark.run.assemble import (
@@ -67,6 +66,7 @@ from floodmark.run.assemble import (
 )
 from floodmark.run.backend import Backend
 from floodmark.run.fault_driver import FaultDriver
+from floodmark.run_dirs import rundir, unfinished_runs
 from floodmark.workloads.clients import LibraryClients, problem_lines
 from floodmark.workloads.registry import final_reads, make_workers
 
@@ -373,7 +373,7 @@ class Runner:
 
     def _say_fault_coverage(self, ops: list[Op]) -> None:
         """Next to the verdict: which faults took effect (a verdict is worth what they did)."""
-        from floodmark.fault_coverage import fault_coverage, verdict_lines
+        from floodmark.checkers.fault_coverage import fault_coverage, verdict_lines
 
         try:
             coverage = fault_coverage(ops)

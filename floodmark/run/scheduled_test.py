@@ -25,10 +25,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from floodmark import rundir
 from floodmark.errors import UsageError, first_few, printable
 from floodmark.harness.config import ConfigError, TestConfig, load_config, make_config
 from floodmark.harness.schedule import Schedule
+from floodmark.run_dirs import rundir
 
 
 def scheduled_config(args: argparse.Namespace, config: TestConfig, seed: int | None, schedule: Schedule) -> TestConfig:

@@ -28,17 +28,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from floodmark import run_digests, rundir
 from floodmark.backends.interrupts import signals_deferred
+from floodmark.contracts.results import read_results, verdict_problem, verdict_word
 from floodmark.errors import UsageError
 from floodmark.harness.config import TestConfig
 from floodmark.harness.schedule import Fault, Schedule
 from floodmark.inputs.sources import file_problem
-from floodmark.results import read_results, verdict_problem, verdict_word
 from floodmark.run.argument_checks import store_of_run
 from floodmark.run.assemble import make_nemeses
 from floodmark.run.explore_store import candidate_claim, remove_killed_explorations
 from floodmark.run.replayed_test import replayed_test
+from floodmark.run_dirs import run_digests, rundir
 
 SETTLE = 5.0  # seconds of workload kept after the last fault ends
 

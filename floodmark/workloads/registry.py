@@ -15,11 +15,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from floodmark.contracts.history import DRAIN, FINAL_READ
 from floodmark.harness.config import WORKLOADS, TestConfig
 from floodmark.harness.generator import Completion, Worker
 from floodmark.harness.recorder import Recorder
 from floodmark.harness.seeds import Seeds
-from floodmark.history import DRAIN, FINAL_READ
 from floodmark.workloads.clients import ClientFactory
 from floodmark.workloads.log_lin import LogLinWorker
 from floodmark.workloads.queue import (

@@ -23,7 +23,7 @@ def test_content_tag_is_stable_and_follows_the_base() -> None:
 def test_broker_image_carries_the_reference_and_not_the_harness() -> None:
     names = {str(p.relative_to(images.PACKAGE_DIR)) for p in images.broker_sources()}
     assert "reference/real/process.py" in names and "reference/broker/broker.py" in names
-    assert "node_events.py" in names and "node_event_kinds.py" in names
+    assert "contracts/node_events.py" in names and "contracts/node_event_kinds.py" in names
     assert not any(name.startswith(("harness/", "checkers/", "reports/")) for name in names)
 
 

@@ -10,7 +10,7 @@ from cluster_fixtures import BACKENDS, ask, leftovers, standin_cluster
 from kazoo.client import KazooClient
 
 from floodmark.harness.cluster import BROKER_USER, Cluster, Node
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.rundir import RunDir
 
 
 @pytest.fixture(scope="module", params=BACKENDS)

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from runner_fixtures import needs_docker, needs_local_cluster
 
+from floodmark.contracts.node_event_kinds import BecameFollower, BecameLeader, Fenced
+from floodmark.contracts.node_events import NodeEvent, read_events_dir
 from floodmark.harness.config import NEMESIS_KINDS, TestConfig
 from floodmark.harness.schedule import Fault, Schedule
-from floodmark.node_event_kinds import BecameFollower, BecameLeader, Fenced
-from floodmark.node_events import NodeEvent, read_events_dir
 from floodmark.run.runner import Runner
 
 CLUSTER = os.environ.get("FLOODMARK_CHAOS_CLUSTER", "docker")

@@ -32,12 +32,12 @@ from typing import Any
 
 import pytest
 
+from floodmark.contracts.run_config import TestConfig
 from floodmark.harness.config import make_config
 from floodmark.harness.schedule import Schedule, load_schedule
 from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.run.runner import Runner
 from floodmark.run.swarm import swarm_config
-from floodmark.run_config import TestConfig
 
 pytestmark = [pytest.mark.chaos]
 

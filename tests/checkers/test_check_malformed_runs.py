@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from floodmark.checkers.registry import judge_history
 from floodmark.cli import main
-from floodmark.history import OpsRead, op_from_dict
+from floodmark.contracts.history import OpsRead, op_from_dict
 
 EXIT_CODES = {0, 1, 2, 254}
 _TEMPLATE: list[Path] = []

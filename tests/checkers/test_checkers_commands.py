@@ -38,7 +38,7 @@ def test_run_directory_gets_results(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_unknown_on_time_limit(tmp_path: Path) -> None:
     from floodmark.checkers.linearizability.synthetic import register_run
-    from floodmark.history import write_history
+    from floodmark.contracts.history import write_history
 
     run = register_run(3, ops=3000, processes=60)
     path = tmp_path / "h.jsonl"
@@ -65,7 +65,7 @@ def test_a_long_check_says_it_is_still_checking(tmp_path: Path, capsys: pytest.C
     made short) says on stderr which path it is still on; a quick one says nothing of it."""
     from floodmark.checkers import commands
     from floodmark.checkers.linearizability.synthetic import register_run
-    from floodmark.history import write_history
+    from floodmark.contracts.history import write_history
 
     path = tmp_path / "h.jsonl"
     write_history(path, register_run(3, ops=3000, processes=60).history)
@@ -115,7 +115,7 @@ def test_a_foreign_queue_history_is_judged_without_a_configuration(tmp_path: Pat
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     from checkers_fixtures import History
 
-    from floodmark.history import write_history
+    from floodmark.contracts.history import write_history
 
     h = History()
     h.send(0, 0, "a", 0)
@@ -305,7 +305,7 @@ def test_model_is_refused_where_no_checker_takes_one(tmp_path: Path, capsys: pyt
     """A queue run's (or history's) checkers use no model: --model was ignored without a word
     (VALID). It is refused, saying which workloads it applies to; asked for, the linearizable
     checker takes it (and finds that a queue's sends are no register's ops)."""
-    from floodmark.history import read_history, write_history
+    from floodmark.contracts.history import read_history, write_history
 
     run = make_run_dir(tmp_path)
     history = tmp_path / "queue.jsonl"

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.convergence import AWAIT_FULL_ISR, UNDER_REPLICATED, ConvergenceChecker
 from floodmark.checkers.registry import check_history, checker_names_for, default_checker_names
-from floodmark.history import NEMESIS
-from floodmark.run_config import TestConfig
+from floodmark.contracts.history import NEMESIS
+from floodmark.contracts.run_config import TestConfig
 
 
 def waited(found: Any, outcome: str = "ok") -> History:

@@ -6,7 +6,7 @@ from checkers_fixtures import History, elected, events, follows
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.durability import DurabilityChecker
-from floodmark.run_config import TestConfig
+from floodmark.contracts.run_config import TestConfig
 
 ACKS_ALL = TestConfig(acks="all", min_insync_replicas=2, variant="default")
 

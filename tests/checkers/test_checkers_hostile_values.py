@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from floodmark.checkers.op_agreement import MAX_OFFSET
 from floodmark.checkers.registry import judge_history
-from floodmark.history import Op
-from floodmark.run_config import TestConfig
+from floodmark.contracts.history import Op
+from floodmark.contracts.run_config import TestConfig
 
 ODD = st.one_of(st.none(), st.booleans(), st.integers(-3, 2**65), st.floats(allow_nan=True),
                 st.text(max_size=3), st.lists(st.integers(0, 3), max_size=2),

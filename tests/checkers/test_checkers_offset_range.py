@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from floodmark.checkers.op_agreement import MAX_OFFSET
 from floodmark.checkers.registry import judge_history
-from floodmark.run_config import TestConfig
+from floodmark.contracts.run_config import TestConfig
 
 
 def _judged(h: History) -> dict[str, object]:

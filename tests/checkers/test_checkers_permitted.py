@@ -17,7 +17,7 @@ from floodmark.checkers.permitted import (
     loss_permissions,
     loss_permitted_by,
 )
-from floodmark.run_config import TestConfig
+from floodmark.contracts.run_config import TestConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ from checkers_fixtures import History
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.durability import DurabilityChecker
 from floodmark.checkers.queue import QueueChecker, duplicates_permitted_by
-from floodmark.run_config import TestConfig
+from floodmark.contracts.run_config import TestConfig
 
 
 def check(h: History, config: TestConfig | None = None):  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ from floodmark.checkers.durability import DurabilityChecker
 from floodmark.checkers.queue import QueueChecker
 from floodmark.checkers.queue_index import build_index, index_for
 from floodmark.checkers.synthetic import inject, queue_run
-from floodmark.run_config import TestConfig
+from floodmark.contracts.run_config import TestConfig
 
 
 def test_sends_reads_and_consumers_are_indexed() -> None:

@@ -34,13 +34,13 @@ from floodmark.checkers.registry import (
     judge_history,
 )
 from floodmark.cli import main
+from floodmark.contracts.history import read_history
+from floodmark.contracts.results import CheckerResult
+from floodmark.contracts.run_config import ConfigError, TestConfig
 from floodmark.errors import UsageError
-from floodmark.history import read_history
-from floodmark.results import CheckerResult
-from floodmark.run_config import ConfigError, TestConfig
-from floodmark.run_digests import compute_digest
-from floodmark.rundir import RunDir
-from floodmark.unfinished_runs import Interruption, unfinished_reason, write_interruption
+from floodmark.run_dirs.run_digests import compute_digest
+from floodmark.run_dirs.rundir import RunDir
+from floodmark.run_dirs.unfinished_runs import Interruption, unfinished_reason, write_interruption
 
 
 def test_names_and_defaults() -> None:
@@ -86,8 +86,8 @@ def test_check_run_judges_the_ops_it_is_handed_as_the_history_it_would_read(tmp_
 
 def _digest(path: Path) -> None:
     """Write the run's digest.json, as the runner does for a simulated run before it checks it."""
-    from floodmark.run_digests import compute_digest
-    from floodmark.rundir import RunDir
+    from floodmark.run_dirs.run_digests import compute_digest
+    from floodmark.run_dirs.rundir import RunDir
 
     (path / "digest.json").write_text(json.dumps(compute_digest(RunDir(path))))
 
@@ -424,8 +424,8 @@ def test_a_partial_check_reads_results_json_once_and_digests_the_run_once(
     once for its verdicts) and, on a results file written before it recorded what it judged,
     digested the history and node events twice (a digest reads every byte of them). Each is
     read once now, and the old verdicts are kept as before."""
-    import floodmark.results
-    import floodmark.run_digests
+    import floodmark.contracts.results
+    import floodmark.run_dirs.run_digests
 
     path = make_run_dir(tmp_path, "hw-decrease")
     _digest(path)
@@ -443,8 +443,8 @@ def test_a_partial_check_reads_results_json_once_and_digests_the_run_once(
 
         monkeypatch.setattr(module, name, counting)
 
-    counted("read_results", floodmark.results)
-    counted("compute_digest", floodmark.run_digests)
+    counted("read_results", floodmark.contracts.results)
+    counted("compute_digest", floodmark.run_dirs.run_digests)
     results = check_run(path, checkers=["queue"])
     assert calls == {"read_results": 1, "compute_digest": 1}
     assert results["valid"] is False and results["checkers"]["hw"]["valid"] is False

@@ -14,8 +14,8 @@ from floodmark.checkers.api import CheckInput
 from floodmark.checkers.durability import DurabilityChecker
 from floodmark.checkers.queue import QueueChecker
 from floodmark.checkers.queue_index import build_index, index_for
-from floodmark.results import CheckerResult
-from floodmark.run_config import TestConfig
+from floodmark.contracts.results import CheckerResult
+from floodmark.contracts.run_config import TestConfig
 
 CONFIG = TestConfig(acks="all", topics=1, partitions=3)
 

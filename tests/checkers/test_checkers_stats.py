@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.stats import StatsChecker, fault_intervals, quantile
-from floodmark.history import Op
+from floodmark.contracts.history import Op
 
 S = 1_000_000_000
 

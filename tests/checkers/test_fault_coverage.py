@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from floodmark.fault_coverage import fault_coverage, summary_line, verdict_lines
-from floodmark.history import NEMESIS, Op
+from floodmark.checkers.fault_coverage import fault_coverage, summary_line, verdict_lines
+from floodmark.contracts.history import NEMESIS, Op
 
 
 def nemesis(*steps: tuple[str, str, Any]) -> list[Op]:

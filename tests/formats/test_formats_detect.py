@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from floodmark.contracts.history import HistoryError, Op, write_history
 from floodmark.formats.detect import detect_format, load_history
-from floodmark.history import HistoryError, Op, write_history
 
 
 def test_each_format_is_recognised_regardless_of_name(tmp_path: Path) -> None:

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from floodmark.checkers.linearizability.values import canonical
+from floodmark.contracts.history import HistoryError
 from floodmark.errors import EXIT_INVALID, EXIT_VALID
 from floodmark.formats import edn
 from floodmark.formats.detect import format_of
 from floodmark.formats.jepsen_edn import parse_edn_history
-from floodmark.history import HistoryError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from floodmark.contracts.history import HistoryError, Op
 from floodmark.formats import edn
 from floodmark.formats.jepsen_edn import parse_edn_history, read_edn_history, write_edn_history
-from floodmark.history import HistoryError, Op
 
 
 def test_vector_history_becomes_dense_ops() -> None:

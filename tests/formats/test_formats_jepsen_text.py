@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from floodmark.contracts.history import HistoryError
 from floodmark.formats.jepsen_text import parse_text_history, parse_text_log
-from floodmark.history import HistoryError
 
 LOG = """2014-05-01 setting up
 INFO  jepsen.util - 3\t:invoke\t:cas\t[1 4]

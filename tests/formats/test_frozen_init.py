@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 import pytest
 
+from floodmark.contracts.history import Op
+from floodmark.contracts.node_event_kinds import Appended
 from floodmark.frozen_init import fast_frozen_init
-from floodmark.history import Op
-from floodmark.node_event_kinds import Appended
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.protocol.zk_layout import LeaderIsr
 from floodmark.reference.runtime import Stat

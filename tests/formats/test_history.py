@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from floodmark.history import (
+from floodmark.contracts.history import (
     HistoryError,
     HistoryWriter,
     Op,
@@ -81,7 +81,7 @@ def test_pair_ops_matches_completions_per_process():
 
 
 def test_a_completion_of_another_function_than_the_one_invoked_is_refused(tmp_path) -> None:
-    from floodmark.history import HistoryError, read_history
+    from floodmark.contracts.history import HistoryError, read_history
 
     path = tmp_path / "history.jsonl"
     path.write_text('{"index": 0, "time": 0, "type": "invoke", "process": 0, "f": "read", "value": null}\n'
@@ -102,8 +102,8 @@ def _with_a_key_twice(tmp_path):
 def test_an_op_naming_a_key_twice_is_refused_by_every_reader(tmp_path):
     """orjson keeps the last of two values: ``"type":"fail","type":"ok"`` read as an ok send,
     and judged so. Which was meant cannot be told: every reader refuses the line."""
+    from floodmark.contracts.history import parse_history
     from floodmark.formats.detect import load_history
-    from floodmark.history import parse_history
 
     path, _ = _with_a_key_twice(tmp_path)
     problem = f"{path}:2: the key 'type' twice in one object (which one was meant cannot be told)"
@@ -115,8 +115,8 @@ def test_an_op_naming_a_key_twice_is_refused_by_every_reader(tmp_path):
 
 
 def test_a_history_starting_with_a_byte_order_mark_reads_as_without(tmp_path):
+    from floodmark.contracts.history import parse_history
     from floodmark.formats.detect import load_history
-    from floodmark.history import parse_history
 
     path, ops = _with_a_key_twice(tmp_path)
     write_history(path, ops)
@@ -136,7 +136,7 @@ def test_time_going_back_is_refused_where_it_goes_back(tmp_path, times):
     path.write_text("".join(json.dumps(Op(i, t, "invoke", i, "x").to_dict()) + "\n" for i, t in enumerate(times)))
     with pytest.raises(HistoryError, match=rf"h.jsonl:{len(times)}: time {times[-1]} is before the previous op's"):
         read_history(path)
-    from floodmark.history import parse_history
+    from floodmark.contracts.history import parse_history
 
     with pytest.raises(HistoryError, match="is before the previous op's"):
         parse_history(path.read_bytes(), str(path))

@@ -16,13 +16,13 @@ import pytest
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.queue import QueueChecker
+from floodmark.contracts.run_config import ConfigError
 from floodmark.errors import EXIT_BAD_ARGUMENTS, EXIT_INVALID, EXIT_VALID, SourceError
 from floodmark.formats import edn
 from floodmark.formats.detect import load_history
 from floodmark.formats.jepsen_text import parse_text_history
 from floodmark.harness.config import load_config
 from floodmark.inputs.sources import read_source
-from floodmark.run_config import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 INVALID_EDN = b"{:process 0 :type :invoke :f :write :value 1}\n{:process 0 :type :ok :f :write :value 1}\n" \
@@ -314,7 +314,7 @@ def test_report_of_a_run_whose_results_cannot_be_read_says_so(tmp_path: Path, da
     from checkers_fixtures import make_run_dir
 
     from floodmark.reports.run_index import summarize
-    from floodmark.rundir import RunDir
+    from floodmark.run_dirs.rundir import RunDir
 
     run = make_run_dir(tmp_path)
     results = run / "results.json"

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from floodmark.node_events import (
+from floodmark.contracts.node_events import (
     KINDS,
     Acked,
     Appended,
@@ -232,7 +232,7 @@ def test_a_broker_without_orjson_still_writes_its_events(tmp_path) -> None:
     script = (
         "import sys; sys.modules['orjson'] = None\n"
         "import floodmark.reference.real.process\n"
-        "from floodmark.node_events import LogDirOffline, NodeEventWriter, iter_events\n"
+        "from floodmark.contracts.node_events import LogDirOffline, NodeEventWriter, iter_events\n"
         f"w = NodeEventWriter({str(tmp_path / 'n1.jsonl')!r}, 'n1')\n"
         "w.write(1.5, LogDirOffline(dir='/a', error='EIO', partitions=(('t', 0),)))\n"
         "w.close()\n"
@@ -245,7 +245,7 @@ def test_a_broker_without_orjson_still_writes_its_events(tmp_path) -> None:
 
 
 def test_the_line_of_every_kind_holds_what_encode_body_gives_in_the_same_order() -> None:
-    from floodmark.node_events import encode_body, event_line
+    from floodmark.contracts.node_events import encode_body, event_line
 
     for _, body in WRITTEN:
         envelope = {"node": "n2", "seq": 7, "wall": 2.25, "kind": body.kind}
@@ -254,7 +254,7 @@ def test_the_line_of_every_kind_holds_what_encode_body_gives_in_the_same_order()
 
 
 def test_an_events_directory_holds_each_nodes_events_once(tmp_path) -> None:
-    from floodmark.node_events import read_events_dir
+    from floodmark.contracts.node_events import read_events_dir
 
     started = '{"node": "n2", "seq": 0, "kind": "started", "broker": 2}\n'
     (tmp_path / "n2.jsonl").write_text(started + '{"node": "n2", "seq": 0, "kind": "stopped"}\n')
@@ -320,7 +320,7 @@ def test_a_bounded_field_reads_exactly_when_it_is_at_least_its_lowest_value(exam
     d = json.loads("{" + rest + "}")
     d[name] = value if not isinstance(d[name], list) else [value]
     fields = {"node": "n1", "seq": 0, **d}
-    from floodmark.node_events import event_from_dict
+    from floodmark.contracts.node_events import event_from_dict
 
     if value >= BOUNDED[name]:
         event = event_from_dict(fields, "n1.jsonl", 1)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from floodmark.pipeline.records import find_runs
-from floodmark.rundir import (
+from floodmark.run_dirs.rundir import (
     PARTIAL,
     create_run_dir,
     find_run_dirs,

@@ -1,7 +1,6 @@
 import pytest
 
-from floodmark.errors import exit_code
-from floodmark.results import (
+from floodmark.contracts.results import (
     Anomaly,
     CheckerResult,
     build_results,
@@ -9,6 +8,7 @@ from floodmark.results import (
     read_results,
     write_results,
 )
+from floodmark.errors import exit_code
 
 
 @pytest.mark.parametrize(

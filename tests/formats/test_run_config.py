@@ -9,8 +9,7 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from floodmark.harness.config import dump_config, make_config
-from floodmark.run_config import (
+from floodmark.contracts.run_config import (
     DEFAULT_NEMESIS,
     STATED_BY_EVERY_RUN,
     ConfigError,
@@ -19,6 +18,7 @@ from floodmark.run_config import (
     config_from_dict,
     read_test_config,
 )
+from floodmark.harness.config import dump_config, make_config
 
 
 def test_a_run_without_test_yaml_states_no_configuration(tmp_path: Path) -> None:
@@ -138,9 +138,9 @@ def test_the_contract_states_what_the_run_promised() -> None:
 
 
 def test_the_names_a_test_may_use_are_the_harness_s():
+    from floodmark.contracts.run_config import KNOWN_NEMESIS, VARIANT_NAMES
     from floodmark.harness.config import ALL_KINDS
     from floodmark.reference.protocol.variants import VARIANTS
-    from floodmark.run_config import KNOWN_NEMESIS, VARIANT_NAMES
 
     assert tuple(VARIANTS) == VARIANT_NAMES
     assert KNOWN_NEMESIS == ALL_KINDS

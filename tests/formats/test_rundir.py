@@ -6,13 +6,13 @@ import os
 from pathlib import Path
 
 from floodmark.run import digest
-from floodmark.run_digests import (
+from floodmark.run_dirs.run_digests import (
     changed_since_digest,
     changed_since_judged,
     compute_digest,
     load_digest,
 )
-from floodmark.rundir import RunDir, create_run_dir, find_run_dirs, safe_name
+from floodmark.run_dirs.rundir import RunDir, create_run_dir, find_run_dirs, safe_name
 
 
 def test_run_dirs_are_laid_out_and_latest_follows(tmp_path):
@@ -31,7 +31,7 @@ def test_runs_finishing_at_once_all_point_latest_without_tripping(tmp_path: Path
     # explore --jobs: several runs of one store finish together; none may fail on the link.
     import threading
 
-    from floodmark.rundir import LATEST, update_latest
+    from floodmark.run_dirs.rundir import LATEST, update_latest
 
     runs = [tmp_path / f"t/2026-s{i}" for i in range(8)]
     for run in runs:

@@ -186,10 +186,10 @@ def test_load_config_names_the_file_and_line(tmp_path: Path) -> None:
 
 def test_run_readers_report_a_deep_test_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from floodmark.cli import main
+    from floodmark.contracts.run_config import ConfigError, read_test_config
     from floodmark.pipeline import records
     from floodmark.reports.run_data import load_run
-    from floodmark.run_config import ConfigError, read_test_config
-    from floodmark.rundir import RunDir
+    from floodmark.run_dirs.rundir import RunDir
 
     path = make_minimal_run(tmp_path, name="deep", seed=1, stamp="20260101T000000", verdict=None)
     (path / "test.yaml").write_text(HOSTILE["block sequences"])

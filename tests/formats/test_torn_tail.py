@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from floodmark.history import HistoryError, Op, OpsRead, parse_history, read_history
+from floodmark.contracts.history import HistoryError, Op, OpsRead, parse_history, read_history
 from floodmark.inputs.torn_lines import cut_short
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),

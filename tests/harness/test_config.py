@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from floodmark.contracts.run_config import DEFAULT_NEMESIS
 from floodmark.harness.config import (
     NEMESIS_KINDS,
     ConfigError,
@@ -16,7 +17,6 @@ from floodmark.harness.config import (
     parse_nemesis,
     recorded_settings,
 )
-from floodmark.run_config import DEFAULT_NEMESIS
 
 
 def test_defaults_make_a_meaningful_sixty_second_test() -> None:
@@ -201,7 +201,7 @@ def test_the_inter_broker_protocol_is_one_of_the_references_versions() -> None:
 
 
 def test_linger_is_seconds_defaults_to_zero_and_round_trips(tmp_path: Path) -> None:
-    from floodmark.run_config import read_test_config
+    from floodmark.contracts.run_config import read_test_config
 
     assert TestConfig().linger == 0.0  # Kafka 4.0's default is 5 ms; ours keeps every old seed
     assert make_config({"linger": 0.005}).linger == 0.005
@@ -253,7 +253,7 @@ def test_the_run_command_takes_linger_and_refuses_a_bad_one_with_exit_254(
 ])
 def test_a_value_is_named_as_the_yaml_spells_it_not_as_python_does(text: str, tmp_path: Path) -> None:
     # (it said "got None", "got NoneType", "got True", "None: unknown key")
-    from floodmark.run_config import config_from_dict, read_yaml_mapping
+    from floodmark.contracts.run_config import config_from_dict, read_yaml_mapping
 
     path = tmp_path / "test.yaml"
     path.write_text(text + "\n")

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from cluster_fixtures import FakeCluster, view_of
 
+from floodmark.contracts.history import read_history
 from floodmark.harness.faults import ClusterView, DiskFault, FaultPlan
 from floodmark.harness.recorder import Recorder
 from floodmark.harness.schedule import Fault, Schedule, ScheduleLog
-from floodmark.history import read_history
 from floodmark.nemesis.compose import Composite
 from floodmark.run.fault_driver import FaultDriver
 

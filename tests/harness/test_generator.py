@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from floodmark.contracts.history import pair_ops, read_history
 from floodmark.harness.generator import (
     LAST_SLOT_GRACE,
     Completion,
@@ -20,7 +21,6 @@ from floodmark.harness.generator import (
     RateLimiter,
 )
 from floodmark.harness.recorder import Recorder
-from floodmark.history import pair_ops, read_history
 from floodmark.reference.sim.loop import VirtualTimeLoop
 
 

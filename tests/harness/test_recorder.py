@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from floodmark.contracts.history import Op, read_history
 from floodmark.harness.recorder import Recorder, op_line
-from floodmark.history import Op, read_history
 
 
 @pytest.mark.parametrize("value", [

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from floodmark.cli import main
+from floodmark.contracts.history import read_history
 from floodmark.errors import SourceError
-from floodmark.history import read_history
 from floodmark.inputs.sources import other_encoding, read_source, read_text
 
 MARKED = ["utf-16", "utf-32", "utf-16-le-bom", "utf-16-be-bom", "utf-32-be-bom"]

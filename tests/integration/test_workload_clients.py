@@ -15,11 +15,11 @@ import pytest
 from zookeeper_server import ZooKeeperServer, free_port
 
 from floodmark.backends.real_clients import RealClientHost
+from floodmark.contracts.history import read_history
 from floodmark.harness.config import TestConfig
 from floodmark.harness.generator import Generator
 from floodmark.harness.recorder import Recorder
 from floodmark.harness.seeds import Seeds
-from floodmark.history import read_history
 from floodmark.reference.broker.broker import Broker
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.real.files import FileStorage

@@ -6,12 +6,12 @@ from spark_fixtures import spark  # noqa: F401
 
 from floodmark.checkers import synthetic
 from floodmark.checkers.registry import check_history
-from floodmark.history import read_history
-from floodmark.node_events import read_events_dir
+from floodmark.contracts.history import read_history
+from floodmark.contracts.node_events import read_events_dir
+from floodmark.contracts.run_config import read_test_config
 from floodmark.pipeline.ingest import ingest, load_table
 from floodmark.pipeline.scale_check import PARTITION_LOCAL_CHECKERS, check_runs
-from floodmark.run_config import read_test_config
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.rundir import RunDir
 
 pytestmark = pytest.mark.spark
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from floodmark.checkers import synthetic
-from floodmark.history import HistoryError, read_history, write_history
+from floodmark.contracts.history import HistoryError, read_history, write_history
 from floodmark.pipeline.chunks import first_problem, history_rows, plan_chunks
 from floodmark.pipeline.records import _op_row
 
@@ -106,8 +106,8 @@ def test_huge_integers_stay_exact(tmp_path):
 def test_a_malformed_line_is_worded_as_the_readers_word_it(tmp_path, chunk_bytes):
     # A line cut short mid-file (not the torn tail): the chunked reader names the same line
     # and says the same words as the sequential readers, for a history and for node events.
-    from floodmark.node_event_kinds import HwChanged
-    from floodmark.node_events import NodeEventError, NodeEventWriter, iter_events
+    from floodmark.contracts.node_event_kinds import HwChanged
+    from floodmark.contracts.node_events import NodeEventError, NodeEventWriter, iter_events
     from floodmark.pipeline.chunks import event_rows
 
     path = _history(tmp_path, ops=20)

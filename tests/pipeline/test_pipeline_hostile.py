@@ -148,8 +148,8 @@ def test_results_that_are_no_verdict_reject_the_run(tmp_path: Path, case: str) -
 def test_a_run_whose_files_differ_from_its_digest_is_refused(tmp_path: Path) -> None:
     """Audit P8: node events cut at a line's end were ingested and judged as the run's, as
     floodmark check refuses them (they read whole, as another run)."""
-    from floodmark.run_digests import compute_digest
-    from floodmark.rundir import RunDir
+    from floodmark.run_dirs.run_digests import compute_digest
+    from floodmark.run_dirs.rundir import RunDir
 
     run = make_run(tmp_path, seed=3).path
     (run / "digest.json").write_text(json.dumps(compute_digest(RunDir(run))))

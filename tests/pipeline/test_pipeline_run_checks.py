@@ -21,13 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pipeline_fixtures import make_run
 
-from floodmark import results as results_file
+from floodmark.contracts import results as results_file
+from floodmark.contracts.results import MAX_RESULTS_BYTES
 from floodmark.pipeline import run_checks
 from floodmark.pipeline.records import RunRejected, read_run
-from floodmark.results import MAX_RESULTS_BYTES
-from floodmark.run_digests import compute_digest
-from floodmark.rundir import RunDir
-from floodmark.unfinished_runs import Interruption, unfinished_reason, write_interruption
+from floodmark.run_dirs.run_digests import compute_digest
+from floodmark.run_dirs.rundir import RunDir
+from floodmark.run_dirs.unfinished_runs import Interruption, unfinished_reason, write_interruption
 
 
 def _refusal(run: Path, store: Path) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from report_fixtures import node_event, run_data_from
 
-from floodmark.history import Op
-from floodmark.node_events import (
+from floodmark.contracts.history import Op
+from floodmark.contracts.node_events import (
     Appended,
     BecameFollower,
     BecameLeader,

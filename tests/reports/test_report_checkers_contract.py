@@ -12,10 +12,10 @@ import yaml
 from floodmark.checkers import registry as checkers
 from floodmark.checkers import synthetic
 from floodmark.checkers.linearizability import synthetic as synthetic_lin
-from floodmark.history import write_history
-from floodmark.node_events import NodeEventWriter
+from floodmark.contracts.history import write_history
+from floodmark.contracts.node_events import NodeEventWriter
+from floodmark.contracts.run_config import TestConfig
 from floodmark.reports.report import write_report
-from floodmark.run_config import TestConfig
 
 
 def _write_run(root: Path, run: object, workload: str) -> Path:

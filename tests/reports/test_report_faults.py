@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from floodmark.history import Op
+from floodmark.contracts.history import Op
 from floodmark.reports.faults import FAULT_COLOURS, OTHER_FAULT_COLOUR, fault_intervals
 
 

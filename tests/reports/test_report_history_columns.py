@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from floodmark.history import HistoryError, Op, pair_ops, write_history
+from floodmark.contracts.history import HistoryError, Op, pair_ops, write_history
 from floodmark.reports.history_columns import HistoryColumns, load_history
 
 

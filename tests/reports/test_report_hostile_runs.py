@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from report_fixtures import make_minimal_run
 
 from floodmark.cli import main
-from floodmark.history import HistoryError, iter_history
+from floodmark.contracts.history import HistoryError, iter_history
 from floodmark.reports.history_columns import load_history
 
 STAMP = "20260101T000000"

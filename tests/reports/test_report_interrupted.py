@@ -10,8 +10,8 @@ import pytest
 
 from floodmark.cli import main
 from floodmark.reports.run_index import summarize
-from floodmark.rundir import RunDir
-from floodmark.unfinished_runs import Interruption, unfinished_reason, write_interruption
+from floodmark.run_dirs.rundir import RunDir
+from floodmark.run_dirs.unfinished_runs import Interruption, unfinished_reason, write_interruption
 
 
 @pytest.fixture(scope="module")

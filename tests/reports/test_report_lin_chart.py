@@ -6,7 +6,7 @@ import re
 
 from report_fixtures import run_data_from
 
-from floodmark.history import Op
+from floodmark.contracts.history import Op
 from floodmark.reports.lin_chart import lin_charts, parse_lin_failure
 
 

@@ -7,7 +7,7 @@ import base64
 import numpy as np
 from report_fixtures import run_data_from
 
-from floodmark.history import Op
+from floodmark.contracts.history import Op
 from floodmark.reports.faults import fault_intervals
 from floodmark.reports.op_table import OUTCOMES, build_op_table
 from floodmark.reports.process_timeline import timeline_payload

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from report_fixtures import node_event
 
-from floodmark.node_events import (
+from floodmark.contracts.node_events import (
     Appended,
     BecameFollower,
     BecameLeader,

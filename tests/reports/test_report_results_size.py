@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from report_fixtures import make_minimal_run
 
-from floodmark import results as results_file
+from floodmark.contracts import results as results_file
 from floodmark.reports.report import write_report
 from floodmark.reports.run_data import load_run
 

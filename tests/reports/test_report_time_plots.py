@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from report_fixtures import run_data_from
 
-from floodmark.history import Op
+from floodmark.contracts.history import Op
 from floodmark.reports import time_plots
 from floodmark.reports.faults import FaultInterval
 from floodmark.reports.op_table import OpTable, build_op_table

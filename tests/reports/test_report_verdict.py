@@ -25,8 +25,8 @@ from floodmark.cli import main
 from floodmark.reports.report import write_report
 from floodmark.reports.run_data import load_run
 from floodmark.reports.run_index import summarize
-from floodmark.run_digests import compute_digest
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.run_digests import compute_digest
+from floodmark.run_dirs.rundir import RunDir
 
 
 def _title(html: str) -> str:
@@ -334,7 +334,7 @@ def test_arbitrary_results_json_never_shows_valid_unless_it_is_a_consistent_vali
        top=st.sampled_from([True, False, "unknown"]))
 def test_well_formed_results_show_their_verdict_exactly_when_it_is_their_checkers(
         small_run: Path, names: list[str], verdicts: list[Any], top: Any) -> None:
-    from floodmark.results import merge_validity, verdict_word
+    from floodmark.contracts.results import merge_validity, verdict_word
 
     checkers = {name: {"valid": v, "anomalies": [], "anomaly_counts": {}, "stats": {}}
                 for name, v in zip(names, verdicts, strict=False)}
@@ -355,7 +355,7 @@ def checkers_valid(checkers: dict[str, Any]) -> list[Any]:
 
 def disagreeing(checkers: dict[str, Any]) -> list[str]:
     """The checkers whose verdicts make the merged one (the first four), as the warning names them."""
-    from floodmark.results import merge_validity, verdict_word
+    from floodmark.contracts.results import merge_validity, verdict_word
 
     merged = merge_validity(checkers_valid(checkers))
     return [f"{name} {verdict_word(c['valid'])}" for name, c in checkers.items() if c["valid"] == merged][:4]

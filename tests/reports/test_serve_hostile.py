@@ -27,11 +27,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from report_fixtures import make_minimal_run, serving
 
-from floodmark import results as results_file
+from floodmark.contracts import results as results_file
 from floodmark.reports.run_index import summarize
 from floodmark.reports.server import OutsideStore, StoreServer, resolve_in_store
 from floodmark.reports.store_paths import UnusablePath
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.rundir import RunDir
 
 STAMP = "20260101T000000"
 BAD_NAME = b"bad\xffname"  # a test folder whose name is not UTF-8

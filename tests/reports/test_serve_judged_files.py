@@ -22,8 +22,8 @@ from report_fixtures import get_from, make_minimal_run, serving
 
 from floodmark.reports import judged_files
 from floodmark.reports.run_index import RunIndex, summarize
-from floodmark.run_digests import compute_digest
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.run_digests import compute_digest
+from floodmark.run_dirs.rundir import RunDir
 
 STAMP = "20260101T000000"
 

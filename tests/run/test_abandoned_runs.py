@@ -1,9 +1,9 @@
 """A run whose harness was killed outright (SIGKILL) is marked abandoned, never judged valid.
 
 Until its history and node events are whole, a run directory names its maker in ``.maker``
-(:func:`floodmark.unfinished_runs.claim_run`); a harness killed before it finishes leaves that
+(:func:`floodmark.run_dirs.unfinished_runs.claim_run`); a harness killed before it finishes leaves that
 name behind, and every reader of the run (``check``, the report, the results browser,
-``analyze``) calls the run unfinished through :func:`floodmark.unfinished_runs.unfinished_reason`.
+``analyze``) calls the run unfinished through :func:`floodmark.run_dirs.unfinished_runs.unfinished_reason`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runner_fixtures import floodmark_run, interrupt_in_the_fault_phase
 
-from floodmark import rundir, unfinished_runs
 from floodmark.owners import owner_token
 from floodmark.reports.run_index import summarize
+from floodmark.run_dirs import rundir, unfinished_runs
 
 KILLED = "ended before finishing it (killed or crashed)"
 

@@ -19,7 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from floodmark.backends.sim import SimBackend
-from floodmark.fault_coverage import fault_coverage
+from floodmark.checkers.fault_coverage import fault_coverage
+from floodmark.contracts.history import NEMESIS, read_history
 from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import make_config
 from floodmark.harness.faults import (
@@ -34,7 +35,6 @@ from floodmark.harness.faults import (
     Reassignment,
 )
 from floodmark.harness.schedule import Fault, Schedule
-from floodmark.history import NEMESIS, read_history
 from floodmark.nemesis.admin import AdminNemesis, moved_replicas
 from floodmark.nemesis.base import NemesisError, choose_broker
 from floodmark.nemesis.compose import Composite

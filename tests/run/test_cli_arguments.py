@@ -13,7 +13,7 @@ import pytest
 
 from floodmark.cli import main
 from floodmark.run.explore import run_seed
-from floodmark.rundir import update_latest
+from floodmark.run_dirs.rundir import update_latest
 
 
 @pytest.mark.parametrize(("extra", "said"), [

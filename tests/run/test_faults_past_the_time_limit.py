@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from floodmark.cli import main
-from floodmark.history import read_history
+from floodmark.contracts.history import read_history
 
 LIGHT = ("--rate", "50", "--concurrency", "4", "--topics", "1", "--partitions", "2")
 NOTE = "the final heal-all ends"

@@ -1,9 +1,9 @@
 """An interrupted run (Ctrl-C, SIGTERM) keeps what it recorded and says it was interrupted.
 
 Its run directory holds the partial history, an ``interrupted.json`` saying where the run was
-stopped (:class:`floodmark.unfinished_runs.Interruption`) and a ``results.json`` of verdict unknown
+stopped (:class:`floodmark.run_dirs.unfinished_runs.Interruption`) and a ``results.json`` of verdict unknown
 giving that reason; whoever judges or shows the run reads the reason through
-:func:`floodmark.unfinished_runs.unfinished_reason`, and :func:`floodmark.results.mark_interrupted`
+:func:`floodmark.run_dirs.unfinished_runs.unfinished_reason`, and :func:`floodmark.contracts.results.mark_interrupted`
 holds a verdict on it at unknown at best.
 """
 
@@ -22,10 +22,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runner_fixtures import floodmark_run, interrupt_in_the_fault_phase
 
-from floodmark import rundir, unfinished_runs
-from floodmark.history import read_history
-from floodmark.results import build_results, mark_interrupted, read_results, verdict_problem
+from floodmark.contracts.history import read_history
+from floodmark.contracts.results import (
+    build_results,
+    mark_interrupted,
+    read_results,
+    verdict_problem,
+)
 from floodmark.run.runner import EXIT_INTERRUPTED
+from floodmark.run_dirs import rundir, unfinished_runs
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -132,7 +137,7 @@ def test_the_marker_reader_returns_an_interruption_or_names_the_file(tmp_path: P
 
 @pytest.mark.parametrize("checked, expected", [(True, "unknown"), ("unknown", "unknown"), (False, False)])
 def test_an_interrupted_runs_verdict_is_unknown_at_best(checked: Any, expected: Any) -> None:
-    from floodmark.results import CheckerResult
+    from floodmark.contracts.results import CheckerResult
 
     results = build_results({"durability": CheckerResult(checked)})
     mark_interrupted(results, "interrupted (SIGINT) during the fault phase")
@@ -151,8 +156,8 @@ def test_an_interrupt_during_the_teardown_is_not_lost(tmp_path: Path, monkeypatc
     interrupted, says where, and its node events, which may be cut short, are not judged."""
     from floodmark.backends.cleanup import interruptible
     from floodmark.backends.sim.backend import SimBackend
+    from floodmark.contracts.run_config import TestConfig
     from floodmark.run.runner import Runner
-    from floodmark.run_config import TestConfig
 
     teardown = SimBackend.teardown
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from floodmark.contracts.run_config import TestConfig
 from floodmark.harness.config import make_config
 from floodmark.run import digest
 from floodmark.run.runner import Runner
-from floodmark.run_config import TestConfig
 
 # Two producers share the one partition (more producer workers than partitions), so their
 # sends meet within a 20 ms linger at 100 ops/s (invocations 10 ms apart).

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from floodmark.contracts.history import NEMESIS, read_history
 from floodmark.harness.config import make_config
 from floodmark.harness.schedule import Fault, Schedule
-from floodmark.history import NEMESIS, read_history
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
 from floodmark.reference.protocol.messages import (

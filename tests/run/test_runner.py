@@ -21,13 +21,13 @@ from runner_fixtures import (
     on_the_local_cluster,
 )
 
-from floodmark import rundir
 from floodmark.backends import cleanup
+from floodmark.contracts.history import read_history
 from floodmark.harness.code_version import code_version
 from floodmark.harness.config import NEMESIS_KINDS, TestConfig, load_config
 from floodmark.harness.schedule import load_schedule
-from floodmark.history import read_history
 from floodmark.run.runner import EXIT_INTERRUPTED, Runner, RunOutcome
+from floodmark.run_dirs import rundir
 
 
 def test_exit_codes_follow_the_verdict(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from floodmark.cli import main
-from floodmark.history import read_history
+from floodmark.contracts.history import read_history
 
 # A light test: the runs below take about a second each.
 LIGHT = ("--rate", "50", "--concurrency", "4", "--topics", "1", "--partitions", "2")

@@ -12,12 +12,12 @@ from cluster_fixtures import FakeCluster, view_of
 
 from floodmark.backends.node_faults import refuses
 from floodmark.backends.sim import SimBackend
+from floodmark.checkers.fault_coverage import fault_coverage
 from floodmark.checkers.white_box.epoch_invariants import stale_controller_writes
-from floodmark.fault_coverage import fault_coverage
+from floodmark.contracts.history import NEMESIS, Op
 from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import make_config
 from floodmark.harness.faults import SessionExpiry, ThreadStall
-from floodmark.history import NEMESIS, Op
 from floodmark.nemesis.stall import StallNemesis
 from floodmark.reference.controller.controller import event_thread_name
 from floodmark.reference.protocol import zk_layout

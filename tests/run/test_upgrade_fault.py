@@ -13,12 +13,13 @@ from cluster_fixtures import FakeCluster, view_of
 
 from floodmark.backends.node_faults import NodeFaultApplier
 from floodmark.backends.sim import SimBackend
-from floodmark.fault_coverage import TOOK_EFFECT, fault_coverage
+from floodmark.checkers.fault_coverage import TOOK_EFFECT, fault_coverage
+from floodmark.contracts.history import read_history
+from floodmark.contracts.run_config import ConfigError
 from floodmark.harness.cluster import ClusterSpec, option_value, with_option
 from floodmark.harness.config import ALL_KINDS, make_config
 from floodmark.harness.faults import UPGRADE_TARGET, DoubleRoll, ProcessCrash, ProcessPause
 from floodmark.harness.schedule import generate
-from floodmark.history import read_history
 from floodmark.nemesis.base import NemesisError
 from floodmark.nemesis.compose import Composite
 from floodmark.nemesis.upgrade import ROLL_SECONDS, UpgradeNemesis
@@ -27,7 +28,6 @@ from floodmark.reference.protocol import zk_layout
 from floodmark.run import assemble, digest
 from floodmark.run.runner import Runner
 from floodmark.run.swarm import SWARM_KINDS, swarm_config
-from floodmark.run_config import ConfigError
 
 SMALL = {"cluster": "sim", "time_limit": 12.0, "rate": 50.0, "concurrency": 4, "topics": 1,
          "partitions": 2, "fault_duration": [2.0, 4.0], "quiet_period": [1.0, 2.0]}

@@ -11,11 +11,11 @@ from workload_fixtures import FakeLogs
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.linearizability.checker import LinearizableChecker
+from floodmark.contracts.history import Op, read_history
 from floodmark.harness.config import TestConfig
 from floodmark.harness.generator import Generator
 from floodmark.harness.recorder import Recorder
 from floodmark.harness.seeds import Seeds
-from floodmark.history import Op, read_history
 from floodmark.workloads.clients import FetchOutcome, SendOutcome
 from floodmark.workloads.log_lin import LogLinWorker
 from floodmark.workloads.registry import final_reads, make_workers

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from workload_fixtures import FakeLogs
 
+from floodmark.contracts.history import read_history
 from floodmark.harness.config import TestConfig
 from floodmark.harness.generator import Completion, Generator
 from floodmark.harness.recorder import Recorder
 from floodmark.harness.seeds import Seeds
-from floodmark.history import read_history
 from floodmark.workloads.clients import FetchOutcome, SendOutcome
 from floodmark.workloads.queue import QueueWorker, drain_partition, roles
 from floodmark.workloads.registry import final_reads, make_workers

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from floodmark.backends.sim import SimBackend
+from floodmark.contracts.history import read_history
 from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import make_config
 from floodmark.harness.faults import (
@@ -28,7 +29,6 @@ from floodmark.harness.faults import (
     SessionExpiry,
 )
 from floodmark.harness.schedule import Fault, Schedule
-from floodmark.history import read_history
 from floodmark.run import digest
 from floodmark.run.runner import Runner
 

@@ -2,7 +2,7 @@
 
 A simulated run must stay byte for byte what it was when the simulator gets cheaper, so each
 shortcut taken for speed is checked here against what it replaces: node event files written
-at once (``node_events.event_lines``) against one :func:`~floodmark.node_events.event_line`
+at once (``node_events.event_lines``) against one :func:`~floodmark.contracts.node_events.event_line`
 per event and the encoding of ``encode_body``; the loop's ``get_debug`` and ``create_future``
 against asyncio's; a CPU's price of a follower's fetch against its definition; a request's
 timeout, cancelled once by its response, against the loop's count of pending timers; and the
@@ -20,9 +20,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from floodmark.harness.recorder import Recorder, op_line
-from floodmark.history import Op
-from floodmark.node_events import (
+from floodmark.contracts.history import Op
+from floodmark.contracts.node_events import (
     Acked,
     Appended,
     HwChanged,
@@ -32,6 +31,7 @@ from floodmark.node_events import (
     event_line,
     event_lines,
 )
+from floodmark.harness.recorder import Recorder, op_line
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.sim import SimWorld
 from floodmark.reference.sim.cpu import CpuCosts

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from floodmark.backends.sim import SimBackend
-from floodmark.fault_coverage import fault_coverage
+from floodmark.checkers.fault_coverage import fault_coverage
+from floodmark.contracts.history import NEMESIS, Op
 from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import make_config
 from floodmark.harness.faults import (
@@ -28,7 +29,6 @@ from floodmark.harness.faults import (
     NetworkCut,
     ProcessPause,
 )
-from floodmark.history import NEMESIS, Op
 from floodmark.nemesis.message import MessageNemesis
 
 SMALL = {"cluster": "sim", "time_limit": 12.0, "rate": 50.0, "concurrency": 4, "topics": 1, "partitions": 2}

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from floodmark.node_events import BecameLeader, Started, Stopped, iter_events
+from floodmark.contracts.node_events import BecameLeader, Started, Stopped, iter_events
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.sim import SimRuntime, SimWorld
 from floodmark.reference.sim.world import VIRTUAL_EPOCH

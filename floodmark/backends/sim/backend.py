@@ -45,7 +45,7 @@ from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.reference.sim.cpu import CpuCosts
 from floodmark.reference.sim.world import SimWorld
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.rundir import RunDir
 
 T = TypeVar("T")
 

@@ -32,7 +32,7 @@ from floodmark.harness.cluster import (
 from floodmark.reference.broker.broker import Broker
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.sim.world import ProcessDeath, SimWorld
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.rundir import RunDir
 
 LOG_DIRS = ("/data/logdir0", "/data/logdir1")
 PID_BASE = 1000  # a node's "pid" is this plus its incarnation: new process, new pid

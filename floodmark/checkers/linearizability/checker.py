@@ -53,8 +53,8 @@ from floodmark.checkers.linearizability.wgl import (
     search_either,
 )
 from floodmark.checkers.op_shapes import failed_yet_done
-from floodmark.history import NEMESIS, Op
-from floodmark.results import Anomaly, CheckerResult, Validity, merge_validity
+from floodmark.contracts.history import NEMESIS, Op
+from floodmark.contracts.results import Anomaly, CheckerResult, Validity, merge_validity
 
 
 class ModelMismatch(NotJudgeable):

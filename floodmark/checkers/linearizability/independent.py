@@ -29,7 +29,7 @@ from collections.abc import Hashable, Iterable
 from typing import Any
 
 from floodmark.checkers.linearizability.values import canonical, shown
-from floodmark.history import NEMESIS, Op
+from floodmark.contracts.history import NEMESIS, Op
 
 REGISTER_FUNCTIONS = frozenset(("read", "write", "cas"))
 

@@ -19,8 +19,8 @@ from dataclasses import replace
 from typing import Any
 
 from floodmark.checkers.synthetic import SyntheticRun
-from floodmark.history import Op
-from floodmark.run_config import TestConfig
+from floodmark.contracts.history import Op
+from floodmark.contracts.run_config import TestConfig
 
 
 def _loop(rng: random.Random, ops: int, processes: int, info_rate: float,

@@ -53,7 +53,7 @@ from floodmark.checkers.linearizability.models.contract import (
     NOTHING_OBSERVED,
     Model,
 )
-from floodmark.results import Validity
+from floodmark.contracts.results import Validity
 
 
 class Call(NamedTuple):

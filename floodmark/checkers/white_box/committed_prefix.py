@@ -48,8 +48,8 @@ import itertools
 
 from floodmark.checkers.permitted import LossPermissions
 from floodmark.checkers.white_box.replica_logs import MAX_GAP, Appends, ImplausibleOffset
-from floodmark.node_events import HwChanged, NodeEvent, PartitionKey
-from floodmark.results import Anomaly
+from floodmark.contracts.node_events import HwChanged, NodeEvent, PartitionKey
+from floodmark.contracts.results import Anomaly
 
 
 class Committed:

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from floodmark.node_events import (
+from floodmark.contracts.node_events import (
     BecameLeader,
     ControllerElected,
     HwChanged,
@@ -45,7 +45,7 @@ from floodmark.node_events import (
     NodeEvent,
     PartitionKey,
 )
-from floodmark.results import Anomaly
+from floodmark.contracts.results import Anomaly
 
 Events = Mapping[str, Sequence[NodeEvent]]
 

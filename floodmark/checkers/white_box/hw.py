@@ -64,7 +64,7 @@ from floodmark.checkers.api import CheckInput
 from floodmark.checkers.event_coverage import exposed_beyond_recorded, verdict
 from floodmark.checkers.permitted import LossPermissions, acks_all
 from floodmark.checkers.queue_index import index_for
-from floodmark.node_events import (
+from floodmark.contracts.node_events import (
     Acked,
     Appended,
     BecameFollower,
@@ -76,7 +76,7 @@ from floodmark.node_events import (
     Stopped,
     Truncated,
 )
-from floodmark.results import Anomaly, CheckerResult, Validity, anomaly_counts
+from floodmark.contracts.results import Anomaly, CheckerResult, Validity, anomaly_counts
 
 
 class HighWatermarkChecker:

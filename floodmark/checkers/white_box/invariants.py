@@ -84,8 +84,8 @@ from floodmark.checkers.white_box.replica_logs import (
     record_of,
 )
 from floodmark.checkers.white_box.story_ends import set_aside_unproven, unproven_reason
-from floodmark.node_event_kinds import ACKS_ALL
-from floodmark.node_events import (
+from floodmark.contracts.node_event_kinds import ACKS_ALL
+from floodmark.contracts.node_events import (
     Acked,
     Appended,
     BecameFollower,
@@ -97,7 +97,7 @@ from floodmark.node_events import (
     Started,
     Truncated,
 )
-from floodmark.results import Anomaly, CheckerResult, Validity, anomaly_counts
+from floodmark.contracts.results import Anomaly, CheckerResult, Validity, anomaly_counts
 
 
 @dataclass(frozen=True)

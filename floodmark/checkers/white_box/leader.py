@@ -38,7 +38,7 @@ from collections.abc import Mapping
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.event_coverage import verdict
-from floodmark.node_events import (
+from floodmark.contracts.node_events import (
     Acked,
     Appended,
     BecameFollower,
@@ -51,7 +51,7 @@ from floodmark.node_events import (
     NodeEvent,
     PartitionKey,
 )
-from floodmark.results import Anomaly, CheckerResult
+from floodmark.contracts.results import Anomaly, CheckerResult
 
 _Acting = dict[tuple[PartitionKey, int], dict[str, tuple[str, int]]]  # (partition, epoch) -> node -> first (node, seq)
 _Elected = dict[tuple[PartitionKey, int], dict[int, tuple[str, int]]]  # (partition, epoch) -> leader -> first event

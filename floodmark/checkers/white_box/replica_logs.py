@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from floodmark.node_events import (
+from floodmark.contracts.node_events import (
     Appended,
     BecameFollower,
     BecameLeader,

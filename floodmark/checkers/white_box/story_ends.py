@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from floodmark.node_events import HwChanged, NodeEvent, PartitionKey
-from floodmark.results import Anomaly
+from floodmark.contracts.node_events import HwChanged, NodeEvent, PartitionKey
+from floodmark.contracts.results import Anomaly
 
 LACKS = "isr-member-lacks-committed"
 

@@ -42,7 +42,13 @@ import posixpath
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from floodmark.node_event_kinds import BrokerState, LogDirOffline, Rejected, Started, Stopped
+from floodmark.contracts.node_event_kinds import (
+    BrokerState,
+    LogDirOffline,
+    Rejected,
+    Started,
+    Stopped,
+)
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.controller_route import ControllerRoute
 from floodmark.reference.broker.fetch_serving import (

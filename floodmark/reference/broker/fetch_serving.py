@@ -23,7 +23,7 @@ epoch in the same way and answered on its own.
 
 from __future__ import annotations
 
-from floodmark.node_event_kinds import Rejected
+from floodmark.contracts.node_event_kinds import Rejected
 from floodmark.reference.broker.partition import Partition
 from floodmark.reference.broker.replica_manager import ReplicaManager
 from floodmark.reference.broker.storage_guard import ReplicaOffline

@@ -25,7 +25,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from floodmark.node_event_kinds import BrokerState
+from floodmark.contracts.node_event_kinds import BrokerState
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.controller_route import ControllerRoute
 from floodmark.reference.broker.replica_manager import ReplicaManager

@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from floodmark.node_event_kinds import (
+from floodmark.contracts.node_event_kinds import (
     Appended,
     BecameFollower,
     BecameLeader,

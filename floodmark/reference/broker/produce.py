@@ -18,7 +18,7 @@
 
 from __future__ import annotations
 
-from floodmark.node_event_kinds import Acked, Rejected
+from floodmark.contracts.node_event_kinds import Acked, Rejected
 from floodmark.reference.broker.replica_manager import ReplicaManager
 from floodmark.reference.broker.storage_guard import ReplicaOffline
 from floodmark.reference.protocol.messages import (

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from floodmark.node_event_kinds import Rejected
+from floodmark.contracts.node_event_kinds import Rejected
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.epoch_end_lookups import EpochEndLookups
 from floodmark.reference.broker.metadata_cache import MetadataCache

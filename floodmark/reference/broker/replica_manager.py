@@ -30,7 +30,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from floodmark.node_event_kinds import LogDirOffline, Rejected, Truncated
+from floodmark.contracts.node_event_kinds import LogDirOffline, Rejected, Truncated
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.epoch_compaction import CompactionSchedule
 from floodmark.reference.broker.isr.maintenance import IsrMaintenance

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 
-from floodmark.node_event_kinds import LeaderElected
+from floodmark.contracts.node_event_kinds import LeaderElected
 from floodmark.reference.controller.election import initial_state, preferred_leader
 from floodmark.reference.controller.partitions import (
     change_partitions,

@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 
-from floodmark.node_event_kinds import BrokerState
+from floodmark.contracts.node_event_kinds import BrokerState
 from floodmark.reference.controller import reassignment, unclean_recovery
 from floodmark.reference.controller.context import (
     ACTIVE,

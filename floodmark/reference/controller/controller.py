@@ -28,7 +28,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from floodmark.node_event_kinds import ControllerElected, ControllerResigned
+from floodmark.contracts.node_event_kinds import ControllerElected, ControllerResigned
 from floodmark.reference.controller import admin as controller_admin
 from floodmark.reference.controller import brokers as controller_brokers
 from floodmark.reference.controller import isr_changes, reassignment, unclean_recovery

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from floodmark.node_event_kinds import IsrWritten
+from floodmark.contracts.node_event_kinds import IsrWritten
 from floodmark.reference.controller import reassignment
 from floodmark.reference.controller.brokers import on_brokers_changed
 from floodmark.reference.controller.partitions import send_update_metadata

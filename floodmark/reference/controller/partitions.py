@@ -14,7 +14,7 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from floodmark.node_event_kinds import LeaderElected
+from floodmark.contracts.node_event_kinds import LeaderElected
 from floodmark.reference.controller.election import Decision
 from floodmark.reference.controller.parts import ControllerParts
 from floodmark.reference.protocol.eligible_leaders import last_known_elr, next_elr, tracks_elr

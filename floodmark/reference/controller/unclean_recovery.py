@@ -40,7 +40,7 @@ import asyncio
 import functools
 from collections.abc import Callable, Iterable, Mapping
 
-from floodmark.node_event_kinds import BrokerState
+from floodmark.contracts.node_event_kinds import BrokerState
 from floodmark.reference.controller.context import INACTIVE
 from floodmark.reference.controller.election import (
     leaves_isr,

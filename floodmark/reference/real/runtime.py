@@ -4,7 +4,7 @@
 it, built from real parts: ``time.monotonic``/``time.time`` (clock faults injected with
 libfaketime land in ``wall_time``), asyncio tasks, the TCP transport (``real.transport``),
 kazoo against a real ZooKeeper (``real.kazoo_coordination``), files on disk
-(``real.files``) and an append-only node event file (``floodmark.node_events``).
+(``real.files``) and an append-only node event file (``floodmark.contracts.node_events``).
 
 :func:`client_runtime` is the lighter runtime the harness's clients use: network, clocks,
 randomness and optionally ZooKeeper (admin tools write there), but no storage or events.
@@ -21,8 +21,8 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from floodmark.node_event_kinds import KnownKind
-from floodmark.node_events import NodeEventWriter
+from floodmark.contracts.node_event_kinds import KnownKind
+from floodmark.contracts.node_events import NodeEventWriter
 from floodmark.reference.real.kazoo_coordination import KazooCoordination
 from floodmark.reference.real.transport import TcpNetwork
 from floodmark.reference.runtime import AppendFile, Coordination, Network, Storage

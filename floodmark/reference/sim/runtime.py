@@ -17,7 +17,7 @@ import random
 from collections.abc import Coroutine
 from typing import Any
 
-from floodmark.node_event_kinds import KnownKind
+from floodmark.contracts.node_event_kinds import KnownKind
 from floodmark.reference.runtime import Coordination, Handler, Network, Storage
 from floodmark.reference.sim.coordination import connect
 from floodmark.reference.sim.world_view import WorldView

@@ -51,8 +51,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from floodmark.node_event_kinds import KnownKind
-from floodmark.node_events import NodeEvent, event_lines
+from floodmark.contracts.node_event_kinds import KnownKind
+from floodmark.contracts.node_events import NodeEvent, event_lines
 from floodmark.reference.sim.cpu import CpuCosts, SimCpu
 from floodmark.reference.sim.disk import SimDisk
 from floodmark.reference.sim.disk_faults import PowerLoss

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, Protocol
 
-from floodmark.node_event_kinds import KnownKind
+from floodmark.contracts.node_event_kinds import KnownKind
 from floodmark.reference.sim.loop import VirtualTimeLoop
 from floodmark.reference.sim.network import SimNetwork
 from floodmark.reference.sim.node import SimNode

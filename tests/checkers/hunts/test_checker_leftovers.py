@@ -29,7 +29,7 @@ from floodmark.checkers.queue import QueueChecker
 from floodmark.checkers.white_box.hw import HighWatermarkChecker
 from floodmark.checkers.white_box.invariants import InvariantsChecker
 from floodmark.checkers.white_box.leader import LeaderChecker
-from floodmark.node_events import (
+from floodmark.contracts.node_events import (
     Acked,
     Appended,
     BecameFollower,
@@ -42,8 +42,8 @@ from floodmark.node_events import (
     Stopped,
     Truncated,
 )
-from floodmark.results import CheckerResult
-from floodmark.run_config import TestConfig
+from floodmark.contracts.results import CheckerResult
+from floodmark.contracts.run_config import TestConfig
 
 # --------------------------------------------------------------------------- hw
 

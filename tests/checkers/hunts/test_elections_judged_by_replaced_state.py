@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.white_box.leader import LeaderChecker, elections_from_outside
-from floodmark.node_events import IsrChanged, IsrWritten, LeaderElected, NodeEventBody
-from floodmark.results import CheckerResult
-from floodmark.run_config import TestConfig
+from floodmark.contracts.node_events import IsrChanged, IsrWritten, LeaderElected, NodeEventBody
+from floodmark.contracts.results import CheckerResult
+from floodmark.contracts.run_config import TestConfig
 
 
 def elect(leader: int, epoch: int, isr: tuple[int, ...], version: int, *, unclean: bool = False) -> LeaderElected:

@@ -13,9 +13,9 @@ from typing import Any
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.white_box.invariants import InvariantsChecker
 from floodmark.checkers.white_box.replica_logs import elected_leaders, first_pass
-from floodmark.history import op_from_dict
-from floodmark.node_events import NodeEvent, event_from_dict
-from floodmark.run_config import TestConfig
+from floodmark.contracts.history import op_from_dict
+from floodmark.contracts.node_events import NodeEvent, event_from_dict
+from floodmark.contracts.run_config import TestConfig
 
 P = {"topic": "t0", "partition": 0}
 

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.durability import DurabilityChecker
 from floodmark.checkers.queue import QueueChecker
-from floodmark.results import CheckerResult
-from floodmark.run_config import TestConfig
+from floodmark.contracts.results import CheckerResult
+from floodmark.contracts.run_config import TestConfig
 
 CONFIG = TestConfig(topics=1, partitions=2, acks="all")
 

@@ -18,8 +18,8 @@ from floodmark.checkers.linearizability.independent import looks_independent
 from floodmark.checkers.linearizability.models import make_model
 from floodmark.checkers.linearizability.synthetic import illegal_gets, kv_run, log_lin_run
 from floodmark.checkers.registry import check_history
+from floodmark.contracts.run_config import TestConfig
 from floodmark.formats.edn import EdnSet, Keyword
-from floodmark.run_config import TestConfig
 
 
 def register_history() -> History:
@@ -319,7 +319,7 @@ def test_a_history_with_only_fault_ops_is_vacuously_linearizable_and_says_so() -
     # As Knossos judges it (knossos/cas-register/good/mongodb-v0-ack-rollback-.edn is such a history).
     from floodmark.checkers.api import CheckInput
     from floodmark.checkers.linearizability.checker import LinearizableChecker
-    from floodmark.history import Op
+    from floodmark.contracts.history import Op
 
     faults = [Op(0, 0, "invoke", "nemesis", "start", None), Op(1, 1, "info", "nemesis", "start", None)]
     result = LinearizableChecker(model="register").check(CheckInput(faults))
@@ -330,7 +330,7 @@ def test_a_floodmark_run_that_recorded_no_client_op_tested_nothing() -> None:
     # The audit's F01: a log-lin run whose history.jsonl was emptied was judged valid. A run
     # (it states a configuration) always has clients; a foreign history keeps Knossos's reading.
     from floodmark.checkers.linearizability.checker import LinearizableChecker
-    from floodmark.history import Op
+    from floodmark.contracts.history import Op
 
     config = TestConfig(workload="log-lin")
     for history in ([], [Op(0, 0, "invoke", "nemesis", "start", None), Op(1, 1, "info", "nemesis", "start", None)]):

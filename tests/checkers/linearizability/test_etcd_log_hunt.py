@@ -30,8 +30,8 @@ from floodmark.checkers.api import CheckInput
 from floodmark.checkers.linearizability.checker import LinearizableChecker
 from floodmark.checkers.linearizability.models import CasRegister
 from floodmark.cli import main
+from floodmark.contracts.results import CheckerResult
 from floodmark.formats.jepsen_text import parse_text_log
-from floodmark.results import CheckerResult
 
 Line = tuple[int, str, str, str]  # process, type, f, value as printed
 

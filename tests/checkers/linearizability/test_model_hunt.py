@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.linearizability.checker import LinearizableChecker
+from floodmark.contracts.results import CheckerResult
 from floodmark.formats.jepsen_edn import parse_edn_history
-from floodmark.results import CheckerResult
 
 
 def _check(text: str, model: str | None = None, **options: Any) -> CheckerResult:

@@ -12,9 +12,9 @@ from checkers_fixtures import History
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.linearizability.checker import LinearizableChecker
 from floodmark.checkers.permitted import NO_CONFIGURATION
-from floodmark.results import CheckerResult
+from floodmark.contracts.results import CheckerResult
+from floodmark.contracts.run_config import TestConfig
 from floodmark.run.runner import Runner
-from floodmark.run_config import TestConfig
 
 P = {"topic": "t0", "partition": 0}
 ACKS_1 = TestConfig(workload="log-lin", acks=1)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from checkers_fixtures import events
 
-from floodmark import node_events as kinds
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.white_box.epoch_invariants import (
     admissions_lacking_committed,
@@ -16,8 +15,9 @@ from floodmark.checkers.white_box.epoch_invariants import (
     stale_controller_writes,
 )
 from floodmark.checkers.white_box.invariants import InvariantsChecker
-from floodmark.node_events import NodeEvent
-from floodmark.run_config import TestConfig
+from floodmark.contracts import node_events as kinds
+from floodmark.contracts.node_events import NodeEvent
+from floodmark.contracts.run_config import TestConfig
 
 
 def leads(epoch: int, log_end: int, *isr: int) -> kinds.BecameLeader:

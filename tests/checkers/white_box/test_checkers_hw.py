@@ -8,8 +8,8 @@ from checkers_fixtures import History, events
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.white_box.hw import HighWatermarkChecker
-from floodmark.node_events import Appended, BecameLeader, HwChanged, Started, Truncated
-from floodmark.run_config import TestConfig
+from floodmark.contracts.node_events import Appended, BecameLeader, HwChanged, Started, Truncated
+from floodmark.contracts.run_config import TestConfig
 
 CONFIG = TestConfig(acks="all", min_insync_replicas=2)
 

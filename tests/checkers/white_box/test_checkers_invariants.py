@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from checkers_fixtures import History, events
 
-from floodmark import node_events as kinds
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.white_box.hw import HighWatermarkChecker
 from floodmark.checkers.white_box.invariants import InvariantsChecker
 from floodmark.checkers.white_box.leader import LeaderChecker
-from floodmark.node_events import NodeEvent
-from floodmark.results import CheckerResult
-from floodmark.run_config import TestConfig
+from floodmark.contracts import node_events as kinds
+from floodmark.contracts.node_events import NodeEvent
+from floodmark.contracts.results import CheckerResult
+from floodmark.contracts.run_config import TestConfig
 
 
 def check(node_events: dict[str, list[NodeEvent]], *, min_isr: int = 2, history: History | None = None,

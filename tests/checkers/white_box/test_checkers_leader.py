@@ -8,7 +8,7 @@ from checkers_fixtures import elected, events
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.white_box.leader import LeaderChecker
-from floodmark.node_events import (
+from floodmark.contracts.node_events import (
     Acked,
     Appended,
     BecameFollower,
@@ -105,7 +105,7 @@ def test_different_partitions_are_independent() -> None:
 
 
 def test_an_unclean_election_the_configuration_forbids_is_caught_unless_it_was_a_recovery() -> None:
-    from floodmark.run_config import TestConfig
+    from floodmark.contracts.run_config import TestConfig
 
     def judge(recovery: bool | None, unclean_enabled: bool = False):  # type: ignore[no-untyped-def]
         n1 = events("n1", elected(0, leader=2, epoch=3, unclean=True, recovery=recovery))

@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from floodmark.checkers.registry import check_run
+from floodmark.contracts.run_config import TestConfig
 from floodmark.run.runner import Runner
-from floodmark.run_config import TestConfig
 
 _RUN: list[Path] = []
 
@@ -104,7 +104,7 @@ def test_a_whole_file_is_not_cut(tmp_path: Path) -> None:
 def test_only_findings_about_a_cut_member_are_set_aside(member_cut: bool) -> None:
     """Findings about members whose files are whole still make the run invalid."""
     from floodmark.checkers.white_box.invariants import set_aside_unproven
-    from floodmark.results import Anomaly
+    from floodmark.contracts.results import Anomaly
 
     lacks = [Anomaly("isr-member-lacks-committed", "n1 moved its HW ...", "t0", 0, (5,), details={"member": "n2"}),
              Anomaly("isr-member-lacks-committed", "n1 moved its HW ...", "t0", 0, (6,), details={"member": "n3"}),
@@ -141,8 +141,8 @@ def test_a_member_whose_story_ends_before_the_commit_is_no_proof_without_a_diges
     """The finding stands when the files are the run's own, or when the member's own HW went
     past what it is said to lack (it contradicts itself however its file ends)."""
     from floodmark.checkers.white_box.invariants import set_aside_unproven
-    from floodmark.node_events import HwChanged, NodeEvent
-    from floodmark.results import Anomaly
+    from floodmark.contracts.node_events import HwChanged, NodeEvent
+    from floodmark.contracts.results import Anomaly
 
     def hw(high: int) -> list[NodeEvent]:
         return [NodeEvent("n2", 0, 0.0, HwChanged(topic="t0", partition=0, leader_epoch=1, role="follower",

@@ -22,10 +22,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from floodmark.contracts.history import FINAL_READ, Op, read_history
+from floodmark.contracts.node_event_kinds import Appended, Truncated
+from floodmark.contracts.node_events import read_events_dir
 from floodmark.harness.config import make_config
-from floodmark.history import FINAL_READ, Op, read_history
-from floodmark.node_event_kinds import Appended, Truncated
-from floodmark.node_events import read_events_dir
 from floodmark.run.runner import Runner
 
 _SWARM = {"cluster": "sim", "workload": "log-lin", "variant": "truncate-to-hw", "acks": "all",

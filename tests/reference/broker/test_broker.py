@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from broker_fixtures import SimCluster, request, running_cluster
 
-from floodmark.node_events import (
+from floodmark.contracts.node_events import (
     Acked,
     Appended,
     BecameLeader,

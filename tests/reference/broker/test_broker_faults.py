@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from broker_fixtures import SimCluster
 
-from floodmark.node_events import Acked, BrokerState, Fenced, LogDirOffline
+from floodmark.contracts.node_events import Acked, BrokerState, Fenced, LogDirOffline
 from floodmark.reference.protocol import zk_layout as zk
 from floodmark.reference.protocol.messages import (
     DescribeLogDirsRequest,

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from broker_fixtures import SimCluster
 
-from floodmark.node_events import BrokerState, IsrChanged
+from floodmark.contracts.node_events import BrokerState, IsrChanged
 from floodmark.reference.broker.isr import maintenance as isr_maintenance
 from floodmark.reference.broker.isr import updates as isr_updates
 from floodmark.reference.client.producer import SendResult

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from broker_fixtures import SimCluster
 
-from floodmark.node_events import Fenced, IsrChanged
+from floodmark.contracts.node_events import Fenced, IsrChanged
 from floodmark.reference.protocol import zk_layout as zk
 
 

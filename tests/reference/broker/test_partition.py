@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import pytest
 
-from floodmark.node_events import (
+from floodmark.contracts.node_events import (
     Appended,
     BecameLeader,
     Fenced,

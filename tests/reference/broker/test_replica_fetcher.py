@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from floodmark.node_events import Truncated
+from floodmark.contracts.node_events import Truncated
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.partition import Partition

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pytest
 from broker_fixtures import SimCluster
 
-from floodmark.node_events import (
+from floodmark.contracts.node_events import (
     BecameLeader,
     BrokerState,
     ControllerResigned,

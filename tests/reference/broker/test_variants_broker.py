@@ -13,7 +13,7 @@ from __future__ import annotations
 from broker_fixtures import SimCluster
 
 from floodmark.checkers.white_box.epoch_invariants import admissions_lacking_committed
-from floodmark.node_events import Fenced, IsrChanged
+from floodmark.contracts.node_events import Fenced, IsrChanged
 from floodmark.reference.protocol.messages import (
     ACKS_ALL,
     Errors,

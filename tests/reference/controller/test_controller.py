@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from controller_fixtures import StubBroker, StubCluster
 
-from floodmark.node_events import ControllerElected, ControllerResigned
+from floodmark.contracts.node_events import ControllerElected, ControllerResigned
 from floodmark.reference.controller.zk_writes import ControllerMoved
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.protocol import zk_layout as zk

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from controller_fixtures import StubCluster
 
-from floodmark.node_events import BrokerState
+from floodmark.contracts.node_events import BrokerState
 from floodmark.reference.controller.controller import ControllerConfig
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.protocol import zk_layout as zk

@@ -16,7 +16,13 @@ from collections.abc import Iterator
 import pytest
 from broker_fixtures import SimCluster, request
 
-from floodmark.node_events import BrokerState, ControllerResigned, IsrChanged, IsrWritten, Rejected
+from floodmark.contracts.node_events import (
+    BrokerState,
+    ControllerResigned,
+    IsrChanged,
+    IsrWritten,
+    Rejected,
+)
 from floodmark.reference.broker.isr import maintenance as isr_maintenance
 from floodmark.reference.controller.controller import Controller
 from floodmark.reference.protocol import zk_layout as zk

@@ -30,7 +30,7 @@ import pytest
 from controller_fixtures import SimBrokerCluster, StubCluster
 
 from floodmark.checkers.white_box.epoch_invariants import stale_controller_writes
-from floodmark.node_events import ControllerResigned
+from floodmark.contracts.node_events import ControllerResigned
 from floodmark.reference.client.consumer import Consumer
 from floodmark.reference.client.producer import Producer
 from floodmark.reference.controller.controller import ControllerConfig

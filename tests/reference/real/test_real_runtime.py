@@ -11,7 +11,7 @@ import pytest
 from runtime_fixtures import zookeeper_server_fixture  # noqa: F401
 from zookeeper_server import ZooKeeperServer, free_port
 
-from floodmark.node_events import BecameLeader, Started, iter_events
+from floodmark.contracts.node_events import BecameLeader, Started, iter_events
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.real.files import FileStorage
 from floodmark.reference.real.runtime import RealRuntime, client_runtime

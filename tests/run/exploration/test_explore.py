@@ -31,7 +31,7 @@ from floodmark.run.explore import (
 from floodmark.run.explore_store import run_claim_of
 from floodmark.run.shrink import Shrinker, load_failure, renumbered, shrink_run, split, without
 from floodmark.run.swarm import swarm_config
-from floodmark.rundir import create_run_dir
+from floodmark.run_dirs.rundir import create_run_dir
 
 
 def test_a_tally_exits_like_a_run() -> None:

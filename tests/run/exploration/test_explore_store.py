@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from floodmark import rundir, unfinished_runs
 from floodmark.backends.interrupts import interrupts_held, signals_deferred
 from floodmark.run import explore
 from floodmark.run.explore_store import (
@@ -25,6 +24,7 @@ from floodmark.run.explore_store import (
     remove_unfinished_runs,
     run_claim_of,
 )
+from floodmark.run_dirs import rundir, unfinished_runs
 
 
 def test_removing_the_only_unfinished_run_removes_its_empty_test_folder(tmp_path: Path) -> None:

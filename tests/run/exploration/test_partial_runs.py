@@ -27,7 +27,7 @@ from floodmark.owners import start_ticks
 from floodmark.pipeline.records import find_runs
 from floodmark.run.explore import settle_unfinished_runs
 from floodmark.run.explore_store import remove_killed_explorations
-from floodmark.rundir import find_run_dirs
+from floodmark.run_dirs.rundir import find_run_dirs
 
 # A worker, as explore_local's are, killed outright right after its runner made its run
 # directory and before it could name it.
@@ -100,7 +100,7 @@ def test_a_spark_worker_removes_what_a_killed_worker_of_its_host_left(tmp_path: 
     """On Spark the driver cannot tell whether another host's worker lives, so each worker,
     at its first task, removes the partial runs of its own host's dead workers."""
     from floodmark.run import explore
-    from floodmark.rundir import partial_runs
+    from floodmark.run_dirs.rundir import partial_runs
 
     store = tmp_path / "store"
     store.mkdir()

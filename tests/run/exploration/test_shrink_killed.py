@@ -23,7 +23,7 @@ from floodmark.run import runner
 from floodmark.run.explore import run_seed
 from floodmark.run.explore_store import is_unfinished, remove_killed_explorations
 from floodmark.run.shrink import ShrinkInterrupted, shrink_run
-from floodmark.rundir import RunDir
+from floodmark.run_dirs.rundir import RunDir
 
 
 def unfinished(store: Path) -> list[Path]:

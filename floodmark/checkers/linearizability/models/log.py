@@ -19,7 +19,7 @@ from floodmark.checkers.linearizability.models.contract import DROP, INCONSISTEN
 from floodmark.checkers.linearizability.values import canonical
 from floodmark.checkers.linearizability.values import shown as _shown
 from floodmark.checkers.op_agreement import acknowledgement_problem, read_problem
-from floodmark.history import FINAL_READ
+from floodmark.contracts.history import FINAL_READ
 
 UNOBSERVED: Final = "<a record no read returned>"  # stands for the value of an unobserved unknown append
 

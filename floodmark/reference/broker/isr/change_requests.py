@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from floodmark.node_event_kinds import Rejected
+from floodmark.contracts.node_event_kinds import Rejected
 from floodmark.reference.broker.controller_route import ControllerRoute
 from floodmark.reference.broker.partition import Partition
 from floodmark.reference.broker.session import BrokerSession

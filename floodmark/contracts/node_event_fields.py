@@ -1,13 +1,13 @@
 """The fields of node events as JSON: what each kind's fields must be when read.
 
-Each kind's body type (:mod:`floodmark.node_event_kinds`) is its schema: the reader derives
+Each kind's body type (:mod:`floodmark.contracts.node_event_kinds`) is its schema: the reader derives
 from the type hints what JSON type every field has (an array for a tuple, its elements
 checked), which fields may be absent, and what a message says a field must be. A line of a
 known kind whose field is missing or of the wrong JSON type is malformed, and so is a number
-no node can write where it stands: a leader epoch below :data:`~floodmark.node_event_kinds.NO_EPOCH`
+no node can write where it stands: a leader epoch below :data:`~floodmark.contracts.node_event_kinds.NO_EPOCH`
 (the protocol's "none known", -1), or an offset, a high watermark, a log end or a partition
 number below 0. Readers stay tolerant of what the contract allows: a kind they do not know
-reads as :class:`~floodmark.node_event_kinds.UnknownKind` with its fields, and fields a known
+reads as :class:`~floodmark.contracts.node_event_kinds.UnknownKind` with its fields, and fields a known
 kind does not declare are handed back apart (``NodeEvent.extra``).
 """
 
@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from floodmark.contracts.node_event_kinds import NO_EPOCH, KnownKind, UnknownKind
 from floodmark.errors import SourceError
-from floodmark.node_event_kinds import NO_EPOCH, KnownKind, UnknownKind
 
 ENVELOPE = frozenset(("node", "seq", "wall", "kind"))
 

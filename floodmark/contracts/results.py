@@ -10,7 +10,7 @@
     notes      (when there are any) one line each about what the verdict rests on that it
                does not say itself: a torn last line of the history left unread, ...
     interrupted   (a run stopped by Ctrl-C or SIGTERM) why it cannot be judged valid, in one
-               line (:func:`floodmark.unfinished_runs.unfinished_reason`): its verdict is unknown at
+               line (:func:`floodmark.run_dirs.unfinished_runs.unfinished_reason`): its verdict is unknown at
                best, merged as one more unknown verdict (:func:`mark_interrupted`)
     judged_files  (a run directory's) the SHA-256 of the history and of each node's events
                the checkers read, as ``digest.json`` names them: a later ``check --checker``

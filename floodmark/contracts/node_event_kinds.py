@@ -1,6 +1,6 @@
 """The kinds of node events: one frozen type per thing a broker or the controller says it did.
 
-A node event (see :mod:`floodmark.node_events` for the envelope and the file) carries one of
+A node event (see :mod:`floodmark.contracts.node_events` for the envelope and the file) carries one of
 these bodies. Each type is the schema of its kind: its ``kind`` is the name written to the
 file, its fields are the fields written after the envelope, in this order, and its docstring
 says what it means. Protocol code emits them (``runtime.emit(HwChanged(...))``), so a misspelt

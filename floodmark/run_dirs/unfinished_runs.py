@@ -29,7 +29,7 @@ from floodmark.errors import SourceError
 from floodmark.inputs.output_paths import replace_file
 from floodmark.inputs.sources import read_source, special_file_problem
 from floodmark.owners import on_this_host, owner_alive, owner_token
-from floodmark.rundir import RunDir, read_object_record
+from floodmark.run_dirs.rundir import RunDir, read_object_record
 
 # Interruption (interrupted.json): written by the runner, atomically, as soon as a Ctrl-C or
 # SIGTERM stops a run, before the teardown (which a second interrupt may cut short).

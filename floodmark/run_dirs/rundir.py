@@ -20,10 +20,10 @@
 
 Everything that reads runs (check, report, serve, analyze, repro) goes through this module,
 so the layout is written down once. What ``digest.json`` holds, and whether a verdict was
-judged on the files a run holds now, is :mod:`floodmark.run_digests`'s.
+judged on the files a run holds now, is :mod:`floodmark.run_dirs.run_digests`'s.
 
 A run that did not finish (interrupted, killed, still being made) keeps what it recorded,
-so it can still be read and checked, unknown at best: :mod:`floodmark.unfinished_runs` says
+so it can still be read and checked, unknown at best: :mod:`floodmark.run_dirs.unfinished_runs` says
 why.
 """
 

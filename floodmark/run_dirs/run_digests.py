@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from floodmark.errors import first_few
-from floodmark.rundir import CONFIG, HISTORY, RunDir, read_object_record
+from floodmark.run_dirs.rundir import CONFIG, HISTORY, RunDir, read_object_record
 
 MAX_DIGEST_BYTES = 1 << 20  # a digest names a few files; a larger one is not one
 _SHA256 = re.compile(r"[0-9a-f]{64}")

@@ -12,12 +12,12 @@ with an envelope and a body:
     ...    the body's fields
 
 The bodies, one frozen type per kind with its fields and meaning, are in
-:mod:`floodmark.node_event_kinds` (re-exported here): they are the schema. Protocol code hands
+:mod:`floodmark.contracts.node_event_kinds` (re-exported here): they are the schema. Protocol code hands
 the runtime a body; the runtime stamps the envelope (:class:`NodeEventWriter` on real nodes).
 
 Reading (:func:`iter_events`, :func:`read_events_dir`) gives :class:`NodeEvent` envelopes whose
 ``body`` is typed, so consumers match on the types. A line of a known kind whose field is
-missing, of the wrong JSON type or below what it can be (:mod:`floodmark.node_event_fields`)
+missing, of the wrong JSON type or below what it can be (:mod:`floodmark.contracts.node_event_fields`)
 is malformed, as is a line that is not a JSON object with the envelope: :class:`NodeEventError`
 names the file and the line. Readers stay tolerant of what the contract allows: a kind they
 do not know reads as :class:`UnknownKind` with its fields, and fields a known kind does not
@@ -42,11 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from floodmark.errors import SourceError
-from floodmark.inputs.plain_values import json_lines_parser
-from floodmark.inputs.sources import describe_os_error, file_problem, read_source
-from floodmark.inputs.torn_lines import cut_short
-from floodmark.node_event_fields import (
+from floodmark.contracts.node_event_fields import (
     KINDS,
     SCHEMAS,
     NodeEventError,
@@ -55,7 +51,7 @@ from floodmark.node_event_fields import (
     read_body,
     short,
 )
-from floodmark.node_event_kinds import (
+from floodmark.contracts.node_event_kinds import (
     Acked,
     Appended,
     BecameFollower,
@@ -81,6 +77,10 @@ from floodmark.node_event_kinds import (
     leader_epoch_of,
     partition_of,
 )
+from floodmark.errors import SourceError
+from floodmark.inputs.plain_values import json_lines_parser
+from floodmark.inputs.sources import describe_os_error, file_problem, read_source
+from floodmark.inputs.torn_lines import cut_short
 
 try:
     import orjson

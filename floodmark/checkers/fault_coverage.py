@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from floodmark.history import NEMESIS, Op
+from floodmark.contracts.history import NEMESIS, Op
 
 Value = Mapping[str, Any]
 
