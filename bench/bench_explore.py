@@ -2,6 +2,7 @@
 
     python bench/bench_explore.py [--first-seed 1] [--cap 200] [--variants truncate-to-hw,...]
                                   [--time-cap SECONDS] [--store DIR]
+    python bench/bench_explore.py --rate SEEDS [--first-seed N] [--variants ...]
 
 For each variant (all but ``default`` unless ``--variants`` names some), seeds from the same
 fixed first seed run one at a time on the simulator, exactly as ``floodmark explore --jobs 1
@@ -11,12 +12,23 @@ Printed per variant: how many seeds it took, the wall seconds it took, the anoma
 catching run showed, and whether that meets the target (200 seeds and 300 s). Variants run
 one after another, never in parallel: the figures are single-core seconds, so the machine's
 load (the load average, printed before and after) matters and is reported beside them.
+
+The first catch from one fixed seed says little about a fresh start: a variant caught by the
+98th seed from seed 1 may be caught by one seed in a hundred, or by one in thirty. ``--rate
+SEEDS`` measures that instead: for each variant it runs ``SEEDS`` seeds from a fresh random
+first seed (printed, so the figures can be run again; ``--first-seed`` fixes it) without
+stopping at a catch, and prints the share of seeds that catch the variant, the seconds a seed
+takes, and from them the chance that a fresh random start catches it within the target:
+``1 - (1 - p)^n`` with ``n`` the seeds that fit in 200 and in 300 s, for the measured ``p``
+and for the lower end of its 95% Wilson interval.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import random
 import shutil
 import sys
 import tempfile
@@ -42,9 +54,47 @@ def first_catch(variant: str, first_seed: int, cap: int, time_cap: float | None,
     return None, cap, time.monotonic() - started, ()
 
 
+def catch_rate(variant: str, first_seed: int, seeds: int, store: str) -> tuple[int, float]:
+    """(seeds of ``seeds`` from ``first_seed`` whose run was invalid, wall seconds for all)."""
+    started = time.monotonic()
+    caught = sum(run_seed(seed, variant, store).valid is False for seed in range(first_seed, first_seed + seeds))
+    return caught, time.monotonic() - started
+
+
+def wilson_low(caught: int, seeds: int, z: float = 1.96) -> float:
+    """The lower end of the Wilson score interval for a share ``caught / seeds``."""
+    p = caught / seeds
+    centre = p + z * z / (2 * seeds)
+    spread = z * math.sqrt(p * (1 - p) / seeds + z * z / (4 * seeds * seeds))
+    return max(0.0, (centre - spread) / (1 + z * z / seeds))
+
+
+def within_target(p: float, seconds_per_seed: float) -> float:
+    """The chance that a fresh start catches a variant caught by a share ``p`` of seeds
+    within the target's seeds and seconds."""
+    fit = min(TARGET_SEEDS, int(TARGET_SECONDS / seconds_per_seed)) if seconds_per_seed > 0 else TARGET_SEEDS
+    return 1 - (1 - p) ** fit
+
+
+def rates(variants: list[str], first_seed: int | None, seeds: int, store: str) -> None:
+    first = first_seed if first_seed is not None else random.SystemRandom().randrange(10**6, 10**9)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {seeds} seeds per variant from "
+          f"seed {first}; target {TARGET_SEEDS} seeds / {TARGET_SECONDS:.0f} s", flush=True)
+    print(f"{'variant':28} {'caught':>9} {'s/seed':>7} {'P(target)':>10} {'at 95% low':>11}", flush=True)
+    for variant in variants:
+        caught, seconds = catch_rate(variant, first, seeds, store)
+        per_seed = seconds / seeds
+        print(f"{variant:28} {caught:>4}/{seeds:<4} {per_seed:7.2f} {within_target(caught / seeds, per_seed):10.3f} "
+              f"{within_target(wilson_low(caught, seeds), per_seed):11.3f}", flush=True)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--first-seed", type=int, default=None,
+                        help="first seed (default: 1, or a fresh random one with --rate)")
+    parser.add_argument("--rate", type=int, default=None, metavar="SEEDS",
+                        help="measure each variant's catch rate over SEEDS seeds instead of its first catch")
     parser.add_argument("--cap", type=int, default=TARGET_SEEDS, help="seeds per variant at most")
     parser.add_argument("--time-cap", type=float, default=None, help="seconds per variant at most")
     parser.add_argument("--variants", default=",".join(v for v in VARIANTS if v != "default"))
@@ -55,13 +105,21 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
     store = args.store or tempfile.mkdtemp(prefix="bench-explore-")
-    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; first seed {args.first_seed}, "
+    if args.rate is not None:
+        if args.rate < 1:
+            parser.error("--rate: at least one seed")
+        rates(variants, args.first_seed, args.rate, store)
+        if args.store is None:
+            shutil.rmtree(store, ignore_errors=True)
+        return 0
+    first_seed = 1 if args.first_seed is None else args.first_seed
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; first seed {first_seed}, "
           f"cap {args.cap} seeds{f', {args.time_cap:.0f} s' if args.time_cap else ''}; "
           f"target {TARGET_SEEDS} seeds / {TARGET_SECONDS:.0f} s", flush=True)
     print(f"{'variant':28} {'seeds':>6} {'seconds':>8} {'meets':>6}  caught by", flush=True)
     missed = 0
     for variant in variants:
-        seed, ran, seconds, anomalies = first_catch(variant, args.first_seed, args.cap, args.time_cap, store)
+        seed, ran, seconds, anomalies = first_catch(variant, first_seed, args.cap, args.time_cap, store)
         meets = seed is not None and ran <= TARGET_SEEDS and seconds <= TARGET_SECONDS
         missed += not meets
         what = f"seed {seed}: {', '.join(anomalies)}" if seed is not None else f"not caught in {ran} seeds"

@@ -62,3 +62,29 @@ def test_the_simulator_bench_counts_instructions_per_simulated_second() -> None:
     per_second = float(line.split(" M instructions per simulated second")[0])
     assert 10 < per_second < 10_000, line  # a run costs something, and not the interpreter's start
     assert "first-level cache misses per simulated second" in line
+
+
+def test_the_exploration_bench_measures_a_catch_rate() -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCH.parent), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(BENCH / "bench_explore.py"), "--rate", "2", "--first-seed", "1",
+                           "--variants", "truncate-to-hw"], capture_output=True, text=True, timeout=300,
+                          cwd=BENCH.parent, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "2 seeds per variant from seed 1" in done.stdout
+    row = next(line.split() for line in done.stdout.splitlines() if line.startswith("truncate-to-hw"))
+    caught, seeds = (int(n) for n in row[1].split("/"))
+    assert seeds == 2 and caught >= 1  # seed 1 catches it (the first-catch figures in docs/measurements.md)
+    assert 0.0 < float(row[4]) <= float(row[3]) <= 1.0  # the 95% low end never above the measured share's
+
+
+def test_a_catch_rate_becomes_the_chance_of_meeting_the_target() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import bench_explore
+    finally:
+        sys.path.remove(str(BENCH))
+    assert bench_explore.within_target(0.0, 1.0) == 0.0
+    assert bench_explore.within_target(1 / 100, 1.0) == pytest.approx(1 - 0.99**200)  # 200 seeds fit in 300 s
+    assert bench_explore.within_target(1 / 100, 3.0) == pytest.approx(1 - 0.99**100)  # only 100 do
+    assert bench_explore.wilson_low(0, 50) == 0.0
+    assert 0.0 < bench_explore.wilson_low(5, 100) < 0.05 < bench_explore.wilson_low(50, 100) < 0.5
