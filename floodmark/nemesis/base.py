@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -82,8 +83,9 @@ class Nemesis(ABC):
         """
         return ()
 
-    def recovery(self, session_timeout: float) -> float:
-        """Seconds after a fault of this kind heals before the next one of its kind may start.
+    def recovery(self, session_timeout: float, shapes: Sequence[str] = ()) -> float:
+        """Seconds after a fault of this kind (of ``shapes``: a group's steps, or the one
+        fault's shape) heals before the next one of its kind may start.
 
         Most kinds need none; one whose effects add up beyond the durability contract when
         they come back to back (power losses on several replicas of a partition) needs the

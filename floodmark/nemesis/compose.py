@@ -7,7 +7,7 @@ which shape; this module holds the nemeses for the test's kinds and routes plann
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from floodmark.harness.faults import ClusterView, FaultPlan
 from floodmark.nemesis.admin import AdminNemesis
@@ -92,5 +92,5 @@ class Composite:
     def recovers_as(self, kind: str) -> str:
         return self.get(kind).recovers_as or kind
 
-    def recovery(self, kind: str, session_timeout: float) -> float:
-        return self.get(kind).recovery(session_timeout)
+    def recovery(self, kind: str, session_timeout: float, shapes: Sequence[str] = ()) -> float:
+        return self.get(kind).recovery(session_timeout, shapes)

@@ -35,7 +35,7 @@ than min.insync.replicas replicas lose unsynced writes at once.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from floodmark.harness.faults import (
     ClusterView,
@@ -172,6 +172,14 @@ def stale_follower(rng: random.Random, session: float) -> list[Step]:
             ("expire-leader", first + rng.uniform(1.5, 4.0), 0.5)]
 
 
+def stale_proposal(rng: random.Random, session: float) -> list[Step]:
+    """KIP-343's shape: the third replica lags past the lag time, so the leader proposes an
+    ISR without it, and the leader's session expires as it does: its successor leads a new
+    epoch before the proposal (held back, where brokers send ISR change requests) lands."""
+    expire = REPLICA_LAG_TIME + rng.uniform(1.2, 3.0)  # (the leader checks its ISR every second)
+    return [("lag-third", 0.0, expire + rng.uniform(1.0, 6.0)), ("expire-leader", expire, 0.5)]
+
+
 def unclean_return(rng: random.Random, session: float) -> list[Step]:
     """KIP-966's shapes: the leader loses power (its unsynced tail gone) as the last member of
     its ISR, both followers having lagged out of it, and comes back while they hold what was
@@ -214,6 +222,7 @@ PATTERNS: dict[str, Pattern] = {
     "lagging-behind-shrink": lagging_behind_shrink,
     "two-leaders-lost": two_leaders_lost,
     "stale-follower": stale_follower,
+    "stale-proposal": stale_proposal,
     "unclean-return": unclean_return,
     "lone-survivor": lone_survivor,
     "stalled-controller": stalled_controller,
@@ -256,9 +265,13 @@ class FailoverNemesis(Nemesis):
     def lasts(self, shape: str) -> bool:
         return STEPS.get(shape) in HELD_STEPS
 
-    def recovery(self, session_timeout: float) -> float:
-        # A group may power a leader off: spaced from power losses as they are.
-        return PowerNemesis().recovery(session_timeout)
+    def recovery(self, session_timeout: float, shapes: Sequence[str] = ()) -> float:
+        # A group that powers a leader off is spaced from power losses as they are; one that
+        # does not needs no recovery (kills and session expiries lose no synced write), and
+        # spacing it as one only left fewer groups in each test.
+        if any(STEPS.get(shape) == "power" for shape in shapes):
+            return PowerNemesis().recovery(session_timeout)
+        return 0.0
 
     def group(self, shape: str, session_timeout: float, rng: random.Random) -> tuple[Step, ...]:
         """The steps a group of pattern ``shape`` stands for, sorted by start."""
@@ -266,9 +279,11 @@ class FailoverNemesis(Nemesis):
         if pattern is None:
             raise NemesisError(f"failover: unknown pattern {shape!r}; known: {', '.join(PATTERNS)}")
         drawn = pattern(rng, session_timeout)
-        if shape != "stalled-controller" and self.isr_change_requests and rng.random() < HOLD_ISR_CHANGES:
+        if (shape != "stalled-controller" and self.isr_change_requests
+                and (shape == "stale-proposal" or rng.random() < HOLD_ISR_CHANGES)):
             # The leader's ISR shrink reaches the controller after its successor leads (a
-            # deposed leader's stale proposal, which the controller must refuse).
+            # deposed leader's stale proposal, which the controller must refuse): always in
+            # the pattern made for it, in a share of the others.
             drawn.append(("hold-isr-changes", 0.0, max(at for _, at, _ in drawn) + 1.0))
         steps = [(step, round(max(at, 0.0), 3), round(duration, 3)) for step, at, duration in drawn]
         return tuple(sorted(steps, key=lambda s: s[1]))

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 
 from floodmark.harness.faults import UPGRADE_TARGET, ClusterView, DoubleRoll
 from floodmark.nemesis.base import Choice, Nemesis, NemesisError, brokers_by_id
@@ -45,7 +46,7 @@ class UpgradeNemesis(Nemesis):
     def duration(self, shape: str, drawn: float, session_timeout: float, rng: random.Random) -> float:
         return max(drawn, ROLL_SECONDS)
 
-    def recovery(self, session_timeout: float) -> float:
+    def recovery(self, session_timeout: float, shapes: Sequence[str] = ()) -> float:
         return math.inf  # once upgraded, a cluster stays upgraded: one upgrade per run
 
     def plan(self, rng: random.Random, view: ClusterView, shape: str,

@@ -98,7 +98,7 @@ def draw_schedule(config: TestConfig, nemeses: Composite, rng: random.Random) ->
         rng, config.nemesis, nemeses.shapes(layout_of(config)),
         config.time_limit, config.fault_duration, config.quiet_period,
         lambda kind, shape, drawn, r: nemeses.duration(kind, shape, drawn, session, r),
-        lambda kind: nemeses.recovery(kind, session),
+        lambda kind, shapes: nemeses.recovery(kind, session, shapes),
         lambda kind, shape, r: nemeses.group(kind, shape, session, r),
         nemeses.recovers_as, nemeses.weights(),
     )

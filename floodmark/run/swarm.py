@@ -7,7 +7,9 @@ replication factor and min.insync.replicas, topics and partitions, which fault k
 (a random subset: swarm testing, after Groce et al., since a kind that is off cannot mask the
 others), how long faults and quiet periods last, the load, the ZooKeeper session timeout, the
 inter-broker protocol and the producer's linger (so that sends from different workers share
-produce requests). Every shape stays inside the durability contract (acks=all,
+produce requests); and, for a share of the seeds that draw failover groups (a follower
+lagging as its leader fails, see ``nemesis.failover``), groups alone over a whole minute, as
+many as fit, since beside the other kinds a test held one at most. Every shape stays inside the durability contract (acks=all,
 min.insync.replicas of at least 2, no unclean election unless the variant turns it on), so
 an invalid run is a real bug, not a permitted loss.
 
@@ -34,6 +36,9 @@ RESTARTING_KINDS = ("kill", "power", "disk")  # faults after which a broker star
 # seeds that draw it: drawn from their own stream (see swarm_config).
 LATER_KINDS = {"admin": 0.5, "stall": 0.3}
 FAILOVER_SHARE = 0.8  # of the seeds whose test fits failover groups (see swarm_config)
+# Of the seeds that draw failover groups, the share whose test is groups alone, over the
+# longest time limit (see swarm_config).
+FOCUS_SHARE, FOCUS_TIME_LIMIT = 0.5, 60.0
 # Kinds the swarm does not draw: an upgrade needs brokers that start below kip-343, which
 # the swarm's own protocol draw does not promise (a test names it; see nemesis.upgrade).
 UNSWARMED_KINDS = ("upgrade",)
@@ -102,6 +107,13 @@ def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = 
     groups = (replication_factor == 3 and not long_sessions
               and Seeds(seed).stream("swarm-groups").random() < FAILOVER_SHARE)
     values["nemesis"] = [*kinds, *later_kinds, *(["failover"] if groups else [])]
+    # A group lines its steps up against each other, not against the test's other kinds,
+    # which are drawn as often: beside them most tests held one group at most, and rarely
+    # one of the long patterns (a follower lagging past the replica lag time, then a
+    # failover), which only a test's first seconds had room for. So a share of these seeds
+    # run groups alone, for the longest time. Their own stream, drawn last.
+    if groups and Seeds(seed).stream("swarm-failover-focus").random() < FOCUS_SHARE:
+        values["nemesis"], values["time_limit"] = ["failover"], FOCUS_TIME_LIMIT
     # The producer's linger came last: without it every batch held one record on the
     # simulator. Its own stream, so that every other draw of every seed is what it was.
     lingers = Seeds(seed).stream("swarm-linger")

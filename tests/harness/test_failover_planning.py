@@ -4,6 +4,7 @@ roles, deterministic per seed, and refused by the real backends before a run sta
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import random
 from collections import Counter
@@ -48,7 +49,7 @@ def schedule_for(seed: int, kinds: tuple[str, ...] = ("kill", "failover"), sessi
     return generate(
         Seeds(seed).schedule(), composite.kinds, composite.shapes(), time_limit, (2.0, 8.0), (1.0, 4.0),
         lambda kind, shape, drawn, rng: composite.duration(kind, shape, drawn, session, rng),
-        lambda kind: composite.recovery(kind, session),
+        lambda kind, shapes: composite.recovery(kind, session, shapes),
         lambda kind, shape, rng: composite.group(kind, shape, session, rng),
         composite.recovers_as, composite.weights())
 
@@ -207,7 +208,7 @@ def test_two_brokers_fail_over_a_stalled_controller_and_every_stall_strikes(tmp_
     executed = [e for run in (store / "queue-failover-default").iterdir()
                 for e in json.loads((run / "schedule.json").read_text())["executed"]]
     stalls = [e for e in executed if e["shape"] == "stall-controller"]
-    assert len(stalls) == 4 and all(e["error"] is None for e in executed)
+    assert len(stalls) >= 4 and all(e["error"] is None for e in executed)
     assert all(e["stop_result"].get("struck_at") is not None for e in stalls), stalls
 
 
@@ -241,18 +242,24 @@ def test_schedules_with_groups_are_deterministic_dense_and_within_the_time_limit
     assert set(drawn) == set(STEPS)  # every step (so every pattern's) is drawn somewhere
 
 
-def test_a_group_that_may_power_off_waits_for_power_losses_and_they_for_it() -> None:
+def test_a_group_that_powers_off_waits_for_power_losses_and_they_for_it() -> None:
     recovery = PowerNemesis().recovery(6.0)
+    sooner = 0  # groups that start within a power loss's recovery of a group without one
     for seed in range(40):
         faults = schedule_for(seed, ("power", "failover")).faults
-        groups: dict[int, list[float]] = {}
+        groups: dict[int, list[Fault]] = {}
         for fault in faults:
             if fault.kind == "failover":
-                groups.setdefault(fault.seed, []).extend((fault.start, fault.end))
-        spans = sorted([(min(g), max(g)) for g in groups.values()]
-                       + [(f.start, f.end) for f in faults if f.kind == "power"])
-        for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
-            assert start >= end + recovery - 1e-6, (seed, spans)
+                groups.setdefault(fault.seed, []).append(fault)
+        # (start, end, whether a broker lost power), for each group and each power loss
+        spans = sorted([(min(f.start for f in g), max(f.end for f in g), any(f.shape == "power-leader" for f in g))
+                        for g in groups.values()] + [(f.start, f.end, True) for f in faults if f.kind == "power"])
+        for (_, end, powered), (start, _, _) in itertools.pairwise(spans):
+            if powered:  # nothing of either kind starts before the victim is back
+                assert start >= end + recovery - 1e-6, (seed, spans)
+            else:
+                sooner += start < end + recovery
+    assert sooner > 5  # kills and expiries lose no synced write: no wait after them
 
 
 def test_tests_without_groups_keep_their_schedules() -> None:
@@ -278,6 +285,7 @@ def test_real_backends_refuse_failover_before_the_run() -> None:
 
 
 def test_the_swarm_draws_failover_last_for_the_tests_it_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(swarm, "FOCUS_SHARE", 0.0)  # (groups alone: tests/run/exploration/test_swarm.py)
     seeds = range(1, 301)
     with_groups = [swarm.swarm_config(seed) for seed in seeds]
     expected = swarm.FAILOVER_SHARE
@@ -309,3 +317,17 @@ def test_isr_change_requests_are_held_back_only_where_brokers_send_them() -> Non
     plan, _ = kip_343.plan(random.Random(1), view_of(FakeCluster(4), leaders={("t0", 0): 1}), "hold-isr-changes", 5.0)
     assert isinstance(plan, MessageFault) and plan.message == "IsrChangeRequest" and plan.action == "delay"
     assert 1.2 * 6.0 <= plan.delay <= 2.5 * 6.0 and plan.destination is None
+
+
+def test_a_stale_proposal_is_always_held_back_where_brokers_send_them() -> None:
+    # KIP-343's shape: the leader proposes an ISR without the lagging third, then loses its
+    # session; the proposal must land after its successor leads, so it is always held back.
+    kip_343 = FailoverNemesis(messages_sent(isr_change_requests=True))
+    legacy = FailoverNemesis(messages_sent(isr_change_requests=False))
+    for seed in range(20):
+        steps = kip_343.group("stale-proposal", 6.0, random.Random(seed))
+        assert {shape for shape, _, _ in steps} == {"lag-third", "hold-isr-changes", "expire-leader"}
+        expire = next(at for shape, at, _ in steps if shape == "expire-leader")
+        lag = next(duration for shape, _, duration in steps if shape == "lag-third")
+        assert REPLICA_LAG_TIME + 1.0 < expire < lag  # once the leader has proposed, the third still lagging
+        assert "hold-isr-changes" not in {s for s, _, _ in legacy.group("stale-proposal", 6.0, random.Random(seed))}

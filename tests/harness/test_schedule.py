@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from floodmark.harness.schedule import (
+    GroupRule,
     Schedule,
     ScheduleError,
     ScheduleLog,
@@ -120,12 +121,12 @@ def test_a_kind_with_a_recovery_time_waits_that_long_after_its_last_fault_healed
     shapes = {"power": ("leader",), "kill": ("random",)}
     for seed in range(30):
         spaced = generate(random.Random(seed), kinds, shapes, 120, (1, 4), (0.5, 2),
-                          recovery=lambda kind: 20.0 if kind == "power" else 0.0)
+                          recovery=lambda kind, shapes: 20.0 if kind == "power" else 0.0)
         power = [f for f in spaced.faults if f.kind == "power"]
         assert all(later.start >= earlier.end + 20.0 for earlier, later in itertools.pairwise(power))
         # Kinds without a recovery time are planned exactly as before.
         plain = generate(random.Random(seed), ("kill", "disk"), {}, 120, (1, 4), (0.5, 2),
-                         recovery=lambda kind: 0.0)
+                         recovery=lambda kind, shapes: 0.0)
         assert plain == generate(random.Random(seed), ("kill", "disk"), {}, 120, (1, 4), (0.5, 2))
     unspaced = [generate(random.Random(seed), kinds, shapes, 120, (1, 4), (0.5, 2)) for seed in range(30)]
     assert any(later.start < earlier.end + 20.0
@@ -232,3 +233,22 @@ def test_a_drawn_fault_cut_to_end_at_the_time_limit_does_not_last_past_it() -> N
     schedule = Schedule((Fault(0, "message", "duplicate-heartbeat", 24.603, 6.097, 1),
                          Fault(1, "kill", "random", 24.69, 6.011, 2)), 30.7)
     assert [f.number for f in schedule.past(30.7)] == [1]
+
+
+def test_a_group_is_cut_at_the_time_limit_if_each_of_its_steps_starts_in_time() -> None:
+    # What a group lines up is when its steps start against each other: the last one may
+    # outlast the test (it is cut at the limit, as a single fault is), but a step that would
+    # start within the shortest fault of the limit leaves the group out.
+    def group(steps: tuple[tuple[str, float, float], ...]) -> GroupRule:
+        return lambda kind, shape, rng: steps
+
+    outlasting = (("first", 0.0, 2.0), ("last", 6.0, 50.0))
+    late = (("first", 0.0, 2.0), ("late", 19.5, 0.5))
+    for seed in range(20):
+        cut = generate(random.Random(seed), ("k",), {"k": ("g",)}, 20.0, (1.0, 2.0), (0.5, 1.0),
+                       group=group(outlasting))
+        assert [f.shape for f in cut.faults] == ["first", "last"]
+        first, last = cut.faults
+        assert last.start == round(first.start + 6.0, 3) and last.end == 20.0
+        assert not generate(random.Random(seed), ("k",), {"k": ("g",)}, 20.0, (1.0, 2.0), (0.5, 1.0),
+                            group=group(late)).faults

@@ -38,9 +38,10 @@ def test_some_seeds_pause_brokers_under_long_sessions_without_restarting_them() 
     assert all(c.zk_session_timeout in (4.0, 6.0, 8.0) for c in configs if c not in long)
 
 
-def test_later_kinds_and_the_protocol_come_from_their_own_stream() -> None:
+def test_later_kinds_and_the_protocol_come_from_their_own_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     """Admin faults, stalls and the inter-broker protocol joined the swarm after seeds were
     pinned in the corpus: a seed's other draws are what they were without them."""
+    monkeypatch.setattr(swarm, "FOCUS_SHARE", 0.0)  # (groups alone came later still: see test_failover_focus)
     configs = [swarm_config(seed) for seed in range(300)]
     protocols = [c.inter_broker_protocol for c in configs]
     assert set(protocols) == {"heartbeats", "kip-343", "truncate-on-fetch", "legacy"}
@@ -64,7 +65,9 @@ DRAWN_BEFORE_LINGER = ("nodes", "replication_factor", "min_insync_replicas", "to
                        "inter_broker_protocol", "acks", "seed", "name")
 
 
-def test_the_linger_comes_from_its_own_stream_and_every_other_draw_is_what_it_was() -> None:
+def test_the_linger_comes_from_its_own_stream_and_every_other_draw_is_what_it_was(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(swarm, "FOCUS_SHARE", 0.0)  # (groups alone came later still: see test_failover_focus)
     configs = [swarm_config(seed) for seed in range(1, 201)]
     lingers = [c.linger for c in configs]
     assert set(lingers) == {0.0, *swarm.LINGERS} == {0.0, 0.005, 0.02}
@@ -72,7 +75,7 @@ def test_the_linger_comes_from_its_own_stream_and_every_other_draw_is_what_it_wa
     rows = [[getattr(c, f) for f in DRAWN_BEFORE_LINGER] for c in configs]
     assert hashlib.sha256(json.dumps(rows).encode()).hexdigest() == SWARM_BEFORE_LINGER
     # The pinned corpus seeds that now linger (see tests/chaos/corpus.json): still caught.
-    assert [seed for seed in (1, 14, 76, 57, 4, 98, 21, 22, 83) if swarm_config(seed).linger] == [57, 22, 83]
+    assert [seed for seed in (1, 3, 14, 24, 63, 57, 48, 21, 22, 83) if swarm_config(seed).linger] == [3, 24, 63, 57, 48, 22, 83]
 
 
 def test_the_workload_changes_no_draw_of_the_seed() -> None:
@@ -118,3 +121,24 @@ def test_explore_refuses_a_workload_it_cannot_explore(capsys: pytest.CaptureFixt
         main(["explore", "--workload", "bank", "--runs", "1"])
     assert exit_.value.code == 254
     assert "--workload" in capsys.readouterr().err
+
+
+def test_failover_focus_runs_groups_alone_for_a_share_of_their_seeds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A share of the seeds that draw failover groups run them alone over the longest time
+    limit; every other draw of every seed is what it was without that."""
+    seeds = range(1, 401)
+    focused = [swarm_config(seed) for seed in seeds]
+    share, limit = swarm.FOCUS_SHARE, swarm.FOCUS_TIME_LIMIT
+    monkeypatch.setattr(swarm, "FOCUS_SHARE", 0.0)
+    plain = [swarm_config(seed) for seed in seeds]
+    grouped = 0
+    alone = 0
+    for now, before in zip(focused, plain, strict=True):
+        grouped += "failover" in before.nemesis
+        if now == before:
+            continue
+        alone += 1
+        assert "failover" in before.nemesis  # only seeds that drew groups
+        assert now.nemesis == ("failover",) and now.time_limit == limit
+        assert dataclasses.replace(now, nemesis=before.nemesis, time_limit=before.time_limit) == before
+    assert abs(alone / grouped - share) < 0.1, (alone, grouped)
