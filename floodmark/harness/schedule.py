@@ -250,9 +250,9 @@ def _seconds(value: Any, name: str) -> float:
 # (kind, shape, drawn duration, rng) -> how long the fault lasts: a shape defined against a
 # timeout (a pause longer than the session) sets its own duration.
 DurationRule = Callable[[str, str, float, random.Random], float]
-# kind -> seconds after a fault of that kind heals before the next one of that kind may start
-# (what the cluster needs to recover from it, so faults add up only as the contract allows).
-# (kind, the shapes planned: a group's steps or the one fault's) -> seconds to recover.
+# (kind, the shapes planned: a group's steps or the one fault's shape) -> seconds after they
+# heal before the next fault of that kind may start (what the cluster needs to recover from
+# them, so faults add up only as the contract allows).
 RecoveryRule = Callable[[str, tuple[str, ...]], float]
 # (kind, shape, rng) -> the faults one drawn fault stands for, as (shape, seconds after its
 # start, duration); empty for a fault that is just itself (see Nemesis.group).
@@ -277,12 +277,12 @@ def generate(
     ``shapes`` lists each kind's shapes (in the nemesis's order; a kind without shapes gets
     "default"). A fault whose shape needs longer than the time left is not planned, nor one
     that would start sooner than ``recovery(kind, shapes)`` seconds after the last fault of
-    its kind (of those shapes) healed (or of a kind it ``recovers_as``: faults of both count against one recovery). A
-    drawn fault that stands for a group (``group``) becomes the group's faults, all
-    of its kind and sharing its seed (so they aim at the same partition), planned only if
-    each of them starts in time (see :func:`_expand`). A kind of ``weights`` is drawn that many times as often as one
-    without (a test without such kinds draws as it always did). The same arguments always
-    give the same schedule.
+    its kind (of those shapes) healed (or of a kind it ``recovers_as``: faults of both count
+    against one recovery). A drawn fault that stands for a group (``group``) becomes the
+    group's faults, all of its kind and sharing its seed (so they aim at the same
+    partition), planned only if each of them starts in time (see :func:`_expand`). A kind of
+    ``weights`` is drawn that many times as often as one without (a test without such kinds
+    draws as it always did). The same arguments always give the same schedule.
     """
     faults: list[Fault] = []
     if not kinds:
