@@ -61,7 +61,7 @@ def test_an_upgrade_lasts_long_enough_for_its_roll_and_happens_once_a_run() -> N
     for seed in range(20):
         schedule = generate(random.Random(seed), composite.kinds, composite.shapes(), 120.0, (3.0, 12.0),
                             (1.0, 3.0), lambda k, s, d, r: composite.duration(k, s, d, 6.0, r),
-                            lambda k: composite.recovery(k, 6.0))
+                            lambda k, shapes: composite.recovery(k, 6.0, shapes))
         upgrades = [f for f in schedule.faults if f.kind == "upgrade"]
         assert len(upgrades) <= 1
         assert all(f.duration >= ROLL_SECONDS and f.end <= 120.0 for f in upgrades)
@@ -95,7 +95,7 @@ def test_an_upgrade_of_brokers_at_kip_343_is_refused_before_the_run_in_one_line(
 def test_real_backends_apply_upgrades() -> None:
     composite = Composite(["upgrade"])
     schedule = generate(random.Random(1), ["upgrade"], composite.shapes(), 60.0, (3.0, 6.0), (1.0, 2.0),
-                        lambda k, s, d, r: composite.duration(k, s, d, 6.0, r), lambda k: composite.recovery(k, 6.0))
+                        lambda k, s, d, r: composite.duration(k, s, d, 6.0, r), lambda k, shapes: composite.recovery(k, 6.0, shapes))
     assert len(schedule.faults) == 1
     for cluster in ("local", "docker", "sim"):
         assert assemble.refusals(cluster, schedule, composite) == []
