@@ -42,6 +42,10 @@ TARGET_SEEDS = 200
 TARGET_SECONDS = 300.0
 
 
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def first_catch(variant: str, first_seed: int, cap: int, time_cap: float | None,
                 store: str) -> tuple[int | None, int, float, tuple[str, ...]]:
     """(seed that caught it or None, seeds run, wall seconds, anomalies of the catching run)."""
@@ -81,7 +85,7 @@ def within_target(p: float, seconds_per_seed: float | None = None) -> float:
 
 def rates(variants: list[str], first_seed: int | None, seeds: int, store: str) -> None:
     first = first_seed if first_seed is not None else random.SystemRandom().randrange(10**6, 10**9)
-    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {seeds} seeds per variant from "
+    print(f"load average {load_average()}; {seeds} seeds per variant from "
           f"seed {first}; target {TARGET_SEEDS} seeds / {TARGET_SECONDS:.0f} s", flush=True)
     print(f"{'variant':28} {'caught':>9} {'s/seed':>7} {'P(200 seeds)':>13} {'at 95% low':>11} "
           f"{'P(target)':>10} {'at 95% low':>11}", flush=True)
@@ -91,7 +95,7 @@ def rates(variants: list[str], first_seed: int | None, seeds: int, store: str) -
         print(f"{variant:28} {caught:>4}/{seeds:<4} {per_seed:7.2f} {within_target(caught / seeds):13.3f} "
               f"{within_target(low):11.3f} {within_target(caught / seeds, per_seed):10.3f} "
               f"{within_target(low, per_seed):11.3f}", flush=True)
-    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    print(f"load average {load_average()}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(store, ignore_errors=True)
         return 0
     first_seed = 1 if args.first_seed is None else args.first_seed
-    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; first seed {first_seed}, "
+    print(f"load average {load_average()}; first seed {first_seed}, "
           f"cap {args.cap} seeds{f', {args.time_cap:.0f} s' if args.time_cap else ''}; "
           f"target {TARGET_SEEDS} seeds / {TARGET_SECONDS:.0f} s", flush=True)
     print(f"{'variant':28} {'seeds':>6} {'seconds':>8} {'meets':>6}  caught by", flush=True)
@@ -130,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         what = f"seed {seed}: {', '.join(anomalies)}" if seed is not None else f"not caught in {ran} seeds"
         print(f"{variant:28} {ran if seed is not None else '>' + str(ran):>6} {seconds:8.1f} "
               f"{'yes' if meets else 'no':>6}  {what}", flush=True)
-    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    print(f"load average {load_average()}", flush=True)
     print(f"{len(variants) - missed} of {len(variants)} variants meet the target", flush=True)
     if args.store is None:
         shutil.rmtree(store, ignore_errors=True)

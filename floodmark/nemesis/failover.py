@@ -63,6 +63,7 @@ FETCH_RESPONSE = "ReplicaFetchResponse"
 LEADER_AND_ISR = "LeaderAndIsrRequest"
 ISR_CHANGE_REQUEST = "IsrChangeRequest"
 HOLD_ISR_CHANGES = 0.7  # share of groups at KIP-343 that hold ISR change requests back
+ALWAYS_HELD = frozenset({"stale-proposal"})  # patterns made for a held-back proposal: every one
 
 # Step shape -> (the fault kind it acts as, for coverage and healing).
 STEPS: dict[str, str] = {
@@ -280,7 +281,7 @@ class FailoverNemesis(Nemesis):
             raise NemesisError(f"failover: unknown pattern {shape!r}; known: {', '.join(PATTERNS)}")
         drawn = pattern(rng, session_timeout)
         if (shape != "stalled-controller" and self.isr_change_requests
-                and (shape == "stale-proposal" or rng.random() < HOLD_ISR_CHANGES)):
+                and (shape in ALWAYS_HELD or rng.random() < HOLD_ISR_CHANGES)):
             # The leader's ISR shrink reaches the controller after its successor leads (a
             # deposed leader's stale proposal, which the controller must refuse): always in
             # the pattern made for it, in a share of the others.
