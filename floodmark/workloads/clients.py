@@ -44,7 +44,7 @@ from floodmark.reference.client.metadata import ClientMetadata
 from floodmark.reference.client.producer import Producer
 from floodmark.reference.protocol import zk_layout
 from floodmark.reference.protocol.messages import Errors, TopicPartition
-from floodmark.reference.runtime import Runtime
+from floodmark.reference.runtime import CoordinationError, Runtime
 
 
 @fast_frozen_init
@@ -240,22 +240,38 @@ class LibraryClients:
         runtime = self._runtime("replicas")
         began = runtime.monotonic()
         try:
-            short, replicas = await self._wait_healthy(runtime, timeout, None, added=True)
+            assigned = await self._assigned_partitions(runtime)
+            short, replicas = await self._wait_healthy(runtime, max(0.0, timeout - (runtime.monotonic() - began)),
+                                                       None, added=True, assigned=assigned)
         finally:
             await self.host.end_session(runtime)
         checked = tuple((topic, number, held) for (topic, number), held in sorted(replicas.items()))
         return IsrWait(round(runtime.monotonic() - began, 3), timeout, tuple(short), checked)
 
+    async def _assigned_partitions(self, runtime: Runtime) -> list[tuple[str, int]]:
+        """The test's topics' partitions as ZooKeeper assigns them, those an admin fault added
+        included: a broker whose metadata has not caught up yet does not list them, and the
+        wait must not take its silence for their absence. Empty when ZooKeeper cannot be read
+        (the wait then holds what the metadata lists, and the convergence checker names any
+        partition the node events show that it did not check)."""
+        try:
+            async with await Admin.connect(runtime, bootstrap=self.bootstrap) as admin:
+                return [(tp.topic, tp.partition) for tp in await admin.assigned_partitions(self.config.topic_names)]
+        except (ConnectionError, TimeoutError, OSError, CoordinationError, zk_layout.LayoutError):
+            return []
+
     async def _wait_healthy(self, runtime: Runtime, timeout: float, min_isr: int | None = None, *,
-                            added: bool = False) -> tuple[list[Unhealthy], dict[tuple[str, int], tuple[int, ...]]]:
+                            added: bool = False, assigned: Sequence[tuple[str, int]] = (),
+                            ) -> tuple[list[Unhealthy], dict[tuple[str, int], tuple[int, ...]]]:
         """Until each partition has a leader and an ISR of ``min_isr`` (None: all replicas);
         returns the partitions still short of that at the deadline, each with why, and the
         replicas each partition was held to (as last listed; none where the metadata lacks it).
         ``added``: every partition the metadata lists of the test's topics, not only those
-        test.yaml declares; once listed, one stays wanted (a broker behind may not list it)."""
+        test.yaml declares; once listed, one stays wanted (a broker behind may not list it).
+        ``assigned``: partitions wanted from the start besides those test.yaml declares."""
         metadata = ClientMetadata(runtime, self.bootstrap)
         deadline = runtime.monotonic() + timeout
-        wanted = set(self.config.topic_partitions)
+        wanted = set(self.config.topic_partitions) | set(assigned)
         while True:
             problems: list[Unhealthy] = [(None, None, "no broker answered the metadata request")]
             if await metadata.refresh(list(self.config.topic_names)):

@@ -133,6 +133,18 @@ class Admin:
         except NoNodeError:
             return []
 
+    async def assigned_partitions(self, topics: Iterable[str]) -> list[TopicPartition]:
+        """Every partition ZooKeeper assigns to ``topics`` (the source of truth the brokers'
+        metadata catches up to); a topic that does not exist has none."""
+        found: list[TopicPartition] = []
+        for topic in sorted(set(topics)):
+            try:
+                data, _ = await self.zk.get(zk.topic_path(topic))
+            except NoNodeError:
+                continue
+            found.extend(TopicPartition(topic, p) for p in sorted(zk.decode_topic(topic, data).partitions))
+        return found
+
     async def create_topic(
         self, topic: str, partitions: int, replication_factor: int,
         config: Mapping[str, str] | None = None, *, assignment: Mapping[int, Sequence[int]] | None = None,

@@ -58,6 +58,16 @@ def test_describe_reports_dead_replicas_offline(world: SimWorld, cluster: StubCl
     assert described.partitions[0].offline_replicas == (victim,)
 
 
+def test_assigned_partitions_are_zookeepers_not_a_lagging_brokers(world: SimWorld, cluster: StubCluster,
+                                                                   admin: Admin) -> None:
+    """What the harness's wait for whole ISRs wants: the assignment, whatever the metadata says yet."""
+    world.run(admin.create_topic("t", 1, 2))
+    assert world.run(admin.assigned_partitions(["t", "missing"])) == [m.TopicPartition("t", 0)]
+    world.run(admin.alter_partitions("t", 3))  # read back at once: no controller has acted on it
+    assert world.run(admin.assigned_partitions(["t"])) == [m.TopicPartition("t", p) for p in range(3)]
+    assert world.run(admin.assigned_partitions([])) == []
+
+
 def test_adding_and_removing_partitions(world: SimWorld, cluster: StubCluster, admin: Admin) -> None:
     world.run(admin.create_topic("t", 2, 2))
     assert world.run_until(lambda: cluster.has_state("t", 1), 10.0)
