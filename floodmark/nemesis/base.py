@@ -83,7 +83,7 @@ class Nemesis(ABC):
         """
         return ()
 
-    def recovery(self, session_timeout: float, shapes: Sequence[str] = ()) -> float:
+    def recovery(self, session_timeout: float, shapes: Sequence[str]) -> float:
         """Seconds after a fault of this kind (of ``shapes``: a group's steps, or the one
         fault's shape) heals before the next one of its kind may start.
 

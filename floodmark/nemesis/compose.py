@@ -92,5 +92,5 @@ class Composite:
     def recovers_as(self, kind: str) -> str:
         return self.get(kind).recovers_as or kind
 
-    def recovery(self, kind: str, session_timeout: float, shapes: Sequence[str] = ()) -> float:
+    def recovery(self, kind: str, session_timeout: float, shapes: Sequence[str]) -> float:
         return self.get(kind).recovery(session_timeout, shapes)

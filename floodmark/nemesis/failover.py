@@ -266,12 +266,12 @@ class FailoverNemesis(Nemesis):
     def lasts(self, shape: str) -> bool:
         return STEPS.get(shape) in HELD_STEPS
 
-    def recovery(self, session_timeout: float, shapes: Sequence[str] = ()) -> float:
+    def recovery(self, session_timeout: float, shapes: Sequence[str]) -> float:
         # A group that powers a leader off is spaced from power losses as they are; one that
         # does not needs no recovery (kills and session expiries lose no synced write), and
         # spacing it as one only left fewer groups in each test.
         if any(STEPS.get(shape) == "power" for shape in shapes):
-            return PowerNemesis().recovery(session_timeout)
+            return PowerNemesis().recovery(session_timeout, ("leader",))
         return 0.0
 
     def group(self, shape: str, session_timeout: float, rng: random.Random) -> tuple[Step, ...]:

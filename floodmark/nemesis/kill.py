@@ -51,7 +51,7 @@ class PowerNemesis(Nemesis):
     def lasts(self, shape: str) -> bool:
         return False  # the unsynced writes are lost as it starts, whenever the broker comes back
 
-    def recovery(self, session_timeout: float, shapes: Sequence[str] = ()) -> float:
+    def recovery(self, session_timeout: float, shapes: Sequence[str]) -> float:
         # The victim's unsynced records are back on it only once it has rejoined the ISRs: its
         # old session must expire (the controller learns of the death only then, up to one
         # timeout after the power went), it registers again, and catches up. Until then a

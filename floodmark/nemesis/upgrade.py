@@ -46,7 +46,7 @@ class UpgradeNemesis(Nemesis):
     def duration(self, shape: str, drawn: float, session_timeout: float, rng: random.Random) -> float:
         return max(drawn, ROLL_SECONDS)
 
-    def recovery(self, session_timeout: float, shapes: Sequence[str] = ()) -> float:
+    def recovery(self, session_timeout: float, shapes: Sequence[str]) -> float:
         return math.inf  # once upgraded, a cluster stays upgraded: one upgrade per run
 
     def plan(self, rng: random.Random, view: ClusterView, shape: str,

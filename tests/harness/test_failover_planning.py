@@ -243,7 +243,7 @@ def test_schedules_with_groups_are_deterministic_dense_and_within_the_time_limit
 
 
 def test_a_group_that_powers_off_waits_for_power_losses_and_they_for_it() -> None:
-    recovery = PowerNemesis().recovery(6.0)
+    recovery = PowerNemesis().recovery(6.0, ("random",))
     sooner = 0  # groups that start within a power loss's recovery of a group without one
     for seed in range(40):
         faults = schedule_for(seed, ("power", "failover")).faults

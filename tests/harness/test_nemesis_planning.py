@@ -251,16 +251,16 @@ def test_a_plan_is_a_frozen_value() -> None:
 
 def test_only_power_losses_wait_for_the_last_victim_to_recover() -> None:
     # Its old session must expire (one timeout, from when the power went), then it catches up.
-    assert PowerNemesis().recovery(8.0) > 2 * 8.0
-    assert Composite(["power", "kill"]).recovery("power", 4.0) == PowerNemesis().recovery(4.0)
+    assert PowerNemesis().recovery(8.0, ("random",)) > 2 * 8.0
+    assert Composite(["power", "kill"]).recovery("power", 4.0, ("leader",)) == PowerNemesis().recovery(4.0, ("leader",))
     # An upgrade happens once a run (see test_upgrade_fault); every other kind needs no recovery.
     # A failover group that powers a leader off shares the power losses' recovery; one that
     # only kills, expires sessions or loses messages needs none.
     powered = ("lag-successor", "power-leader")
-    assert Composite(["failover"]).recovery("failover", 4.0, powered) == PowerNemesis().recovery(4.0)
+    assert Composite(["failover"]).recovery("failover", 4.0, powered) == PowerNemesis().recovery(4.0, ("leader",))
     assert Composite(["failover"]).recovery("failover", 4.0, ("lag-third", "kill-leader")) == 0.0
     assert Composite(["failover"]).recovers_as("failover") == "power"
-    assert all(Composite(KINDS).recovery(kind, 8.0) == 0.0 for kind in KINDS
+    assert all(Composite(KINDS).recovery(kind, 8.0, Composite(KINDS).get(kind).shapes) == 0.0 for kind in KINDS
                if kind not in ("power", "upgrade", "failover"))
 
 
