@@ -3,7 +3,7 @@
 ``corpus.json`` holds, per variant, one seed that ``floodmark explore`` found invalid (and
 the explicit overrides of that seed's swarm test, when the seed alone is not enough), with
 the checker and the anomaly type that caught it. A variant that random seeds do not reach
-within the exploration budget has a hand-written schedule instead (``schedules/``, the
+within the exploration budget has a hand-written schedule instead (``schedules/variants/``, the
 ``schedule.json`` format ``floodmark run --schedule`` replays), with the test's
 configuration and the seed of the run; it says why it is hand-written (a variant may keep
 its schedule beside a seed once exploration reaches it: the schedule does not change when
