@@ -2,7 +2,7 @@
 
     python bench/bench_explore.py [--first-seed 1] [--cap 200] [--variants truncate-to-hw,...]
                                   [--time-cap SECONDS] [--store DIR]
-    python bench/bench_explore.py --rate SEEDS [--first-seed N] [--variants ...]
+    python bench/bench_explore.py --rate SEEDS [--starts K] [--first-seed N] [--variants ...]
 
 For each variant (all but ``default`` unless ``--variants`` names some), seeds from the same
 fixed first seed run one at a time on the simulator, exactly as ``floodmark explore --jobs 1
@@ -21,7 +21,9 @@ stopping at a catch, and prints the share of seeds that catch the variant, the s
 takes, and from them the chance that a fresh random start catches it within 200 seeds,
 ``1 - (1 - p)^200``, and within the whole target, ``1 - (1 - p)^n`` with ``n`` the seeds
 that fit in 200 and in 300 s at the measured pace (which the machine's load sets), each for
-the measured ``p`` and for the lower end of its 95% Wilson interval.
+the measured ``p`` and for the lower end of its 95% Wilson interval. ``--starts K`` runs K
+such ranges (K fresh random first seeds; with ``--first-seed``, K ranges one after another)
+and adds a ``pooled`` row per variant: all K × SEEDS seeds as one sample.
 """
 
 from __future__ import annotations
@@ -83,19 +85,35 @@ def within_target(p: float, seconds_per_seed: float | None = None) -> float:
     return 1 - (1 - p) ** fit
 
 
-def rates(variants: list[str], first_seed: int | None, seeds: int, store: str) -> None:
-    first = first_seed if first_seed is not None else random.SystemRandom().randrange(10**6, 10**9)
+def rates(variants: list[str], first_seeds: list[int], seeds: int, store: str) -> None:
+    """Each variant's catch rate from each first seed, and pooled over them when there are several."""
+    named = f"seed {first_seeds[0]}" if len(first_seeds) == 1 else f"seeds {', '.join(map(str, first_seeds))}"
     print(f"load average {load_average()}; {seeds} seeds per variant from "
-          f"seed {first}; target {TARGET_SEEDS} seeds / {TARGET_SECONDS:.0f} s", flush=True)
+          f"{named}; target {TARGET_SEEDS} seeds / {TARGET_SECONDS:.0f} s", flush=True)
     print(f"{'variant':28} {'caught':>9} {'s/seed':>7} {'P(200 seeds)':>13} {'at 95% low':>11} "
           f"{'P(target)':>10} {'at 95% low':>11}", flush=True)
     for variant in variants:
-        caught, seconds = catch_rate(variant, first, seeds, store)
-        per_seed, low = seconds / seeds, wilson_low(caught, seeds)
-        print(f"{variant:28} {caught:>4}/{seeds:<4} {per_seed:7.2f} {within_target(caught / seeds):13.3f} "
-              f"{within_target(low):11.3f} {within_target(caught / seeds, per_seed):10.3f} "
-              f"{within_target(low, per_seed):11.3f}", flush=True)
+        measured = [catch_rate(variant, first, seeds, store) for first in first_seeds]
+        for caught, seconds in measured:
+            _rate_row(variant, caught, seeds, seconds)
+        if len(measured) > 1:  # every start's seeds as one sample
+            _rate_row("  pooled", sum(c for c, _ in measured), seeds * len(measured), sum(s for _, s in measured))
     print(f"load average {load_average()}", flush=True)
+
+
+def _rate_row(label: str, caught: int, seeds: int, seconds: float) -> None:
+    per_seed, low = seconds / seeds, wilson_low(caught, seeds)
+    print(f"{label:28} {caught:>4}/{seeds:<4} {per_seed:7.2f} {within_target(caught / seeds):13.3f} "
+          f"{within_target(low):11.3f} {within_target(caught / seeds, per_seed):10.3f} "
+          f"{within_target(low, per_seed):11.3f}", flush=True)
+
+
+def first_seeds_of(first_seed: int | None, starts: int, seeds: int) -> list[int]:
+    """``starts`` first seeds: fresh random ones, or ``first_seed`` and the ranges after it."""
+    if first_seed is not None:
+        return [first_seed + k * seeds for k in range(starts)]
+    draw = random.SystemRandom()
+    return [draw.randrange(10**6, 10**9) for _ in range(starts)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="first seed (default: 1, or a fresh random one with --rate)")
     parser.add_argument("--rate", type=int, default=None, metavar="SEEDS",
                         help="measure each variant's catch rate over SEEDS seeds instead of its first catch")
+    parser.add_argument("--starts", type=int, default=1, metavar="K",
+                        help="with --rate: K first seeds, each SEEDS seeds, and the rate pooled over them")
     parser.add_argument("--cap", type=int, default=TARGET_SEEDS, help="seeds per variant at most")
     parser.add_argument("--time-cap", type=float, default=None, help="seconds per variant at most")
     parser.add_argument("--variants", default=",".join(v for v in VARIANTS if v != "default"))
@@ -115,9 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
     store = args.store or tempfile.mkdtemp(prefix="bench-explore-")
     if args.rate is not None:
-        if args.rate < 1:
-            parser.error("--rate: at least one seed")
-        rates(variants, args.first_seed, args.rate, store)
+        if args.rate < 1 or args.starts < 1:
+            parser.error("--rate and --starts: at least one")
+        rates(variants, first_seeds_of(args.first_seed, args.starts, args.rate), args.rate, store)
         if args.store is None:
             shutil.rmtree(store, ignore_errors=True)
         return 0

@@ -12,10 +12,15 @@ import pytest
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
+def bench_env() -> dict[str, str]:
+    """The environment a bench script runs in: this checkout first on the import path."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCH.parent), os.environ.get("PYTHONPATH", "")])}
+
+
 @pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("bench_*.py")))
 def test_the_script_imports_and_explains_itself(script: str) -> None:
     # This checkout's floodmark, whichever one pip installed last.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCH.parent), os.environ.get("PYTHONPATH", "")])}
+    env = bench_env()
     done = subprocess.run([sys.executable, str(BENCH / script), "--help"], capture_output=True, text=True,
                           timeout=120, cwd=BENCH.parent, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -23,7 +28,7 @@ def test_the_script_imports_and_explains_itself(script: str) -> None:
 
 
 def test_the_simulator_bench_says_where_the_cpu_went() -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCH.parent), os.environ.get("PYTHONPATH", "")])}
+    env = bench_env()
     done = subprocess.run([sys.executable, str(BENCH / "bench_sim.py"), "--shapes", "3x6", "--seconds", "3",
                            "--runs", "1", "--layers"], capture_output=True, text=True, timeout=300,
                           cwd=BENCH.parent, env=env)
@@ -54,7 +59,7 @@ def test_a_frame_counts_for_the_layer_of_its_file() -> None:
 def test_the_simulator_bench_counts_instructions_per_simulated_second() -> None:
     # Counted, not timed: the figure to compare two versions of the code by on a machine
     # whose timings wander. Two short runs under valgrind, about a minute.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCH.parent), os.environ.get("PYTHONPATH", "")])}
+    env = bench_env()
     done = subprocess.run([sys.executable, str(BENCH / "bench_sim.py"), "--instructions", "--seconds", "2"],
                           capture_output=True, text=True, timeout=600, cwd=BENCH.parent, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -65,7 +70,7 @@ def test_the_simulator_bench_counts_instructions_per_simulated_second() -> None:
 
 
 def test_the_exploration_bench_measures_a_catch_rate() -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCH.parent), os.environ.get("PYTHONPATH", "")])}
+    env = bench_env()
     done = subprocess.run([sys.executable, str(BENCH / "bench_explore.py"), "--rate", "2", "--first-seed", "1",
                            "--variants", "truncate-to-hw"], capture_output=True, text=True, timeout=300,
                           cwd=BENCH.parent, env=env)
@@ -76,6 +81,19 @@ def test_the_exploration_bench_measures_a_catch_rate() -> None:
     assert seeds == 2 and caught >= 1  # seed 1 catches it (the first-catch figures in docs/measurements.md)
     chances = [float(x) for x in row[3:7]]  # P(200 seeds), its 95% low end, P(target), its 95% low end
     assert 0.0 < chances[1] <= chances[0] <= 1.0 and 0.0 < chances[3] <= chances[2] <= chances[0]
+
+
+def test_catch_rates_from_several_starts_are_pooled() -> None:
+    env = bench_env()
+    done = subprocess.run([sys.executable, str(BENCH / "bench_explore.py"), "--rate", "1", "--starts", "2",
+                           "--first-seed", "1", "--variants", "truncate-to-hw"], capture_output=True, text=True,
+                          timeout=300, cwd=BENCH.parent, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "1 seeds per variant from seeds 1, 2" in done.stdout
+    rows = [line.split() for line in done.stdout.splitlines() if line.startswith(("truncate-to-hw", "  pooled"))]
+    assert [row[0] for row in rows] == ["truncate-to-hw", "truncate-to-hw", "pooled"]
+    per_start = [tuple(int(n) for n in row[1].split("/")) for row in rows[:2]]
+    assert tuple(int(n) for n in rows[2][1].split("/")) == (sum(c for c, _ in per_start), 2)
 
 
 def test_a_catch_rate_becomes_the_chance_of_meeting_the_target() -> None:
