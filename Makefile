@@ -19,8 +19,9 @@ chaos: images
 	floodmark run --cluster docker
 
 ## The test suite: lint (ruff, import-linter layers), types, unit + integration tests (chaos suite excluded).
+# (--durations: the slowest tests in the log, to see where CI's minutes go)
 test: deps lint typecheck
-	$(PYTEST) -q -m "not chaos"
+	$(PYTEST) -q -m "not chaos" --durations=15
 
 lint: deps
 	$(PYTHON) -m ruff check floodmark tests bench
@@ -35,7 +36,7 @@ unit: deps
 
 ## The chaos regression matrix used in CI (Docker), and the simulator's variant corpus.
 test-chaos: images
-	$(PYTEST) -q -m chaos tests/chaos
+	$(PYTEST) -q -m chaos tests/chaos --durations=15
 
 ## The simulator's part of test-chaos alone (every variant's catching seed; no Docker).
 test-chaos-sim: deps
