@@ -138,12 +138,22 @@ class Admin:
         metadata catches up to); a topic that does not exist has none."""
         found: list[TopicPartition] = []
         for topic in sorted(set(topics)):
-            try:
-                data, _ = await self.zk.get(zk.topic_path(topic))
-            except NoNodeError:
-                continue
-            found.extend(TopicPartition(topic, p) for p in sorted(zk.decode_topic(topic, data).partitions))
+            if (assignment := await self._assignment(topic)) is not None:
+                found.extend(TopicPartition(topic, p) for p in sorted(assignment.partitions))
         return found
+
+    async def _assignment(self, topic: str) -> zk.TopicAssignment | None:
+        """The topic's assignment as ZooKeeper holds it (None: no such topic)."""
+        try:
+            data, _ = await self.zk.get(zk.topic_path(topic))
+        except NoNodeError:
+            return None
+        return zk.decode_topic(topic, data)
+
+    async def _existing_assignment(self, topic: str) -> zk.TopicAssignment:
+        if (assignment := await self._assignment(topic)) is None:
+            raise AdminError(f"topic {topic!r} does not exist")
+        return assignment
 
     async def create_topic(
         self, topic: str, partitions: int, replication_factor: int,
@@ -208,11 +218,7 @@ class Admin:
         live = {b.broker_id for b in await self.brokers()}
         result = []
         for topic in names:
-            try:
-                data, _ = await self.zk.get(zk.topic_path(topic))
-            except NoNodeError:
-                raise AdminError(f"topic {topic!r} does not exist") from None
-            assignment = zk.decode_topic(topic, data)
+            assignment = await self._existing_assignment(topic)
             parts = []
             for p, replicas in sorted(assignment.partitions.items()):
                 try:
@@ -245,11 +251,7 @@ class Admin:
             raise AdminError("a reassignment is already in progress; --verify or --cancel it first")
         entries = []
         for t in targets:
-            try:
-                data, _ = await self.zk.get(zk.topic_path(t.topic))
-            except NoNodeError:
-                raise AdminError(f"topic {t.topic!r} does not exist") from None
-            current = zk.decode_topic(t.topic, data).partitions.get(t.partition)
+            current = (await self._existing_assignment(t.topic)).partitions.get(t.partition)
             if current is None:
                 raise AdminError(f"partition {t.topic}-{t.partition} does not exist")
             entries.append(zk.Reassignment(t.topic, t.partition, t.replicas, current))
@@ -286,11 +288,8 @@ class Admin:
             if t.tp in pending:
                 result[t.tp] = "in progress"
                 continue
-            try:
-                raw, _ = await self.zk.get(zk.topic_path(t.topic))
-                current = zk.decode_topic(t.topic, raw).partitions.get(t.partition)
-            except NoNodeError:
-                current = None
+            assignment = await self._assignment(t.topic)
+            current = None if assignment is None else assignment.partitions.get(t.partition)
             result[t.tp] = "complete" if current == t.replicas else "not as requested"
         return result
 
