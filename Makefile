@@ -19,9 +19,10 @@ chaos: images
 	floodmark run --cluster docker
 
 ## The test suite: lint (ruff, import-linter layers), types, unit + integration tests (chaos suite excluded).
-# (--durations: the slowest tests in the log, to see where CI's minutes go)
+# (-n auto: one worker per core; the tests on real infrastructure share one of them, see
+# tests/conftest.py. --durations: the slowest tests in the log, to see where CI's minutes go)
 test: deps lint typecheck
-	$(PYTEST) -q -m "not chaos" --durations=15
+	$(PYTEST) -q -m "not chaos" -n auto --dist loadgroup --durations=15
 
 lint: deps
 	$(PYTHON) -m ruff check floodmark tests bench
@@ -32,7 +33,7 @@ typecheck: deps
 
 ## Unit tests only (fast, no ZooKeeper/Docker/root/Spark/browser).
 unit: deps
-	$(PYTEST) -q -m "not chaos and not integration and not docker and not root and not spark and not browser"
+	$(PYTEST) -q -n auto -m "not chaos and not integration and not docker and not root and not spark and not browser"
 
 ## The chaos regression matrix used in CI (Docker), and the simulator's variant corpus.
 test-chaos: images

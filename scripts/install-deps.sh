@@ -23,5 +23,5 @@ fi
 
 echo "==> pip install -e .[dev,spark]"
 "$PYTHON" -m pip install -q --disable-pip-version-check -e ".[dev,spark]" 2>&1 | grep -v "Running pip as the 'root'" || true
-"$PYTHON" -c "import floodmark, kazoo, pyspark, playwright, hypothesis" \
+"$PYTHON" -c "import floodmark, kazoo, pyspark, playwright, hypothesis, xdist" \
   || { echo "install-deps: python packages missing after install" >&2; exit 1; }

@@ -11,6 +11,12 @@ The ``storage_root`` fixture runs a storage test on every storage kind (a SimDis
 Hypothesis's default deadline (200 ms an example) is off: CI shares two cores with whatever
 else runs, and an example of a pure function once took longer there, failing a test that
 found nothing. A test that means to bound time says so in its own settings.
+
+``make test`` spreads the tests over the cores (pytest-xdist, ``--dist loadgroup``). Tests
+that use real infrastructure (the markers in ``REAL_INFRASTRUCTURE``) all go to one worker,
+one after another, as before: they share the host's ZooKeeper ports, network namespaces,
+iptables rules, Docker and Spark, and their faults are timed in real seconds. They mostly
+wait, so the other workers run the simulated and pure tests beside them.
 """
 
 from __future__ import annotations
@@ -29,6 +35,15 @@ if TYPE_CHECKING:
 
 settings.register_profile("floodmark", deadline=None)
 settings.load_profile("floodmark")
+
+
+REAL_INFRASTRUCTURE = ("integration", "docker", "root", "spark", "browser", "chaos")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(marker) is not None for marker in REAL_INFRASTRUCTURE):
+            item.add_marker(pytest.mark.xdist_group("real-infrastructure"))
 
 
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
