@@ -33,7 +33,7 @@ typecheck: deps
 
 ## Unit tests only (fast, no ZooKeeper/Docker/root/Spark/browser).
 unit: deps
-	$(PYTEST) -q -n auto -m "not chaos and not integration and not docker and not root and not spark and not browser"
+	$(PYTEST) -q -n auto -m "not real_infrastructure"
 
 ## The chaos regression matrix used in CI (Docker), and the simulator's variant corpus.
 test-chaos: images

@@ -16,7 +16,9 @@ found nothing. A test that means to bound time says so in its own settings.
 that use real infrastructure (the markers in ``REAL_INFRASTRUCTURE``) all go to one worker,
 one after another, as before: they share the host's ZooKeeper ports, network namespaces,
 iptables rules, Docker and Spark, and their faults are timed in real seconds. They mostly
-wait, so the other workers run the simulated and pure tests beside them.
+wait, so the other workers run the simulated and pure tests beside them. Each of them also
+carries the ``real_infrastructure`` mark, so ``make unit`` leaves them all out with one
+expression (``-m "not real_infrastructure"``) that follows this tuple.
 """
 
 from __future__ import annotations
@@ -40,9 +42,11 @@ settings.load_profile("floodmark")
 REAL_INFRASTRUCTURE = ("integration", "docker", "root", "spark", "browser", "chaos")
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: it selects on the mark added here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if any(item.get_closest_marker(marker) is not None for marker in REAL_INFRASTRUCTURE):
+            item.add_marker(pytest.mark.real_infrastructure)
             item.add_marker(pytest.mark.xdist_group("real-infrastructure"))
 
 
@@ -56,6 +60,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sim_world(**options): the options of the ``world`` fixture's SimWorld")
+    config.addinivalue_line("markers", "real_infrastructure: set on every test with a mark of REAL_INFRASTRUCTURE")
 
 
 @pytest.fixture
