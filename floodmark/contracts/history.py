@@ -138,8 +138,12 @@ def op_from_dict(d: Any, source: str = "<history>", line: int = 0) -> Op:
     node = d.get("node")
     if node is not None and type(node) is not str:
         raise HistoryError(source, line, f"node must be a string, got {_short(node)}")
+    if "value" not in d:
+        # In JSON an absent value is not null: read as null, a read of 7 whose field was
+        # misspelt passed as a read of nothing.
+        raise HistoryError(source, line, "missing field 'value' (null if the op has none)")
     extra = {} if _KNOWN_FIELDS.issuperset(d) else {k: v for k, v in d.items() if k not in _KNOWN_FIELDS}
-    return Op(index, time, op_type, process, f, d.get("value"), node, d.get("error"), extra)  # type: ignore[arg-type]
+    return Op(index, time, op_type, process, f, d["value"], node, d.get("error"), extra)  # type: ignore[arg-type]
 
 
 def _kind(value: Any) -> str:

@@ -137,7 +137,7 @@ def _valid_op(d: Any) -> bool:
     if type(d) is not dict:
         return False
     index, time, process, f, node = d.get("index"), d.get("time"), d.get("process"), d.get("f"), d.get("node")
-    return (type(index) is int and index >= 0 and type(time) is int and d.get("type") in OP_TYPES
+    return ("value" in d and type(index) is int and index >= 0 and type(time) is int and d.get("type") in OP_TYPES
             and (type(process) is int or type(process) is str) and type(f) is str
             and (node is None or type(node) is str))
 

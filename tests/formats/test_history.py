@@ -55,6 +55,8 @@ def test_torn_tail_is_ignored_but_mid_file_garbage_is_an_error(tmp_path):
         ({"index": 0, "time": 0, "type": "done", "process": 0, "f": "x"}, "type must be"),
         ({"index": 0, "time": 0, "type": "ok", "process": 1.5, "f": "x"}, "process"),
         ([1, 2], "expected a JSON object"),
+        # (regression, 2026-11-28: a read completed with "vaule": 7 was judged a read of null)
+        ({"index": 0, "time": 0, "type": "ok", "process": 0, "f": "read", "vaule": 7}, "missing field 'value'"),
     ],
 )
 def test_malformed_ops_name_the_problem(record, problem):

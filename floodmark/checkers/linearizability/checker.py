@@ -110,9 +110,16 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
                     completed_value = invoked_value  # (an echoed write: no second split)
                 else:
                     try:
-                        completed_value = split(value, extra)[1]
+                        completed_key, completed_value = split(value, extra)
                     except ValueError:
-                        completed_value = value
+                        completed_value = value  # a bare value: the invocation named the key
+                    else:
+                        # (judged under the invocation's key, a completion that names another
+                        # key would pass off what it read there as this key's value)
+                        if completed_key != key:
+                            raise ValueError(f"its completion, op {completion.index}, names key "
+                                             f"{shown(display(completed_key))}, not the invocation's "
+                                             f"{shown(display(key))}")
             call = prepare(invocation.f, invoked_value, completed_value, outcome)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise ModelMismatch(f"op {invocation.index} ({invocation.f} {shown(invocation.value)}): {e}") from None

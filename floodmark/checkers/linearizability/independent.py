@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from floodmark.checkers.linearizability.values import canonical, shown
+from floodmark.checkers.linearizability.values import canonical, ordered, shown
 from floodmark.contracts.history import NEMESIS, Op
 
 REGISTER_FUNCTIONS = frozenset(("read", "write", "cas"))
@@ -36,7 +36,7 @@ REGISTER_FUNCTIONS = frozenset(("read", "write", "cas"))
 
 def independent_split(value: Any) -> tuple[Hashable, Any]:
     """(the key an independent op touches, the value for that key's register)."""
-    if not isinstance(value, list | tuple) or len(value) != 2:
+    if not ordered(value) or len(value) != 2:
         raise ValueError(f"an independent op's value is [key value], not {shown(value)}")
     return canonical(value[0]), value[1]
 
@@ -72,6 +72,6 @@ def kv_key_and_value(value: Any, key: Any) -> tuple[Any, Any]:
         return key, value
     if isinstance(value, dict) and "key" in value:
         return value["key"], value.get("value")
-    if isinstance(value, list | tuple) and len(value) == 2:
+    if ordered(value) and len(value) == 2:
         return value[0], value[1]
     raise ValueError(f"cannot find the key of key-value op value {shown(value)}")

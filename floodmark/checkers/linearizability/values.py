@@ -88,6 +88,13 @@ class NotAValue(ValueError):
     """Something in a history that is no EDN or JSON value (only the Python API can pass one)."""
 
 
+def ordered(value: Any) -> bool:
+    """True if ``value`` is a vector or list, whose members have places. A set read from EDN
+    is a list too (:class:`~floodmark.formats.edn.EdnSet`) but has no order: read by
+    position, ``#{9 10}`` as a cas would swap in whichever member sorts first."""
+    return type(value) is list or type(value) is tuple
+
+
 def canonical(value: Any) -> Any:
     """The hashable form of ``value`` whose ``==`` is EDN/JSON value identity."""
     kind = type(value)

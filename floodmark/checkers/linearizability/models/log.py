@@ -16,7 +16,7 @@ from collections.abc import Hashable
 from typing import Any, Final
 
 from floodmark.checkers.linearizability.models.contract import DROP, INCONSISTENT, Model, Outcome
-from floodmark.checkers.linearizability.values import canonical
+from floodmark.checkers.linearizability.values import canonical, ordered
 from floodmark.checkers.linearizability.values import shown as _shown
 from floodmark.checkers.op_agreement import acknowledgement_problem, read_problem
 from floodmark.contracts.history import FINAL_READ
@@ -155,7 +155,7 @@ def _whole_log(invoked: Any, completed: Any) -> tuple[Any, ...]:
         raise ValueError("a final read reads from offset 0")
     values = []
     for expected, record in enumerate(completed["records"]):
-        if not isinstance(record, list) or len(record) != 2 or record[0] != expected or type(record[0]) is not int:
+        if not ordered(record) or len(record) != 2 or record[0] != expected or type(record[0]) is not int:
             raise ValueError(f"a final read's records run from offset 0 without a gap: record {expected} is "
                              f"{_shown(record)}")
         values.append(record[1] if type(record[1]) is str else canonical(record[1]))

@@ -12,7 +12,7 @@ from collections.abc import Hashable
 from typing import Any, Final
 
 from floodmark.checkers.linearizability.models.contract import DROP, INCONSISTENT, Model, Outcome
-from floodmark.checkers.linearizability.values import canonical, canonical_name
+from floodmark.checkers.linearizability.values import canonical, canonical_name, ordered
 from floodmark.checkers.linearizability.values import shown as _shown
 
 _ABSENT: Final = object()  # a register the state does not hold (it has its initial value)
@@ -54,12 +54,12 @@ class MultiRegister(Model):
         if outcome == "fail":
             return DROP
         micro_ops = completed if outcome == "ok" else invoked
-        if not isinstance(micro_ops, list):
+        if not ordered(micro_ops):
             raise ValueError(f"txn value must be a list of [f key value], got {_shown(micro_ops)}")
         prepared = []
         nil_reads_unknown = self.nil_reads_unknown
         for micro in micro_ops:
-            if not isinstance(micro, list | tuple) or len(micro) != 3 or micro[0] not in ("read", "write"):
+            if not ordered(micro) or len(micro) != 3 or micro[0] not in ("read", "write"):
                 raise ValueError(f"txn micro-op must be [read|write key value], got {_shown(micro)}")
             f, key, value = micro
             # A read of nil in an invocation is its placeholder for the value to come, so an

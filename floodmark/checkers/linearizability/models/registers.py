@@ -14,7 +14,7 @@ from typing import Any
 
 from floodmark.checkers.linearizability.independent import independent_split
 from floodmark.checkers.linearizability.models.contract import DROP, INCONSISTENT, Model, Outcome
-from floodmark.checkers.linearizability.values import canonical
+from floodmark.checkers.linearizability.values import canonical, ordered
 from floodmark.checkers.linearizability.values import shown as _shown
 
 
@@ -63,7 +63,7 @@ class CasRegister(Model):
         if f == "write":
             return DROP if outcome == "fail" else ("write", canonical(invoked))
         if f == "cas":
-            if not isinstance(invoked, list | tuple) or len(invoked) != 2:
+            if not ordered(invoked) or len(invoked) != 2:
                 raise ValueError(f"cas value must be [expected new], got {_shown(invoked)}")
             expected, new = canonical(invoked[0]), canonical(invoked[1])
             if outcome == "ok":
