@@ -6,7 +6,11 @@ content, not the file name (Porcupine's EDN test data is named ``*.txt``), by th
 of the first line that is neither blank nor an EDN comment (``;``), however far down it is:
 
 - a JSON object (``{`` then ``"``) is JSONL;
-- an EDN form (``{``, ``[``, ``(``, ``#``, or ``^`` for metadata before one) is EDN;
+- a ``jepsen.util`` record of an op, not inside quotes, is a Jepsen text log, whatever
+  precedes its level (``[2014-05-01 12:00:00,123] INFO  jepsen.util - 0 :invoke ...``);
+- an EDN form (``{``, ``[``, ``(``, ``#``, or ``^`` for metadata before one) is EDN, unless
+  it is not EDN at all and op records follow: a log whose chatter starts like EDN
+  (``{this is chatter}``, ``# log start``) is read as the log;
 - anything else is a Jepsen text log if a ``jepsen.util`` record is anywhere in the file
   (a log's chatter comes before its first op).
 
@@ -28,7 +32,12 @@ from pathlib import Path
 
 from floodmark.contracts.history import HistoryError, Op, parse_history
 from floodmark.formats.jepsen_edn import parse_edn_history
-from floodmark.formats.jepsen_text import looks_like_text_log, parse_text_log
+from floodmark.formats.jepsen_text import (
+    has_op_records,
+    is_op_record,
+    looks_like_text_log,
+    parse_text_log,
+)
 from floodmark.inputs.sources import STDIN, decode_utf8, read_source
 
 JSONL = "jsonl"
@@ -64,7 +73,9 @@ def format_of(data: bytes, source: str) -> str:
         raise HistoryError(source, data.count(b"\n", 0, start) + 1,
                            "not a history: one JSON document over many lines; a JSONL history has one op per line")
     if data[start:start + 1] in (b"{", b"[", b"(", b"#", b"^"):
-        return EDN
+        end = data.find(b"\n", start)
+        first = data[start:end if end >= 0 else len(data)].decode("utf-8", errors="surrogateescape")
+        return JEPSEN_TEXT if is_op_record(first.rstrip("\r")) else EDN
     if looks_like_text_log(data):
         return JEPSEN_TEXT
     raise HistoryError(source, data.count(b"\n", 0, start) + 1,
@@ -98,7 +109,12 @@ def load_history(path: str | os.PathLike[str], format: str | None = None) -> Loa
     if fmt == JSONL:
         ops = parse_history(data, source)
     elif fmt == EDN:
-        ops = parse_edn_history(decode_utf8(data, source), source, check_pairs=True)
+        try:
+            ops = parse_edn_history(decode_utf8(data, source), source, check_pairs=True)
+        except HistoryError:
+            if format is not None or not has_op_records(data):
+                raise
+            fmt, ops = JEPSEN_TEXT, parse_text_log(data, source, check_pairs=True)  # chatter that looked like EDN
     elif fmt == JEPSEN_TEXT:
         ops = parse_text_log(data, source, check_pairs=True)
     else:

@@ -20,6 +20,12 @@ the rest of the line it ends on is the next group, with that line's number.
 A ``"`` that opens no string (it is never closed) is given as a token of its own, a lone
 ``"``, for the reader to refuse when it gets there, after any problem earlier in the text.
 
+Whitespace is Clojure's: Java's ``Character.isWhitespace`` (and the comma). Python's is
+wider by four characters, the no-break spaces U+00A0, U+2007 and U+202F and the next-line
+control U+0085, which Clojure reads as part of an atom (``:a\u00a0:b`` is one keyword). A
+line holding one of them is matched token by token, by a pattern whose whitespace leaves
+them out.
+
 Memory stays bounded by the window, not the line: a plain line is split :data:`WINDOW`
 characters at a time (never inside an atom), and a line matched token by token is given
 :data:`BATCH` tokens at a time, so a one-line file of a hundred million ``[`` is refused at
@@ -39,31 +45,39 @@ from collections.abc import Iterator
 # is an unrolled loop (runs of plain characters between escapes), so memory stays linear in
 # it. The second group takes a '"' that opens no string (the only character no token can
 # start with once gaps are skipped).
+# Java's whitespace, as a character class's members (Python's \s less U+0085, U+00A0, U+2007
+# and U+202F): the gaps between tokens, and what ends an atom.
+JAVA_SPACE = "\t\n\x0b\x0c\r\x1c-\x1f \u1680\u2000-\u2006\u2008-\u200a\u2028\u2029\u205f\u3000"
 TOKEN = re.compile(
     r"""
-    [\s,]*+(?:;[^\n]*+[\s,]*+)*+
+    [_S,]*+(?:;[^\n]*+[_S,]*+)*+
     (?:
         (  "[^"\\]*+(?:\\.[^"\\]*+)*+"
          | \#[{_]
          | [\[\](){}]
-         | \#[A-Za-z][^\s,\[\](){}"]*+
-         | \\\S[^\s,\[\](){}"\\;^]*+
+         | \#[A-Za-z][^_S,\[\](){}"]*+
+         | \\[^_S][^_S,\[\](){}"\\;^]*+
          | \^
-         | [^\s,\[\](){}";^]++
+         | [^_S,\[\](){}";^]++
         )
       | (.)
     )?
-    """,
+    """.replace("_S", JAVA_SPACE),
     re.VERBOSE | re.DOTALL,
 )
-_NOT_PLAIN = re.compile(r'["#;\\^]')  # a line with one of these is matched token by token
+# A line with one of these is matched token by token: a string, a comment, a character, a tag,
+# a discard, metadata, or a character Python splits at and Clojure does not.
+_NOT_PLAIN = re.compile('["#;\\\\^\x85\xa0\u2007\u202f]')
 WINDOW = 1 << 16  # characters of a plain line split at once
 BATCH = 1 << 12  # tokens of a line matched one by one, given at once
 
 
 def _in_atom(char: str) -> bool:
     """Whether ``char`` can be part of an atom (as in :data:`TOKEN`'s last alternative)."""
-    return not char.isspace() and char not in ',[](){}";'
+    return (not char.isspace() or char in _PYTHON_ONLY_SPACE) and char not in ',[](){}";'
+
+
+_PYTHON_ONLY_SPACE = "\x85\xa0\u2007\u202f"  # whitespace to Python, part of an atom to Clojure
 
 
 def tokens_by_line(text: str) -> Iterator[tuple[int, list[str]]]:

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from floodmark.formats.edn_tokens import JAVA_SPACE
+
 # Characters EDN writes by name (and the reader reads by it), name -> character.
 CHAR_NAMES = {"newline": "\n", "space": " ", "tab": "\t", "return": "\r", "formfeed": "\f", "backspace": "\b"}
 _NAME_OF_CHAR = {v: k for k, v in CHAR_NAMES.items()}
@@ -84,7 +86,7 @@ def dumps(value: Any, *, keyword_keys: bool = True) -> str:
 
 
 _SAFE_KEYWORD = re.compile(r"[A-Za-z*+!_?<>=-][A-Za-z0-9*+!_?<>=./-]*$")
-_KEYWORD_NAME = re.compile(r'[^\s,\[\](){}";^]+')  # what the reader reads as one atom
+_KEYWORD_NAME = re.compile(f'[^{JAVA_SPACE},\\[\\](){{}}";^]+')  # what the reader reads as one atom
 
 
 def keyword(name: str) -> str:
@@ -97,7 +99,14 @@ def _string(s: str) -> str:
         s.replace("\\", "\\\\").replace('"', '\\"')
         .replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
     )
+    if _CONTROL.search(escaped):
+        # Every other control character as \uXXXX: written raw, a NUL made the file one that
+        # readers (floodmark's own among them) take for binary data.
+        escaped = _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04X}", escaped)
     return '"' + escaped + '"'
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 def _write(value: Any, out: list[str], keyword_keys: bool) -> None:

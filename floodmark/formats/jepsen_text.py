@@ -92,6 +92,26 @@ def looks_like_text_log(data: bytes) -> bool:
     return _LOGGER.search(data) is not None
 
 
+def is_op_record(line: str) -> bool:
+    """Whether ``line`` is a ``jepsen.util`` INFO record of an op, outside any quotes: whatever
+    precedes the level (a timestamp in brackets, a thread name) may start like EDN, but an
+    EDN or JSON op that quotes such a record has a quote before it."""
+    record = _OP_RECORD.search(line)
+    return (record is not None and '"' not in line[:record.start()]
+            and _OP_MESSAGE.match(line, record.end()) is not None)
+
+
+def has_op_records(data: bytes) -> bool:
+    """Whether any line of ``data`` is an op record (:func:`is_op_record`)."""
+    for found in _LOGGER.finditer(data):
+        start = data.rfind(b"\n", 0, found.start()) + 1
+        end = data.find(b"\n", found.end())
+        line = data[start:end if end >= 0 else len(data)].decode("utf-8", errors="surrogateescape")
+        if is_op_record(line.rstrip("\r")):
+            return True
+    return False
+
+
 def parse_text_log(data: bytes, source: str = "<log>", *, check_pairs: bool = False) -> list[Op]:
     """The history in a text log's bytes (see the module's rules)."""
     # surrogateescape keeps each undecodable byte as its own character, so a line that

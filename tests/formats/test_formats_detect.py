@@ -43,7 +43,7 @@ def test_unrecognisable_and_empty_files_are_errors(tmp_path: Path) -> None:
 
 def test_malformed_jsonl_names_its_line(tmp_path: Path) -> None:
     path = tmp_path / "h.jsonl"
-    path.write_text('{"index":0,"time":0,"type":"invoke","process":0,"f":"r"}\n{"index":1,"time":1,"type":"bad","process":0,"f":"r"}\n')
+    path.write_text('{"index":0,"time":0,"type":"invoke","process":0,"f":"r","value":null}\n{"index":1,"time":1,"type":"bad","process":0,"f":"r"}\n')
     with pytest.raises(HistoryError) as caught:
         load_history(path)
     assert caught.value.line == 2
@@ -125,3 +125,35 @@ def test_a_json_document_over_many_lines_is_named_not_taken_for_edn(tmp_path: Pa
     path.write_text(json.dumps(document, indent=indent or None) if indent else "{\n" + json.dumps(document)[1:])
     with pytest.raises(HistoryError, match="not a history: one JSON document over many lines"):
         detect_format(path)
+
+
+# (regression, 2026-11-28: a log whose records start with a bracketed timestamp or thread, or
+# whose chatter starts like EDN, was read as EDN and refused with an EDN message)
+_LOG_OPS = ("0\t:invoke\t:write\t1", "0\t:ok\t:write\t1", "1\t:invoke\t:read\tnil", "1\t:ok\t:read\t2")
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(prefix=st.sampled_from(["[", "{", "(", "#", "^"]).flatmap(
+           lambda first: st.text(alphabet=st.characters(exclude_categories=("Cs", "Cc", "Zl", "Zp"),
+                                                        exclude_characters='"'), max_size=30)
+           .map(lambda rest: first + rest)),
+       chatter=st.sampled_from(["", "{this is chatter}\n", "# log start\n", "[main] starting\n"]))
+def test_a_text_log_whose_lines_start_like_edn_is_read_as_the_log(tmp_path: Path, prefix: str, chatter: str) -> None:
+    plain = tmp_path / "plain.log"
+    plain.write_text("".join(f"INFO  jepsen.util - {op}\n" for op in _LOG_OPS))
+    prefixed = tmp_path / "prefixed.log"
+    prefixed.write_text(chatter + "".join(f"{prefix} INFO  jepsen.util - {op}\n" for op in _LOG_OPS))
+    loaded = load_history(prefixed)
+    assert loaded.format == "jepsen-text"
+    assert [(op.process, op.type, op.f, op.value) for op in loaded.ops] == \
+           [(op.process, op.type, op.f, op.value) for op in load_history(plain).ops]
+
+
+def test_an_edn_history_that_is_damaged_and_quotes_log_lines_is_still_refused_as_edn(tmp_path: Path) -> None:
+    # Only an unquoted record makes a log: a quoted one inside broken EDN leaves it EDN.
+    path = tmp_path / "h.edn"
+    path.write_text('{:process 0 :type :invoke :f :write :value "INFO  jepsen.util - 0\t:invoke\t:write\t1"}\n'
+                    "{:process 0 :type :ok :f :write\n")
+    with pytest.raises(HistoryError) as caught:
+        load_history(path)
+    assert caught.value.line == 2 and "never closed" in str(caught.value)

@@ -107,6 +107,15 @@ def test_what_the_writer_writes_reads_back_the_same(value: Any) -> None:
     assert typed(edn.loads(edn.dumps(value))) == typed(value)
 
 
+@given(st.text())
+def test_a_string_is_written_without_control_characters_and_reads_back(text: str) -> None:
+    # (regression, 2026-11-28: a NUL in a JSONL value was written raw by --to-edn, and
+    # floodmark's own reader then refused the file as binary data)
+    written = edn.dumps(text)
+    assert not any(ord(c) < 0x20 or c == "\x7f" for c in written)
+    assert edn.loads(written) == text
+
+
 @given(st.lists(st.tuples(_values, st.lists(st.sampled_from([" ", "\n", ",", "\t", "; a comment\n", " #_ 1 "]),
                                             min_size=1, max_size=4)), max_size=6))
 def test_every_top_level_form_is_numbered_by_the_line_it_starts_on(forms: list[tuple[Any, list[str]]]) -> None:
@@ -206,3 +215,21 @@ def test_an_integer_reads_as_written_and_with_a_leading_zero_is_refused(n: int, 
     for text in (f"0{m}{suffix}", f"-0{m}{suffix}", f"+00{m}{suffix}"):
         with pytest.raises(edn.EdnError, match="starts with 0"):
             edn.loads(text)
+
+
+@pytest.mark.parametrize(("text", "read"), [
+    ("[:a\u00a0:b]", [edn.Keyword("a\u00a0:b")]),  # a no-break space is part of the keyword
+    ("[:a\u202f1 2]", [edn.Keyword("a\u202f1"), 2]),
+    ("[:a\u2007:b]", [edn.Keyword("a\u2007:b")]),
+    ("[:a\u3000:b]", [edn.Keyword("a"), edn.Keyword("b")]),  # an ideographic space separates, as in Java
+    ("[1\u001f2]", [1, 2]),
+])
+def test_whitespace_is_clojures_not_pythons(text: str, read: list[Any]) -> None:
+    # (the third hunt, 2026-11-28: U+00A0, U+2007, U+202F and U+0085 separated tokens, which
+    # Clojure reads as part of an atom: [:a\u00a0:b] is one keyword there)
+    assert typed(edn.loads(text)) == typed(read)
+
+
+def test_a_next_line_control_inside_a_number_is_refused_as_clojure_refuses_it() -> None:
+    with pytest.raises(edn.EdnError, match="malformed number"):
+        edn.loads("[1\u00851]")

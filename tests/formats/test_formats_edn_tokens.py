@@ -17,7 +17,8 @@ from floodmark.formats.edn_tokens import TOKEN, tokens_by_line
 # an unclosed string, comments, characters, tags and discards, and Unicode whitespace.
 PIECES = ["[", "]", "(", ")", "{", "}", "#{", "#_", "#inst", "#", "##Inf", "\\", "\\a", "\\newline", "\\u0041",
           '"a"', '"a\\"b"', '"x\ny"', '"', ":k", ":key/name", "nil", "123", "-4.5e6", "abcdefgh", "a#b", "a\\b",
-          ";note\n", ";", " ", "  ", ",", ",,", "\n", "\r\n", "\t", "\u00a0", "\u2028", "\x1c"]
+          ";note\n", ";", " ", "  ", ",", ",,", "\n", "\r\n", "\t", "\u00a0", "\u2028", "\x1c",
+          "\x85", "\u2007", "\u202f", "\u3000"]
 
 
 def reference(text: str) -> list[tuple[int, str]]:
@@ -35,6 +36,12 @@ def reference(text: str) -> list[tuple[int, str]]:
 
 def flattened(text: str) -> list[tuple[int, str]]:
     return [(line, token) for line, tokens in tokens_by_line(text) for token in tokens]
+
+
+def test_a_no_break_space_past_a_window_stays_in_its_atom(monkeypatch: pytest.MonkeyPatch) -> None:
+    # (found by the property below once no-break spaces became part of atoms, 2026-11-28)
+    monkeypatch.setattr(edn_tokens, "WINDOW", 2)
+    assert flattened(":knil\u00a0") == reference(":knil\u00a0") == [(1, ":knil\u00a0")]
 
 
 @pytest.mark.parametrize(("window", "batch"), [(edn_tokens.WINDOW, edn_tokens.BATCH), (1, 1), (2, 2), (5, 3)])
