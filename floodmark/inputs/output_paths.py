@@ -18,7 +18,10 @@ through :func:`write_output`, which answers the same way for all of them:
 - anything else (no file yet, or a regular file) is written atomically: a temporary file in
   the same directory, renamed over the target, so a reader never sees half a file. A
   symbolic link is followed (the file it names is replaced, the link is kept), and a file
-  replaced keeps its permissions.
+  replaced keeps its permissions. A file floodmark keeps for itself in a run directory (its
+  default ``report.html``) is written with ``follow_links=False``: a link in its place is
+  replaced, not followed, since a run directory may come from anyone and its link could aim
+  the write at any file.
 
 Every refusal and every failure to write is a :class:`~floodmark.errors.UsageError` with one
 line naming the flag and the path (exit 254). :func:`check_output` is the refusal alone, for
@@ -52,13 +55,18 @@ Writer = Callable[[TextIO], object]
 
 
 def check_output(target: str | os.PathLike[str], *, flag: str | None = None,
-                 inputs: Iterable[Input] = ()) -> None:
+                 inputs: Iterable[Input] = (), follow_links: bool = True) -> None:
     """Refuse ``target`` as the place to write (a :class:`UsageError` naming ``flag`` and
     the path) if it is a directory, one of ``inputs``, a block device or a socket, or if its
-    directory does not exist."""
+    directory does not exist (``follow_links=False``: a link at ``target`` is to be replaced,
+    so only the directory it sits in counts)."""
     if os.fspath(target) == STDOUT:
         return
     name = _name(flag, target)
+    if not follow_links and os.path.islink(target):
+        if not Path(target).parent.is_dir():
+            raise UsageError(f"{name}: {printable(str(Path(target).parent))}: not a directory")
+        return
     try:
         status = os.stat(target)
     except (FileNotFoundError, NotADirectoryError):  # nothing there yet (or a link to nothing)
@@ -80,14 +88,15 @@ def check_output(target: str | os.PathLike[str], *, flag: str | None = None,
 
 
 def write_output(target: str | os.PathLike[str], write: Writer, *, flag: str | None = None,
-                 inputs: Iterable[Input] = (), errors: str = "strict") -> Path:
+                 inputs: Iterable[Input] = (), errors: str = "strict", follow_links: bool = True) -> Path:
     """Write a UTF-8 text file at ``target`` by calling ``write`` with it open, as the
     module says (refused, written through, or replaced atomically); return ``target``.
 
     ``flag`` is the option that named the path, for messages (None: a default path);
     ``errors`` is the encoding's error handler (``"replace"`` for text that may hold
-    strings that are not Unicode)."""
-    check_output(target, flag=flag, inputs=inputs)
+    strings that are not Unicode); ``follow_links=False`` replaces a link at ``target``
+    instead of writing the file it names."""
+    check_output(target, flag=flag, inputs=inputs, follow_links=follow_links)
     name = _name(flag, target)
     if os.fspath(target) == STDOUT:
         try:
@@ -97,10 +106,12 @@ def write_output(target: str | os.PathLike[str], write: Writer, *, flag: str | N
         return Path(target)
     try:
         try:
-            status: os.stat_result | None = os.stat(target)
+            status: os.stat_result | None = os.stat(target) if follow_links else os.lstat(target)
         except (FileNotFoundError, NotADirectoryError):
             status = None
-        if status is not None and not stat.S_ISREG(status.st_mode):
+        if status is not None and stat.S_ISLNK(status.st_mode):
+            replace_file(Path(target), write, errors=errors)  # the link itself, not its target
+        elif status is not None and not stat.S_ISREG(status.st_mode):
             _write_through(target, status, write, errors, name)
         else:
             replace_file(Path(os.path.realpath(target)), write, status=status, errors=errors)

@@ -66,7 +66,9 @@ def write_report(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | 
     run = RunDir(Path(run_dir))
     target = Path(out) if out is not None else run.report
     flag, inputs = ("--out" if out is not None else None), run.recorded_files()
-    check_output(target, flag=flag, inputs=inputs)  # before the reading and rendering, which take a while
+    # (the run's own report.html: a link there is replaced, not followed; see write_output)
+    own = out is None
+    check_output(target, flag=flag, inputs=inputs, follow_links=not own)  # before the slow part
     data = load_run(run_dir)
     with paused_gc():  # the charts build large acyclic structures too
         html = render_report(data, target.parent)
@@ -74,7 +76,8 @@ def write_report(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | 
         for warning in data.warnings:
             warn(warning)
     # (a string the run recorded that is not Unicode text is shown replaced, never fatal)
-    return write_output(target, lambda f: f.write(html), flag=flag, inputs=inputs, errors="replace")
+    return write_output(target, lambda f: f.write(html), flag=flag, inputs=inputs, errors="replace",
+                        follow_links=not own)
 
 
 def render_report(data: RunData, out_dir: Path) -> str:

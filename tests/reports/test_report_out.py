@@ -112,3 +112,31 @@ def test_out_dash_writes_the_page_to_standard_output_and_no_file(sim_run: Path, 
     assert done.stdout.startswith(b"<!doctype html>") and done.stdout.rstrip().endswith(b"</html>")
     assert done.stdout.decode("utf-8") and done.stderr == b""
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("aim", ["a file", "nothing yet", "a missing directory"])
+def test_a_link_in_place_of_the_runs_own_report_is_replaced_not_followed(
+        sim_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], aim: str) -> None:
+    # (regression, 2026-11-28: report.html -> /some/file made ``floodmark report RUN`` write
+    # its page over that file; a run directory may come from anyone, and runs are made as root)
+    run = tmp_path / "run"
+    run.mkdir()
+    for entry in sim_run.iterdir():
+        if entry.is_dir():
+            (run / entry.name).symlink_to(entry)
+        else:
+            (run / entry.name).write_bytes(entry.read_bytes())
+    outside = {"a file": tmp_path / "precious.txt", "nothing yet": tmp_path / "new.html",
+               "a missing directory": tmp_path / "no" / "such" / "x.html"}[aim]
+    if aim == "a file":
+        outside.write_text("precious\n")
+    (run / "report.html").unlink()
+    (run / "report.html").symlink_to(outside)
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 0
+    page = run / "report.html"
+    assert not page.is_symlink() and page.read_text().startswith("<!doctype html>")
+    if aim == "a file":
+        assert outside.read_text() == "precious\n"
+    else:
+        assert not outside.exists()
