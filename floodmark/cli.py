@@ -15,7 +15,10 @@ subcommand; a test holds it to what the modules register.
 A reader that goes away early (``floodmark check DIR | head -1``) closes the pipe the output
 goes to. Every command then finishes quietly, as if its output had been read: the work is
 done (results written, runs torn down) and the exit code is the verdict, never a
-``BrokenPipeError`` traceback halfway through a command.
+``BrokenPipeError`` traceback halfway through a command. Output that cannot be written for
+any other reason (standard output closed, ``>/dev/full``) is lost, and the verdict with it:
+the command still finishes, then says so in one line and exits 254, never 0 or 1 for a
+verdict nobody could read, and never a traceback.
 """
 
 from __future__ import annotations
@@ -111,12 +114,18 @@ def build_parser(command: str | None = None) -> ArgumentParser:
 
 
 class _ReaderMayLeave:
-    """A text stream that, once its reader has gone (a closed pipe), drops what it is given.
+    """A text stream that, once its reader has gone (a closed pipe), drops what it is given;
+    and once it cannot be written at all (closed from the start, a full disk), drops it too
+    and says why in ``lost``.
 
     The stream's descriptor is pointed at /dev/null then, so what the stream still buffers
     (and the interpreter's flush at exit) goes nowhere instead of failing again."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO | None) -> None:
+        self.lost: str | None = None  # why what was written went nowhere (not a reader gone)
+        if stream is None:  # started with the descriptor closed (``>&-``)
+            stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (lives as long as the process)
+            self.lost = "it is closed"
         self._stream = stream
 
     def write(self, text: str) -> int:
@@ -124,34 +133,53 @@ class _ReaderMayLeave:
             return self._stream.write(text)
         except BrokenPipeError:
             self._reader_gone()
-            return len(text)
+        except OSError as e:
+            self._cannot_write(e)
+        return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
         except BrokenPipeError:
             self._reader_gone()
+        except OSError as e:
+            self._cannot_write(e)
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._stream, name)
 
+    def _cannot_write(self, error: OSError) -> None:
+        if self.lost is None:
+            self.lost = (error.strerror or str(error)).lower()
+        self._reader_gone()
+
     def _reader_gone(self) -> None:
+        try:
+            fd = self._stream.fileno()
+        except (OSError, ValueError):
+            return  # no descriptor beneath it: nothing buffers for the exit's flush
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:
-            os.dup2(devnull, self._stream.fileno())
+            os.dup2(devnull, fd)
         finally:
             os.close(devnull)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     streams = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = (cast(TextIO, _ReaderMayLeave(s)) for s in streams)
+    out, err = _ReaderMayLeave(streams[0]), _ReaderMayLeave(streams[1])
+    sys.stdout, sys.stderr = cast(TextIO, out), cast(TextIO, err)
     try:
-        return _main(argv)
+        code = _main(argv)
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        out.flush()
+        err.flush()
         sys.stdout, sys.stderr = streams
+    if out.lost is not None:
+        err.write(f"floodmark: error: cannot write to standard output: {out.lost}; what it said is lost\n")
+        err.flush()
+        return EXIT_BAD_ARGUMENTS
+    return code
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -67,3 +67,50 @@ def test_python_m_exits_with_floodmarks_code_after_an_interrupt_it_caught(tmp_pa
     done = subprocess.run([sys.executable, "-m", "interrupted_floodmark"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 130, (done.returncode, done.stderr)
+
+
+def _in_shell(redirections: str, *args: str, cwd: object) -> subprocess.CompletedProcess[str]:
+    """``floodmark ARGS`` run by a shell with ``redirections`` (``<&-``, ``>/dev/full``, ...)."""
+    import os
+    import shlex
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    command = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "floodmark", *args))
+    return subprocess.run(["bash", "-c", f"{command} {redirections}"], cwd=cwd, capture_output=True,
+                          text=True, env=env, timeout=120)
+
+
+def _valid_history(tmp_path):
+    path = tmp_path / "h.edn"
+    path.write_text("{:process 0 :type :invoke :f :write :value 1}\n{:process 0 :type :ok :f :write :value 1}\n")
+    return path
+
+
+def test_standard_input_closed_is_an_unusable_input_not_a_traceback(tmp_path):
+    # (regression, 2026-11-28: ``check - <&-`` died of an AttributeError with exit 1, the
+    # code of an invalid history, even beside a valid one)
+    for args in (["check", "-"], ["check", "h.edn", "-"]):
+        _valid_history(tmp_path)
+        done = _in_shell("<&-", *args, cwd=tmp_path)
+        assert done.returncode == EXIT_BAD_ARGUMENTS, done
+        assert "Traceback" not in done.stderr
+        assert "floodmark check: error: <stdin>: cannot read: standard input is closed\n" in done.stderr
+
+
+def test_output_that_cannot_be_written_is_said_in_one_line_and_exits_254(tmp_path):
+    # (regression, 2026-11-28: ``check VALID >/dev/full`` printed a traceback and exited 1, the
+    # code of an invalid history; ``>&-`` exited 120)
+    _valid_history(tmp_path)
+    for redirection, why in ((">/dev/full", "no space left on device"), (">&-", "it is closed")):
+        done = _in_shell(redirection, "check", "h.edn", cwd=tmp_path)
+        assert done.returncode == EXIT_BAD_ARGUMENTS, done
+        assert done.stderr == (f"floodmark: error: cannot write to standard output: {why}; "
+                               "what it said is lost\n")
+
+
+def test_errors_that_cannot_be_written_keep_the_exit_code(tmp_path):
+    for redirection in ("2>&-", "2>/dev/full"):
+        done = _in_shell(redirection, "check", "missing.edn", cwd=tmp_path)
+        assert done.returncode == EXIT_BAD_ARGUMENTS, done
+        assert "Traceback" not in done.stdout

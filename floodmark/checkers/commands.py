@@ -214,7 +214,8 @@ def _to_edn(out: str, path: Path, many: bool, ops: list[Op], *, keyword_keys: bo
     return write_edn_history(target, ops, keyword_keys=keyword_keys, flag="--to-edn", inputs=inputs or ())
 
 
-def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None, many: bool) -> dict[str, Any]:
+def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None, many: bool,
+               stage: _Stage) -> dict[str, Any]:
     from floodmark.checkers.linearizability.checker import ModelMismatch, infer_model
     from floodmark.checkers.registry import (
         check_run,
@@ -232,6 +233,7 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
         from floodmark.contracts.history import read_history
         from floodmark.run_dirs.rundir import RunDir, is_run_dir
 
+        stage.reading = False  # (a run's files are regular ones, refused if not: none is waited on)
         if not is_run_dir(path):
             history = RunDir(path).history
             if os.path.lexists(history):  # there, but no file to read: say what it is
@@ -246,6 +248,7 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
             _warn_if_edn_differs(out, ops, "jsonl", results, args)
         return results
     loaded = load_history(name)
+    stage.reading = False
     if args.to_edn:
         # (a history read from EDN keeps its string map keys strings; a JSON one's become keywords)
         out = _to_edn(args.to_edn, Path("stdin" if name == STDIN else name), many, loaded.ops,
@@ -369,24 +372,32 @@ STILL_FIRST = 10.0
 STILL_EVERY = 30.0
 
 
+class _Stage:
+    """What a path's check is doing, for the line that says it is still at it."""
+
+    reading = True  # until the history is read: a pipe whose writer stalls holds it here
+
+
 @contextlib.contextmanager
-def _still_checking(path: Path, time_limit: float | None) -> Iterator[None]:
+def _still_checking(path: Path, time_limit: float | None) -> Iterator[_Stage]:
     done = threading.Event()
     started = time.monotonic()
+    stage = _Stage()
     bound = (f"the searching checkers give up at {time_limit:g} s" if time_limit is not None else
              "--time-limit S bounds the searching checkers")
 
     def say() -> None:
         wait = STILL_FIRST
         while not done.wait(wait):
-            print(f"floodmark check: {printable(str(path))}: still checking after "
-                  f"{time.monotonic() - started:.0f} s ({bound})", file=sys.stderr, flush=True)
+            doing = ("still reading it", "its writer has not finished") if stage.reading else ("still checking", bound)
+            print(f"floodmark check: {printable(str(path))}: {doing[0]} after "
+                  f"{time.monotonic() - started:.0f} s ({doing[1]})", file=sys.stderr, flush=True)
             wait = STILL_EVERY
 
     thread = threading.Thread(target=say, name="still-checking", daemon=True)
     thread.start()
     try:
-        yield
+        yield stage
     finally:
         done.set()
         thread.join()
@@ -413,8 +424,8 @@ def run_check(args: argparse.Namespace) -> int:
     unusable = 0
     for path in paths:
         try:
-            with _still_checking(path, args.time_limit):
-                results = _check_one(path, args, checkers, many)
+            with _still_checking(path, args.time_limit) as stage:
+                results = _check_one(path, args, checkers, many, stage)
         except (SourceError, UsageError, OSError, ValueError, RecursionError, MemoryError) as e:
             # An unusable input is named and the others are still checked; the exit code
             # says some input was unusable.

@@ -98,13 +98,19 @@ def read_source(path: str | os.PathLike[str], *, limit: int | None = None, text:
     the byte order mark it may start with; raises SourceError."""
     source = os.fspath(path)
     if source == STDIN:
-        return _read_fd(sys.stdin.fileno(), "<stdin>", limit, text, fifo=False, writer_wait=writer_wait)
+        try:
+            fd = sys.stdin.fileno()
+        except (AttributeError, OSError, ValueError):  # none (started closed, ``<&-``), or closed since
+            raise SourceError("<stdin>", 0, "cannot read: standard input is closed") from None
+        return _read_fd(fd, "<stdin>", limit, text, fifo=False, writer_wait=writer_wait)
     try:
         mode = os.stat(source).st_mode
         fifo = stat.S_ISFIFO(mode)
         if stat.S_ISDIR(mode):
             raise SourceError(source, 0, "is a directory, not a file")
-        fd = os.open(source, os.O_RDONLY | (os.O_NONBLOCK if fifo else 0))
+        # (a regular file too: reading one never blocks, except a kernel file such as
+        # /proc/kmsg, which would wait for data for ever; without blocking it says EAGAIN)
+        fd = os.open(source, os.O_RDONLY | (os.O_NONBLOCK if fifo or stat.S_ISREG(mode) else 0))
     except OSError as e:
         raise SourceError(source, 0, f"cannot read: {file_problem(source) or describe_os_error(e)}") from None
     try:
@@ -165,6 +171,9 @@ def _read_fd(fd: int, source: str, limit: int | None, text: bool, *, fifo: bool,
     while True:
         try:
             chunk, first = (first, None) if first is not None else (os.read(fd, _BLOCK), None)
+        except BlockingIOError:
+            raise SourceError(source, 0, "cannot read: it has no data now and would wait for some (a kernel "
+                                         "file such as /proc/kmsg), not a history") from None
         except OSError as e:
             raise SourceError(source, 0, f"cannot read: {describe_os_error(e)}") from None
         if not chunk:

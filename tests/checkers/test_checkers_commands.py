@@ -80,6 +80,36 @@ def test_a_long_check_says_it_is_still_checking(tmp_path: Path, capsys: pytest.C
     assert notices[0].endswith("(the searching checkers give up at 1 s)")
 
 
+def test_a_writer_that_stalls_is_said_to_hold_the_reading_not_the_checking(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # (the third hunt, 2026-11-28: a pipe whose writer stalled after a line was said to be
+    # "still checking", naming --time-limit, which bounds no reading)
+    import os
+    import threading
+
+    from floodmark.checkers import commands
+
+    monkeypatch.setattr(commands, "STILL_FIRST", 0.05)
+    monkeypatch.setattr(commands, "STILL_EVERY", 0.05)
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"{:process 0 :type :invoke :f :write :value 1}\n")
+
+    def finish() -> None:
+        os.write(write_end, b"{:process 0 :type :ok :f :write :value 1}\n")
+        os.close(write_end)
+
+    finisher = threading.Timer(0.5, finish)
+    finisher.start()
+    try:
+        assert main(["check", f"/dev/fd/{read_end}"]) == 0
+    finally:
+        finisher.join()
+        os.close(read_end)
+    notices = [line for line in capsys.readouterr().err.splitlines() if " after " in line]
+    assert notices and all("still reading it after" in line and line.endswith("(its writer has not finished)")
+                           for line in notices)
+
+
 def test_model_and_initial_options(tmp_path: Path) -> None:
     reads_zero = write(tmp_path, "z.edn", "[{:process 0 :type :invoke :f :read :value nil}\n"
                                           " {:process 0 :type :ok :f :read :value 0}]")

@@ -82,3 +82,17 @@ def test_process_substitution_is_read_as_it_is_written(tmp_path: Path) -> None:
                                *floodmark("run", "--cluster", "sim", "--store", str(tmp_path / "store"))],
                               capture_output=True, text=True, env=env, timeout=120)
         assert done.returncode == 0 and "FIFO" not in done.stderr, done.stderr
+
+
+def test_a_kernel_file_that_would_wait_for_data_is_refused_not_waited_on() -> None:
+    # (the third hunt, 2026-11-28: ``check /proc/kmsg`` as root waited for ever: a regular
+    # file of size 0 whose read blocks until the kernel logs something)
+    kmsg = Path("/proc/kmsg")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(floodmark("check", str(kmsg)), capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 254 and done.stderr.count("\n") == 1, done.stderr
+    if os.access(kmsg, os.R_OK):  # as root, where it would have waited
+        assert ("floodmark check: error: /proc/kmsg: cannot read: it has no data now and would wait for some "
+                "(a kernel file such as /proc/kmsg), not a history") in done.stderr
+    else:
+        assert "floodmark check: error: /proc/kmsg: cannot read" in done.stderr
