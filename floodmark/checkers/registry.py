@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from floodmark.checkers.api import Checker, CheckInput, NotJudgeable
 from floodmark.checkers.convergence import records_the_wait
+from floodmark.checkers.run_partitions import partition_bounds
 from floodmark.contracts.history import Op, OpsRead
 from floodmark.contracts.results import (
     CheckerResult,
@@ -303,7 +304,7 @@ def check_run(
         if ops is None:
             ops = read_history(run.history, check_pairs=True)
         events = read_events_dir(run.events, torn, topics=None if config is None else config.topic_names,
-                                 cut_short=cut_short)
+                                 partitions=partition_bounds(config, ops), cut_short=cut_short)
     finally:
         if collecting:
             gc.enable()

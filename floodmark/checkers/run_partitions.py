@@ -8,14 +8,64 @@ naming it), and its value is set apart as one that may be anywhere
 (:attr:`~floodmark.checkers.queue_index.QueueIndex.stray_values`). A read of a value in a
 partition the run has, other than the one it was sent to, stays an anomaly. A history
 that states no configuration (a foreign one) is held to none.
+
+Node events may name more partitions than ``test.yaml`` states, but only those an admin
+fault added (``add-partitions``: its nemesis op names the topic and the partition count it
+asked for). :class:`PartitionBounds` reads those ops, one at a time (the Spark pipeline
+streams the history), and bounds each topic's partitions for the node event readers: an
+event naming a partition beyond them is damage (the file and line named, exit 254), never a
+partition to judge (it was judged one the cluster never listed, and the run invalid). An
+``add-partitions`` whose outcome is unknown leaves the partitions unbounded, as before.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from floodmark.contracts.history import NEMESIS, Op
+
 if TYPE_CHECKING:
     from floodmark.contracts.run_config import TestConfig
+
+ADD_PARTITIONS = "add-partitions"  # the admin fault's shape that adds partitions to a topic
+
+
+class PartitionBounds:
+    """How many partitions each topic of a run may have had: ``test.yaml``'s count, or more
+    where an admin fault added some (see the module docstring)."""
+
+    def __init__(self, config: TestConfig | None) -> None:
+        self._config = config
+        self._added: dict[str, int] = {}  # topic -> the largest count an add-partitions asked for
+        self._unsure = 0  # add-partitions invoked, less those whose completion says what they asked
+
+    def see(self, op: Op) -> None:
+        if op.process != NEMESIS or type(op.value) is not dict or op.value.get("shape") != ADD_PARTITIONS:
+            return
+        if op.type == "invoke":
+            self._unsure += 1
+            return
+        topic, count = op.value.get("topic"), op.value.get("count")
+        if op.type == "ok" and type(topic) is str and type(count) is int:
+            self._added[topic] = max(self._added.get(topic, 0), count)
+            self._unsure -= 1
+
+    def bounds(self) -> dict[str, int] | None:
+        """Topic -> how many partitions it may have; None when that is not known (no
+        configuration, or an add-partitions that did not say what it asked for)."""
+        config = self._config
+        if config is None or self._unsure > 0:
+            return None
+        return {topic: max(config.partitions, self._added.get(topic, 0)) for topic in config.topic_names}
+
+
+def partition_bounds(config: TestConfig | None, ops: list[Op]) -> dict[str, int] | None:
+    """:meth:`PartitionBounds.bounds` of a whole history."""
+    bounds = PartitionBounds(config)
+    for op in ops:
+        if op.process == NEMESIS:
+            bounds.see(op)
+    return bounds.bounds()
 
 
 class QueueIndex(Protocol):

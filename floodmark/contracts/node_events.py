@@ -28,7 +28,9 @@ A file is one node's and holds each of its events once: every line names that no
 files say they are the same broker (a ``started`` or ``controller_elected`` event names its
 own broker): a file copied under another node's name would otherwise tell that broker's story
 twice. Given the run's topics, an event naming another topic is refused too (a run never
-creates one; partitions, which admin faults add, are not bounded).
+creates one), and given how many partitions each may have had (``partitions``: what
+``test.yaml`` states, or more where an admin fault added some), so is one naming a partition
+beyond them.
 """
 
 from __future__ import annotations
@@ -153,7 +155,8 @@ def event_from_dict(d: Any, source: str = "<events>", line: int = 0) -> NodeEven
 
 
 def iter_events(path: str | os.PathLike[str], node: str | None = None, torn: list[str] | None = None,
-                topics: Collection[str] | None = None) -> Iterator[NodeEvent]:
+                topics: Collection[str] | None = None,
+                partitions: Mapping[str, int] | None = None) -> Iterator[NodeEvent]:
     """Read one node's event file. A last line cut short (the node was killed while writing
     it, see :mod:`floodmark.inputs.torn_lines`) is ignored, and said in ``torn`` if given, as is
     a whole last line without its newline (read, but the file was cut after it); any other
@@ -161,13 +164,15 @@ def iter_events(path: str | os.PathLike[str], node: str | None = None, torn: lis
     ``node``: the node the file belongs to; then every event must be that node's, and no
     ``seq`` may come twice (a line duplicated or a file of another node would make the
     checkers count what happened twice, or in the wrong broker's story). ``topics``: the
-    run's topics (as its configuration states them), the only ones an event may name."""
-    for _, event in _numbered_events(path, node, torn, topics):
+    run's topics (as its configuration states them), the only ones an event may name;
+    ``partitions``: how many partitions each topic may have had (none beyond)."""
+    for _, event in _numbered_events(path, node, torn, topics, partitions):
         yield event
 
 
 def _numbered_events(path: str | os.PathLike[str], node: str | None, torn: list[str] | None,
-                     topics: Collection[str] | None) -> Iterator[tuple[int, NodeEvent]]:
+                     topics: Collection[str] | None,
+                     partitions: Mapping[str, int] | None) -> Iterator[tuple[int, NodeEvent]]:
     """:func:`iter_events`, each event with its line number."""
     source = str(path)
     try:
@@ -201,6 +206,13 @@ def _numbered_events(path: str | os.PathLike[str], node: str | None, torn: list[
             if foreign is not None:
                 raise NodeEventError(source, number, f"{event.kind} names topic {short(foreign)}, which the run "
                                                      f"does not have (its topics: {', '.join(sorted(topics))})")
+        if partitions is not None:
+            beyond = _partition_beyond(event.body, partitions)
+            if beyond is not None:
+                topic, partition = beyond
+                raise NodeEventError(source, number, f"{event.kind} names partition {short(partition)} of topic "
+                                                     f"{short(topic)}, which never had more than "
+                                                     f"{partitions[topic]} (0 to {partitions[topic] - 1})")
         yield number, event
     if lines and not lines[-1].endswith(b"\n") and lines[-1].strip() and torn is not None:
         # Every event is written with its newline, so a whole last line without one was cut
@@ -219,14 +231,28 @@ def _foreign_topic(body: KnownKind | UnknownKind, topics: Collection[str]) -> st
     return None
 
 
+def _partition_beyond(body: KnownKind | UnknownKind, partitions: Mapping[str, int]) -> tuple[str, int] | None:
+    """A (topic, partition) ``body`` names beyond the partitions its topic may have had, or
+    None (a topic not in ``partitions`` is not bounded here)."""
+    topic = getattr(body, "topic", None)
+    if topic is not None:
+        partition = getattr(body, "partition", None)
+        if type(partition) is int and topic in partitions and partition >= partitions[topic]:
+            return cast(str, topic), partition
+        return None
+    if type(body) is LogDirOffline:
+        return next(((t, p) for t, p in body.partitions if t in partitions and p >= partitions[t]), None)
+    return None
+
+
 def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = None, *,
-                    topics: Collection[str] | None = None,
+                    topics: Collection[str] | None = None, partitions: Mapping[str, int] | None = None,
                     refused: list[NodeEventError] | None = None,
                     cut_short: set[str] | None = None) -> dict[str, list[NodeEvent]]:
     """Read every ``<node>.jsonl`` in an events directory, keyed by node name (each file
     holding that node's events only, each once, and no two files the same broker's); ``torn``
     is told of last lines cut short, ``cut_short`` of the nodes whose file ends in one, and
-    ``topics`` are the run's (see :func:`iter_events`).
+    ``topics`` and ``partitions`` are the run's (see :func:`iter_events`).
     A file that cannot be read so raises :class:`NodeEventError`; with ``refused``, it is left
     out and its error added there instead (a report shows what it can)."""
     result: dict[str, list[NodeEvent]] = {}
@@ -242,7 +268,7 @@ def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = 
     for path in sorted(d.glob("*.jsonl")):
         told: list[str] = []
         try:
-            events, claim = _read_node_file(path, told, topics)
+            events, claim = _read_node_file(path, told, topics, partitions)
             if torn is not None:
                 torn.extend(told)
             if told and cut_short is not None:
@@ -293,8 +319,8 @@ class _Claim:
     line: int
 
 
-def _read_node_file(path: Path, torn: list[str] | None,
-                    topics: Collection[str] | None) -> tuple[list[NodeEvent], _Claim | None]:
+def _read_node_file(path: Path, torn: list[str] | None, topics: Collection[str] | None,
+                    partitions: Mapping[str, int] | None) -> tuple[list[NodeEvent], _Claim | None]:
     """A node's events, and the broker they say the node is (None if they do not say)."""
     node, source = path.stem, str(path)
     unreadable = file_problem(path)  # a FIFO or a device in a run is named at once, never waited on
@@ -302,7 +328,7 @@ def _read_node_file(path: Path, torn: list[str] | None,
         raise NodeEventError(source, 0, unreadable)
     events: list[NodeEvent] = []
     claim: _Claim | None = None
-    for number, event in _numbered_events(path, node, torn, topics):
+    for number, event in _numbered_events(path, node, torn, topics, partitions):
         body = event.body
         kind = type(body)
         if kind is Started or kind is ControllerElected:

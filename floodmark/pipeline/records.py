@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from floodmark.checkers.run_partitions import PartitionBounds
 from floodmark.contracts.history import (
+    NEMESIS,
     HistoryError,
     Op,
     ProcessPairing,
@@ -86,11 +88,12 @@ def iter_run_rows(run_dir: str | os.PathLike[str], store: str | os.PathLike[str]
     config, results = checked_run(rd)
     run_id = run_id_of(rd.path, Path(store))
     witnesses = witness_indices(results)
-    op_count, first_time, last_time, witness_times = _validate_history(rd, witnesses)
+    bounds = PartitionBounds(config)
+    op_count, first_time, last_time, witness_times = _validate_history(rd, witnesses, bounds)
     cut_short: set[str] = set()  # as floodmark check reads them: the re-check is told the same
     try:
         events = read_events_dir(rd.events, topics=None if config is None else config.topic_names,
-                                 cut_short=cut_short)
+                                 partitions=bounds.bounds(), cut_short=cut_short)
     except NodeEventError as e:
         raise RunRejected(str(e)) from None
     except OSError as e:
@@ -132,10 +135,11 @@ def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) or value is None else json_text(value)
 
 
-def _validate_history(rd: RunDir, witnesses: set[int]) -> tuple[int, int | None, int | None, dict[int, int]]:
+def _validate_history(rd: RunDir, witnesses: set[int],
+                      bounds: PartitionBounds) -> tuple[int, int | None, int | None, dict[int, int]]:
     """Stream the history once: dense indices, well-formed ops, every completion closing its
     process's invocation (as ``floodmark check`` reads a history for its checkers, refusing
-    it otherwise); note the witnesses' times."""
+    it otherwise); note the witnesses' times, and show ``bounds`` the nemesis's ops."""
     count, first, last = 0, None, None
     times: dict[int, int] = {}
     pairing = ProcessPairing(str(rd.history))
@@ -147,6 +151,8 @@ def _validate_history(rd: RunDir, witnesses: set[int]) -> tuple[int, int | None,
             if last is not None and op.time < last:  # as read_history refuses it
                 raise HistoryError(str(rd.history), count + 1, time_out_of_order(op.time, last))
             pairing.see(op, count + 1)
+            if op.process == NEMESIS:
+                bounds.see(op)
             if first is None:
                 first = op.time
             last = op.time

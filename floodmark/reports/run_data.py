@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from floodmark.checkers.run_partitions import PartitionBounds
 from floodmark.contracts.history import Op
 from floodmark.contracts.node_events import NodeEvent, NodeEventError, read_events_dir
 from floodmark.contracts.results import read_results
@@ -107,7 +108,7 @@ def load_run(path: str | os.PathLike[str]) -> RunData:
     config = _load_config(run, results, warnings)
     history = load_history(run.history)
     completion_of = history.pairs()
-    events = _load_events(run, config, warnings)
+    events = _load_events(run, config, history, warnings)
     if history.torn_tail is not None:  # as ``floodmark check`` says it
         warnings.append(str(history.torn_tail))
     problem = _verdict_problem(run, results, history)
@@ -165,7 +166,15 @@ def _load_config(run: RunDir, results: dict[str, Any] | None, warnings: list[str
         return None
 
 
-def _load_events(run: RunDir, config: TestConfig | None, warnings: list[str]) -> dict[str, list[NodeEvent]]:
+def _partition_bounds(config: TestConfig | None, history: HistoryColumns) -> dict[str, int] | None:
+    bounds = PartitionBounds(config)
+    for i in history.nemesis_indices:
+        bounds.see(history[i])
+    return bounds.bounds()
+
+
+def _load_events(run: RunDir, config: TestConfig | None, history: HistoryColumns,
+                 warnings: list[str]) -> dict[str, list[NodeEvent]]:
     """Each node's events, in its own seq order, read as ``floodmark check`` reads them: a file
     that cannot be read so is a warning, not fatal, and so is a last line cut short."""
     torn: list[str] = []
@@ -177,7 +186,7 @@ def _load_events(run: RunDir, config: TestConfig | None, warnings: list[str]) ->
     try:
         with paused_gc():  # (acyclic, and read after a history of as many objects as it has lines)
             events = read_events_dir(run.events, torn, topics=None if config is None else config.topic_names,
-                                     refused=refused)
+                                     partitions=_partition_bounds(config, history), refused=refused)
     except OSError as e:
         warnings.append(f"node events not shown: {run.events}: {describe_os_error(e)}")
         return {}

@@ -393,6 +393,11 @@ RUN_DAMAGE = [
      "events/n2.jsonl:1: an event of node 'n1' in the file of node 'n2': it says it is broker 1, as "),
     ("foreign-topic", _rewritten_line("events/n1.jsonl", 2, '"topic":"t0"', '"topic":"t9"'), [], EXIT_BAD_ARGUMENTS,
      "events/n1.jsonl:2: leader_elected names topic 't9', which the run does not have (its topics: t0)"),
+    # (the third hunt, 2026-11-28: a partition the run never had was judged one the cluster
+    # never listed, and the run INVALID)
+    ("partition-beyond-the-run", _rewritten_line("events/n1.jsonl", 2, '"partition":0', '"partition":7'), [],
+     EXIT_BAD_ARGUMENTS, "events/n1.jsonl:2: leader_elected names partition 7 of topic 't0', which never had more "
+                         "than 2 (0 to 1)"),
     ("history-key-twice", _rewritten_line("history.jsonl", 3, '"type":"invoke"', '"type":"ok","type":"invoke"'), [],
      EXIT_BAD_ARGUMENTS, "history.jsonl:3: the key 'type' twice in one object"),
     ("event-key-twice", _rewritten_line("events/n1.jsonl", 2, '"leader":1', '"leader":2,"leader":1'), [],
