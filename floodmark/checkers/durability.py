@@ -96,11 +96,12 @@ def _acks_may_excuse(run: CheckInput) -> bool:
     return permissions.everywhere is None and permissions.acknowledged_only is not None
 
 
-def _read_values_at(part: PartitionIndex, polls_only: bool = False) -> dict[int, set[Any]]:
-    """offset -> every value a read (only polls: ``polls_only``) returned there."""
+def _read_values_at(part: PartitionIndex, consumers_only: bool = False) -> dict[int, set[Any]]:
+    """offset -> every value a read (only a consumer's, a poll's or a drain's:
+    ``consumers_only``) returned there."""
     found: dict[int, set[Any]] = {}
     for read in part.reads:
-        if polls_only and read.f != "poll":
+        if consumers_only and read.f != "poll" and read.f != "drain":
             continue
         for offset, value in read.records:
             found.setdefault(offset, set()).add(value)
@@ -133,10 +134,11 @@ class _Drain:
 def _lost_writes(part: PartitionIndex, drained: bool, run: CheckInput, stats: dict[str, Any]) -> list[Anomaly]:
     """Acknowledged sends each drain begun after their acknowledgement lacks at their offset."""
     topic, partition = part.partition
-    drains = sorted((_Drain(read) for read in part.reads if read.f == "drain"), key=_BEGUN)
+    # (a drain's batch at odds with the drain, listed as malformed, is no drain of the partition)
+    drains = sorted((_Drain(read) for read in part.reads if read.f == "drain" and read.placed), key=_BEGUN)
     begun = [d.read.invoke for d in drains]
     count = len(drains)
-    polled: dict[int, set[Any]] | None = None  # what polls read where, if acks may excuse a loss
+    polled: dict[int, set[Any]] | None = None  # what consumers read where, if acks may excuse a loss
     anomalies = []
     for send in part.sends:
         if send.outcome == "info" and drained:
@@ -178,11 +180,15 @@ def _lost_writes(part: PartitionIndex, drained: bool, run: CheckInput, stats: di
                            + (f" (it has {there!r} there)." if there is not _NOTHING else "."))
             extra = {"how": "missing", "value": send.value}
         if polled is None:
-            polled = _read_values_at(part, polls_only=True) if _acks_may_excuse(run) else {}
+            # (a drain is a consumer too: a record an earlier drain held was committed)
+            polled = _read_values_at(part, consumers_only=True) if _acks_may_excuse(run) else {}
         committed = send.value in polled.get(send.offset, ())  # a consumer read it where it was acknowledged
         anomalies.append(Anomaly("lost-write", explanation, topic, partition, (send.offset,), witnesses,
                                  details={**extra, **run.loss_details(topic, partition, committed=committed)}))
-    anomalies.extend(_reads_lost(part, drains, {a.offsets[0] for a in anomalies}, run, stats))
+    # (a loss the run permits at an offset hides no violation there: a record a consumer read at
+    # that offset and a later drain lacks is still one)
+    violated = {a.offsets[0] for a in anomalies if "permitted_by" not in a.details}
+    anomalies.extend(_reads_lost(part, drains, violated, run, stats))
     return anomalies
 
 

@@ -184,7 +184,7 @@ def _covered(index: QueueIndex) -> dict[tuple[str, int], Spans]:
         for read in part.reads:
             if read.records:
                 first, last = read.records[0][0], read.records[-1][0]
-                start = read.start
+                start = read.start if read.placed else None  # (a batch at odds with its op: from its records)
                 found.append((start if type(start) is int and start < first else first, max(first, last)))
     for ops in index.consumer_ops.values():
         last_read: dict[tuple[str, int], int] = {}
@@ -233,7 +233,7 @@ def _lost_and_unseen(part: PartitionIndex, index: QueueIndex, covered: dict[tupl
     nearly every send was read)."""
     observed = part.observations()
     # A send is unseen only if a drain begun after its acknowledgement read to the end.
-    last_drain = max((read.invoke for read in part.reads if read.f == "drain"), default=-1)
+    last_drain = max((read.invoke for read in part.reads if read.f == "drain" and read.placed), default=-1)
     read_values, highest_read = observed.read_values, observed.highest_read
     stats["records_read"] += sum(map(len, map(_RECORDS, part.reads)))
     topic, partition = part.partition

@@ -87,6 +87,9 @@ class Read:
     high_watermark: int | None
     start: Any = None  # the offset the read fetched from (a poll's batch "offset"), if stated
     invoke: int = -1  # history index of the invocation (drains only: -1 for the others)
+    # False when the batch disagrees with where its op fetched (listed as malformed): what it
+    # returned was read, but neither its start nor its place (a drain's, a consumer's) is known
+    placed: bool = True
 
 
 @dataclass
@@ -345,6 +348,7 @@ def build_index(history: list[Op]) -> QueueIndex:
                         else:  # what it read was read, but from where in the consumer's order is not told
                             malformed.append((completion, disagreement))
                             consumer.append(("unplaced", completion))
+                            read.placed = False
                 except ValueError as e:  # the batch's records: said exactly
                     malformed.append((op.index, f"poll op's {e}"))
                     consumer.append(("unplaced", completion))
@@ -435,6 +439,7 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
                     index.consumer_ops.setdefault(invocation.process, []).append(("unplaced", invocation.index))
                 return
             consumer = index.consumer_ops.setdefault(invocation.process, [])
+            batches: dict[Partition, Read] = {}  # this op's batch of each partition
             for batch in completion.value:
                 key = _partition_of(batch)
                 records = batch["records"]
@@ -447,9 +452,15 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
                             batch.get("offset"), invocation.index)
                 index.partition(key).reads.append(read)
                 disagreement = batch_problem(f, invocation.value, batch)
+                if disagreement is None and f == "drain" and key in batches:
+                    # (a drain reads each partition once, to its end: which batch is that read?)
+                    disagreement = f"drain returned two batches of {key[0]}/{key[1]}"
+                    batches[key].placed = False
+                batches[key] = read
                 if disagreement is not None:  # read, but not from where the op says: not in any order
                     index.malformed.append((completion.index, disagreement))
                     consumer.append(("unplaced", completion.index))
+                    read.placed = False
                     continue
                 consumer.append(("read", read))
                 if f == "drain":

@@ -201,3 +201,52 @@ def test_values_are_compared_exactly_or_not_at_all() -> None:
     h.send(0, 0, 1, 0)  # type: ignore[arg-type]
     h.poll(1, 0, 0, [(0, 1)], f="drain")  # type: ignore[list-item]
     assert check(h).valid is True
+
+
+# The fourth hunt (2026-11-28): batches at odds with their op, and losses the run permits.
+
+def _batch(start: int, records: list[tuple[int, str]], partition: int = 0) -> dict[str, object]:
+    return {"topic": "t0", "partition": partition, "offset": start, "records": [list(r) for r in records],
+            "high_watermark": start + len(records)}
+
+
+def test_a_drain_batch_at_odds_with_the_drain_is_no_drain() -> None:
+    """A batch that starts elsewhere than its drain fetched, or of a partition it did not
+    fetch, or a second batch of one partition, is malformed: the verdict is unknown, never
+    a loss judged against a drain nobody can place (before: INVALID, lost-write)."""
+    fetched = [{"topic": "t0", "partition": 0, "offset": 0}]
+    for batches in ([_batch(1, [(1, "b")])],  # starts at 1, fetched from 0
+                    [_batch(0, [(0, "a"), (1, "b")]), _batch(0, [(0, "c")], partition=1)],  # t0/1 not fetched
+                    [_batch(0, [(0, "a")]), _batch(0, [(1, "b")])]):  # two batches of t0/0
+        h = base()
+        h.send(2, 1, "c", 0)
+        h.call(3, "drain", fetched, batches)
+        result = check(h)
+        assert result.valid == "unknown", (batches, result.anomalies)
+        assert not [a for a in result.anomalies if a.type == "lost-write"]
+        assert result.stats["malformed_ops"]
+
+
+def test_a_record_an_earlier_drain_held_was_committed_so_acks_do_not_excuse_its_loss() -> None:
+    """A drain is a consumer: what it read was below the high watermark (before: the loss of
+    a record only a drain had read was permitted by acks=1)."""
+    h = base()
+    h.poll(4, 0, 0, [(0, "a"), (1, "b")], f="drain")
+    h.poll(5, 0, 0, [(0, "a")], f="drain")
+    result = check(h, TestConfig(acks=1))
+    assert result.valid is False and result.stats["violations"] == 1 and result.stats["permitted"] == 0
+    assert "permitted_by" not in result.anomalies[0].details
+
+
+def test_a_permitted_loss_at_an_offset_hides_no_violation_there() -> None:
+    """b, acknowledged at 0 by its leader alone, may be lost under acks=1; c, which a
+    consumer read at 0, may not (before: c's loss was left out as 'already reported')."""
+    h = History()
+    h.send(3, 0, "c", None, outcome="info")
+    h.send(0, 0, "b", 0)
+    h.poll(1, 0, 0, [(0, "c")])
+    h.poll(2, 0, 0, [], f="drain")
+    result = check(h, TestConfig(acks=1))
+    read_then_missing = [a for a in result.anomalies if a.details.get("how") == "read-then-missing"]
+    assert [(a.details["value"], "permitted_by" in a.details) for a in read_then_missing] == [("c", False)]
+    assert result.valid is False and result.stats["violations"] == 1

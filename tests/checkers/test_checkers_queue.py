@@ -357,3 +357,16 @@ def test_records_below_where_a_later_poll_fetched_went_backwards_too() -> None:
     result = check(h)
     assert result.stats["anomalies"] == {"nonmonotonic-poll": 1}
     assert "fetched from offset 3 of t0/0 but got offset 1 first" in result.anomalies[0].explanation
+
+
+def test_a_poll_batch_at_odds_with_its_fetch_covers_only_its_own_records() -> None:
+    """A poll fetched from 1 whose batch says it started at 0: where it started is not
+    known, so offset 0, which no read passed over, is unjudged, not a lost write (the fourth
+    hunt, 2026-11-28: INVALID before)."""
+    h = History()
+    h.send(0, 0, "a", 0)
+    h.send(0, 0, "b", 1)
+    h.call(1, "poll", [{"topic": "t0", "partition": 0, "offset": 1}],
+           [{"topic": "t0", "partition": 0, "offset": 0, "records": [[1, "b"]], "high_watermark": 2}])
+    result = check(h)
+    assert result.valid == "unknown" and not [a for a in result.anomalies if a.type == "lost-write"]
