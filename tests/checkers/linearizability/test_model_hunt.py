@@ -315,6 +315,24 @@ def test_an_unseen_crashed_append_still_explains_a_failed_cas() -> None:
                   failed_cas_observed=True).valid is False
 
 
+def test_an_unseen_crashed_append_leaves_a_nil_key_nil() -> None:
+    """The anonymized append (of a string no get saw) stands for one that either never
+    happened or left the key holding that string, never "": on a key at nil it must leave
+    nil (the fifth hunt, 2026-11-28: it made the key hold "", and a get of "" passed)."""
+    crashed = '{:process 0, :type :invoke, :f :append, :key "a", :value "b"}\n'
+    get_empty = ('{:process 1, :type :invoke, :f :get, :key "a", :value nil}\n'
+                 '{:process 1, :type :ok, :f :get, :key "a", :value ""}\n')
+    assert _check(get_empty, "kv", initial=None).valid is False
+    assert _check(crashed + get_empty, "kv", initial=None).valid is False
+    # (a put of nil on a key that is appended to: the same, without --initial)
+    put_nil = ('{:process 0, :type :invoke, :f :put, :key "a", :value nil}\n'
+               '{:process 0, :type :ok, :f :put, :key "a", :value nil}\n')
+    assert _check(put_nil + crashed.replace(":process 0", ":process 2") + get_empty, "kv").valid is False
+    # A crashed append whose string a get saw is still searched, and explains that get.
+    seen = crashed + get_empty.replace(':value ""}', ':value "b"}')
+    assert _check(seen, "kv", initial=None).valid is True
+
+
 def test_an_invalid_mutex_or_set_of_registers_is_not_called_the_register() -> None:
     twice = """[{:process 0 :type :invoke :f :acquire}
     {:process 0 :type :ok :f :acquire}

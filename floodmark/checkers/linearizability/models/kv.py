@@ -25,6 +25,9 @@ from floodmark.checkers.linearizability.models.registers import CasRegister
 from floodmark.checkers.linearizability.values import canonical
 from floodmark.checkers.linearizability.values import shown as _shown
 
+# An unknown append whose string nothing observed, as :meth:`KeyValue.anonymize` rewrites it:
+# an append of nothing, marked (a third member) so that it leaves a nil key nil.
+UNSEEN_APPEND = ("append", "", "unseen")
 _OBSERVING = frozenset(("read", "cas", "cas?", "cas-failed"))  # calls whose call[1] is a whole state seen
 
 
@@ -83,7 +86,7 @@ class KeyValue(Model):
         if True not in indeterminate or any(call[0] == "cas-failed" for call in calls):
             return calls  # (a failed cas saw the key hold anything but a value: an append may explain it)
         observed = "\x00".join(call[1] for call in calls if call[0] in _OBSERVING and type(call[1]) is str)
-        return [("append", "") if unknown and call[0] == "append" and call[1] not in observed else call
+        return [UNSEEN_APPEND if unknown and call[0] == "append" and call[1] not in observed else call
                 for call, unknown in zip(calls, indeterminate)]
 
     def may_be_unfit(self) -> bool:
@@ -106,7 +109,12 @@ class KeyValue(Model):
         if kind == "read":  # the common ops inline: the search calls this millions of times
             return state if state == call[1] else INCONSISTENT
         if kind == "append":  # (unfit has made sure the state is a string or nil)
-            return call[1] if state is None else state + call[1]
+            if state is None:
+                # (an unseen append, anonymized, changes no state: nil stays nil. An append of
+                # "" does not: it makes the key hold "", which the append it stands for, of a
+                # string no get saw, could never have left)
+                return None if len(call) == 3 else call[1]
+            return state + call[1]
         if kind == "write":
             return call[1]
         return self.register.step(state, call)
