@@ -19,6 +19,11 @@ are judged as they are, but no events at all judge nothing.
 Nor may they speak for more brokers than the configuration states: a test.yaml that says
 2 nodes beside the events of 3 is not the run's own, and its settings judge nothing.
 
+And every event must be read whole: one of a kind this version does not know, or with
+fields its kind does not declare (a newer writer's, or a field renamed or damaged), is kept
+by the reader but judged by no checker, so a violation written that way would pass
+unseen. The run's events are then not all judged: unknown, never valid.
+
 A file is also read whole or not at all: each node numbers its events 0, 1, 2, ... (a
 restarted process goes on from where its file ends), so a number missing between two that
 are there means lines were lost from the middle of the file, and what they said was not
@@ -39,6 +44,7 @@ from floodmark.contracts.node_events import (
     LeaderElected,
     NodeEvent,
     Started,
+    UnknownKind,
 )
 from floodmark.contracts.results import Anomaly, Validity
 from floodmark.contracts.run_config import TestConfig
@@ -78,6 +84,9 @@ def uncovered(events: Mapping[str, list[NodeEvent]], config: TestConfig | None,
     gap = first_gap(events) if whole_file_gap is None else whole_file_gap
     if gap:
         return gap
+    unread = unread_events(events)
+    if unread:
+        return unread
     known = {broker for broker in stated.values() if broker is not None}
     more = _more_than_configured(stated, known, config)
     if more:
@@ -97,6 +106,22 @@ def uncovered(events: Mapping[str, list[NodeEvent]], config: TestConfig | None,
         return f"broker{'s' if len(unheard) > 1 else ''} {', '.join(map(str, unheard))} named in the events, " \
                f"but no events file says it is {'them' if len(unheard) > 1 else 'it'}"
     return None
+
+
+def unread_events(events: Mapping[str, list[NodeEvent]]) -> str | None:
+    """Why some events were not read whole (see the module docstring), or None."""
+    count, first = 0, None
+    for _, node_events in sorted(events.items()):
+        for event in node_events:
+            if type(event.body) is UnknownKind or event.extra:
+                count += 1
+                first = first or event
+    if first is None:
+        return None
+    what = (f"of kind {first.kind!r}, which this version does not know" if type(first.body) is UnknownKind else
+            f"{first.kind} with {', '.join(repr(name) for name, _ in first.extra)}, which its kind does not declare")
+    return (f"{count} node event{'s' if count != 1 else ''} not read whole (the first: {first.node} seq "
+            f"{first.seq}, {what}): what {'they say' if count != 1 else 'it says'} was not judged")
 
 
 def _more_than_configured(stated: Mapping[str, int | None], known: set[int], config: TestConfig | None) -> str | None:

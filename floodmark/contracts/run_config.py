@@ -244,6 +244,27 @@ def check_names(config: TestConfig, source: str) -> TestConfig:
     return config
 
 
+def check_layout(config: TestConfig, source: str) -> TestConfig:
+    """``config`` if its replicas fit its cluster: a replication factor of at most its nodes, a
+    min.insync of at most its replication factor; else a ConfigError naming ``source`` and
+    the key. No run has another layout (the harness refuses it), and a verdict judged by one
+    (every acknowledgement below min.insync) would say nothing of the run."""
+    if config.replication_factor > config.nodes:
+        raise ConfigError(
+            source, "replication_factor",
+            f"{config.replication_factor} is more than the {config.nodes} nodes of the cluster (nodes): a "
+            "partition cannot have more replicas than there are brokers to hold them",
+        )
+    if config.min_insync_replicas > config.replication_factor:
+        raise ConfigError(
+            source, "min_insync_replicas",
+            f"{config.min_insync_replicas} is more than the replication factor {config.replication_factor} "
+            "(replication_factor): Kafka accepts such a topic, but no acks=all send to it can ever succeed "
+            "(NOT_ENOUGH_REPLICAS), so the test would test nothing",
+        )
+    return config
+
+
 MAX_CONFIG_BYTES = 1 << 20  # a test definition is a few hundred bytes; more is not one
 
 

@@ -32,6 +32,7 @@ from floodmark.contracts.run_config import (
     ConfigError,
     TestConfig,
     all_kinds,
+    check_layout,
     check_stated,
     default_name,
     fault_kind_words,
@@ -194,19 +195,7 @@ def _convert(source: str, key: str, value: Any) -> Any:
 
 def validate(config: TestConfig, source: str = "<options>") -> TestConfig:
     """Check the relations between keys (each key alone was checked when converted)."""
-    if config.replication_factor > config.nodes:
-        raise ConfigError(
-            source, "replication_factor",
-            f"{config.replication_factor} is more than the {config.nodes} nodes of the cluster (nodes): a "
-            "partition cannot have more replicas than there are brokers to hold them",
-        )
-    if config.min_insync_replicas > config.replication_factor:
-        raise ConfigError(
-            source, "min_insync_replicas",
-            f"{config.min_insync_replicas} is more than the replication factor {config.replication_factor} "
-            "(replication_factor): Kafka accepts such a topic, but no acks=all send to it can ever succeed "
-            "(NOT_ENOUGH_REPLICAS), so the test would test nothing",
-        )
+    check_layout(config, source)
     simulated = [kind for kind in config.nemesis if kind in SIMULATED_KINDS]
     if simulated and config.cluster != "sim":
         raise ConfigError(

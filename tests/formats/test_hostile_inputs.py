@@ -363,6 +363,17 @@ def _rewritten_line(name: str, number: int, old: str, new: str) -> Any:
     return damage
 
 
+def _line_of_min_insync() -> int:
+    """The line of ``min_insync_replicas`` in the fixture run's test.yaml (sorted keys)."""
+    import tempfile
+
+    from checkers_fixtures import make_run_dir
+
+    with tempfile.TemporaryDirectory() as scratch:
+        lines = (make_run_dir(Path(scratch)) / "test.yaml").read_text().splitlines()
+    return next(n for n, line in enumerate(lines, start=1) if line.startswith("min_insync_replicas:"))
+
+
 def _with_byte_order_marks(run: Path) -> None:  # finding 6: what some editors save first
     for path in (run / "history.jsonl", run / "test.yaml", *sorted((run / "events").iterdir())):
         path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
@@ -398,6 +409,11 @@ RUN_DAMAGE = [
     ("partition-beyond-the-run", _rewritten_line("events/n1.jsonl", 2, '"partition":0', '"partition":7'), [],
      EXIT_BAD_ARGUMENTS, "events/n1.jsonl:2: leader_elected names partition 7 of topic 't0', which never had more "
                          "than 2 (0 to 1)"),
+    # (the third hunt, 2026-11-28: a min.insync above the replication factor, which no run
+    # has, made every acknowledgement an acked-below-min-isr and the run INVALID)
+    ("impossible-layout", _rewritten_line("test.yaml", _line_of_min_insync(), "min_insync_replicas: 2",
+                                          "min_insync_replicas: 5"), [], EXIT_BAD_ARGUMENTS,
+     "test.yaml: min_insync_replicas: 5 is more than the replication factor 3 (replication_factor)"),
     ("history-key-twice", _rewritten_line("history.jsonl", 3, '"type":"invoke"', '"type":"ok","type":"invoke"'), [],
      EXIT_BAD_ARGUMENTS, "history.jsonl:3: the key 'type' twice in one object"),
     ("event-key-twice", _rewritten_line("events/n1.jsonl", 2, '"leader":1', '"leader":2,"leader":1'), [],

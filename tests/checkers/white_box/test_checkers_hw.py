@@ -175,3 +175,31 @@ def test_a_hw_clients_saw_that_no_event_records_is_unknown_not_valid() -> None:
     assert check({"n1": events("n1", leader(1, (1,), 6, 6))}, h).valid is True
     # What the events do record still proves a violation.
     assert check({"n1": events("n1", leader(1, (1,), 6, 0), hw(0, 2), hw(2, 1))}, h).valid is False
+
+
+def test_an_event_not_read_whole_leaves_the_verdict_unknown_never_valid() -> None:
+    """An event of a kind this version does not know, or with a field its kind does not
+    declare, is judged by no checker: a violation written so passed as VALID (the sixth
+    hunt, 2026-11-28: a decreasing HW under kind hw_changed_v2, an ISR admission whose
+    joined_log_end was renamed). The run is unknown; violations in what was read still count."""
+    import dataclasses as dc
+
+    from floodmark.checkers.white_box.invariants import InvariantsChecker
+    from floodmark.checkers.white_box.leader import LeaderChecker
+    from floodmark.contracts.node_events import NodeEvent, UnknownKind
+
+    clean = events("n1", leader(1, (1,), 0, 0), hw(0, 5))
+    unknown_kind = clean + [NodeEvent("n1", 2, 2.0, UnknownKind("hw_changed_v2", {"high_watermark": 4}))]
+    renamed = clean[:1] + [dc.replace(clean[1], extra=(("admitted_log_end", 5),))]
+    config = dc.replace(CONFIG, nodes=1)
+    for node_events, said in ((unknown_kind, "n1 seq 2, of kind 'hw_changed_v2', which this version does not know"),
+                              (renamed, "n1 seq 1, hw_changed with 'admitted_log_end', which its kind does not declare")):
+        for checker in (HighWatermarkChecker(), LeaderChecker(), InvariantsChecker()):
+            result = checker.check(CheckInput(History().ops, {"n1": node_events}, config))
+            assert result.valid == "unknown", (type(checker).__name__, result.valid)
+        assert said in str(check({"n1": node_events}).stats)
+    assert check({"n1": clean}).valid is True
+    # A violation in what was read still makes the run invalid.
+    decreasing = events("n1", hw(0, 5), hw(5, 4))
+    decreasing.append(NodeEvent("n1", 2, 2.0, UnknownKind("hw_changed_v2", {})))
+    assert check({"n1": decreasing}).valid is False
