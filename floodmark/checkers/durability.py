@@ -135,7 +135,7 @@ def _lost_writes(part: PartitionIndex, drained: bool, run: CheckInput, stats: di
     """Acknowledged sends each drain begun after their acknowledgement lacks at their offset."""
     topic, partition = part.partition
     # (a drain's batch at odds with the drain, listed as malformed, is no drain of the partition)
-    drains = sorted((_Drain(read) for read in part.reads if read.f == "drain" and read.placed), key=_BEGUN)
+    drains = sorted((_Drain(read) for read in part.reads if read.is_drain), key=_BEGUN)
     begun = [d.read.invoke for d in drains]
     count = len(drains)
     polled: dict[int, set[Any]] | None = None  # what consumers read where, if acks may excuse a loss

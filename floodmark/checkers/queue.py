@@ -233,7 +233,7 @@ def _lost_and_unseen(part: PartitionIndex, index: QueueIndex, covered: dict[tupl
     nearly every send was read)."""
     observed = part.observations()
     # A send is unseen only if a drain begun after its acknowledgement read to the end.
-    last_drain = max((read.invoke for read in part.reads if read.f == "drain" and read.placed), default=-1)
+    last_drain = max((read.invoke for read in part.reads if read.is_drain), default=-1)
     read_values, highest_read = observed.read_values, observed.highest_read
     stats["records_read"] += sum(map(len, map(_RECORDS, part.reads)))
     topic, partition = part.partition

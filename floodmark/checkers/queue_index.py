@@ -91,6 +91,11 @@ class Read:
     # returned was read, but neither its start nor its place (a drain's, a consumer's) is known
     placed: bool = True
 
+    @property
+    def is_drain(self) -> bool:
+        """A drain's batch that is the drain's read of its partition (placed)."""
+        return self.f == "drain" and self.placed
+
 
 @dataclass
 class Observations:

@@ -20,6 +20,7 @@ partition to judge (it was judged one the cluster never listed, and the run inva
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from floodmark.contracts.history import NEMESIS, Op
@@ -59,8 +60,10 @@ class PartitionBounds:
         return {topic: max(config.partitions, self._added.get(topic, 0)) for topic in config.topic_names}
 
 
-def partition_bounds(config: TestConfig | None, ops: list[Op]) -> dict[str, int] | None:
-    """:meth:`PartitionBounds.bounds` of a whole history."""
+def partition_bounds(config: TestConfig | None, ops: Iterable[Op]) -> dict[str, int] | None:
+    """:meth:`PartitionBounds.bounds` of a whole history (or of its nemesis's ops)."""
+    if config is None:
+        return None  # (nothing to bound: the history need not be looked at)
     bounds = PartitionBounds(config)
     for op in ops:
         if op.process == NEMESIS:

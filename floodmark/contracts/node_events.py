@@ -201,18 +201,10 @@ def _numbered_events(path: str | os.PathLike[str], node: str | None, torn: list[
             seen = first_line_of.setdefault(event.seq, number)
             if seen != number:
                 raise NodeEventError(source, number, f"seq {event.seq} again (first on line {seen})")
-        if topics is not None:
-            foreign = _foreign_topic(event.body, topics)
-            if foreign is not None:
-                raise NodeEventError(source, number, f"{event.kind} names topic {short(foreign)}, which the run "
-                                                     f"does not have (its topics: {', '.join(sorted(topics))})")
-        if partitions is not None:
-            beyond = _partition_beyond(event.body, partitions)
-            if beyond is not None:
-                topic, partition = beyond
-                raise NodeEventError(source, number, f"{event.kind} names partition {short(partition)} of topic "
-                                                     f"{short(topic)}, which never had more than "
-                                                     f"{partitions[topic]} (0 to {partitions[topic] - 1})")
+        if topics is not None or partitions is not None:
+            outside = _outside_the_run(event.body, topics, partitions)
+            if outside is not None:
+                raise NodeEventError(source, number, f"{event.kind} {outside}")
         yield number, event
     if lines and not lines[-1].endswith(b"\n") and lines[-1].strip() and torn is not None:
         # Every event is written with its newline, so a whole last line without one was cut
@@ -221,27 +213,25 @@ def _numbered_events(path: str | os.PathLike[str], node: str | None, torn: list[
                     "ends it), so it may lack the node's later events")
 
 
-def _foreign_topic(body: KnownKind | UnknownKind, topics: Collection[str]) -> str | None:
-    """A topic ``body`` names that is not one of ``topics``, or None."""
+def _outside_the_run(body: KnownKind | UnknownKind, topics: Collection[str] | None,
+                     partitions: Mapping[str, int] | None) -> str | None:
+    """What ``body`` names that the run never had (a topic not among ``topics``, a partition
+    beyond its topic's count in ``partitions``), said for a message; None if nothing."""
     topic = getattr(body, "topic", None)  # (partition events, and fenced and rejected ones that say)
-    if topic is not None and topic not in topics:
-        return cast(str, topic)
-    if type(body) is LogDirOffline:
-        return next((t for t, _ in body.partitions if t not in topics), None)
-    return None
-
-
-def _partition_beyond(body: KnownKind | UnknownKind, partitions: Mapping[str, int]) -> tuple[str, int] | None:
-    """A (topic, partition) ``body`` names beyond the partitions its topic may have had, or
-    None (a topic not in ``partitions`` is not bounded here)."""
-    topic = getattr(body, "topic", None)
+    named: Iterable[tuple[str, Any]]
     if topic is not None:
-        partition = getattr(body, "partition", None)
-        if type(partition) is int and topic in partitions and partition >= partitions[topic]:
-            return cast(str, topic), partition
+        named = ((topic, getattr(body, "partition", None)),)
+    elif type(body) is LogDirOffline:
+        named = body.partitions
+    else:
         return None
-    if type(body) is LogDirOffline:
-        return next(((t, p) for t, p in body.partitions if t in partitions and p >= partitions[t]), None)
+    for topic, partition in named:
+        if topics is not None and topic not in topics:
+            return f"names topic {short(topic)}, which the run does not have (its topics: {', '.join(sorted(topics))})"
+        if partitions is not None and type(partition) is int and topic in partitions and partition >= partitions[topic]:
+            count = partitions[topic]
+            return (f"names partition {short(partition)} of topic {short(topic)}, which never had more than "
+                    f"{count} (0 to {count - 1})")
     return None
 
 

@@ -65,9 +65,10 @@ TOKEN = re.compile(
     """.replace("_S", JAVA_SPACE),
     re.VERBOSE | re.DOTALL,
 )
+_PYTHON_ONLY_SPACE = "\x85\xa0\u2007\u202f"  # whitespace to Python, part of an atom to Clojure
 # A line with one of these is matched token by token: a string, a comment, a character, a tag,
 # a discard, metadata, or a character Python splits at and Clojure does not.
-_NOT_PLAIN = re.compile('["#;\\\\^\x85\xa0\u2007\u202f]')
+_NOT_PLAIN = re.compile('["#;\\\\^' + _PYTHON_ONLY_SPACE + ']')
 WINDOW = 1 << 16  # characters of a plain line split at once
 BATCH = 1 << 12  # tokens of a line matched one by one, given at once
 
@@ -76,8 +77,6 @@ def _in_atom(char: str) -> bool:
     """Whether ``char`` can be part of an atom (as in :data:`TOKEN`'s last alternative)."""
     return (not char.isspace() or char in _PYTHON_ONLY_SPACE) and char not in ',[](){}";'
 
-
-_PYTHON_ONLY_SPACE = "\x85\xa0\u2007\u202f"  # whitespace to Python, part of an atom to Clojure
 
 
 def tokens_by_line(text: str) -> Iterator[tuple[int, list[str]]]:

@@ -64,9 +64,7 @@ def check_output(target: str | os.PathLike[str], *, flag: str | None = None,
         return
     name = _name(flag, target)
     if not follow_links and os.path.islink(target):
-        if not Path(target).parent.is_dir():
-            raise UsageError(f"{name}: {printable(str(Path(target).parent))}: not a directory")
-        return
+        return  # (a link is there, so its directory is: the link will be replaced)
     try:
         status = os.stat(target)
     except (FileNotFoundError, NotADirectoryError):  # nothing there yet (or a link to nothing)

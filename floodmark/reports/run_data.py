@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from floodmark.checkers.run_partitions import PartitionBounds
+from floodmark.checkers.run_partitions import partition_bounds
 from floodmark.contracts.history import Op
 from floodmark.contracts.node_events import NodeEvent, NodeEventError, read_events_dir
 from floodmark.contracts.results import read_results
@@ -166,13 +166,6 @@ def _load_config(run: RunDir, results: dict[str, Any] | None, warnings: list[str
         return None
 
 
-def _partition_bounds(config: TestConfig | None, history: HistoryColumns) -> dict[str, int] | None:
-    bounds = PartitionBounds(config)
-    for i in history.nemesis_indices:
-        bounds.see(history[i])
-    return bounds.bounds()
-
-
 def _load_events(run: RunDir, config: TestConfig | None, history: HistoryColumns,
                  warnings: list[str]) -> dict[str, list[NodeEvent]]:
     """Each node's events, in its own seq order, read as ``floodmark check`` reads them: a file
@@ -186,7 +179,8 @@ def _load_events(run: RunDir, config: TestConfig | None, history: HistoryColumns
     try:
         with paused_gc():  # (acyclic, and read after a history of as many objects as it has lines)
             events = read_events_dir(run.events, torn, topics=None if config is None else config.topic_names,
-                                     partitions=_partition_bounds(config, history), refused=refused)
+                                     partitions=partition_bounds(config, (history[i] for i in history.nemesis_indices)),
+                                     refused=refused)
     except OSError as e:
         warnings.append(f"node events not shown: {run.events}: {describe_os_error(e)}")
         return {}

@@ -26,7 +26,7 @@ from floodmark.checkers.linearizability.values import canonical
 from floodmark.checkers.linearizability.values import shown as _shown
 
 # An unknown append whose string nothing observed, as :meth:`KeyValue.anonymize` rewrites it:
-# an append of nothing, marked (a third member) so that it leaves a nil key nil.
+# an append of nothing, known by identity so that it leaves a nil key nil.
 UNSEEN_APPEND = ("append", "", "unseen")
 _OBSERVING = frozenset(("read", "cas", "cas?", "cas-failed"))  # calls whose call[1] is a whole state seen
 
@@ -113,7 +113,7 @@ class KeyValue(Model):
                 # (an unseen append, anonymized, changes no state: nil stays nil. An append of
                 # "" does not: it makes the key hold "", which the append it stands for, of a
                 # string no get saw, could never have left)
-                return None if len(call) == 3 else call[1]
+                return None if call is UNSEEN_APPEND else call[1]
             return state + call[1]
         if kind == "write":
             return call[1]
