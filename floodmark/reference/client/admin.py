@@ -138,20 +138,12 @@ class Admin:
         metadata catches up to); a topic that does not exist has none."""
         found: list[TopicPartition] = []
         for topic in sorted(set(topics)):
-            if (assignment := await self._assignment(topic)) is not None:
+            if (assignment := await zk.read_topic(self.zk, topic)) is not None:
                 found.extend(TopicPartition(topic, p) for p in sorted(assignment.partitions))
         return found
 
-    async def _assignment(self, topic: str) -> zk.TopicAssignment | None:
-        """The topic's assignment as ZooKeeper holds it (None: no such topic)."""
-        try:
-            data, _ = await self.zk.get(zk.topic_path(topic))
-        except NoNodeError:
-            return None
-        return zk.decode_topic(topic, data)
-
     async def _existing_assignment(self, topic: str) -> zk.TopicAssignment:
-        if (assignment := await self._assignment(topic)) is None:
+        if (assignment := await zk.read_topic(self.zk, topic)) is None:
             raise AdminError(f"topic {topic!r} does not exist")
         return assignment
 
@@ -288,7 +280,7 @@ class Admin:
             if t.tp in pending:
                 result[t.tp] = "in progress"
                 continue
-            assignment = await self._assignment(t.topic)
+            assignment = await zk.read_topic(self.zk, t.topic)
             current = None if assignment is None else assignment.partitions.get(t.partition)
             result[t.tp] = "complete" if current == t.replicas else "not as requested"
         return result

@@ -215,11 +215,7 @@ class ControllerZk:
         return zk.decode_controller_epoch(data), stat.version
 
     async def read_topic(self, topic: str) -> zk.TopicAssignment | None:
-        try:
-            data, _ = await self.zk.get(zk.topic_path(topic))
-        except NoNodeError:
-            return None
-        return zk.decode_topic(topic, data)
+        return await zk.read_topic(self.zk, topic)
 
     async def read_broker(self, broker_id: int) -> zk.BrokerRegistration | None:
         try:

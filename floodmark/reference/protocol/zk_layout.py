@@ -51,6 +51,7 @@ from typing import Any, TypeGuard
 
 from floodmark.frozen_init import fast_frozen_init
 from floodmark.reference.protocol.messages import TopicPartition
+from floodmark.reference.runtime import Coordination, NoNodeError
 
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
@@ -284,6 +285,16 @@ class TopicAssignment:
 def encode_topic(assignment: TopicAssignment) -> bytes:
     partitions = {str(p): list(r) for p, r in sorted(assignment.partitions.items())}
     return _dump({"partitions": partitions, "config": dict(sorted(assignment.config.items()))})
+
+
+async def read_topic(zk: Coordination, topic: str) -> TopicAssignment | None:
+    """The topic's assignment as ZooKeeper holds it (None: no such topic); the controller and
+    the admin client read it alike."""
+    try:
+        data, _ = await zk.get(topic_path(topic))
+    except NoNodeError:
+        return None
+    return decode_topic(topic, data)
 
 
 def decode_topic(topic: str, data: bytes) -> TopicAssignment:
