@@ -81,7 +81,7 @@ def register(subparsers: Any) -> None:
                              "the linearizable checker takes one, so a queue run or history refuses it")
     parser.add_argument("--independent", action=argparse.BooleanOptionalAction, default=None,
                         help="the ops are Jepsen independent [key value] ones: check one register per key "
-                             "(default: so when every read is invoked as [key nil]); --no-independent: "
+                             "(default: so when there is a read and every read is invoked as [key nil]); --no-independent: "
                              "one register holding the pairs")
     parser.add_argument("--checker", metavar="NAME,...",
                         help=f"checkers to run, comma-separated, from: {', '.join(CHECKER_NAMES)} (on a "

@@ -151,7 +151,7 @@ def infer_model(ops: list[Op], workload: str | None = None) -> str:
         return "multi-register"
     if fs & {"acquire", "release"}:
         return "mutex"
-    sample = next((op for op in ops if op.process != NEMESIS and op.f in ("append", "read")), None)
+    sample = next((op for op in ops if op.process != NEMESIS and op.f in ("append", "read", "final-read")), None)
     if sample is not None and isinstance(sample.value, dict) and "topic" in sample.value:
         return "log"
     if fs & {"get", "put", "append"}:

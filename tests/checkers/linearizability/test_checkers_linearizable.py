@@ -189,6 +189,12 @@ def test_model_inference() -> None:
     assert infer_model(h.ops) == "multi-register"
     assert infer_model(History().ops, "log-lin") == "log"
     assert infer_model(register_history().ops) == "cas-register"
+    # A log history of final reads alone (found by a differential hunt: it was guessed to be
+    # a cas register, and refused as bad input).
+    finals = History()
+    finals.call(0, "final-read", {"topic": "t0", "partition": 0, "offset": 0},
+                {"topic": "t0", "partition": 0, "offset": 0, "records": [[0, "a"]]})
+    assert infer_model(finals.ops) == "log"
 
 
 def test_format_conventions() -> None:
