@@ -27,10 +27,11 @@ A file is one node's and holds each of its events once: every line names that no
 ``seq`` comes twice, and, read with the others of its run (:func:`read_events_dir`), no two
 files say they are the same broker (a ``started`` or ``controller_elected`` event names its
 own broker): a file copied under another node's name would otherwise tell that broker's story
-twice. Given the run's topics, an event naming another topic is refused too (a run never
-creates one), and given how many partitions each may have had (``partitions``: what
-``test.yaml`` states, or more where an admin fault added some), so is one naming a partition
-beyond them.
+twice. Read so, a file whose ``stopped`` is followed by anything but the next process's
+``started`` is refused as well (:mod:`floodmark.contracts.node_lives`). Given the run's topics,
+an event naming another topic is refused too (a run never creates one), and given how many
+partitions each may have had (``partitions``: what ``test.yaml`` states, or more where an
+admin fault added some), so is one naming a partition beyond them.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import errno
 import itertools
 import json
 import os
+from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +81,7 @@ from floodmark.contracts.node_event_kinds import (
     leader_epoch_of,
     partition_of,
 )
+from floodmark.contracts.node_lives import refuse_life_after_a_stop
 from floodmark.errors import SourceError
 from floodmark.inputs.plain_values import json_lines_parser
 from floodmark.inputs.sources import describe_os_error, file_problem, read_source
@@ -240,9 +243,10 @@ def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = 
                     refused: list[NodeEventError] | None = None,
                     cut_short: set[str] | None = None) -> dict[str, list[NodeEvent]]:
     """Read every ``<node>.jsonl`` in an events directory, keyed by node name (each file
-    holding that node's events only, each once, and no two files the same broker's); ``torn``
-    is told of last lines cut short, ``cut_short`` of the nodes whose file ends in one, and
-    ``topics`` and ``partitions`` are the run's (see :func:`iter_events`).
+    holding that node's events only, each once, nothing after a clean stop but a start, and
+    no two files the same broker's); ``torn`` is told of last lines cut short, ``cut_short``
+    of the nodes whose file ends in one, and ``topics`` and ``partitions`` are the run's (see
+    :func:`iter_events`).
     A file that cannot be read so raises :class:`NodeEventError`; with ``refused``, it is left
     out and its error added there instead (a report shows what it can)."""
     result: dict[str, list[NodeEvent]] = {}
@@ -317,7 +321,9 @@ def _read_node_file(path: Path, torn: list[str] | None, topics: Collection[str] 
     if unreadable is not None:
         raise NodeEventError(source, 0, unreadable)
     events: list[NodeEvent] = []
+    lines = array("q")  # each event's line (a C array: a million events cost 8 MB, not 36)
     claim: _Claim | None = None
+    stops = False
     for number, event in _numbered_events(path, node, torn, topics, partitions):
         body = event.body
         kind = type(body)
@@ -328,7 +334,13 @@ def _read_node_file(path: Path, torn: list[str] | None, topics: Collection[str] 
             elif broker is not None and claim is not None and broker != claim.broker:
                 raise NodeEventError(source, number, f"{event.kind} says node {node!r} is broker {broker}, but line "
                                                      f"{claim.line} says it is broker {claim.broker}")
+        elif kind is Stopped:
+            stops = True
         events.append(event)
+        lines.append(number)
+    if stops:  # judged in the node's order, as the checkers read it, whatever the lines' order
+        order = sorted(range(len(events)), key=lambda i: events[i].seq)
+        refuse_life_after_a_stop(((lines[i], events[i].body) for i in order), source)
     return events, claim
 
 

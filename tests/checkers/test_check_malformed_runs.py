@@ -6,10 +6,10 @@ test.yaml) is damaged in one of the ways a history or event file can be: a dupli
 time going back, a completion without an invocation, a second invocation on one process,
 an ok op whose value has the wrong type, records read backwards, integers beyond 64 bits,
 NaN and Infinity, lines that are no objects, byte order marks, CRLF line ends, a line cut
-short, events with a number missing, events of a broker the run does not have, a test.yaml
-that disagrees with the history. Hypothesis picks the damage and where it lands; each
-damage says whether the run may still be judged valid (a byte order mark at the start and
-CRLF line ends change nothing) or must not be.
+short, events with a number missing, events of a broker the run does not have, events after
+a clean stop with no start between, a test.yaml that disagrees with the history. Hypothesis
+picks the damage and where it lands; each damage says whether the run may still be judged
+valid (a byte order mark at the start and CRLF line ends change nothing) or must not be.
 """
 
 from __future__ import annotations
@@ -213,6 +213,19 @@ def events_of_a_node_the_run_does_not_have(run: Path, data: st.DataObject) -> bo
     return False
 
 
+def events_after_a_clean_stop(run: Path, data: st.DataObject) -> bool:
+    """A ``stopped`` with more of the node's events after it and no ``started`` between: the
+    hw checker started the broker afresh at the stop, so a HW lowered after it passed."""
+    path = run / "events" / data.draw(st.sampled_from(["n1.jsonl", "n2.jsonl", "n3.jsonl"]))
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    at = data.draw(st.integers(0, len(events) - 1))
+    events.insert(at, {"node": events[at]["node"], "seq": at, "wall": events[at]["wall"], "kind": "stopped"})
+    for seq, event in enumerate(events):
+        event["seq"] = seq
+    path.write_text("".join(json.dumps(event, separators=(",", ":")) + "\n" for event in events))
+    return False
+
+
 def events_missing(run: Path, data: st.DataObject) -> bool:
     node = data.draw(st.sampled_from(["n1", "n2", "n3", "all"]))
     if node == "all":
@@ -240,7 +253,7 @@ DAMAGES: list[Damage] = [
     duplicate_index, time_goes_back, completion_without_invocation, invoke_twice, ok_value_of_the_wrong_type,
     records_read_backwards, integer_beyond_64_bits, not_a_number, a_line_that_is_no_object, byte_order_mark,
     byte_order_mark_inside, crlf, a_line_cut_short_inside, events_with_a_number_missing,
-    events_of_a_node_the_run_does_not_have, events_missing, a_test_yaml_that_disagrees,
+    events_of_a_node_the_run_does_not_have, events_after_a_clean_stop, events_missing, a_test_yaml_that_disagrees,
 ]
 
 

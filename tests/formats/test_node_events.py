@@ -363,6 +363,59 @@ def test_a_controller_election_names_the_broker_its_file_is_of(tmp_path) -> None
     assert [e.kind for e in read_events_dir(tmp_path)["n1"]] == ["started", "controller_elected"]
 
 
+LOWERED_HW = ('"kind":"hw_changed","topic":"t","partition":0,"leader_epoch":2,"role":"leader","previous":6,'
+              '"high_watermark":3,"log_end":6')
+
+
+def test_an_event_after_a_clean_stop_with_no_start_between_is_refused_naming_its_line(tmp_path) -> None:
+    """(regression, 2026-11-28) A stopped process starts again before it emits anything. A HW
+    lowered after a ``stopped`` with no ``started`` between was read, and the hw checker, which
+    starts a broker afresh where its process changes, passed it: check said VALID."""
+    path = tmp_path / "n1.jsonl"
+    path.write_text(line(0, '"kind":"started","broker":1') + line(1, '"kind":"stopped"') + line(2, LOWERED_HW))
+    with pytest.raises(NodeEventError) as refused:
+        read_events_dir(tmp_path)
+    assert str(refused.value) == (f"{path}:3: hw_changed after the clean stop on line 2 with no started between "
+                                  "(a stopped process starts again before it emits anything)")
+    refused_files: list[NodeEventError] = []
+    assert read_events_dir(tmp_path, refused=refused_files) == {} and len(refused_files) == 1  # (a report)
+    path.write_text(line(0, '"kind":"started","broker":1') + line(1, '"kind":"stopped"')
+                    + line(2, '"kind":"started","broker":1') + line(3, LOWERED_HW) + line(4, '"kind":"stopped"'))
+    assert [e.kind for e in read_events_dir(tmp_path)["n1"]] == ["started", "stopped", "started", "hw_changed",
+                                                                 "stopped"]
+
+
+# What may follow a stop, and what may not: a start; an event of a known kind, of an unknown
+# one, and another stop.
+_AFTER = {"started": '"kind":"started","broker":1', "stopped": '"kind":"stopped"', "hw_changed": LOWERED_HW,
+          "broker_state": '"kind":"broker_state","state":"Inactive","incarnation":41',
+          "became_observer": '"kind":"became_observer","topic":"t"'}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(sorted(_AFTER)), max_size=8), st.randoms(use_true_random=False))
+def test_a_file_is_refused_exactly_where_a_stop_is_followed_by_anything_but_a_start(
+        tmp_path_factory: pytest.TempPathFactory, kinds: list[str], random: typing.Any) -> None:
+    """Property: judged in the node's order (``seq``), whatever order the lines are in, a file
+    reads whole unless a ``stopped`` is followed by an event other than ``started``; then it is
+    refused naming the line of the first such event and of the stop before it."""
+    order = list(range(len(kinds)))
+    random.shuffle(order)  # line n holds seq order[n]
+    directory = tmp_path_factory.mktemp("events")
+    (directory / "n1.jsonl").write_text("".join(line(seq, _AFTER[kinds[seq]]) for seq in order))
+    line_of = {seq: number for number, seq in enumerate(order, start=1)}
+    after_stop = next((seq for seq in range(1, len(kinds))
+                       if kinds[seq - 1] == "stopped" and kinds[seq] != "started"), None)
+    if after_stop is None:
+        assert [e.kind for e in read_events_dir(directory)["n1"]] == kinds
+    else:
+        with pytest.raises(NodeEventError) as refused:
+            read_events_dir(directory)
+        assert str(refused.value) == (f"{directory / 'n1.jsonl'}:{line_of[after_stop]}: {kinds[after_stop]} after "
+                                      f"the clean stop on line {line_of[after_stop - 1]} with no started between "
+                                      "(a stopped process starts again before it emits anything)")
+
+
 def test_an_event_of_a_topic_the_run_does_not_have_is_refused(tmp_path) -> None:
     """A run's topics are fixed by its configuration (no fault creates one); its partitions
     are not: an admin fault's add-partitions gives a topic more than test.yaml states."""

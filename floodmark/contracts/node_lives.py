@@ -1,0 +1,33 @@
+"""A node's lives: its events come from one process after another, each ended by a stop or a kill.
+
+A broker process says ``started`` before anything else and, when it shuts down cleanly,
+``stopped`` as the last thing it does; a process killed outright says nothing at its end,
+and the next one's ``started`` tells of the change. So in a node's own order (``seq``) what
+follows a ``stopped`` is the next process's ``started``, or nothing.
+
+An event file in which anything else follows a ``stopped`` hides a restart, or tells of a
+process that went on after saying it had ended; either way the checkers, which start a
+broker's story afresh where its process changed (a restarted broker recovers its HW from a
+checkpoint that may lag), cannot judge it: a HW lowered after a ``stopped`` passed as a
+restart's. No node writes such a file, so it is refused, naming the line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from floodmark.contracts.node_event_fields import NodeEventError
+from floodmark.contracts.node_event_kinds import KnownKind, Started, Stopped, UnknownKind
+
+
+def refuse_life_after_a_stop(story: Iterable[tuple[int, KnownKind | UnknownKind]], source: str) -> None:
+    """Raise :class:`NodeEventError` at the first event of ``story`` (line and body, in the
+    node's order) that follows a ``stopped`` and is no ``started``."""
+    stopped_on: int | None = None  # the line of the stop the next event must start again after
+    for line, body in story:
+        kind = type(body)
+        if stopped_on is not None and kind is not Started:
+            raise NodeEventError(source, line, f"{body.kind} after the clean stop on line {stopped_on} with no "
+                                               "started between (a stopped process starts again before it emits "
+                                               "anything)")
+        stopped_on = line if kind is Stopped else None
