@@ -21,7 +21,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from floodmark.contracts.node_event_kinds import KnownKind
+from floodmark.contracts.node_event_kinds import KnownKind, Stopped
 from floodmark.contracts.node_events import NodeEventWriter
 from floodmark.reference.real.kazoo_coordination import KazooCoordination
 from floodmark.reference.real.transport import TcpNetwork
@@ -42,6 +42,7 @@ class RealRuntime:
         self.random = random.Random(seed)
         self.zookeeper_hosts = zookeeper_hosts
         self._events = NodeEventWriter(events_path, node) if events_path else None
+        self._stopped = False  # the process said it stopped cleanly: it emits nothing more
         self._tasks: dict[asyncio.Task[Any], None] = {}
         self._sessions: list[Coordination] = []
 
@@ -76,10 +77,16 @@ class RealRuntime:
         return session
 
     def emit(self, event: KnownKind) -> None:
+        if self._stopped:
+            # A task still ending after the clean stop (close() cancels it): its event would
+            # say the process went on after it ended, which readers refuse (contracts.node_lives).
+            self.log.warning("event %s after the clean stop: not recorded", event)
+            return
         if self._events is not None:
             self._events.write(self.wall_time(), event)
         else:
             self.log.debug("event %s", event)
+        self._stopped = type(event) is Stopped
 
     async def close(self) -> None:
         """Cancel background tasks, close connections and sessions, close the event file."""

@@ -11,7 +11,13 @@ import pytest
 from runtime_fixtures import zookeeper_server_fixture  # noqa: F401
 from zookeeper_server import ZooKeeperServer, free_port
 
-from floodmark.contracts.node_events import BecameLeader, Started, iter_events
+from floodmark.contracts.node_events import (
+    BecameLeader,
+    Started,
+    Stopped,
+    iter_events,
+    read_events_dir,
+)
 from floodmark.reference.protocol import messages as m
 from floodmark.reference.real.files import FileStorage
 from floodmark.reference.real.runtime import RealRuntime, client_runtime
@@ -35,6 +41,27 @@ def test_events_are_written_and_numbering_continues_after_a_restart(tmp_path: Pa
     assert [(e.seq, e.kind) for e in events] == [(0, "started"), (1, "became_leader"),
                                                  (2, "started"), (3, "became_leader")]
     assert isinstance(events[1].body, BecameLeader) and events[1].body.isr == (1, 2) and events[1].node == "n1"
+
+
+def test_a_process_that_stopped_cleanly_records_nothing_more(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A task still ending after the broker's clean stop (its runtime's close cancels it) may
+    emit; its event would say the process went on after it said it stopped, which the event
+    readers refuse (``contracts.node_lives``). It is logged, not recorded."""
+    late = BecameLeader(topic="t", partition=0, leader_epoch=3, isr=(1,), log_end=0, high_watermark=0)
+
+    async def life() -> None:
+        runtime = broker_runtime(tmp_path)
+        runtime.emit(Started(broker=1))
+        runtime.emit(Stopped())
+        runtime.emit(late)
+        await runtime.close()
+
+    with caplog.at_level(logging.WARNING):
+        asyncio.run(life())
+        asyncio.run(life())
+    kinds = [e.kind for e in read_events_dir(tmp_path / "events")["n1"]]
+    assert kinds == ["started", "stopped", "started", "stopped"]
+    assert sum("after the clean stop: not recorded" in r.getMessage() for r in caplog.records) == 2
 
 
 def test_requests_between_runtimes_and_spawned_task_failures_are_logged(
