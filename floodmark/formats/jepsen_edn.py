@@ -10,13 +10,16 @@ Reading converts EDN values to the JSON-shaped values our histories use (:func:`
 vectors become lists, sets lists marked as sets, while keywords stay keywords, so that
 ``:x`` is still not ``"x"`` when values are compared); ops are re-indexed densely in file
 order (the order Knossos checks them in), keeping a differing original ``:index`` as
-``jepsen_index``. An op printed as a record, ``#jepsen.history.Op{...}`` (as Jepsen
-0.3 prints its ops) or ``#knossos.op.Op{...}``, is read as its map, and an op written as
-Knossos's older test data writes it, ``[process type f value]`` (optionally an error after
-the value), as the map it stands for. Writing does the
-reverse, so our own histories can be fed to Jepsen's tools: op fields become keywords,
-``f`` and ``type`` keywords, the nemesis process ``:nemesis``, and the string keys of a
-JSON history's maps keywords (a history read from EDN is written back as it was).
+``jepsen_index``. A process is an integer, a keyword or a string, and a string is named as
+EDN writes it (``"a"``, quotes included), so that it is never the keyword of its name
+(``:a``, or ``:nemesis``, the nemesis). An op printed as a record,
+``#jepsen.history.Op{...}`` (as Jepsen 0.3 prints its ops) or ``#knossos.op.Op{...}``, is
+read as its map, and an op written as Knossos's older test data writes it, ``[process type
+f value]`` (optionally an error after the value), as the map it stands for. Writing does the
+reverse, so our own histories can be fed to Jepsen's tools: op fields become keywords, ``f``
+and ``type`` keywords, a process that is no integer a keyword (the nemesis ``:nemesis``)
+unless it was read as a string, and the string keys of a JSON history's maps keywords (a
+history read from EDN is written back as it was).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from floodmark.contracts.history import NEMESIS, OP_TYPES, HistoryError, Op, ProcessPairing
+from floodmark.contracts.history import OP_TYPES, HistoryError, Op, ProcessPairing
 from floodmark.formats import edn
 from floodmark.inputs.sources import decode_utf8, read_source
 
@@ -90,11 +93,7 @@ def op_from_edn(form: Any, position: int, source: str, line: int) -> Op:
     op_type = _name(fields["type"])
     if not isinstance(op_type, str) or op_type not in OP_TYPES:
         raise HistoryError(source, line, f":type must be :invoke/:ok/:fail/:info, got {_short(fields['type'])}")
-    process = fields["process"]
-    # (a symbol is no process: 1/2 and 1.5M are read as symbols, and were never one either)
-    if isinstance(process, bool | edn.Symbol | edn.Char) or not isinstance(process, int | str):
-        raise HistoryError(source, line, f":process must be an integer or a keyword, got {_short(process)}")
-    process = _name(process)
+    process = _process(fields["process"], source, line)
     time = fields.get("time")
     if time is None:
         time = position  # no clock recorded: file order is the only order
@@ -119,6 +118,42 @@ def op_from_edn(form: Any, position: int, source: str, line: int) -> Op:
         error=plain(fields.get("error")),
         extra=extra,
     )
+
+
+def _process(value: Any, source: str, line: int) -> int | str:
+    """An op's ``:process`` as our ops name it: an integer as it is, a keyword by its name
+    (``:nemesis`` is the nemesis), a string as EDN writes it, quotes included (``"a"``). In
+    Clojure ``"a"`` is not ``:a``: named alike, a string process's completion closed the
+    keyword process's invocation, and a string ``"nemesis"`` passed for the nemesis, whose
+    ops no checker judges. It is an ordinary process, as every other non-integer one is."""
+    kind = type(value)
+    if kind is int:
+        return value
+    if kind is edn.Keyword:
+        return str.__str__(value)
+    if kind is str:
+        return edn.dumps(value)
+    # (a symbol is no process: 1/2 and 1.5M are read as symbols, and were never one either)
+    raise HistoryError(source, line, f":process must be an integer, a keyword or a string, got {_short(value)}")
+
+
+_STRING_NEMESIS = edn.dumps("nemesis")  # a process the nemesis's ops may be mistaken for
+
+
+def _process_form(process: int | str) -> Any:
+    """A process as EDN writes it, the reverse of :func:`_process`: a string process read
+    from EDN (named with its quotes) as that string, and any other name as a keyword (Jepsen
+    names its processes that are not clients so: ``:nemesis``)."""
+    if type(process) is not str:
+        return process
+    if process[:1] == '"':
+        try:
+            value = edn.loads(process)
+        except edn.EdnError:
+            value = None
+        if type(value) is str:
+            return value
+    return edn.Keyword(process)
 
 
 def _tuple_op(form: list[Any], source: str, line: int) -> dict[str, Any]:
@@ -175,7 +210,13 @@ def parse_edn_history(text: str, source: str = "<edn>", *, check_pairs: bool = F
         for position, (form, line) in enumerate(numbered):
             op = op_from_edn(form, position, source, line)
             if pairing is not None:
-                pairing.see(op, line)
+                try:
+                    pairing.see(op, line)
+                except HistoryError as e:
+                    if op.process != _STRING_NEMESIS:
+                        raise
+                    raise HistoryError(e.source, e.line, f"{e.problem} (the nemesis is :nemesis; a string "
+                                                         "\"nemesis\" is an ordinary process)") from None
             ops.append(op)
         if vector:
             after = next(forms, None)
@@ -203,7 +244,7 @@ def op_to_edn(op: Op, *, keyword_keys: bool = True) -> str:
         edn.Keyword("index"): op.index,
         edn.Keyword("time"): op.time,
         edn.Keyword("type"): edn.Keyword(op.type),
-        edn.Keyword("process"): edn.Keyword(NEMESIS) if op.process == NEMESIS else op.process,
+        edn.Keyword("process"): _process_form(op.process),
         edn.Keyword("f"): edn.Keyword(op.f),
         edn.Keyword("value"): op.value,
     }

@@ -10,9 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from floodmark.contracts.history import HistoryError, Op
+from floodmark.contracts.history import NEMESIS, HistoryError, Op
 from floodmark.formats import edn
-from floodmark.formats.jepsen_edn import parse_edn_history, read_edn_history, write_edn_history
+from floodmark.formats.jepsen_edn import (
+    op_to_edn,
+    parse_edn_history,
+    read_edn_history,
+    write_edn_history,
+)
 
 
 def test_vector_history_becomes_dense_ops() -> None:
@@ -162,3 +167,67 @@ def test_op_vectors_and_op_maps_are_the_same_history(ops: list[tuple[int, str, s
     as_vectors = "\n".join(f"[{p} :{t} :{f} {value(v)}]" for p, t, f, v in ops)
     assert parse_edn_history(as_vectors) == parse_edn_history(as_maps)
     assert parse_edn_history(f"[{as_vectors}]") == parse_edn_history(as_maps)
+
+
+# ------------------------------------------------------------------ processes
+
+
+def test_a_keyword_process_and_a_string_process_of_one_name_are_two_processes() -> None:
+    """(regression, 2026-11-28) In Clojure ``:a`` is not ``"a"``. Both were named a: an ok of
+    process "a" closed the invocation of process :a (a register read by it passed, VALID), and
+    :a and "a" each invoking once were refused as one process invoking twice."""
+    with pytest.raises(HistoryError) as caught:
+        parse_edn_history('{:process :a :type :invoke :f :write :value 1}\n'
+                          '{:process "a" :type :ok :f :write :value 1}\n', "x.edn", check_pairs=True)
+    assert str(caught.value) == "x.edn:2: a ok completion of process '\"a\"' with no invocation open"
+    ops = parse_edn_history('{:process :a :type :invoke :f :write :value 1}\n'
+                            '{:process "a" :type :invoke :f :read :value nil}\n'
+                            '{:process "a" :type :ok :f :read :value 0}\n'
+                            '{:process :a :type :ok :f :write :value 1}\n', check_pairs=True)
+    assert [op.process for op in ops] == ["a", '"a"', '"a"', "a"]
+
+
+def test_only_the_keyword_nemesis_is_the_nemesis() -> None:
+    """(regression, 2026-11-28) A string "nemesis" process was the nemesis, whose ops no
+    checker judges: a write of 5 by it, then a read of the register's 0, passed. In Clojure
+    "nemesis" is not :nemesis; it is an ordinary process, as every other that is no integer."""
+    nemesis, string = parse_edn_history('{:process :nemesis :type :info :f :start :value nil}\n'
+                                        '{:process "nemesis" :type :invoke :f :write :value 5}\n')
+    assert nemesis.process == NEMESIS and not nemesis.is_client
+    assert string.process == '"nemesis"' and string.is_client
+    with pytest.raises(HistoryError) as caught:
+        parse_edn_history('{:process "nemesis" :type :info :f :start :value nil}\n', "x.edn", check_pairs=True)
+    assert str(caught.value) == ("x.edn:1: a info completion of process '\"nemesis\"' with no invocation open "
+                                 '(the nemesis is :nemesis; a string "nemesis" is an ordinary process)')
+
+
+def test_a_write_by_a_string_nemesis_process_is_judged(tmp_path: Path) -> None:
+    from floodmark.cli import main
+
+    path = tmp_path / "h.edn"
+    path.write_text('{:process "nemesis", :type :invoke, :f :write, :value 5}\n'
+                    '{:process "nemesis", :type :ok, :f :write, :value 5}\n'
+                    "{:process 0, :type :invoke, :f :read, :value nil}\n"
+                    "{:process 0, :type :ok, :f :read, :value 0}\n")
+    assert main(["check", str(path)]) == 1  # (was 0: the write was the nemesis's)
+
+
+_PROCESSES = ["0", "1", ":a", '"a"', ":b", '"b"', ":nemesis", '"nemesis"', '"a b"', ":a/b", '"\\"a\\""']
+
+
+@given(st.lists(st.tuples(st.sampled_from(_PROCESSES), st.sampled_from(["invoke", "ok", "info"])), min_size=1,
+                max_size=10))
+def test_processes_are_one_exactly_when_clojure_finds_their_values_equal(ops: list[tuple[str, str]]) -> None:
+    """Property: two ops are of one process exactly when their ``:process`` values are equal
+    in Clojure (an integer, a keyword and a string never are), only ``:nemesis`` is the
+    nemesis, and an op written back as EDN has the process it was read with."""
+    text = "".join(f"{{:process {p} :type :{t} :f :write :value 1}}\n" for p, t in ops)
+    read = parse_edn_history(text)
+    values = [edn.loads(p) for p, _ in ops]
+    for op, value in zip(read, values, strict=True):
+        assert (op.process == NEMESIS) == (type(value) is edn.Keyword and value == "nemesis")
+        for other, other_value in zip(read, values, strict=True):
+            same = type(value) is type(other_value) and value == other_value
+            assert (op.process == other.process) == same
+    again = parse_edn_history("\n".join(op_to_edn(op, keyword_keys=False) for op in read))
+    assert [op.process for op in again] == [op.process for op in read]
