@@ -15,11 +15,13 @@ frozensets; a map key or set member that is a collection is frozen (a vector to 
 map to a :class:`FrozenMap`).
 
 What Clojure's reader also takes is read as it reads it, since Jepsen writes with it:
-metadata (``^{:a 1} form``, ``^:a form``) is dropped, a namespaced map (``#:ns{:a 1}``)
-has its keys qualified, and characters include ``\\formfeed``, ``\\backspace`` and
-``\\o101``. A character is everything from its backslash to a delimiter, so ``\\ab`` is
-refused, never read as ``\\a`` then ``b``, and so is any ``#`` that starts nothing EDN
-defines (``#1``, ``#?``). A ratio (``2/4``) or a BigDecimal (``1.50M``) has no Python type the
+metadata (``^{:a 1} form``, ``^:a form``) is dropped (and refused where Clojure refuses it,
+on a form that cannot carry it: ``^:m 1``, ``^:m "s"``, ``^:m :k``, ``^:m nil``; only a
+symbol, list, vector, map or set can), a namespaced map (``#:ns{:a 1}``) has its keys
+qualified, and characters include ``\\formfeed``, ``\\backspace`` and ``\\o101``. A
+character is everything from its backslash to a delimiter, so ``\\ab`` is refused, never
+read as ``\\a`` then ``b``, and so is any ``#`` that starts nothing EDN defines (``#1``,
+``#?``). A ratio (``2/4``) or a BigDecimal (``1.50M``) has no Python type the
 checkers compare as Clojure does (a float would make ``1/2`` equal ``0.5``, and merge
 decimals that differ past the 17th digit), so it is read exactly, as the symbol of its one
 spelling: ``1/2``, ``1.5M`` (a whole ratio, ``4/2``, is the integer ``2``, as in Clojure).
@@ -193,7 +195,7 @@ class _Reader:
                 else:  # an atom that starts like something else: ##Inf, a backslash alone
                     value = self.odd_atom(token, line)
                 if pending and pending[-1][0] == len(stack):
-                    value = self.unwrap(value, pending)
+                    value = self.unwrap(value, pending, token)
                     if value is _DISCARDED:
                         if len(stack) == level and not pending:
                             top = 0  # the discarded form was all there was
@@ -209,22 +211,28 @@ class _Reader:
             opener, opened = stack[-1][1], stack[-1][2]
             raise self.error(f"{opener!r} opened on line {opened} is never closed", opened)
 
-    def unwrap(self, value: Any, pending: list[tuple[int, str, int]]) -> Any:
-        """``value`` given to the tags and discards waiting at its level, innermost first: a
-        discard drops it (and is done); metadata (``^``) is dropped too, and leaves the form
-        after it to go on to what waits below; a tag wraps it; ``#:ns`` qualifies its keys."""
+    def unwrap(self, value: Any, pending: list[tuple[int, str, int]], read_from: str) -> Any:
+        """``value`` (read from the token ``read_from``) given to the tags and discards waiting
+        at its level, innermost first: a discard drops it (and is done); metadata (``^``) is
+        dropped too, and leaves the form after it to go on to what waits below, which must be
+        one that carries metadata; a tag wraps it; ``#:ns`` qualifies its keys."""
         depth = pending[-1][0]
         while pending and pending[-1][0] == depth:
             _, token, at = pending.pop()
             if token == "#_":
                 return _DISCARDED
             if token == "^":
-                if type(value) not in (dict, str, Keyword, Symbol):
+                kind = type(value)
+                if not (kind is dict or kind is str or kind is Keyword or (kind is Symbol and _symbol(read_from))):
                     raise self.error(f"metadata (^ on line {at}) must be a map, keyword, symbol or string, "
                                      f"not {_shown(value)}", at)
                 pending.append((depth, _META_TARGET, at))
                 return _DISCARDED
             if token == _META_TARGET:
+                if not _carries_metadata(value, read_from):
+                    # (Clojure's reader refuses it: "Metadata can only be applied to IMetas")
+                    raise self.error(f"metadata (^ on line {at}) is given to {_shown(value)}, which cannot "
+                                     "carry it (only a symbol, list, vector, map or set can)", at)
                 continue
             if token[1] == ":":
                 value = self.qualified(token[2:], value, at)
@@ -405,6 +413,28 @@ def _decimal(text: str) -> Symbol:
     assert isinstance(exponent, int)  # (a finite number)
     # Plain digits (100M, 0.001M) unless that would be long (1E+400M is written so).
     return Symbol(f"{number:f}M" if -40 <= exponent <= 40 else f"{number}M")
+
+
+def _symbol(token: str) -> bool:
+    """Whether an atom's token is a symbol's, not a number's that is read as a symbol (a ratio,
+    a BigDecimal, ``##Inf``): told by how it is spelled, as the reader told it."""
+    first = token[0]
+    return not (first.isdigit() or first == "#" or (first in "+-" and len(token) > 1 and token[1].isdigit()))
+
+
+def _carries_metadata(value: Any, read_from: str) -> bool:
+    """Whether Clojure lets metadata onto ``value`` (read from the token ``read_from``): a
+    symbol, list, vector, map or set does, and a record literal (``#ns.Op{...}``); a number,
+    string, keyword, character, nil, a boolean or another tagged literal does not."""
+    kind = type(value)
+    if kind is dict or kind is list or kind is frozenset:
+        return True
+    if kind is Symbol:
+        return _symbol(read_from)
+    if kind is Tagged:
+        name = value.tag.rpartition(".")[2]
+        return type(value.value) is dict and "." in value.tag and name[:1].isupper()
+    return False
 
 
 def _shown(value: Any) -> str:

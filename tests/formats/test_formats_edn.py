@@ -126,6 +126,35 @@ def test_every_top_level_form_is_numbered_by_the_line_it_starts_on(forms: list[t
     assert [(typed(form), line) for form, line in edn.iter_forms(text)] == expected
 
 
+# What metadata may be given to, by its kind in EDN (not by the Python type it reads as: a
+# ratio, a BigDecimal and ##Inf read as symbols), and what it may not.
+_exact_numbers = st.sampled_from(["1/2", "-3/4", "1.5M", "0M", "1E+400M", "##Inf", "##NaN"]).map(edn.Symbol)
+_carriers = st.one_of(st.lists(_values, max_size=3), st.dictionaries(_hashables, _values, max_size=3),
+                      st.frozensets(_hashables, max_size=3), _symbols)
+_no_carriers = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30),
+                         st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12), _keywords,
+                         _exact_numbers, st.characters(codec="utf-8").map(edn.Char),
+                         st.builds(edn.Tagged, st.from_regex(r"[a-z][a-z]{0,5}", fullmatch=True), _values))
+
+
+@given(st.one_of(_carriers.map(lambda v: (v, True)), _no_carriers.map(lambda v: (v, False))), _values)
+def test_metadata_reads_exactly_on_a_form_that_can_carry_it(target: tuple[Any, bool], metadata: Any) -> None:
+    """Property: ``^meta form`` reads as the form when it is a symbol, list, vector, map or
+    set, and is refused naming the line of its ``^`` otherwise, as Clojure's reader refuses
+    it; the metadata itself may be a map, keyword, symbol or string, and nothing else."""
+    value, carries = target
+    meta_kind = type(metadata)
+    meta_ok = meta_kind in (dict, str, edn.Keyword, edn.Symbol)
+    text = f"[0\n^{edn.dumps(metadata)} {edn.dumps(value)}]"
+    if meta_ok and carries:
+        assert typed(edn.loads(text)) == typed([0, value])
+        return
+    with pytest.raises(edn.EdnError) as refused:
+        edn.loads(text, "x.edn")
+    what = "must be a map, keyword, symbol or string" if not meta_ok else "which cannot carry it"
+    assert str(refused.value).startswith("x.edn:2: metadata (^ on line 2) ") and what in str(refused.value)
+
+
 def op_maps(count: int) -> str:
     """``count`` op maps as Jepsen writes history.edn: one per line."""
     return "".join(f"{{:index {i}, :time {i * 1_000_003}, :type :{('invoke', 'ok')[i % 2]}, :process {i % 10}, "

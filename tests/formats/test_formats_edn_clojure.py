@@ -90,6 +90,29 @@ def test_metadata_without_its_form_is_refused(text: str, problem: str) -> None:
         edn.loads(text, "x.edn")
 
 
+@pytest.mark.parametrize("target", ["1", '"s"', ":k", "nil", "true", "1.5", "1/2", "-3/4", "1.5M", "##Inf", "\\a",
+                                    '#inst "2014-01-01"'])
+def test_metadata_on_a_form_that_cannot_carry_it_is_refused_naming_its_line(tmp_path: Path, target: str) -> None:
+    """(regression, 2026-11-28) Clojure's reader refuses metadata on what cannot carry it
+    (only a symbol, list, vector, map or set can): ``^:m 1`` was read as 1, and a register
+    history whose read said ``:value ^:m 1`` was judged (VALID). A ratio or a BigDecimal is
+    read as a symbol here, yet is refused as the number it is."""
+    text = _register("1", f"^:m {target}")
+    with pytest.raises(HistoryError) as caught:
+        parse_edn_history(text, "h.edn")
+    assert str(caught.value).startswith("h.edn:4: metadata (^ on line 4) is given to ")
+    assert str(caught.value).endswith(", which cannot carry it (only a symbol, list, vector, map or set can)")
+    done = _check(tmp_path, text)
+    assert done.returncode == 254 and done.stderr.count("\n") == 1 and "h.edn:4: metadata" in done.stderr, done
+
+
+@pytest.mark.parametrize("metadata", ["1/2", "1.5M", "##NaN", "1", "nil", "[1]"])
+def test_metadata_that_is_a_number_even_one_read_as_a_symbol_is_refused(metadata: str) -> None:
+    with pytest.raises(edn.EdnError, match=r"^x.edn:1: metadata \(\^ on line 1\) must be a map, keyword, symbol or string"):
+        edn.loads(f"^{metadata} [1]", "x.edn")
+    assert edn.loads("^{:m 1} ^:k ^sym ^\"s\" [1]") == [1]
+
+
 def test_a_namespaced_map_qualifies_its_keys() -> None:
     assert edn.loads("#:a{:b 1 :c/d 2 :_/e 3}") == {"a/b": 1, "c/d": 2, "e": 3}
     for text, problem in [("#:a{:b 1 :a/b 2}", "twice"), ("#:a [1]", "not a map"), ("#::{:a 1}", "namespace")]:
