@@ -480,7 +480,10 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
             if disagreement is not None:
                 index.malformed.append((completion.index, disagreement))
                 return
-            records = [] if value.get("value") is None else [(offset, value["value"])]
+            if "value" not in value:  # (absent is not null: a misspelt field passed as a read of nothing)
+                index.malformed.append((completion.index, "read's completion holds no value (null for nothing)"))
+                return
+            records = [] if value["value"] is None else [(offset, value["value"])]
             problem = record_problem(records)
             if problem is not None:
                 index.malformed.append((completion.index, f"read op's {problem}"))

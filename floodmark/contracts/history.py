@@ -142,8 +142,31 @@ def op_from_dict(d: Any, source: str = "<history>", line: int = 0) -> Op:
         # In JSON an absent value is not null: read as null, a read of 7 whose field was
         # misspelt passed as a read of nothing.
         raise HistoryError(source, line, "missing field 'value' (null if the op has none)")
+    value = d["value"]
+    if type(value) is dict and "value" not in value:
+        missing = inner_value_missing(op_type, process, f, value)
+        if missing is not None:
+            raise HistoryError(source, line, missing)
     extra = {} if _KNOWN_FIELDS.issuperset(d) else {k: v for k, v in d.items() if k not in _KNOWN_FIELDS}
-    return Op(index, time, op_type, process, f, d["value"], node, d.get("error"), extra)  # type: ignore[arg-type]
+    return Op(index, time, op_type, process, f, value, node, d.get("error"), extra)  # type: ignore[arg-type]
+
+
+KV_FUNCTIONS = frozenset(("get", "put", "append"))  # a key-value history's own (reads and writes are a register's too)
+
+
+def inner_value_missing(op_type: Any, process: Any, f: Any, value: dict[str, Any]) -> str | None:
+    """Why a client op's ``value``, an object without a ``"value"``, lacks one it must hold,
+    or None: a key-value map (``{"key", "value"}``, of a get, put or append) holds the key's
+    value, and an ok log read's completion (``{"topic", "partition", "offset", "value"}``)
+    the value read, null for nothing. As for the op's own, an absent value is not null: read
+    as null, a get or a read of 7 whose field was misspelt passed as a read of nothing."""
+    if process == NEMESIS:
+        return None
+    if "key" in value and f in KV_FUNCTIONS:
+        return "missing field 'value' in its key-value map (null if the key holds none)"
+    if f == "read" and op_type == "ok" and "offset" in value and "topic" in value:
+        return "missing field 'value' in the read's completion (null for a read of nothing)"
+    return None
 
 
 def _kind(value: Any) -> str:

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import orjson
 import pyarrow as pa
 
-from floodmark.contracts.history import OP_TYPES, op_from_dict
+from floodmark.contracts.history import OP_TYPES, inner_value_missing, op_from_dict
 from floodmark.contracts.node_events import NodeEvent, event_from_dict
 from floodmark.errors import SourceError
 from floodmark.inputs import fast_json
@@ -137,9 +137,15 @@ def _valid_op(d: Any) -> bool:
     if type(d) is not dict:
         return False
     index, time, process, f, node = d.get("index"), d.get("time"), d.get("process"), d.get("f"), d.get("node")
-    return ("value" in d and type(index) is int and index >= 0 and type(time) is int and d.get("type") in OP_TYPES
-            and (type(process) is int or type(process) is str) and type(f) is str
-            and (node is None or type(node) is str))
+    value = d.get("value", _ABSENT)
+    return (value is not _ABSENT and type(index) is int and index >= 0 and type(time) is int
+            and d.get("type") in OP_TYPES and (type(process) is int or type(process) is str) and type(f) is str
+            and (node is None or type(node) is str)
+            and (type(value) is not dict or "value" in value
+                 or inner_value_missing(d["type"], process, f, value) is None))
+
+
+_ABSENT: Any = object()
 
 
 class _Columns:

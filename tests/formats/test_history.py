@@ -1,8 +1,11 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from floodmark.contracts.history import (
+    OP_TYPES,
     HistoryError,
     HistoryWriter,
     Op,
@@ -57,11 +60,45 @@ def test_torn_tail_is_ignored_but_mid_file_garbage_is_an_error(tmp_path):
         ([1, 2], "expected a JSON object"),
         # (regression, 2026-11-28: a read completed with "vaule": 7 was judged a read of null)
         ({"index": 0, "time": 0, "type": "ok", "process": 0, "f": "read", "vaule": 7}, "missing field 'value'"),
+        # (regression, 2026-11-28: a get completed with {"key": "x", "vaule": 7}, and a log read with
+        # "vaule" in its completion, were judged a get of null and a read of nothing)
+        ({"index": 0, "time": 0, "type": "ok", "process": 0, "f": "get", "value": {"key": "x", "vaule": 7}},
+         r"^f.jsonl:7: missing field 'value' in its key-value map \(null if the key holds none\)$"),
+        ({"index": 0, "time": 0, "type": "ok", "process": 0, "f": "read",
+          "value": {"topic": "t0", "partition": 0, "offset": 3, "vaule": 7}},
+         r"^f.jsonl:7: missing field 'value' in the read's completion \(null for a read of nothing\)$"),
     ],
 )
 def test_malformed_ops_name_the_problem(record, problem):
     with pytest.raises(HistoryError, match=problem):
         op_from_dict(record, "f.jsonl", 7)
+
+
+_INNER_FIELDS = ["key", "topic", "partition", "offset", "value", "vaule"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([0, 3, "nemesis", "w"]), st.sampled_from(sorted(OP_TYPES)),
+       st.sampled_from(["get", "put", "append", "read", "write", "cas", "send", "poll", "final-read"]),
+       st.sets(st.sampled_from(_INNER_FIELDS)))
+def test_an_inner_value_is_required_exactly_where_it_is_read(process, op_type, f, fields):
+    """Property: a client op's object value without a "value" is refused, naming its line, when
+    it is a key-value map (a get, put or append naming a "key") or an ok read's log completion
+    (naming a "topic" and an "offset"), and read as it is otherwise (a read invoked, one that
+    failed, the nemesis's); the pipeline's fast path lets through exactly what the reader reads."""
+    from floodmark.pipeline.chunks import _valid_op
+
+    record = {"index": 0, "time": 0, "type": op_type, "process": process, "f": f,
+              "value": {name: 1 for name in fields}}
+    kv_map = "key" in fields and f in ("get", "put", "append")
+    log_read = f == "read" and op_type == "ok" and {"topic", "offset"} <= fields
+    refused = process != "nemesis" and "value" not in fields and (kv_map or log_read)
+    if refused:
+        with pytest.raises(HistoryError, match=r"^f.jsonl:7: missing field 'value' in "):
+            op_from_dict(record, "f.jsonl", 7)
+    else:
+        assert op_from_dict(record, "f.jsonl", 7).value == record["value"]
+    assert _valid_op(record) is not refused
 
 
 def test_indices_must_be_dense(tmp_path):

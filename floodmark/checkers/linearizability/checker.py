@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from floodmark.checkers.api import CheckInput, NotJudgeable
-from floodmark.checkers.linearizability.independent import looks_independent
+from floodmark.checkers.linearizability.independent import MissingValue, looks_independent
 from floodmark.checkers.linearizability.models import (
     _UNSET,
     INCONSISTENT,
@@ -111,6 +111,8 @@ def prepare_history(ops: list[Op], model: Model) -> list[ObjectHistory]:
                 else:
                     try:
                         completed_key, completed_value = split(value, extra)
+                    except MissingValue:
+                        raise
                     except ValueError:
                         completed_value = value  # a bare value: the invocation named the key
                     else:

@@ -65,13 +65,26 @@ def _pair(value: Any) -> bool:
     return type(value) is list and len(value) == 2
 
 
+class MissingValue(ValueError):
+    """A ``{"key", "value"}`` map without its value. Not to be taken for a bare value (a
+    completion that names no key holds the invocation's key's value whole)."""
+
+
+def map_value(value: dict[Any, Any]) -> Any:
+    """The value of a ``{"key", "value"}`` map. An absent one is refused, not read as nil (a
+    get whose field was misspelt passed as a get of nil), as for an op's own value."""
+    if "value" not in value:
+        raise MissingValue(f"its key-value map {shown(value)} has no value (null if the key holds none)")
+    return value["value"]
+
+
 def kv_key_and_value(value: Any, key: Any) -> tuple[Any, Any]:
     """Split a key-value op's value: Porcupine's separate ``key`` field, Jepsen's
     independent ``[key value]`` tuple, or a ``{"key", "value"}`` map."""
     if key is not None:
         return key, value
     if isinstance(value, dict) and "key" in value:
-        return value["key"], value.get("value")
+        return value["key"], map_value(value)
     if ordered(value) and len(value) == 2:
         return value[0], value[1]
     raise ValueError(f"cannot find the key of key-value op value {shown(value)}")

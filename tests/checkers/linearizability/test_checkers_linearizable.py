@@ -353,3 +353,18 @@ def test_an_initial_value_given_to_a_model_without_one_is_said_to_be_ignored() -
     assert LinearizableChecker(model="mutex").check(CheckInput(h.ops)).stats["interpretation"] == "mutex"
     log = Interpretation("log", independent=False, detected=False, options={"initial": 0})
     assert log.describe() == "log; an initial value does not apply, a log starts empty"
+
+
+@pytest.mark.parametrize(("model", "calls"), [
+    ("kv", [("put", {"key": "x", "value": None}, None), ("get", {"key": "x", "value": None}, {"key": "x", "vaule": "z"})]),
+    ("kv", [("put", {"key": "x"}, None)]),
+    ("log", [("read", {"topic": "t0", "partition": 0, "offset": 5}, {"topic": "t0", "partition": 0, "offset": 5,
+                                                                       "vaule": "z"})]),
+])
+def test_a_value_map_or_a_read_without_its_value_does_not_fit(model: str, calls: list[tuple[str, object, object]]) -> None:
+    """(regression, 2026-11-28) An absent value is not nil, in any format: a get completed as
+    ``{"key": "x", "vaule": "z"}`` was a get of nil (after a put of nil: VALID), and a log read
+    completed without its value a read of nothing (VALID past the log's end). The JSONL reader
+    refuses them with their line; a history read otherwise (EDN, the Python API) names the op."""
+    with pytest.raises(ModelMismatch, match=r"^op [02] \(.*(has no value|holds the value read)"):
+        verdict(sequential(*calls), model=model)

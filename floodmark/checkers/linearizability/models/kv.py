@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from floodmark.checkers.linearizability.independent import kv_key_and_value
+from floodmark.checkers.linearizability.independent import kv_key_and_value, map_value
 from floodmark.checkers.linearizability.models.contract import (
     ANY_STATE,
     DROP,
@@ -140,6 +140,6 @@ class KeyValue(Model):
             return key, value
         if key is None and type(value) is dict and "key" in value:  # (our JSONL's {"key", "value"})
             key = value["key"]
-            return key if type(key) is str else canonical(key), value.get("value")
+            return key if type(key) is str else canonical(key), map_value(value)
         key, inner = kv_key_and_value(value, key)
         return canonical(key), inner

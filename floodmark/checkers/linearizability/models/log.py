@@ -63,7 +63,10 @@ class Log(Model):
                 return DROP
             if not isinstance(completed, dict):
                 raise ValueError(f"a read's completion is a map with the value read, not {_shown(completed)}")
-            offset, value = invoked["offset"], completed.get("value")
+            if "value" not in completed:  # (absent is not nil: a misspelt field passed as a read of nothing)
+                raise ValueError(f"a read's completion holds the value read (null for nothing), not "
+                                 f"{_shown(completed)}")
+            offset, value = invoked["offset"], completed["value"]
             if type(offset) is not int or offset < 0:
                 raise ValueError(f"an offset is a whole number from 0, not {_shown(offset)}")
             if disagreement := read_problem(invoked, completed):
