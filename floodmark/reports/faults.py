@@ -8,7 +8,10 @@ the history. Starting a kind that is already in force extends the interval rathe
 opening a second one, because the nemesis replaces a fault of the same kind.
 
 Every time chart shades these intervals with one colour per kind, so a latency spike or a
-gap in a lane can be read against the fault that caused it.
+gap in a lane can be read against the fault that caused it. A hand-written schedule may hold
+a hundred thousand faults, which no chart can draw one by one (matplotlib took minutes and
+made an SVG of 20 MB): a chart draws :func:`bands`, the intervals of a kind merged where the
+gap between them is narrower than it can show, which looks the same.
 """
 
 from __future__ import annotations
@@ -47,6 +50,23 @@ class FaultInterval:
     @property
     def colour(self) -> str:
         return fault_colour(self.kind)
+
+
+def bands(faults: Iterable[FaultInterval], resolution_s: float) -> list[FaultInterval]:
+    """``faults`` as a chart of resolution ``resolution_s`` (the time one pixel spans) shows
+    them: per kind, an interval that starts within the resolution of the previous one's end
+    merged into it (the first's start op, the last's open end). Ordered as
+    :func:`fault_intervals` orders them."""
+    merged: dict[str, list[FaultInterval]] = {}
+    for fault in sorted(faults, key=lambda f: (f.start_s, f.kind)):
+        drawn = merged.setdefault(fault.kind, [])
+        if drawn and fault.start_s - drawn[-1].end_s <= resolution_s:
+            last = drawn[-1]
+            if fault.end_s >= last.end_s:
+                drawn[-1] = FaultInterval(fault.kind, last.start_s, fault.end_s, last.start_index, fault.open_ended)
+        else:
+            drawn.append(fault)
+    return sorted((f for drawn in merged.values() for f in drawn), key=lambda f: (f.start_s, f.kind))
 
 
 def fault_colour(kind: str) -> str:

@@ -120,6 +120,8 @@ def render_report(data: RunData, out_dir: Path) -> str:
         "context_tables": tables.tables(),
         "plots": plots,
         "faults": faults,
+        "fault_rows": MAX_FAULT_ROWS,
+        "missed_shown": MAX_MISSED_SHOWN,
         "coverage": sorted(coverage.items()),
         "coverage_line": summary_line(coverage) if coverage else "",
         "fault_kinds": _fault_legend(faults),
@@ -138,6 +140,9 @@ def render_report(data: RunData, out_dir: Path) -> str:
 
 
 MAX_LANES = 10_000  # a run's worker lanes in the timeline; more is a damaged configuration
+# A hand-written schedule may hold 100,000 faults: the page lists the first ones, the history all.
+MAX_FAULT_ROWS = 1_000
+MAX_MISSED_SHOWN = 20  # per kind, the faults that did not take effect, and why
 
 
 def _section(data: RunData, what: str, empty: Callable[[], Any], build: Callable[[], Any]) -> Any:

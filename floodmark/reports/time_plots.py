@@ -4,7 +4,8 @@ These are Jepsen's two performance plots. A million ops do not fit one point eac
 page, so time is cut into bins (a few hundred across the run): latency shows, per ``f``, the
 median and 99th percentile of ok ops in each bin, plus the failed and indeterminate ops as
 points (evenly thinned past a cap, which the caption says); throughput shows completions
-per second per bin. Shaded bands are the nemesis' fault intervals, one colour per kind.
+per second per bin. Shaded bands are the nemesis' fault intervals, one colour per kind, drawn
+as one collection per kind and merged where closer than the chart can show (:func:`bands`).
 
 Plots are drawn with matplotlib's object API on the Agg/SVG canvases (never pyplot, which
 keeps global state) and inlined as SVG, so the report stays one self-contained file.
@@ -18,16 +19,19 @@ from dataclasses import dataclass
 
 import numpy as np
 from matplotlib import rc_context
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.transforms import blended_transform_factory
 
-from floodmark.reports.faults import FaultInterval
+from floodmark.reports.faults import FaultInterval, bands, fault_colour
 from floodmark.reports.op_table import OUTCOME_CODE, OUTCOME_COLOURS, OpTable
 
 MAX_BINS = 300
 MIN_BINS = 20
 OPS_PER_BIN = 20  # fewer bins for sparse histories, so a bin's median means something
 MAX_POINTS_PER_OUTCOME = 4000
+SHADE_RESOLUTION = 2000  # fault bands closer than 1/2000 of the run are one (a chart is ~1000 px wide)
 F_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#7f7f7f", "#bcbd22", "#e377c2")
 
 
@@ -82,13 +86,18 @@ def _ok_series(table: OpTable) -> list[tuple[str, str, np.ndarray]]:
     return series
 
 
-def _shade_faults(ax, faults: list[FaultInterval]) -> list[Patch]:
-    seen: dict[str, Patch] = {}
-    for fault in faults:
-        ax.axvspan(fault.start_s, fault.end_s, color=fault.colour, alpha=0.14, linewidth=0, zorder=0)
-        if fault.kind not in seen:
-            seen[fault.kind] = Patch(color=fault.colour, alpha=0.35, label=literal(f"fault: {fault.kind}"))
-    return list(seen.values())
+def _shade_faults(ax, faults: list[FaultInterval], span_s: float) -> list[Patch]:
+    """Shade each fault band over the whole height; one legend entry per kind."""
+    spans: dict[str, list[list[tuple[float, float]]]] = {}
+    for fault in bands(faults, span_s / SHADE_RESOLUTION):
+        x0, x1 = fault.start_s, fault.end_s
+        spans.setdefault(fault.kind, []).append([(x0, 0.0), (x0, 1.0), (x1, 1.0), (x1, 0.0)])
+    # x in data, y in the axes' own 0..1: what axvspan draws, as one artist per kind.
+    across = blended_transform_factory(ax.transData, ax.transAxes)
+    for kind, rectangles in spans.items():
+        ax.add_collection(PolyCollection(rectangles, transform=across, facecolors=fault_colour(kind), alpha=0.14,
+                                         linewidths=0, zorder=0), autolim=False)
+    return [Patch(color=fault_colour(kind), alpha=0.35, label=literal(f"fault: {kind}")) for kind in spans]
 
 
 def _figure_to_svg(fig: Figure) -> str:
@@ -136,7 +145,7 @@ def latency_plot(table: OpTable, faults: list[FaultInterval]) -> Plot:
             idx = idx[:: int(np.ceil(idx.size / MAX_POINTS_PER_OUTCOME))]
         ax.scatter(table.start_s[idx], np.maximum(latency_ms[idx], 1e-3), s=7, marker="x" if outcome == "fail" else "^",
                    color=OUTCOME_COLOURS[outcome], label=f"{outcome} (any f)", linewidths=0.8, zorder=3)
-    handles = _shade_faults(ax, faults)
+    handles = _shade_faults(ax, faults, edges[-1] - edges[0])
     ax.set_yscale("log")
     ax.set_xlim(edges[0], edges[-1])
     ax.set_xlabel("time since test start (s)")
@@ -165,7 +174,7 @@ def throughput_plot(table: OpTable, faults: list[FaultInterval]) -> Plot:
         if mask.any():
             rate = np.bincount(bin_of[mask], minlength=bins) / width
             ax.plot(centres, rate, "-", color=OUTCOME_COLOURS[outcome], linewidth=1.0, label=f"{outcome} (any f)")
-    handles = _shade_faults(ax, faults)
+    handles = _shade_faults(ax, faults, edges[-1] - edges[0])
     ax.set_xlim(edges[0], edges[-1])
     ax.set_ylim(bottom=0)
     ax.set_xlabel("time since test start (s)")

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from floodmark.contracts.history import Op
-from floodmark.reports.faults import FAULT_COLOURS, OTHER_FAULT_COLOUR, fault_intervals
+from floodmark.reports.faults import (
+    FAULT_COLOURS,
+    OTHER_FAULT_COLOUR,
+    FaultInterval,
+    bands,
+    fault_intervals,
+)
 
 
 def nemesis(index: int, seconds: float, type: str, f: str) -> Op:
@@ -37,3 +43,15 @@ def test_restarting_a_fault_in_force_extends_it_and_unknown_kinds_get_grey() -> 
 def test_client_ops_are_ignored() -> None:
     client = Op(0, 0, "invoke", 3, "start-partition", None)
     assert fault_intervals([client], 10) == []
+
+
+def test_bands_merge_a_kinds_intervals_closer_than_the_resolution_and_keep_the_rest() -> None:
+    faults = [FaultInterval("kill", 1.0, 1.1, 0, False), FaultInterval("kill", 1.15, 1.3, 4, False),
+              FaultInterval("partition", 1.2, 2.0, 6, False), FaultInterval("kill", 1.5, 1.6, 8, False),
+              FaultInterval("kill", 1.65, 3.0, 12, True)]
+    assert bands(faults, 0.1) == [FaultInterval("kill", 1.0, 1.3, 0, False),
+                                  FaultInterval("partition", 1.2, 2.0, 6, False),
+                                  FaultInterval("kill", 1.5, 3.0, 8, True)]
+    assert bands(faults, 0.01) == faults  # nothing closer than that: drawn as they are
+    # Another kind in between never joins two of a kind into one, nor is joined.
+    assert [b.kind for b in bands(faults, 10.0)] == ["kill", "partition"]
