@@ -294,10 +294,15 @@ class Started(NodeEventBody):
     """``started``: the process started (a restart starts its state afresh), as ``broker``:
     the id by which ISRs, leaders and controllers name this node. A checker that holds ISR
     members to what they hold must know which node file is which member; files written
-    before the field existed lack it (None), and a node's id is then inferred, or unknown."""
+    before the field existed lack it (None), and a node's id is then inferred, or unknown.
+    ``run_id``: the run the harness started the process for (``test.yaml``'s ``run_id``),
+    which the node's events up to its next ``started`` are of (see
+    :mod:`floodmark.contracts.run_ids`); None in files written before run ids existed, or by
+    a broker started by hand."""
 
     kind: ClassVar[str] = "started"
     broker: int | None = None
+    run_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -31,7 +31,10 @@ twice. Read so, a file whose ``stopped`` is followed by anything but the next pr
 ``started`` is refused as well (:mod:`floodmark.contracts.node_lives`). Given the run's topics,
 an event naming another topic is refused too (a run never creates one), and given how many
 partitions each may have had (``partitions``: what ``test.yaml`` states, or more where an
-admin fault added some), so is one naming a partition beyond them.
+admin fault added some), so is one naming a partition beyond them. Given what the run's
+configuration states of its id, every ``started`` event must name it
+(:mod:`floodmark.contracts.run_ids`): events of another run are refused, not judged as this
+one's.
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ from floodmark.contracts.node_event_kinds import (
     partition_of,
 )
 from floodmark.contracts.node_lives import refuse_life_after_a_stop
+from floodmark.contracts.run_ids import RunIdCheck, StatedRun
 from floodmark.errors import SourceError
 from floodmark.inputs.plain_values import json_lines_parser
 from floodmark.inputs.sources import describe_os_error, file_problem, read_source
@@ -241,12 +245,14 @@ def _outside_the_run(body: KnownKind | UnknownKind, topics: Collection[str] | No
 def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = None, *,
                     topics: Collection[str] | None = None, partitions: Mapping[str, int] | None = None,
                     refused: list[NodeEventError] | None = None,
-                    cut_short: set[str] | None = None) -> dict[str, list[NodeEvent]]:
+                    cut_short: set[str] | None = None, run: StatedRun | None = None) -> dict[str, list[NodeEvent]]:
     """Read every ``<node>.jsonl`` in an events directory, keyed by node name (each file
     holding that node's events only, each once, nothing after a clean stop but a start, and
     no two files the same broker's); ``torn`` is told of last lines cut short, ``cut_short``
     of the nodes whose file ends in one, and ``topics`` and ``partitions`` are the run's (see
-    :func:`iter_events`).
+    :func:`iter_events`). ``run``: what the run's configuration states of its id (None: it
+    has no configuration), which every ``started`` event must name; with none, they must all
+    name one run (see :mod:`floodmark.contracts.run_ids`).
     A file that cannot be read so raises :class:`NodeEventError`; with ``refused``, it is left
     out and its error added there instead (a report shows what it can)."""
     result: dict[str, list[NodeEvent]] = {}
@@ -259,10 +265,11 @@ def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = 
     if problem is not None or not d.is_dir():
         return result
     claims: dict[int, _Claim] = {}  # broker -> the file that said it is that broker
+    runs = RunIdCheck(run)
     for path in sorted(d.glob("*.jsonl")):
         told: list[str] = []
         try:
-            events, claim = _read_node_file(path, told, topics, partitions)
+            events, claim = _read_node_file(path, told, topics, partitions, runs)
             if torn is not None:
                 torn.extend(told)
             if told and cut_short is not None:
@@ -314,8 +321,10 @@ class _Claim:
 
 
 def _read_node_file(path: Path, torn: list[str] | None, topics: Collection[str] | None,
-                    partitions: Mapping[str, int] | None) -> tuple[list[NodeEvent], _Claim | None]:
-    """A node's events, and the broker they say the node is (None if they do not say)."""
+                    partitions: Mapping[str, int] | None,
+                    runs: RunIdCheck) -> tuple[list[NodeEvent], _Claim | None]:
+    """A node's events, and the broker they say the node is (None if they do not say), each
+    held by ``runs`` to the run they are read as."""
     node, source = path.stem, str(path)
     unreadable = file_problem(path)  # a FIFO or a device in a run is named at once, never waited on
     if unreadable is not None:
@@ -324,9 +333,17 @@ def _read_node_file(path: Path, torn: list[str] | None, topics: Collection[str] 
     lines = array("q")  # each event's line (a C array: a million events cost 8 MB, not 36)
     claim: _Claim | None = None
     stops = False
+    # Held to the run in the node's order (by seq), as the checkers read it: its first event,
+    # as (seq, line, kind), and its starts, as (seq, line, run id).
+    first: tuple[int, int, str] | None = None
+    starts: list[tuple[int, int, str | None]] = []
     for number, event in _numbered_events(path, node, torn, topics, partitions):
         body = event.body
         kind = type(body)
+        if first is None or event.seq < first[0]:
+            first = (event.seq, number, event.kind)
+        if kind is Started:
+            starts.append((event.seq, number, cast(Started, body).run_id))
         if kind is Started or kind is ControllerElected:
             broker = cast(Started | ControllerElected, body).broker
             if broker is not None and claim is None:
@@ -338,6 +355,10 @@ def _read_node_file(path: Path, torn: list[str] | None, topics: Collection[str] 
             stops = True
         events.append(event)
         lines.append(number)
+    if first is not None:
+        runs.first_event(first[2], source, first[1])
+    for _, number, run_id in sorted(starts, key=lambda start: start[0]):
+        runs.started(run_id, source, number)
     if stops:  # judged in the node's order, as the checkers read it, whatever the lines' order
         order = sorted(range(len(events)), key=lambda i: events[i].seq)
         refuse_life_after_a_stop(((lines[i], events[i].body) for i in order), source)

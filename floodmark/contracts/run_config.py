@@ -39,6 +39,7 @@ from typing import Any
 
 import yaml
 
+from floodmark.contracts.run_ids import run_id_problem
 from floodmark.errors import SourceError
 from floodmark.inputs.safe_yaml import describe_error, load_yaml
 from floodmark.inputs.sources import special_file_problem
@@ -119,6 +120,10 @@ class TestConfig:
     # Recorded, not chosen: the floodmark code version that ran the test (set by the runner,
     # so a repro records the version it actually ran).
     code_version: str = ""
+    # Recorded, not chosen: the run's id, which every broker it started names in its node
+    # events (see floodmark.contracts.run_ids), so that events of another run are told from
+    # its own. None: a run from before run ids (a test file's own is replaced by the runner's).
+    run_id: str | None = None
     # Recorded, not chosen: effective settings that follow from what ran. Kafka's
     # unclean.leader.election.enable (an out-of-sync replica may become leader, losing what
     # it lacked); the harness derives it from the variant.
@@ -358,6 +363,8 @@ def _typed(source: str, key: str, value: Any) -> Any:
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             raise ConfigError(source, key, f"expected a string, got {value_kind(value)}")
         return str(value)
+    if key == "run_id":
+        return read_run_id(source, key, value)
     if key in _WORDS:
         return read_name(source, key, _text(source, key, value))
     if key == "nemesis":
@@ -427,6 +434,16 @@ MAX_SECONDS = 7 * 24 * 3600.0
 MAX_RATE = 1_000_000.0
 MAX_COUNT = 100_000
 MAX_NAME = 100  # characters in a test, cluster, workload or variant name
+
+
+def read_run_id(source: str, key: str, value: Any) -> str | None:
+    """A run id (:data:`~floodmark.contracts.run_ids.RUN_ID`), or None for none stated."""
+    if value is None:
+        return None
+    problem = run_id_problem(value)
+    if problem is not None:
+        raise ConfigError(source, key, problem)
+    return str(value)
 
 
 def read_name(source: str, key: str, value: str) -> str:

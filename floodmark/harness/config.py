@@ -40,6 +40,7 @@ from floodmark.contracts.run_config import (
     read_name,
     read_number,
     read_range,
+    read_run_id,
     read_yaml_mapping,
     shown_value,
     value_kind,
@@ -152,6 +153,8 @@ def _convert(source: str, key: str, value: Any) -> Any:
         if not isinstance(value, str | int | float):
             raise ConfigError(source, key, f"expected a string, got {value_kind(value)}")
         return str(value)
+    if key == "run_id":  # (the runner gives every run its own: a test file's is replaced)
+        return read_run_id(source, key, value)
     if key == "cluster":
         return _choice(source, key, value, CLUSTERS)
     if key == "workload":

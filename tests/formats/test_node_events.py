@@ -100,6 +100,7 @@ WRITTEN: list[tuple[str, KnownKind]] = [
     ('"kind":"broker_state","state":"Inactive","incarnation":41',
      BrokerState(state="Inactive", incarnation=41)),
     ('"kind":"started"', Started()),
+    ('"kind":"started","broker":1,"run_id":"0eb44760cb914ca5"', Started(broker=1, run_id="0eb44760cb914ca5")),
     ('"kind":"stopped"', Stopped()),
 ]
 
