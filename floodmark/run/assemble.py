@@ -27,11 +27,13 @@ from floodmark.run.backend import Backend
 
 
 def broker_args(config: TestConfig) -> tuple[str, ...]:
-    """Extra ``floodmark broker`` options the test's configuration implies."""
+    """Extra ``floodmark broker`` options the test's configuration implies (the run's id
+    among them, once the runner has given it one)."""
     return (
         "--zk-session-timeout", str(config.zk_session_timeout),
         "--min-insync-replicas", str(config.min_insync_replicas),
         "--inter-broker-protocol", config.inter_broker_protocol,
+        *(("--run-id", config.run_id) if config.run_id is not None else ()),
     )
 
 
@@ -49,6 +51,12 @@ def make_nemeses(config: TestConfig) -> Composite:
         heartbeats=any(f.heartbeats for f in spoken),
         isr_change_requests=any(f.isr_changes_by_request for f in spoken),
         epoch_requests=any(not f.truncation_on_fetch for f in spoken)))
+
+
+def deterministic(config: TestConfig) -> bool:
+    """Whether the backend :func:`make_backend` makes for ``config`` replays a run byte for
+    byte (the simulator's): asked before it is made, to choose the run's id."""
+    return config.cluster == "sim"
 
 
 def make_backend(config: TestConfig, spec: ClusterSpec) -> Backend:

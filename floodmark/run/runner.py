@@ -44,12 +44,13 @@ from floodmark.checkers.convergence import AWAIT_FULL_ISR
 from floodmark.contracts.history import NEMESIS, Op, read_history
 from floodmark.contracts.results import Validity, build_results, mark_interrupted, write_results
 from floodmark.errors import UsageError, exit_code, first_few, printable
-from floodmark.harness.cluster import ClusterSpec, new_run_id
+from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.code_version import code_version
 from floodmark.harness.config import TestConfig, dump_config, recorded_settings
 from floodmark.harness.generator import Generator
 from floodmark.harness.progress import Progress
 from floodmark.harness.recorder import Recorder
+from floodmark.harness.run_identity import resource_id, run_id_for
 from floodmark.harness.schedule import Schedule, ScheduleLog
 from floodmark.harness.seeds import Seeds, new_seed
 from floodmark.nemesis.compose import Composite
@@ -58,6 +59,7 @@ from floodmark.run import digest
 from floodmark.run.admin_faults import AdminFaults, FaultRouter
 from floodmark.run.assemble import (
     broker_args,
+    deterministic,
     draw_schedule,
     kind_without_shapes,
     make_backend,
@@ -171,12 +173,17 @@ class Runner:
         nemeses = make_nemeses(config)
         try:  # refused or interrupted before the cluster starts: the run leaves nothing
             schedule = self.plan_schedule(nemeses)
+            # Its own id, whatever the test file or replayed test.yaml said: the brokers name it
+            # in their events, and readers hold the events to it.
+            run_id = run_id_for(config, schedule, deterministic(config))
+            self.config = config = config.replace(run_id=run_id)
+            self.outcome.config = config
             dump_config(config, self.run_dir.config)
             self.say(f"seed {config.seed}  (repeat with: floodmark run --seed {config.seed} ... or {rundir.repro_command(self.run_dir.path)})")
             self.say(f"run directory {self.run_dir.path}")
             self._say_faults_past_the_limit(schedule)
             spec = ClusterSpec(
-                brokers=config.nodes, variant=config.variant, run_id=new_run_id(),
+                brokers=config.nodes, variant=config.variant, run_id=resource_id(run_id),
                 seed=self.seeds.node("cluster"), broker_args=broker_args(config),
             )
             backend = make_backend(config, spec)

@@ -74,7 +74,7 @@ def _setting(key: str, value: float) -> str:
 SHOWN = 3  # settings named when a schedule's run was another test; the rest counted
 # What the harness writes into test.yaml of itself, not what the test is, and what
 # scheduled_config says of already.
-_NOT_THE_TEST = ("code_version", "name", "seed", "time_limit")
+_NOT_THE_TEST = ("code_version", "run_id", "name", "seed", "time_limit")
 
 
 def say_another_test(args: argparse.Namespace, config: TestConfig) -> None:

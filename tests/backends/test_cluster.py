@@ -32,6 +32,9 @@ def test_broker_command_line_carries_identity_variant_and_seed() -> None:
     assert "--id 2 --zookeeper 10.0.0.10:2181 --log-dirs /d/0,/d/1" in joined
     assert "--listen 10.0.0.12:9092 --advertise 10.0.0.12:9092 --events /e.jsonl" in joined
     assert "--variant truncate-to-hw --seed 42 --x 1" in joined
+    spec = ClusterSpec(brokers=3, broker_args=("--run-id", "0eb44760cb914ca5"))  # (as the runner gives them)
+    argv = broker_argv("python3", 2, "z:2181", ["/d/0"], "h:9092", "/e.jsonl", spec)
+    assert argv[-2:] == ["--run-id", "0eb44760cb914ca5"]
     assert "floodmark.reference.real.process" in argv[2]
 
 

@@ -22,6 +22,18 @@ def test_broker_args_carry_the_durability_and_session_settings() -> None:
                     "--inter-broker-protocol", "heartbeats")
 
 
+def test_broker_args_carry_the_run_s_id_once_it_has_one() -> None:
+    """Docker and local brokers learn their run from the command line (``--run-id``), the
+    simulator's from their configuration; a test's own has none until the runner gives it."""
+    args = broker_args(TestConfig(run_id="0eb44760cb914ca5"))
+    assert args[-2:] == ("--run-id", "0eb44760cb914ca5")
+    assert "--run-id" not in broker_args(TestConfig())
+    sim = make_backend(TestConfig(cluster="sim", run_id="0eb44760cb914ca5"), ClusterSpec(brokers=3))
+    assert isinstance(sim, SimBackend)
+    assert {node.config.run_id for node in sim.cluster.broker_nodes} == {"0eb44760cb914ca5"}
+    sim.force_cleanup()
+
+
 def test_backend_by_name() -> None:
     spec = ClusterSpec(brokers=3, run_id="abc123")
     local = make_backend(TestConfig(cluster="local"), spec)

@@ -96,7 +96,7 @@ class SimBackend:
             BrokerConfig(broker_id=i, log_dirs=LOG_DIRS, variant=variant,
                          zk_session_timeout=config.zk_session_timeout,
                          min_insync_replicas=config.min_insync_replicas,
-                         inter_broker_protocol=config.inter_broker_protocol)
+                         inter_broker_protocol=config.inter_broker_protocol, run_id=config.run_id)
             for i in range(1, spec.brokers + 1)
         ]
         self.cluster = SimCluster(spec, self.world, configs)

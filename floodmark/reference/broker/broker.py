@@ -139,7 +139,7 @@ class Broker:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        self.runtime.emit(Started(broker=self.config.broker_id))
+        self.runtime.emit(Started(broker=self.config.broker_id, run_id=self.config.run_id))
         for offline in self.log_dirs.offline_dirs:
             self.runtime.emit(LogDirOffline(dir=offline.directory, error=offline.error, partitions=()))
         failures = self.replicas.load_high_watermarks()

@@ -14,6 +14,9 @@ cluster can mix versions during an upgrade.
 Every broker is also a controller candidate; the configuration of the controller it hosts is
 derived from the broker's (``controller``), so the two can never disagree on the variant or
 on how long a silent broker has before it is fenced.
+
+``run_id`` is no knob: it names the chaos run the broker was started for, and the broker
+only says it in its ``started`` events (see :mod:`floodmark.contracts.run_ids`).
 """
 
 from __future__ import annotations
@@ -70,6 +73,9 @@ class BrokerConfig:
     fetch_max_records: int = 5000
     # Kafka's inter.broker.protocol.version: legacy, heartbeats (the default) or kip-343.
     inter_broker_protocol: str = ibp.DEFAULT
+    # The run the harness started this broker for, named in its ``started`` events so that
+    # its events are told from another run's; None for a broker started by hand.
+    run_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:

@@ -30,6 +30,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from floodmark.contracts.run_ids import run_id_problem
 from floodmark.reference.broker.broker import Broker
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.protocol.variants import VARIANTS, get_variant
@@ -75,6 +76,8 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", default="default", choices=sorted(VARIANTS),
                         help="protocol variant (default: every fix on)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the broker's random generator")
+    parser.add_argument("--run-id", metavar="ID",
+                        help="the chaos run this broker is started for, named in its started events")
     parser.add_argument("--node-name", metavar="NAME", help="node name for events and logs (default: n<id>)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     for option, (_, kind, help_text) in TUNABLES.items():
@@ -94,8 +97,11 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         value = getattr(args, option.lstrip("-").replace("-", "_"), None)
         if value is not None:
             overrides[field_name] = value
+    bad_run_id = None if args.run_id is None else run_id_problem(args.run_id)
+    if bad_run_id is not None:
+        raise ValueError(f"--run-id: {bad_run_id}")
     return BrokerConfig(broker_id=args.broker_id, log_dirs=log_dirs, variant=get_variant(args.variant),
-                        **overrides)
+                        run_id=args.run_id, **overrides)
 
 
 # Young collections every 100,000 allocations instead of 700 (a full one is considered every

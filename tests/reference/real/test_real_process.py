@@ -32,6 +32,8 @@ def test_bad_arguments_exit_254_with_a_message(capsys: pytest.CaptureFixture[str
     assert "inter-broker protocol version '2.8'" in capsys.readouterr().err
     assert process.main(["--id", "1", "--zookeeper", "z:1", "--log-dirs", ",", "--listen", "h:1"]) == 254
     assert "--log-dirs" in capsys.readouterr().err
+    assert process.main([*base, "--listen", "127.0.0.1:1", "--run-id", "a b"]) == 254
+    assert "--run-id: 'a b' is not a run id" in capsys.readouterr().err
 
 
 def test_tunables_reach_the_broker_config() -> None:
@@ -46,6 +48,10 @@ def test_tunables_reach_the_broker_config() -> None:
     assert (config.broker_id, config.log_dirs, config.variant.name) == (3, ("/a", "/b"), "truncate-to-hw")
     assert (config.zk_session_timeout, config.min_insync_replicas) == (2.5, 1)
     assert config.inter_broker_protocol == "kip-343" and config.protocol.isr_changes_by_request
+    assert config.run_id is None  # (a broker started by hand runs for no chaos run)
+    assert process.build_config(parser.parse_args(["--id", "3", "--zookeeper", "z:1", "--log-dirs", "/a",
+                                                   "--listen", "h:9", "--run-id", "0eb44760cb914ca5"])
+                                ).run_id == "0eb44760cb914ca5"
 
 
 def wait_for(predicate: Any, timeout: float, what: str, proc: subprocess.Popen[bytes], log: Path) -> None:
