@@ -280,6 +280,7 @@ def check_run(
     from floodmark.contracts.history import read_history
     from floodmark.contracts.node_events import events_dir_problem, read_events_dir
     from floodmark.contracts.run_config import check_layout, check_names, read_test_config
+    from floodmark.contracts.run_ids import StatedRun
     from floodmark.run_dirs.rundir import RunDir
     from floodmark.run_dirs.unfinished_runs import unfinished_reason
 
@@ -304,7 +305,8 @@ def check_run(
         if ops is None:
             ops = read_history(run.history, check_pairs=True)
         events = read_events_dir(run.events, torn, topics=None if config is None else config.topic_names,
-                                 partitions=partition_bounds(config, ops), cut_short=cut_short)
+                                 partitions=partition_bounds(config, ops), cut_short=cut_short,
+                                 run=None if config is None else StatedRun(config.run_id, str(run.config)))
     finally:
         if collecting:
             gc.enable()

@@ -41,6 +41,7 @@ from floodmark.contracts.node_events import (
     read_events_dir,
 )
 from floodmark.contracts.run_config import TestConfig, config_from_dict
+from floodmark.contracts.run_ids import StatedRun
 from floodmark.pipeline.run_checks import RunRejected, checked_run, read_config, read_results_if_any
 from floodmark.run_dirs.rundir import PARTIAL, RunDir
 
@@ -93,7 +94,8 @@ def iter_run_rows(run_dir: str | os.PathLike[str], store: str | os.PathLike[str]
     cut_short: set[str] = set()  # as floodmark check reads them: the re-check is told the same
     try:
         events = read_events_dir(rd.events, topics=None if config is None else config.topic_names,
-                                 partitions=bounds.bounds(), cut_short=cut_short)
+                                 partitions=bounds.bounds(), cut_short=cut_short,
+                                 run=None if config is None else StatedRun(config.run_id, str(rd.config)))
     except NodeEventError as e:
         raise RunRejected(str(e)) from None
     except OSError as e:

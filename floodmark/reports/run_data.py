@@ -38,6 +38,7 @@ from floodmark.contracts.run_config import (
     config_from_dict,
     read_test_config,
 )
+from floodmark.contracts.run_ids import StatedRun
 from floodmark.inputs.sources import describe_os_error, file_problem
 from floodmark.reports.history_columns import HistoryColumns, load_history, paused_gc
 from floodmark.run_dirs.run_digests import changed_since_judged
@@ -105,10 +106,10 @@ def load_run(path: str | os.PathLike[str]) -> RunData:
             results = read_results(run.results)  # (refuses, unread, one larger than it may be)
         except (ValueError, OSError) as e:
             warnings.append(f"{e}: the run is shown unchecked")
-    config = _load_config(run, results, warnings)
+    config, config_source = _load_config(run, results, warnings)
     history = load_history(run.history)
     completion_of = history.pairs()
-    events = _load_events(run, config, history, warnings)
+    events = _load_events(run, config, config_source, history, warnings)
     if history.torn_tail is not None:  # as ``floodmark check`` says it
         warnings.append(str(history.torn_tail))
     problem = _verdict_problem(run, results, history)
@@ -144,32 +145,36 @@ def _verdict_problem(run: RunDir, results: dict[str, Any] | None, history: Histo
     return None
 
 
-def _load_config(run: RunDir, results: dict[str, Any] | None, warnings: list[str]) -> TestConfig | None:
-    """``test.yaml``, else the copy in ``results.json``; what cannot be read is a warning (a
-    FIFO or a device said at once, as the results browser says it, not waited on)."""
+def _load_config(run: RunDir, results: dict[str, Any] | None,
+                 warnings: list[str]) -> tuple[TestConfig | None, str]:
+    """``test.yaml``, else the copy in ``results.json``, and which it is (for messages); what
+    cannot be read is a warning (a FIFO or a device said at once, as the results browser
+    says it, not waited on)."""
     unreadable = file_problem(run.config) if os.path.lexists(run.config) else None
     try:
         if unreadable is not None:
             raise ConfigError(str(run.config), None, unreadable)
         config = read_test_config(run.config)
         if config is not None:
-            return config
+            return config, str(run.config)
     except ConfigError as e:
         warnings.append(f"{e} (the configuration shown, if any, is the copy in results.json)")
     copy = (results or {}).get("config")
+    source = f"{run.results}: config"
     if not isinstance(copy, dict) or not copy:
-        return None
+        return None, source
     try:
-        return config_from_dict(copy, f"{run.results}: config")
+        return config_from_dict(copy, source), source
     except ConfigError as e:
         warnings.append(str(e))
-        return None
+        return None, source
 
 
-def _load_events(run: RunDir, config: TestConfig | None, history: HistoryColumns,
+def _load_events(run: RunDir, config: TestConfig | None, config_source: str, history: HistoryColumns,
                  warnings: list[str]) -> dict[str, list[NodeEvent]]:
-    """Each node's events, in its own seq order, read as ``floodmark check`` reads them: a file
-    that cannot be read so is a warning, not fatal, and so is a last line cut short."""
+    """Each node's events, in its own seq order, read as ``floodmark check`` reads them (held
+    to the run ``config``, read from ``config_source``, states): a file that cannot be read
+    so is a warning, not fatal, and so is a last line cut short."""
     torn: list[str] = []
     refused: list[NodeEventError] = []
     if os.path.lexists(run.events) and not _is_directory(run.events):  # (read as none at all, unsaid)
@@ -180,7 +185,8 @@ def _load_events(run: RunDir, config: TestConfig | None, history: HistoryColumns
         with paused_gc():  # (acyclic, and read after a history of as many objects as it has lines)
             events = read_events_dir(run.events, torn, topics=None if config is None else config.topic_names,
                                      partitions=partition_bounds(config, (history[i] for i in history.nemesis_indices)),
-                                     refused=refused)
+                                     refused=refused,
+                                     run=None if config is None else StatedRun(config.run_id, config_source))
     except OSError as e:
         warnings.append(f"node events not shown: {run.events}: {describe_os_error(e)}")
         return {}
