@@ -7,6 +7,7 @@ integration/root and skip with a reason elsewhere.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -66,9 +67,11 @@ def test_a_short_run_on_the_local_cluster_is_valid_and_reproducible(tmp_path: Pa
     run = outcome.run_dir
     assert outcome.error is None, outcome.error
     assert outcome.valid is True, json.loads(run.results.read_text())["checkers"]
-    # test.yaml is the configuration plus the code version that ran it.
-    assert load_config(run.config) == config.replace(code_version=code_version())
-    assert code_version()
+    # test.yaml is the configuration plus the code version that ran it and the run's id (on a
+    # real cluster a random one: two runs of one seed write different events).
+    recorded = load_config(run.config)
+    assert recorded == config.replace(code_version=code_version(), run_id=recorded.run_id)
+    assert code_version() and re.fullmatch(r"[0-9a-f]{16}", recorded.run_id or "")
     ops = read_history(run.history)
     fs = {op.f for op in ops}
     assert {"send", "poll", "assign", "drain", "heal-all"} <= fs
@@ -80,6 +83,7 @@ def test_a_short_run_on_the_local_cluster_is_valid_and_reproducible(tmp_path: Pa
     # The same seed gives the same schedule and the same workload choices.
     again = Runner(config, tmp_path, schedule).run()
     assert load_schedule(again.run_dir.schedule)[1] == schedule
+    assert load_config(again.run_dir.config).run_id != recorded.run_id
     # Each producer worker makes the same choices (value, partition) in the same order.
     first, second = producer_choices(ops), producer_choices(read_history(again.run_dir.history))
     assert first.keys() == second.keys()
