@@ -279,7 +279,7 @@ def check_run(
     """
     from floodmark.contracts.history import read_history
     from floodmark.contracts.node_events import events_dir_problem, read_events_dir
-    from floodmark.contracts.run_config import check_layout, check_names, read_test_config
+    from floodmark.contracts.run_config import read_run_config
     from floodmark.contracts.run_ids import StatedRun
     from floodmark.run_dirs.rundir import RunDir
     from floodmark.run_dirs.unfinished_runs import unfinished_reason
@@ -287,9 +287,8 @@ def check_run(
     run = RunDir(Path(run_dir))
     if run.results.is_dir():  # where the verdict would go: refused before the checkers run for nothing
         raise UsageError(f"{run.results}: is a directory, not a file: the results cannot be written")
-    config = read_test_config(run.config)
+    config = read_run_config(run.config)
     if config is not None:
-        check_layout(check_names(config, str(run.config)), str(run.config))
         refuse_unused_model(linearizable_options.get("model"), checkers or default_checker_names(config.workload),
                             f"{run.path}: a {config.workload} run")
     unlisted = events_dir_problem(run.events)

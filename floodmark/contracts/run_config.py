@@ -219,6 +219,17 @@ def read_test_config(path: str | Path) -> TestConfig | None:
     return config
 
 
+def read_run_config(path: str | Path) -> TestConfig | None:
+    """A run's ``test.yaml`` (:func:`read_test_config`) held to what a test may name and to a
+    layout its cluster can hold (:func:`check_names`, :func:`check_layout`): what every reader
+    that judges a run from it (``check``, ``analyze``) requires alike, so no run is judged by
+    one and refused by another."""
+    config = read_test_config(path)
+    if config is not None:
+        check_layout(check_names(config, str(path)), str(path))
+    return config
+
+
 def check_stated(values: Mapping[Any, Any], source: str, instead: str) -> None:
     """A ConfigError unless a run's ``test.yaml`` ``values`` state each of
     :data:`STATED_BY_EVERY_RUN`; ``instead`` says what to do with an empty one."""

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from floodmark.contracts.results import read_results, verdict_problem
-from floodmark.contracts.run_config import ConfigError, TestConfig, read_test_config
+from floodmark.contracts.run_config import ConfigError, TestConfig, read_run_config
 from floodmark.inputs.sources import describe_os_error, file_problem
 from floodmark.run_dirs.run_digests import compute_digest, unrecorded_problem
 from floodmark.run_dirs.rundir import RunDir
@@ -94,9 +94,10 @@ def _path_problem(path: Path) -> str | None:
 
 
 def read_config(rd: RunDir) -> TestConfig | None:
-    """The run's configuration (None when it has no ``test.yaml``); a malformed one rejects the run."""
+    """The run's configuration (None when it has no ``test.yaml``); a malformed one, or one
+    ``check`` refuses (an unknown name, a layout no cluster holds), rejects the run."""
     try:
-        return read_test_config(rd.config)
+        return read_run_config(rd.config)
     except ConfigError as e:
         raise RunRejected(str(e)) from None
 

@@ -5,9 +5,10 @@ event file cut short (check: the invariants' findings about that member are no p
 unknown; analyze said invalid), a run without test.yaml (check: judged by the checkers of the
 workload its ops suggest; analyze: linearizability alone), a configured ``check_time_limit``
 (check: the search stops there; analyze searched without end), and a history whose
-completion closes no invocation (check refuses it; analyze judged it), and, without a digest,
+completion closes no invocation (check refuses it; analyze judged it), without a digest,
 a node's event file that lost whole lines at its end (check: no proof, unknown; analyze
-said invalid). Each run's verdicts,
+said invalid), and a ``test.yaml`` no run has (min.insync above the replication factor, or
+an unknown variant: check refuses it; analyze judged the run by it). Each run's verdicts,
 per checker and overall, are check's own (``check_run`` on a copy), read small (one task per
 run) and large (in chunks).
 """
@@ -63,6 +64,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 mid_line=False)
     (write_synthetic_run(root, "no-config", synthetic.queue_run(7, ops=300, partitions=3), 7) / "test.yaml").unlink()
     _unpair(write_synthetic_run(root, "unpaired", synthetic.queue_run(8, ops=300, partitions=3), 8))
+    for seed, name, key, value in ((9, "insync-above-rf", "min_insync_replicas", "4"),
+                                   (10, "unknown-variant", "variant", "no-such-flaw")):
+        config = write_synthetic_run(root, name, synthetic.queue_run(seed, ops=100, partitions=3), seed) / "test.yaml"
+        config.write_text("".join(f"{key}: {value}\n" if line.startswith(f"{key}:") else line
+                                  for line in config.read_text().splitlines(keepends=True)))
     # A log-lin run under faults, whose linearizability search a tiny configured limit stops.
     sims = tmp_path_factory.mktemp("sims")
     assert main(["run", "--cluster", "sim", "--workload", "log-lin", "--time-limit", "15", "--seed", "41",
@@ -156,10 +162,23 @@ def test_the_configured_check_time_limit_stops_the_search(check_said, analyze_sa
     assert actual == expected
 
 
-def test_a_history_whose_completion_closes_no_invocation_is_refused(check_said, analyze_said):
+def test_check_and_analyze_refuse_the_same_runs(check_said, analyze_said):
     refused, rejected = check_said[1], analyze_said[0]
-    assert refused == {"unpaired/20261121T120000-s8"}
+    assert refused == {"unpaired/20261121T120000-s8", "insync-above-rf/20261121T120000-s9",
+                       "unknown-variant/20261121T120000-s10"}
     assert rejected.keys() == refused
+
+
+@pytest.mark.parametrize(("run_id", "named"), [
+    ("insync-above-rf/20261121T120000-s9", "min_insync_replicas: 4 is more than the replication factor 3"),
+    ("unknown-variant/20261121T120000-s10", "variant: unknown variant 'no-such-flaw'"),
+])
+def test_a_test_yaml_check_refuses_rejects_the_run(analyze_said, run_id, named):
+    assert named in analyze_said[0][run_id] and "test.yaml" in analyze_said[0][run_id]
+
+
+def test_a_history_whose_completion_closes_no_invocation_is_refused(check_said, analyze_said):
+    rejected = analyze_said[0]
     assert "ok completion of process" in rejected["unpaired/20261121T120000-s8"]
     assert "with no invocation open" in rejected["unpaired/20261121T120000-s8"]
 
