@@ -29,6 +29,9 @@ Names and meanings follow ``jepsen.tests.kafka`` so results can be compared with
 - ``G1a``: a read of a value whose send *to that partition* definitely failed (an aborted
   read), and that no other send of the partition may have written. Failed sends are kept
   per partition, as Jepsen's ``g1a-cases`` keeps failed writes per key.
+- ``G1c-realtime``: a read of a value that completed before every send of that value to the
+  partition began: it read the future. Jepsen's cycle search finds it over single ops too (a
+  write-read edge one way, real time the other); it needs no transactions.
 - ``unexpected``: a read of a value no send to that partition ever tried to write (Jepsen's
   queue checkers' name): a record from nowhere, or from another partition, whether the send
   there succeeded or failed. Every send the clients made is in the history, so no record can
@@ -94,6 +97,7 @@ class QueueChecker:
             anomalies.extend(_lost_and_unseen(part, index, covered, details, stats))
             anomalies.extend(_aborted_reads(part, index.stray_values))
             anomalies.extend(_unexpected_reads(part, index.stray_values))
+            anomalies.extend(_future_reads(part, index.stray_values))
             anomalies.extend(_nonmonotonic_sends(part, details))
             ranks[key] = _version_order(part)
         anomalies.extend(_poll_order(index, ranks))
@@ -318,6 +322,34 @@ def _unexpected_reads(part: PartitionIndex, stray: set[Any]) -> list[Anomaly]:
             topic, partition, (offset,), (read_op,) if read_op is not None else (),
             details={"value": value}))
     return anomalies
+
+
+def _future_reads(part: PartitionIndex, stray: set[Any]) -> list[Anomaly]:
+    """Records read by an op that completed before every send of their value to this
+    partition was invoked (history order is real-time order). A ``stray`` value's send names
+    no partition the run has and may be anywhere: it is left to the malformed-op verdict."""
+    first_invoke: dict[Any, int] = {}  # value -> the earliest invocation of a send of it here
+    for send in part.sends:
+        if send.invoke < first_invoke.get(send.value, send.invoke + 1):
+            first_invoke[send.value] = send.invoke
+    if not first_invoke:
+        return []
+    latest = max(first_invoke.values())
+    found: dict[Any, tuple[int, int]] = {}  # value -> (offset, the first read of it before its send)
+    for read in part.reads:
+        if read.op >= latest:
+            continue  # every send here had begun before this read completed
+        for offset, value in read.records:
+            began = first_invoke.get(value)
+            if began is not None and began > read.op and value not in found and value not in stray:
+                found[value] = (offset, read.op)
+    topic, partition = part.partition
+    return [Anomaly(
+        "G1c-realtime",
+        f"Op {read_op} read {value!r} at offset {offset} of {topic}/{partition} and completed before "
+        f"any send of {value!r} there began (op {first_invoke[value]}): it read a value from the future.",
+        topic, partition, (offset,), (read_op, first_invoke[value]), details={"value": value})
+        for value, (offset, read_op) in found.items()]
 
 
 def _nonmonotonic_sends(part: PartitionIndex, details: dict[str, Any]) -> list[Anomaly]:

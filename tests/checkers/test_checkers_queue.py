@@ -370,3 +370,29 @@ def test_a_poll_batch_at_odds_with_its_fetch_covers_only_its_own_records() -> No
            [{"topic": "t0", "partition": 0, "offset": 0, "records": [[1, "b"]], "high_watermark": 2}])
     result = check(h)
     assert result.valid == "unknown" and not [a for a in result.anomalies if a.type == "lost-write"]
+
+
+def test_a_read_that_completed_before_its_value_was_sent_read_the_future() -> None:
+    """History order is real-time order: a poll that completed before any send of the value
+    it returned began read the future (Jepsen's cycle search calls it G1c-realtime), even when
+    the send then lands at that very offset and everything else agrees."""
+    h = sent(1)
+    h.poll(1, 0, 0, [(0, "v0"), (1, "early")])
+    h.send(0, 0, "early", 1)
+    h.poll(2, 0, 0, [(0, "v0"), (1, "early")], f="drain")
+    result = check(h)
+    assert result.valid is False
+    assert result.stats["anomalies"] == {"G1c-realtime": 1}
+    [future] = result.anomalies
+    assert (future.partition, future.offsets, future.details["value"]) == (0, (1,), "early")
+    assert "completed before any send of 'early' there began" in future.explanation
+
+
+def test_a_read_concurrent_with_the_send_it_read_is_no_future_read() -> None:
+    """A send invoked before the poll completed may have been written while the poll ran."""
+    h = sent(1)
+    h.invoke(0, "send", {"topic": "t0", "partition": 0, "value": "late"})
+    h.poll(1, 0, 0, [(0, "v0"), (1, "late")])
+    h.add("ok", 0, "send", {"topic": "t0", "partition": 0, "value": "late", "offset": 1})
+    h.poll(2, 0, 0, [(0, "v0"), (1, "late")], f="drain")
+    assert check(h).valid is True
