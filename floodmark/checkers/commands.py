@@ -46,6 +46,7 @@ from floodmark.inputs.sources import STDIN, file_problem
 
 if TYPE_CHECKING:
     from floodmark.contracts.history import Op
+    from floodmark.contracts.results import CheckerResult
 
 # Everything else ``check`` needs is imported when a path is checked: ``floodmark check``
 # starts in the time of a bare interpreter plus the history readers and the checker.
@@ -251,15 +252,19 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
     stage.reading = False
     if args.to_edn:
         # (a history read from EDN keeps its string map keys strings; a JSON one's become keywords)
-        out = _to_edn(args.to_edn, Path("stdin" if name == STDIN else name), many, loaded.ops,
+        out = _to_edn(args.to_edn, Path("stdin" if name == STDIN else name), many, loaded.file_ops,
                       keyword_keys=loaded.format != "edn", inputs=_edn_inputs(args.paths))
-    model = args.model or infer_model(loaded.ops)
-    workload = infer_workload(loaded.ops, model)
-    names = checkers or list(default_checker_names(workload, loaded.ops))
+    kafka = loaded.kafka_ops is not None
+    model = args.model or (None if kafka else infer_model(loaded.ops))
+    workload = "Jepsen kafka" if kafka else infer_workload(loaded.ops, model or "")
+    # (a Jepsen kafka history has no node events: it is judged by what judges its ops)
+    names = checkers or (list(KAFKA_CHECKERS) if kafka else list(default_checker_names(workload, loaded.ops)))
     refuse_unused_model(args.model, names, f"{'<stdin>' if name == STDIN else printable(name)}: a {workload} history")
     # A history file states no configuration: the checkers are told none, not a made-up one.
     judged = judge_history(loaded.ops, {}, None, checkers=names, time_limit=args.time_limit,
                            **_lin_options(args, loaded.format, model))
+    if kafka:
+        _judged_as_kafka(judged, loaded.unjudged)
     linearizable = judged.get("linearizable")
     if linearizable is not None and isinstance(linearizable.cause, ModelMismatch):
         raise ModelMismatch(f"model {model}: {linearizable.cause}")
@@ -268,6 +273,26 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
     if args.to_edn:
         _warn_if_edn_differs(out, loaded.ops, loaded.format, results, args)
     return results
+
+
+# The checkers of a Jepsen kafka history (:mod:`floodmark.formats.jepsen_kafka`): its
+# anomalies are the queue checker's, and no node events or configuration come with it.
+KAFKA_CHECKERS = ("queue", "stats")
+KAFKA_READ = "Jepsen kafka history: key K is partition key/K"
+
+
+def _judged_as_kafka(judged: dict[str, CheckerResult], unjudged: tuple[str, ...]) -> None:
+    """Say how a Jepsen kafka history was read, and make what it holds that no checker
+    judges (transactions, records of failed polls) keep every verdict from valid."""
+    for name, result in judged.items():
+        if name == "stats":
+            continue
+        result.stats.setdefault("interpretation", KAFKA_READ)
+        if unjudged:
+            result.stats["not_judged"] = list(unjudged)
+            if result.valid is True:
+                result.valid = "unknown"
+                result.stats["unjudged_because"] = "; ".join(unjudged)
 
 
 def _note(text: str) -> None:

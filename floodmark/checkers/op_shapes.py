@@ -2,7 +2,8 @@
 
 The history index (:mod:`floodmark.checkers.queue_index`) lists an op it cannot read as
 malformed, with why: the shape its kind has, what it held instead, and the foreign format
-it most likely comes from (Jepsen's kafka micro-ops are the usual one). Values sent and read
+it most likely comes from (Jepsen's kafka micro-ops are the usual one: floodmark reads them
+only from Jepsen's EDN, :mod:`floodmark.formats.jepsen_kafka`). Values sent and read
 are strings or integers only: Python takes ``true`` for ``1`` and ``1.0`` for ``1``, so any
 other value could not be compared value for value.
 """
@@ -34,7 +35,7 @@ def shape_problem(f: str, value: Any, completion: Any, error: Exception) -> str:
     held = completion if f in _READS and completion is not None and not _is_micro_ops(value) else value
     expected = _SHAPES.get(f, f"{f} is no op of a queue or log workload")
     if _is_micro_ops(held):
-        return f"{f} op holds Jepsen kafka micro-ops ({shown_value(held)}), which the queue checkers do not read: {expected}"
+        return f"{f} op holds Jepsen kafka micro-ops ({shown_value(held)}), which the queue checkers read only from a Jepsen EDN history: {expected}"
     return f"{f} op has an unexpected shape ({type(error).__name__}: {error}): {expected}; it holds {shown_value(held)}"
 
 

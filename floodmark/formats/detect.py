@@ -1,7 +1,8 @@
 """Reading a history in whichever format it comes in.
 
 ``floodmark check`` accepts our JSONL histories, Jepsen EDN histories (a vector of op maps
-or a stream of them) and Jepsen's 2014 text logs. The format is recognised from the
+or a stream of them; those of Jepsen's kafka workload are translated into queue ops,
+:mod:`.jepsen_kafka`) and Jepsen's 2014 text logs. The format is recognised from the
 content, not the file name (Porcupine's EDN test data is named ``*.txt``), by the structure
 of the first line that is neither blank nor an EDN comment (``;``), however far down it is:
 
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from floodmark.contracts.history import HistoryError, Op, parse_history
 from floodmark.formats.jepsen_edn import parse_edn_history
+from floodmark.formats.jepsen_kafka import is_jepsen_kafka, translate
 from floodmark.formats.jepsen_text import (
     has_op_records,
     is_op_record,
@@ -50,7 +52,16 @@ FORMATS = (JSONL, EDN, JEPSEN_TEXT)
 class LoadedHistory:
     path: Path
     format: str
-    ops: list[Op]
+    ops: list[Op]  # as the checkers read them (a Jepsen kafka history's: translated)
+    # A Jepsen kafka history (:mod:`.jepsen_kafka`): the ops as the file holds them, and what
+    # it holds that no checker judges (its verdict is unknown at best, naming these).
+    kafka_ops: list[Op] | None = None
+    unjudged: tuple[str, ...] = ()
+
+    @property
+    def file_ops(self) -> list[Op]:
+        """The ops as the file holds them (what --to-edn writes)."""
+        return self.ops if self.kafka_ops is None else self.kafka_ops
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
@@ -109,12 +120,17 @@ def load_history(path: str | os.PathLike[str], format: str | None = None) -> Loa
     if fmt == JSONL:
         ops = parse_history(data, source)
     elif fmt == EDN:
+        lines: list[int] = []
         try:
-            ops = parse_edn_history(decode_utf8(data, source), source, check_pairs=True)
+            ops = parse_edn_history(decode_utf8(data, source), source, check_pairs=True, lines=lines)
         except HistoryError:
             if format is not None or not has_op_records(data):
                 raise
             fmt, ops = JEPSEN_TEXT, parse_text_log(data, source, check_pairs=True)  # chatter that looked like EDN
+        else:
+            if is_jepsen_kafka(ops):
+                kafka = translate(ops, source, lines)
+                return LoadedHistory(Path(name), fmt, kafka.ops, ops, kafka.unjudged)
     elif fmt == JEPSEN_TEXT:
         ops = parse_text_log(data, source, check_pairs=True)
     else:

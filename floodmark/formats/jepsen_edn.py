@@ -85,23 +85,23 @@ def op_from_edn(form: Any, position: int, source: str, line: int) -> Op:
     if isinstance(form, list):
         form = _tuple_op(form, source, line)
     if not isinstance(form, dict):
-        raise HistoryError(source, line, f"expected an op map, got {_short(form)}")
+        raise HistoryError(source, line, f"expected an op map, got {shown_edn(form)}")
     fields = {_name(k): v for k, v in form.items()}
     for name in ("process", "type", "f"):
         if name not in fields:
             raise HistoryError(source, line, f"op map has no :{name}")
     op_type = _name(fields["type"])
     if not isinstance(op_type, str) or op_type not in OP_TYPES:
-        raise HistoryError(source, line, f":type must be :invoke/:ok/:fail/:info, got {_short(fields['type'])}")
+        raise HistoryError(source, line, f":type must be :invoke/:ok/:fail/:info, got {shown_edn(fields['type'])}")
     process = _process(fields["process"], source, line)
     time = fields.get("time")
     if time is None:
         time = position  # no clock recorded: file order is the only order
     elif not isinstance(time, int) or isinstance(time, bool):
-        raise HistoryError(source, line, f":time must be an integer, got {_short(time)}")
+        raise HistoryError(source, line, f":time must be an integer, got {shown_edn(time)}")
     f = fields["f"]
     if not isinstance(f, str):
-        raise HistoryError(source, line, f":f must be a keyword or a string, got {_short(f)}")
+        raise HistoryError(source, line, f":f must be a keyword or a string, got {shown_edn(f)}")
     node = fields.get("node")
     extra = {str(k): plain(v) for k, v in fields.items() if k not in _OP_FIELDS}
     original_index = fields.get("index")
@@ -134,7 +134,7 @@ def _process(value: Any, source: str, line: int) -> int | str:
     if kind is str:
         return edn.dumps(value)
     # (a symbol is no process: 1/2 and 1.5M are read as symbols, and were never one either)
-    raise HistoryError(source, line, f":process must be an integer, a keyword or a string, got {_short(value)}")
+    raise HistoryError(source, line, f":process must be an integer, a keyword or a string, got {shown_edn(value)}")
 
 
 _STRING_NEMESIS = edn.dumps("nemesis")  # a process the nemesis's ops may be mistaken for
@@ -162,13 +162,13 @@ def _tuple_op(form: list[Any], source: str, line: int) -> dict[str, Any]:
     map it stands for; a vector of another shape is refused with its line."""
     if not (3 <= len(form) <= 5 and isinstance(form[1], edn.Keyword) and form[1] in OP_TYPES):
         raise HistoryError(source, line, "an op vector is [process type f value] with an optional error, "
-                           f"its type :invoke/:ok/:fail/:info, got {_short(form)}")
+                           f"its type :invoke/:ok/:fail/:info, got {shown_edn(form)}")
     fields = dict(zip(("process", "type", "f", "value", "error"), form))
     fields.setdefault("value", None)
     return fields
 
 
-def _short(value: Any) -> str:
+def shown_edn(value: Any) -> str:
     """A field's value as EDN, cut short for a message."""
     try:
         text = edn.dumps(value, keyword_keys=False)
@@ -177,9 +177,11 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def parse_edn_history(text: str, source: str = "<edn>", *, check_pairs: bool = False) -> list[Op]:
+def parse_edn_history(text: str, source: str = "<edn>", *, check_pairs: bool = False,
+                      lines: list[int] | None = None) -> list[Op]:
     """A history from EDN text: one vector of op maps, or a stream of op maps; with
-    ``check_pairs``, every completion must close its process's invocation.
+    ``check_pairs``, every completion must close its process's invocation; ``lines``, if
+    given, receives each op's line (for a later reader's messages: :mod:`.jepsen_kafka`).
 
     Each op is built as its form is read, so the forms of a stream are never all held
     beside the ops made of them."""
@@ -218,6 +220,8 @@ def parse_edn_history(text: str, source: str = "<edn>", *, check_pairs: bool = F
                     raise HistoryError(e.source, e.line, f"{e.problem} (the nemesis is :nemesis; a string "
                                                          "\"nemesis\" is an ordinary process)") from None
             ops.append(op)
+            if lines is not None:
+                lines.append(line)
         if vector:
             after = next(forms, None)
             if after is not None:

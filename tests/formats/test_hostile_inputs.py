@@ -282,25 +282,42 @@ JEPSEN_KAFKA_EDN = b"""{:type :invoke, :f :assign, :value [1 2], :process 0}
 """
 
 
-def test_a_jepsen_kafka_history_is_named_as_such_and_never_judged(tmp_path: Path) -> None:
-    """Jepsen's kafka workload writes micro-op lists the queue checkers do not read: the
-    verdict is unknown, and the line says what the file holds instead of a Python error."""
+def test_a_jepsen_kafka_history_is_judged_by_the_queue_checker(tmp_path: Path) -> None:
+    """Jepsen's kafka workload writes micro-op lists, which floodmark translates into queue
+    ops (tests/formats/test_formats_jepsen_kafka.py has the rest)."""
     history = tmp_path / "kafka.edn"
     history.write_bytes(JEPSEN_KAFKA_EDN)
+    done = floodmark("check", "--checker", "queue", str(history))
+    assert done.returncode == EXIT_VALID, done.stdout + done.stderr
+    assert done.stdout.startswith(f"VALID    {history}  queue valid [Jepsen kafka history")
+    loaded = load_history(history)
+    assert QueueChecker().check(CheckInput(loaded.ops)).valid is True
+
+
+def test_jepsen_kafka_micro_ops_outside_jepsen_edn_are_named_as_such(tmp_path: Path) -> None:
+    """Micro-op lists in a JSONL history are no queue ops floodmark reads: the verdict is
+    unknown, and the line says what the file holds instead of a Python error."""
+    ops = [{"index": 0, "time": 0, "type": "invoke", "process": 1, "f": "send", "value": [["send", 1, 5]]},
+           {"index": 1, "time": 1, "type": "ok", "process": 1, "f": "send", "value": [["send", 1, [0, 5]]]},
+           {"index": 2, "time": 2, "type": "invoke", "process": 0, "f": "poll", "value": [["poll"]]},
+           {"index": 3, "time": 3, "type": "ok", "process": 0, "f": "poll", "value": [["poll", {"1": [[0, 5]]}]]}]
+    history = tmp_path / "kafka.jsonl"
+    history.write_text("".join(json.dumps(op) + "\n" for op in ops))
     done = floodmark("check", "--checker", "durability,queue", str(history))
     assert done.returncode == 2, done.stdout
     line = done.stdout.splitlines()[0]
-    assert line.startswith(f"UNKNOWN  {history}  durability unknown [malformed op 2: send op holds Jepsen kafka "
-                           "micro-ops ([[:send, 1, 5]]), which the queue checkers do not read: a send's value is a map")
-    loaded = load_history(history)
-    result = QueueChecker().check(CheckInput(loaded.ops))
+    assert line.startswith(f"UNKNOWN  {history}  durability unknown [malformed op 0: send op holds Jepsen kafka "
+                           "micro-ops ([['send', 1, 5]]), which the queue checkers read only from a Jepsen EDN "
+                           "history: a send's value is a map")
+    result = QueueChecker().check(CheckInput(load_history(history).ops))
     assert result.valid == "unknown"
     problems = [m["problem"] for m in result.stats["malformed_ops"]]
-    assert problems == ["send op holds Jepsen kafka micro-ops ([[:send, 1, 5]]), which the queue checkers do not "
-                        "read: a send's value is a map of topic, partition and value, its acknowledgement's a map "
-                        "with the offset",
-                        "poll op holds Jepsen kafka micro-ops ([[:poll]]), which the queue checkers do not read: a "
-                        "poll's completion holds a list of batches, each a map of topic, partition and records"]
+    assert problems == ["send op holds Jepsen kafka micro-ops ([['send', 1, 5]]), which the queue checkers read "
+                        "only from a Jepsen EDN history: a send's value is a map of topic, partition and value, its "
+                        "acknowledgement's a map with the offset",
+                        "poll op holds Jepsen kafka micro-ops ([['poll']]), which the queue checkers read only from "
+                        "a Jepsen EDN history: a poll's completion holds a list of batches, each a map of topic, "
+                        "partition and records"]
 
 
 @pytest.mark.parametrize(("damage", "problem"), [
