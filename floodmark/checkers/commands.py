@@ -290,9 +290,10 @@ def _judged_as_kafka(judged: dict[str, CheckerResult], unjudged: tuple[str, ...]
         result.stats.setdefault("interpretation", KAFKA_READ)
         if unjudged:
             result.stats["not_judged"] = list(unjudged)
-            if result.valid is True:
+            if result.valid is not False:  # (an anomaly found stands; nothing else is vouched for)
                 result.valid = "unknown"
-                result.stats["unjudged_because"] = "; ".join(unjudged)
+                before = result.stats.get("unjudged_because")
+                result.stats["unjudged_because"] = "; ".join((*unjudged, *([before] if isinstance(before, str) else [])))
 
 
 def _note(text: str) -> None:
