@@ -6,7 +6,9 @@
 A PATH is a run directory (its history, node events and ``test.yaml`` are judged by the
 workload's checkers and ``results.json`` is written or updated) or a history file in any
 format :mod:`floodmark.formats.detect` recognises (judged by the linearizability checker
-unless it is a queue or log-lin history). One verdict line per path, then the overall
+unless it is a queue or log-lin history; a Jepsen kafka history by the queue checker, over
+the queue ops :mod:`floodmark.formats.jepsen_kafka` makes of it, and never valid where it
+holds what no checker judges). One verdict line per path, then the overall
 verdict; the exit code is 0 valid, 1 invalid, 2 unknown, 254 for bad arguments or an
 unreadable input (reported as ``file:line: problem``, or a history that does not fit the
 model, naming the op).
@@ -70,7 +72,15 @@ def register(subparsers: Any) -> None:
             "EDN registers start at 0 (as in Knossos's test data) and a nil read tells nothing; "
             "Jepsen text logs start at nil and a failed cas observed a mismatch. Jepsen's own tests "
             "start their registers at nil: check their EDN with --initial nil. Jepsen independent "
-            "histories ([key value] ops) are detected and checked one register per key."
+            "histories ([key value] ops) are detected and checked one register per key. Histories of "
+            "Jepsen's kafka workload (jepsen.tests.kafka: [[:send k v]] and [[:poll]] ops) are read as "
+            "queue ops (key K is partition key/K; a final round that sought to the beginning and read a "
+            "key as far as any op had seen it is a drain of that key) and judged by the queue checker: "
+            "lost-write, unseen, duplicate, inconsistent-offsets, poll-skip, nonmonotonic-poll and -send, "
+            "G1a, unexpected. Not checked, so never valid: transactions (:txn ops, ops of several "
+            "micro-ops: G0, G1c, precommitted reads), records of failed polls; nor Jepsen's cycle search "
+            "over single ops (a poll of a value before its send began). A send no read passed is unknown, "
+            "not unseen."
         ),
         epilog="Exit codes: the worst over all paths: 254 bad arguments or an unusable input (each "
                "is named and the rest are still checked), then 1 invalid, 2 unknown, 0 valid.",
