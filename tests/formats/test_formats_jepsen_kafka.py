@@ -175,6 +175,8 @@ def test_an_assign_forgets_only_the_keys_it_leaves_out() -> None:
     left_out = judged(edn(*assign(0, "[1]"), *writes, *poll(0, "{1 [[0 10]]}"), *assign(0, "[2]"),
                           *assign(0, "[1 2]"), *then))
     assert left_out.valid is True
+    failed_between = judged(edn(*assign(0, "[1]"), *writes, *poll(0, "{1 [[0 10]]}"), *poll(0, "{}", "fail"), *then))
+    assert [a.type for a in failed_between.anomalies] == ["poll-skip"]  # (a failed poll moved nothing)
 
 
 def test_with_subscribes_a_consumer_may_skip_between_polls_but_not_within_one() -> None:
