@@ -265,8 +265,8 @@ def _check_one(path: Path, args: argparse.Namespace, checkers: list[str] | None,
         out = _to_edn(args.to_edn, Path("stdin" if name == STDIN else name), many, loaded.file_ops,
                       keyword_keys=loaded.format != "edn", inputs=_edn_inputs(args.paths))
     kafka = loaded.kafka_ops is not None
-    model = args.model or (None if kafka else infer_model(loaded.ops))
-    workload = "Jepsen kafka" if kafka else infer_workload(loaded.ops, model or "")
+    model = args.model or infer_model(loaded.ops)
+    workload = "Jepsen kafka" if kafka else infer_workload(loaded.ops, model)
     # (a Jepsen kafka history has no node events: it is judged by what judges its ops)
     names = checkers or (list(KAFKA_CHECKERS) if kafka else list(default_checker_names(workload, loaded.ops)))
     refuse_unused_model(args.model, names, f"{'<stdin>' if name == STDIN else printable(name)}: a {workload} history")
