@@ -179,6 +179,16 @@ def test_an_assign_forgets_only_the_keys_it_leaves_out() -> None:
     assert [a.type for a in failed_between.anomalies] == ["poll-skip"]  # (a failed poll moved nothing)
 
 
+def test_a_process_s_sends_to_a_key_are_compared_until_an_assign_leaves_the_key_out() -> None:
+    """Jepsen forgets a process's last send to a key as it forgets its last read (an assign
+    or subscribe that leaves the key out)."""
+    reads = final_round(0, "[1]", "{1 [[3 11] [5 10]]}")
+    backwards = judged(edn(*send(1, 1, 10, 5), *send(1, 1, 11, 3), *reads))
+    assert [a.type for a in backwards.anomalies] == ["nonmonotonic-send"]
+    forgotten = judged(edn(*send(1, 1, 10, 5), *assign(1, "[2]"), *send(1, 1, 11, 3), *reads))
+    assert forgotten.valid is True
+
+
 def test_with_subscribes_a_consumer_may_skip_between_polls_but_not_within_one() -> None:
     writes = [*send(1, 1, 10, 0), *send(1, 1, 11, 1), *send(1, 1, 12, 2)]
     final = final_round(0, "[1]", "{1 [[0 10] [1 11] [2 12]]}")
