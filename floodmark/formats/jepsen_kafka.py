@@ -201,13 +201,11 @@ def _unjudged(calls: list[_Call]) -> tuple[str, ...]:
     said: dict[str, str] = {}
     for call in calls:
         done = call.done
-        if done is None:
-            continue
         if "txn" not in said and (call.invoke.f == "txn" or len(call.mops) > 1):
             said["txn"] = (f"op {call.invoke.index} is a transaction ({len(call.mops)} micro-ops"
                            f"{', :txn' if call.invoke.f == 'txn' else ''}), and floodmark does not check the "
                            f"transactional anomalies Jepsen looks for: {TRANSACTIONAL}")
-        if done.type != "ok" and call.result is not None:
+        if done is not None and done.type != "ok" and call.result is not None:
             if "records" not in said and any(kind == "poll" and read for kind, _, read in call.result):
                 said["records"] = (f"op {done.index}, a {done.type} :{done.f}, returned records, which Jepsen "
                                    "reads for its version orders and floodmark does not")
