@@ -78,8 +78,8 @@ def register(subparsers: Any) -> None:
             "key as far as any op had seen it is a drain of that key) and judged by the queue checker: "
             "lost-write, unseen, duplicate, inconsistent-offsets, poll-skip, nonmonotonic-poll and -send, "
             "G1a, unexpected. Not checked, so never valid: transactions (:txn ops, ops of several "
-            "micro-ops: G0, G1c, precommitted reads), records of failed polls; nor Jepsen's cycle search "
-            "over single ops (a poll of a value before its send began). A send no read passed is unknown, "
+            "micro-ops: G0, G1c, precommitted reads), records of failed polls. A poll of a value before its "
+            "send began is G1c-realtime, as Jepsen's cycle search names it. A send no read passed is unknown, "
             "not unseen."
         ),
         epilog="Exit codes: the worst over all paths: 254 bad arguments or an unusable input (each "

@@ -97,6 +97,10 @@ HANDWRITTEN = {
                       *poll(0, "{1 [[2 12]] 2 [[0 20]]}"),
                       *final_round(0, "[1 2]", "{1 [[0 10] [1 11] [2 12]] 2 [[0 20]]}")),
                   EXIT_INVALID, "INVALID", ["poll-skip"]),
+    # process 0's poll of 10 completed before 10's send began (Jepsen's cycle search: G1c-realtime)
+    "read-the-future": (edn(*assign(0, "[1]"), *poll(0, "{1 [[0 10]]}"), *send(1, 1, 10, 0),
+                            *final_round(0, "[1]", "{1 [[0 10]]}")),
+                        EXIT_INVALID, "INVALID", ["G1c-realtime"]),
     # one op sends to two keys at once: Jepsen's transactions, whose anomalies floodmark does not check
     "transactional": (edn("1 invoke send [[:send 1 10] [:send 2 20]]", "1 ok send [[:send 1 [0 10]] [:send 2 [0 20]]]",
                           *poll(0, "{1 [[0 10]] 2 [[0 20]]}"),
