@@ -338,12 +338,16 @@ def test_a_paused_process_makes_no_progress_until_healed(cluster) -> None:  # ty
 def skew(node: Any) -> tuple[float, float]:
     """Bounds on the node's wall clock minus ours: its answer was stamped between our asking
     and our hearing it. (Taking our clock after the answer alone counted the round trip, which
-    under CI's load once took 0.76 s.)"""
-    before = time.time()
-    answer = ask(node.address)
-    after = time.time()
-    assert answer is not None, f"{node.name} did not answer"
-    return answer[0] - after, answer[0] - before
+    under CI's load once took 0.76 s, and once no answer came within 2 s while a Spark suite
+    and two other test processes loaded both cores: each try gives its own bounds, so a slow
+    one is asked again.)"""
+    for _ in range(3):
+        before = time.time()
+        answer = ask(node.address)
+        after = time.time()
+        if answer is not None:
+            return answer[0] - after, answer[0] - before
+    raise AssertionError(f"{node.name} did not answer three times in a row")
 
 
 def near(bounds: tuple[float, float], expected: float, within: float = 0.5) -> bool:
