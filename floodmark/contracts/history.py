@@ -182,35 +182,54 @@ def _short(value: Any) -> str:
     return _kind(value)
 
 
+def unpaired(op_type: str, process: Process, f: str, invoked: tuple[int, str] | None) -> str | None:
+    """Why a client op of ``op_type`` and ``f`` breaks its process's pairing, given the
+    process's open invocation (its line and ``f``, None when none is open); None when it keeps it."""
+    if op_type == "invoke":
+        if invoked is None:
+            return None
+        return f"process {process!r} invokes again while its op on line {invoked[0]} has not completed"
+    if invoked is None:
+        return f"a {op_type} completion of process {process!r} with no invocation open"
+    if invoked[1] != f:
+        return (f"a {op_type} completion of {f!r} closes process {process!r}'s invocation of {invoked[1]!r} "
+                f"on line {invoked[0]}")
+    return None
+
+
 class ProcessPairing:
     """Every completion must close its process's open invocation (Jepsen's rule).
 
     A completion with no invocation, a second invocation while one is open, or a completion
     of another function than the one invoked (``:invoke :read`` then ``:ok :re``) means the
     history is damaged or not a history at all: judging it would ignore ops silently. The
-    nemesis is exempt (it may record what it did without an invocation)."""
+    nemesis is exempt (it may record what it did without an invocation).
 
-    def __init__(self, source: str) -> None:
+    ``entries``: for a part of a history read on its own (the pipeline's chunks), whose
+    processes may have an invocation open from before it: each process's first op there is
+    not judged but noted in ``entries`` as (line, type, f), for whoever knows what was open
+    before to judge with :func:`unpaired`; ``open`` is what the part leaves open."""
+
+    def __init__(self, source: str, entries: dict[Process, tuple[int, str, str]] | None = None) -> None:
         self.source = source
         self.open: dict[Process, tuple[int, str]] = {}  # process -> (line, f) of its open invocation
+        self.entries = entries
 
     def see(self, op: Op, line: int) -> None:
         process = op.process
         if process == NEMESIS:
             return
+        entries = self.entries
+        if entries is not None and process not in entries:
+            entries[process] = (line, op.type, op.f)
+        else:
+            problem = unpaired(op.type, process, op.f, self.open.get(process))
+            if problem is not None:
+                raise HistoryError(self.source, line, problem)
         if op.type == "invoke":
-            if process in self.open:
-                raise HistoryError(self.source, line, f"process {process!r} invokes again while its "
-                                   f"op on line {self.open[process][0]} has not completed")
             self.open[process] = (line, op.f)
-            return
-        invoked = self.open.pop(process, None)
-        if invoked is None:
-            raise HistoryError(self.source, line, f"a {op.type} completion of process {process!r} "
-                               "with no invocation open")
-        if invoked[1] != op.f:
-            raise HistoryError(self.source, line, f"a {op.type} completion of {op.f!r} closes process "
-                               f"{process!r}'s invocation of {invoked[1]!r} on line {invoked[0]}")
+        else:
+            self.open.pop(process, None)
 
 
 @dataclass(frozen=True)
@@ -315,20 +334,40 @@ def time_out_of_order(time: int, previous: int) -> str:
             "by one monotonic clock")
 
 
+def index_out_of_sequence(index: int, expected: int) -> str:
+    """Why an op of ``index`` where the ``expected`` one belongs is no history's."""
+    return f"index {index} out of sequence (expected {expected})"
+
+
+def iter_judged_history(path: str | os.PathLike[str], *, check_pairs: bool = True) -> Iterator[tuple[int, Op]]:
+    """(line number, op) for every op of a JSONL history, read lazily and held, as
+    :func:`read_history` holds them, to dense indices from 0, time in order and (``check_pairs``)
+    every completion closing an invocation: a history larger than memory can be judged."""
+    source = str(path)
+    with open(path, "rb") as f:
+        skip_bom(f, source, HistoryError)
+        yield from _judged(_iter_lines(source, f, True, json_lines_parser(f)), source, True, check_pairs)
+
+
 def _checked(ops: OpsRead, numbered: Iterable[tuple[int, Op]], source: str, check_dense: bool,
              check_pairs: bool) -> OpsRead:
+    ops.extend(op for _, op in _judged(numbered, source, check_dense, check_pairs))
+    return ops
+
+
+def _judged(numbered: Iterable[tuple[int, Op]], source: str, check_dense: bool,
+            check_pairs: bool) -> Iterator[tuple[int, Op]]:
     pairing = ProcessPairing(source) if check_pairs else None
     latest = -_MAX_TIME  # the time of the op before (one clock, read as each op is recorded)
-    for line, op in numbered:
-        if check_dense and op.index != len(ops):
-            raise HistoryError(source, line, f"index {op.index} out of sequence (expected {len(ops)})")
+    for count, (line, op) in enumerate(numbered):
+        if check_dense and op.index != count:
+            raise HistoryError(source, line, index_out_of_sequence(op.index, count))
         if check_dense and op.time < latest:
             raise HistoryError(source, line, time_out_of_order(op.time, latest))
         latest = op.time
         if pairing is not None:
             pairing.see(op, line)
-        ops.append(op)
-    return ops
+        yield line, op
 
 
 class HistoryWriter:

@@ -22,14 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from floodmark.checkers.run_partitions import PartitionBounds
-from floodmark.contracts.history import (
-    NEMESIS,
-    HistoryError,
-    Op,
-    ProcessPairing,
-    iter_history,
-    time_out_of_order,
-)
+from floodmark.contracts.history import NEMESIS, HistoryError, Op, iter_history, iter_judged_history
 from floodmark.contracts.node_events import (
     ControllerElected,
     ControllerResigned,
@@ -139,20 +132,14 @@ def _text_or_none(value: Any) -> str | None:
 
 def _validate_history(rd: RunDir, witnesses: set[int],
                       bounds: PartitionBounds) -> tuple[int, int | None, int | None, dict[int, int]]:
-    """Stream the history once: dense indices, well-formed ops, every completion closing its
-    process's invocation (as ``floodmark check`` reads a history for its checkers, refusing
-    it otherwise); note the witnesses' times, and show ``bounds`` the nemesis's ops."""
+    """Stream the history once, judged as ``floodmark check`` reads it for its checkers (dense
+    indices, well-formed ops in time order, every completion closing its process's invocation:
+    :func:`~floodmark.contracts.history.iter_judged_history`), refusing it otherwise; note the
+    witnesses' times, and show ``bounds`` the nemesis's ops."""
     count, first, last = 0, None, None
     times: dict[int, int] = {}
-    pairing = ProcessPairing(str(rd.history))
     try:
-        for op in iter_history(rd.history):
-            if op.index != count:
-                # Like read_history: one op per line, so the op's line is its position + 1.
-                raise HistoryError(str(rd.history), count + 1, f"op index {op.index} out of sequence (expected {count})")
-            if last is not None and op.time < last:  # as read_history refuses it
-                raise HistoryError(str(rd.history), count + 1, time_out_of_order(op.time, last))
-            pairing.see(op, count + 1)
+        for _, op in iter_judged_history(rd.history):
             if op.process == NEMESIS:
                 bounds.see(op)
             if first is None:

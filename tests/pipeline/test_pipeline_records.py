@@ -40,7 +40,7 @@ def _op_5_goes_back_in_time(lines: list[str]) -> list[str]:
 @pytest.mark.parametrize(("seed", "rewrite", "problem"), [
     (4, _time_is_not_a_number, r"history.jsonl:6: "),
     (4, _op_5_goes_back_in_time, r"history.jsonl:6: time -1 is before the previous op's \(\d+\)"),
-    (6, _op_3_is_gone, r"history.jsonl:4: op index 4 out of sequence \(expected 3\)"),
+    (6, _op_3_is_gone, r"history.jsonl:4: index 4 out of sequence \(expected 3\)"),
 ])
 def test_a_malformed_history_is_rejected_with_file_and_line(tmp_path, seed, rewrite, problem):
     run = make_run(tmp_path, seed=seed)
