@@ -28,7 +28,8 @@ A file is one node's and holds each of its events once: every line names that no
 files say they are the same broker (a ``started`` or ``controller_elected`` event names its
 own broker): a file copied under another node's name would otherwise tell that broker's story
 twice. Read so, a file whose ``stopped`` is followed by anything but the next process's
-``started`` is refused as well (:mod:`floodmark.contracts.node_lives`). Given the run's topics,
+``started`` is refused as well (:mod:`floodmark.contracts.node_lives`). These rules of a file
+are stated once, in :mod:`floodmark.contracts.node_files`, for every reader. Given the run's topics,
 an event naming another topic is refused too (a run never creates one), and given how many
 partitions each may have had (``partitions``: what ``test.yaml`` states, or more where an
 admin fault added some), so is one naming a partition beyond them. Given what the run's
@@ -84,7 +85,14 @@ from floodmark.contracts.node_event_kinds import (
     leader_epoch_of,
     partition_of,
 )
-from floodmark.contracts.node_lives import refuse_life_after_a_stop
+from floodmark.contracts.node_files import (
+    Claim,
+    claim_mismatch,
+    claim_problem,
+    judge_node_story,
+    line_problem,
+)
+from floodmark.contracts.node_lives import first_life_after_a_stop
 from floodmark.contracts.run_ids import RunIdCheck, StatedRun
 from floodmark.errors import SourceError
 from floodmark.inputs.plain_values import json_lines_parser
@@ -202,44 +210,17 @@ def _numbered_events(path: str | os.PathLike[str], node: str | None, torn: list[
                 return
             raise NodeEventError(source, number, str(e)) from None
         event = event_from_dict(d, source, number)
-        if node is not None:
-            if event.node != node:
-                raise NodeEventError(source, number, f"an event of node {event.node!r} in the file of node {node!r}")
-            seen = first_line_of.setdefault(event.seq, number)
-            if seen != number:
-                raise NodeEventError(source, number, f"seq {event.seq} again (first on line {seen})")
-        if topics is not None or partitions is not None:
-            outside = _outside_the_run(event.body, topics, partitions)
-            if outside is not None:
-                raise NodeEventError(source, number, f"{event.kind} {outside}")
+        seen = None if node is None else first_line_of.setdefault(event.seq, number)
+        problem = line_problem(event.node, event.seq, event.body, node, None if seen == number else seen, topics,
+                               partitions)
+        if problem is not None:
+            raise NodeEventError(source, number, problem)
         yield number, event
     if lines and not lines[-1].endswith(b"\n") and lines[-1].strip() and torn is not None:
         # Every event is written with its newline, so a whole last line without one was cut
         # at its end: it is read, but what the node wrote after it may be missing.
         torn.append(f"{source}:{len(lines)}: the file was cut short after its last line (no newline "
                     "ends it), so it may lack the node's later events")
-
-
-def _outside_the_run(body: KnownKind | UnknownKind, topics: Collection[str] | None,
-                     partitions: Mapping[str, int] | None) -> str | None:
-    """What ``body`` names that the run never had (a topic not among ``topics``, a partition
-    beyond its topic's count in ``partitions``), said for a message; None if nothing."""
-    topic = getattr(body, "topic", None)  # (partition events, and fenced and rejected ones that say)
-    named: Iterable[tuple[str, Any]]
-    if topic is not None:
-        named = ((topic, getattr(body, "partition", None)),)
-    elif type(body) is LogDirOffline:
-        named = body.partitions
-    else:
-        return None
-    for topic, partition in named:
-        if topics is not None and topic not in topics:
-            return f"names topic {short(topic)}, which the run does not have (its topics: {', '.join(sorted(topics))})"
-        if partitions is not None and type(partition) is int and topic in partitions and partition >= partitions[topic]:
-            count = partitions[topic]
-            return (f"names partition {short(partition)} of topic {short(topic)}, which never had more than "
-                    f"{count} (0 to {count - 1})")
-    return None
 
 
 def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = None, *,
@@ -264,7 +245,7 @@ def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = 
         refused.append(problem)
     if problem is not None or not d.is_dir():
         return result
-    claims: dict[int, _Claim] = {}  # broker -> the file that said it is that broker
+    claims: dict[int, Claim] = {}  # broker -> the file that said it is that broker
     runs = RunIdCheck(run)
     for path in sorted(d.glob("*.jsonl")):
         told: list[str] = []
@@ -274,7 +255,7 @@ def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = 
                 torn.extend(told)
             if told and cut_short is not None:
                 cut_short.add(path.stem)
-            blamed = None if claim is None else _claim(claims, claim)
+            blamed = None if claim is None else claim_problem(claims, claim)
             if blamed is not None:
                 copy, error = blamed
                 if refused is None:
@@ -310,19 +291,9 @@ def events_dir_problem(d: Path) -> NodeEventError | None:
     return None
 
 
-@dataclass(frozen=True)
-class _Claim:
-    """A file's word for which broker its node is (a ``started`` or ``controller_elected`` event)."""
-
-    broker: int
-    node: str
-    source: str
-    line: int
-
-
 def _read_node_file(path: Path, torn: list[str] | None, topics: Collection[str] | None,
                     partitions: Mapping[str, int] | None,
-                    runs: RunIdCheck) -> tuple[list[NodeEvent], _Claim | None]:
+                    runs: RunIdCheck) -> tuple[list[NodeEvent], Claim | None]:
     """A node's events, and the broker they say the node is (None if they do not say), each
     held by ``runs`` to the run they are read as."""
     node, source = path.stem, str(path)
@@ -331,7 +302,7 @@ def _read_node_file(path: Path, torn: list[str] | None, topics: Collection[str] 
         raise NodeEventError(source, 0, unreadable)
     events: list[NodeEvent] = []
     lines = array("q")  # each event's line (a C array: a million events cost 8 MB, not 36)
-    claim: _Claim | None = None
+    claim: Claim | None = None
     stops = False
     # Held to the run in the node's order (by seq), as the checkers read it: its first event,
     # as (seq, line, kind), and its starts, as (seq, line, run id).
@@ -347,36 +318,19 @@ def _read_node_file(path: Path, torn: list[str] | None, topics: Collection[str] 
         if kind is Started or kind is ControllerElected:
             broker = cast(Started | ControllerElected, body).broker
             if broker is not None and claim is None:
-                claim = _Claim(broker, node, source, number)
+                claim = Claim(broker, node, source, number)
             elif broker is not None and claim is not None and broker != claim.broker:
-                raise NodeEventError(source, number, f"{event.kind} says node {node!r} is broker {broker}, but line "
-                                                     f"{claim.line} says it is broker {claim.broker}")
+                raise NodeEventError(source, number, claim_mismatch(event.kind, node, broker, claim))
         elif kind is Stopped:
             stops = True
         events.append(event)
         lines.append(number)
-    if first is not None:
-        runs.first_event(first[2], source, first[1])
-    for _, number, run_id in sorted(starts, key=lambda start: start[0]):
-        runs.started(run_id, source, number)
+    life = None
     if stops:  # judged in the node's order, as the checkers read it, whatever the lines' order
         order = sorted(range(len(events)), key=lambda i: events[i].seq)
-        refuse_life_after_a_stop(((lines[i], events[i].body) for i in order), source)
+        life = first_life_after_a_stop((lines[i], events[i].body) for i in order)
+    judge_node_story(source, first, starts, life, runs)
     return events, claim
-
-
-def _claim(claims: dict[int, _Claim], claim: _Claim) -> tuple[str, NodeEventError] | None:
-    """Record ``claim``; if another file already said it is that broker, one of the two holds
-    the other node's events: that file's node and the error naming it. The one blamed is the
-    file whose name is not the broker's (``n<id>``, as the harness names them), else the later."""
-    earlier = claims.setdefault(claim.broker, claim)
-    if earlier is claim:
-        return None
-    copy, owner = (earlier, claim) if earlier.node != f"n{claim.broker}" == claim.node else (claim, earlier)
-    claims[claim.broker] = owner
-    return copy.node, NodeEventError(copy.source, copy.line,
-                                     f"an event of node {owner.node!r} in the file of node {copy.node!r}: it says "
-                                     f"it is broker {claim.broker}, as {owner.source}:{owner.line} does")
 
 
 # --------------------------------------------------------------------------- writing

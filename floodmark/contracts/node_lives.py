@@ -16,18 +16,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from floodmark.contracts.node_event_fields import NodeEventError
 from floodmark.contracts.node_event_kinds import KnownKind, Started, Stopped, UnknownKind
 
 
-def refuse_life_after_a_stop(story: Iterable[tuple[int, KnownKind | UnknownKind]], source: str) -> None:
-    """Raise :class:`NodeEventError` at the first event of ``story`` (line and body, in the
-    node's order) that follows a ``stopped`` and is no ``started``."""
+def life_after_a_stop(kind: str, stopped_on: int) -> str:
+    """Why an event of ``kind`` that follows the clean stop on line ``stopped_on`` is refused."""
+    return (f"{kind} after the clean stop on line {stopped_on} with no started between (a stopped process "
+            "starts again before it emits anything)")
+
+
+def first_life_after_a_stop(story: Iterable[tuple[int, KnownKind | UnknownKind]]) -> tuple[int, str, int] | None:
+    """The first event of ``story`` (line and body, in the node's order) that follows a
+    ``stopped`` and is no ``started``, as (its line, its kind, the stop's line); None if none."""
     stopped_on: int | None = None  # the line of the stop the next event must start again after
     for line, body in story:
         kind = type(body)
         if stopped_on is not None and kind is not Started:
-            raise NodeEventError(source, line, f"{body.kind} after the clean stop on line {stopped_on} with no "
-                                               "started between (a stopped process starts again before it emits "
-                                               "anything)")
+            return line, body.kind, stopped_on
         stopped_on = line if kind is Stopped else None
+    return None
+
