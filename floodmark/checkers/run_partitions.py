@@ -51,6 +51,13 @@ class PartitionBounds:
             self._added[topic] = max(self._added.get(topic, 0), count)
             self._unsure -= 1
 
+    def merge(self, other: PartitionBounds) -> None:
+        """Add what ``other`` saw of another part of the same history (the pipeline reads a
+        large one in chunks): what a history's ops add up to does not depend on their order."""
+        for topic, count in other._added.items():
+            self._added[topic] = max(self._added.get(topic, 0), count)
+        self._unsure += other._unsure
+
     def bounds(self) -> dict[str, int] | None:
         """Topic -> how many partitions it may have; None when that is not known (no
         configuration, or an add-partitions that did not say what it asked for)."""

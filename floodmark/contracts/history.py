@@ -216,18 +216,21 @@ class ProcessPairing:
         self.entries = entries
 
     def see(self, op: Op, line: int) -> None:
-        process = op.process
+        self.see_fields(op.process, op.type, op.f, line)
+
+    def see_fields(self, process: Process, op_type: str, f: str, line: int) -> None:
+        """:meth:`see` an op of ``process``, ``op_type`` and ``f`` on ``line``."""
         if process == NEMESIS:
             return
         entries = self.entries
         if entries is not None and process not in entries:
-            entries[process] = (line, op.type, op.f)
+            entries[process] = (line, op_type, f)
         else:
-            problem = unpaired(op.type, process, op.f, self.open.get(process))
+            problem = unpaired(op_type, process, f, self.open.get(process))
             if problem is not None:
                 raise HistoryError(self.source, line, problem)
-        if op.type == "invoke":
-            self.open[process] = (line, op.f)
+        if op_type == "invoke":
+            self.open[process] = (line, f)
         else:
             self.open.pop(process, None)
 

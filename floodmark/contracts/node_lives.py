@@ -25,14 +25,30 @@ def life_after_a_stop(kind: str, stopped_on: int) -> str:
             "starts again before it emits anything)")
 
 
+class Lives:
+    """A node's events seen one at a time, in its order (``see``): ``found`` is the first that
+    follows a ``stopped`` and is no ``started``, as (its line, its kind, the stop's line), and
+    ``stopped_on`` the line of the stop the next event must start again after (None: none).
+    A node's story seen in parts starts each part where the one before it left off."""
+
+    def __init__(self, stopped_on: int | None = None) -> None:
+        self.stopped_on = stopped_on
+        self.found: tuple[int, str, int] | None = None
+
+    def see(self, line: int, kind: str) -> None:
+        if self.found is not None:
+            return
+        if self.stopped_on is not None and kind != Started.kind:
+            self.found = (line, kind, self.stopped_on)
+        self.stopped_on = line if kind == Stopped.kind else None
+
+
 def first_life_after_a_stop(story: Iterable[tuple[int, KnownKind | UnknownKind]]) -> tuple[int, str, int] | None:
     """The first event of ``story`` (line and body, in the node's order) that follows a
     ``stopped`` and is no ``started``, as (its line, its kind, the stop's line); None if none."""
-    stopped_on: int | None = None  # the line of the stop the next event must start again after
+    lives = Lives()
     for line, body in story:
-        kind = type(body)
-        if stopped_on is not None and kind is not Started:
-            return line, body.kind, stopped_on
-        stopped_on = line if kind is Stopped else None
-    return None
-
+        lives.see(line, body.kind)
+        if lives.found is not None:
+            break
+    return lives.found

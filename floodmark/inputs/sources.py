@@ -46,6 +46,7 @@ STDIN = "-"
 BOM = b"\xef\xbb\xbf"  # the UTF-8 byte order mark
 WRITER_WAIT = 10.0  # seconds a FIFO may take to produce its first byte
 _BLOCK = 1 << 20
+HEAD_BLOCK = _BLOCK  # the head read first, and judged by head_problem
 
 
 def describe_os_error(error: OSError) -> str:
@@ -178,18 +179,27 @@ def _read_fd(fd: int, source: str, limit: int | None, text: bool, *, fifo: bool,
             raise SourceError(source, 0, f"cannot read: {describe_os_error(e)}") from None
         if not chunk:
             break
-        problem = other_encoding(chunk) if text and not chunks else None
+        problem = head_problem(chunk) if text and not chunks else None
         if problem is not None:
-            raise SourceError(source, 0, problem)
-        if text and not chunks and b"\0" in chunk:
-            line = chunk[: chunk.index(b"\0")].count(b"\n") + 1
-            raise SourceError(source, line, "binary data (a NUL byte), not text")
+            raise SourceError(source, *problem)
         chunks.append(chunk)
         size += len(chunk)
         if limit is not None and size > limit:
             raise SourceError(source, 0, f"larger than {limit} bytes: not a file of this kind")
     data = b"".join(chunks)
     return without_bom(data) if text else data
+
+
+def head_problem(head: bytes) -> tuple[int, str] | None:
+    """Why a text whose first :data:`HEAD_BLOCK` bytes (or all, if fewer) are ``head`` is not
+    one to read as UTF-8 lines, as (line, problem), line 0 for the whole text: UTF-16 or
+    UTF-32, or binary data (a NUL byte, on the line it is on); None when it may be."""
+    problem = other_encoding(head)
+    if problem is not None:
+        return 0, problem
+    if b"\0" in head:
+        return head[: head.index(b"\0")].count(b"\n") + 1, "binary data (a NUL byte), not text"
+    return None
 
 
 # The byte order marks of UTF-32 and UTF-16 (UTF-32 LE's first: it begins with UTF-16 LE's).
