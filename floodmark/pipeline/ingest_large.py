@@ -1,12 +1,14 @@
 """Ingesting one large run: its history and event files parsed by many tasks at once.
 
 A run whose files exceed ``LARGE_RUN_BYTES`` is not read by one task (see ``chunks``): its
-history and each node's event file are cut into byte ranges, parsed on the executors, and
-written straight to Parquet; then each process's ops are paired (every completion closing
-its invocation, as the small runs' reader and ``floodmark check`` require). The run gets a
-batch of its own, so the store's commit rule holds unchanged: its ``runs`` row is written
-last, only after every chunk validated, and a rejected (or crashed) run's ops and events are
-removed with its batch. The small files
+history and each node's event file are cut into byte ranges, parsed and judged on the
+executors, and written straight to Parquet; the driver then reduces the chunks' summaries to
+judge what many lines decide together (``chunk_summaries``), so the run is refused exactly
+where and as ``floodmark check`` refuses it. A node's file whose seqs do not rise line after
+line gets one more pass (:func:`_reordered`), to find the line that repeats a seq and what
+follows a stop in the node's order. The run gets a batch of its own, so the store's commit
+rule holds unchanged: its ``runs`` row is written last, only after every chunk validated,
+and a rejected (or crashed) run's ops and events are removed with its batch. The small files
 (``test.yaml``, ``results.json``) are read on the driver.
 """
 
@@ -14,24 +16,37 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
+from pyspark import StorageLevel
 from pyspark.accumulators import AccumulatorParam
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from floodmark.checkers.run_partitions import PartitionBounds
+from floodmark.contracts.history import HistoryError
+from floodmark.contracts.node_event_kinds import Started, Stopped
+from floodmark.contracts.node_events import NodeEventError
+from floodmark.contracts.node_files import Claim, Life
+from floodmark.contracts.run_ids import RunIdCheck, StatedRun
 from floodmark.pipeline import schemas
+from floodmark.pipeline.chunk_summaries import (
+    ChunkSummary,
+    EventChunk,
+    HistoryChunk,
+    judge_event_file,
+    judge_history,
+)
 from floodmark.pipeline.chunks import (
     CHUNK_BYTES,
     Chunk,
-    ChunkSummary,
     event_rows,
-    first_problem,
     history_rows,
     plan_chunks,
+    seq_rows,
 )
 from floodmark.pipeline.records import (
     RunRejected,
@@ -45,6 +60,7 @@ from floodmark.run_dirs.rundir import RunDir
 
 LARGE_RUN_BYTES = 64 * 1024 * 1024
 CHUNK_SCHEMA = "path string, number int, start long, end long, last boolean"
+SEQS_SCHEMA = "seq long, line long, kind string"  # (chunks.SEQS_ARROW, as Spark names it)
 
 
 class _Summaries(AccumulatorParam):  # type: ignore[type-arg]
@@ -94,30 +110,33 @@ def ingest_large_run(
         history = _write_chunks(
             spark, plan_chunks(str(rd.history), chunk_bytes), schemas.OPS, parquet / "ops", batch,
             lambda chunk, report: history_rows(chunk, run_id, witnesses, report))
-        problem = first_problem(history, dense_from_zero=True) or _pairing_problem(spark, parquet / "ops", batch,
-                                                                                    str(rd.history))
-        if problem is not None:
-            raise RunRejected(f"{rd.history}:{problem[0]}: {problem[1]}")
-        chunks = [c for path in event_files for c in plan_chunks(path, chunk_bytes)]
-        if chunks:
-            events = _write_chunks(spark, chunks, schemas.NODE_EVENTS, parquet / "node_events", batch,
-                                   lambda chunk, report: event_rows(chunk, run_id, report))
+        try:
+            totals = judge_history([s for s in history if isinstance(s, HistoryChunk)], str(rd.history),
+                                   PartitionBounds(config))
+        except HistoryError as e:
+            raise RunRejected(str(e)) from None
+        chunks = {path: plan_chunks(path, chunk_bytes) for path in event_files}
+        if event_files:
+            topics, partitions = None if config is None else config.topic_names, totals.bounds.bounds()
+            events = [s for s in _write_chunks(spark, [c for path in event_files for c in chunks[path]],
+                                               schemas.NODE_EVENTS, parquet / "node_events", batch,
+                                               lambda chunk, report: event_rows(chunk, run_id, topics, partitions,
+                                                                                report))
+                      if isinstance(s, EventChunk)]
+            runs = RunIdCheck(None if config is None else StatedRun(config.run_id, str(rd.config)))
+            claims: dict[int, Claim] = {}
             for path in event_files:
-                problem = first_problem([s for s in events if s.path == path], dense_from_zero=False)
-                if problem is not None:
-                    raise RunRejected(f"{path}:{problem[0]}: {problem[1]}")
+                try:
+                    judge_event_file([s for s in events if s.path == path], path, runs, claims,
+                                     partial(_reordered, spark, chunks[path]))
+                except NodeEventError as e:
+                    raise RunRejected(str(e)) from None
             cut_short = sorted({Path(s.path).stem for s in events if s.cut_short})
-        ordered = sorted(history, key=lambda s: s.number)
-        times = {i: t for s in ordered for i, t in s.witness_times.items()}
-        firsts = [s.first_time for s in ordered if s.first_time is not None]
-        lasts = [s.last_time for s in ordered if s.last_time is not None]
-        op_count = sum(s.rows for s in ordered)
-        anomalies = anomaly_rows(run_id, results, times) if results else []
+        anomalies = anomaly_rows(run_id, results, totals.witness_times) if results else []
         if anomalies:
             _append(spark.createDataFrame([_cells(r, schemas.ANOMALIES) for r in anomalies], schemas.ANOMALIES),
                     parquet / "anomalies", batch)
-        row = run_row(run_id, rd, config, results, op_count, firsts[0] if firsts else None,
-                      lasts[-1] if lasts else None, cut_short)
+        row = run_row(run_id, rd, config, results, totals.ops, totals.first_time, totals.last_time, cut_short)
         # The runs row commits the batch: written last.
         _append(spark.createDataFrame([_cells(row, schemas.RUNS)], schemas.RUNS), parquet / "runs", batch)
     except BaseException:
@@ -127,34 +146,37 @@ def ingest_large_run(
     return run_id
 
 
-PAIRING_SCHEMA = "index long, problem string"
+def _reordered(spark: SparkSession, chunks: list[Chunk],
+               offsets: dict[int, int]) -> tuple[tuple[int, int, int] | None, Life | None]:
+    """The extra pass over a node's file whose seqs do not rise (see ``chunk_summaries``):
+    (the first line whose seq an earlier line had, as (line, seq, the earlier line)), and
+    (the first event that follows a clean stop in the node's order and is no start, as
+    (line, kind, the stop's line)), in the file's lines; only the first when there is one."""
+    sc = spark.sparkContext
+    cells = [(c.path, c.number, c.start, c.end, c.last) for c in chunks]
 
+    def tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for chunk_batch in batches:
+            for cell in chunk_batch.to_pylist():
+                yield from seq_rows(Chunk(**cell), offsets[cell["number"]])
 
-def _pairing_problem(spark: SparkSession, ops_dir: Path, batch: str, source: str) -> tuple[int, str] | None:
-    """The history's first completion that closes no invocation of its process (line, problem),
-    as :class:`~floodmark.contracts.history.ProcessPairing` finds it reading the file in order (``floodmark
-    check`` refuses such a history); None when there is none. The rule is each process's own,
-    so each process's ops are paired by a task of their own, in index order; the line is the
-    op's index + 1 (one op per line), as the small runs' reader gives it."""
-    from floodmark.contracts.history import HistoryError, Op, ProcessPairing
-    from floodmark.pipeline.scale_check import process_of
-
-    def pair(frame: pd.DataFrame) -> pd.DataFrame:
-        pairing = ProcessPairing(source)
-        for index, process, kind, f in frame.sort_values("index")[["index", "process", "type", "f"]].itertuples(
-                index=False):
-            try:
-                pairing.see(Op(int(index), 0, kind, process_of(process), f), int(index) + 1)
-            except HistoryError as e:
-                return pd.DataFrame([(int(index), e.problem)], columns=["index", "problem"])
-        return pd.DataFrame([], columns=["index", "problem"])
-
-    written = ops_dir / f"batch={batch}"
-    if not written.is_dir():  # (a history of no op writes no file)
-        return None
-    ops = spark.read.parquet(str(written)).select("index", "process", "type", "f")
-    found = ops.groupBy("process").applyInPandas(pair, PAIRING_SCHEMA).orderBy("index").limit(1).collect()
-    return (found[0]["index"] + 1, found[0]["problem"]) if found else None
+    seqs = spark.createDataFrame(sc.parallelize(cells, len(cells)), CHUNK_SCHEMA).mapInArrow(tasks, SEQS_SCHEMA)
+    seqs = seqs.persist(StorageLevel.DISK_ONLY)
+    try:
+        same_seq = Window.partitionBy("seq").orderBy("line")
+        again = (seqs.select("seq", "line", F.first("line").over(same_seq).alias("seen"),
+                             F.row_number().over(same_seq).alias("nth"))
+                 .where(F.col("nth") == 2).orderBy("line").limit(1).collect())
+        if again:
+            return (again[0]["line"], again[0]["seq"], again[0]["seen"]), None
+        by_seq = Window.orderBy("seq")  # (one file's seqs, gathered in one task: a rare, damaged file)
+        after = (seqs.select("seq", "line", "kind", F.lag("kind").over(by_seq).alias("before"),
+                             F.lag("line").over(by_seq).alias("stopped_on"))
+                 .where((F.col("before") == Stopped.kind) & (F.col("kind") != Started.kind))
+                 .orderBy("seq").limit(1).collect())
+        return None, (after[0]["line"], after[0]["kind"], after[0]["stopped_on"]) if after else None
+    finally:
+        seqs.unpersist()
 
 
 def _cells(row: dict[str, Any], schema: Any) -> tuple[Any, ...]:

@@ -6,9 +6,20 @@ import pyarrow as pa
 import pytest
 
 from floodmark.checkers import synthetic
+from floodmark.checkers.run_partitions import PartitionBounds
 from floodmark.contracts.history import HistoryError, read_history, write_history
-from floodmark.pipeline.chunks import first_problem, history_rows, plan_chunks
+from floodmark.pipeline.chunk_summaries import judge_history
+from floodmark.pipeline.chunks import history_rows, plan_chunks
 from floodmark.pipeline.records import _op_row
+
+
+def first_problem(summaries, path):
+    """The history's first problem as (line, problem), as the driver judges the chunks; None if none."""
+    try:
+        judge_history(summaries, str(path), PartitionBounds(None))
+    except HistoryError as e:
+        return e.line, e.problem
+    return None
 
 
 def _read_chunked(path, chunk_bytes, witnesses=frozenset()):
@@ -25,7 +36,7 @@ def _first_problem_read_both_ways(path, chunk_bytes):
     with pytest.raises(HistoryError) as sequential:
         read_history(path)
     _, summaries = _read_chunked(path, chunk_bytes)
-    line, problem = first_problem(summaries, dense_from_zero=True)
+    line, problem = first_problem(summaries, path)
     assert f"{path}:{line}: {problem}" == str(sequential.value)
     return line, problem
 
@@ -42,7 +53,7 @@ def test_any_cut_gives_the_sequential_rows(tmp_path, chunk_bytes):
     expected = [_op_row("r", op) for op in read_history(path)]
     rows, summaries = _read_chunked(path, chunk_bytes, witnesses={5, 17})
     assert rows == expected
-    assert first_problem(summaries, dense_from_zero=True) is None
+    assert first_problem(summaries, path) is None
     assert sum(s.lines for s in summaries) == len(path.read_text().splitlines())
     times = {i: t for s in summaries for i, t in s.witness_times.items()}
     assert times == {5: expected[5]["time"], 17: expected[17]["time"]}
@@ -67,7 +78,7 @@ def test_a_gap_in_indices_is_found_across_chunks(tmp_path, chunk_bytes):
     del lines[77]
     path.write_text("\n".join(lines) + "\n")
     _, summaries = _read_chunked(path, chunk_bytes)
-    assert first_problem(summaries, dense_from_zero=True) == (78, "op index 78 out of sequence (expected 77)")
+    assert first_problem(summaries, path) == (78, "index 78 out of sequence (expected 77)")
 
 
 def test_a_torn_last_line_is_ignored_like_the_reader_does(tmp_path):
@@ -76,16 +87,19 @@ def test_a_torn_last_line_is_ignored_like_the_reader_does(tmp_path):
         f.write('{"index": 99999, "ti')
     rows, summaries = _read_chunked(path, 333)
     assert len(rows) == len(read_history(path))
-    assert first_problem(summaries, dense_from_zero=True) is None
+    assert first_problem(summaries, path) is None
 
 
-def test_non_ascii_and_nan_values_round_trip(tmp_path):
+def test_non_ascii_values_round_trip_and_nan_is_refused_as_check_refuses_it(tmp_path):
     path = tmp_path / "history.jsonl"
     path.write_text('{"index":0,"time":0,"type":"invoke","process":0,"f":"send","value":{"v":"caf\\u00e9"}}\n'
                     '{"index":1,"time":1,"type":"ok","process":0,"f":"send","value":NaN}\n')
     rows, summaries = _read_chunked(path, 10**9)
+    assert first_problem(summaries, path) == (2, "nan is not a finite number")
+    path.write_text(path.read_text().replace("NaN", "null"))
+    rows, summaries = _read_chunked(path, 10**9)
     assert json.loads(rows[0]["value_json"]) == {"v": "café"}
-    assert rows[1]["value_json"] == "NaN" and first_problem(summaries, dense_from_zero=True) is None
+    assert rows[1]["value_json"] == "null" and first_problem(summaries, path) is None
 
 
 def test_huge_integers_stay_exact(tmp_path):
@@ -108,6 +122,8 @@ def test_a_malformed_line_is_worded_as_the_readers_word_it(tmp_path, chunk_bytes
     # and says the same words as the sequential readers, for a history and for node events.
     from floodmark.contracts.node_event_kinds import HwChanged
     from floodmark.contracts.node_events import NodeEventError, NodeEventWriter, iter_events
+    from floodmark.contracts.run_ids import RunIdCheck
+    from floodmark.pipeline.chunk_summaries import judge_event_file
     from floodmark.pipeline.chunks import event_rows
 
     path = _history(tmp_path, ops=20)
@@ -129,9 +145,10 @@ def test_a_malformed_line_is_worded_as_the_readers_word_it(tmp_path, chunk_bytes
         list(iter_events(events))
     summaries = []
     for chunk in plan_chunks(str(events), chunk_bytes):
-        list(event_rows(chunk, "r", summaries.append))
-    line, problem = first_problem(summaries, dense_from_zero=False)
-    assert f"{events}:{line}: {problem}" == str(sequential_events.value)
+        list(event_rows(chunk, "r", None, None, summaries.append))
+    with pytest.raises(NodeEventError) as chunked_events:
+        judge_event_file(summaries, str(events), RunIdCheck(None), {}, lambda offsets: (None, None))
+    assert str(chunked_events.value) == str(sequential_events.value)
 
 
 @pytest.mark.parametrize("chunk_bytes", [1, 300, 10**9])
@@ -140,7 +157,7 @@ def test_a_byte_order_mark_is_dropped_and_a_key_given_twice_named_as_the_reader_
     expected = [_op_row("r", op) for op in read_history(path)]
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     rows, summaries = _read_chunked(path, chunk_bytes)
-    assert rows == expected and first_problem(summaries, dense_from_zero=True) is None
+    assert rows == expected and first_problem(summaries, path) is None
     lines = path.read_text().splitlines()
     lines[9] = lines[9].replace('"type":', '"type":"fail","type":', 1)
     path.write_text("\n".join(lines) + "\n")
