@@ -8,7 +8,8 @@ workload and code version; detection rates; latency and unavailability during an
 faults; the failing seeds with the commands that reproduce them.
 
 Modules: ``records`` (one run directory -> rows, no Spark), ``chunks`` (a large JSONL file
-cut into byte ranges parsed by many tasks), ``schemas``, ``session``, ``ingest`` (small runs
+cut into byte ranges parsed by many tasks), ``chunk_summaries`` (what the chunks report,
+reduced to check's verdict on the file), ``schemas``, ``session``, ``ingest`` (small runs
 one task each), ``ingest_large`` (a large run in chunks), ``scale_check``, ``aggregate``,
 ``summary`` and ``commands`` (``floodmark analyze``).
 """

@@ -111,7 +111,8 @@ class HistoryTotals:
     bounds: PartitionBounds
 
 
-def in_order(summaries: Iterable[ChunkSummary]) -> list[Any]:
+def _in_order(summaries: Iterable[ChunkSummary]) -> list[Any]:
+    """The chunks of one file, first to last (the accumulator gathers them in any order)."""
     return sorted(summaries, key=lambda s: s.number)
 
 
@@ -123,7 +124,7 @@ def judge_history(summaries: Iterable[HistoryChunk], source: str, bounds: Partit
     first_time: int | None = None
     still_open: dict[Process, tuple[int, str]] = {}  # process -> (global line, f) of its open invocation
     times: dict[int, int] = {}
-    for s in in_order(summaries):
+    for s in _in_order(summaries):
         problems: list[tuple[int, str]] = [] if s.error is None else [s.error]
         if s.first_index is not None and s.first_row_line is not None and s.first_time is not None:
             if s.first_index != rows_before:
@@ -169,7 +170,7 @@ def judge_event_file(summaries: Iterable[EventChunk], source: str, runs: RunIdCh
     """Hold one node's file, from its chunks' summaries, to every rule ``check`` holds it to
     (``runs``: the run's ids, seen file by file; ``claims``: which file said it is which
     broker, file by file); raises :class:`NodeEventError` naming the first problem."""
-    chunks: list[EventChunk] = in_order(summaries)
+    chunks: list[EventChunk] = _in_order(summaries)
     node = Path(source).stem
     if chunks and chunks[0].head is not None:
         raise NodeEventError(source, *chunks[0].head)
