@@ -194,7 +194,7 @@ def _numbered_events(path: str | os.PathLike[str], node: str | None, torn: list[
         data = read_source(source)
     except SourceError as e:
         raise NodeEventError(source, e.line, e.problem) from None
-    lines = data.splitlines(keepends=True)
+    lines = _lines(data)
     parse = json_lines_parser(data)
     first_line_of: dict[int, int] = {}  # seq -> the line it was first seen on
     for number, raw in enumerate(lines, start=1):
@@ -221,6 +221,17 @@ def _numbered_events(path: str | os.PathLike[str], node: str | None, torn: list[
         # at its end: it is read, but what the node wrote after it may be missing.
         torn.append(f"{source}:{len(lines)}: the file was cut short after its last line (no newline "
                     "ends it), so it may lack the node's later events")
+
+
+def _lines(data: bytes) -> list[bytes]:
+    """``data``'s lines, each with its newline (the last may lack one). Only ``\n`` ends a
+    line, as in the history and the pipeline's chunks: a lone ``\r`` (which ``splitlines``
+    would also split on) is inside its line, where JSON allows it only as white space."""
+    lines = [line + b"\n" for line in data.split(b"\n")]
+    lines[-1] = lines[-1][:-1]
+    if not lines[-1]:
+        lines.pop()
+    return lines
 
 
 def read_events_dir(directory: str | os.PathLike[str], torn: list[str] | None = None, *,

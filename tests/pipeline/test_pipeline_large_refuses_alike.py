@@ -169,6 +169,15 @@ def _another_run(run: Path) -> None:
     _set_event(run, "n3", 1, {**e, "run_id": "deadbeef00000000"})
 
 
+def _lone_cr(run: Path) -> None:
+    """Lines 400 and 401 of n2 joined by a lone carriage return, which ends no line (``check``
+    read them as two events, the chunks as one line of bad JSON)."""
+    path = run / "events" / "n2.jsonl"
+    lines = _lines(path)
+    lines[399:401] = [lines[399].rstrip(b"\n") + b"\r" + lines[400]]
+    _write(path, lines)
+
+
 def _no_start(run: Path) -> None:
     path = run / "events" / "n3.jsonl"
     _write(path, _lines(path)[1:])
@@ -190,6 +199,7 @@ DAMAGES: dict[str, Callable[[Path], None]] = {
     "e-deep": _add_field("events/n2.jsonl", 800, '"x":' + "{\"a\":" * 150 + "1" + "}" * 150),
     "e-utf16": _reencode("events/n2.jsonl"),
     "e-nul": _nul,
+    "e-lone-cr": _lone_cr,
     "e-foreign-node": _foreign_node,
     "e-seq-again-far": _seq_again_far,
     "e-seq-again-near": _seq_again_near,
