@@ -401,7 +401,8 @@ def explore_command(args: argparse.Namespace) -> int:
                                               on_result=on_result)
         rundir.repoint_latest(store)  # the passing runs were removed: latest names one still there
         print(f"{_end_of_progress()}floodmark explore: {explore.summary(tally, time.monotonic() - started)}"
-              f"{_cut_short(args, tally.runs, tally.invalid, len(seeds))}", file=sys.stderr)
+              f"{_cut_short(args, tally.runs, tally.invalid, len(seeds), explore.worker_died(found))}",
+              file=sys.stderr)
         if tally.invalid and not args.no_shrink:
             with cleanup.interruptible():
                 for path in _failures(found)[:3]:  # the first few; each costs up to the budget in runs
@@ -416,12 +417,16 @@ def explore_command(args: argparse.Namespace) -> int:
     return tally.exit_code
 
 
-def _cut_short(args: argparse.Namespace, runs: int, invalid: int, planned: int) -> str:
+def _cut_short(args: argparse.Namespace, runs: int, invalid: int, planned: int, worker_died: bool) -> str:
     """What the summary adds when fewer seeds ran than were announced, and what stopped them."""
     if runs >= planned:
         return ""
-    why = ("--stop-on-first: an invalid run stopped it" if args.stop_on_first and invalid
-           else f"--time-budget of {args.time_budget:g} s ran out")
+    if worker_died:
+        why = "a worker process died outright (the unknown seeds above say which it held)"
+    elif args.stop_on_first and invalid:
+        why = "--stop-on-first: an invalid run stopped it"
+    else:
+        why = f"--time-budget of {args.time_budget:g} s ran out"
     return f" ({planned - runs:,} of {planned:,} seeds not run: {why})"
 
 

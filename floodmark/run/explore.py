@@ -14,7 +14,9 @@ once it has its verdict (:mod:`floodmark.run.explore_store`). Interrupted (Ctrl-
 the explorer kills its workers, reports the failing runs they had finished and removes the
 partial ones they had not. Killed outright (SIGKILL), it takes its workers with it (they die
 with their parent), and the next exploration or shrink in the store removes the partial runs
-they leave, their owners gone.
+they leave, their owners gone. A worker killed on its own (the OOM killer, a signal meant
+for it) breaks the pool: the seeds it and the others were running are reported unknown,
+saying so, no seed starts after them, and their partial runs are removed at once.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Container, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -176,7 +179,7 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
     results: dict[int, Explored] = {}
     pending: dict[Future[Explored], int] = {}
     queue: Iterator[int] = iter(seeds)
-    stopping = False
+    stopping = broken = False
     # fork: workers inherit the imported modules, so a run starts in milliseconds.
     import multiprocessing
 
@@ -187,7 +190,7 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
                                               initializer=_worker_setup, initargs=(os.getpid(),)) as pool:
         def submit() -> bool:
             out_of_time = time_budget is not None and time.monotonic() - started >= time_budget
-            if stopping or (out_of_time and (pending or results)):
+            if stopping or broken or (out_of_time and (pending or results)):
                 return False
             seed = next(queue, None)
             if seed is None:
@@ -210,6 +213,9 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
                         seed = pending.pop(future)
                         try:
                             found = future.result()
+                        except BrokenProcessPool:  # a worker died outright: the pool ends every seed it held
+                            broken = True
+                            found = Explored(seed, "unknown", (), None, 0.0, 0.0, WORKER_DIED)
                         except (Exception, asyncio.CancelledError) as e:  # a crashed worker is an unknown run
                             found = Explored(seed, "unknown", (), None, 0.0, 0.0, f"{type(e).__name__}: {e}")
                         results[seed] = found
@@ -220,6 +226,8 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
                         submit()
             if interrupts:
                 raise KeyboardInterrupt(f"signal {interrupts[0]}")
+            if broken:  # the dead workers' half-made runs: nobody else will finish them
+                remove_left_partial_runs(store)
             remove_if_empty(test_folder(store, exploration))  # every run passed and none was kept
         except KeyboardInterrupt:
             # A SIGTERM reaches only this process (a Ctrl-C, the whole group, but workers
@@ -243,6 +251,15 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
             raise
     remove_killed_explorations(store)  # the workers' claims on the runs they were on (all finished)
     return [results[s] for s in sorted(results)]  # seeds run in order: submission order is seed order
+
+
+WORKER_DIED = ("a worker process died outright (killed by a signal or the OOM killer) while this seed ran "
+               "or waited, so it did not finish; no seed started after it")
+
+
+def worker_died(found: Sequence[Explored]) -> bool:
+    """Whether a worker died outright during the exploration that ``found`` these."""
+    return any(f.error == WORKER_DIED for f in found)
 
 
 _PR_SET_PDEATHSIG = 1  # prctl(2)

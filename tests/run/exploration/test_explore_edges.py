@@ -169,3 +169,50 @@ def test_a_sigterm_taken_by_another_thread_still_stops_the_explorer_promptly(
     assert all((tmp_path / f"began-{seed}").exists() for seed in (1, 2))  # signalled mid-run, not at the deadline
     assert time.monotonic() - sent[0] < 10  # not the 30 s a run takes
     assert multiprocessing.active_children() == []
+
+
+def _first_to_claim(marker: Path) -> bool:
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return False
+    return True
+
+
+def _seed_whose_worker_is_killed(seed: int, variant: str, store: str, keep_all: bool = False,
+                                 workload: str = "queue") -> explore.Explored:
+    """Seed 2's worker (or, among seeds over 1000, the first seed's) is killed outright (as
+    the OOM killer kills) half-way through its run, which it had begun under a partial name;
+    the other seeds pass."""
+    from floodmark.owners import owner_token
+
+    if _first_to_claim(Path(store) / "killed") if seed != 2 and seed > 1000 else seed == 2:
+        partial = Path(store) / "explore-default" / f".partial-20200101T000000-s2-0@{owner_token()}"
+        partial.mkdir(parents=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.2)
+    return explore.Explored(seed, True, (), None, 1.0, 1.0)
+
+
+def test_a_worker_killed_on_its_own_ends_the_exploration_without_a_traceback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker killed outright breaks the process pool: submitting the next seed raised
+    BrokenProcessPool out of the explorer (a traceback). Now every seed the pool held is
+    unknown, saying why, none starts after them, and the dead worker's partial run is gone."""
+    monkeypatch.setattr(explore, "run_seed", _seed_whose_worker_is_killed)
+    found = explore_local(range(1, 40), "default", str(tmp_path), jobs=2)
+    unknown = [f for f in found if f.valid == "unknown"]
+    assert 2 in {f.seed for f in unknown}
+    assert all(f.error == explore.WORKER_DIED for f in unknown)
+    assert len(found) < 39  # no seed started after the pool broke
+    assert not list((tmp_path / "explore-default").glob(".partial-*"))
+    assert multiprocessing.active_children() == []
+
+
+def test_floodmark_explore_says_a_worker_died_and_exits_unknown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(explore, "run_seed", _seed_whose_worker_is_killed)
+    store = tmp_path / "store"
+    assert main(["explore", "--runs", "40", "--jobs", "2", "--no-shrink", "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert "seeds not run: a worker process died outright" in err and "Traceback" not in err
