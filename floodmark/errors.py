@@ -32,6 +32,11 @@ class SourceError(ValueError):
         self.line = line
         self.problem = problem
 
+    def __reduce__(self) -> tuple[type[SourceError], tuple[str, int, str]]:
+        # An explorer's worker hands its errors back pickled: by default the message alone
+        # would be passed to a constructor taking three arguments, and the pool would break.
+        return type(self), (self.source, self.line, self.problem)
+
 
 MAX_PROBLEM_CHARS = 300
 

@@ -79,6 +79,10 @@ class ConfigError(SourceError):
         super().__init__(source, 0, f"{key}: {problem}" if key else problem)
         self.key = key
 
+    def __reduce__(self) -> tuple[type[ConfigError], tuple[str, str | None, str]]:  # type: ignore[override]
+        problem = self.problem.removeprefix(f"{self.key}: ") if self.key else self.problem
+        return type(self), (self.source, self.key, problem)
+
 
 @dataclass(frozen=True)
 class TestConfig:

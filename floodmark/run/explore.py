@@ -86,6 +86,9 @@ def run_seed(seed: int, variant: str, store: str, keep_all: bool = False, worklo
     logger.setLevel(logging.CRITICAL)
     try:
         return _run_seed(seed, swarm_config(seed, variant, workload=workload), store, keep_all)
+    except Exception as e:  # noqa: BLE001 - a bug of the run's; as text, for an exception may not unpickle
+        # (one whose constructor the pool cannot call breaks the pool: every seed "died")
+        return Explored(seed, "unknown", (), None, 0.0, 0.0, f"{type(e).__name__}: {e}")
     finally:
         logger.setLevel(level)
 

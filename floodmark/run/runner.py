@@ -43,7 +43,7 @@ from floodmark.backends import cleanup
 from floodmark.checkers.convergence import AWAIT_FULL_ISR
 from floodmark.contracts.history import NEMESIS, Op, read_history
 from floodmark.contracts.results import Validity, build_results, mark_interrupted, write_results
-from floodmark.errors import UsageError, exit_code, first_few, printable
+from floodmark.errors import SourceError, UsageError, exit_code, first_few, printable
 from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.code_version import code_version
 from floodmark.harness.config import TestConfig, dump_config, recorded_settings
@@ -357,19 +357,21 @@ class Runner:
     def _check(self) -> None:
         """Run the checkers (and the report) on the run directory; print the verdict."""
         if self.outcome.error is not None:
-            results = build_results({}, seed=self.config.seed, config=self.config.to_dict(), variant=self.config.variant)
-            results["valid"] = "unknown"
-            results["error"] = self.outcome.error
-            write_results(self.run_dir.results, results)
-            self.outcome.valid = "unknown"
-            self._report()
-            self.say(f"verdict: UNKNOWN (the run failed: {self.outcome.error})")
+            self._unknown(f"the run failed: {self.outcome.error}")
             return
         from floodmark.checkers.registry import check_run
 
-        # Read once for the checkers and the fault coverage.
-        ops = read_history(self.run_dir.history, check_pairs=True)
-        checked: Any = check_run(self.run_dir.path, ops=ops)
+        try:
+            # Read once for the checkers and the fault coverage.
+            ops = read_history(self.run_dir.history, check_pairs=True)
+            checked: Any = check_run(self.run_dir.path, ops=ops)
+        except SourceError as e:
+            # What the run recorded breaks a contract its readers hold it to: a bug of the
+            # harness or the reference, never the user's input (exit 254). The run is kept
+            # and its seed replays it.
+            self.outcome.error = f"its own record was refused: {e}"
+            self._unknown(self.outcome.error)
+            return
         valid = checked.get("valid", "unknown") if isinstance(checked, dict) else checked
         self.outcome.valid = valid
         self.mark("checked")
@@ -377,6 +379,15 @@ class Runner:
         word = {True: "VALID", False: "INVALID"}.get(valid, "UNKNOWN") if isinstance(valid, bool) else "UNKNOWN"
         self.say(f"verdict: {word}  (results {self.run_dir.results})")
         self._say_fault_coverage(ops)
+
+    def _unknown(self, why: str) -> None:
+        results = build_results({}, seed=self.config.seed, config=self.config.to_dict(), variant=self.config.variant)
+        results["valid"] = "unknown"
+        results["error"] = self.outcome.error
+        write_results(self.run_dir.results, results)
+        self.outcome.valid = "unknown"
+        self._report()
+        self.say(f"verdict: UNKNOWN ({why})")
 
     def _say_fault_coverage(self, ops: list[Op]) -> None:
         """Next to the verdict: which faults took effect (a verdict is worth what they did)."""

@@ -14,7 +14,11 @@ from typing import Any
 import pytest
 
 from floodmark.backends.sim import SimBackend
+from floodmark.checkers import registry
+from floodmark.cli import main
 from floodmark.contracts.history import read_history
+from floodmark.contracts.node_event_fields import NodeEventError
+from floodmark.contracts.node_events import read_events_dir
 from floodmark.harness.cluster import ClusterSpec
 from floodmark.harness.config import make_config
 from floodmark.harness.faults import (
@@ -29,6 +33,7 @@ from floodmark.harness.faults import (
     SessionExpiry,
 )
 from floodmark.harness.schedule import Fault, Schedule
+from floodmark.reference.broker.broker import START_GRACE
 from floodmark.run import digest
 from floodmark.run.runner import Runner
 
@@ -88,6 +93,26 @@ def test_replay_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
     assert len(digests) == 1, digests
 
 
+def test_a_run_whose_own_record_its_checkers_refuse_is_unknown_saying_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # Explore seed 69,386's own node events broke a reader's contract: floodmark run exited
+    # with the refusal as if the user's input were bad, and kept no verdict.
+    def refuse(run_dir: str, ops: Any = None) -> Any:
+        raise NodeEventError(f"{run_dir}/events/n3.jsonl", 491, "broker_state after the clean stop on line 490")
+
+    monkeypatch.setattr(registry, "check_run", refuse)
+    store = tmp_path / "store"
+    code = main(["run", "--cluster", "sim", "--seed", "7", "--time-limit", "6", "--nemesis", "kill",
+                 "--store", str(store)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "verdict: UNKNOWN (its own record was refused: " in err and "n3.jsonl:491: broker_state" in err
+    assert "Traceback" not in err
+    (results,) = store.glob("*/*/results.json")
+    saved = json.loads(results.read_text())
+    assert saved["valid"] == "unknown" and "n3.jsonl:491" in saved["error"]
+
+
 def test_a_hand_written_schedule_is_replayed_as_written(tmp_path: Path) -> None:
     schedule = Schedule((Fault(0, "power", "leader", 3.0, 2.0, 1),
                          Fault(1, "message", "delay-leader-and-isr", 6.0, 3.0, 2)), 12.0)
@@ -128,6 +153,46 @@ def test_a_broker_killed_during_its_clean_restart_is_down_not_an_error(backend: 
     terminated, killed = backend.run(both())
     assert terminated["running"] is False and killed["running"] is False
     assert not backend.cluster.broker_node("n2").is_running()
+
+
+def test_a_broker_told_to_stop_before_its_start_ran_starts_first_and_stops_cleanly(backend: Any,
+                                                                                    tmp_path: Path) -> None:
+    # Explore seed 69,386: a disk fault's heal restarted n3 and the next one's heal, at the
+    # same virtual instant, stopped it before its start had run. Its event file then held a
+    # "Stopping" after its "stopped" and before its "started", which every reader refuses.
+    node = backend.cluster.broker_node("n2")
+
+    async def restart_then_stop_at_once() -> bool:
+        assert await node.shut_down() is True
+        node.start()
+        return await node.shut_down()
+
+    assert backend.run(restart_then_stop_at_once()) is True and not node.is_running()
+    kinds = [event.body.kind for event in backend.cluster.world.events("n2")]
+    last_start = len(kinds) - 1 - kinds[::-1].index("started")
+    assert kinds.count("started") == 2 and kinds[-1] == "stopped" and "stopped" not in kinds[last_start:-1]
+    (tmp_path / "n2.jsonl").write_bytes(backend.cluster.world.event_lines("n2"))
+    assert len(read_events_dir(tmp_path)["n2"]) == len(kinds)  # its readers take the whole story
+
+
+def test_a_stop_waits_out_a_stuck_start_for_the_grace_then_abandons_it(backend: Any) -> None:
+    # As floodmark broker does when told to stop while ZooKeeper is unreachable.
+    node = backend.cluster.broker_node("n2")
+    world = backend.cluster.world
+
+    async def stop_a_start_that_cannot_finish() -> tuple[bool, float]:
+        assert await node.shut_down() is True
+        world.cut("n2", "zk")
+        node.start()
+        await asyncio.sleep(0.5)
+        started_at = world.now()
+        clean = await node.shut_down(grace=60.0)
+        return clean, world.now() - started_at
+
+    clean, took = backend.run(stop_a_start_that_cannot_finish())
+    assert clean is False and not node.is_running()
+    assert START_GRACE - 0.5 <= took < START_GRACE + 0.5, took
+    assert [e.body.kind for e in world.events("n2")][-1] == "started"  # no clean stop is claimed
 
 
 def test_a_pause_longer_than_the_session_confirms_the_session_expired(backend: Any) -> None:

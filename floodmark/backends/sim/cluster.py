@@ -29,7 +29,7 @@ from floodmark.harness.cluster import (
     Role,
     broker_name,
 )
-from floodmark.reference.broker.broker import Broker
+from floodmark.reference.broker.broker import START_GRACE, Broker
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.sim.world import ProcessDeath, SimWorld
 from floodmark.run_dirs.rundir import RunDir
@@ -98,6 +98,7 @@ class SimBrokerNode(SimNodeControl):
         self.config = config
         world.add_node(self.name)
         self.broker: Broker | None = None
+        self._starting: asyncio.Task[Any] | None = None  # the current process's start
         self._tasks: set[asyncio.Task[Any]] = set()
 
     @property
@@ -117,7 +118,7 @@ class SimBrokerNode(SimNodeControl):
             return
         runtime = self.world.runtime(self.name) if self.broker is None else self.world.restart(self.name)
         self.broker = Broker(runtime, self.config)
-        self._background(self.broker.start(), "start")
+        self._starting = self._background(self.broker.start(), "start")
 
     async def start_and_wait(self) -> None:
         """Start the first process and wait until it has registered (cluster set-up)."""
@@ -150,6 +151,9 @@ class SimBrokerNode(SimNodeControl):
         grace_timer = self.world.loop.call_later(
             2 * self.config.zk_session_timeout if grace is None else grace, kill_after_grace)
         try:
+            if not await self._start_finished():
+                self.world.kill(self.name)  # the process exits without a clean stop
+                return False
             await self.broker.stop()
         except asyncio.CancelledError:
             if killed:
@@ -170,6 +174,20 @@ class SimBrokerNode(SimNodeControl):
 
     def stop(self, timeout: float = 10.0) -> None:
         self._background(self.shut_down(timeout), "stop")
+
+    async def _start_finished(self) -> bool:
+        """Did the process's start finish? As a real broker process told to stop while it
+        starts (``reference.real.process``), it gets ``START_GRACE`` seconds to, so that the
+        stop is clean; a start not finished by then is abandoned. (Stopping a broker whose
+        start had not run yet once recorded its stop before its start.)"""
+        starting = self._starting
+        if starting is None or starting.done():  # no await: runs without such a stop keep their schedule
+            return True
+        await asyncio.wait([starting], timeout=START_GRACE)
+        if starting.done():
+            return not starting.cancelled() and starting.exception() is None
+        starting.cancel()
+        return False
 
     def kill(self) -> None:
         self.world.kill(self.name)
@@ -196,10 +214,11 @@ class SimBrokerNode(SimNodeControl):
     def pid(self) -> int | None:
         return PID_BASE + self.world.node(self.name).incarnation + 1 if self.is_running() else None
 
-    def _background(self, coro: Any, what: str) -> None:
+    def _background(self, coro: Any, what: str) -> asyncio.Task[Any]:
         task = self.world.loop.create_task(coro, name=f"{self.name}:{what}")
         self._tasks.add(task)
         task.add_done_callback(self._ended)
+        return task
 
     def _ended(self, task: asyncio.Task[Any]) -> None:
         """A start that fails ends the process, as ``floodmark broker`` exits when it cannot

@@ -102,6 +102,10 @@ from floodmark.reference.runtime import (
 
 T = TypeVar("T")
 
+# How long a start may go on once the process is told to stop, so that the stop is clean; a
+# start still running then (ZooKeeper unreachable, say) is abandoned and the process exits.
+START_GRACE = 10.0
+
 
 class Broker:
     def __init__(self, runtime: Runtime, config: BrokerConfig) -> None:

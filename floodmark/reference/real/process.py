@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from floodmark.contracts.run_ids import run_id_problem
-from floodmark.reference.broker.broker import Broker
+from floodmark.reference.broker.broker import START_GRACE, Broker
 from floodmark.reference.broker.config import BrokerConfig
 from floodmark.reference.protocol.variants import VARIANTS, get_variant
 from floodmark.reference.real.files import FileStorage
@@ -42,7 +42,6 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_ARGUMENTS = 254
 SHUTDOWN_TIMEOUT = 60.0
-START_GRACE = 10.0  # how long a start interrupted by SIGTERM may go on before it is abandoned
 
 log = logging.getLogger("floodmark.broker")
 

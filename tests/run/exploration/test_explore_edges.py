@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import pickle
 import signal
 import socket
 import subprocess
@@ -29,6 +30,11 @@ import pytest
 from midrun_fixtures import stop_mid_run
 
 from floodmark.cli import main
+from floodmark.contracts.history import HistoryError
+from floodmark.contracts.node_event_fields import NodeEventError
+from floodmark.contracts.run_config import ConfigError
+from floodmark.errors import SourceError
+from floodmark.formats.edn import EdnError
 from floodmark.owners import owner_alive, start_ticks
 from floodmark.run import explore
 from floodmark.run.explore import explore_local
@@ -216,3 +222,46 @@ def test_floodmark_explore_says_a_worker_died_and_exits_unknown(
     assert main(["explore", "--runs", "40", "--jobs", "2", "--no-shrink", "--store", str(store)]) == 2
     err = capsys.readouterr().err
     assert "seeds not run: a worker process died outright" in err and "Traceback" not in err
+
+
+class _TwoPartError(Exception):
+    """An exception the pool cannot unpickle: by default the message alone is passed back to
+    a constructor that needs two arguments."""
+
+    def __init__(self, what: str, where: int) -> None:
+        super().__init__(f"{what} at {where}")
+
+
+def _seed_whose_run_raises(seed: int, config: object, store: str, keep_all: bool) -> explore.Explored:
+    if seed == 2:
+        raise NodeEventError(f"{store}/events/n3.jsonl", 491, "broker_state after the clean stop on line 490")
+    if seed == 3:
+        raise _TwoPartError("a bug", 7)
+    return explore.Explored(seed, True, (), None, 1.0, 1.0)
+
+
+@pytest.mark.parametrize("error", [SourceError("run/history.jsonl", 12, "what is wrong"),
+                                   NodeEventError("run/events/n1.jsonl", 12, "what is wrong"),
+                                   HistoryError("run/history.jsonl", 12, "what is wrong"),
+                                   EdnError("run/history.edn", 12, "what is wrong"),
+                                   ConfigError("run/test.yaml", "acks", "what is wrong"),
+                                   ConfigError("run/test.yaml", None, "what is wrong")], ids=str)
+def test_a_readers_error_crosses_a_process_boundary_whole(error: SourceError) -> None:
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is type(error) and str(again) == str(error)
+    assert vars(again) == vars(error)
+
+
+def test_a_run_that_raises_is_unknown_saying_why_and_the_exploration_goes_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 69,386's run raised its checker's NodeEventError, which the pool could not
+    unpickle: the pool broke and every seed it held was reported as a worker that "died
+    outright", the real reason lost. Now the seed is unknown with its reason and the others run."""
+    monkeypatch.setattr(explore, "_run_seed", _seed_whose_run_raises)
+    found = explore_local(range(1, 9), "default", str(tmp_path), jobs=2)
+    assert [f.seed for f in found] == list(range(1, 9))
+    unknown = {f.seed: f.error for f in found if f.valid == "unknown"}
+    assert set(unknown) == {2, 3}
+    assert unknown[2] is not None and "NodeEventError" in unknown[2] and "n3.jsonl:491: broker_state" in unknown[2]
+    assert unknown[3] == "_TwoPartError: a bug at 7"
+    assert not explore.worker_died(found)
