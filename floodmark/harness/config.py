@@ -22,28 +22,30 @@ from typing import Any
 
 import yaml
 
+from floodmark.contracts.config_values import (
+    MAX_SECONDS,
+    ConfigError,
+    fault_kind_words,
+    read_name,
+    read_number,
+    read_range,
+    read_run_id,
+    shown_value,
+    value_kind,
+)
 from floodmark.contracts.run_config import (
     DEFAULT_NEMESIS,
-    MAX_SECONDS,
     NAMED_ONLY_NEMESIS,
     SIMULATED_NAMED_ONLY,
     SIMULATED_NEMESIS,
     WORKLOAD_NAMES,
-    ConfigError,
     TestConfig,
     all_kinds,
     check_layout,
     check_stated,
     default_name,
-    fault_kind_words,
     field_items,
-    read_name,
-    read_number,
-    read_range,
-    read_run_id,
     read_yaml_mapping,
-    shown_value,
-    value_kind,
 )
 from floodmark.harness.faults import UPGRADE_TARGET
 from floodmark.reference.protocol import inter_broker_protocol as ibp
