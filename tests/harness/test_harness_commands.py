@@ -9,7 +9,7 @@ import pytest
 
 from floodmark import cli, errors
 from floodmark.harness.config import NEMESIS_KINDS, TestConfig, dump_config
-from floodmark.run import commands
+from floodmark.run import commands, explore_commands
 
 
 def kill_schedule(folder: Path, time_limit: int) -> Path:
@@ -199,7 +199,7 @@ def test_shrink_names_a_results_file_it_cannot_read(tmp_path: Path, damage: str,
     {"garbage": lambda: results.write_text("{bad"), "missing": lambda: None,
      "fifo": lambda: os.mkfifo(results), "directory": results.mkdir}[damage]()
     with pytest.raises(errors.UsageError) as refused:  # the audit's E6: "the run has no anomalies to preserve"
-        commands.shrink_command(parse("shrink", str(run)))
+        explore_commands.shrink_command(parse("shrink", str(run)))
     assert str(refused.value).startswith(f"{results}: {problem}")
     assert "the anomalies to preserve are read from it" in str(refused.value)
 
@@ -220,7 +220,7 @@ def test_shrink_refuses_a_verdict_judged_on_another_run_s_files(tmp_path: Path) 
     run = (store / "latest").resolve()
     shutil.copyfile(Path(failing.run_dir) / "results.json", run / "results.json")
     with pytest.raises(errors.UsageError) as refused:
-        commands.shrink_command(parse("shrink", str(run), "--budget", "1"))
+        explore_commands.shrink_command(parse("shrink", str(run), "--budget", "1"))
     assert str(refused.value).startswith(f"{run / 'results.json'}: its verdict is not of this run's files (")
     assert str(refused.value).endswith(f"; run floodmark check {run} to judge the run again")
     assert sorted(p.name for p in (store / "queue-kill-default").iterdir()) == [run.name]  # no candidate ran
