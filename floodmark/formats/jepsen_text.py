@@ -38,13 +38,16 @@ one of these, and only the last kind is skipped:
      0 :ok :read 1``), or one printed by something else (a failed test's report prints its
      linearizable prefix as bare op lines: keep the log's own ops only). Clojure prints maps
      with commas (``{:process 3, :type :ok, :f :read}``), so they do not look like one.
-3. The **last line**, refused if it is an op line with no line break after it: Jepsen ends
+3. An op line with a carriage return inside it (not ending it, as in CRLF): a log whose
+   lines end in a lone carriage return is one line to this reader, and every op after the
+   first one's error tab would be read as that error, silently.
+4. The **last line**, refused if it is an op line with no line break after it: Jepsen ends
    every record with one, and a log cut short inside a value can still read as an op, a
    wrong one (``:ok :read 12`` cut to ``:ok :read 1``). Add the line break if it is whole.
-4. **Chatter**, skipped: everything else (other loggers' records, any logger's free text at
+5. **Chatter**, skipped: everything else (other loggers' records, any logger's free text at
    other levels, stack traces, continuation lines, blank lines).
 
-Bytes: Jepsen's JVM writes UTF-8. A byte that is not UTF-8 on a line of kinds 1-3 is
+Bytes: Jepsen's JVM writes UTF-8. A byte that is not UTF-8 on a line of kinds 1-4 is
 refused with its line, never replaced: two different damaged values must not read as the
 same character. In chatter, which is skipped, it is tolerated (a log also carries what
 remote commands printed, in whatever encoding they used).
@@ -145,6 +148,11 @@ def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = 
         message = line[record.end():]
         read = messages.get(message)
         if read is None:
+            if "\r" in message.rstrip(" \t\r"):
+                # (a log whose lines end in a lone carriage return is one line here: the
+                # ops after the first one's tab would be its error text, never read)
+                raise HistoryError(source, number, "a carriage return inside an op line: a log's lines end "
+                                   "in a line feed, so what follows it would be read as part of this op")
             read = _read_op(message, cache, source, number)
             if len(messages) < _MAX_MESSAGES:
                 messages[message] = read

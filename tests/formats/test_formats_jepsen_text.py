@@ -176,6 +176,23 @@ def test_one_damaged_character_before_an_ops_value_never_hides_the_op(which: int
     assert len(ops) == len(OPS), lines[which]
 
 
+@given(st.lists(st.tuples(st.sampled_from(["\n", "\r\n", "\r"]), st.booleans()), min_size=len(OPS),
+                max_size=len(OPS)))
+def test_a_log_whatever_ends_its_lines_never_reads_with_an_op_fewer(endings: list[tuple[str, bool]]) -> None:
+    # Property: each line ended by a line feed, CRLF or a lone carriage return (as classic
+    # Mac OS and some converters leave a log), some ops with an error after a tab, the log
+    # reads as all its ops or is refused. Before, a log of lone carriage returns was one
+    # line, and every op after the first one's tab its error: an invalid history valid.
+    text = "".join(canonical(*op) + ("\tsome error" if error else "") + end
+                   for op, (end, error) in zip(OPS, endings, strict=True))
+    try:
+        ops = parse_text_history(text, "h.log")
+    except HistoryError as e:
+        assert str(e).startswith("h.log:") and "\n" not in str(e)
+        return
+    assert [(op.process, op.type, op.f, op.value) for op in ops] == [expected[:4] for expected in EXPECTED]
+
+
 # ----------------------------------------------------------- bytes that are not UTF-8 (A6)
 
 def test_a_byte_that_is_not_utf8_in_an_op_line_is_refused_naming_it() -> None:
