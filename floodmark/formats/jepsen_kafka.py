@@ -224,6 +224,13 @@ def _acknowledged(sent: Any) -> tuple[Any, Any]:
     return None, sent
 
 
+def _shown(process: Process) -> str:
+    """A Jepsen process as the names made of it show it: as EDN writes it (``1``, ``:a``,
+    ``"a"``; a string process is named with its quotes already). Process 1 and process
+    ``:1`` (named ``"1"`` once read) are two processes, whose reads must not be one consumer's."""
+    return f":{process}" if type(process) is str and not process.startswith('"') else str(process)
+
+
 class _Names:
     """The floodmark process each of a Jepsen process's sends and reads of a key is made by,
     renamed where Jepsen forgets that process's last send or read of the key."""
@@ -237,12 +244,12 @@ class _Names:
     def sender(self, process: Process, key: int) -> Process:
         self.sent.setdefault(process, set()).add(key)
         round_ = self.send_round.get((process, key), 0)
-        return process if round_ == 0 else f"{process} after assign {round_}"
+        return process if round_ == 0 else f"{_shown(process)} after assign {round_}"
 
     def reader(self, process: Process, key: int) -> str:
         self.read.setdefault(process, set()).add(key)
         round_ = self.read_round.get((process, key), 0)
-        return f"{process} reading key {key}" + (f" after assign {round_}" if round_ else "")
+        return f"{_shown(process)} reading key {key}" + (f" after assign {round_}" if round_ else "")
 
     def assign(self, process: Process, keys: set[int] | None) -> None:
         """An assign or subscribe of ``keys`` (None: every position forgotten, as by a seek)."""
@@ -397,7 +404,7 @@ def _drain(drain: _Drain, last: _Call) -> list[Op]:
     assign = drain.assign.invoke
     done = last.done
     assert done is not None  # (the last call of a round that completed)
-    name = f"{assign.process} reading from the beginning"
+    name = f"{_shown(assign.process)} reading from the beginning"
     batches = [{"topic": TOPIC, "partition": key, "offset": 0, "records": _joined(drain.records.get(key, []))}
                for key in sorted(drain.keys)]
     return [_op(assign, "invoke", name, "drain", None), _op(done, "ok", name, "drain", batches)]

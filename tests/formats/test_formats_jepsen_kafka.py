@@ -193,6 +193,20 @@ def test_a_process_s_sends_to_a_key_are_compared_until_an_assign_leaves_the_key_
     assert forgotten.valid is True
 
 
+def test_process_1_and_process_keyword_1_are_two_consumers_and_two_producers() -> None:
+    """Process ``:1`` is named "1" once read, and the consumers and producers made of a
+    process are named after it: they were once one consumer (a false nonmonotonic-poll) and,
+    after an assign, one producer (a false nonmonotonic-send)."""
+    final = final_round(0, "[1]", "{1 [[0 10] [1 11] [2 12] [3 13]]}")
+    writes = [*send(5, 1, 10, 0), *send(5, 1, 11, 1)]
+    reads = judged(edn(*assign(1, "[1]"), *assign(":1", "[1]"), *writes, *poll(1, "{1 [[1 11]]}"),
+                       *poll(":1", "{1 [[0 10]]}"), *send(5, 1, 12, 2), *send(5, 1, 13, 3), *final))
+    assert reads.valid is True, reads.anomalies
+    sends = judged(edn(*send(1, 1, 10, 0), *send(":1", 1, 11, 1), *assign(1, "[2]"), *assign(":1", "[2]"),
+                       *send(1, 1, 13, 3), *send(":1", 1, 12, 2), *final))
+    assert sends.valid is True, sends.anomalies
+
+
 def test_with_subscribes_a_consumer_may_skip_between_polls_but_not_within_one() -> None:
     writes = [*send(1, 1, 10, 0), *send(1, 1, 11, 1), *send(1, 1, 12, 2)]
     final = final_round(0, "[1]", "{1 [[0 10] [1 11] [2 12]]}")
