@@ -6,7 +6,8 @@ or a stream of them; those of Jepsen's kafka workload are translated into queue 
 content, not the file name (Porcupine's EDN test data is named ``*.txt``), by the structure
 of the first line that is neither blank nor an EDN comment (``;``), however far down it is:
 
-- a JSON object (``{`` then ``"``) is JSONL;
+- a JSON object (``{`` then ``"``) is JSONL, unless the line is no JSON but an EDN map (an
+  op map whose keys are strings, ``{"process" 0, "type" :invoke ...}``);
 - a ``jepsen.util`` record of an op, not inside quotes, is a Jepsen text log, whatever
   precedes its level (``[2014-05-01 12:00:00,123] INFO  jepsen.util - 0 :invoke ...``);
 - an EDN form (``{``, ``[``, ``(``, ``#``, or ``^`` for metadata before one) is EDN, unless
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from floodmark.contracts.history import HistoryError, Op, parse_history
+from floodmark.formats import edn
 from floodmark.formats.jepsen_edn import parse_edn_history
 from floodmark.formats.jepsen_kafka import is_jepsen_kafka, translate
 from floodmark.formats.jepsen_text import (
@@ -40,6 +42,7 @@ from floodmark.formats.jepsen_text import (
     looks_like_text_log,
     parse_text_log,
 )
+from floodmark.inputs.plain_values import parse_json
 from floodmark.inputs.sources import STDIN, decode_utf8, read_source
 
 JSONL = "jsonl"
@@ -79,7 +82,7 @@ def format_of(data: bytes, source: str) -> str:
             raise HistoryError(source, 1, "empty file: no history")
         raise HistoryError(source, 1, "not a history: only comments")
     if _JSON_OBJECT.match(data, start):
-        return JSONL
+        return EDN if _edn_map_not_json(data, start) else JSONL
     if _JSON_DOCUMENT.match(data, start):  # "{" alone on its line, then a quoted key: JSON over many lines
         raise HistoryError(source, data.count(b"\n", 0, start) + 1,
                            "not a history: one JSON document over many lines; a JSONL history has one op per line")
@@ -99,6 +102,26 @@ _JSON_OBJECT = re.compile(rb'\{[ \t]*"')
 _JSON_DOCUMENT = re.compile(rb'\{[ \t\r]*\n[ \t\r\n]*"')
 # Blanks and EDN comments, possessively: skipped in one pass of the regex engine, however many.
 _BLANKS_AND_COMMENTS = re.compile(rb"(?:[ \t\n\r\f\v]++|;[^\n]*+)*+")
+
+
+def _edn_map_not_json(data: bytes, start: int) -> bool:
+    """Whether the first line, which starts like a JSON object, is no JSON but an EDN map on
+    its line: an op map whose keys are strings (``{"process" 0, "type" :invoke, ...}``, which
+    EDN reads as it reads keyword keys). No op of a JSONL history is one, since its type is a
+    string where EDN's reader wants a value after the key, not ``:"ok"``; a JSON line that is
+    damaged is still JSONL, refused in JSON's words."""
+    end = data.find(b"\n", start)
+    line = data[start:end if end >= 0 else len(data)]
+    try:
+        parse_json(line)
+    except ValueError:
+        pass
+    else:
+        return False
+    try:
+        return type(edn.loads(line.decode("utf-8"))) is dict
+    except (edn.EdnError, UnicodeDecodeError):
+        return False
 
 
 def _first_line(data: bytes, pos: int) -> int | None:

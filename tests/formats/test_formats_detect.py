@@ -157,3 +157,25 @@ def test_an_edn_history_that_is_damaged_and_quotes_log_lines_is_still_refused_as
     with pytest.raises(HistoryError) as caught:
         load_history(path)
     assert caught.value.line == 2 and "never closed" in str(caught.value)
+
+
+@pytest.mark.parametrize("keys", ['"{}"', "{}", ":{}"])
+def test_an_edn_stream_of_op_maps_with_string_keys_is_edn_not_broken_json(tmp_path: Path, keys: str) -> None:
+    # (regression, hunt 2026-11-29: a stream of {"process" 0, "type" :invoke ...} began like
+    # JSON and was refused as "not valid JSON", though its vector read, judged, as EDN)
+    fields = ("process", "type", "f", "value")
+    ops = [(0, ":invoke", ":write", 1), (0, ":ok", ":write", 1), (1, ":invoke", ":read", "nil"), (1, ":ok", ":read", 2)]
+    path = tmp_path / "h.edn"
+    path.write_text("".join("{" + ", ".join(f"{keys.format(k)} {v}" for k, v in zip(fields, op, strict=True)) + "}\n"
+                            for op in ops))
+    loaded = load_history(path)
+    assert loaded.format == "edn"
+    assert [(op.process, op.type, op.f, op.value) for op in loaded.ops] == \
+           [(0, "invoke", "write", 1), (0, "ok", "write", 1), (1, "invoke", "read", None), (1, "ok", "read", 2)]
+
+
+def test_a_damaged_jsonl_op_is_still_refused_as_json(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_text('{"index":0,"time":0,"type":"invoke","process":0,"f":"r","value":null,}\n')
+    with pytest.raises(HistoryError, match=r"h\.jsonl:1: not valid JSON"):
+        load_history(path)
