@@ -390,7 +390,7 @@ def _unless_changed(run: RunDir, previous: PreviousResults, results: dict[str, A
     others = [name for name in kept if name not in results["checkers"]]
     if not others:
         return kept
-    changed = changed_since_judged(run, previous.judged_files, results.get("judged_files"))
+    changed = changed_since_judged(run, previous.judged_files, results.get("judged_files"), previous.run_id)
     if changed is None:
         return kept
     add_note(results, f"{run.results}: the verdicts of {', '.join(others)} are not kept ({changed}): "

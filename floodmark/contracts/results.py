@@ -179,6 +179,7 @@ class PreviousResults:
     verdicts: dict[str, dict[str, Any]]
     judged_files: Any  # as written: the caller judges whether it is digests (None: none recorded)
     problem: str | None
+    run_id: Any = None  # the run its copy of the configuration names (:func:`results_run_id`)
 
 
 def previous_results(path: str | os.PathLike[str]) -> PreviousResults:
@@ -204,7 +205,15 @@ def previous_results(path: str | os.PathLike[str]) -> PreviousResults:
         shape = judgement_problem(result)
         if shape is not None:
             return PreviousResults({}, None, f"{path}: not a results file (checker {str(name)[:40]!r}: {shape})")
-    return PreviousResults(checkers, results.get("judged_files"), None)
+    return PreviousResults(checkers, results.get("judged_files"), None, results_run_id(results))
+
+
+def results_run_id(results: dict[str, Any]) -> Any:
+    """The run id a results file's copy of the configuration names, as written (None: none,
+    as in one written before run ids): what tells whose verdict it is when it does not record
+    which files it judged."""
+    config = results.get("config")
+    return config.get("run_id") if isinstance(config, dict) else None
 
 
 def judgement_problem(result: Any) -> str | None:

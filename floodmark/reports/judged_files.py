@@ -16,7 +16,8 @@ because a file rewritten and its modification time set back, as ``touch -r`` or 
 keeping times does, still changes it). A page load stats those files; only a run whose files
 changed is hashed again. A run that records nothing about what was judged is never hashed;
 its verdict stands unless its history ends in a line cut short (the report shows such a run
-unchecked: nothing says the verdict was of these bytes), which the last MiB of it tells.
+unchecked: nothing says the verdict was of these bytes), which the last MiB of it tells, or
+results.json names another run than test.yaml does.
 
 File times have the kernel's tick as their grain, not a nanosecond: two writes of one size
 within a tick can leave the same key. So, as git treats an index entry as "racily clean", a
@@ -31,10 +32,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from floodmark.contracts.results import results_run_id
 from floodmark.inputs.plain_values import parse_json
 from floodmark.inputs.torn_lines import cut_short
 from floodmark.reports.store_paths import leads_out
-from floodmark.run_dirs.run_digests import changed_since_judged, compute_digest
+from floodmark.run_dirs.run_digests import another_run, changed_since_judged, compute_digest
 from floodmark.run_dirs.rundir import RunDir
 
 FileKey = tuple[tuple[str, int, int, int, int], ...]  # (name, inode, size, mtime_ns, ctime_ns) of each file
@@ -128,12 +130,14 @@ class JudgedFiles:
         """None when results.json's verdict is of the files the run holds now, or when nothing
         records which files it judged (as the report holds it); otherwise why not, in a phrase
         naming the files."""
-        judged = results.get("judged_files")
-        if judged is None and not os.path.lexists(run.digest):
-            if not leads_out(run.history, self.store) and history_cut_short(run.history):
-                return f"{run.history.name}'s last line is cut short, and nothing records which history was judged"
-            return None
+        judged, results_run = results.get("judged_files"), results_run_id(results)
         outside = [p for p in digested_files(run) if leads_out(p, self.store)]
+        if judged is None and not os.path.lexists(run.digest):
+            if run.history not in outside and history_cut_short(run.history):
+                return f"{run.history.name}'s last line is cut short, and nothing records which history was judged"
+            if run.config in outside:  # (only its run id would tell whose verdict it is)
+                return f"{run.config.name} is a link leading outside the store"
+            return another_run(run, results_run)
         if outside:  # never read, as the server never serves them
             return f"{outside[0].relative_to(run.path).as_posix()} is a link leading outside the store"
         key = key if key is not None else files_key(run)
@@ -149,7 +153,7 @@ class JudgedFiles:
             else:
                 self.hashed += 1
                 self._digests[run.path] = (key, now)
-        return changed_since_judged(run, judged, now)
+        return changed_since_judged(run, judged, now, results_run)
 
     def forget(self, gone: set[Path]) -> None:
         """Drop what is kept of runs no longer in the store."""

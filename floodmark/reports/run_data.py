@@ -30,7 +30,7 @@ from typing import Any
 from floodmark.checkers.run_partitions import partition_bounds
 from floodmark.contracts.history import Op
 from floodmark.contracts.node_events import NodeEvent, NodeEventError, read_events_dir
-from floodmark.contracts.results import read_results
+from floodmark.contracts.results import read_results, results_run_id
 from floodmark.contracts.results import verdict_problem as results_problem
 from floodmark.contracts.run_config import (
     ConfigError,
@@ -41,7 +41,7 @@ from floodmark.contracts.run_config import (
 from floodmark.contracts.run_ids import StatedRun
 from floodmark.inputs.sources import describe_os_error, file_problem
 from floodmark.reports.history_columns import HistoryColumns, load_history, paused_gc
-from floodmark.run_dirs.run_digests import changed_since_judged
+from floodmark.run_dirs.run_digests import another_run, changed_since_judged
 from floodmark.run_dirs.rundir import RunDir
 
 PartitionKey = tuple[str, int]
@@ -126,22 +126,26 @@ def _verdict_problem(run: RunDir, results: dict[str, Any] | None, history: Histo
     problem = results_problem(results)
     if problem is not None:
         return f"{run.results}: {problem}"
-    judged = results.get("judged_files")
+    judged, results_run = results.get("judged_files"), results_run_id(results)
     if history.torn_tail is not None:
         # The history was not wholly read: results.json's verdict is this history's only if it
         # was judged on these very bytes, which results.json's own record of what it judged
         # shows (or, for an older one, the run's digest); a history cut or changed since has
         # no verdict yet.
-        changed = changed_since_judged(run, judged)
+        changed = changed_since_judged(run, judged, results_run=results_run)
         if changed is not None:
             return (f"{run.results}: its verdict may not be this history's, which is not wholly read "
                     f"({changed})")
     elif judged is not None or os.path.lexists(run.digest):
         # Something says which files were judged: a verdict on other files is not this run's
         # (node events cut at a line's end read whole, and as another run).
-        changed = changed_since_judged(run, judged)
+        changed = changed_since_judged(run, judged, results_run=results_run)
         if changed is not None:
             return f"{run.results}: its verdict is not of the files shown ({changed})"
+    else:  # (a run with no digest: only the run id tells whose verdict it is)
+        other = another_run(run, results_run)
+        if other is not None:
+            return f"{run.results}: its verdict is not this run's ({other})"
     return None
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TextIO
 
 from floodmark.backends.interrupts import signals_deferred
-from floodmark.contracts.results import read_results, verdict_problem, verdict_word
+from floodmark.contracts.results import read_results, results_run_id, verdict_problem, verdict_word
 from floodmark.errors import UsageError
 from floodmark.harness.config import TestConfig
 from floodmark.harness.schedule import Fault, Schedule
@@ -253,15 +253,17 @@ def load_failure(path: Path) -> tuple[TestConfig, Schedule, frozenset[str]]:
     problem = verdict_problem(results)
     if problem is not None:  # as the report shows it: no verdict, so no failure to preserve
         raise UsageError(f"{run.results}: {problem}; run floodmark check {path} to judge the run again")
-    judged = results.get("judged_files")
+    judged, results_run = results.get("judged_files"), results_run_id(results)
+    # As the report reads it: a verdict that something says was judged on other files (a
+    # results.json from another run) is not this run's failure, and the shrink would
+    # spend its budget chasing anomalies this run never had.
     if judged is not None or os.path.lexists(run.digest):
-        # As the report reads it: a verdict that something says was judged on other files (a
-        # results.json from another run) is not this run's failure, and the shrink would
-        # spend its budget chasing anomalies this run never had.
-        changed = run_digests.changed_since_judged(run, judged)
-        if changed is not None:
-            raise UsageError(f"{run.results}: its verdict is not of this run's files ({changed}); run "
-                             f"floodmark check {path} to judge the run again")
+        changed = run_digests.changed_since_judged(run, judged, results_run=results_run)
+    else:
+        changed = run_digests.another_run(run, results_run)
+    if changed is not None:
+        raise UsageError(f"{run.results}: its verdict is not of this run's files ({changed}); run "
+                         f"floodmark check {path} to judge the run again")
     if results["valid"] is not False:
         raise UsageError(f"{path}: the run is {verdict_word(results['valid'])}, not invalid: there is no failure "
                          "to shrink (anomalies a valid run lists are ones its configuration permits)")

@@ -103,16 +103,45 @@ def digest_differences(original: dict[str, str], replay: dict[str, str], *, conf
     return [name for name in sorted(names) if original.get(name) != replay.get(name)]
 
 
-def changed_since_judged(run: RunDir, judged: Any, now: dict[str, str] | None = None) -> str | None:
+def changed_since_judged(run: RunDir, judged: Any, now: dict[str, str] | None = None,
+                         results_run: Any = None) -> str | None:
     """None when the run's history and node events are, byte for byte, those its results.json
     says its verdicts judged (``judged``: the ``judged_files`` digests a check records there;
     ``now``: the files' digests, if already computed); otherwise why that cannot be said, in
     a phrase naming the file. A results file without them (written before checks recorded
-    them) is taken at the word of the run's digest.json (:func:`changed_since_digest`)."""
-    if not (isinstance(judged, dict) and "run" in judged and all(isinstance(v, str) for v in judged.values())):
-        return changed_since_digest(run, now)
+    them) is taken at the word of the run's digest.json (:func:`changed_since_digest`), if
+    it is of this run (:func:`another_run`; ``results_run``: the run id its copy of the
+    configuration names)."""
+    if not recorded_judged(judged):
+        return another_run(run, results_run) or changed_since_digest(run, now)
     return _changed(run, judged, now, lambda files, one: f"{files} changed since {run.results} judged "
                                                          f"{'it' if one else 'them'}")
+
+
+def recorded_judged(judged: Any) -> bool:
+    """Whether ``judged`` (a results file's ``judged_files``) records the files it judged."""
+    return isinstance(judged, dict) and "run" in judged and all(isinstance(v, str) for v in judged.values())
+
+
+def another_run(run: RunDir, results_run: Any) -> str | None:
+    """Why a results file that does not record which files it judged is another run's, in a
+    phrase naming the files: the run id its copy of the configuration names (``results_run``;
+    None: none, as before run ids) is not the one the run's ``test.yaml`` states. digest.json
+    vouches for the run's files, not for the results file beside them: one copied from another
+    run of the same test would be shown, and kept by ``check --checker``, as this run's
+    verdict. None when they agree, or when the run has no ``test.yaml`` to say."""
+    from floodmark.contracts.node_event_fields import short
+    from floodmark.contracts.run_config import ConfigError, read_test_config
+
+    try:
+        config = read_test_config(run.config)
+    except ConfigError as e:
+        return f"{e}: so which run {run.results} is of cannot be told"
+    if config is None or config.run_id == results_run:
+        return None
+    said = "names no run id" if results_run is None else f"names run id {short(results_run)}"
+    stated = "states none" if config.run_id is None else f"states {short(config.run_id)}"
+    return f"{run.results} {said}, but {run.config} {stated}: it is another run's"
 
 
 def changed_since_digest(run: RunDir, now: dict[str, str] | None = None) -> str | None:

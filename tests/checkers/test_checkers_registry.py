@@ -344,6 +344,28 @@ def test_a_run_without_a_digest_keeps_what_its_results_say_they_judged(run: Path
     assert code == 2 and "(history.jsonl changed since" in err
 
 
+@pytest.mark.parametrize("run_id", ["0123456789abcdef", None])
+def test_a_results_file_of_another_run_is_not_kept_on_the_digest_s_word(run: Path, run_id: str | None,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    # digest.json vouches for the run's files, not for a results.json copied in beside them
+    # from another run of the same test (one written before judged_files, or without them):
+    # its "valid" was kept, and an invalid run was judged VALID, exit 0.
+    _as_written_before_judged_files(run)
+    assert _check_stats(run, capsys)[0] == 0  # this run's own: kept on the digest's word
+    results = _results(run)
+    stated = results["config"].pop("run_id")
+    if run_id is not None:  # another run's; None: one from before run ids
+        results["config"]["run_id"] = run_id
+    results.pop("judged_files")
+    (run / "results.json").write_text(json.dumps(results))
+    code, out, err = _check_stats(run, capsys)
+    said = "names no run id" if run_id is None else f"names run id {run_id!r}"
+    assert code == 2 and out.startswith(f"UNKNOWN  {run}  durability unknown [error: {DROPPED}]")
+    assert err == (f"floodmark check: warning: {run / 'results.json'}: the verdicts of {', '.join(OTHERS)} are not "
+                   f"kept ({run / 'results.json'} {said}, but {run / 'test.yaml'} states {stated!r}: it is another "
+                   "run's): they are unknown until checked again\n")
+
+
 def _as_written_before_judged_files(path: Path) -> None:
     """results.json as a check wrote it before it recorded what it judged."""
     results = _results(path)

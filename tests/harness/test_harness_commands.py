@@ -204,11 +204,13 @@ def test_shrink_names_a_results_file_it_cannot_read(tmp_path: Path, damage: str,
     assert "the anomalies to preserve are read from it" in str(refused.value)
 
 
-def test_shrink_refuses_a_verdict_judged_on_another_run_s_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize("judged_files", [True, False])
+def test_shrink_refuses_a_verdict_judged_on_another_run_s_files(tmp_path: Path, judged_files: bool) -> None:
     """A failing run's results.json copied beside a passing run's files: the shrink took its
     anomalies for this run's, spent its budget on candidates that all passed, and said the
-    run "stays the smallest" failing run, exiting 0, where the report shows it unchecked."""
-    import shutil
+    run "stays the smallest" failing run, exiting 0, where the report shows it unchecked.
+    One that records no judged_files (as written before they were) is told by its run id."""
+    import json
 
     from floodmark.run.explore import run_seed
 
@@ -218,10 +220,14 @@ def test_shrink_refuses_a_verdict_judged_on_another_run_s_files(tmp_path: Path) 
     assert commands.run_command(parse("run", "--cluster", "sim", "--nemesis", "kill", "--time-limit", "3",
                                       "--seed", "3", "--store", str(store))) == errors.EXIT_VALID
     run = (store / "latest").resolve()
-    shutil.copyfile(Path(failing.run_dir) / "results.json", run / "results.json")
+    results = json.loads((Path(failing.run_dir) / "results.json").read_text())
+    if not judged_files:
+        del results["judged_files"]
+    (run / "results.json").write_text(json.dumps(results))
     with pytest.raises(errors.UsageError) as refused:
         explore_commands.shrink_command(parse("shrink", str(run), "--budget", "1"))
     assert str(refused.value).startswith(f"{run / 'results.json'}: its verdict is not of this run's files (")
+    assert judged_files or "it is another run's" in str(refused.value)
     assert str(refused.value).endswith(f"; run floodmark check {run} to judge the run again")
     assert sorted(p.name for p in (store / "queue-kill-default").iterdir()) == [run.name]  # no candidate ran
 

@@ -248,6 +248,29 @@ def test_node_events_cut_at_a_line_end_after_the_check_are_not_shown_under_its_v
                         "unchecked"]
 
 
+@pytest.mark.parametrize("digest", [False, True])
+def test_a_results_file_of_another_run_is_not_shown_as_this_run_s_verdict(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], digest: bool) -> None:
+    # A results.json that records no judged_files (one written before them) is taken at
+    # digest.json's word, or with no digest (a real cluster's run) at its own; one copied in
+    # from another run of the same test was shown as this run's verdict, "valid" beside a
+    # history it never judged. Its copy of the configuration names its run.
+    run = make_run(tmp_path / "store", ops=80).path  # (a run from before run ids: it states none)
+    if digest:
+        (run / "digest.json").write_text(json.dumps(compute_digest(RunDir(run))))
+    assert _report(run, capsys) == (0, "valid", [])  # its own
+    results = _results(run)
+    _write(run, {**results, "config": {**results["config"], "run_id": "0123456789abcdef"}})
+    code, verdict, warnings = _report(run, capsys)
+    assert (code, verdict) == (254, "not checked")
+    assert warnings == [f"floodmark report: warning: {run / 'results.json'}: its verdict is not "
+                        f"{'of the files shown' if digest else 'this run' + chr(39) + 's'} ({run / 'results.json'} "
+                        f"names run id '0123456789abcdef', but {run / 'test.yaml'} states none: it is another "
+                        "run's): the run is shown unchecked"]
+    summary = summarize(RunDir(run), run.parent)  # and the results browser lists it so too
+    assert summary.verdict is None and summary.problem is not None and "it is another run's" in summary.problem
+
+
 def test_the_torn_history_warning_goes_to_warn_like_the_others(tmp_path: Path) -> None:
     run = make_run(tmp_path / "store", ops=80).path
     _cut_last_line(run)
