@@ -144,6 +144,18 @@ def test_an_empty_name_or_run_directory_is_refused(tmp_path: Path, capsys: pytes
         assert refusal([command, ""], capsys).startswith(f"floodmark {command}: error: RUN_DIR: an empty path")
 
 
+@pytest.mark.parametrize("command", ["repro", "shrink"])
+def test_a_run_dir_that_is_a_loop_of_links_is_refused_in_one_line(command: str, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A store's ``latest`` that leads back to itself: resolving it raised RuntimeError (Python
+    3.11), a traceback and exit 1, which says "invalid"."""
+    latest = tmp_path / "store" / "latest"
+    latest.parent.mkdir()
+    latest.symlink_to("latest")
+    assert refusal([command, str(latest)], capsys) == (f"floodmark {command}: error: {latest}: a loop of symbolic "
+                                                      "links, not a run directory")
+
+
 @pytest.mark.parametrize(("argv", "said"), [
     (["run", "--cluster", "sim", "--time-limit", "-inf"], "time_limit: must be a finite number, got -inf"),
     (["run", "--cluster", "sim", "--time-limit", "-1e3"], "time_limit: must be at least 0.01, got -1000.0"),

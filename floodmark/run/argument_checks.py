@@ -20,11 +20,18 @@ from floodmark.run_dirs import rundir
 DEFAULT_STORE = "store"
 
 
-def given_run_dir(value: str) -> str:
-    """RUN_DIR as given; UsageError when it is empty or blank (which would resolve to the
-    current directory, and be refused as that, a path the user never named)."""
+def given_run_dir(value: str) -> Path:
+    """RUN_DIR as given, resolved (links followed: ``store/latest`` is the run it names);
+    UsageError when it is empty or blank (which would resolve to the current directory, and
+    be refused as that, a path the user never named) or cannot be resolved (a link that
+    leads back to itself: Python 3.11 raises RuntimeError, a traceback and exit 1)."""
     given_text("RUN_DIR", value, "path", "a run directory (store/<test>/<time>-s<seed>, or store/latest)")
-    return value
+    try:
+        return Path(value).resolve()
+    except RuntimeError:
+        raise UsageError(f"{value}: a loop of symbolic links, not a run directory") from None
+    except OSError as e:
+        raise UsageError(f"{value}: cannot be resolved: {e.strerror or e}") from None
 
 
 def usable_store(option: str | None) -> str:

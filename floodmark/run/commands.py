@@ -11,7 +11,6 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from floodmark.backends import cleanup
@@ -267,7 +266,7 @@ def repro_command(args: argparse.Namespace) -> int:
     for this run's (see :func:`replay_inputs`). A schedule.json edited since the run (its
     time limit, its faults) is replayed as it now is, and said to be, before and after: a
     replay that differs then differs by the edit, not by nondeterminism."""
-    path = Path(given_run_dir(args.run_dir)).resolve()
+    path = given_run_dir(args.run_dir)
     run = rundir.RunDir(path)
     replayed, original = replay_inputs(run, args.run_dir)
     config = replayed.config

@@ -173,7 +173,7 @@ def shrink_command(args: argparse.Namespace) -> int:
 
     if args.budget < 1:
         raise UsageError("--budget must be at least 1")
-    path = Path(given_run_dir(args.run_dir)).resolve()
+    path = given_run_dir(args.run_dir)
     store = Path(usable_store(args.store)) if args.store is not None else None  # (the run's, once it is read)
     try:
         with cleanup.interruptible():  # SIGTERM as Ctrl-C: the candidate running is torn down and removed
