@@ -56,8 +56,8 @@ def report_command(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot read the history: {e}") from None
     for warning in warnings:  # the page shows them too; an input it could not read is bad input
         print(f"floodmark report: warning: {printable(warning)}", file=sys.stderr)
-    if args.out != STDOUT:  # (the page itself went there)
-        print(target)
+    if args.out != STDOUT:  # (the page itself went there; one line, whatever its name holds)
+        print(printable(str(target)))
     return EXIT_BAD_ARGUMENTS if warnings else 0
 
 

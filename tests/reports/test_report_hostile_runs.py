@@ -79,6 +79,17 @@ def test_a_run_without_a_history_is_still_no_run_directory(run: Path, capsys: py
     assert _report(run, capsys) == (254, [f"floodmark report: error: {run}: not a run directory (no history.jsonl)"])
 
 
+def test_the_report_written_is_named_in_one_line_whatever_the_run_is_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A run directory named with a newline (and an escape sequence): the line naming the
+    # report written was two lines, and drove the terminal.
+    run = make_minimal_run(tmp_path / "store", name="damaged", seed=1, stamp=STAMP, verdict=True)
+    named = run.rename(run.with_name(f"{run.name}\nx\x1b[2J"))
+    assert main(["report", str(named)]) == 0
+    out = capsys.readouterr().out
+    assert out == f"{run}\\nx\\x1b[2J/report.html\n" and (named / "report.html").is_file()
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("directory", ["logs/n1", "events"])
 def test_a_file_named_in_bytes_that_are_not_utf8_is_linked_by_its_bytes(
