@@ -129,14 +129,15 @@ def another_run(run: RunDir, results_run: Any) -> str | None:
     None: none, as before run ids) is not the one the run's ``test.yaml`` states. digest.json
     vouches for the run's files, not for the results file beside them: one copied from another
     run of the same test would be shown, and kept by ``check --checker``, as this run's
-    verdict. None when they agree, or when the run has no ``test.yaml`` to say."""
+    verdict. None when they agree, or when the run has no ``test.yaml`` to say, or none that
+    can be read (its readers name it; the verdict stands on results.json's word, as before)."""
     from floodmark.contracts.node_event_fields import short
     from floodmark.contracts.run_config import ConfigError, read_test_config
 
     try:
         config = read_test_config(run.config)
-    except ConfigError as e:
-        return f"{e}: so which run {run.results} is of cannot be told"
+    except ConfigError:
+        return None
     if config is None or config.run_id == results_run:
         return None
     said = "names no run id" if results_run is None else f"names run id {short(results_run)}"
