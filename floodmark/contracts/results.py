@@ -184,9 +184,10 @@ class PreviousResults:
 
 def previous_results(path: str | os.PathLike[str]) -> PreviousResults:
     """The checkers' judgements a results file holds, to keep beside new ones, with the files
-    they judged; or none and why, when the file is there but unreadable or not shaped as
+    they judged; or none and why, when the file is there but unreadable, not shaped as
     :func:`build_results` writes it (a judgement kept must read as any other: a verdict,
-    anomalies, counts, stats). No file at all is no judgements and no problem."""
+    anomalies, counts, stats) or no verdict (:func:`verdict_problem`). No file at all is no
+    judgements and no problem."""
     from floodmark.inputs.sources import file_problem
 
     if not os.path.lexists(path):
@@ -198,14 +199,13 @@ def previous_results(path: str | os.PathLike[str]) -> PreviousResults:
         results = read_results(path)
     except ValueError as e:
         return PreviousResults({}, None, str(e))
-    checkers = results.get("checkers", {})
-    if not isinstance(checkers, dict):
-        return PreviousResults({}, None, f"{path}: not a results file ('checkers' is {_short(checkers)}, not an object)")
-    for name, result in checkers.items():
-        shape = judgement_problem(result)
-        if shape is not None:
-            return PreviousResults({}, None, f"{path}: not a results file (checker {str(name)[:40]!r}: {shape})")
-    return PreviousResults(checkers, results.get("judged_files"), None, results_run_id(results))
+    # A file that is no verdict as the report reads it (a checker valid over the anomalies it
+    # lists, an overall verdict its checkers do not give) keeps nothing: its "valid" was kept,
+    # and a run the report shows unchecked was judged VALID by check --checker.
+    problem = verdict_problem(results)
+    if problem is not None:
+        return PreviousResults({}, None, f"{path}: {problem}")
+    return PreviousResults(results.get("checkers") or {}, results.get("judged_files"), None, results_run_id(results))
 
 
 def results_run_id(results: dict[str, Any]) -> Any:

@@ -172,6 +172,10 @@ def test_a_malformed_test_yaml_is_an_error_naming_the_file_and_key(tmp_path: Pat
     '{"valid": true, "checkers": {"hw": {"valid": false, "anomaly_counts": "lost-write"}}}',
     '{"valid": true, "checkers": {"hw": {"valid": "no"}}}', '{"valid": true, "checkers": {"hw": {"anomalies": [1]}}}',
     "", "{bad", '{"valid": NaN}', "[" * 100_000,
+    # no verdict as the report reads it: a valid checker listing anomalies, a verdict its checkers do not give
+    '{"valid": true, "checkers": {"hw": {"valid": true, "anomalies": [{"type": "hw-decrease"}]}}}',
+    '{"valid": true, "checkers": {"hw": {"valid": true, "anomaly_counts": {"hw-decrease": 1}}}}',
+    '{"valid": true, "checkers": {"hw": {"valid": false}}}', '{"valid": "maybe", "checkers": {}}',
 ])
 def test_an_ill_shaped_old_results_file_is_replaced_and_said_to_be(tmp_path: Path, previous: str) -> None:
     path = make_run_dir(tmp_path)
