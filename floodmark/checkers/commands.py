@@ -98,7 +98,8 @@ def register(subparsers: Any) -> None:
                         help=f"checkers to run, comma-separated, from: {', '.join(CHECKER_NAMES)} (on a "
                              "run directory, the other checkers' verdicts already in its results.json are kept while "
                              "its history and node events are the ones they judged, else they are unknown with a "
-                             "warning; the overall verdict is over all of them)")
+                             "warning, as are the run's checkers that never judged it; the overall verdict is over "
+                             "all of them)")
     parser.add_argument("--time-limit", type=float, metavar="S",
                         help="seconds the searching checkers may take before answering 'unknown'")
     parser.add_argument("--every-key", action="store_true",

@@ -337,6 +337,8 @@ def check_run(
         if previous.problem is not None:  # an unreadable old results file is replaced, and said to be
             add_note(results, f"{previous.problem}: replaced; the verdicts it held, if any, are not kept", note)
         merged = {**_unless_changed(run, previous, results, note), **results["checkers"]}
+        merged.update(_not_checked(run, checker_names_for(config, ops, linearizable_options.get("model")),
+                                   merged, results, note))
         results["checkers"] = merged
         results["valid"] = merge_validity(c.get("valid", "unknown") for c in merged.values())
     interrupted = unfinished_reason(run)
@@ -376,6 +378,21 @@ def _refuse_if_changed(run: RunDir, files: dict[str, str] | None) -> None:
     problem = unrecorded_problem(run, files, f"remove {run.digest.name} to check the files as they are now")
     if problem is not None:
         raise UsageError(problem)
+
+
+def _not_checked(run: RunDir, defaults: Sequence[str], judged: dict[str, Any], results: dict[str, Any],
+                 note: Note | None) -> dict[str, dict[str, Any]]:
+    """The checkers that judge the run by default but neither judged it now nor kept a verdict
+    from before, each unknown, and a note naming them: an overall verdict over the others
+    alone would call valid a run whose history was never read for lost writes (``check
+    --checker stats`` on a new run said VALID, and the report showed the run valid)."""
+    missing = [name for name in defaults if name not in judged]
+    if not missing:
+        return {}
+    add_note(results, f"{run.results}: {', '.join(missing)} did not judge the run: unknown until floodmark check "
+                      "runs them (all of them, without --checker)", note)
+    unchecked = CheckerResult("unknown", stats={"error": "not run by this check"})
+    return {name: unchecked.to_dict() for name in missing}
 
 
 def _unless_changed(run: RunDir, previous: PreviousResults, results: dict[str, Any],

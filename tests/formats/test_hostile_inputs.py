@@ -17,7 +17,7 @@ import pytest
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.queue import QueueChecker
 from floodmark.contracts.run_config import ConfigError
-from floodmark.errors import EXIT_BAD_ARGUMENTS, EXIT_INVALID, EXIT_VALID, SourceError
+from floodmark.errors import EXIT_BAD_ARGUMENTS, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, SourceError
 from floodmark.formats import edn
 from floodmark.formats.detect import load_history
 from floodmark.formats.jepsen_text import parse_text_history
@@ -214,9 +214,13 @@ def test_check_of_some_checkers_over_an_ill_shaped_results_file_replaces_it(tmp_
     run = make_run_dir(tmp_path)  # the audit's case 12: a TypeError traceback, exit 1
     (run / "results.json").write_text('{"valid": true, "checkers": [1]}')
     done = floodmark("check", "--checker", "stats", str(run))
-    assert done.returncode == EXIT_VALID and done.stdout.startswith(f"VALID    {run}  stats valid")
+    # (the run's other checkers did not judge it: unknown, never VALID over stats alone)
+    assert done.returncode == EXIT_UNKNOWN and done.stdout.startswith(f"UNKNOWN  {run}  stats valid; durability unknown")
     assert done.stderr == (f"floodmark check: warning: {run / 'results.json'}: not a results file ('checkers' is "
-                           "[1], not an object): replaced; the verdicts it held, if any, are not kept\n")
+                           "[1], not an object): replaced; the verdicts it held, if any, are not kept\n"
+                           f"floodmark check: warning: {run / 'results.json'}: durability, queue, hw, leader, invariants "
+                           "did not judge the run: unknown until floodmark check runs them (all of them, without "
+                           "--checker)\n")
     (run / "results.json").unlink()
     (run / "results.json").mkdir()
     done = floodmark("check", str(run))
