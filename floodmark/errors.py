@@ -11,6 +11,8 @@ formats) raises a :class:`SourceError`, so the CLI can print ``file:line: proble
 
 from __future__ import annotations
 
+import unicodedata
+
 EXIT_VALID = 0
 EXIT_INVALID = 1
 EXIT_UNKNOWN = 2
@@ -68,8 +70,19 @@ _CONTROLS = ({c: f"\\x{c:02x}" for c in [*range(32), *range(127, 160)] if chr(c)
 def printable(text: str) -> str:
     """``text`` (a file name, a message quoting one) with its control characters escaped:
     a line says one thing, and a name cannot end it or drive the terminal. A name's bytes
-    that are not UTF-8 are shown as ``\\xff``."""
-    return text.translate(_CONTROLS) if not text.isprintable() else text
+    that are not UTF-8 are shown as ``\\xff``. Invisible format characters are escaped
+    too: the bidirectional overrides and isolates reorder what a terminal shows (a name
+    holding U+202E would show its end first: "Trojan Source", CVE-2021-42574), and the
+    zero-width ones make two different names look the same."""
+    if text.isprintable():
+        return text
+    shown = text.translate(_CONTROLS)
+    return "".join(_escaped(c) if not c.isprintable() and unicodedata.category(c) == "Cf" else c
+                   for c in shown)
+
+
+def _escaped(c: str) -> str:
+    return f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
 
 
 def exit_code(valid: object) -> int:

@@ -16,7 +16,7 @@ from floodmark.errors import printable
 def test_a_printable_text_is_one_line_without_controls(text: str) -> None:
     shown = printable(text)
     assert len(shown.splitlines()) <= 1
-    assert not any(unicodedata.category(c) == "Cc" and c != "\t" for c in shown)
+    assert not any(unicodedata.category(c) in ("Cc", "Cf") and c != "\t" for c in shown)
     assert "\u2028" not in shown and "\u2029" not in shown
 
 
@@ -39,3 +39,11 @@ def test_a_name_with_bytes_that_are_not_utf8_can_be_written_anywhere(text: str) 
 def test_a_surrogate_escaped_byte_is_shown_as_the_byte() -> None:
     assert printable(os.fsdecode(b"run-\xff\xfe")) == "run-\\xff\\xfe"
     assert printable("\ud800") == "\\ud800"
+
+
+def test_what_reorders_or_hides_text_is_escaped() -> None:
+    """A bidirectional override showed a name's end first ("Trojan Source", CVE-2021-42574),
+    and a zero-width space made two names look alike: each is shown as its code point."""
+    assert printable("run-\u202egpj.exe") == "run-\\u202egpj.exe"
+    assert printable("a\u2066b\u2069\u200bc\ufeff\U000e0041") == "a\\u2066b\\u2069\\u200bc\\ufeff\\U000e0041"
+    assert printable("a\u00a0b\tc é") == "a\u00a0b\tc é"  # shown as it is: it moves nothing
