@@ -27,6 +27,8 @@ decimals that differ past the 17th digit), so it is read exactly, as the symbol 
 spelling: ``1/2``, ``1.5M`` (a whole ratio, ``4/2``, is the integer ``2``, as in Clojure).
 Such a symbol equals every spelling of its value and nothing else, and is written back as
 the number it spells. ``##Inf``, ``##-Inf`` and ``##NaN`` are kept as the symbols they are.
+``#inst`` and ``#uuid``, the tags every EDN reader knows, hold the one spelling of their
+instant or UUID (:mod:`floodmark.formats.edn_instants`), so two spellings of one are equal.
 
 Python's ``==`` merges values that EDN keeps apart (``1``, ``1.0`` and ``true``; ``:x`` and
 ``"x"``), so one dict or frozenset cannot hold two such keys: a map or set that has them is
@@ -50,6 +52,7 @@ from fractions import Fraction
 from typing import Any
 
 from floodmark.errors import SourceError
+from floodmark.formats.edn_instants import inst_text, uuid_text
 from floodmark.formats.edn_tokens import tokens_by_line
 from floodmark.formats.edn_values import (
     CHAR_NAMES,
@@ -85,6 +88,8 @@ _STRING_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "b": "
 _CLOSERS = {"[": "]", "(": ")", "{": "}", "#{": "}"}
 _NOT_ATOMS = frozenset('[](){}#"\\^')  # first characters of the tokens that are not atoms
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")  # a tag starts with one
+# EDN's built-in tags, each with what reads its string as the one spelling of its value.
+_BUILT_IN_TAGS = {"inst": inst_text, "uuid": uuid_text}
 MAX_DEPTH = 100  # collections, tags and discards open at once; Jepsen's histories use a few
 MAX_DIGITS = 400  # a number longer than this is damage, not data
 # Distinct keywords, symbols and short strings remembered, so that a history's thousands of
@@ -237,8 +242,22 @@ class _Reader:
             if token[1] == ":":
                 value = self.qualified(token[2:], value, at)
             else:
-                value = Tagged(token[1:], value)
+                value = self.tagged(token[1:], value, at)
         return value
+
+    def tagged(self, tag: str, value: Any, line: int) -> Tagged:
+        """``#tag value``; EDN's built-in ``#inst`` and ``#uuid`` read as the one spelling of
+        the value they name (:mod:`floodmark.formats.edn_instants`), refused where Clojure
+        refuses them."""
+        spelling = _BUILT_IN_TAGS.get(tag)
+        if spelling is None:
+            return Tagged(tag, value)
+        if type(value) is not str:
+            raise self.error(f"#{tag} on line {line} is followed by {_shown(value)}, not a string", line)
+        try:
+            return Tagged(tag, spelling(value))
+        except ValueError as e:
+            raise self.error(f"#{tag} {_shown(value)} on line {line}: {e}", line) from None
 
     def dangling(self, waiting: tuple[int, str, int], problem: str, line: int) -> EdnError:
         _, token, at = waiting

@@ -70,7 +70,8 @@ class EdnSet(list):  # type: ignore[type-arg]
 
 @dataclass(frozen=True)
 class Tagged:
-    """A tagged literal we do not interpret, e.g. ``#inst "2014-01-01"``."""
+    """A tagged literal, e.g. ``#jepsen.history.Op {...}``: its tag and the value it tags (for
+    ``#inst`` and ``#uuid``, the one spelling of the value: :mod:`floodmark.formats.edn_instants`)."""
 
     tag: str
     value: Any

@@ -17,7 +17,7 @@ from floodmark.formats import edn
 
 
 def test_reads_scalars_collections_and_keywords() -> None:
-    form = edn.loads('[nil true false 1 -2 3.5 "a\\"b\\n" :ok sym \\a (1 2) #{1 2} {:k [1]} #inst "x" 7N 1/2]')
+    form = edn.loads('[nil true false 1 -2 3.5 "a\\"b\\n" :ok sym \\a (1 2) #{1 2} {:k [1]} #inst "2014-01-01" 7N 1/2]')
     assert form[:8] == [None, True, False, 1, -2, 3.5, 'a"b\n', "ok"]
     assert isinstance(form[7], edn.Keyword) and form[7] == "ok"
     assert isinstance(form[8], edn.Symbol)
@@ -25,7 +25,7 @@ def test_reads_scalars_collections_and_keywords() -> None:
     assert form[10] == [1, 2]
     assert form[11] == frozenset({1, 2})
     assert form[12] == {"k": [1]}
-    assert form[13] == edn.Tagged("inst", "x")
+    assert form[13] == edn.Tagged("inst", "2014-01-01T00:00:00.000-00:00")
     assert form[14] == 7 and form[15] == "1/2" and isinstance(form[15], edn.Symbol)  # exact, not 0.5
 
 
