@@ -16,7 +16,8 @@ partial ones they had not. Killed outright (SIGKILL), it takes its workers with 
 with their parent), and the next exploration or shrink in the store removes the partial runs
 they leave, their owners gone. A worker killed on its own (the OOM killer, a signal meant
 for it) breaks the pool: the seeds it and the others were running are reported unknown,
-saying so, no seed starts after them, and their partial runs are removed at once.
+saying so, their partial runs are removed at once, and the exploration goes on in a new
+pool (:mod:`floodmark.run.worker_pool`), unless pools keep breaking with no seed finishing.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Container, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,7 @@ from floodmark.run.explore_store import (
     test_folder,
 )
 from floodmark.run.swarm import exploration_key, swarm_config
+from floodmark.run.worker_pool import MAX_BROKEN_POOLS, WorkerPool
 from floodmark.run_dirs.rundir import RunDir, repoint_latest, repro_command
 
 __all__ = ["claim", "remove_killed_explorations", "remove_unfinished_runs"]  # (their home: run.explore_store)
@@ -176,49 +178,65 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
     worker is given its next seed when it is done with one, not queued ahead (the ones
     running are let finish, and reported). Results come back in seed order of submission,
     whatever order they finish in.
+
+    A worker that dies outright costs the seeds its pool held (unknown, :data:`WORKER_DIED`);
+    the rest run in a new pool, unless :data:`MAX_BROKEN_POOLS` broke in a row with no seed
+    finishing (the last one's seeds say so: :data:`WORKERS_KEPT_DYING`, and no seed starts after).
     """
     exploration = exploration_key(variant, workload)
     started, started_at = time.monotonic(), time.time()
     results: dict[int, Explored] = {}
     pending: dict[Future[Explored], int] = {}
     queue: Iterator[int] = iter(seeds)
-    stopping = broken = False
+    stopping = False
     # fork: workers inherit the imported modules, so a run starts in milliseconds.
     import multiprocessing
 
-    context = multiprocessing.get_context("fork")
     # A forking pool starts every worker at once: never more than there are seeds to run.
     workers = max(1, min(jobs, len(seeds)))
-    with interruptible(), ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                              initializer=_worker_setup, initargs=(os.getpid(),)) as pool:
+    with interruptible(), WorkerPool(workers, multiprocessing.get_context("fork"), _worker_setup,
+                                     (os.getpid(),)) as pool:
         def submit() -> bool:
             out_of_time = time_budget is not None and time.monotonic() - started >= time_budget
-            if stopping or broken or (out_of_time and (pending or results)):
+            if stopping or pool.gave_up or (out_of_time and (pending or results)):
                 return False
             seed = next(queue, None)
             if seed is None:
                 return False
-            pending[pool.submit(run_seed, seed, variant, store, keep_all, workload)] = seed
+            try:
+                pending[pool.submit(run_seed, seed, variant, store, keep_all, workload)] = seed
+            except BrokenProcessPool:  # it found its pool broken once too often, here: the seed is not run
+                return False
             return True
+
+        def fill() -> None:
+            # Each free worker is given a seed: one per seed handed back, a whole pool's
+            # worth once a broken pool's seeds are.
+            while len(pending) < workers and submit():
+                pass
 
         try:
             with signals_deferred():  # the first submit forks every worker
-                for _ in range(workers):
-                    if not submit():
-                        break
+                fill()
             # An interrupt is raised between two waits, never inside one (see interrupts_noted:
             # it left as a RuntimeError, exit 1, workers and half-written runs behind); the
             # wait's timeout bounds how late.
             with interrupts_noted() as interrupts:
                 while pending and not interrupts:
                     done, _ = wait(pending, timeout=INTERRUPT_POLL, return_when=FIRST_COMPLETED)
-                    for future in done:
+                    broken = [f for f in done if not f.cancelled() and isinstance(f.exception(), BrokenProcessPool)]
+                    if broken:  # a worker died outright: the pool ends every seed it held
+                        for future in broken:  # its workers gone, every seed it held is done: all told at once
+                            pool.broke(future)
+                        done = {f for f in pending if f.done()}
+                        remove_left_partial_runs(store)  # the dead workers' half-made runs: nobody will finish them
+                    for future in sorted(done, key=pending.__getitem__):
                         seed = pending.pop(future)
                         try:
                             found = future.result()
-                        except BrokenProcessPool:  # a worker died outright: the pool ends every seed it held
-                            broken = True
-                            found = Explored(seed, "unknown", (), None, 0.0, 0.0, WORKER_DIED)
+                        except BrokenProcessPool:
+                            found = Explored(seed, "unknown", (), None, 0.0, 0.0,
+                                             WORKERS_KEPT_DYING if pool.gave_up else WORKER_DIED)
                         except (Exception, asyncio.CancelledError) as e:  # a crashed worker is an unknown run
                             found = Explored(seed, "unknown", (), None, 0.0, 0.0, f"{type(e).__name__}: {e}")
                         results[seed] = found
@@ -226,11 +244,9 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
                             on_result(found)
                         if stop_on_first and found.valid is False:
                             stopping = True
-                        submit()
+                    fill()
             if interrupts:
                 raise KeyboardInterrupt(f"signal {interrupts[0]}")
-            if broken:  # the dead workers' half-made runs: nobody else will finish them
-                remove_left_partial_runs(store)
             remove_if_empty(test_folder(store, exploration))  # every run passed and none was kept
         except KeyboardInterrupt:
             # A SIGTERM reaches only this process (a Ctrl-C, the whole group, but workers
@@ -246,7 +262,7 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
                 # Its threads end at once, the workers gone; waited for, so none is left to
                 # race the interpreter's exit (which wakes a pool's thread through a pipe
                 # that thread may be closing: 'Bad file descriptor', with a traceback).
-                pool.shutdown(wait=True, cancel_futures=True)
+                pool.shutdown(cancel_futures=True)  # the live pool's (a broken one's were waited for as it broke)
                 for found in settle_unfinished_runs(store, exploration, set(pending.values()), keep_all, started_at,
                                                     workers={child.pid for child in children if child.pid}):
                     if on_result is not None:
@@ -256,13 +272,24 @@ def explore_local(seeds: Sequence[int], variant: str, store: str, jobs: int, *, 
     return [results[s] for s in sorted(results)]  # seeds run in order: submission order is seed order
 
 
+# Which seed's worker died the pool cannot tell: every seed it held is unknown, saying so.
 WORKER_DIED = ("a worker process died outright (killed by a signal or the OOM killer) while this seed ran "
-               "or waited, so it did not finish; no seed started after it")
+               "or waited in its pool, so it did not finish (the pool cannot tell whose worker died: "
+               "every seed it held is unknown)")
+# The seeds of the last pool, when pools kept breaking (worker_pool.MAX_BROKEN_POOLS).
+WORKERS_KEPT_DYING = (f"{WORKER_DIED}; {MAX_BROKEN_POOLS} pools in a row broke so with no seed finishing "
+                      "in between: the exploration stopped, no seed started after it")
 
 
 def worker_died(found: Sequence[Explored]) -> bool:
     """Whether a worker died outright during the exploration that ``found`` these."""
-    return any(f.error == WORKER_DIED for f in found)
+    return any(f.error in (WORKER_DIED, WORKERS_KEPT_DYING) for f in found)
+
+
+def workers_kept_dying(found: Sequence[Explored]) -> bool:
+    """Whether worker pools broke too often in a row for the exploration that ``found``
+    these to go on (the seeds after were not run)."""
+    return any(f.error == WORKERS_KEPT_DYING for f in found)
 
 
 _PR_SET_PDEATHSIG = 1  # prctl(2)

@@ -103,7 +103,7 @@ def explore_command(args: argparse.Namespace) -> int:
                                               on_result=on_result)
         rundir.repoint_latest(store)  # the passing runs were removed: latest names one still there
         print(f"{_end_of_progress()}floodmark explore: {explore.summary(tally, time.monotonic() - started)}"
-              f"{_cut_short(args, tally.runs, tally.invalid, len(seeds), explore.worker_died(found))}",
+              f"{_cut_short(args, tally.runs, tally.invalid, len(seeds), explore.workers_kept_dying(found))}",
               file=sys.stderr)
         if tally.invalid and not args.no_shrink:
             with cleanup.interruptible():
@@ -119,12 +119,16 @@ def explore_command(args: argparse.Namespace) -> int:
     return tally.exit_code
 
 
-def _cut_short(args: argparse.Namespace, runs: int, invalid: int, planned: int, worker_died: bool) -> str:
-    """What the summary adds when fewer seeds ran than were announced, and what stopped them."""
+def _cut_short(args: argparse.Namespace, runs: int, invalid: int, planned: int, workers_kept_dying: bool) -> str:
+    """What the summary adds when fewer seeds ran than were announced, and what stopped them.
+    (A worker that died outright once stops nothing: the seeds after its pool's run in a new one.)"""
     if runs >= planned:
         return ""
-    if worker_died:
-        why = "a worker process died outright (the unknown seeds above say which it held)"
+    if workers_kept_dying:
+        from floodmark.run.worker_pool import MAX_BROKEN_POOLS
+
+        why = (f"worker processes kept dying outright, {MAX_BROKEN_POOLS} pools of them in a row with no seed "
+               "finishing (the unknown seeds above say which they held)")
     elif args.stop_on_first and invalid:
         why = "--stop-on-first: an invalid run stopped it"
     else:

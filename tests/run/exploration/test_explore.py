@@ -19,7 +19,7 @@ from midrun_fixtures import parent_of
 
 from floodmark.cli import main
 from floodmark.harness.schedule import Fault, Schedule
-from floodmark.run import explore
+from floodmark.run import explore, worker_pool
 from floodmark.run.explore import (
     Tally,
     explore_local,
@@ -206,13 +206,13 @@ def test_seeds_are_worked_out_as_they_run_and_workers_never_outnumber_them(
     seeds = seeds_from(5, 10**12)  # a night's worth, in no memory to speak of
     assert len(seeds) == 10**12 and seeds[0] == 5 and seeds[-1] == 5 + 10**12 - 1
     pools: list[int] = []
-    real_pool = explore.ProcessPoolExecutor
+    real_pool = worker_pool.ProcessPoolExecutor
 
     def recording_pool(max_workers: int, **options: object) -> object:
         pools.append(max_workers)
         return real_pool(max_workers=max_workers, **options)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(explore, "ProcessPoolExecutor", recording_pool)
+    monkeypatch.setattr(worker_pool, "ProcessPoolExecutor", recording_pool)
     found = explore_local(seeds_from(1002, 1), "truncate-to-hw", str(tmp_path), jobs=64)
     assert [f.seed for f in found] == [1002]
     assert pools == [1]  # a forking pool starts all its workers at once: one seed, one worker

@@ -9,7 +9,8 @@ command named the run relative to the directory explore ran in (``floodmark repr
 store/...`` fails anywhere else); and an exploration whose runs all passed left an empty
 ``explore-<variant>`` folder behind; and an exploration interrupted beside another on the
 same seeds left its own half-written run behind and reported the other's runs as its own;
-and a SIGTERM the kernel handed to one of the pool's threads waited for the next run to end.
+and a SIGTERM the kernel handed to one of the pool's threads waited for the next run to end;
+and a worker killed outright (the OOM killer) ended the exploration: no seed started after it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from floodmark.formats.edn import EdnError
 from floodmark.owners import owner_alive, start_ticks
 from floodmark.run import explore
 from floodmark.run.explore import explore_local
+from floodmark.run.worker_pool import MAX_BROKEN_POOLS
 
 
 def test_a_time_budget_too_short_for_any_run_still_runs_the_first_seed(
@@ -200,28 +202,131 @@ def _seed_whose_worker_is_killed(seed: int, variant: str, store: str, keep_all: 
     return explore.Explored(seed, True, (), None, 1.0, 1.0)
 
 
-def test_a_worker_killed_on_its_own_ends_the_exploration_without_a_traceback(
+def test_a_worker_killed_on_its_own_costs_its_pools_seeds_and_the_exploration_goes_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker killed outright breaks the process pool: submitting the next seed raised
-    BrokenProcessPool out of the explorer (a traceback). Now every seed the pool held is
-    unknown, saying why, none starts after them, and the dead worker's partial run is gone."""
+    BrokenProcessPool out of the explorer (a traceback); then every seed the pool held was
+    unknown and none started after them (one OOM kill ended a night's exploration). Now the
+    seeds the pool held are unknown, saying why, the dead worker's partial run is gone, and
+    the seeds after run in a new pool."""
     monkeypatch.setattr(explore, "run_seed", _seed_whose_worker_is_killed)
     found = explore_local(range(1, 40), "default", str(tmp_path), jobs=2)
-    unknown = [f for f in found if f.valid == "unknown"]
-    assert 2 in {f.seed for f in unknown}
-    assert all(f.error == explore.WORKER_DIED for f in unknown)
-    assert len(found) < 39  # no seed started after the pool broke
+    assert [f.seed for f in found] == list(range(1, 40))  # every seed reported, in order
+    unknown = {f.seed: f.error for f in found if f.valid == "unknown"}
+    assert 2 in unknown and len(unknown) <= 2, unknown  # seed 2's pool held two seeds at most
+    assert set(unknown.values()) == {explore.WORKER_DIED}
+    assert "no seed started after it" not in explore.WORKER_DIED
+    assert all(f.valid is True for f in found if f.seed > 3)  # 3 at the latest waited in the broken pool
+    assert explore.worker_died(found) and not explore.workers_kept_dying(found)
     assert not list((tmp_path / "explore-default").glob(".partial-*"))
     assert multiprocessing.active_children() == []
 
 
-def test_floodmark_explore_says_a_worker_died_and_exits_unknown(
+def test_floodmark_explore_says_a_worker_died_runs_every_seed_and_exits_unknown(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(explore, "run_seed", _seed_whose_worker_is_killed)
     store = tmp_path / "store"
     assert main(["explore", "--runs", "40", "--jobs", "2", "--no-shrink", "--store", str(store)]) == 2
     err = capsys.readouterr().err
-    assert "seeds not run: a worker process died outright" in err and "Traceback" not in err
+    assert "UNKNOWN (a worker process died outright" in err and "Traceback" not in err, err
+    assert "floodmark explore: 40 runs in" in err and "seeds not run" not in err, err
+
+
+def _seed_whose_worker_is_always_killed(seed: int, variant: str, store: str, keep_all: bool = False,
+                                        workload: str = "queue") -> explore.Explored:
+    """Every seed's worker is killed outright (a memory limit every run exceeds, say)."""
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError("killed")
+
+
+def test_pools_that_keep_breaking_stop_the_exploration_saying_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers that die as soon as they run a seed must not make the explorer start pools
+    for ever, reporting each seed unknown: it stops after MAX_BROKEN_POOLS in a row."""
+    monkeypatch.setattr(explore, "run_seed", _seed_whose_worker_is_always_killed)
+    started = time.monotonic()
+    found = explore_local(range(1, 40), "default", str(tmp_path), jobs=1)
+    assert time.monotonic() - started < 60
+    # One seed in each pool (one job): the last pool's says the exploration stopped.
+    assert [f.seed for f in found] == list(range(1, MAX_BROKEN_POOLS + 1))
+    assert all(f.valid == "unknown" for f in found)
+    assert [f.error for f in found] == [explore.WORKER_DIED] * (MAX_BROKEN_POOLS - 1) + [explore.WORKERS_KEPT_DYING]
+    assert f"{MAX_BROKEN_POOLS} pools in a row broke" in explore.WORKERS_KEPT_DYING
+    assert explore.worker_died(found) and explore.workers_kept_dying(found)
+    assert multiprocessing.active_children() == []
+
+
+def test_floodmark_explore_says_workers_kept_dying_and_exits_unknown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(explore, "run_seed", _seed_whose_worker_is_always_killed)
+    assert main(["explore", "--runs", "40", "--jobs", "2", "--no-shrink", "--store", str(tmp_path / "store")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    # Each pool held one or two seeds (the second may find the pool already broken, and go to the next).
+    runs = int(err.split("floodmark explore: ")[-1].split(" runs in")[0])
+    assert MAX_BROKEN_POOLS <= runs <= 2 * MAX_BROKEN_POOLS, err
+    assert (f"({40 - runs} of 40 seeds not run: worker processes kept dying outright, {MAX_BROKEN_POOLS} pools "
+            "of them in a row with no seed finishing") in err, err
+    assert f"{MAX_BROKEN_POOLS} pools in a row broke so with no seed finishing in between" in err, err
+
+
+def _seed_whose_worker_is_killed_unless_a_multiple_of_3(seed: int, variant: str, store: str, keep_all: bool = False,
+                                                         workload: str = "queue") -> explore.Explored:
+    if seed % 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return explore.Explored(seed, True, (), None, 1.0, 1.0)
+
+
+def test_a_seed_finishing_between_broken_pools_keeps_the_exploration_going(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only pools broken in a row, with no seed finishing in between, stop it: here two break,
+    then a seed passes, and so on, MAX_BROKEN_POOLS never reached."""
+    assert MAX_BROKEN_POOLS > 2
+    monkeypatch.setattr(explore, "run_seed", _seed_whose_worker_is_killed_unless_a_multiple_of_3)
+    found = explore_local(range(1, 13), "default", str(tmp_path), jobs=1)
+    assert [f.seed for f in found] == list(range(1, 13))
+    assert {f.seed: f.valid for f in found} == {seed: True if seed % 3 == 0 else "unknown" for seed in range(1, 13)}
+    assert not explore.workers_kept_dying(found)
+    assert multiprocessing.active_children() == []
+
+
+def _seed_whose_worker_is_killed_then_slow(seed: int, variant: str, store: str, keep_all: bool = False,
+                                           workload: str = "queue") -> explore.Explored:
+    """Seed 1's worker is killed outright; each seed after says in ``store`` it has begun and
+    takes longer than an interrupt may wait."""
+    if seed == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _slow_seed(seed, variant, store, keep_all, workload)
+
+
+def test_an_interrupt_stops_the_pool_started_after_a_break(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SIGTERM after a pool broke and another took its seeds stops the live pool's workers
+    (not the broken one's, long gone) and reports what the broken one held."""
+    monkeypatch.setattr(explore, "run_seed", _seed_whose_worker_is_killed_then_slow)
+    done = threading.Event()
+    sent: list[float] = []
+
+    def sigterm_once_the_new_pool_runs() -> None:
+        deadline = time.monotonic() + 180
+        while not (tmp_path / "began-2").exists() and time.monotonic() < deadline and not done.is_set():
+            time.sleep(0.05)
+        if (tmp_path / "began-2").exists() and not done.is_set():
+            sent.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    signaller = threading.Thread(target=sigterm_once_the_new_pool_runs, daemon=True)
+    signaller.start()
+    reported: list[explore.Explored] = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            explore_local([1, 2, 3], "default", str(tmp_path), jobs=1, on_result=reported.append)
+    finally:
+        done.set()
+        signaller.join()
+    assert sent and time.monotonic() - sent[0] < 10  # not the 30 s a run takes
+    assert [(f.seed, f.error) for f in reported] == [(1, explore.WORKER_DIED)]
+    assert not (tmp_path / "began-3").exists()
+    assert multiprocessing.active_children() == []
 
 
 class _TwoPartError(Exception):
