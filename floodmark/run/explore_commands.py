@@ -21,6 +21,7 @@ from floodmark.errors import UsageError, given_text
 from floodmark.reference.protocol.variants import VARIANTS
 from floodmark.run.argument_checks import given_run_dir, usable_store
 from floodmark.run.swarm import exploration_key, swarm_config
+from floodmark.run.worker_pool import MAX_BROKEN_POOLS
 from floodmark.run_dirs import rundir
 
 if TYPE_CHECKING:
@@ -125,8 +126,6 @@ def _cut_short(args: argparse.Namespace, runs: int, invalid: int, planned: int, 
     if runs >= planned:
         return ""
     if workers_kept_dying:
-        from floodmark.run.worker_pool import MAX_BROKEN_POOLS
-
         why = (f"worker processes kept dying outright, {MAX_BROKEN_POOLS} pools of them in a row with no seed "
                "finishing (the unknown seeds above say which they held)")
     elif args.stop_on_first and invalid:
