@@ -57,7 +57,7 @@ faults). Start there.
 starts, a fault it cannot apply, and so is a fault that starts at or after the time limit
 (it would never run), one the cluster's layout leaves nothing to do (a bridge on two
 brokers, a follower's fetches with replication factor 1) and a cut, pause, clock, disk,
-message or stall fault lasting 0 s; a fault lasting past the time limit is ended by the
+message or stall fault lasting 0 s (or under a nanosecond); a fault lasting past the time limit is ended by the
 final heal-all, once the clients' last operations have completed (or by its own end, if
 that comes first), which the run says before it starts (schedule.json's stopped_at says when).
 The schedule's seed and time limit (a run's schedule.json states both) are the test's, over

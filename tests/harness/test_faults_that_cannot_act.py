@@ -121,3 +121,21 @@ def test_a_fault_held_for_no_time_is_refused_and_an_act_is_not(kind: str, shape:
     problems = refusals("sim", Schedule((Fault(4, kind, shape, 1.0, 0.0, 1),), 10.0), nemeses, 3, 6.0, 10.0, 3)
     assert problems == ([f"fault 4 ({kind}:{shape}): a duration of 0 s heals it as it starts, so it does nothing"]
                         if refused else [])
+
+
+@pytest.mark.parametrize("duration", [5e-324, 1e-300, 1e-17, 9.99e-10])
+@pytest.mark.parametrize(("kind", "shape", "refused"), [
+    ("partition", "isolate-one", True), ("pause", "random-short", True), ("message", "drop-fetch-request", True),
+    ("clock", "bump-forward", True), ("kill", "leader", False), ("session", "leader", False),
+])
+def test_a_fault_held_for_less_than_a_nanosecond_is_refused_as_one_held_for_none(
+        kind: str, shape: str, refused: bool, duration: float) -> None:
+    """Below the history's nanosecond a held fault starts and heals at one instant (5e-324 s
+    added to a start of 2 s is 2 s): a pause so long was run and counted as having taken
+    effect, though a duration of 0 s is refused for doing nothing."""
+    nemeses = make_nemeses(sim_config(3, 3, ",".join(k for k in ALL_KINDS if k != "upgrade")))
+    problems = refusals("sim", Schedule((Fault(4, kind, shape, 2.0, duration, 1),), 10.0), nemeses, 3, 6.0, 10.0, 3)
+    assert problems == ([f"fault 4 ({kind}:{shape}): a duration of {duration:g} s heals it as it starts, so it "
+                         "does nothing (the history counts time in nanoseconds)"] if refused else [])
+    held = Schedule((Fault(4, kind, shape, 2.0, 1e-9, 1),), 10.0)  # a nanosecond: in force for one
+    assert refusals("sim", held, nemeses, 3, 6.0, 10.0, 3) == []
