@@ -192,7 +192,9 @@ def register(subparsers: Any) -> None:
         description="Run smaller and smaller versions of a failing simulated run (fewer faults, "
                     "shorter, shorter faults, fewer brokers, lighter load), keeping each that is "
                     "still invalid with one of the original anomaly types. The smallest becomes a "
-                    "run directory of its own; floodmark repro replays it.",
+                    "run directory of its own; floodmark repro replays it. A run whose schedule.json "
+                    "was edited since is refused (what failed was the schedule before the edit): "
+                    "replay it with floodmark repro and shrink that run.",
         epilog="exit codes: 0 shrunk (or already minimal), 254 bad arguments, 130 interrupted (the smallest "
                "failing run so far kept).",
     )

@@ -238,6 +238,12 @@ def load_failure(path: Path) -> tuple[TestConfig, Schedule, frozenset[str]]:
     if not os.path.lexists(run.config) or not os.path.lexists(run.schedule):  # there: read, or named
         raise UsageError(f"{path}: not a run directory (needs {rundir.CONFIG} and {rundir.SCHEDULE})")
     replayed = replayed_test(run)
+    if replayed.edited is not None:
+        # The shrink starts from the schedule as it now is, taken to fail without a run (the
+        # original is never run again): edited, it failed nowhere, and "stays the smallest"
+        # named a run whose schedule.json no longer is what failed.
+        raise UsageError(f"{run.schedule}: edited since the run ({replayed.edited}), so it is not the schedule "
+                         f"that failed; replay it first (floodmark repro {path}) and shrink that run if it fails")
     config, schedule = replayed.config, replayed.schedule
     if config.cluster != "sim":
         raise UsageError(f"{path}: a {config.cluster} run; only simulated runs can be shrunk "

@@ -162,3 +162,33 @@ def test_a_real_shrunk_failure_is_minimal_and_replays_identically(tmp_path: Path
     err = capsys.readouterr().err
     assert "replay identical" in err
     assert json.loads((minimal / "results.json").read_text())["valid"] is False
+
+
+@pytest.fixture(scope="module")
+def failing_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    found = run_seed(1000, "truncate-to-hw", str(tmp_path_factory.mktemp("failing") / "store"))
+    assert found.valid is False and found.run_dir is not None
+    return Path(found.run_dir)
+
+
+@pytest.mark.parametrize(("edit", "said"), [
+    (lambda recorded: recorded.update(faults=recorded["faults"][1:]), "fault 0 not as the run executed"),
+    (lambda recorded: recorded.update(time_limit=recorded["time_limit"] - 1), "time limit "),
+])
+def test_a_run_whose_schedule_was_edited_since_is_not_shrunk_as_the_failure(
+        failing_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: object, said: str) -> None:
+    """The shrink takes its starting schedule to fail without running it: edited by hand, it
+    had failed nowhere, and when nothing smaller failed the run was said to "stay the
+    smallest" failing run while its schedule.json was no longer what failed."""
+    import shutil
+
+    run = tmp_path / "store" / "t" / failing_run.name
+    shutil.copytree(failing_run, run)
+    recorded = json.loads((run / "schedule.json").read_text())
+    edit(recorded)  # type: ignore[operator]
+    (run / "schedule.json").write_text(json.dumps(recorded))
+    assert main(["shrink", "--budget", "1", str(run)]) == 254
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"floodmark shrink: error: {run / 'schedule.json'}: edited since the run ({said}"), line
+    assert f"floodmark repro {run}) and shrink that run if it fails" in line, line
+    assert not (tmp_path / "store" / "latest").exists()  # (no candidate was run)
