@@ -29,7 +29,8 @@ a fault's planned ``start``, seconds after the workload started.
 A nemesis plans with ``random.Random(fault.seed)``, so replaying the schedule replays its
 choices too. ``heal_all`` ends everything of every kind, whether or not the driver remembers
 starting it; the runner calls it once the fault phase ends, and again (best effort) if
-anything failed.
+anything failed. At the phase's end it first heals each fault still in force (one planned to
+last past the time limit) with its own stop, so its evidence is recorded as any fault's is.
 """
 
 from __future__ import annotations
@@ -120,9 +121,11 @@ class FaultDriver:
             self.recorder.record("ok", NEMESIS, f"start-{fault.kind}", result)
         self.schedule_log.changed()
 
-    async def stop(self, fault: Fault) -> None:
+    async def stop(self, fault: Fault, ended_early: dict[str, Any] | None = None) -> None:
+        """Heal ``fault`` and record it; ``ended_early`` (said in the stop's invocation and
+        completion too) when the heal-all, not its planned end, ends it."""
         executed = self.schedule_log.record(fault)
-        planned = {"fault": fault.number, "shape": fault.shape}
+        planned = {"fault": fault.number, "shape": fault.shape, **(ended_early or {})}
         self.recorder.record("invoke", NEMESIS, f"stop-{fault.kind}", planned)
         self.active.pop(fault.number, None)
         plan = self.plans.pop(fault.number, None)
@@ -140,7 +143,7 @@ class FaultDriver:
         except Exception as e:
             executed.error = self._failed(f"stop-{fault.kind}", planned, e)
         else:
-            executed.stop = result
+            executed.stop = result = {**result, **(ended_early or {})}
             self.recorder.record("ok", NEMESIS, f"stop-{fault.kind}", result)
         executed.stopped_at = self._elapsed()
         self.schedule_log.changed()
@@ -168,12 +171,17 @@ class FaultDriver:
         log.debug("%d planned faults never started: the fault phase ended first", len(faults))
         self.schedule_log.changed()
 
-    async def heal_all(self) -> dict[str, Any]:
-        """Heal every kind on every node; records one ``heal-all`` op with each kind's account."""
+    async def heal_all(self, each: bool = True) -> dict[str, Any]:
+        """Heal every kind on every node; records one ``heal-all`` op with each kind's account.
+
+        With ``each`` (the run's end, not the best effort after a failure), every fault still in
+        force is first healed as its own stop would (:meth:`_end_in_force`)."""
         kinds = tuple(sorted(self.nemeses.kinds))
         loop = asyncio.get_running_loop()  # a best-effort heal-all after a failure runs on a new loop
         healing, self.healing = [t for t in self.healing if t.get_loop() is loop], []
         await asyncio.gather(*healing, return_exceptions=True)  # each records its own end
+        if each:
+            await self._end_in_force()
         self.recorder.record("invoke", NEMESIS, "heal-all", {"kinds": list(kinds)})
         healed: dict[str, Any]
         try:
@@ -197,10 +205,23 @@ class FaultDriver:
         self.schedule_log.save()
         return healed
 
+    async def _end_in_force(self) -> None:
+        """Heal each fault still in force (one planned to last past the time limit), in the
+        order of its planned end, as its stop would have, marked as ended by the heal-all.
+
+        What a fault did is read from its stop (a message rule's counts, a long pause's lost
+        session, an upgrade's steps, a stall's strike): ended only by the heal-all, whose
+        account is per kind, such a fault had none, and the run said a message fault that
+        dropped hundreds of fetches, or a long pause that cost its broker the session, did
+        not take effect ("ZooKeeper did not answer")."""
+        for fault in sorted(self.active.values(), key=lambda f: (f.end, f.number)):
+            await self.stop(fault, {"ended_by": "heal-all", "planned_end": fault.end})
+
     def _ended_by_heal_all(self, errors: dict[str, Any]) -> None:
-        """Record, in schedule.json, when the heal-all ended each fault still in force (one
-        lasting past the time limit, or in force when the run was interrupted), and how: its
-        stop never came, and without this its record said nothing of its end."""
+        """Record, in schedule.json, when the heal-all ended each fault still in force (in
+        force when the run failed or was interrupted: at the phase's end none is, see
+        :meth:`_end_in_force`), and how: its stop never came, and without this its record
+        said nothing of its end."""
         ended = self._elapsed()
         for fault in self.active.values():
             executed = self.schedule_log.record(fault)

@@ -334,7 +334,7 @@ class Runner:
         try:
             if not healed:
                 try:
-                    backend.run(driver.heal_all())
+                    backend.run(driver.heal_all(each=False))
                 except KeyboardInterrupt as e:
                     self._interrupted_late(e, recorder)
                     self.say(f"heal-all after a failure did not complete: {e!r}")

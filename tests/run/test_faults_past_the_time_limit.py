@@ -70,10 +70,14 @@ def test_schedule_json_records_when_the_heal_all_ended_it(past_the_limit: tuple[
     _, _, run_dir = past_the_limit
     recorded = json.loads((run_dir / "schedule.json").read_text())
     executed = recorded["executed"][0]
-    assert executed["stop_result"] == {"ended_by": "heal-all", "planned_end": 11.0}, executed
-    heal_all = [op for op in read_history(run_dir / "history.jsonl") if op.f == "heal-all"]
-    kill = [op for op in read_history(run_dir / "history.jsonl") if op.f == "start-kill"]
-    ended = (heal_all[-1].time - kill[0].time) / 1e9 + executed["started_at"]
+    # Healed as its own stop would (the broker restarted), before the heal-all of every kind.
+    assert executed["stop_result"] == {"restarted": {"n1": 1002}, "ended_by": "heal-all", "planned_end": 11.0}
+    history = read_history(run_dir / "history.jsonl")
+    heal_all = [op for op in history if op.f == "heal-all"]
+    kill = [op for op in history if op.f == "start-kill"]
+    [stop] = [op for op in history if op.f == "stop-kill" and op.type == "ok"]
+    assert stop.value == executed["stop_result"] and stop.time <= heal_all[0].time
+    ended = (stop.time - kill[0].time) / 1e9 + executed["started_at"]
     assert 3.0 <= executed["stopped_at"] < 11.0
     assert executed["stopped_at"] == pytest.approx(ended, abs=1e-3)
     assert executed["error"] is None
@@ -105,7 +109,8 @@ def test_many_faults_past_the_time_limit_are_counted_in_one_line(
 
 def test_a_fault_the_heal_all_failed_to_end_records_the_failure(tmp_path: Path) -> None:
     """The heal-all's account of the fault's kind says it failed: the fault's record says so
-    too, rather than that it ended."""
+    too, rather than that it ended. (The heal-all after a failure: the one at the phase's end
+    heals each fault in force with its own stop first.)"""
     import asyncio
 
     from fault_driver_fixtures import kill_driver
@@ -119,10 +124,36 @@ def test_a_fault_the_heal_all_failed_to_end_records_the_failure(tmp_path: Path) 
         stop = asyncio.Event()
         asyncio.get_running_loop().call_later(0.1, stop.set)
         await driver.run(recorder.seconds(), stop)
-        await driver.heal_all()
+        await driver.heal_all(each=False)
 
     asyncio.run(past_the_limit())
     recorder.close()
     executed = json.loads((tmp_path / "schedule.json").read_text())["executed"][0]
     assert executed["stop_result"] == {"ended_by": "heal-all", "planned_end": 30.0}
     assert executed["error"] == "heal-all kill: n2 would not start" and executed["stopped_at"] >= 0.1
+
+
+@pytest.mark.parametrize(("nemesis", "faults", "took_effect"), [
+    ("message,pause", [fault(0, 1.0, 30.0, "message", "drop-zookeeper-reply"), fault(1, 1.5, 30.0, "pause", "random-long")],
+     "message 1/1, pause 1/1"),
+    ("upgrade", [fault(0, 1.0, 30.0, "upgrade", "double-roll")], "upgrade 1/1"),
+])
+def test_a_fault_the_heal_all_ends_is_judged_by_what_it_did(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], nemesis: str, faults: list[dict[str, Any]],
+        took_effect: str) -> None:
+    """What a fault did is read from its stop; ended by the heal-all, whose account is per kind,
+    it had none, and the run said that a message fault that dropped ZooKeeper replies for 7 s, a long
+    pause that cost its broker the session ("ZooKeeper did not answer") and a whole upgrade
+    did not take effect. Now each is healed by its own stop, marked as ended by the heal-all."""
+    path = tmp_path / "schedule.json"
+    path.write_text(json.dumps({"time_limit": 8, "faults": faults}))
+    code = main(["run", "--cluster", "sim", "--seed", "3", *LIGHT, "--nemesis", nemesis,
+                 "--schedule", str(path), "--store", str(tmp_path / "store")])
+    lines = capsys.readouterr().err.splitlines()
+    assert code == 0 and f"floodmark: faults that took effect: {took_effect}" in lines, lines
+    run_dir = (tmp_path / "store" / "latest").resolve()
+    stops = [op for op in read_history(run_dir / "history.jsonl") if op.f.startswith("stop-") and op.type == "ok"]
+    assert [(op.value["ended_by"], op.value["planned_end"]) for op in stops] == [("heal-all", f["start"] + 30.0)
+                                                                                 for f in faults]
+    for executed in json.loads((run_dir / "schedule.json").read_text())["executed"]:
+        assert executed["stop_result"]["ended_by"] == "heal-all" and executed["error"] is None, executed
