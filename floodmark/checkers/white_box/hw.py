@@ -17,11 +17,14 @@ there is proven only where the broker itself says its HW went down from the valu
 any other is held unproven and makes the verdict unknown, not invalid.
 
 A broker also says when it lowers its HW itself (``hw_changed`` with a ``previous`` above
-the new HW, after truncating below it): a decrease unless the HW stood above the log end
-already, as after a power loss took records below a checkpointed HW (the replica's own loss,
-which it fetches back). A new leader's HW may start below its predecessor's; the design
-allows it (the new leader learns the HW from its followers), so epochs are never compared
-with each other here.
+the new HW, after truncating below it): a decrease when the truncation since its last HW
+cut below that HW, unless the HW stood above the log end already, as after a power loss
+took records below a checkpointed HW (the replica's own loss, which it fetches back; a
+restart's ``recovery`` truncation starts the partition afresh, as above). A new leader's
+HW may start below its predecessor's; the design allows it (the new leader learns the HW
+from its followers), and a follower's HW follows its leader's, so a follower that cut only
+a divergent suffix above its HW and then takes a lower HW from its new leader lowered
+nothing it had committed. Epochs are never compared with each other here.
 
 The committed offset is the greatest HW ever exposed to a client: an ``acks=all``
 acknowledgement at offset *o* exposes *o*+1, a poll exposes the HW it reports and every
@@ -161,7 +164,9 @@ class _Scan:
         # order. Only partitions this node ever truncates need tracking.
         truncated = {(e.body.topic, e.body.partition) for e in events if isinstance(e.body, Truncated)}
         held: dict[PartitionKey, list[tuple[int, tuple[str, ...]]]] = {}
-        log_end_before: dict[PartitionKey, int] = {}  # where the last truncation cut each log from
+        # partition -> (from, to) of the last truncation since the node last stated its HW: a HW
+        # it lowers next is lowered by that cut only if the cut went below it
+        cut: dict[PartitionKey, tuple[int, int]] = {}
         leader_hw = self.leader_hw
         recorded = self.recorded
         for event in events:
@@ -171,12 +176,16 @@ class _Scan:
                 hw, epoch, log_end = body.high_watermark, body.leader_epoch, body.log_end
                 as_leader = body.role == "leader"
                 stated = body.previous
-                if body.previous > hw and body.previous <= log_end_before.get((body.topic, body.partition), -1):
+                by = cut.pop((body.topic, body.partition), None) if cut else None
+                # A HW lowered where no cut went below it is a new epoch's lower start (a
+                # follower's HW follows its new leader's), judged per epoch below.
+                if by is not None and hw < body.previous and by[1] < body.previous <= by[0]:
                     self._stated_decrease(node, event.seq, body)
             elif isinstance(body, BecameLeader):
                 hw, epoch, log_end = body.high_watermark, body.leader_epoch, body.log_end
                 as_leader = True
                 stated = None
+                cut.pop((body.topic, body.partition), None)
                 leading[(body.topic, body.partition)] = epoch
                 self.leaderships.append((node, event.seq, (body.topic, body.partition), epoch, log_end))
             elif isinstance(body, Appended):
@@ -201,9 +210,11 @@ class _Scan:
                 continue
             elif isinstance(body, Truncated):
                 key = (body.topic, body.partition)
-                log_end_before[key] = body.from_offset
-                if body.reason == "recovery":  # at start-up: the process is new
+                if body.reason == "recovery":  # at start-up: the process is new, and may start lower
                     _restarted(last_hw, leading, key)
+                    cut.pop(key, None)
+                else:
+                    cut[key] = (body.from_offset, body.to_offset)
                 if key in held:
                     lost = _drop_from(held[key], body.to_offset, self.committed.get(key, {}))
                     # Crash recovery losing unflushed records is this replica's loss only:
@@ -214,7 +225,7 @@ class _Scan:
             elif isinstance(body, Started | Stopped):
                 last_hw.clear()  # a restarted broker recovers its HW from a checkpoint that may lag
                 leading.clear()
-                log_end_before.clear()
+                cut.clear()
                 continue
             else:
                 continue

@@ -149,6 +149,24 @@ def test_a_broker_that_says_it_lowered_its_hw_below_records_it_held_is_caught() 
     assert check({"n2": stale}).valid is True
 
 
+def test_a_follower_taking_its_new_leaders_lower_hw_after_cutting_only_above_its_own_is_valid() -> None:
+    # n3 followed epoch 1 to HW 3 with an uncommitted record at 3; on following epoch 2 it cuts
+    # that divergent record (4 -> 3, above its HW) and takes the new leader's lower HW 2, as a
+    # Kafka follower does (min of its leader's HW and its log end): nothing committed went.
+    cut_above = events("n3", appended(0, ("a", "b", "c", "x")), hw(0, 3, epoch=1, log_end=4, role="follower"),
+                       truncated(2, 4, 3, "diverging_epoch"), hw(3, 2, epoch=2, log_end=3, role="follower"))
+    assert check({"n3": cut_above}).valid is True
+    # A cut long before (below a HW of 1 then, since fetched back past) says nothing of a later one.
+    earlier = events("n3", appended(0, ("a", "b", "x")), hw(0, 1, epoch=1, log_end=3, role="follower"),
+                     truncated(2, 3, 2, "diverging_epoch"), appended(2, ("c", "d")),
+                     hw(1, 4, epoch=2, log_end=4, role="follower"), hw(4, 3, epoch=3, log_end=4, role="follower"))
+    assert check({"n3": earlier}).valid is True
+    # A restart whose recovery lost unflushed records below the checkpointed HW caps the HW at
+    # what it kept: the new process starts lower (the replica's own loss, fetched back).
+    recovered = events("n3", Started(), truncated(-1, 5, 2, "recovery"), hw(4, 2, epoch=2, log_end=2, role="follower"))
+    assert check({"n3": recovered}).valid is True
+
+
 def test_hw_and_leader_checks_are_unknown_without_every_brokers_events() -> None:
     from floodmark.checkers.white_box.leader import LeaderChecker
 
