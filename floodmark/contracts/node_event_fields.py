@@ -34,7 +34,7 @@ MINIMUMS: dict[str, tuple[int, str]] = {
     **dict.fromkeys(("leader_epoch", "epoch", "epochs", "request_epoch", "current_leader_epoch",
                      "requested_leader_epoch"), _EPOCH),
     **dict.fromkeys(("offset", "first_offset", "high_watermark", "log_end", "previous", "from_offset",
-                     "to_offset", "joined_log_end", "partition"), _FROM_ZERO),
+                     "to_offset", "joined_log_end", "joined_progress", "partition"), _FROM_ZERO),
 }
 
 

@@ -127,8 +127,10 @@ class IsrChanged(PartitionEvent):
     node: it wrote a new one (``change``: "shrink" | "expand"), or it lost that conditional
     write and adopted the one the controller had written meanwhile ("controller"). ``zxid``:
     the ZooKeeper transaction id of its own write (where it wrote one), which orders it
-    against every other ZooKeeper write. An "expand" names the ``joined`` replica and the
-    log end it had reached when it was admitted (``joined_log_end``)."""
+    against every other ZooKeeper write. An "expand" names the ``joined`` replica, the
+    log end it had reached when it was admitted (``joined_log_end``), and the log end the
+    leader knew it to have when the write landed (``joined_progress``: it may have fetched
+    more while the write was in flight)."""
 
     kind: ClassVar[str] = "isr_changed"
     leader_epoch: int
@@ -138,6 +140,7 @@ class IsrChanged(PartitionEvent):
     zxid: int | None = None
     joined: int | None = None
     joined_log_end: int | None = None
+    joined_progress: int | None = None
 
 
 ACKS_ALL = -1  # how a broker records the acks of an acks=all produce (Acked.acks)

@@ -392,6 +392,8 @@ class Partition:
         ``elr`` beside it."""
         joined = next((r for r in isr if r not in self.isr), None) if change == "expand" else None
         admitted_at = self.admitted_log_ends.pop(joined, None) if joined is not None else None
+        progress = self.followers.get(joined) if joined is not None else None
+        known = progress.log_end if progress is not None and progress.log_end != UNKNOWN_OFFSET else None
         self.isr = isr
         self.elr = elr
         self.zk_version = zk_version
@@ -399,7 +401,7 @@ class Partition:
         self.joining = ()
         self._emit(IsrChanged(topic=self.topic, partition=self.partition, leader_epoch=self.leader_epoch,
                               isr=isr, zk_version=zk_version, change=change, zxid=zxid, joined=joined,
-                              joined_log_end=admitted_at))
+                              joined_log_end=admitted_at, joined_progress=known))
         self.maybe_advance_high_watermark()
 
     def fence(self, why: str) -> None:
