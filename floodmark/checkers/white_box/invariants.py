@@ -32,6 +32,8 @@ events each broker records:
   recovery), kept a divergent record and fetched on past it ends with a log that differs
   from the committed one below its own HW. StrongIsr sees it too when the follower never held
   the committed record; only this sees one that held it and later holds another.
+- ``isr-admitted-behind-hw``: a leader's HW waits for the follower it is admitting (see
+  :mod:`.admission_progress`).
 - ``isr-admitted-lacking-committed``, ``stale-controller-write`` and
   ``isr-written-for-another-epoch``: StrongIsr when a follower joins the ISR, the
   controller-epoch fencing of ZooKeeper writes, and KIP-343's "only the current leader changes
@@ -66,6 +68,7 @@ from typing import Any
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.event_coverage import exposed_beyond_recorded
 from floodmark.checkers.permitted import LossPermissions
+from floodmark.checkers.white_box.admission_progress import admitted_behind_hw
 from floodmark.checkers.white_box.committed_prefix import BelowHwCheck, Commits, LeaderCheck
 from floodmark.checkers.white_box.epoch_invariants import (
     admissions_lacking_committed,
@@ -186,6 +189,7 @@ def _judge(run: CheckInput, stats: dict[str, Any]) -> tuple[list[Anomaly], set[i
     # Invariants across nodes, ordered by epochs and ZooKeeper zxids (see epoch_invariants).
     facts = gather(run.events)
     anomalies.extend(admissions_lacking_committed(facts))
+    anomalies.extend(admitted_behind_hw(run.events))  # each node's own order (see admission_progress)
     anomalies.extend(stale_controller_writes(facts))
     anomalies.extend(isr_writes_for_another_epoch(facts))
     return anomalies, unjudged

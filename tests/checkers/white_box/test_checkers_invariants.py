@@ -560,3 +560,33 @@ def test_events_of_more_brokers_than_the_configuration_states_are_not_judged_by_
     nameless = {n: events(n, kinds.BrokerState(state="Active", incarnation=1)) for n in ("n1", "n2", "n3")}
     result = LeaderChecker().check(CheckInput([], nameless, TestConfig(nodes=2)))
     assert result.valid == "unknown" and "events from n1, n2, n3" in result.stats["unjudged_because"]
+
+
+def admits(epoch: int, joined: int, progress: int, *isr: int) -> kinds.IsrChanged:
+    return kinds.IsrChanged(topic="t0", partition=0, leader_epoch=epoch, isr=isr, zk_version=4, change="expand",
+                            joined=joined, joined_log_end=progress - 1, joined_progress=progress)
+
+
+def test_an_expansion_that_lands_while_the_hw_is_beyond_the_joiner_is_caught() -> None:
+    # Mutation analysis (third round): a leader whose HW ignored the follower it was admitting
+    # (the ISR, not the maximal ISR) committed offset 1 while the write was in flight; n2
+    # entered the ISR with its log ending at 1 and fetched offset 1 only later, which
+    # StrongIsr, ordering nodes only by "ever held", cannot tell from the protocol at work.
+    story = {"n1": events("n1", kinds.Started(broker=1), appended(0, 1, "a", "b"), leads_at(1, 0, 1, 3), hw(0, 2, 1), admits(1, 2, 1, 1, 2, 3)),
+             "n2": events("n2", kinds.Started(broker=2), appended(0, 1, "a", "b", role="follower")),
+             "n3": events("n3", kinds.Started(broker=3), appended(0, 1, "a", "b", role="follower"))}
+    result = check(story)
+    assert types(result) == ["isr-admitted-behind-hw"]
+    anomaly = result.anomalies[0]
+    assert anomaly.offsets == (1,) and anomaly.events == (("n1", 4),) and anomaly.details["joined"] == 2
+    # The HW waiting for the joiner (at its progress) is the protocol at work.
+    story["n1"] = events("n1", kinds.Started(broker=1), appended(0, 1, "a", "b"), leads_at(1, 0, 1, 3), hw(0, 1, 1), admits(1, 2, 1, 1, 2, 3))
+    assert check(story).valid is True
+    # So is a HW the joiner's progress covers, and one of another epoch; an older writer's
+    # expansion (no progress recorded) is not judged.
+    story["n1"] = events("n1", kinds.Started(broker=1), appended(0, 1, "a", "b"), leads_at(1, 0, 1, 3), hw(0, 2, 1), admits(1, 2, 2, 1, 2, 3))
+    assert check(story).valid is True
+    story["n1"] = events("n1", kinds.Started(broker=1), appended(0, 1, "a", "b"), leads_at(1, 0, 1, 3), hw(0, 2, 1),
+                         kinds.IsrChanged(topic="t0", partition=0, leader_epoch=1, isr=(1, 2, 3), zk_version=4,
+                                          change="expand", joined=2, joined_log_end=0))
+    assert check(story).valid is True
