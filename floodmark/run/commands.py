@@ -229,8 +229,7 @@ def _add_command(subparsers: Any, name: str, func: Callable[[argparse.Namespace]
 def config_from_args(args: argparse.Namespace) -> TestConfig:
     """The configuration the options (and -f file) describe; bad values raise UsageError."""
     overrides = {key: getattr(args, key) for key in CONFIG_OPTIONS if getattr(args, key, None) is not None}
-    if args.file == "":  # named, but nothing: never the defaults in its place
-        raise UsageError("-f/--file: an empty file name")
+    given_text("-f/--file", args.file, "file name")  # named, but nothing: never the defaults in its place
     given_text("--name", args.name, "test name")  # "" would be the derived name, unasked
     try:
         if args.file is not None:
@@ -241,8 +240,7 @@ def config_from_args(args: argparse.Namespace) -> TestConfig:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    if args.schedule == "":  # named, but nothing: never the seed's schedule in its place
-        raise UsageError("--schedule: an empty file name")
+    given_text("--schedule", args.schedule, "file name")  # named, but nothing: never the seed's schedule
     config = config_from_args(args)
     schedule = None
     if args.schedule is not None:

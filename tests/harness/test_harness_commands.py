@@ -331,13 +331,17 @@ def test_a_schedule_fault_the_test_cannot_apply_is_refused_naming_the_backend(
     assert not any((tmp_path / "store").rglob("test.yaml"))  # refused before the run started
 
 
+@pytest.mark.parametrize("name", ["", " ", "\t"])
 @pytest.mark.parametrize(("option", "said"), [("--schedule", "--schedule"), ("-f", "-f/--file")])
-def test_an_empty_file_name_is_refused_not_taken_for_no_file(tmp_path: Path, option: str, said: str) -> None:
+def test_an_empty_file_name_is_refused_not_taken_for_no_file(tmp_path: Path, option: str, said: str,
+                                                              name: str) -> None:
     """Audit: ``--schedule ''`` ran the seed's own schedule, ``-f ''`` the default test (60 s
-    under every fault): another test than the one named, without a word."""
+    under every fault): another test than the one named, without a word. A blank name was
+    refused as a file that cannot be read, named as nothing ("error:  : cannot read")."""
     with pytest.raises(errors.UsageError) as refused:
-        commands.run_command(parse("run", "--cluster", "sim", option, "", "--store", str(tmp_path / "store")))
-    assert str(refused.value) == f"{said}: an empty file name"
+        commands.run_command(parse("run", "--cluster", "sim", option, name, "--store", str(tmp_path / "store")))
+    blank = "an empty" if not name else "a blank"
+    assert str(refused.value).startswith(f"{said}: {blank} file name ({name!r}); give one")
     assert not (tmp_path / "store").exists()
 
 
