@@ -75,7 +75,8 @@ def acknowledged_elsewhere(invoked: dict[str, Any], acknowledged: Any) -> tuple[
 
 def batch_problem(f: str, requested: Any, batch: dict[str, Any]) -> str | None:
     """What a poll's (or drain's) batch says against the positions the op fetched from: a
-    partition it did not fetch, or another offset to start from than it fetched at; and a
+    partition it did not fetch, or another offset to start from than it fetched at; a drain
+    that did not read from offset 0 (the batch's start, or the position it fetched from); and a
     start below 0, or a high watermark that is no offset (stated, it is one, though no
     checker reads it: a batch that states an impossible one is not to be trusted for the
     rest). None when it agrees (or the invocation states no positions to compare)."""
@@ -86,6 +87,13 @@ def batch_problem(f: str, requested: Any, batch: dict[str, Any]) -> str | None:
     if unfit_high_watermark(high_watermark):
         where = f"{f}'s batch of {_shown_key((topic, partition))} has high watermark"
         return offset_problem(high_watermark, where) or f"{where} {_shown(high_watermark)}, not an integer"
+    if f == "drain":
+        begun = start if start is not None else _requested_offset(requested, topic, partition)
+        if type(begun) is int and begun != 0:
+            # (what lies below where it began, it did not read: judged as a drain, it would
+            # vouch that the acknowledged records there were lost)
+            return (f"drain's batch of {_shown_key((topic, partition))} starts at offset {_shown(begun)}, "
+                    "but a drain reads its partition from offset 0")
     if type(requested) is not list:
         return None
     for position in requested:  # (a poll fetches a few partitions: one, most often)
@@ -99,6 +107,17 @@ def batch_problem(f: str, requested: Any, batch: dict[str, Any]) -> str | None:
                     f"{f} fetched it from {_shown(offset)}")
     fetched = ", ".join(_shown_key((p["topic"], p["partition"])) for p in requested)
     return f"{f} returned a batch of {_shown_key((topic, partition))}, a partition it did not fetch ({fetched or 'none'})"
+
+
+def _requested_offset(requested: Any, topic: Any, partition: Any) -> Any:
+    """The offset ``requested`` (an op's positions) says it fetched ``topic``/``partition``
+    from, or None."""
+    if type(requested) is list:
+        for position in requested:
+            if type(position) is dict and _same(position.get("topic"), topic) \
+                    and _same(position.get("partition"), partition):
+                return position.get("offset")
+    return None
 
 
 def read_problem(invoked: dict[str, Any], completed: dict[str, Any]) -> str | None:

@@ -23,7 +23,7 @@ offset, and an op whose ``f`` no queue or log workload has (a renamed ``send`` w
 otherwise hide its loss), and one whose completion contradicts its invocation or holds an
 offset below 0 (a record's, a batch's start, a batch's high watermark: :mod:`.op_agreement`):
 an acknowledgement naming another partition or value than was sent, a batch of a partition
-the poll did not fetch or from another position. The send of such an acknowledgement is
+the poll did not fetch or from another position, a drain's batch not read from offset 0. The send of such an acknowledgement is
 kept as one whose outcome is unknown, in both partitions; such a batch's records are kept
 as read, but in no consumer's order (nor as a drain's), and where that consumer stood after
 it is unknown, as after an assign (so is it after a malformed poll).

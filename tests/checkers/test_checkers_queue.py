@@ -161,7 +161,7 @@ def test_nonmonotonic_send() -> None:
     h = History()
     h.send(0, 0, "a", 3)
     h.send(0, 0, "b", 2)
-    h.poll(3, 0, 2, [(2, "b"), (3, "a")], f="drain")
+    h.poll(3, 0, 0, [(2, "b"), (3, "a")], f="drain")
     assert types(h) == {"nonmonotonic-send": 1}
 
 
@@ -396,3 +396,20 @@ def test_a_read_concurrent_with_the_send_it_read_is_no_future_read() -> None:
     h.add("ok", 0, "send", {"topic": "t0", "partition": 0, "value": "late", "offset": 1})
     h.poll(2, 0, 0, [(0, "v0"), (1, "late")], f="drain")
     assert check(h).valid is True
+
+
+def test_a_drain_not_from_offset_0_vouches_for_nothing_below_where_it_began() -> None:
+    # A drain that states it read t0/0 from offset 2 did not read offsets 0 and 1: taken as a
+    # drain of the whole partition, both checkers called the sends acknowledged there lost
+    # (invalid). A drain reads from offset 0; one that says otherwise contradicts what a drain
+    # is, and is listed as malformed: unknown, with no loss made up below it.
+    h = sent(3)
+    h.poll(9, 0, 2, [(2, "v2")], f="drain")
+    for result in (check(h), DurabilityChecker().check(CheckInput(h.ops, {}, TestConfig(acks="all")))):
+        assert result.valid == "unknown" and result.anomalies == [], result.anomalies
+        assert "from offset 0" in result.stats["malformed_ops"][0]["problem"]
+    # (stated by the position it fetched from alone, the batch naming no start: the same)
+    unstated = sent(3)
+    unstated.call(9, "drain", [{"topic": "t0", "partition": 0, "offset": 2}],
+                  [{"topic": "t0", "partition": 0, "records": [[2, "v2"]], "high_watermark": 3}])
+    assert check(unstated).valid == "unknown" and check(unstated).anomalies == []
