@@ -364,6 +364,31 @@ def test_partitioned_client_is_suspended_then_lost_and_its_ephemerals_vanish() -
         assert world.run(b.exists("/controller")) is None
 
 
+@pytest.mark.parametrize("heal_after", [1.0, None])
+def test_a_session_closed_while_cut_off_expires_after_its_timeout(heal_after: float | None) -> None:
+    """(regression, explore seeds 72,649 and 72,721) A client closed while it cannot reach the
+    server (a broker restarted by a disk heal while cut off from ZooKeeper) sends no close:
+    the server expires the session after its timeout, even when the link comes back before
+    then, since a closed client pings no more. Its heartbeat, which keeps the server's clock,
+    was cancelled by the close: the session lived for ever, holding /controller, and no
+    controller was elected again."""
+    with SimWorld(seed=1) as world:
+        n1, n2 = world.add_node("n1"), world.add_node("n2")
+        a = world.run(n1.coordination(6.0))
+        b = world.run(n2.coordination(6.0))
+        world.run(a.create("/controller", b"1", ephemeral=True))
+        world.partition({"n1"}, {"zk"})
+        world.run(a.close())
+        if heal_after is not None:
+            world.run_for(heal_after)
+            world.heal()
+        world.run_for(5.0)
+        assert world.zk.exists("/controller") is not None  # not yet: the timeout has not passed
+        world.run_for(2.0)
+        assert world.zk.exists("/controller") is None
+        assert world.run(b.exists("/controller")) is None
+
+
 def test_short_partition_reconnects_with_the_same_session() -> None:
     with SimWorld(seed=1) as world:
         n1 = world.add_node("n1")

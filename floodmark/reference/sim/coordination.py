@@ -186,10 +186,14 @@ class SimCoordination(SessionListeners):
         if self._closed:
             return
         self._closed = True
-        self._heartbeat.cancel()
         if self._world.zk_reachable(self._node.name, self._incarnation):
+            self._heartbeat.cancel()
             self._server.end_session(self._session)
-        # Otherwise the server expires the session after its timeout, as it would for real.
+        # Otherwise the server expires the session after its timeout, as it would for real:
+        # the heartbeat task, which keeps the server's clock for this session, goes on until
+        # then. (Cancelled here, it left the session alive for ever: a broker restarted while
+        # cut off from ZooKeeper kept /controller and its registration, so no controller was
+        # elected again and its next process never registered: explore seeds 72,649, 72,721.)
 
     # ------------------------------------------------------------------ liveness
 
@@ -205,7 +209,7 @@ class SimCoordination(SessionListeners):
             reachable = self._world.zk_reachable(self._node.name, self._incarnation)
             session = self._session
             if not session.expired:
-                if reachable:
+                if reachable and not self._closed:  # (a closed client pings no more)
                     session.last_heard = now
                 elif now - session.last_heard > session.timeout:
                     self._server.end_session(session)
