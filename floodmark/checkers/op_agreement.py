@@ -87,13 +87,8 @@ def batch_problem(f: str, requested: Any, batch: dict[str, Any]) -> str | None:
     if unfit_high_watermark(high_watermark):
         where = f"{f}'s batch of {_shown_key((topic, partition))} has high watermark"
         return offset_problem(high_watermark, where) or f"{where} {_shown(high_watermark)}, not an integer"
-    if f == "drain":
-        begun = start if start is not None else _requested_offset(requested, topic, partition)
-        if type(begun) is int and begun != 0:
-            # (what lies below where it began, it did not read: judged as a drain, it would
-            # vouch that the acknowledged records there were lost)
-            return (f"drain's batch of {_shown_key((topic, partition))} starts at offset {_shown(begun)}, "
-                    "but a drain reads its partition from offset 0")
+    if f == "drain" and type(start) is int and start != 0:
+        return _drain_not_from_zero(topic, partition, start)
     if type(requested) is not list:
         return None
     for position in requested:  # (a poll fetches a few partitions: one, most often)
@@ -101,6 +96,8 @@ def batch_problem(f: str, requested: Any, batch: dict[str, Any]) -> str | None:
             return None  # positions not stated as maps (a foreign history's poll): nothing to compare
         if _same(position["topic"], topic) and _same(position["partition"], partition):
             offset = position.get("offset")
+            if f == "drain" and start is None and type(offset) is int and offset != 0:
+                return _drain_not_from_zero(topic, partition, offset)
             if start is None or offset is None or _same(start, offset):
                 return None
             return (f"{f}'s batch of {_shown_key((topic, partition))} starts at offset {_shown(start)}, but the "
@@ -109,15 +106,11 @@ def batch_problem(f: str, requested: Any, batch: dict[str, Any]) -> str | None:
     return f"{f} returned a batch of {_shown_key((topic, partition))}, a partition it did not fetch ({fetched or 'none'})"
 
 
-def _requested_offset(requested: Any, topic: Any, partition: Any) -> Any:
-    """The offset ``requested`` (an op's positions) says it fetched ``topic``/``partition``
-    from, or None."""
-    if type(requested) is list:
-        for position in requested:
-            if type(position) is dict and _same(position.get("topic"), topic) \
-                    and _same(position.get("partition"), partition):
-                return position.get("offset")
-    return None
+def _drain_not_from_zero(topic: Any, partition: Any, begun: int) -> str:
+    # What lies below where it began, it did not read: judged as a drain, it would vouch
+    # that the acknowledged records there were lost.
+    return (f"drain's batch of {_shown_key((topic, partition))} starts at offset {_shown(begun)}, "
+            "but a drain reads its partition from offset 0")
 
 
 def read_problem(invoked: dict[str, Any], completed: dict[str, Any]) -> str | None:

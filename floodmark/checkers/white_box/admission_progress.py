@@ -39,11 +39,8 @@ def admitted_behind_hw(events: Mapping[str, Sequence[NodeEvent]]) -> list[Anomal
         hws: dict[PartitionKey, tuple[int, int]] = {}  # partition -> (leader epoch, HW as leader)
         for event in story:
             body = event.body
-            if type(body) is BecameLeader:
+            if type(body) is BecameLeader or (type(body) is HwChanged and body.role == "leader"):
                 hws[(body.topic, body.partition)] = (body.leader_epoch, body.high_watermark)
-            elif type(body) is HwChanged:
-                if body.role == "leader":
-                    hws[(body.topic, body.partition)] = (body.leader_epoch, body.high_watermark)
             elif type(body) is IsrChanged and body.joined is not None and body.joined_progress is not None:
                 key = (body.topic, body.partition)
                 epoch, hw = hws.get(key, (None, 0))
