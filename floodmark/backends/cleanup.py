@@ -133,17 +133,22 @@ def remove_docker_resources(run_id: str | None = None, stale_only: bool = True) 
         return []
     label = f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL
     removed = []
+    # Another harness (a parallel test, a run ending now) may remove its own container or
+    # network between our listing and our look at it: what is already gone is not an error.
     try:
-        for container in client.containers.list(all=True, filters={"label": label}):
+        for container in client.containers.list(all=True, filters={"label": label},
+                                                ignore_removed=True):
             if stale_only and owner_alive(container.labels.get(OWNER_LABEL, "")):
                 continue
-            container.remove(force=True)
-            removed.append(f"container {container.name}")
+            with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True)
+                removed.append(f"container {container.name}")
         for network in client.networks.list(filters={"label": label}):
             if stale_only and owner_alive(network.attrs.get("Labels", {}).get(OWNER_LABEL, "")):
                 continue
-            network.remove()
-            removed.append(f"network {network.name}")
+            with contextlib.suppress(docker.errors.NotFound):
+                network.remove()
+                removed.append(f"network {network.name}")
     finally:
         client.close()
     return removed

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import BACKENDS, leftovers, standin_cluster, start_child_harness
+from cluster_fixtures import (
+    BACKENDS,
+    leftovers,
+    require_docker,
+    standin_cluster,
+    start_child_harness,
+)
 
 from floodmark import owners
 from floodmark.backends import cleanup
@@ -112,3 +119,40 @@ def test_a_killed_harness_leaves_nothing_after_the_next_start(backend: str) -> N
         # A run whose harness is alive (this one) is not touched.
         assert leftovers(backend, live.run_id)
         assert all(node.is_running() for node in live.nodes)
+
+
+def test_a_container_removed_by_its_owner_while_cleanup_looks_is_no_error(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # CI saw the next start's cleanup fail with 'No such container': a parallel run removed
+    # its own container between the engine's listing and cleanup's look at it. Here the
+    # engine really removes one stale container at that moment; the other still goes.
+    require_docker()
+    from docker.models.containers import ContainerCollection
+
+    import docker
+    from floodmark.backends.images import BASE_IMAGE
+    from floodmark.harness.cluster import OWNER_LABEL, RUN_LABEL
+
+    client = docker.from_env()
+    run_id = f"race{int(time.time() * 1000) % 10**8}"
+    dead_owner = f"{owners.owner_token().split(':')[0]}:999999999:1"
+    made = [client.containers.create(BASE_IMAGE, ["true"], name=f"floodmark-{run_id}-{n}",
+                                     labels={RUN_LABEL: run_id, OWNER_LABEL: dead_owner})
+            for n in range(2)]
+    vanishing = made[0].id
+    look = ContainerCollection.get
+
+    def removed_just_before_the_look(self, container_id):  # type: ignore[no-untyped-def]
+        if container_id == vanishing:
+            client.api.remove_container(vanishing, force=True)
+        return look(self, container_id)
+
+    monkeypatch.setattr(ContainerCollection, "get", removed_just_before_the_look)
+    try:
+        removed = cleanup.remove_docker_resources(run_id)
+        assert removed == [f"container floodmark-{run_id}-1"]
+        assert client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}) == []
+    finally:
+        for container in made:
+            with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True)
+        client.close()
