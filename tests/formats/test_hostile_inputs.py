@@ -288,7 +288,7 @@ JEPSEN_KAFKA_EDN = b"""{:type :invoke, :f :assign, :value [1 2], :process 0}
 
 def test_a_jepsen_kafka_history_is_judged_by_the_queue_checker(tmp_path: Path) -> None:
     """Jepsen's kafka workload writes micro-op lists, which floodmark translates into queue
-    ops (tests/formats/test_formats_jepsen_kafka.py has the rest)."""
+    ops (tests/formats/jepsen/test_formats_jepsen_kafka.py has the rest)."""
     history = tmp_path / "kafka.edn"
     history.write_bytes(JEPSEN_KAFKA_EDN)
     done = floodmark("check", "--checker", "queue", str(history))

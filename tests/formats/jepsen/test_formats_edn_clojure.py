@@ -19,7 +19,7 @@ from floodmark.formats import edn
 from floodmark.formats.detect import format_of
 from floodmark.formats.jepsen_edn import parse_edn_history
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _register(write: str, read: str) -> str:

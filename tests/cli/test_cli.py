@@ -28,7 +28,7 @@ def _with_closed_stdout(*args: str) -> subprocess.CompletedProcess[str]:
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
         return subprocess.run([sys.executable, "-m", "floodmark", *args], stdout=write_end,
                               stderr=subprocess.PIPE, text=True, env=env, timeout=120)
     finally:
@@ -75,7 +75,7 @@ def _in_shell(redirections: str, *args: str, cwd: object) -> subprocess.Complete
     import shlex
     from pathlib import Path
 
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     command = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "floodmark", *args))
     return subprocess.run(["bash", "-c", f"{command} {redirections}"], cwd=cwd, capture_output=True,
                           text=True, env=env, timeout=120)

@@ -176,7 +176,7 @@ def test_reading_op_maps_keeps_little_more_than_a_dict_per_op() -> None:
 def test_reading_a_megabyte_of_op_maps_costs_well_under_the_reference_loop() -> None:
     # CPU time beside the calibration loop, measured together, so that load matters little:
     # a megabyte took 1.2-1.5 loops when each token was matched alone, about 0.3 now.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
     try:
         from calibration import machine_speed
     finally:

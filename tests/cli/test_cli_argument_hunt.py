@@ -210,7 +210,7 @@ def test_serve_with_an_empty_store_is_refused_not_serving_the_current_directory(
 
     done = subprocess.run([sys.executable, "-m", "floodmark", "serve", "--store", "", "--port", "0"],
                           capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert done.returncode == EXIT_BAD_ARGUMENTS, done.stderr
     assert done.stderr.splitlines() == [
         "floodmark serve: error: --store: an empty directory name (''); give one, or leave --store out for the "

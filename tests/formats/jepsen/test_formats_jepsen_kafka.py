@@ -30,7 +30,7 @@ from floodmark.formats.detect import load_history
 from floodmark.formats.jepsen_edn import parse_edn_history
 from floodmark.formats.jepsen_kafka import is_jepsen_kafka, translate
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def floodmark(*args: str) -> subprocess.CompletedProcess[str]:

@@ -21,7 +21,7 @@ from floodmark.errors import EXIT_BAD_ARGUMENTS, EXIT_INVALID, EXIT_VALID
 from floodmark.formats import edn
 from floodmark.formats.edn_instants import inst_text, uuid_text
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _check(tmp_path: Path, write: str, read: str) -> subprocess.CompletedProcess[str]:
