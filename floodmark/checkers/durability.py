@@ -31,7 +31,8 @@ import operator
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.queue_index import PartitionIndex, Read, index_for
+from floodmark.checkers.partition_index import PartitionIndex, Read
+from floodmark.checkers.queue_index import index_for
 from floodmark.contracts.results import Anomaly, CheckerResult, Validity
 
 _NOTHING = object()  # no value at an offset (a sentinel: equal to no value a history holds)

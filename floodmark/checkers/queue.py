@@ -58,7 +58,8 @@ from typing import Any
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.durability import inconsistent_offsets
-from floodmark.checkers.queue_index import PartitionIndex, QueueIndex, Send, index_for
+from floodmark.checkers.partition_index import PartitionIndex, Send
+from floodmark.checkers.queue_index import QueueIndex, index_for
 from floodmark.contracts.results import Anomaly, CheckerResult, Validity, anomaly_counts
 from floodmark.contracts.run_config import TestConfig
 
