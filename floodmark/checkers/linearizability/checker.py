@@ -34,7 +34,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from floodmark.checkers.api import CheckInput, NotJudgeable
-from floodmark.checkers.linearizability.independent import MissingValue, looks_independent
+from floodmark.checkers.linearizability.independent import (
+    MissingValue,
+    looks_independent,
+    names_keys_beside,
+)
 from floodmark.checkers.linearizability.models import (
     _UNSET,
     INCONSISTENT,
@@ -225,12 +229,15 @@ class Interpretation:
     independent: bool
     detected: bool  # independent because the history's shape said so (not asked)
     options: dict[str, Any]
+    keys_beside: bool = False  # one register per key its ops name beside their value (a :key field)
 
     def describe(self) -> str:
         """In words, for the verdict line: the model, and for registers their conventions."""
         what = self.model
         if self.independent:
             what += f" per key of jepsen.independent [key value] ops{' (detected)' if self.detected else ''}"
+        elif self.keys_beside:
+            what += " per key its ops name beside their value (detected)"
         if self.model in REGISTER_MODELS or self.model == "kv":
             initial = self.options.get("initial", "" if self.model == "kv" else None)
             start = {**self.options, "initial": initial}
@@ -271,6 +278,9 @@ class LinearizableChecker:
         independent, detected = self.independent, False
         if independent is None:
             independent = detected = model_name in ("register", "cas-register") and looks_independent(run.history)
+        # (ops that name their key beside their value: one register per key, unless told one register)
+        keys_beside = self.independent is None and not independent and model_name in ("register", "cas-register") \
+            and names_keys_beside(run.history)
         conventions = format_conventions(self.conventions, model_name) if self.conventions else {}
         options: dict[str, Any] = {
             "failed_cas_observed": _given(self.failed_cas_observed, conventions.get("failed_cas_observed", False)),
@@ -280,14 +290,15 @@ class LinearizableChecker:
             options["initial"] = self.initial
         elif "initial" in conventions:
             options["initial"] = conventions["initial"]
-        return Interpretation(model_name, independent, detected, options)
+        return Interpretation(model_name, independent, detected, options, keys_beside)
 
     def check(self, run: CheckInput) -> CheckerResult:
         started = time.monotonic()
         deadline = None if run.time_limit is None else started + run.time_limit
         seen = self.interpret(run)
         model_name = seen.model
-        build = lambda: make_model(model_name, independent=seen.independent, **seen.options)  # noqa: E731
+        build = lambda: make_model(model_name, independent=seen.independent, keys_beside=seen.keys_beside,  # noqa: E731
+                                   **seen.options)
         try:
             first = build()
         except (ValueError, TypeError) as e:  # an initial value or option the model cannot take

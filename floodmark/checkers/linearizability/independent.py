@@ -20,7 +20,10 @@ like this; a register that holds pairs would still be read with nil. ``floodmark
 
 The kv model takes such ops too, and two other ways of naming a key
 (:func:`kv_key_and_value`): Porcupine's ``:key`` beside the value, and a ``{"key", "value"}``
-map, as our JSONL writes it.
+map, as our JSONL writes it. Register ops may name their key those ways too
+(:func:`names_keys_beside`): each key is then its own register (:func:`key_beside_split`),
+as for ``[key value]`` ops. Judged as one register, ``write a 1``, ``write b 2``, ``read a
+2`` passed, a read of key ``a`` returning what only key ``b`` was given.
 """
 
 from __future__ import annotations
@@ -59,6 +62,32 @@ def looks_independent(ops: Iterable[Op]) -> bool:
         elif f == "cas" and not _pair(value[1]):
             return False
     return reads > 0
+
+
+def names_keys_beside(ops: Iterable[Op]) -> bool:
+    """True if the history's register ops name their key beside their value: one of them
+    has a ``key`` field (Porcupine's ``:key``), or every one's value is a ``{"key",
+    "value"}`` map (our JSONL's key-value ops)."""
+    maps = 0
+    for op in ops:
+        if op.process == NEMESIS or op.type != "invoke":
+            continue
+        if "key" in op.extra:
+            return True
+        if maps >= 0:
+            maps = maps + 1 if type(op.value) is dict and "key" in op.value else -1
+    return maps > 0
+
+
+def key_beside_split(value: Any, extra: dict[str, Any]) -> tuple[Hashable, Any]:
+    """(the key a register op names beside its value, the value for that key's register):
+    its ``key`` field, or the key of a ``{"key", "value"}`` map; refused if it names none."""
+    if "key" in extra:
+        return canonical(extra["key"]), value
+    if type(value) is dict and "key" in value:
+        return canonical(value["key"]), map_value(value)
+    raise ValueError(f"it names no key, where the history's other ops name theirs beside their value, "
+                     f"with {shown(value)}")
 
 
 def _pair(value: Any) -> bool:

@@ -18,8 +18,10 @@ from floodmark.checkers.linearizability.independent import looks_independent
 from floodmark.checkers.linearizability.models import make_model
 from floodmark.checkers.linearizability.synthetic import illegal_gets, kv_run, log_lin_run
 from floodmark.checkers.registry import check_history
+from floodmark.contracts.results import CheckerResult
 from floodmark.contracts.run_config import TestConfig
 from floodmark.formats.edn import EdnSet, Keyword
+from floodmark.formats.jepsen_edn import parse_edn_history
 
 
 def register_history() -> History:
@@ -297,6 +299,37 @@ def test_a_plain_register_history_does_not_look_independent() -> None:
     writes_only = sequential(("write", [1, 3], None), ("write", [2, 4], None))
     assert not looks_independent(writes_only.ops)  # no read to tell: ambiguous
     assert not looks_independent(sequential(("read", [1, None], [1, 3]), ("get", [1, None], [1, 3])).ops)
+
+
+KEYED = ('{:process 0 :type :invoke :f :write :key "a" :value 1}\n{:process 0 :type :ok :f :write :key "a" :value 1}\n'
+         '{:process 1 :type :invoke :f :write :key "b" :value 2}\n{:process 1 :type :ok :f :write :key "b" :value 2}\n'
+         '{:process 0 :type :invoke :f :read :key "a" :value nil}\n{:process 0 :type :ok :f :read :key "a" :value %s}\n')
+
+
+def test_register_ops_that_name_their_key_beside_their_value_are_one_register_per_key() -> None:
+    """(regression, 2026-11-29, found by crafting Porcupine-style ``:key`` fields onto a
+    register history) The key was ignored and every op judged as one register's: a read of
+    key a returning 2, which only key b was given, was VALID, and a read of a's own 1 INVALID."""
+    def check(read: str) -> CheckerResult:
+        ops = parse_edn_history(KEYED % read, "keyed.edn", check_pairs=True)
+        return LinearizableChecker(conventions="edn").check(CheckInput(ops))
+
+    assert check("2").valid is False
+    good = check("1")
+    assert good.valid is True and good.stats["objects"] == 2
+    assert "per key its ops name beside their value" in good.stats["interpretation"]
+    # our JSONL's {"key", "value"} maps, on every op, name the key too
+    maps = sequential(("write", {"key": "a", "value": 1}, None), ("write", {"key": "b", "value": 2}, None),
+                      ("read", {"key": "a", "value": None}, {"key": "a", "value": 1}))
+    assert verdict(maps) is True
+    maps.call(0, "read", {"key": "a", "value": None}, {"key": "a", "value": 2})
+    assert verdict(maps) is False
+    # an op that names no key among ops that do is refused, naming it; told, one register it is
+    mixed = parse_edn_history(KEYED.replace(':key "b" ', "") % "1", "keyed.edn", check_pairs=True)
+    with pytest.raises(ModelMismatch, match=r"^op 2 \(write 2\): it names no key"):
+        LinearizableChecker(conventions="edn").check(CheckInput(mixed))
+    ops = parse_edn_history(KEYED % "1", "keyed.edn", check_pairs=True)
+    assert LinearizableChecker(conventions="edn", independent=False).check(CheckInput(ops)).valid is False
 
 
 def test_explicit_independent_ops_must_be_pairs() -> None:

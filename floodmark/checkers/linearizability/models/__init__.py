@@ -32,19 +32,22 @@ MODEL_NAMES: tuple[str, ...] = ("cas-register", "register", "kv", "multi-registe
 _UNSET: Final = object()  # no initial value given (None is one: nil)
 
 
-def make_model(name: str, initial: Any = _UNSET, *, independent: bool = False, **register_options: bool) -> Model:
+def make_model(name: str, initial: Any = _UNSET, *, independent: bool = False, keys_beside: bool = False,
+               **register_options: bool) -> Model:
     """A fresh model instance (models may keep per-search tables, so one per search).
     ``register_options`` (failed_cas_observed, nil_reads_unknown) apply to register models,
     nil_reads_unknown to kv and multi-register too; ``independent``: one register per key
-    of ``[key value]`` ops (register models only). Without ``initial``, registers start at
+    of ``[key value]`` ops, ``keys_beside``: of ops that name their key beside their value
+    (register models only). Without ``initial``, registers start at
     nil (and kv's keys at the empty string, as in Porcupine)."""
-    if independent and name not in ("cas-register", "register"):
-        raise ValueError(f"independent [key value] registers are a register model's, not {name}'s")
+    if (independent or keys_beside) and name not in ("cas-register", "register"):
+        what = "independent [key value]" if independent else "keyed"
+        raise ValueError(f"{what} registers are a register model's, not {name}'s")
     start = None if initial is _UNSET else initial
     if name == "cas-register":
-        return CasRegister(start, independent=independent, **register_options)
+        return CasRegister(start, independent=independent, keys_beside=keys_beside, **register_options)
     if name == "register":
-        return Register(start, independent=independent, **register_options)
+        return Register(start, independent=independent, keys_beside=keys_beside, **register_options)
     if name == "kv":
         return KeyValue("" if initial is _UNSET else initial, **register_options)
     if name == "multi-register":

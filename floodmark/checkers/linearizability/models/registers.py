@@ -3,7 +3,8 @@
 A register is the simplest object whose histories are worth checking, and the one Knossos
 and Jepsen's etcd test judge; ``register`` is the same model without compare-and-set, so a
 history that has one is refused rather than judged by a model it does not fit. With
-``independent``, Jepsen's ``[key value]`` ops are one register per key. The key-value model
+``independent``, Jepsen's ``[key value]`` ops are one register per key, and with
+``keys_beside`` so are ops that name their key beside their value. The key-value model
 (:mod:`.kv`) holds one of these registers per key.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from floodmark.checkers.linearizability.independent import independent_split
+from floodmark.checkers.linearizability.independent import independent_split, key_beside_split
 from floodmark.checkers.linearizability.models.contract import DROP, INCONSISTENT, Model, Outcome
 from floodmark.checkers.linearizability.values import canonical, ordered
 from floodmark.checkers.linearizability.values import shown as _shown
@@ -27,7 +28,9 @@ class CasRegister(Model):
     ``nil_reads_unknown``: a read that returned nil tells nothing (Knossos's register
     model); otherwise nil is a value like any other (the etcd client's absent key).
     ``independent``: one register per key, every op's value a ``[key value]`` pair
-    (:mod:`floodmark.checkers.linearizability.independent`).
+    (:mod:`floodmark.checkers.linearizability.independent`); ``keys_beside``: one register
+    per key, every op naming its key beside its value (a ``:key`` field, a ``{"key",
+    "value"}`` map).
     """
 
     name = "cas-register"
@@ -36,18 +39,22 @@ class CasRegister(Model):
 
     def __init__(
         self, initial: Any = None, *, failed_cas_observed: bool = False, nil_reads_unknown: bool = False,
-        independent: bool = False,
+        independent: bool = False, keys_beside: bool = False,
     ) -> None:
         self._initial = canonical(initial)
         self.failed_cas_observed = failed_cas_observed
         self.nil_reads_unknown = nil_reads_unknown
-        self.independent = self.keyed = independent
+        self.independent = independent
+        self.keys_beside = keys_beside and not independent
+        self.keyed = independent or keys_beside
 
     def initial(self) -> Hashable:
         return self._initial  # type: ignore[no-any-return]
 
     def split(self, value: Any, extra: dict[str, Any]) -> tuple[Hashable, Any]:
-        return independent_split(value) if self.independent else (None, value)
+        if self.independent:
+            return independent_split(value)
+        return key_beside_split(value, extra) if self.keys_beside else (None, value)
 
     def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
         if f == "read":
