@@ -338,7 +338,10 @@ def _warn_if_edn_differs(out: Path, ops: list[Any], history_format: str, results
         theirs = {**theirs, "initial": ours["initial"]}
     if ours == theirs:
         return
-    options = {**_lin_options(args, "edn", model), "conventions": "edn", "independent": stats.get("independent")}
+    # (read as it was: [key value] ops as found, or else as the same arguments and ops read them)
+    options = {**_lin_options(args, "edn", model), "conventions": "edn"}
+    if stats.get("independent"):
+        options["independent"] = True
     again = judge_history(ops, {}, None, checkers=["linearizable"], time_limit=args.time_limit, **options)
     before, after = judged.get("valid"), again["linearizable"].valid if "linearizable" in again else "unknown"
     if after == before:

@@ -306,6 +306,20 @@ def test_to_edn_warns_when_floodmark_would_judge_the_edn_otherwise(tmp_path: Pat
     assert capsys.readouterr().err == ""
 
 
+def test_to_edn_judges_the_edn_of_keyed_register_ops_per_key_too(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """(regression, 2026-11-29, found converting a keyed JSONL history) The EDN was judged
+    again told that its ops were not independent ones, which also made it one register: the
+    warning said the EDN was INVALID, though checking it said VALID."""
+    keyed = write(tmp_path, "keyed.jsonl", jsonl_ops(("write", {"key": "a", "value": 1}, None),
+                                                     ("write", {"key": "b", "value": 2}, None),
+                                                     ("read", {"key": "a", "value": None}, {"key": "a", "value": 1})))
+    out = tmp_path / "keyed.edn"
+    assert main(["check", "--checker", "linearizable", str(keyed), "--to-edn", str(out)]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["check", "--checker", "linearizable", str(out)]) == 0
+
+
 def test_to_edn_keeps_an_edn_historys_values_as_they_were(tmp_path: Path) -> None:
     source = write(tmp_path, "h.edn", edn_ops('write {"a" 1}', "read nil -> {:a 1}", "write #{1 \\c :k}"))
     out = tmp_path / "out.edn"
