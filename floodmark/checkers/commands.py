@@ -91,9 +91,10 @@ def register(subparsers: Any) -> None:
                         help="linearizability model (default: guessed from the workload or the ops); only "
                              "the linearizable checker takes one, so a queue run or history refuses it")
     parser.add_argument("--independent", action=argparse.BooleanOptionalAction, default=None,
-                        help="the ops are Jepsen independent [key value] ones: check one register per key "
-                             "(default: so when there is a read and every read is invoked as [key nil]); --no-independent: "
-                             "one register holding the pairs")
+                        help="the ops are Jepsen independent [key value] ones: check one register (or mutex) per "
+                             "key (default: so when there is a read and every read is invoked as [key nil], or every "
+                             "acquire and release as [key value]; ops naming a :key are per key too); "
+                             "--no-independent: one register holding the pairs")
     parser.add_argument("--checker", metavar="NAME,...",
                         help=f"checkers to run, comma-separated, from: {', '.join(CHECKER_NAMES)} (on a "
                              "run directory, the other checkers' verdicts already in its results.json are kept while "
@@ -449,8 +450,8 @@ def run_check(args: argparse.Namespace) -> int:
         raise UsageError("--time-limit must be a positive number of seconds, at most 1000000")
     if args.initial is not None:
         _initial(args.initial)  # a bad --initial is a usage error before any path is read
-    if args.independent and args.model not in (None, "register", "cas-register"):
-        raise UsageError(f"--independent checks one register per key; --model {args.model} is no register model")
+    if args.independent and args.model not in (None, "register", "cas-register", "mutex"):
+        raise UsageError(f"--independent checks one register (or mutex) per key; --model {args.model} is neither")
     given_text("--to-edn", args.to_edn, "file name")
     for given in args.paths:
         given_text("PATH", given, "path")

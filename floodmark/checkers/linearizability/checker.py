@@ -37,11 +37,13 @@ from floodmark.checkers.api import CheckInput, NotJudgeable
 from floodmark.checkers.linearizability.independent import (
     MissingValue,
     looks_independent,
+    looks_independent_locks,
     names_keys_beside,
 )
 from floodmark.checkers.linearizability.models import (
     _UNSET,
     INCONSISTENT,
+    KEYED_MODELS,
     Log,
     Model,
     MultiRegister,
@@ -277,9 +279,10 @@ class LinearizableChecker:
         model_name = self.model or infer_model(run.history, run.config.workload if run.config else None)
         independent, detected = self.independent, False
         if independent is None:
-            independent = detected = model_name in ("register", "cas-register") and looks_independent(run.history)
-        # (ops that name their key beside their value: one register per key, unless told one register)
-        keys_beside = self.independent is None and not independent and model_name in ("register", "cas-register") \
+            looks = looks_independent_locks if model_name == "mutex" else looks_independent
+            independent = detected = model_name in KEYED_MODELS and looks(run.history)
+        # (ops that name their key beside their value: one object per key, unless told one object)
+        keys_beside = self.independent is None and not independent and model_name in KEYED_MODELS \
             and names_keys_beside(run.history)
         conventions = format_conventions(self.conventions, model_name) if self.conventions else {}
         options: dict[str, Any] = {

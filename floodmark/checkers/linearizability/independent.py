@@ -23,7 +23,9 @@ The kv model takes such ops too, and two other ways of naming a key
 map, as our JSONL writes it. Register ops may name their key those ways too
 (:func:`names_keys_beside`): each key is then its own register (:func:`key_beside_split`),
 as for ``[key value]`` ops. Judged as one register, ``write a 1``, ``write b 2``, ``read a
-2`` passed, a read of key ``a`` returning what only key ``b`` was given.
+2`` passed, a read of key ``a`` returning what only key ``b`` was given. A mutex's ops name
+their lock either way too (:func:`looks_independent_locks`): one mutex per key, so that two
+clients holding two locks at once are not called two holders of one.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from floodmark.checkers.linearizability.values import canonical, ordered, shown
 from floodmark.contracts.history import NEMESIS, Op
 
 REGISTER_FUNCTIONS = frozenset(("read", "write", "cas"))
+LOCK_FUNCTIONS = frozenset(("acquire", "release"))
 
 
 def independent_split(value: Any) -> tuple[Hashable, Any]:
@@ -62,6 +65,19 @@ def looks_independent(ops: Iterable[Op]) -> bool:
         elif f == "cas" and not _pair(value[1]):
             return False
     return reads > 0
+
+
+def looks_independent_locks(ops: Iterable[Op]) -> bool:
+    """True if the history is ``jepsen.independent`` lock ops: only acquires and releases, each
+    invoked with a ``[key value]`` pair (a mutex's ops carry no value of their own)."""
+    seen = False
+    for op in ops:
+        if op.process == NEMESIS or op.type != "invoke":
+            continue
+        if op.f not in LOCK_FUNCTIONS or not _pair(op.value):
+            return False
+        seen = True
+    return seen
 
 
 def names_keys_beside(ops: Iterable[Op]) -> bool:

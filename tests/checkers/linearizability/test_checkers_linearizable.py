@@ -332,6 +332,28 @@ def test_register_ops_that_name_their_key_beside_their_value_are_one_register_pe
     assert LinearizableChecker(conventions="edn", independent=False).check(CheckInput(ops)).valid is False
 
 
+LOCKS = ('{:process 0 :type :invoke :f :acquire %(a)s}\n{:process 0 :type :ok :f :acquire %(a)s}\n'
+         '{:process 0 :type :invoke :f :release %(b)s}\n{:process 0 :type :ok :f :release %(b)s}\n'
+         '{:process 1 :type :invoke :f :acquire %(a)s}\n{:process 1 :type :ok :f :acquire %(a)s}\n')
+
+
+@pytest.mark.parametrize(("a", "b", "how"), [(':key "a"', ':key "b"', "per key its ops name beside their value"),
+                                             (':value ["a" nil]', ':value ["b" nil]', "per key of jepsen.independent")])
+def test_lock_ops_that_name_their_lock_are_one_mutex_per_key(a: str, b: str, how: str) -> None:
+    """(regression, 2026-11-29, found crafting lock histories with keys) A mutex's ops were
+    judged as one mutex whatever lock they named: acquire a, release b, acquire a was VALID
+    (lock a held twice), and two clients holding locks a and b at once INVALID."""
+    def check(text: str, **options: object) -> CheckerResult:
+        ops = parse_edn_history(text, "locks.edn", check_pairs=True)
+        return LinearizableChecker(conventions="edn", **options).check(CheckInput(ops))  # type: ignore[arg-type]
+
+    result = check(LOCKS % {"a": a, "b": b})
+    assert result.valid is False and how in result.stats["interpretation"]
+    apart = "".join(line for line in (LOCKS % {"a": a, "b": b}).splitlines(keepends=True) if "process 1" not in line)
+    assert check(apart.replace(":release", ":acquire")).valid is True  # two locks, each held once
+    assert check(apart.replace(":release", ":acquire"), independent=False).valid is False  # told: one mutex
+
+
 def test_explicit_independent_ops_must_be_pairs() -> None:
     with pytest.raises(ModelMismatch, match=r"op 0 \(read nil\): an independent op's value is \[key value\]"):
         verdict(sequential(("read", None, 3)), independent=True)

@@ -24,11 +24,12 @@ from floodmark.checkers.linearizability.models.multi_register import MultiRegist
 from floodmark.checkers.linearizability.models.mutex import Mutex
 from floodmark.checkers.linearizability.models.registers import CasRegister, Register
 
-__all__ = ["INCONSISTENT", "MODEL_NAMES", "CasRegister", "KeyValue", "Log", "Model", "MultiRegister", "Mutex",
+__all__ = ["INCONSISTENT", "KEYED_MODELS", "MODEL_NAMES", "CasRegister", "KeyValue", "Log", "Model", "MultiRegister", "Mutex",
            "Register", "make_model"]
 
 MODEL_NAMES: tuple[str, ...] = ("cas-register", "register", "kv", "multi-register", "mutex", "log")
 
+KEYED_MODELS: tuple[str, ...] = ("cas-register", "register", "mutex")  # one object per key, if ops name keys
 _UNSET: Final = object()  # no initial value given (None is one: nil)
 
 
@@ -38,9 +39,9 @@ def make_model(name: str, initial: Any = _UNSET, *, independent: bool = False, k
     ``register_options`` (failed_cas_observed, nil_reads_unknown) apply to register models,
     nil_reads_unknown to kv and multi-register too; ``independent``: one register per key
     of ``[key value]`` ops, ``keys_beside``: of ops that name their key beside their value
-    (register models only). Without ``initial``, registers start at
+    (register and mutex models only). Without ``initial``, registers start at
     nil (and kv's keys at the empty string, as in Porcupine)."""
-    if (independent or keys_beside) and name not in ("cas-register", "register"):
+    if (independent or keys_beside) and name not in KEYED_MODELS:
         what = "independent [key value]" if independent else "keyed"
         raise ValueError(f"{what} registers are a register model's, not {name}'s")
     start = None if initial is _UNSET else initial
@@ -53,7 +54,7 @@ def make_model(name: str, initial: Any = _UNSET, *, independent: bool = False, k
     if name == "multi-register":
         return MultiRegister(start, nil_reads_unknown=register_options.get("nil_reads_unknown", False))
     if name == "mutex":
-        return Mutex()
+        return Mutex(independent=independent, keys_beside=keys_beside)
     if name == "log":
         return Log()
     raise ValueError(f"unknown model {name!r}; choose one of: {', '.join(MODEL_NAMES)}")
