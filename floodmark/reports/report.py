@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -96,6 +96,9 @@ def render_report(data: RunData, out_dir: Path) -> str:
     tables = ContextTables()
     views: AnomalyViews = _section(data, "the checkers' verdicts", AnomalyViews, lambda: checker_views(data, tables))
     checkers = views.checkers
+    vouched = data.results is None or data.verdict is not None
+    if not vouched:  # results.json's verdicts are not this run's (a warning says why): no checker's is shown
+        checkers = [replace(c, valid=None) for c in checkers]
     plots: list[Plot] = _section(data, "the plots", list, lambda: [latency_plot(table, faults),
                                                                  throughput_plot(table, faults)] if len(table) else [])
     partitions = _section(data, "the partition lanes", list, lambda: [
@@ -114,6 +117,7 @@ def render_report(data: RunData, out_dir: Path) -> str:
         "warnings": data.warnings,
         "interrupted": interrupted,
         "checkers": checkers,
+        "checkers_vouched": vouched,
         "anomaly_total": views.anomaly_total,
         "checkers_omitted": views.omitted,
         "bounds": page_bounds(),

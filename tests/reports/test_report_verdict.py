@@ -248,6 +248,32 @@ def test_node_events_cut_at_a_line_end_after_the_check_are_not_shown_under_its_v
                         "unchecked"]
 
 
+def _checker_verdicts(html: str) -> list[str]:
+    """The verdict of each row of the page's checker table, as shown."""
+    table = html[html.index('id="checker-summary"'):]
+    return re.findall(r'<span class="verdict [^"]*">([^<]*)</span>', table[:table.index("</table>")])
+
+
+def test_checkers_of_a_verdict_not_shown_are_not_shown_valid_either(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    # Found by hunting with a history edited after its check: the top line said "not checked",
+    # yet the checker table beneath it said every checker "valid" and "No anomalies: N checkers
+    # found nothing wrong", of files that are no longer the run's.
+    run = make_run(tmp_path / "store", ops=80).path
+    _write(run, {**_results(run), "judged_files": compute_digest(RunDir(run))})
+    assert _report(run, capsys)[:2] == (0, "valid")
+    assert set(_checker_verdicts((run / "report.html").read_text())) == {"valid"}
+    history = run / "history.jsonl"
+    history.write_text("".join(history.read_text().splitlines(keepends=True)[:-2]))
+    code, verdict, _ = _report(run, capsys)
+    html = (run / "report.html").read_text()
+    assert (code, verdict) == (254, "not checked")
+    shown = _checker_verdicts(html)
+    assert shown and set(shown) == {"not checked"}
+    assert "found nothing wrong" not in html
+    assert "are not this run&#39;s" in html or "are not this run's" in html
+
+
 @pytest.mark.parametrize("digest", [False, True])
 def test_a_results_file_of_another_run_is_not_shown_as_this_run_s_verdict(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], digest: bool) -> None:
