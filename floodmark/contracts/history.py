@@ -182,9 +182,18 @@ def _short(value: Any) -> str:
     return _kind(value)
 
 
+# In place of the f of a process's open invocation: its last op ended info, so it is retired.
+ENDED_INFO = "\x00ended info"
+
+
 def unpaired(op_type: str, process: Process, f: str, invoked: tuple[int, str] | None) -> str | None:
     """Why a client op of ``op_type`` and ``f`` breaks its process's pairing, given the
-    process's open invocation (its line and ``f``, None when none is open); None when it keeps it."""
+    process's open invocation (its line and ``f``, None when none is open; ``f`` is
+    :data:`ENDED_INFO` when its last op ended info); None when it keeps it."""
+    if invoked is not None and invoked[1] == ENDED_INFO:
+        return (f"{'a' if op_type == 'fail' else 'an'} {op_type} of process {process!r} after its "
+                f"op on line {invoked[0]} ended info: a process whose op ended info never issues another "
+                "(its worker goes on as a new process)")
     if op_type == "invoke":
         if invoked is None:
             return None
@@ -200,10 +209,11 @@ def unpaired(op_type: str, process: Process, f: str, invoked: tuple[int, str] | 
 class ProcessPairing:
     """Every completion must close its process's open invocation (Jepsen's rule).
 
-    A completion with no invocation, a second invocation while one is open, or a completion
-    of another function than the one invoked (``:invoke :read`` then ``:ok :re``) means the
-    history is damaged or not a history at all: judging it would ignore ops silently. The
-    nemesis is exempt (it may record what it did without an invocation).
+    A completion with no invocation, a second invocation while one is open, a completion
+    of another function than the one invoked (``:invoke :read`` then ``:ok :re``), or any op
+    of a process after one of its ops ended info (Jepsen retires such a process, as our
+    harness does) means the history is damaged or not a history at all: judging it would
+    ignore ops silently. The nemesis is exempt (it may record what it did without an invocation).
 
     ``entries``: for a part of a history read on its own (the pipeline's chunks), whose
     processes may have an invocation open from before it: each process's first op there is
@@ -231,6 +241,8 @@ class ProcessPairing:
                 raise HistoryError(self.source, line, problem)
         if op_type == "invoke":
             self.open[process] = (line, f)
+        elif op_type == "info":  # it may still be acting in the system: the process is retired
+            self.open[process] = (line, ENDED_INFO)
         else:
             self.open.pop(process, None)
 

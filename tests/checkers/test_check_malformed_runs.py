@@ -3,8 +3,9 @@ exit code outside {0, 1, 2, 254}, and never VALID about a run it did not read or
 
 A valid run directory (the synthetic queue run the checker tests use, with node events and
 test.yaml) is damaged in one of the ways a history or event file can be: a duplicate index,
-time going back, a completion without an invocation, a second invocation on one process,
-an ok op whose value has the wrong type, records read backwards, integers beyond 64 bits,
+time going back, a completion without an invocation, a second invocation on one process, an
+op of a process after one of its ops ended info, an ok op whose value has the wrong type,
+records read backwards, integers beyond 64 bits,
 NaN and Infinity, lines that are no objects, byte order marks, CRLF line ends, a line cut
 short, events with a number missing, events of a broker the run does not have, events after
 a clean stop with no start between, a test.yaml that disagrees with the history. Hypothesis
@@ -107,6 +108,16 @@ def completion_without_invocation(run: Path, data: st.DataObject) -> bool:
 def invoke_twice(run: Path, data: st.DataObject) -> bool:
     rows = _rows(run)
     rows[_index(rows, data, lambda r: r["type"] != "invoke" and r["process"] != "nemesis")]["type"] = "invoke"
+    _write(run, rows)
+    return False
+
+
+def an_op_after_info(run: Path, data: st.DataObject) -> bool:
+    """A completion turned info whose process goes on: no process does after an op ended info."""
+    rows = _rows(run)
+    later = {r["process"] for r in rows[len(rows) // 2:]}
+    rows[_index(rows, data, lambda r: r["type"] == "ok" and r["process"] in later
+                and r["index"] < len(rows) // 2)]["type"] = "info"
     _write(run, rows)
     return False
 
@@ -250,7 +261,8 @@ def a_test_yaml_that_disagrees(run: Path, data: st.DataObject) -> bool:
 
 
 DAMAGES: list[Damage] = [
-    duplicate_index, time_goes_back, completion_without_invocation, invoke_twice, ok_value_of_the_wrong_type,
+    duplicate_index, time_goes_back, completion_without_invocation, invoke_twice, an_op_after_info,
+    ok_value_of_the_wrong_type,
     records_read_backwards, integer_beyond_64_bits, not_a_number, a_line_that_is_no_object, byte_order_mark,
     byte_order_mark_inside, crlf, a_line_cut_short_inside, events_with_a_number_missing,
     events_of_a_node_the_run_does_not_have, events_after_a_clean_stop, events_missing, a_test_yaml_that_disagrees,

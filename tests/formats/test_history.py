@@ -129,6 +129,26 @@ def test_a_completion_of_another_function_than_the_one_invoked_is_refused(tmp_pa
         read_history(path, check_pairs=True)
 
 
+@pytest.mark.parametrize("next_type", ["invoke", "ok", "info"])
+def test_an_op_of_a_process_after_its_op_ended_info_is_refused(tmp_path, next_type) -> None:
+    # Found by hunting a real run's history: a send turned info whose process went on sending
+    # was judged VALID, though a process whose op ended info never issues another (it may
+    # still be acting in the system; the harness goes on under a new process, as Jepsen does).
+    path = tmp_path / "history.jsonl"
+    ops = [Op(0, 0, "invoke", 0, "send", {"topic": "t0", "partition": 0, "value": "a"}),
+           Op(1, 1, "info", 0, "send", {"topic": "t0", "partition": 0, "value": "a"}),
+           Op(2, 2, "invoke", 1, "send", {"topic": "t0", "partition": 0, "value": "b"}),
+           Op(3, 3, "ok", 1, "send", {"topic": "t0", "partition": 0, "value": "b", "offset": 0}),
+           Op(4, 4, next_type, 0, "send", {"topic": "t0", "partition": 0, "value": "c"})]
+    write_history(path, ops)
+    article = "an"
+    with pytest.raises(HistoryError, match=f"history.jsonl:5: {article} {next_type} of process 0 after its op on "
+                                           "line 2 ended info: a process whose op ended info never issues another"):
+        read_history(path, check_pairs=True)
+    write_history(path, ops[:4] + [Op(4, 4, "invoke", 2, "send", {"topic": "t0", "partition": 0, "value": "c"})])
+    assert len(read_history(path, check_pairs=True)) == 5  # its worker, as a new process: read
+
+
 def _with_a_key_twice(tmp_path):
     ops = [Op(0, 0, "invoke", 0, "send", {"topic": "t0", "partition": 0, "value": "a"}),
            Op(1, 1, "ok", 0, "send", {"topic": "t0", "partition": 0, "value": "a", "offset": 0})]

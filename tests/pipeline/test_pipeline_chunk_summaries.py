@@ -1,7 +1,7 @@
 """The chunks' summaries, reduced in chunk order, refuse a file exactly where check's reader does.
 
 Property-based: histories and node event files, mostly well-formed and damaged here and
-there (a pairing broken, time going back, an index missing, blank lines, a seq again or out
+there (a pairing broken, a process going on after an op of it ended info, time going back, an index missing, blank lines, a seq again or out
 of order, a stop followed by life, a claim to be another broker, another run's start, a topic
 the run lacks), cut at every chunk size; the reduction of the chunks' summaries
 (:func:`judge_history`, :func:`judge_event_file`) must say what the sequential readers say,
@@ -47,7 +47,8 @@ def _said(call: Any) -> str:
 # --------------------------------------------------------------------------- histories
 
 _STEP = st.tuples(st.integers(0, 2),  # the process (2 is the nemesis)
-                  st.integers(0, 30),  # a damage, now and then: 0 breaks the pairing, 1 the time, 2 the index
+                  st.integers(0, 30),  # a damage, now and then: 0 breaks the pairing, 1 the time, 2 the index,
+                  # 3 ends a completion info (its process is retired: another op of it is refused)
                   st.booleans())  # a blank line after it
 
 
@@ -63,7 +64,9 @@ def _history_lines(steps: list[tuple[int, int, bool]]) -> bytes:
         else:
             invoke = (process not in open_) != (damage == 0)
             open_ ^= {process}
-            op = {"type": "invoke" if invoke else "ok", "process": process, "f": "send", "value": [process, index]}
+            completion = "info" if damage == 3 else "ok"
+            op = {"type": "invoke" if invoke else completion, "process": process, "f": "send",
+                  "value": [process, index]}
         lines.append(json.dumps({"index": index - 1, "time": time, **op}))
         if blank:
             lines.append("")
