@@ -118,6 +118,10 @@ class TestConfig:
     # more sends (0: only the sends of the same event-loop turn share a batch). Kafka 4.0
     # made 5 ms its default (KIP-1030); ours stays 0 so every earlier run and seed replays.
     linger: float = 0.0
+    # Kafka's max.poll.records: the most records a consumer's poll takes of each partition it
+    # reads. With 100 the consumers keep up with the producers; with a few they fall behind
+    # the high watermark, so their position's advance past a short read is exercised too.
+    poll_max_records: int = 100
     # Which generation of the inter-broker protocol every broker speaks: legacy (no heartbeats,
     # the leader writes ISR changes to ZooKeeper), heartbeats (KIP-343's heartbeats and
     # self-fencing) or kip-343 (ISR changes proposed to the controller).
@@ -360,7 +364,8 @@ def field_items(values: Mapping[Any, Any], source: str) -> Iterator[tuple[str, A
         yield key, value
 
 
-_WHOLE = ("nodes", "topics", "partitions", "replication_factor", "min_insync_replicas", "concurrency")
+_WHOLE = ("nodes", "topics", "partitions", "replication_factor", "min_insync_replicas", "concurrency",
+          "poll_max_records")
 _SECONDS = ("time_limit", "rate", "recovery_time", "op_timeout", "drain_timeout", "check_time_limit",
             "zk_session_timeout", "linger")
 _WORDS = ("cluster", "workload", "variant", "inter_broker_protocol")

@@ -63,7 +63,7 @@ ACKS = ("all", 1, 0)
 MAX_NODES = 9
 # What one machine can run: more is a typo, and would only fail later (or never end).
 MAX_LAYOUT = {"topics": 100, "partitions": 100, "replication_factor": MAX_NODES, "min_insync_replicas": MAX_NODES,
-              "concurrency": 1000}
+              "concurrency": 1000, "poll_max_records": 100_000}
 MAX_RATE = 100_000.0  # client ops per second
 # Kafka's linger.ms is milliseconds (5 by default since Kafka 4.0); a second of linger
 # holds every send that long, which is a typo (ms read as seconds), not a test.

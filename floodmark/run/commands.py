@@ -95,7 +95,7 @@ exit codes: 0 valid, 1 invalid (an anomaly was found), 2 unknown, 254 bad argume
 CONFIG_OPTIONS = (
     "name", "seed", "cluster", "nodes", "workload", "nemesis", "time_limit", "variant", "topics",
     "partitions", "replication_factor", "min_insync_replicas", "acks", "rate", "concurrency",
-    "inter_broker_protocol", "linger",
+    "inter_broker_protocol", "linger", "poll_max_records",
 )
 
 
@@ -129,6 +129,9 @@ def register(subparsers: Any) -> None:
                            "them together as one request (Kafka's linger.ms, in seconds: 0.005 is 5 ms, "
                            "Kafka 4.0's default); at most 1 (default 0: only sends made at the same "
                            "moment share a request)")
+    load.add_argument("--poll-max-records", type=int, metavar="N",
+                      help="the most records a consumer's poll takes of each partition (Kafka's "
+                           "max.poll.records; default 100: a few make consumers lag behind)")
     load.add_argument("--topics", type=int, metavar="N", help="number of topics t0..tN-1 (default 2)")
     load.add_argument("--partitions", type=int, metavar="N", help="partitions per topic (default 3)")
     load.add_argument("--replication-factor", type=int, metavar="N", help="replicas per partition (default 3)")

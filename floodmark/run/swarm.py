@@ -6,12 +6,13 @@ of an exploration first draws its test's shape (:func:`swarm_config`): how many 
 replication factor and min.insync.replicas, topics and partitions, which fault kinds are on
 (a random subset: swarm testing, after Groce et al., since a kind that is off cannot mask the
 others), how long faults and quiet periods last, the load, the ZooKeeper session timeout, the
-inter-broker protocol and the producer's linger (so that sends from different workers share
-produce requests); and, for a share of the seeds that draw failover groups (a follower
-lagging as its leader fails, see ``nemesis.failover``), groups alone over a whole minute, as
-many as fit, since beside the other kinds a test held one at most. Every shape stays inside the durability contract (acks=all,
-min.insync.replicas of at least 2, no unclean election unless the variant turns it on), so
-an invalid run is a real bug, not a permitted loss.
+inter-broker protocol, the producer's linger (so that sends from different workers share
+produce requests) and the consumers' max.poll.records (so that they fall behind); and, for a
+share of the seeds that draw failover groups (a follower lagging as its leader fails, see
+``nemesis.failover``), groups alone over a whole minute, as many as fit, since beside the
+other kinds a test held one at most. Every shape stays inside the durability contract
+(acks=all, min.insync.replicas of at least 2, no unclean election unless the variant turns
+it on), so an invalid run is a real bug, not a permitted loss.
 
 The workload is the exploration's choice, not the seed's: the queue workload (sends and
 polls, judged for loss, order and duplicates) by default, or log-lin (appends and reads at
@@ -51,6 +52,11 @@ TRUNCATE_ON_FETCH_SHARE = 0.5  # of the seeds that draw kip-343
 # invocations are 5-20 ms apart (50-200 ops/s), so 5 ms joins sends to a shared partition
 # only at the higher rates (11 of 30 seeds whose workers share partitions), 20 ms in all 30.
 LINGER_SHARE, LINGERS = 0.5, (0.005, 0.02)
+# The consumers' max.poll.records a seed draws: Kafka's 100 for most seeds, else a few, so
+# that consumers fall behind the high watermark and each poll stops short of it (with 100
+# they keep up, and a consumer's advance past a short read went untested: a position moved
+# to the high watermark instead of past the last record read passed every seed).
+POLL_MAX_SHARE, POLL_MAX_RECORDS = 0.3, (1, 2, 5)
 
 
 def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = None,
@@ -118,6 +124,10 @@ def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = 
     # simulator. Its own stream, so that every other draw of every seed is what it was.
     lingers = Seeds(seed).stream("swarm-linger")
     values["linger"] = lingers.choice(LINGERS) if lingers.random() < LINGER_SHARE else 0.0
+    # The consumers' max.poll.records came after it: its own stream too.
+    polls = Seeds(seed).stream("swarm-poll-max-records")
+    if polls.random() < POLL_MAX_SHARE:
+        values["poll_max_records"] = polls.choice(POLL_MAX_RECORDS)
     config = make_config(values, f"swarm seed {seed}", base)
     return config.replace(name=f"explore-{exploration_key(variant, workload)}")
 

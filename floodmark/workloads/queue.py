@@ -43,7 +43,6 @@ Partition = tuple[str, int]
 
 REASSIGN_PROBABILITY = 0.05  # per consumer op
 MAX_ASSIGNED = 3  # partitions per consumer at most
-POLL_MAX_RECORDS = 100
 DRAIN_BATCH = 500
 
 
@@ -129,10 +128,10 @@ class QueueWorker(SessionWorker):
     async def _poll(self, session: ClientSession, value: list[dict[str, Any]]) -> Completion:
         if len(value) == 1:  # the common case; gather would add a task per partition
             d = value[0]
-            fetches = [await session.fetch(d["topic"], d["partition"], d["offset"], POLL_MAX_RECORDS)]
+            fetches = [await session.fetch(d["topic"], d["partition"], d["offset"], self.config.poll_max_records)]
         else:
             fetches = await asyncio.gather(*(
-                session.fetch(d["topic"], d["partition"], d["offset"], POLL_MAX_RECORDS) for d in value
+                session.fetch(d["topic"], d["partition"], d["offset"], self.config.poll_max_records) for d in value
             ))
         results, errors = [], []
         for d, fetched in zip(value, fetches):
