@@ -55,6 +55,8 @@ def test_python_m_exits_with_floodmarks_code_after_an_interrupt_it_caught(tmp_pa
     (tmp_path / "interrupted_floodmark.py").write_text(
         "import os, runpy, signal, sys\n"
         "import floodmark.cli\n"
+        # (as at a terminal: a test run started as a background job hands SIGINT on ignored)
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "def interrupted(argv):  # a command that catches Ctrl-C landing in exec'd code\n"
         "    try:\n"
         "        exec('os.kill(os.getpid(), signal.SIGINT)\\nfor _ in range(10**7): pass')\n"
