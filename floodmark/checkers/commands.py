@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from floodmark.checkers.registry import CHECKER_NAMES
+from floodmark.checkers.registry import CHECKER_NAMES, DESCRIPTIVE_CHECKERS, hold_short_of_valid
 from floodmark.errors import (
     EXIT_BAD_ARGUMENTS,
     SourceError,
@@ -297,15 +297,13 @@ def _judged_as_kafka(judged: dict[str, CheckerResult], unjudged: tuple[str, ...]
     """Say how a Jepsen kafka history was read, and make what it holds that no checker
     judges (transactions, records of failed polls) keep every verdict from valid."""
     for name, result in judged.items():
-        if name == "stats":
+        if name in DESCRIPTIVE_CHECKERS:
             continue
         result.stats.setdefault("interpretation", KAFKA_READ)
         if unjudged:
             result.stats["not_judged"] = list(unjudged)
-            if result.valid is not False:  # (an anomaly found stands; nothing else is vouched for)
-                result.valid = "unknown"
-                before = result.stats.get("unjudged_because")
-                result.stats["unjudged_because"] = "; ".join((*unjudged, *([before] if isinstance(before, str) else [])))
+    if unjudged:
+        hold_short_of_valid(judged, unjudged)
 
 
 def _note(text: str) -> None:

@@ -187,6 +187,7 @@ def judge_history(
     whole_file_gap: str | None = None,
     cut_short: frozenset[str] = frozenset(),
     files_recorded: bool = True,
+    history_torn_tail: str | None = None,
     **linearizable_options: Any,
 ) -> dict[str, CheckerResult]:
     """Each checker's judgement of a history (and node events) in memory.
@@ -196,10 +197,37 @@ def judge_history(
     ``whole_file_gap``: see :class:`CheckInput` (for events that are a part of each file);
     ``cut_short``: the nodes whose event file ends in a line cut short, ``files_recorded``:
     whether the files are known to be those the run wrote (both: see :class:`CheckInput`).
+    ``history_torn_tail``: where the history's last line was cut short and left unread (a
+    :class:`~floodmark.contracts.history.TornTail`'s ``where``), when ``ops`` are not the
+    :class:`OpsRead` that knows it (Spark's re-check rebuilds them from the store): no
+    checker is then valid (:func:`hold_short_of_valid`).
     """
     run = CheckInput(ops, events or {}, config, time_limit, whole_file_gap, cut_short, files_recorded)
     resolved = _resolve(checkers, config, ops, **linearizable_options)
-    return run_checkers(resolved, run)
+    judged = run_checkers(resolved, run)
+    torn = ops.torn_tail if isinstance(ops, OpsRead) and ops.torn_tail is not None else None
+    unread = torn.where if torn is not None else history_torn_tail
+    if unread is not None:
+        hold_short_of_valid(judged, (f"{unread}: the last line, cut short, was not read, and what it "
+                                     "recorded could be an anomaly",))
+    return judged
+
+
+# Checkers that describe a history and judge nothing in it: held to no verdict.
+DESCRIPTIVE_CHECKERS = frozenset({"stats"})
+
+
+def hold_short_of_valid(judged: dict[str, CheckerResult], unjudged: Sequence[str]) -> None:
+    """Make every judging checker of ``judged`` unknown at best, because ``unjudged`` (reasons,
+    each a phrase) names what the history holds that no checker read or judged: an anomaly
+    found stands, but nothing else is vouched for. Each reason goes first in the checker's
+    ``unjudged_because``."""
+    for name, result in judged.items():
+        if name in DESCRIPTIVE_CHECKERS or result.valid is False:
+            continue
+        result.valid = "unknown"
+        before = result.stats.get("unjudged_because")
+        result.stats["unjudged_because"] = "; ".join((*unjudged, *([before] if isinstance(before, str) else [])))
 
 
 def results_of(judged: dict[str, CheckerResult], config: TestConfig | None) -> dict[str, Any]:
@@ -219,12 +247,13 @@ def check_history(
     whole_file_gap: str | None = None,
     cut_short: frozenset[str] = frozenset(),
     files_recorded: bool = True,
+    history_torn_tail: str | None = None,
     **linearizable_options: Any,
 ) -> dict[str, Any]:
     """Judge a history (and node events) in memory; returns the results dict."""
     judged = judge_history(ops, events, config, checkers=checkers, time_limit=time_limit,
                            whole_file_gap=whole_file_gap, cut_short=cut_short, files_recorded=files_recorded,
-                           **linearizable_options)
+                           history_torn_tail=history_torn_tail, **linearizable_options)
     return results_of(judged, config)
 
 

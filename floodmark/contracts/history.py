@@ -255,8 +255,12 @@ class TornTail:
     line: int
     problem: str  # what parsing it said
 
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line}"
+
     def __str__(self) -> str:
-        return (f"{self.source}:{self.line}: not read: the last line is cut short, as a writer killed "
+        return (f"{self.where}: not read: the last line is cut short, as a writer killed "
                 f"mid-line leaves it ({self.problem})")
 
 
@@ -354,14 +358,16 @@ def index_out_of_sequence(index: int, expected: int) -> str:
     return f"index {index} out of sequence (expected {expected})"
 
 
-def iter_judged_history(path: str | os.PathLike[str], *, check_pairs: bool = True) -> Iterator[tuple[int, Op]]:
+def iter_judged_history(path: str | os.PathLike[str], *, check_pairs: bool = True,
+                        torn: Callable[[TornTail], None] | None = None) -> Iterator[tuple[int, Op]]:
     """(line number, op) for every op of a JSONL history, read lazily and held, as
     :func:`read_history` holds them, to dense indices from 0, time in order and (``check_pairs``)
-    every completion closing an invocation: a history larger than memory can be judged."""
+    every completion closing an invocation: a history larger than memory can be judged. A
+    torn last line left unread is handed to ``torn`` (as :class:`OpsRead` keeps it)."""
     source = str(path)
     with open(path, "rb") as f:
         skip_bom(f, source, HistoryError)
-        yield from _judged(_iter_lines(source, f, True, json_lines_parser(f)), source, True, check_pairs)
+        yield from _judged(_iter_lines(source, f, True, json_lines_parser(f), torn), source, True, check_pairs)
 
 
 def _checked(ops: OpsRead, numbered: Iterable[tuple[int, Op]], source: str, check_dense: bool,

@@ -27,6 +27,7 @@ from floodmark.checkers.run_partitions import PartitionBounds
 from floodmark.contracts.history import (
     HistoryError,
     Process,
+    TornTail,
     index_out_of_sequence,
     time_out_of_order,
     unpaired,
@@ -62,6 +63,7 @@ class ChunkSummary:
     # The file's last line is not blank and no newline ends it (cut mid-line, or after its
     # last character): what the sequential readers note as cut short.
     cut_short: bool = False
+    torn: tuple[int, str] | None = None  # (line, problem): that last line, cut mid-line and skipped
 
 
 @dataclass
@@ -109,6 +111,7 @@ class HistoryTotals:
     last_time: int | None
     witness_times: dict[int, int]
     bounds: PartitionBounds
+    torn_tail: TornTail | None  # the last line, cut short and left unread, as the readers leave it
 
 
 def _in_order(summaries: Iterable[ChunkSummary]) -> list[Any]:
@@ -124,6 +127,7 @@ def judge_history(summaries: Iterable[HistoryChunk], source: str, bounds: Partit
     first_time: int | None = None
     still_open: dict[Process, tuple[int, str]] = {}  # process -> (global line, f) of its open invocation
     times: dict[int, int] = {}
+    torn: TornTail | None = None
     for s in _in_order(summaries):
         problems: list[tuple[int, str]] = [] if s.error is None else [s.error]
         if s.first_index is not None and s.first_row_line is not None and s.first_time is not None:
@@ -154,9 +158,11 @@ def judge_history(summaries: Iterable[HistoryChunk], source: str, bounds: Partit
             last_time = s.last_time
         times.update(s.witness_times)
         bounds.merge(s.bounds)
+        if s.torn is not None:
+            torn = TornTail(source, lines_before + s.torn[0], s.torn[1])
         lines_before += s.lines
         rows_before += s.rows
-    return HistoryTotals(rows_before, first_time, last_time, times, bounds)
+    return HistoryTotals(rows_before, first_time, last_time, times, bounds, torn)
 
 
 Reorder = Callable[[dict[int, int]], tuple[tuple[int, int, int] | None, Life | None]]

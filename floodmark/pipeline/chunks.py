@@ -40,7 +40,7 @@ from floodmark.contracts.node_event_kinds import ControllerElected, Started
 from floodmark.contracts.node_events import NodeEvent, event_from_dict
 from floodmark.contracts.node_files import line_problem
 from floodmark.contracts.node_lives import Lives
-from floodmark.errors import SourceError
+from floodmark.errors import SourceError, one_line
 from floodmark.inputs.plain_values import json_lines_parser
 from floodmark.inputs.sources import HEAD_BLOCK, head_problem, skip_bom
 from floodmark.inputs.torn_lines import cut_short
@@ -184,6 +184,7 @@ def _parsed_lines(chunk: Chunk, summary: ChunkSummary, parse: Callable[[Any, int
             d = strict(raw)
         except ValueError as e:
             if not whole and cut_short(raw):
+                summary.torn = (number, one_line(str(e)))
                 continue
             summary.error = (number, str(e))
             return

@@ -136,7 +136,8 @@ def ingest_large_run(
         if anomalies:
             _append(spark.createDataFrame([_cells(r, schemas.ANOMALIES) for r in anomalies], schemas.ANOMALIES),
                     parquet / "anomalies", batch)
-        row = run_row(run_id, rd, config, results, totals.ops, totals.first_time, totals.last_time, cut_short)
+        row = run_row(run_id, rd, config, results, totals.ops, totals.first_time, totals.last_time, cut_short,
+                      None if totals.torn_tail is None else totals.torn_tail.where)
         # The runs row commits the batch: written last.
         _append(spark.createDataFrame([_cells(row, schemas.RUNS)], schemas.RUNS), parquet / "runs", batch)
     except BaseException:

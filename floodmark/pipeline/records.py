@@ -16,13 +16,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from floodmark.checkers.run_partitions import PartitionBounds
-from floodmark.contracts.history import NEMESIS, HistoryError, Op, iter_history, iter_judged_history
+from floodmark.contracts.history import (
+    NEMESIS,
+    HistoryError,
+    Op,
+    TornTail,
+    iter_history,
+    iter_judged_history,
+)
 from floodmark.contracts.node_events import (
     ControllerElected,
     ControllerResigned,
@@ -83,7 +90,8 @@ def iter_run_rows(run_dir: str | os.PathLike[str], store: str | os.PathLike[str]
     run_id = run_id_of(rd.path, Path(store))
     witnesses = witness_indices(results)
     bounds = PartitionBounds(config)
-    op_count, first_time, last_time, witness_times = _validate_history(rd, witnesses, bounds)
+    torn: list[TornTail] = []
+    op_count, first_time, last_time, witness_times = _validate_history(rd, witnesses, bounds, torn.append)
     cut_short: set[str] = set()  # as floodmark check reads them: the re-check is told the same
     try:
         events = read_events_dir(rd.events, topics=None if config is None else config.topic_names,
@@ -93,7 +101,8 @@ def iter_run_rows(run_dir: str | os.PathLike[str], store: str | os.PathLike[str]
         raise RunRejected(str(e)) from None
     except OSError as e:
         raise RunRejected(f"{rd.events}: {e.strerror or e}") from None
-    yield "runs", run_row(run_id, rd, config, results, op_count, first_time, last_time, cut_short)
+    yield "runs", run_row(run_id, rd, config, results, op_count, first_time, last_time, cut_short,
+                          torn[0].where if torn else None)
     for op in iter_history(rd.history):
         yield "ops", _op_row(run_id, op)
     for node in sorted(events):
@@ -130,16 +139,16 @@ def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) or value is None else json_text(value)
 
 
-def _validate_history(rd: RunDir, witnesses: set[int],
-                      bounds: PartitionBounds) -> tuple[int, int | None, int | None, dict[int, int]]:
+def _validate_history(rd: RunDir, witnesses: set[int], bounds: PartitionBounds,
+                      torn: Callable[[TornTail], None]) -> tuple[int, int | None, int | None, dict[int, int]]:
     """Stream the history once, judged as ``floodmark check`` reads it for its checkers (dense
     indices, well-formed ops in time order, every completion closing its process's invocation:
     :func:`~floodmark.contracts.history.iter_judged_history`), refusing it otherwise; note the
-    witnesses' times, and show ``bounds`` the nemesis's ops."""
+    witnesses' times, show ``bounds`` the nemesis's ops, and hand ``torn`` a torn last line."""
     count, first, last = 0, None, None
     times: dict[int, int] = {}
     try:
-        for _, op in iter_judged_history(rd.history):
+        for _, op in iter_judged_history(rd.history, torn=torn):
             if op.process == NEMESIS:
                 bounds.see(op)
             if first is None:
@@ -164,9 +173,11 @@ def _validity_text(value: Any) -> str | None:
 def run_row(
     run_id: str, rd: RunDir, config: TestConfig | None, results: dict[str, Any] | None,
     op_count: int, first_time: int | None, last_time: int | None, cut_short: Collection[str] = (),
+    history_torn_tail: str | None = None,
 ) -> Row:
     """The run's row; what a run without a configuration does not state is null. ``cut_short``:
-    the nodes whose event file ends in a line cut short (see :data:`schemas.RUNS`)."""
+    the nodes whose event file ends in a line cut short; ``history_torn_tail``: the history's
+    last line left unread (both: see :data:`schemas.RUNS`)."""
     seed = config.seed if config is not None else (results or {}).get("seed")
     variant = config.variant if config is not None else (results or {}).get("variant")
     duration = (last_time - first_time) if first_time is not None and last_time is not None else None
@@ -187,6 +198,7 @@ def run_row(
         "config_json": config_json(config),
         "cut_short": sorted(cut_short),
         "files_recorded": os.path.lexists(rd.digest),
+        "history_torn_tail": history_torn_tail,
     }
 
 

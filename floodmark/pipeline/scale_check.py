@@ -133,13 +133,16 @@ Shared = dict[str, tuple[list[Op], dict[str, list[NodeEvent]]]]
 def _checker(configs: dict[str, str | None], checkers: tuple[str, ...] | None, time_limit: float | None,
              shared: Any = None, gaps: dict[str, str] | None = None,
              cut_short: dict[str, frozenset[str]] | None = None,
-             unrecorded: frozenset[str] = frozenset()):  # type: ignore[no-untyped-def]
+             unrecorded: frozenset[str] = frozenset(),
+             torn_tails: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
     """The grouped UDF. ``shared`` (by-partition mode) broadcasts each run's ops and events
     that name no partition, which join every group of that run; ``gaps``, the runs whose
     event files miss lines (a group holds a part of each file, which cannot show it);
     ``cut_short``, per run, the nodes whose event file ends in a line cut short (the runs
     table's column), told to the checkers as ``floodmark check`` tells them; ``unrecorded``,
-    the runs ingested without a digest.json (their files may be cut at a line's end)."""
+    the runs ingested without a digest.json (their files may be cut at a line's end);
+    ``torn_tails``, per run, its history's last line left unread (the runs table's
+    ``history_torn_tail``), which keeps every verdict from valid as ``floodmark check`` keeps it."""
     from floodmark.checkers.registry import check_history, checker_names_for
 
     def check(ops_frame: pd.DataFrame, events_frame: pd.DataFrame) -> pd.DataFrame:
@@ -166,7 +169,8 @@ def _checker(configs: dict[str, str | None], checkers: tuple[str, ...] | None, t
         limit = time_limit if time_limit is not None or config is None else config.check_time_limit
         results = check_history(ops, events, config, checkers=list(names), time_limit=limit,
                                 whole_file_gap=gap, cut_short=(cut_short or {}).get(run_id, frozenset()),
-                                files_recorded=run_id not in unrecorded)
+                                files_recorded=run_id not in unrecorded,
+                                history_torn_tail=(torn_tails or {}).get(run_id))
         columns = OUTPUT.fieldNames()
         # Every cell filled (None, not NaN) so Arrow sees lists or nulls in the list columns.
         rows = [[row.get(c) for c in columns] for row in _output_rows(run_id, results, checkers)]
@@ -214,13 +218,14 @@ def check_runs(
 
     Each run is judged as ``floodmark check`` judges its directory: by its workload's
     checkers (a run without test.yaml, by those of the workload its ops suggest), told the
-    nodes whose event file was cut short and whether it held a digest, and, without a ``time_limit``, stopped at its
-    configuration's ``check_time_limit``.
+    nodes whose event file was cut short, whether it held a digest and its history's torn last
+    line, and, without a ``time_limit``, stopped at its configuration's ``check_time_limit``.
     """
-    stated = runs.select("run_id", "config_json", "cut_short", "files_recorded").collect()
+    stated = runs.select("run_id", "config_json", "cut_short", "files_recorded", "history_torn_tail").collect()
     configs = {r.run_id: r.config_json for r in stated}
     cut_short = {r.run_id: frozenset(r.cut_short) for r in stated if r.cut_short}
     unrecorded = frozenset(r.run_id for r in stated if r.files_recorded is False)
+    torn_tails = {r.run_id: r.history_torn_tail for r in stated if r.history_torn_tail is not None}
     ops = ops.drop("batch")
     events = events.drop("batch")
     shared = None
@@ -234,7 +239,7 @@ def check_runs(
         shared = spark.sparkContext.broadcast(_shared_rows(ops, events))
         groups = ["run_id", "pkey"]
     checker = _checker(configs, checkers, time_limit, shared, _event_gaps(events) if shared is not None else None,
-                       cut_short, unrecorded)
+                       cut_short, unrecorded, torn_tails)
     out = (
         grouped_ops.groupBy(*groups).cogroup(grouped_events.groupBy(*groups))
         .applyInPandas(checker, OUTPUT)

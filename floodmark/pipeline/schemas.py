@@ -43,6 +43,10 @@ RUNS = StructType([
     # member's story lacks past its end (checkers.story_ends), as ``floodmark check`` does.
     # Null in runs ingested before the column was added (read as held).
     StructField("files_recorded", BooleanType(), True),
+    # Where the history's last line was cut short and left unread ("FILE:LINE", a
+    # contracts.history.TornTail's ``where``), or null: no checker's re-check may then be valid, as ``floodmark check`` holds
+    # it. Null too in runs ingested before the column was added (read as none).
+    StructField("history_torn_tail", StringType(), True),
 ])
 
 OPS = StructType([

@@ -111,3 +111,35 @@ def test_the_report_and_the_pipeline_forgive_what_the_reader_forgives(tmp_path: 
     assert pipeline(path)[1] is not None and pipeline(path)[1][0] == 3  # type: ignore[index]
     path.write_bytes(_history([1, 2]) + b'{"index":2,"time":2,"type":"ok","process":0,"f":"write","node":5}')
     assert pipeline(path)[1] == (3, "node must be a string, got 5")
+
+
+def _register_lines(reads: list[int | None]) -> list[bytes]:
+    """A write of 1, then one read after another, each returning what ``reads`` says."""
+    ops = [Op(0, 0, "invoke", 0, "write", 1), Op(1, 1, "ok", 0, "write", 1)]
+    for value in reads:
+        ops += [Op(len(ops), len(ops), "invoke", 1, "read", None), Op(len(ops) + 1, len(ops) + 1, "ok", 1, "read", value)]
+    return [op.to_json().encode() + b"\n" for op in ops]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([1, 2]), min_size=1, max_size=4), st.data())
+def test_no_checker_is_valid_about_a_last_line_it_left_unread(reads: list[int], data: st.DataObject) -> None:
+    """The line a killed writer cut short recorded an op no checker read, which may have been
+    the anomaly (a read of a value never written, here): the verdict on the rest is unknown at
+    best, and an anomaly found in what was read stands (the audit's wrong VALID)."""
+    from floodmark.checkers.registry import judge_history
+
+    lines = _register_lines(reads)
+    last = lines[-1]
+    torn = b"".join(lines[:-1]) + last[: data.draw(st.integers(1, len(last) - 3))]  # (a cut that keeps the whole value never parses)
+    ops = parse_history(torn, "h.jsonl")
+    assert ops.torn_tail is not None
+    judged = judge_history(ops, checkers=["linearizable", "stats"])
+    read_invalid = 2 in reads[:-1]  # a read of 2 (never written) among the lines read
+    assert judged["linearizable"].valid == (False if read_invalid else "unknown")
+    assert judged["stats"].valid is True  # (it judges nothing)
+    if not read_invalid:
+        assert judged["linearizable"].stats["unjudged_because"].startswith(
+            f"h.jsonl:{len(lines)}: the last line, cut short, was not read")
+    whole = judge_history(parse_history(b"".join(lines), "h.jsonl"), checkers=["linearizable"])
+    assert whole["linearizable"].valid is (2 not in reads)

@@ -8,7 +8,8 @@ workload its ops suggest; analyze: linearizability alone), a configured ``check_
 completion closes no invocation (check refuses it; analyze judged it), without a digest,
 a node's event file that lost whole lines at its end (check: no proof, unknown; analyze
 said invalid), and a ``test.yaml`` no run has (min.insync above the replication factor, or
-an unknown variant: check refuses it; analyze judged the run by it). Each run's verdicts,
+an unknown variant: check refuses it; analyze judged the run by it), and a history whose
+last line was cut mid-write (both said valid of what they had not read). Each run's verdicts,
 per checker and overall, are check's own (``check_run`` on a copy), read small (one task per
 run) and large (in chunks).
 """
@@ -88,6 +89,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (lines_cut / "digest.json").unlink()
     events = lines_cut / "events" / "n1.jsonl"
     events.write_bytes(b"".join(events.read_bytes().splitlines(keepends=True)[:-20]))
+    # A valid queue run whose history ends in a line cut mid-write (no digest: it is the file
+    # the run wrote no longer).
+    torn = write_synthetic_run(root, "torn-tail", synthetic.queue_run(11, ops=300, partitions=3), 11)
+    (torn / "digest.json").unlink(missing_ok=True)
+    with open(torn / "history.jsonl", "ab") as f:
+        f.write(b'{"index": 600, "time": 1, "type": "ok", "process": 0, "f": "poll", "va')
     return root
 
 
@@ -147,6 +154,15 @@ def test_a_member_whose_story_ends_before_what_it_lacks_proves_nothing_without_a
     no proof from what the member's story lacks past its end (analyze said invalid)."""
     expected, actual = _of(check_said[0], "lines-cut"), _of(analyze_said[1], "lines-cut")
     assert expected["invariants"] == expected["overall"] == "unknown"
+    assert actual == expected
+
+
+def test_a_history_whose_last_line_was_cut_short_is_valid_to_neither(check_said, analyze_said):
+    """The line left unread could have recorded an anomaly: check holds every checker at
+    unknown (it said valid), and analyze's re-check, told by the runs table, says the same."""
+    expected, actual = _of(check_said[0], "torn-tail"), _of(analyze_said[1], "torn-tail")
+    assert expected["queue"] == expected["durability"] == expected["overall"] == "unknown"
+    assert expected["stats"] == "true"
     assert actual == expected
 
 
