@@ -106,6 +106,24 @@ def key_beside_split(value: Any, extra: dict[str, Any]) -> tuple[Hashable, Any]:
                      f"with {shown(value)}")
 
 
+class PerKey:
+    """What makes a model one object per key (the register and mutex models): its ops are
+    ``[key value]`` pairs (``independent``) or name their key beside their value
+    (``keys_beside``), or neither (one object, key None). A model mixes it in before
+    :class:`~floodmark.checkers.linearizability.models.contract.Model`, whose ``keyed`` and
+    ``split`` it gives."""
+
+    def __init__(self, *, independent: bool = False, keys_beside: bool = False) -> None:
+        self.independent = independent
+        self.keys_beside = keys_beside and not independent
+        self.keyed = independent or keys_beside
+
+    def split(self, value: Any, extra: dict[str, Any]) -> tuple[Hashable, Any]:
+        if self.independent:
+            return independent_split(value)
+        return key_beside_split(value, extra) if self.keys_beside else (None, value)
+
+
 def _pair(value: Any) -> bool:
     return type(value) is list and len(value) == 2
 

@@ -223,3 +223,14 @@ def test_an_ok_read_whose_completion_is_no_map_is_named_as_such(completed: objec
     read = {"topic": "t0", "partition": 0, "offset": 3}
     with pytest.raises(ValueError, match="^a read's completion is a map with the value read, not "):
         Log().prepare("read", read, completed, "ok")
+
+
+@pytest.mark.parametrize("name", ["kv", "multi-register", "log"])
+def test_keyed_ops_are_refused_by_a_model_of_no_keys_naming_those_that_take_them(name):
+    for keying in ({"independent": True}, {"keys_beside": True}):
+        with pytest.raises(ValueError, match=f"one object per key by the cas-register, register, mutex models, not by {name}$"):
+            make_model(name, **keying)
+    for keyed in ("cas-register", "register", "mutex"):
+        assert make_model(keyed, keys_beside=True).split(1, {"key": "a"}) == ("a", 1)
+        assert make_model(keyed, independent=True).split(["a", 1], {}) == ("a", 1)
+        assert make_model(keyed).split(1, {"key": "a"}) == (None, 1)

@@ -42,8 +42,9 @@ def make_model(name: str, initial: Any = _UNSET, *, independent: bool = False, k
     (register and mutex models only). Without ``initial``, registers start at
     nil (and kv's keys at the empty string, as in Porcupine)."""
     if (independent or keys_beside) and name not in KEYED_MODELS:
-        what = "independent [key value]" if independent else "keyed"
-        raise ValueError(f"{what} registers are a register model's, not {name}'s")
+        what = "independent [key value] ops" if independent else "ops that name their key"
+        raise ValueError(f"{what} are judged one object per key by the {', '.join(KEYED_MODELS)} models, "
+                         f"not by {name}")
     start = None if initial is _UNSET else initial
     if name == "cas-register":
         return CasRegister(start, independent=independent, keys_beside=keys_beside, **register_options)

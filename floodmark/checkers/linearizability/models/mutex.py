@@ -10,27 +10,17 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from floodmark.checkers.linearizability.independent import independent_split, key_beside_split
+from floodmark.checkers.linearizability.independent import PerKey
 from floodmark.checkers.linearizability.models.contract import DROP, INCONSISTENT, Model, Outcome
 
 
-class Mutex(Model):
+class Mutex(PerKey, Model):
     """A lock: acquire needs it free, release needs it held. ``independent``: one lock per key
     of ``[key value]`` ops; ``keys_beside``: per key each op names beside its value (``:key``)."""
 
     name = "mutex"
     one_object = "the mutex"
     uses_result = frozenset()
-
-    def __init__(self, *, independent: bool = False, keys_beside: bool = False) -> None:
-        self.independent = independent
-        self.keys_beside = keys_beside and not independent
-        self.keyed = independent or keys_beside
-
-    def split(self, value: Any, extra: dict[str, Any]) -> tuple[Hashable, Any]:
-        if self.independent:
-            return independent_split(value)
-        return key_beside_split(value, extra) if self.keys_beside else (None, value)
 
     def read_only(self, call: tuple[Any, ...]) -> bool:
         return False

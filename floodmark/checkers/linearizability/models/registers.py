@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from floodmark.checkers.linearizability.independent import independent_split, key_beside_split
+from floodmark.checkers.linearizability.independent import PerKey
 from floodmark.checkers.linearizability.models.contract import DROP, INCONSISTENT, Model, Outcome
 from floodmark.checkers.linearizability.values import canonical, ordered
 from floodmark.checkers.linearizability.values import shown as _shown
 
 
-class CasRegister(Model):
+class CasRegister(PerKey, Model):
     """A register with read, write and compare-and-set ``[expected new]``.
 
     ``failed_cas_observed``: a failed cas is an observed compare failure (the register did
@@ -44,17 +44,10 @@ class CasRegister(Model):
         self._initial = canonical(initial)
         self.failed_cas_observed = failed_cas_observed
         self.nil_reads_unknown = nil_reads_unknown
-        self.independent = independent
-        self.keys_beside = keys_beside and not independent
-        self.keyed = independent or keys_beside
+        PerKey.__init__(self, independent=independent, keys_beside=keys_beside)
 
     def initial(self) -> Hashable:
         return self._initial  # type: ignore[no-any-return]
-
-    def split(self, value: Any, extra: dict[str, Any]) -> tuple[Hashable, Any]:
-        if self.independent:
-            return independent_split(value)
-        return key_beside_split(value, extra) if self.keys_beside else (None, value)
 
     def prepare(self, f: str, invoked: Any, completed: Any, outcome: Outcome) -> tuple[Any, ...] | None:
         if f == "read":
