@@ -95,10 +95,11 @@ def load_digest(run: RunDir) -> dict[str, str] | None:
 
 def digest_differences(original: dict[str, str], replay: dict[str, str], *, configuration: bool = True) -> list[str]:
     """The files whose digests differ (empty: the replay was byte-identical). ``test.yaml``
-    counts only when ``configuration`` is asked for and both digests record it: digests
-    written before it was recorded lack it, and a replay's own names the code it ran."""
+    counts only when ``configuration`` is asked for (a replay's own names the code it ran)
+    and ``original`` records it (digests written before it was recorded lack it): then one
+    removed since differs too, since the checkers would judge the run without its settings."""
     names = (set(original) | set(replay)) - {"run"}
-    if not (configuration and CONFIG in original and CONFIG in replay):
+    if not (configuration and CONFIG in original):
         names.discard(CONFIG)
     return [name for name in sorted(names) if original.get(name) != replay.get(name)]
 
@@ -175,7 +176,7 @@ def unrecorded_problem(run: RunDir, files: dict[str, str] | None, remedy: str) -
     differ = digest_differences(saved, files)
     if not differ:
         return None
-    return (f"{run.path}: {named_files(differ)} {'differs' if len(differ) == 1 else 'differ'} from what "
+    return (f"{run.path}: {named_files(_gone_said(differ, files))} {'differs' if len(differ) == 1 else 'differ'} from what "
             f"{run.digest.name} recorded at the end of the run, so this is not the run that was recorded; {remedy}")
 
 
@@ -184,12 +185,18 @@ def _changed(run: RunDir, recorded: dict[str, str], now: dict[str, str] | None,
     """None when the files match ``recorded``; else ``said(the files, whether one)``, or why
     they could not be digested."""
     try:
-        differ = digest_differences(recorded, now if now is not None else compute_digest(run))
+        now = now if now is not None else compute_digest(run)
     except OSError as e:
         from floodmark.inputs.sources import describe_os_error
 
         return f"{run.path}: cannot be digested: {describe_os_error(e)}"
-    return said(named_files(differ), len(differ) == 1) if differ else None
+    differ = digest_differences(recorded, now)
+    return said(named_files(_gone_said(differ, now)), len(differ) == 1) if differ else None
+
+
+def _gone_said(names: list[str], now: dict[str, str]) -> list[str]:
+    """``names``, each of a file no longer there said to be gone."""
+    return [name if name in now else f"{name} (gone)" for name in names]
 
 
 def named_files(names: list[str]) -> str:

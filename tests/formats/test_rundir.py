@@ -130,6 +130,22 @@ def test_the_digest_records_the_configuration_the_checkers_judge_by(tmp_path: Pa
     assert compute_digest(run)["run"] == saved["run"]  # a replay's identity is its history and events alone
 
 
+def test_a_configuration_or_event_file_removed_since_is_a_change_and_said_gone(tmp_path: Path) -> None:
+    # Without test.yaml the checkers judge the run with no settings at all (every loss
+    # forgiven that acks=1 would forgive, no min.insync): a verdict judged with it is not
+    # of the run without it. It was taken as unchanged.
+    run = _run(tmp_path)
+    run.config.write_text("acks: all\n")
+    saved = digest.save(run)
+    run.config.unlink()
+    assert changed_since_digest(run) == f"test.yaml (gone) differs from what {run.digest} records"
+    assert changed_since_judged(run, saved) == f"test.yaml (gone) changed since {run.results} judged it"
+    (run.events / "n1.jsonl").unlink()
+    assert changed_since_judged(run, saved) == (f"events/n1.jsonl (gone), test.yaml (gone) changed since "
+                                                f"{run.results} judged them")
+    assert digest.differences(saved, compute_digest(run), configuration=False) == ["events/n1.jsonl"]
+
+
 def test_a_digest_from_before_the_configuration_was_recorded_still_holds(tmp_path: Path) -> None:
     run = _run(tmp_path)
     run.config.write_text("acks: all\n")

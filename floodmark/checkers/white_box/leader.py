@@ -7,7 +7,8 @@ belong to. The design promises:
   A broker acts as leader when it becomes leader, appends records as leader, advances the
   HW as leader, changes the partition's ISR (only its leader does) or acknowledges a
   produce. The controller's own decisions (``leader_elected``) must also name a single
-  leader per epoch.
+  leader per epoch, and a broker that acts as leader in an epoch must be the one the
+  controller elected for it (a broker that states its id, when one election was recorded).
 - ``epoch-regression``: each broker's view of a partition's leader epoch never goes
   backwards (in the broker's own event order), nor does each controller's: below the highest
   it had, one finding per step to an older epoch (3, 1, 2 is two, 3, 1, 1 one); and the
@@ -50,6 +51,7 @@ from floodmark.contracts.node_events import (
     LeaderElected,
     NodeEvent,
     PartitionKey,
+    Started,
 )
 from floodmark.contracts.results import Anomaly, CheckerResult
 
@@ -88,6 +90,7 @@ class LeaderChecker:
                     f"of {key[0]}/{key[1]} for leader epoch {epoch}.",
                     key[0], key[1], events=tuple(sorted(leaders.values())),
                     details={"leader_epoch": epoch, "leaders": sorted(leaders), "source": "leader_elected"}))
+        anomalies.extend(_acting_not_elected(acting, elected, _stated_ids(run.events)))
         for epoch, brokers in sorted(controllers.items()):
             if len(brokers) > 1:
                 anomalies.append(Anomaly(
@@ -186,6 +189,43 @@ def _scan_node(node: str, events: list[NodeEvent], acting: _Acting, elected: _El
             acting.setdefault((key, body.leader_epoch), {}).setdefault(node, (node, event.seq))
             zk_states.setdefault(key, []).append(
                 (body.zk_version, _zxid(body.zxid), body.leader_epoch, node, event.seq))
+    return anomalies
+
+
+def _stated_ids(events: Mapping[str, list[NodeEvent]]) -> dict[str, int]:
+    """node -> the broker id its ``started`` events state, for nodes that state one and only one
+    (a file written before brokers stated ids is matched by inference elsewhere, partly from
+    the elections themselves, so it cannot be held to them here)."""
+    ids: dict[str, int] = {}
+    for node, node_events in events.items():
+        stated = {e.body.broker for e in node_events if type(e.body) is Started and e.body.broker is not None}
+        if len(stated) == 1:
+            ids[node] = stated.pop()
+    return ids
+
+
+def _acting_not_elected(acting: _Acting, elected: _Elected, ids: Mapping[str, int]) -> list[Anomaly]:
+    """A broker that acted as leader in a leader epoch for which the controller elected another
+    broker (or no leader at all): two leaders of one epoch, the controller's and the acting
+    one, although the one elected may never have acted (it was down, or never heard). Only an
+    epoch with a single recorded election is judged (two are a finding of their own)."""
+    anomalies = []
+    for (key, epoch), nodes in sorted(acting.items()):
+        leaders = elected.get((key, epoch))
+        if leaders is None or len(leaders) != 1:
+            continue
+        ((leader, election),) = leaders.items()
+        for node, first in sorted(nodes.items()):
+            broker = ids.get(node)
+            if broker is None or broker == leader:
+                continue
+            chosen = "no leader" if leader < 0 else f"broker {leader}"
+            anomalies.append(Anomaly(
+                "multiple-leaders",
+                f"Broker {node} (id {broker}) acted as leader of {key[0]}/{key[1]} in leader epoch {epoch}, "
+                f"for which controller {election[0]} elected {chosen}.",
+                key[0], key[1], events=(election, first),
+                details={"leader_epoch": epoch, "leaders": sorted({leader, broker}), "source": "not_elected"}))
     return anomalies
 
 

@@ -15,6 +15,7 @@ from floodmark.contracts.node_events import (
     BecameLeader,
     ControllerElected,
     IsrChanged,
+    Started,
 )
 
 
@@ -75,6 +76,23 @@ def test_controllers_electing_different_leaders_for_one_epoch() -> None:
     [anomaly] = check({"n1": c1, "n2": c2}).anomalies
     assert anomaly.type == "multiple-leaders" and anomaly.details["source"] == "leader_elected"
     assert anomaly.details["leaders"] == [1, 2]
+
+
+def test_a_broker_acting_as_leader_in_an_epoch_the_controller_gave_another() -> None:
+    """The one elected never acted (down, or never told), so no two brokers acted in the
+    epoch: only the controller's election shows the second leader."""
+    controller = events("n1", Started(broker=1), elected(0, leader=3, epoch=5, zk_version=7))
+    acting = events("n2", Started(broker=2), leader(5), appended_as_leader(0, 5, "x"))
+    [anomaly] = check({"n1": controller, "n2": acting}).anomalies
+    assert anomaly.type == "multiple-leaders" and anomaly.details["source"] == "not_elected"
+    assert anomaly.details["leaders"] == [2, 3] and anomaly.events == (("n1", 1), ("n2", 1))
+    assert "for which controller n1 elected broker 3" in anomaly.explanation
+    offline = events("n1", Started(broker=1), elected(0, leader=-1, epoch=5, zk_version=7))
+    [anomaly] = check({"n1": offline, "n2": acting}).anomalies
+    assert "elected no leader" in anomaly.explanation
+    # The broker elected, acting: valid; a file that states no id is not judged by elections.
+    assert check({"n1": controller, "n2": events("n2", Started(broker=3), leader(5))}).valid is True
+    assert check({"n1": controller, "n2": events("n2", leader(5))}).anomalies == []
 
 
 def test_broker_epoch_going_backwards() -> None:
