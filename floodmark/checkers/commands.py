@@ -57,7 +57,7 @@ _WORD = {True: "VALID", False: "INVALID"}
 # floodmark.checkers.linearizability.models.MODEL_NAMES and floodmark.formats.detect.FORMATS, named here so
 # that --help does not import the models and the readers (the tests hold them equal)
 MODEL_NAMES = ("cas-register", "register", "kv", "multi-register", "mutex", "log")
-FORMATS = ("jsonl", "edn", "jepsen-text")
+FORMATS = ("jsonl", "edn", "jepsen-text", "jepsen-log")
 
 
 def register(subparsers: Any) -> None:
@@ -66,11 +66,12 @@ def register(subparsers: Any) -> None:
         help="check run directories or history files (JSONL, Jepsen EDN, Jepsen text logs)",
         description=(
             "Judge run directories (their history, node events and test.yaml; results.json is "
-            "written) and history files in our JSONL, Jepsen EDN or Jepsen 2014 text logs (the "
-            "format is detected). Prints a verdict per path and overall. Register histories follow "
-            "their tool's conventions: our JSONL registers start at nil and nil is a value; Knossos "
-            "EDN registers start at 0 (as in Knossos's test data) and a nil read tells nothing; "
-            "Jepsen text logs start at nil and a failed cas observed a mismatch. Jepsen's own tests "
+            "written) and history files in our JSONL, Jepsen EDN, Jepsen 2014 text logs or later "
+            "Jepsen's jepsen.log (the format is detected). Prints a verdict per path and overall. "
+            "Register histories follow their tool's conventions: our JSONL registers start at nil "
+            "and nil is a value; Knossos EDN registers start at 0 (as in Knossos's test data) and a "
+            "nil read tells nothing; Jepsen 2014 text logs start at nil and a failed cas observed a "
+            "mismatch; a jepsen.log's start at nil and a nil read tells nothing. Jepsen's own tests "
             "start their registers at nil: check their EDN with --initial nil. Jepsen independent "
             "histories ([key value] ops) are detected and checked one register per key. Histories of "
             "Jepsen's kafka workload (jepsen.tests.kafka: [[:send k v]] and [[:poll]] ops) are read as "
@@ -111,7 +112,8 @@ def register(subparsers: Any) -> None:
                              "--initial nil gives Jepsen's (cas-register) to an EDN history; a mutex "
                              "or log has none (the verdict line says it was ignored)")
     parser.add_argument("--conventions", choices=FORMATS, metavar="FORMAT",
-                        help="judge registers by the conventions of FORMAT (jsonl, edn, jepsen-text) "
+                        help="judge registers by the conventions of FORMAT (jsonl, edn, jepsen-text, "
+                             "jepsen-log) "
                              "instead of the file's own, e.g. an EDN written by --to-edn as its JSONL")
     parser.add_argument("--to-edn", metavar="OUT",
                         help="also write each history as Jepsen EDN, op for op (a file for one path, else "

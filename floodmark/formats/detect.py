@@ -39,6 +39,7 @@ from floodmark.formats.jepsen_kafka import is_jepsen_kafka, translate
 from floodmark.formats.jepsen_text import (
     has_op_records,
     is_op_record,
+    later_layout,
     looks_like_text_log,
     parse_text_log,
 )
@@ -47,8 +48,14 @@ from floodmark.inputs.sources import STDIN, decode_utf8, read_source
 
 JSONL = "jsonl"
 EDN = "edn"
-JEPSEN_TEXT = "jepsen-text"
-FORMATS = (JSONL, EDN, JEPSEN_TEXT)
+JEPSEN_TEXT = "jepsen-text"  # Jepsen's 2014 console log layout
+JEPSEN_LOG = "jepsen-log"  # later Jepsen's jepsen.log layout (the same ops, later conventions)
+FORMATS = (JSONL, EDN, JEPSEN_TEXT, JEPSEN_LOG)
+
+
+def text_format(data: bytes) -> str:
+    """Which of the two text log layouts ``data`` is in."""
+    return JEPSEN_LOG if later_layout(data) else JEPSEN_TEXT
 
 
 @dataclass(frozen=True)
@@ -89,9 +96,9 @@ def format_of(data: bytes, source: str) -> str:
     if data[start:start + 1] in (b"{", b"[", b"(", b"#", b"^"):
         end = data.find(b"\n", start)
         first = data[start:end if end >= 0 else len(data)].decode("utf-8", errors="surrogateescape")
-        return JEPSEN_TEXT if is_op_record(first.rstrip("\r")) else EDN
+        return text_format(data) if is_op_record(first.rstrip("\r")) else EDN
     if looks_like_text_log(data):
-        return JEPSEN_TEXT
+        return text_format(data)
     raise HistoryError(source, data.count(b"\n", 0, start) + 1,
                        "not a history: expected JSONL, EDN or a Jepsen text log")
 
@@ -149,12 +156,12 @@ def load_history(path: str | os.PathLike[str], format: str | None = None) -> Loa
         except HistoryError:
             if format is not None or not has_op_records(data):
                 raise
-            fmt, ops = JEPSEN_TEXT, parse_text_log(data, source, check_pairs=True)  # chatter that looked like EDN
+            fmt, ops = text_format(data), parse_text_log(data, source, check_pairs=True)  # chatter that looked like EDN
         else:
             if is_jepsen_kafka(ops):
                 kafka = translate(ops, source, lines)
                 return LoadedHistory(Path(name), fmt, kafka.ops, ops, kafka.unjudged)
-    elif fmt == JEPSEN_TEXT:
+    elif fmt in (JEPSEN_TEXT, JEPSEN_LOG):
         ops = parse_text_log(data, source, check_pairs=True)
     else:
         raise ValueError(f"unknown history format {fmt!r}; choose one of {', '.join(FORMATS)}")

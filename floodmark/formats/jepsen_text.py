@@ -1,4 +1,4 @@
-"""Jepsen's 2014 text logs: the history as it was printed to the console.
+"""Jepsen's text logs: the history as it was printed to the console and to ``jepsen.log``.
 
 Jepsen 0.0.x (2014: the etcd register test whose logs Porcupine's and ahorn's checkers use
 as test data; later versions kept the layout for years) logged through log4j's layout
@@ -11,7 +11,20 @@ value)``, later followed by ``\t error``:
     INFO  jepsen.util - 2	:ok	:cas	[0 4]	sql: OK OK 1 row val 0
 
 Around them is chatter: other loggers' records (``INFO  jepsen.core - Worker 0 starting``),
-stack traces, a test's report. Chatter may be skipped, but an op must never be: a skipped
+stack traces, a test's report. Later Jepsen (through unilog; Maelstrom too) writes ``jepsen.log`` in another layout: a
+timestamp ending in a literal ``{GMT}``, the level, the thread in brackets, the logger and a
+colon, tab-separated, then the same op message (:func:`later_layout`):
+
+    2021-02-26 23:39:01,300{GMT}	INFO	[jepsen worker 1] jepsen.util: 1	:invoke	:write	[0 2]
+    2025-04-26 03:37:10,938{GMT}	INFO	[jepsen worker nemesis] jepsen.util: :nemesis	:info	:kill	nil
+
+Its op lines, damaged lines and chatter follow the rules below, a colon taking the dash's
+place; and a line that begins with that timestamp but not with the whole record header
+(level, thread, logger, colon) was cut short or damaged where an op may have been, so it is
+refused too. Its registers are judged by later Jepsen's conventions, not 2014's (see
+``format_conventions``), so the format is told apart: ``jepsen-log``.
+
+Chatter may be skipped, but an op must never be: a skipped
 ``:ok :write`` can turn an invalid history valid. So each line (without its line break) is
 one of these, and only the last kind is skipped:
 
@@ -70,24 +83,43 @@ from floodmark.formats import edn
 from floodmark.formats.jepsen_edn import plain
 from floodmark.inputs.sources import read_source
 
-# INFO and the jepsen.util logger (a whole word: not jepsen.util-test), then the rest.
-_OP_RECORD = re.compile(r"(?<!\S)INFO[ \t]+jepsen\.util(?![^ \t])")
-# A jepsen.util record at any level: the word before the logger is its level.
-_UTIL_RECORD = re.compile(r"(?:(?<!\S)(\S++)[ \t]++|^[ \t]*+)jepsen\.util[ \t]++-")
+# INFO, the thread in brackets (the later layout), the jepsen.util logger (a whole word: not
+# jepsen.util-test), then the rest.
+_OP_RECORD = re.compile(r"(?<!\S)INFO[ \t]+(?:\[[^\]\n]*+\][ \t]++)?jepsen\.util(?![^ \t:])")
+# A jepsen.util record at any level: the word before the logger (or its thread) is its level.
+_UTIL_RECORD = re.compile(r"(?:(?<!\S)(\S++)[ \t]++|^[ \t]*+)"
+                          r"(?:jepsen\.util[ \t]++-|\[[^\]\n]*+\][ \t]++jepsen\.util:)")
+# The later layout's record header: a timestamp ending in Jepsen's literal {GMT}, the level,
+# the thread in brackets, the logger and a colon. A line that begins with such a timestamp
+# and lacks the rest was cut short (or damaged) inside its header, and may have been an op.
+_STAMPED = re.compile(r"[ \t]*+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d++\{GMT\}")
+_STAMPED_RECORD = re.compile(r"[ \t]++(\S++)[ \t]++\[[^\]\n]*+\][ \t]++([\w.$*+!?<>=/'-]++):")
 # An INFO record as log4j writes it: the level, the logger (a Clojure namespace or a Java
 # class name), a dash.
 _INFO_RECORD = re.compile(r"INFO[ \t]++([\w.$*+!?<>=/'-]++)[ \t]++-")
-_OP_MESSAGE = re.compile(r"[ \t]*+-[ \t]*+(\S++)[ \t]++:(\S++)[ \t]++:(\S++)(?:[ \t]++(.++))?")
+# After the logger: a dash (log4j's 2014 layout) or a colon (the later one), then the op.
+_OP_MESSAGE = re.compile(r"(?:[ \t]*+-|:)[ \t]*+(\S++)[ \t]++:(\S++)[ \t]++:(\S++)(?:[ \t]++(.++))?")
 # A type then an f (Jepsen prints maps with commas, so ':type :ok, :f' is not one), or a
 # process and a type ending the line.
 _OP_SHAPED = re.compile(r"(?:^|[ \t]):(?:invoke|ok|fail|info)[ \t]++:[^\s:,]"
                         r"|(?:^|[ \t-])(?:\d++|:[^\s:,]++)[ \t]++:(?:invoke|ok|fail|info)[ \t]*+$")
 _TYPE_KEYWORD = re.compile(r":(?:invoke|ok|fail|info)")  # cheap, so that most chatter goes no further
 _LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
-_LOGGER = re.compile(rb"(?<!\S)jepsen\.util[ \t]+-")
+_LOGGER = re.compile(rb"(?<!\S)jepsen\.util(?:[ \t]+-|:)")
 _UNDECODABLE = re.compile("[\ud800-\udfff]")  # bytes kept by surrogateescape, or lone surrogates
 _TIMED_OUT = ":timed-out"
 _MAX_MESSAGES = 1 << 16  # distinct op messages remembered (a log repeats a few thousand)
+
+
+# An op record of the later layout (Jepsen's jepsen.log since unilog): the thread in brackets
+# between the level and the logger, a colon after it.
+_LATER_OP_RECORD = re.compile(rb"(?<!\S)INFO[ \t]+\[[^\]\n]*+\][ \t]++jepsen\.util:")
+
+
+def later_layout(data: bytes) -> bool:
+    """Whether ``data`` is a log of the later layout (``time{GMT} INFO [thread] jepsen.util:
+    ...``), which later Jepsen writes to ``jepsen.log``, rather than the 2014 one."""
+    return _LATER_OP_RECORD.search(data) is not None
 
 
 def looks_like_text_log(data: bytes) -> bool:
@@ -241,6 +273,16 @@ def _damage(line: str, near_misses: dict[str, bool]) -> str | None:
     module's), or None for chatter."""
     if "jepsen.util" in line and (util := _UTIL_RECORD.search(line)) and util[1] not in _LEVELS:
         return "a jepsen.util record whose level is damaged or missing, which may have been an op"
+    if _cut_in_stamp(line):
+        return "a log record cut short inside its timestamp, which may have been an op"
+    stamped = _STAMPED.match(line)
+    if stamped is not None:  # the later layout: timestamp, level, [thread], logger and a colon
+        record = _STAMPED_RECORD.match(line, stamped.end())
+        if record is None:
+            return ("a log record ('time{GMT} LEVEL [thread] logger: message') cut short or damaged "
+                    "before its message, which may have been an op")
+        if record[1] == "INFO" and _near_miss(record[2], near_misses):
+            return f"an INFO record of {record[2][:20]!r}, a damaged jepsen.util, which may have been an op"
     start = line.lstrip(" \t")
     if start.startswith("INFO") and start[4:5] in ("", " ", "\t"):
         record = _INFO_RECORD.match(start)
@@ -254,6 +296,17 @@ def _damage(line: str, near_misses: dict[str, bool]) -> str | None:
         return ("an op that is not on an op line ('INFO  jepsen.util - process :type :f value'): its level "
                 "or logger is damaged, or something else printed it")
     return None
+
+
+_STAMP_TEMPLATE = "0000-00-00 00:00:00,000{GMT}"  # "0": any digit
+
+
+def _cut_in_stamp(line: str) -> bool:
+    """Whether ``line`` is the later layout's timestamp cut short (``2021-02-2``): a record
+    whose header, and perhaps an op, was cut away."""
+    text = line.rstrip(" \t")
+    return (0 < len(text) < len(_STAMP_TEMPLATE) and text[0].isdigit()
+            and all(c in "0123456789" if t == "0" else c == t for c, t in zip(text, _STAMP_TEMPLATE)))
 
 
 def _near_miss(logger: str, known: dict[str, bool]) -> bool:

@@ -181,6 +181,9 @@ def format_conventions(history_format: str, model: str) -> dict[str, Any]:
     - Jepsen 2014 text logs (etcd): the register starts absent (nil), ``:ok :read nil`` read
       the absent value, and a failed cas observed that the register did not hold the
       expected value.
+    - later Jepsen's ``jepsen.log``: Knossos's ``cas-register`` as Jepsen's tests make it:
+      registers start at nil, a read of nil tells nothing, a failed op never happened (kv as
+      for EDN).
     - our JSONL: every register (register, cas-register, multi-register) starts at nil, nil
       is a value like any other, failed ops never happened: the models' own defaults.
     """
@@ -192,6 +195,11 @@ def format_conventions(history_format: str, model: str) -> dict[str, Any]:
         return {}
     if history_format == "jepsen-text" and model in REGISTER_MODELS:
         return {"initial": None, "failed_cas_observed": True}
+    if history_format == "jepsen-log":
+        if model == "kv":
+            return {"nil_reads_unknown": True}
+        if model in REGISTER_MODELS:
+            return {"initial": None, "nil_reads_unknown": True}
     return {}
 
 

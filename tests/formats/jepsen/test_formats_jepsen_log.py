@@ -1,0 +1,106 @@
+"""Later Jepsen's ``jepsen.log`` layout (``time{GMT} LEVEL [thread] logger: message``).
+
+Its op lines are the 2014 log's op messages behind another header; the same rule holds: no
+op is ever skipped, so a damaged op line, or a line whose header was cut short, is refused.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from floodmark.checkers.registry import judge_history
+from floodmark.contracts.history import HistoryError
+from floodmark.formats.detect import format_of, load_history
+from floodmark.formats.jepsen_text import parse_text_history
+
+STAMP = "2021-02-26 23:39:01,300{GMT}"
+OPS = [(0, "invoke", "write", "1"), (0, "ok", "write", "1"), (1, "invoke", "read", "nil"), (1, "ok", "read", "2"),
+       (":nemesis", "info", "start", '{"n1" :disconnected}'), (2, "invoke", "cas", "[1 4]"),
+       (2, "fail", "cas", "[1 4]\t[:not-found]")]
+CHATTER = [
+    f"{STAMP}\tINFO\t[jepsen test runner] jepsen.core: Running test",
+    f"{STAMP}\tINFO\t[n1 stderr] maelstrom.process: Got: Please echo 125",
+    f"{STAMP}\tWARN\t[jepsen worker 0] jepsen.generator.interpreter: Process 0 crashed",
+    "java.net.SocketTimeoutException: Read timed out",
+    "\tat clojure.core$eval.invoke(core.clj:2927)",
+    "{:valid? false, :op {:process 1, :type :ok, :f :read, :value 2}}",
+    "",
+]
+
+
+def line(process: object, op_type: str, f: str, value: str) -> str:
+    thread = "nemesis" if process == ":nemesis" else process
+    return f"{STAMP}\tINFO\t[jepsen worker {thread}] jepsen.util: {process}\t:{op_type}\t:{f}\t{value}"
+
+
+def read(lines: list[str]) -> list[tuple[object, ...]]:
+    return [(op.process, op.type, op.f, op.value, op.error) for op in parse_text_history("\n".join(lines) + "\n")]
+
+
+EXPECTED = [(0, "invoke", "write", 1, None), (0, "ok", "write", 1, None), (1, "invoke", "read", None, None),
+            (1, "ok", "read", 2, None), ("nemesis", "info", "start", {"n1": "disconnected"}, None),
+            (2, "invoke", "cas", [1, 4], None), (2, "fail", "cas", [1, 4], "[:not-found]")]
+
+
+def test_the_ops_are_read_and_the_chatter_skipped() -> None:
+    lines = [CHATTER[i % len(CHATTER)] + "\n" + line(*op) for i, op in enumerate(OPS)]
+    assert read(lines) == EXPECTED
+
+
+def test_it_is_told_apart_from_the_2014_layout_and_judged_by_later_jepsens_conventions(tmp_path) -> None:
+    # A read of nil tells nothing (Knossos's cas-register, which Jepsen's tests use); in a
+    # 2014 etcd log it read the absent register, after a write of 1: not linearizable.
+    ops = [(0, "invoke", "write", "1"), (0, "ok", "write", "1"), (1, "invoke", "read", "nil"), (1, "ok", "read", "nil")]
+    later = tmp_path / "jepsen.log"
+    later.write_text("\n".join([CHATTER[0], *(line(*op) for op in ops)]) + "\n")
+    older = tmp_path / "etcd.log"
+    older.write_text("".join(f"INFO  jepsen.util - {p}\t:{t}\t:{f}\t{v}\n" for p, t, f, v in ops))
+    assert format_of(later.read_bytes(), str(later)) == "jepsen-log"
+    assert format_of(older.read_bytes(), str(older)) == "jepsen-text"
+    verdicts = {}
+    for path in (later, older):
+        loaded = load_history(path)
+        judged = judge_history(loaded.ops, checkers=["linearizable"], conventions=loaded.format)
+        verdicts[loaded.format] = judged["linearizable"].valid
+    assert verdicts == {"jepsen-log": True, "jepsen-text": False}
+
+
+@pytest.mark.parametrize(("damaged", "problem"), [
+    (f"{STAMP}\tINFO\t[jepsen worker 1] jepsen.ut", "cut short or damaged before its message"),
+    (f"{STAMP}\tINFO\t[jepsen wor", "cut short or damaged before its message"),
+    (f"{STAMP}\tINF", "cut short or damaged before its message"),
+    (f"{STAMP}\tINFO\t[jepsen worker 1] jepsen.uti1: 1\t:ok\t:read\t2", "a damaged jepsen.util"),
+    (f"{STAMP}\tNFO\t[jepsen worker 1] jepsen.util: 1\t:ok\t:read\t2", "level is damaged or missing"),
+    (f"{STAMP}\tWARN\t[jepsen worker 1] jepsen.util: 1\t:ok\t:read\t2", "an op that is not on an op line"),
+])
+def test_a_damaged_op_line_is_refused_with_its_line(damaged: str, problem: str) -> None:
+    with pytest.raises(HistoryError, match=problem) as refused:
+        parse_text_history("\n".join([CHATTER[0], line(*OPS[0]), damaged, line(*OPS[1])]) + "\n", "j.log")
+    assert refused.value.line == 3
+
+
+def test_a_last_op_line_without_its_line_break_is_refused() -> None:
+    with pytest.raises(HistoryError, match="j.log:2: the last op line has no line break"):
+        parse_text_history("\n".join([line(*OPS[0]), line(*OPS[1])]), "j.log")
+
+
+@settings(max_examples=300)
+@given(st.integers(0, len(OPS) - 1), st.data())
+def test_one_damaged_character_before_an_ops_value_never_hides_the_op(which: int, data: st.DataObject) -> None:
+    # Property: a character deleted, replaced or inserted anywhere in an op line's header,
+    # process, type or f, or the line cut there, either is refused or still reads as an op.
+    lines = [line(*op) for op in OPS]
+    text = lines[which]
+    head = len(text) - len(OPS[which][3])
+    at = data.draw(st.integers(0, head - 1))
+    char = data.draw(st.sampled_from(list("\t \n:-.0x\x00I[]{")))
+    how = data.draw(st.sampled_from(["delete", "replace", "insert", "cut"]))
+    lines[which] = {"delete": text[:at] + text[at + 1:], "replace": text[:at] + char + text[at + 1:],
+                    "insert": text[:at] + char + text[at:], "cut": text[:max(at, 1)]}[how]
+    try:
+        ops = parse_text_history("\n".join(CHATTER[:2] + lines + CHATTER[:2]) + "\n")
+    except HistoryError:
+        return
+    assert len(ops) == len(OPS), lines[which]
