@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from line_damage import damaged
 
 from floodmark.checkers.registry import judge_history
 from floodmark.contracts.history import HistoryError
@@ -93,12 +94,7 @@ def test_one_damaged_character_before_an_ops_value_never_hides_the_op(which: int
     # process, type or f, or the line cut there, either is refused or still reads as an op.
     lines = [line(*op) for op in OPS]
     text = lines[which]
-    head = len(text) - len(OPS[which][3])
-    at = data.draw(st.integers(0, head - 1))
-    char = data.draw(st.sampled_from(list("\t \n:-.0x\x00I[]{")))
-    how = data.draw(st.sampled_from(["delete", "replace", "insert", "cut"]))
-    lines[which] = {"delete": text[:at] + text[at + 1:], "replace": text[:at] + char + text[at + 1:],
-                    "insert": text[:at] + char + text[at:], "cut": text[:max(at, 1)]}[how]
+    lines[which] = damaged(data, text, len(text) - len(OPS[which][3]), "\t \n:-.0x\x00I[]{")
     try:
         ops = parse_text_history("\n".join(CHATTER[:2] + lines + CHATTER[:2]) + "\n")
     except HistoryError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from line_damage import damaged
 
 from floodmark.contracts.history import HistoryError
 from floodmark.formats.jepsen_text import parse_text_history, parse_text_log
@@ -163,12 +164,7 @@ def test_one_damaged_character_before_an_ops_value_never_hides_the_op(which: int
     # as an op: the log never reads with an op fewer.
     lines = [canonical(*op) for op in OPS]
     line = lines[which]
-    head = len(line) - len(OPS[which][3])  # everything before the value
-    at = data.draw(st.integers(0, head - 1))  # (a line cut to nothing is a line deleted: no reader can tell)
-    char = data.draw(st.sampled_from(list("\t \n:-.0x\x00I")))
-    how = data.draw(st.sampled_from(["delete", "replace", "insert", "cut"]))
-    lines[which] = {"delete": line[:at] + line[at + 1:], "replace": line[:at] + char + line[at + 1:],
-                    "insert": line[:at] + char + line[at:], "cut": line[:max(at, 1)]}[how]
+    lines[which] = damaged(data, line, len(line) - len(OPS[which][3]), "\t \n:-.0x\x00I")
     try:
         ops = parse_text_history("\n".join(CHATTER[:2] + lines + CHATTER[:2]) + "\n")
     except HistoryError:
