@@ -46,7 +46,8 @@ EXPECTED = [(0, "invoke", "write", 1, None), (0, "ok", "write", 1, None), (1, "i
 
 
 def test_the_ops_are_read_and_the_chatter_skipped() -> None:
-    lines = [CHATTER[i % len(CHATTER)] + "\n" + line(*op) for i, op in enumerate(OPS)]
+    # (raw lines, such as a stack trace, follow a record of another logger, as in a real log)
+    lines = [CHATTER[0] + "\n" + CHATTER[i % len(CHATTER)] + "\n" + line(*op) for i, op in enumerate(OPS)]
     assert read(lines) == EXPECTED
 
 
@@ -100,3 +101,25 @@ def test_one_damaged_character_before_an_ops_value_never_hides_the_op(which: int
     except HistoryError:
         return
     assert len(ops) == len(OPS), lines[which]
+
+
+@pytest.mark.parametrize(("whole", "at"), [
+    ("1\t:ok\t:read\t:xy", -1), ("1\t:ok\t:read\tnil", -1), ("1\t:ok\t:read\ttrue", -2),
+    ("1\t:info\t:write\t13\tindeterminate: Read timed out", 16), ("1\t:ok\t:read\t-5", -1),
+])
+def test_an_op_line_broken_in_two_is_refused_not_read_with_its_value_cut_short(whole: str, at: int) -> None:
+    # A value ending in a symbol's characters still reads when cut (:xy as :x, nil as the
+    # symbol ni), and the rest of the line looked like chatter: the read was of a value never
+    # written, and a valid history was INVALID.
+    broken = f"{STAMP}\tINFO\t[jepsen worker 1] jepsen.util: {whole[:at]}\n{whole[at:]}"
+    with pytest.raises(HistoryError, match="j.log:3: not a record, after the op on line 2") as refused:
+        parse_text_history("\n".join([CHATTER[0], broken, line(*OPS[0])]) + "\n", "j.log")
+    assert "\n" not in str(refused.value)
+
+
+def test_a_line_break_in_an_ops_error_and_lines_no_value_continues_after_an_op_are_read() -> None:
+    text = "\n".join([line(2, "fail", "cas", "[1 4]\tdb said:\nno such key"), line(*OPS[0]), "", "  ",
+                      line(*OPS[1]), "\tat clojure.core$eval.invoke(core.clj:2927)", line(*OPS[2]), "[...]",
+                      line(*OPS[3])]) + "\n"
+    assert [(op.type, op.value, op.error) for op in parse_text_history(text)] == [
+        ("fail", [1, 4], "db said:"), ("invoke", 1, None), ("ok", 1, None), ("invoke", None, None), ("ok", 2, None)]
