@@ -19,7 +19,8 @@ colon, tab-separated, then the same op message (:func:`later_layout`):
     2025-04-26 03:37:10,938{GMT}	INFO	[jepsen worker nemesis] jepsen.util: :nemesis	:info	:kill	nil
 
 Its op lines, damaged lines and chatter follow the rules below, a colon taking the dash's
-place; and a line that begins with that timestamp but not with the whole record header
+place; a log with op lines of both layouts is refused (no Jepsen writes one, and which
+conventions judge it would be a guess: a log pasted into another's); and a line that begins with that timestamp but not with the whole record header
 (level, thread, logger, colon) was cut short or damaged where an op may have been, so it is
 refused too. Its registers are judged by later Jepsen's conventions, not 2014's (see
 ``format_conventions``), so the format is told apart: ``jepsen-log``.
@@ -116,6 +117,8 @@ _TYPE_KEYWORD = re.compile(r":(?:invoke|ok|fail|info)")  # cheap, so that most c
 _LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
 _LOGGER = re.compile(rb"(?<!\S)jepsen\.util(?:[ \t]+-|:)")
 _UNDECODABLE = re.compile("[\ud800-\udfff]")  # bytes kept by surrogateescape, or lone surrogates
+_LAYOUTS = {False: "the 2014 layout ('INFO  jepsen.util - ...')",
+            True: "the later layout ('INFO [thread] jepsen.util: ...')"}
 _TIMED_OUT = ":timed-out"
 _MAX_MESSAGES = 1 << 16  # distinct op messages remembered (a log repeats a few thousand)
 
@@ -174,6 +177,7 @@ def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = 
     near_misses: dict[str, bool] = {}  # logger -> whether it is jepsen.util damaged
     clean = _UNDECODABLE.search(text) is None  # then no line needs looking at for bad bytes
     lines = text.removeprefix("\ufeff").split("\n")
+    first_op: tuple[int, bool] | None = None  # the first op line's number and whether it is later_layout
     broken = 0  # the number of a later-layout op line that its value ended (rule 5), else 0
     for number, raw in enumerate(lines, start=1):
         line = raw.rstrip("\r")
@@ -192,6 +196,13 @@ def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = 
         if not clean:
             _refuse_undecodable(line, source, number)
         message = line[record.end():]
+        later = message[:1] == ":" and "[" in record[0]  # INFO [thread] jepsen.util: (later_layout)
+        if first_op is None:
+            first_op = (number, later)
+        elif later != first_op[1]:
+            raise HistoryError(source, number, f"an op line of {_LAYOUTS[later]}, after one of "
+                               f"{_LAYOUTS[first_op[1]]} on line {first_op[0]}: two logs in one, "
+                               "whose ops are judged by different conventions")
         read = messages.get(message)
         if read is None:
             if "\r" in message.rstrip(" \t\r"):

@@ -123,3 +123,12 @@ def test_a_line_break_in_an_ops_error_and_lines_no_value_continues_after_an_op_a
                       line(*OPS[3])]) + "\n"
     assert [(op.type, op.value, op.error) for op in parse_text_history(text)] == [
         ("fail", [1, 4], "db said:"), ("invoke", 1, None), ("ok", 1, None), ("invoke", None, None), ("ok", 2, None)]
+
+
+def test_a_log_with_op_lines_of_both_layouts_is_refused() -> None:
+    # Each layout's ops are judged by its own conventions (a nil read tells nothing in one,
+    # reads the absent register in the other): a log mixing them, which no Jepsen writes, was
+    # judged whole by the later one's.
+    older = "INFO  jepsen.util - 1\t:ok\t:read\tnil"
+    with pytest.raises(HistoryError, match="j.log:4: an op line of the 2014 layout.*on line 2: two logs in one"):
+        parse_text_history("\n".join([CHATTER[0], line(*OPS[2]), CHATTER[0], older]) + "\n", "j.log")
