@@ -91,17 +91,19 @@ from floodmark.formats import edn
 from floodmark.formats.jepsen_edn import plain
 from floodmark.inputs.sources import read_source
 
+# A thread's name (``[jepsen worker 1]``) has no bracket in it: a pattern that let it take
+# ``[`` would, from each `` [`` of a long line, scan to the line's end (hours for a few MB).
 # INFO, the thread in brackets (the later layout), the jepsen.util logger (a whole word: not
 # jepsen.util-test), then the rest.
-_OP_RECORD = re.compile(r"(?<!\S)INFO[ \t]+(?:\[[^\]\n]*+\][ \t]++)?jepsen\.util(?![^ \t:])")
+_OP_RECORD = re.compile(r"(?<!\S)INFO[ \t]+(?:\[[^\[\]\n]*+\][ \t]++)?jepsen\.util(?![^ \t:])")
 # A jepsen.util record at any level: the word before the logger (or its thread) is its level.
 _UTIL_RECORD = re.compile(r"(?:(?<!\S)(\S++)[ \t]++|^[ \t]*+)"
-                          r"(?:jepsen\.util[ \t]++-|\[[^\]\n]*+\][ \t]++jepsen\.util:)")
+                          r"(?:jepsen\.util[ \t]++-|\[[^\[\]\n]*+\][ \t]++jepsen\.util:)")
 # The later layout's record header: a timestamp ending in Jepsen's literal {GMT}, the level,
 # the thread in brackets, the logger and a colon. A line that begins with such a timestamp
 # and lacks the rest was cut short (or damaged) inside its header, and may have been an op.
 _STAMPED = re.compile(r"[ \t]*+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d++\{GMT\}")
-_STAMPED_RECORD = re.compile(r"[ \t]++(\S++)[ \t]++\[[^\]\n]*+\][ \t]++([\w.$*+!?<>=/'-]++):")
+_STAMPED_RECORD = re.compile(r"[ \t]++(\S++)[ \t]++\[[^\[\]\n]*+\][ \t]++([\w.$*+!?<>=/'-]++):")
 # An INFO record as log4j writes it: the level, the logger (a Clojure namespace or a Java
 # class name), a dash.
 _INFO_RECORD = re.compile(r"INFO[ \t]++([\w.$*+!?<>=/'-]++)[ \t]++-")
@@ -125,7 +127,7 @@ _MAX_MESSAGES = 1 << 16  # distinct op messages remembered (a log repeats a few 
 
 # An op record of the later layout (Jepsen's jepsen.log since unilog): the thread in brackets
 # between the level and the logger, a colon after it.
-_LATER_OP_RECORD = re.compile(rb"(?<!\S)INFO[ \t]+\[[^\]\n]*+\][ \t]++jepsen\.util:")
+_LATER_OP_RECORD = re.compile(rb"(?<!\S)INFO[ \t]+\[[^\[\]\n]*+\][ \t]++jepsen\.util:")
 
 
 def later_layout(data: bytes) -> bool:

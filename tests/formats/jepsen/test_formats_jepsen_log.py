@@ -6,6 +6,9 @@ op is ever skipped, so a damaged op line, or a line whose header was cut short, 
 
 from __future__ import annotations
 
+import contextlib
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,7 +17,7 @@ from line_damage import damaged
 from floodmark.checkers.registry import judge_history
 from floodmark.contracts.history import HistoryError
 from floodmark.formats.detect import format_of, load_history
-from floodmark.formats.jepsen_text import parse_text_history
+from floodmark.formats.jepsen_text import later_layout, parse_text_history, parse_text_log
 
 STAMP = "2021-02-26 23:39:01,300{GMT}"
 OPS = [(0, "invoke", "write", "1"), (0, "ok", "write", "1"), (1, "invoke", "read", "nil"), (1, "ok", "read", "2"),
@@ -132,3 +135,15 @@ def test_a_log_with_op_lines_of_both_layouts_is_refused() -> None:
     older = "INFO  jepsen.util - 1\t:ok\t:read\tnil"
     with pytest.raises(HistoryError, match="j.log:4: an op line of the 2014 layout.*on line 2: two logs in one"):
         parse_text_history("\n".join([CHATTER[0], line(*OPS[2]), CHATTER[0], older]) + "\n", "j.log")
+
+
+@pytest.mark.parametrize("chatter", ["x [ " * 25_000 + "jepsen.util: x", "INFO [ " * 25_000 + "jepsen.util"])
+def test_a_long_line_of_brackets_is_read_in_linear_time(chatter: str) -> None:
+    # A thread in brackets was matched from every ' [' of a line to its end: this line of
+    # 100 kB took seconds, one of a few MB hours.
+    text = "\n".join([line(*OPS[0]), f"{STAMP}\tINFO\t[jepsen worker 1] jepsen.core: {chatter}", line(*OPS[1])])
+    started = time.perf_counter()
+    with contextlib.suppress(HistoryError):
+        parse_text_log((text + "\n").encode(), "j.log")
+    assert later_layout(text.encode())
+    assert time.perf_counter() - started < 0.5
