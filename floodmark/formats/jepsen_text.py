@@ -19,11 +19,12 @@ colon, tab-separated, then the same op message (:func:`later_layout`):
     2025-04-26 03:37:10,938{GMT}	INFO	[jepsen worker nemesis] jepsen.util: :nemesis	:info	:kill	nil
 
 Its op lines, damaged lines and chatter follow the rules below, a colon taking the dash's
-place; a log with op lines of both layouts is refused (no Jepsen writes one, and which
-conventions judge it would be a guess: a log pasted into another's); and a line that begins with that timestamp but not with the whole record header
-(level, thread, logger, colon) was cut short or damaged where an op may have been, so it is
-refused too. Its registers are judged by later Jepsen's conventions, not 2014's (see
-``format_conventions``), so the format is told apart: ``jepsen-log``.
+place; a line that begins with that timestamp but not with the whole record header (level,
+thread, logger, colon) was cut short or damaged where an op may have been, so it is refused
+too; and so is a log with op lines of both layouts (no Jepsen writes one, and which
+conventions judge it would be a guess: a log pasted into another's). Its registers are
+judged by later Jepsen's conventions, not 2014's (see ``format_conventions``), so the format
+is told apart: ``jepsen-log``.
 
 Chatter may be skipped, but an op must never be: a skipped
 ``:ok :write`` can turn an invalid history valid. So each line (without its line break) is
