@@ -147,3 +147,24 @@ def test_a_long_line_of_brackets_is_read_in_linear_time(chatter: str) -> None:
         parse_text_log((text + "\n").encode(), "j.log")
     assert later_layout(text.encode())
     assert time.perf_counter() - started < 0.5
+
+
+BREAKABLE = [*OPS, (3, "invoke", "write", ":xy"), (3, "ok", "write", ":xy"), (4, "invoke", "read", "nil"),
+             (4, "ok", "read", "true"), (5, "info", "write", "-12\tindeterminate: timed out")]
+
+
+@settings(max_examples=300)
+@given(st.integers(0, len(BREAKABLE) - 1), st.data())
+def test_an_op_line_broken_in_two_anywhere_is_refused_or_read_as_written(which: int, data: st.DataObject) -> None:
+    # Property: a line break put anywhere in an op line either is refused or leaves every
+    # op's process, type, f and value as written (a broken error is the error cut short).
+    lines = [line(*op) for op in BREAKABLE]
+    at = data.draw(st.integers(1, len(lines[which]) - 1))
+    lines[which] = lines[which][:at] + "\n" + lines[which][at:]
+    try:
+        ops = parse_text_history("\n".join([CHATTER[0], *lines]) + "\n")
+    except HistoryError:
+        return
+    expected = parse_text_history("\n".join(line(*op) for op in BREAKABLE) + "\n")
+    assert [(op.process, op.type, op.f, op.value) for op in ops] == [
+        (op.process, op.type, op.f, op.value) for op in expected], lines[which]
