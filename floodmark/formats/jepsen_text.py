@@ -59,13 +59,13 @@ one of these, and only the last kind is skipped:
 4. The **last line**, refused if it is an op line with no line break after it: Jepsen ends
    every record with one, and a log cut short inside a value can still read as an op, a
    wrong one (``:ok :read 12`` cut to ``:ok :read 1``). Add the line break if it is whole.
-5. In the later layout, after an op line whose value ended it, a line that starts as the
-   rest of a value would (a character that continues a symbol, keyword or number; not a
-   timestamp): a record there has no line break in it (``pr-str`` writes a value on one
-   line; only an error, printed with ``str``, may span lines), so this is the op's own
-   line broken in two, its value perhaps cut short (``:ok :read :xy`` broken after ``:x``
-   reads ``:x``; ``nil`` after ``ni``, a symbol). It is refused. (A line such as ``[...]``,
-   a blank line or an indented one cannot be the rest of a value that read whole.)
+5. A line broken in two: after an op line whose value ended it, a line that is the rest of
+   a value (one token's characters, up to a tab or the line's end) and that, put back on
+   the op line, still reads as an op: ``:ok :read :xy`` broken after ``:x`` reads ``:x``,
+   ``nil`` after ``ni`` the symbol ``ni``, and the rest would be chatter. A log record has
+   no line break in it there (``pr-str`` writes a value on one line; only an error, printed
+   with ``str``, may span lines), so it is refused. (A line such as ``[...]``, a blank or
+   indented line, a record, a sentence cannot be the rest of a value that read whole.)
 6. **Chatter**, skipped: everything else (other loggers' records, any logger's free text at
    other levels, stack traces, continuation lines, blank lines).
 
@@ -114,8 +114,8 @@ _OP_MESSAGE = re.compile(r"(?:[ \t]*+-|:)[ \t]*+(\S++)[ \t]++:(\S++)[ \t]++:(\S+
 # process and a type ending the line.
 _OP_SHAPED = re.compile(r"(?:^|[ \t]):(?:invoke|ok|fail|info)[ \t]++:[^\s:,]"
                         r"|(?:^|[ \t-])(?:\d++|:[^\s:,]++)[ \t]++:(?:invoke|ok|fail|info)[ \t]*+$")
-# A line's first character that could be the rest of an EDN token cut by a line break (rule 5).
-_CONTINUES_A_TOKEN = re.compile(r"[^\s\[\](){}\"\\;,]")
+# The rest of an EDN token cut by a line break, up to the error's tab or the line's end (rule 5).
+_TOKEN_TAIL = re.compile(r"[^\s\[\](){}\"\\;,]++(?:\t|$)")
 _TYPE_KEYWORD = re.compile(r":(?:invoke|ok|fail|info)")  # cheap, so that most chatter goes no further
 _LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
 _LOGGER = re.compile(rb"(?<!\S)jepsen\.util(?:[ \t]+-|:)")
@@ -181,16 +181,15 @@ def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = 
     clean = _UNDECODABLE.search(text) is None  # then no line needs looking at for bad bytes
     lines = text.removeprefix("\ufeff").split("\n")
     first_op: tuple[int, bool] | None = None  # the first op line's number and whether it is later_layout
-    broken = 0  # the number of a later-layout op line that its value ended (rule 5), else 0
+    ended: tuple[int, str] | None = None  # the last line's number and message if an op's value ended it
     for number, raw in enumerate(lines, start=1):
         line = raw.rstrip("\r")
-        if broken and _CONTINUES_A_TOKEN.match(line) and _STAMPED.match(line) is None:
-            raise HistoryError(source, number, f"not a record, after the op on line {broken} whose value ended "
-                               "its line: the op's line broken in two (its value may be cut short there)")
-        broken = 0
         record = _OP_RECORD.search(line) if "jepsen.util" in line else None
         if record is None:
             damage = _damage(line, near_misses)
+            if damage is None and ended is not None and _TOKEN_TAIL.match(line) and _reads(ended[1] + line, cache):
+                damage = f"the rest of the op line {ended[0]} (it reads as part of its value): the line broken in two"
+            ended = None
             if damage is None:
                 continue  # chatter
             if not clean:
@@ -217,8 +216,7 @@ def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = 
             if len(messages) < _MAX_MESSAGES:
                 messages[message] = read
         op_type, process, f, value, value_text, error = read
-        if error is None and not message.rstrip(" ").endswith("\t") and _STAMPED.match(line):
-            broken = number
+        ended = (number, message) if error is None and not message.rstrip(" ").endswith("\t") else None
         if type(value) is list or type(value) is dict:
             value = _copy(value)  # each op its own: a checker may hold on to one
         if number == len(lines) and raw:
@@ -271,6 +269,15 @@ def _read_op(message: str, cache: dict[str, Any], source: str,
         raise HistoryError(source, number, f"the value is not one EDN form ({e.problem}; an error after "
                            "it must follow a tab)") from None
     return op_type, process, str.__str__(f), value, value_text, error.strip(" \t") or None
+
+
+def _reads(message: str, cache: dict[str, Any]) -> bool:
+    """Whether ``message`` reads as an op's (process, type, f, value and perhaps an error)."""
+    try:
+        _read_op(message, cache, "", 0)
+    except HistoryError:
+        return False
+    return True
 
 
 _ON_LINE_ONE = re.compile(r"\bon line 1\b")

@@ -215,3 +215,22 @@ def test_ops_with_the_same_line_text_do_not_share_a_value() -> None:
     first, second = parse_text_history(line * 2)
     assert first.value == second.value == [1, {"a": [4]}]
     assert first.value is not second.value and first.value[1]["a"] is not second.value[1]["a"]
+
+
+@pytest.mark.parametrize(("whole", "at"), [
+    ("1\t:ok\t:read\t:xy", -1), ("1\t:ok\t:read\tnil", -1), (":nemesis\t:info\t:kill\t:majority\t[:error :crash]", -20),
+])
+def test_an_op_line_broken_in_two_is_refused_not_read_with_its_value_cut_short(whole: str, at: int) -> None:
+    # The first part read (:x, the symbol ni, :majo) and the rest was chatter.
+    broken = f"INFO  jepsen.util - {whole[:at]}\n{whole[at:]}"
+    with pytest.raises(HistoryError, match="h.log:3: the rest of the op line 2"):
+        parse_text_history("\n".join([CHATTER[0], broken, canonical(*OPS[0])]) + "\n", "h.log")
+
+
+def test_a_line_after_an_op_that_cannot_be_the_rest_of_its_value_is_chatter() -> None:
+    lines = [canonical(1, "invoke", "read", "nil"), "java.net.SocketTimeoutException: Read timed out",
+             canonical(1, "ok", "read", "1"), "done.", canonical(2, "invoke", "read", "nil"), "[...]"]
+    assert len(parse_text_history("\n".join(lines) + "\n")) == 3
+    # (after an op with an error, a word is the error's next line, not the rest of an earlier value)
+    lines = [canonical(1, "invoke", "read", "nil"), canonical(1, "info", "read", "nil") + "\tconnection", "reset"]
+    assert len(parse_text_history("\n".join(lines) + "\n")) == 2
