@@ -49,8 +49,7 @@ EXPECTED = [(0, "invoke", "write", 1, None), (0, "ok", "write", 1, None), (1, "i
 
 
 def test_the_ops_are_read_and_the_chatter_skipped() -> None:
-    # (raw lines, such as a stack trace, follow a record of another logger, as in a real log)
-    lines = [CHATTER[0] + "\n" + CHATTER[i % len(CHATTER)] + "\n" + line(*op) for i, op in enumerate(OPS)]
+    lines = [CHATTER[i % len(CHATTER)] + "\n" + line(*op) for i, op in enumerate(OPS)]
     assert read(lines) == EXPECTED
 
 
