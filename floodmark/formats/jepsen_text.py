@@ -69,7 +69,7 @@ one of these, and only the last kind is skipped:
 6. **Chatter**, skipped: everything else (other loggers' records, any logger's free text at
    other levels, stack traces, continuation lines, blank lines).
 
-Bytes: Jepsen's JVM writes UTF-8. A byte that is not UTF-8 on a line of kinds 1-4 is
+Bytes: Jepsen's JVM writes UTF-8. A byte that is not UTF-8 on a line of kinds 1-5 is
 refused with its line, never replaced: two different damaged values must not read as the
 same character. In chatter, which is skipped, it is tolerated (a log also carries what
 remote commands printed, in whatever encoding they used).
