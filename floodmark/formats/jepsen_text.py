@@ -38,7 +38,12 @@ one of these, and only the last kind is skipped:
    starts it). So ``jepsen.util -<TAB>1``, ``jepsen.util  - 1`` and ``jepsen.util -1`` read
    like the tab-separated original, and whatever precedes the level (a timestamp a tool put
    there) is ignored. An op line that cannot be read (a field missing, an unknown type, a
-   process that is neither an integer nor a keyword, an unreadable value) is refused.
+   process that is neither an integer nor a keyword, an unreadable value) is refused. But
+   later Jepsen's ``jepsen.util`` logs text of its own at INFO too (``await-fn``'s
+   ``Waiting for port 2379 ...``, ``spy``'s pretty-printed values): a message that no
+   process can begin (its first character is not a digit, a sign or a colon) and that has
+   no op in it (rule 2's last shape) is that text, chatter. One character damaged cannot
+   make an op line one: it would have to break both the process and the type and f.
 2. A **damaged op line**, refused, which is any of:
 
    - a ``jepsen.util`` record (the logger, blanks, a dash) whose level is not a level
@@ -116,6 +121,8 @@ _OP_SHAPED = re.compile(r"(?:^|[ \t]):(?:invoke|ok|fail|info)[ \t]++:[^\s:,]"
                         r"|(?:^|[ \t-])(?:\d++|:[^\s:,]++)[ \t]++:(?:invoke|ok|fail|info)[ \t]*+$")
 # The rest of an EDN token cut by a line break, up to the error's tab or the line's end (rule 5).
 _TOKEN_TAIL = re.compile(r"[^\s\[\](){}\"\\;,]++(?:\t|$)")
+# After the logger, a message that no process begins: jepsen.util's own text (rule 1).
+_UTIL_TEXT = re.compile(r"(?:[ \t]*+-|:)[ \t]*+[^\s\d:+-]")
 _TYPE_KEYWORD = re.compile(r":(?:invoke|ok|fail|info)")  # cheap, so that most chatter goes no further
 _LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
 _LOGGER = re.compile(rb"(?<!\S)jepsen\.util(?:[ \t]+-|:)")
@@ -185,6 +192,8 @@ def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = 
     for number, raw in enumerate(lines, start=1):
         line = raw.rstrip("\r")
         record = _OP_RECORD.search(line) if "jepsen.util" in line else None
+        if record is not None and _UTIL_TEXT.match(line, record.end()) and not _OP_SHAPED.search(line):
+            record = None  # jepsen.util's own text (rule 1)
         if record is None:
             damage = _damage(line, near_misses)
             if damage is None and ended is not None and _TOKEN_TAIL.match(line) and _reads(ended[1] + line, cache):

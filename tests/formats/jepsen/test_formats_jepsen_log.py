@@ -167,3 +167,21 @@ def test_an_op_line_broken_in_two_anywhere_is_refused_or_read_as_written(which: 
     expected = parse_text_history("\n".join(line(*op) for op in BREAKABLE) + "\n")
     assert [(op.process, op.type, op.f, op.value) for op in ops] == [
         (op.process, op.type, op.f, op.value) for op in expected], lines[which]
+
+
+@pytest.mark.parametrize("text", ["Waiting for port 2379 ...", "Waiting for jepsen.control.util$fn__1@2a...",
+                                  "{:nodes [\"n1\" \"n2\"],", "[{:process 0, :type :ok, :f :read, :value 1}]"])
+def test_jepsen_utils_own_text_at_info_is_chatter(text: str) -> None:
+    # Later Jepsen's await-fn and spy log at INFO through jepsen.util: a real jepsen.log of a
+    # test that waits for its database was refused whole ('not process :type :f value').
+    own = f"{STAMP}\tINFO\t[jepsen node n1] jepsen.util: {text}"
+    assert read([line(*OPS[0]), own, " :nodes-ready true}", line(*OPS[1])]) == EXPECTED[:2]
+    assert len(parse_text_history(f"INFO  jepsen.util - {text}\nINFO  jepsen.util - 0\t:invoke\t:read\tnil\n")) == 1
+
+
+@pytest.mark.parametrize("damaged", ["x\t:ok\t:write\t1", "nemesis\t:info\t:start\tnil", "\t:ok\t:write\t1",
+                                     "1\tok\t:write\t1", "W1\t:ok\t:write\t1"])
+def test_an_op_message_damaged_is_refused_not_taken_for_jepsen_utils_own_text(damaged: str) -> None:
+    with pytest.raises(HistoryError, match="j.log:2:"):
+        parse_text_history("\n".join([line(*OPS[0]), f"{STAMP}\tINFO\t[jepsen worker 1] jepsen.util: {damaged}",
+                                      line(*OPS[1])]) + "\n", "j.log")
