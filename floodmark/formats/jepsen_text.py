@@ -134,8 +134,9 @@ _MAX_MESSAGES = 1 << 16  # distinct op messages remembered (a log repeats a few 
 
 
 # An op record of the later layout (Jepsen's jepsen.log since unilog): the thread in brackets
-# between the level and the logger, a colon after it.
-_LATER_OP_RECORD = re.compile(rb"(?<!\S)INFO[ \t]+\[[^\[\]\n]*+\][ \t]++jepsen\.util:")
+# between the level and the logger, a colon after it, then what can begin a process (not
+# jepsen.util's own text, rule 1).
+_LATER_OP_RECORD = re.compile(rb"(?<!\S)INFO[ \t]+\[[^\[\]\n]*+\][ \t]++jepsen\.util:[ \t]*+[\d:+-]")
 
 
 def later_layout(data: bytes) -> bool:

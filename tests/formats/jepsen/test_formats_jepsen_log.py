@@ -185,3 +185,13 @@ def test_an_op_message_damaged_is_refused_not_taken_for_jepsen_utils_own_text(da
     with pytest.raises(HistoryError, match="j.log:2:"):
         parse_text_history("\n".join([line(*OPS[0]), f"{STAMP}\tINFO\t[jepsen worker 1] jepsen.util: {damaged}",
                                       line(*OPS[1])]) + "\n", "j.log")
+
+
+def test_jepsen_utils_own_text_in_the_later_layout_does_not_make_a_2014_log_a_later_one(tmp_path) -> None:
+    # The format decides the conventions (a 2014 log's nil read is the absent register's):
+    # a line of text is no op, so it must not decide them either.
+    log = tmp_path / "etcd.log"
+    log.write_text(f"{STAMP}\tINFO\t[jepsen node n1] jepsen.util: Waiting for port 2379 ...\n"
+                   "INFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 0\t:ok\t:read\tnil\n")
+    assert format_of(log.read_bytes(), str(log)) == "jepsen-text"
+    assert load_history(log).format == "jepsen-text"
