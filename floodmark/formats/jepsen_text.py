@@ -161,12 +161,14 @@ def is_op_record(line: str) -> bool:
 
 def has_op_records(data: bytes) -> bool:
     """Whether any line of ``data`` is an op record (:func:`is_op_record`)."""
-    for found in _LOGGER.finditer(data):
+    pos = 0
+    while (found := _LOGGER.search(data, pos)) is not None:
         start = data.rfind(b"\n", 0, found.start()) + 1
         end = data.find(b"\n", found.end())
-        line = data[start:end if end >= 0 else len(data)].decode("utf-8", errors="surrogateescape")
-        if is_op_record(line.rstrip("\r")):
+        end = end if end >= 0 else len(data)
+        if is_op_record(data[start:end].decode("utf-8", errors="surrogateescape").rstrip("\r")):
             return True
+        pos = end  # each line looked at once, however many times it names the logger
     return False
 
 
