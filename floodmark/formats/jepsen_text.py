@@ -119,8 +119,9 @@ _OP_MESSAGE = re.compile(r"(?:[ \t]*+-|:)[ \t]*+(\S++)[ \t]++:(\S++)[ \t]++:(\S+
 # process and a type ending the line.
 _OP_SHAPED = re.compile(r"(?:^|[ \t]):(?:invoke|ok|fail|info)[ \t]++:[^\s:,]"
                         r"|(?:^|[ \t-])(?:\d++|:[^\s:,]++)[ \t]++:(?:invoke|ok|fail|info)[ \t]*+$")
-# The rest of an EDN token cut by a line break, up to the error's tab or the line's end (rule 5).
-_TOKEN_TAIL = re.compile(r"[^\s\[\](){}\"\\;,]++(?:\t|$)")
+# The rest of an EDN token cut by a line break, up to the error's tab or the line's end and
+# any blanks before it (rule 5).
+_TOKEN_TAIL = re.compile(r"[^\s\[\](){}\"\\;,]++(?:\t|[ \t]*+$)")
 # After the logger, a message that no process begins: jepsen.util's own text (rule 1).
 _UTIL_TEXT = re.compile(r"(?:[ \t]*+-|:)[ \t]*+[^\s\d:+-]")
 _TYPE_KEYWORD = re.compile(r":(?:invoke|ok|fail|info)")  # cheap, so that most chatter goes no further

@@ -219,6 +219,7 @@ def test_ops_with_the_same_line_text_do_not_share_a_value() -> None:
 
 @pytest.mark.parametrize(("whole", "at"), [
     ("1\t:ok\t:read\t:xy", -1), ("1\t:ok\t:read\tnil", -1), (":nemesis\t:info\t:kill\t:majority\t[:error :crash]", -20),
+    ("1   :ok     :read   :xy  ", -3),  # space-aligned, blanks after the value
 ])
 def test_an_op_line_broken_in_two_is_refused_not_read_with_its_value_cut_short(whole: str, at: int) -> None:
     # The first part read (:x, the symbol ni, :majo) and the rest was chatter.
