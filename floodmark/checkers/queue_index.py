@@ -20,7 +20,9 @@ than judge the rest as if it were all: a value of the wrong shape (a partition b
 among them: no log has one), an acknowledged send whose offset is not an integer (``null``,
 ``true``: JSON's booleans are not offsets), a batch without its records or a record that is not an ``[offset, value]`` pair with an integer
 offset, and an op whose ``f`` no queue or log workload has (a renamed ``send`` would
-otherwise hide its loss), and one whose completion contradicts its invocation or holds an
+otherwise hide its loss), a client's op (a send, a poll, an assign, ...) recorded under the
+nemesis' name, which no checker reads as a client's (an anomaly it shows would pass unseen),
+and one whose completion contradicts its invocation or holds an
 offset below 0 (a record's, a batch's start, a batch's high watermark: :mod:`.op_agreement`):
 an acknowledgement naming another partition or value than was sent, a batch of a partition
 the poll did not fetch or from another position, a drain's batch not read from offset 0. The send of such an acknowledgement is
@@ -59,7 +61,7 @@ from floodmark.checkers.op_shapes import (
 )
 from floodmark.checkers.partition_index import Partition, PartitionIndex, Read, Send
 from floodmark.checkers.run_partitions import set_apart_unknown_partitions
-from floodmark.contracts.history import NEMESIS, Op
+from floodmark.contracts.history import FINAL_READ, NEMESIS, Op
 
 if TYPE_CHECKING:
     from floodmark.contracts.run_config import TestConfig
@@ -100,6 +102,8 @@ NO_PARTITION = "not a topic and a partition number from 0"
 _SENDS = ("send", "append")
 _READS = ("poll", "drain")
 _POSITIONS = ("assign", "subscribe")  # a consumer's positions are reset
+# Every op a client of a queue or log workload makes: none of them is the nemesis'.
+_CLIENT_OPS = frozenset((*_SENDS, *_READS, *_POSITIONS, "read", FINAL_READ))
 
 
 def build_index(history: list[Op]) -> QueueIndex:
@@ -116,6 +120,8 @@ def build_index(history: list[Op]) -> QueueIndex:
         process = op.process
         if op.type == "invoke":
             if process == NEMESIS:
+                if op.f in _CLIENT_OPS:
+                    _nemesis_client_op(index, op)
                 continue
             client_ops += 1
             if process in open_ops:
@@ -124,6 +130,8 @@ def build_index(history: list[Op]) -> QueueIndex:
             continue
         invocation = pop(process, None)  # None for nemesis completions too: they are never opened
         if invocation is None:
+            if process == NEMESIS and op.f in _CLIENT_OPS:
+                _nemesis_client_op(index, op)
             continue
         if op.type == "ok":
             f = invocation.f
@@ -211,6 +219,14 @@ def build_index(history: list[Op]) -> QueueIndex:
         _complete(index, invocation, None)
     index.client_ops = client_ops
     return index
+
+
+def _nemesis_client_op(index: QueueIndex, op: Op) -> None:
+    """A client's op under the nemesis' name: listed as malformed (no checker judges what it
+    sent or read, so the verdict cannot be valid), and what it may have sent set apart."""
+    index.malformed.append((op.index, f"the nemesis recorded a {op.f!r} op, which is a client's: what it "
+                                      "sent or read is judged by no checker"))
+    index.set_apart(op.value)
 
 
 def _unreadable_acknowledgement(index: QueueIndex, send: Send, acknowledged: Any) -> None:

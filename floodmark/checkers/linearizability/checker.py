@@ -59,7 +59,7 @@ from floodmark.checkers.linearizability.wgl import (
     search_either,
 )
 from floodmark.checkers.op_shapes import failed_yet_done
-from floodmark.contracts.history import NEMESIS, Op
+from floodmark.contracts.history import NEMESIS, Op, nemesis_client_ops
 from floodmark.contracts.results import Anomaly, CheckerResult, Validity, merge_validity
 
 
@@ -375,6 +375,11 @@ class LinearizableChecker:
             stats["unknown_because"] = unknown
             if valid == "unknown":  # (said on the verdict line, as every checker says why)
                 stats["unjudged_because"] = unknown_reason(unknown)
+        shadowed = nemesis_client_ops(run.history)
+        if shadowed and valid is True:  # (its search left them out, as a fault's records)
+            valid = "unknown"
+            stats["unjudged_because"] = (f"op {shadowed[0].index} ({shadowed[0].f}; {len(shadowed)} in all) is a "
+                                         "client's op recorded by the nemesis, whose ops no search takes in")
         if not any(op.process != NEMESIS for op in run.history):
             if run.config is not None:
                 # A floodmark run always has clients: one that recorded no op tested nothing.
