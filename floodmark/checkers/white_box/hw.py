@@ -14,7 +14,10 @@ changed, and a log recovered at start-up (``appended`` as "recovery", ``truncate
 hand, or written by a tool that leaves them out) cannot show every restart, so a decrease
 there is proven only where the broker itself says its HW went down from the value last seen
 (``hw_changed``'s ``previous``; a process started since would say its checkpoint instead);
-any other is held unproven and makes the verdict unknown, not invalid.
+any other is held unproven and makes the verdict unknown, not invalid. The epoch a HW is
+judged in is the one the broker's own ``became_leader`` or ``became_follower`` put it in,
+not the one its ``hw_changed`` states (they agree in every run): a HW lowered in an event
+that names another epoch would otherwise start that epoch afresh and hide the decrease.
 
 A broker also says when it lowers its HW itself (``hw_changed`` with a ``previous`` above
 the new HW, after truncating below it): a decrease when the truncation since its last HW
@@ -160,6 +163,8 @@ class _Scan:
         # a restart between two HWs of one epoch.
         tells_restarts = any(type(e.body) is Started for e in events)
         leading: dict[PartitionKey, int] = {}  # partition -> epoch this node leads in
+        # partition -> the epoch its last became_leader or became_follower put this node in
+        in_epoch: dict[PartitionKey, int] = {}
         # What this replica holds: per partition, segments (first offset, value ids) in offset
         # order. Only partitions this node ever truncates need tracking.
         truncated = {(e.body.topic, e.body.partition) for e in events if isinstance(e.body, Truncated)}
@@ -173,7 +178,8 @@ class _Scan:
             body = event.body
             # The most frequent kinds first; the two that set a HW share the checks below.
             if isinstance(body, HwChanged):
-                hw, epoch, log_end = body.high_watermark, body.leader_epoch, body.log_end
+                hw, log_end = body.high_watermark, body.log_end
+                epoch = in_epoch.get((body.topic, body.partition), body.leader_epoch)
                 as_leader = body.role == "leader"
                 stated = body.previous
                 by = cut.pop((body.topic, body.partition), None) if cut else None
@@ -186,11 +192,11 @@ class _Scan:
                 as_leader = True
                 stated = None
                 cut.pop((body.topic, body.partition), None)
-                leading[(body.topic, body.partition)] = epoch
+                leading[(body.topic, body.partition)] = in_epoch[(body.topic, body.partition)] = epoch
                 self.leaderships.append((node, event.seq, (body.topic, body.partition), epoch, log_end))
             elif isinstance(body, Appended):
                 if body.role == "recovery":  # a log recovered at start-up: the process is new
-                    _restarted(last_hw, leading, (body.topic, body.partition))
+                    _restarted(last_hw, (body.topic, body.partition), leading, in_epoch)
                 if truncated and (key := (body.topic, body.partition)) in truncated and body.values:
                     segments = held.setdefault(key, [])
                     if segments and segments[-1][0] + len(segments[-1][1]) > body.offset:
@@ -207,11 +213,12 @@ class _Scan:
                 continue
             elif isinstance(body, BecameFollower):
                 leading.pop((body.topic, body.partition), None)
+                in_epoch[(body.topic, body.partition)] = body.leader_epoch
                 continue
             elif isinstance(body, Truncated):
                 key = (body.topic, body.partition)
                 if body.reason == "recovery":  # at start-up: the process is new, and may start lower
-                    _restarted(last_hw, leading, key)
+                    _restarted(last_hw, key, leading, in_epoch)
                     cut.pop(key, None)
                 else:
                     cut[key] = (body.from_offset, body.to_offset)
@@ -225,6 +232,7 @@ class _Scan:
             elif isinstance(body, Started | Stopped):
                 last_hw.clear()  # a restarted broker recovers its HW from a checkpoint that may lag
                 leading.clear()
+                in_epoch.clear()
                 cut.clear()
                 continue
             else:
@@ -298,12 +306,14 @@ class _Scan:
                      **self.permissions.details(body.topic, body.partition, committed=True)})
 
 
-def _restarted(last_hw: dict[tuple[str, int, int], tuple[int, int]], leading: dict[PartitionKey, int],
-               key: PartitionKey) -> None:
-    """Forget what the node's previous process did with partition ``key``."""
+def _restarted(last_hw: dict[tuple[str, int, int], tuple[int, int]], key: PartitionKey,
+               *epochs: dict[PartitionKey, int]) -> None:
+    """Forget what the node's previous process did with partition ``key`` (``epochs``: what it
+    said of the epochs it was in)."""
     for slot in [slot for slot in last_hw if slot[0] == key[0] and slot[1] == key[1]]:
         del last_hw[slot]
-    leading.pop(key, None)
+    for said in epochs:
+        said.pop(key, None)
 
 
 def _drop_from(segments: list[tuple[int, tuple[str, ...]]], to_offset: int, seen: dict[int, Any]) -> list[int]:

@@ -8,7 +8,14 @@ from checkers_fixtures import History, events
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.white_box.hw import HighWatermarkChecker
-from floodmark.contracts.node_events import Appended, BecameLeader, HwChanged, Started, Truncated
+from floodmark.contracts.node_events import (
+    Appended,
+    BecameFollower,
+    BecameLeader,
+    HwChanged,
+    Started,
+    Truncated,
+)
 from floodmark.contracts.run_config import TestConfig
 
 CONFIG = TestConfig(acks="all", min_insync_replicas=2)
@@ -221,3 +228,17 @@ def test_an_event_not_read_whole_leaves_the_verdict_unknown_never_valid() -> Non
     decreasing = events("n1", hw(0, 5), hw(5, 4))
     decreasing.append(NodeEvent("n1", 2, 2.0, UnknownKind("hw_changed_v2", {})))
     assert check({"n1": decreasing}).valid is False
+
+
+def test_a_decrease_stated_in_another_epoch_is_judged_in_the_epoch_the_broker_is_in() -> None:
+    # n1 leads epoch 1 and sets its HW to 8; its next hw_changed steps it down to 6 but names
+    # epoch 99, which nobody was ever in. Judged per stated epoch, 99 started afresh: VALID.
+    started = Started(broker=1)
+    n1 = events("n1", started, leader(1, (1,), 10, 0), hw(0, 8), hw(8, 6, epoch=99))
+    [anomaly] = check({"n1": n1}).anomalies
+    assert anomaly.type == "hw-decrease" and anomaly.offsets == (8, 6)
+    assert anomaly.events == (("n1", 2), ("n1", 3))
+    # (a follower's too: the epoch its became_follower put it in)
+    follower = BecameFollower(topic="t0", partition=0, leader_epoch=1, leader=2, log_end=10)
+    n2 = events("n1", started, follower, hw(0, 8, role="follower"), hw(8, 6, epoch=0, role="follower"))
+    assert [a.type for a in check({"n1": n2}).anomalies] == ["hw-decrease"]
