@@ -26,6 +26,11 @@ did not check is one the cluster's metadata never listed after healing: invalid,
 A wait recorded before it listed what it checked held only the declared partitions: if the
 node events name another, the verdict is unknown.
 
+The runner records one wait; a history holding several (edited, or joined from two) has each
+completed wait judged: a partition one of them found short stays a finding whatever a later
+one found, and one whose record cannot be read makes a verdict found valid unknown (the last
+wait alone was judged: an earlier wait's short partitions passed unread, VALID).
+
 Only a run that recorded the wait, or ran on the simulator (which always records it after
 the final reads), is judged by this checker (:func:`records_the_wait`): a simulator run's
 history without it ends early (cut at a line's end, the op removed) and is unknown; runs on
@@ -68,37 +73,54 @@ class ConvergenceChecker:
                 why += (" (a simulator run records one after its final reads: this history ends before it, "
                         "or was recorded before the wait existed)")
             return _unknown(why)
-        last = waits[-1]
-        if last.type == "invoke":
-            return _unknown(f"the wait for whole ISRs (op {last.index}) never completed")
-        if last.type != "ok":
-            return _unknown(f"the wait for whole ISRs (op {last.index}) ended {last.type}: {last.error}")
-        found = last.value
-        problem = _shape_problem(found)
-        if problem is not None:
-            return _unknown(f"op {last.index} is no record of a wait for whole ISRs: {problem}")
-        stats: dict[str, Any] = {"waited": found["waited"], "timeout": found["timeout"]}
-        short = found["short"]
-        unasked = [entry["why"] for entry in short if entry["topic"] is None]
-        if unasked:
-            return _unknown(f"the wait for whole ISRs could not ask the cluster: {unasked[0]}", stats)
-        existing = _partitions_named(run)
-        if "checked" in found:
-            checked = {(entry["topic"], entry["partition"]) for entry in found["checked"]}
-            stats["partitions_checked"] = len(checked)
-            short = [*short, *({"topic": topic, "partition": number, "why": UNLISTED}
-                               for topic, number in sorted(existing - checked))]
-        elif run.config is not None and (unheld := existing - set(run.config.topic_partitions)):
-            return _unknown("the wait for whole ISRs, recorded before it listed the partitions it checked, held "
-                            f"only those test.yaml declares; the node events name {_named(unheld)} too", stats)
-        anomalies = [Anomaly(
-            UNDER_REPLICATED,
-            f"{entry['topic']}-{entry['partition']}: {entry['why']}, {found['timeout']:g} s after the final "
-            "reads, with every fault healed and no client writing",
-            topic=entry["topic"], partition=entry["partition"], ops=(last.index,))
-            for entry in short]
-        stats["under_replicated"] = len(anomalies)
-        return CheckerResult(not anomalies, anomalies, stats)
+        result = _judge_wait(waits[-1], run)
+        for earlier in waits[:-1]:
+            if earlier.type != "ok":  # (it found nothing: the last one is the record)
+                continue
+            before = _judge_wait(earlier, run)
+            result.anomalies[:0] = before.anomalies
+            if before.valid is False or (before.valid == "unknown" and result.valid is True):
+                result.valid = before.valid
+                if before.valid == "unknown":
+                    result.stats["unjudged_because"] = before.stats["unjudged_because"]
+        if len(waits) > 1:
+            result.stats["waits"] = len(waits)
+            result.stats["under_replicated"] = len(result.anomalies)
+        return result
+
+
+def _judge_wait(last: Op, run: CheckInput) -> CheckerResult:
+    """The verdict of one wait for whole ISRs (``last``: its last op)."""
+    if last.type == "invoke":
+        return _unknown(f"the wait for whole ISRs (op {last.index}) never completed")
+    if last.type != "ok":
+        return _unknown(f"the wait for whole ISRs (op {last.index}) ended {last.type}: {last.error}")
+    found = last.value
+    problem = _shape_problem(found)
+    if problem is not None:
+        return _unknown(f"op {last.index} is no record of a wait for whole ISRs: {problem}")
+    stats: dict[str, Any] = {"waited": found["waited"], "timeout": found["timeout"]}
+    short = found["short"]
+    unasked = [entry["why"] for entry in short if entry["topic"] is None]
+    if unasked:
+        return _unknown(f"the wait for whole ISRs could not ask the cluster: {unasked[0]}", stats)
+    existing = _partitions_named(run)
+    if "checked" in found:
+        checked = {(entry["topic"], entry["partition"]) for entry in found["checked"]}
+        stats["partitions_checked"] = len(checked)
+        short = [*short, *({"topic": topic, "partition": number, "why": UNLISTED}
+                           for topic, number in sorted(existing - checked))]
+    elif run.config is not None and (unheld := existing - set(run.config.topic_partitions)):
+        return _unknown("the wait for whole ISRs, recorded before it listed the partitions it checked, held "
+                        f"only those test.yaml declares; the node events name {_named(unheld)} too", stats)
+    anomalies = [Anomaly(
+        UNDER_REPLICATED,
+        f"{entry['topic']}-{entry['partition']}: {entry['why']}, {found['timeout']:g} s after the final "
+        "reads, with every fault healed and no client writing",
+        topic=entry["topic"], partition=entry["partition"], ops=(last.index,))
+        for entry in short]
+    stats["under_replicated"] = len(anomalies)
+    return CheckerResult(not anomalies, anomalies, stats)
 
 
 UNLISTED = "its node events show it exists, but the cluster's metadata never listed it to the wait"

@@ -157,3 +157,20 @@ def test_a_wait_recorded_before_it_listed_what_it_checked_is_unknown_where_parti
 def test_a_checked_list_that_cannot_be_read_is_unknown(entries: Any) -> None:
     result = judged(waited({**short(), "checked": entries}))
     assert result.valid == "unknown" and "'checked'" in result.stats["unjudged_because"]
+
+
+def test_every_wait_a_history_holds_is_judged_not_the_last_alone() -> None:
+    # The first wait found t0/0 short at its deadline; a second, later, found it whole. Only
+    # the last was judged: VALID. A partition short at a wait's deadline is a finding.
+    h = waited(short(("t0", 0, "its ISR [1] lacks replica 2")))
+    h.invoke(NEMESIS, AWAIT_FULL_ISR, {"timeout": 30.0})
+    h.ok(NEMESIS, AWAIT_FULL_ISR, short())
+    result = judged(h)
+    assert result.valid is False and [a.partition for a in result.anomalies] == [0]
+    assert result.stats["waits"] == 4  # (the ops of two waits)
+    # An earlier wait whose record cannot be read: a later one found whole is not enough.
+    h = waited({"waited": "long"})
+    h.invoke(NEMESIS, AWAIT_FULL_ISR, {"timeout": 30.0})
+    h.ok(NEMESIS, AWAIT_FULL_ISR, short())
+    result = judged(h)
+    assert result.valid == "unknown" and "no record of a wait" in result.stats["unjudged_because"]
