@@ -55,7 +55,9 @@ clock faults, so nothing here orders events of different nodes. What the run pro
 read from its configuration (its acks and min.insync.replicas), never from the
 implementation: a run that states no configuration cannot be judged, and a run whose
 producers asked for acks=all, with acknowledged sends but no acks=all acknowledgement in any
-node's events, is unknown, never valid, as is a run whose clients saw records of a partition
+node's events, is unknown, never valid, as is one with an acknowledgement recorded with other
+acks than all, or in a leader epoch its node's events hold no view of (each held to no ISR:
+a leader alone in its ISR acknowledging as acks=1 was VALID), and a run whose clients saw records of a partition
 committed that no leader's events record committing (its appends, its leadership or its HW
 moves are not all there).
 """
@@ -150,6 +152,12 @@ class InvariantsChecker:
             reasons.append(missing)
         if run.config.acks_all and stats["acks_judged"] == 0 and _acknowledged_sends(run):
             reasons.append("acknowledged sends, but no node event records an acks=all acknowledgement")
+        elif run.config.acks_all and stats.get("acks_not_all"):
+            reasons.append(f"{stats['acks_not_all']} acknowledgements record acks other than all, which the run's "
+                           "producers asked for: they are held to no ISR")
+        if stats["acks_unjudged"] and missing is None:  # (lines missing explain it, and are said)
+            reasons.append(f"{stats['acks_unjudged']} acks=all acknowledgements are of a leader epoch the node's "
+                           "events hold no leader view of: they are held to no ISR")
         uncommitted = stats.get("exposed_beyond_commits")
         if uncommitted:
             where, (top, end) = next(iter(uncommitted.items()))
@@ -283,6 +291,7 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
                 roled.add(key)  # the log goes on from what the process recovered
         elif type(body) is Acked:
             if body.acks != ACKS_ALL:
+                stats["acks_not_all"] = stats.get("acks_not_all", 0) + 1
                 continue
             view = views.get((body.topic, body.partition))
             if view is None or (body.leader_epoch is not None and body.leader_epoch != view.leader_epoch):

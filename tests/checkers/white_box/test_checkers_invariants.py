@@ -60,7 +60,14 @@ def test_an_ack_above_the_hw_is_caught() -> None:
 
 
 def test_acks_below_all_are_not_held_to_the_isr() -> None:
-    assert check({"n1": events("n1", leads(1, 1), acked(0, 1, acks=1))}).valid is True
+    n1 = events("n1", leads(1, 1), acked(0, 1, acks=1))
+    acks_1 = TestConfig(acks="1", min_insync_replicas=2, nodes=1)
+    assert InvariantsChecker().check(CheckInput([], {"n1": n1}, acks_1)).valid is True
+    # A run whose producers asked for acks=all: an ack recorded as acks=1 is held to no ISR, so
+    # a leader alone in its ISR passed unjudged (VALID); it is unknown, saying why.
+    result = check({"n1": n1})
+    assert result.valid == "unknown" and result.anomalies == []
+    assert "1 acknowledgements record acks other than all" in result.stats["unjudged_because"]
 
 
 def test_an_ack_is_judged_only_against_the_same_nodes_view_of_the_same_epoch() -> None:
@@ -71,7 +78,9 @@ def test_an_ack_is_judged_only_against_the_same_nodes_view_of_the_same_epoch() -
                                                           log_end=5), acked(0, 3), leads(4, 1, 2), acked(1, 3)),
         "n2": events("n2", leads(3, 2)),
     })
-    assert result.valid is True and (result.stats["acks_judged"], result.stats["acks_unjudged"]) == (0, 2)
+    # (held to nothing, so never valid: an ack of another epoch may be below min.insync.replicas)
+    assert result.valid == "unknown" and (result.stats["acks_judged"], result.stats["acks_unjudged"]) == (0, 2)
+    assert "2 acks=all acknowledgements are of a leader epoch" in result.stats["unjudged_because"]
 
 
 def test_it_never_says_valid_about_what_it_did_not_read() -> None:
