@@ -57,9 +57,11 @@ implementation: a run that states no configuration cannot be judged, and a run w
 producers asked for acks=all, with acknowledged sends but no acks=all acknowledgement in any
 node's events, is unknown, never valid, as is one with an acknowledgement recorded with other
 acks than all, or in a leader epoch its node's events hold no view of (each held to no ISR:
-a leader alone in its ISR acknowledging as acks=1 was VALID), and a run whose clients saw records of a partition
-committed that no leader's events record committing (its appends, its leadership or its HW
-moves are not all there).
+a leader alone in its ISR acknowledging as acks=1 was VALID), one with a ``hw_changed`` of
+another epoch or role than its node's last ``became_*`` (its commit, held to no ISR, hid a
+member's lack), and a run whose clients saw records of a partition committed that no
+leader's events record committing (its appends, its leadership or its HW moves are not all
+there).
 """
 
 from __future__ import annotations
@@ -155,6 +157,10 @@ class InvariantsChecker:
         elif run.config.acks_all and stats.get("acks_not_all"):
             reasons.append(f"{stats['acks_not_all']} acknowledgements record acks other than all, which the run's "
                            "producers asked for: they are held to no ISR")
+        if stats.get("hw_roles_contradicted") and missing is None:
+            reasons.append(f"{stats['hw_roles_contradicted']} hw_changed events state another leader epoch or role "
+                           "than the node's own became_leader or became_follower put it in: what they commit "
+                           "cannot be placed")
         if stats["acks_unjudged"] and missing is None:  # (lines missing explain it, and are said)
             reasons.append(f"{stats['acks_unjudged']} acks=all acknowledgements are of a leader epoch the node's "
                            "events hold no leader view of: they are held to no ISR")
@@ -277,6 +283,7 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
     # Partitions the node took a role in, or appended to, since it last started: the log of
     # any other is what the restart recovered, which its first role states (_cut_to_stated_end).
     roled: set[PartitionKey] = set()
+    in_role: dict[PartitionKey, tuple[bool, int]] = {}  # (leads?, epoch) its last became_* put it in
     anomalies: list[Anomaly] = []
     for event in events:
         body = event.body
@@ -302,6 +309,9 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
         elif type(body) is HwChanged:
             key = (body.topic, body.partition)
             hws[key] = body.high_watermark
+            said = (body.role == "leader", body.leader_epoch)
+            if in_role.get(key, said) != said:
+                stats["hw_roles_contradicted"] = stats.get("hw_roles_contradicted", 0) + 1
             diverged = below_hw.high_watermark(event, body, logs.get(key) or record_of(logs, key))
             if diverged is not None:
                 anomalies.append(diverged)
@@ -313,6 +323,7 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
             before = views.get(key)
             view = views[key] = LeaderView(body.leader_epoch, tuple(body.isr))
             if type(body) is BecameLeader:
+                in_role[key] = (True, body.leader_epoch)
                 hws[key] = body.high_watermark
                 if key not in roled:
                     roled.add(key)
@@ -326,11 +337,13 @@ def _replay(node: str, events: list[NodeEvent], held: dict[str, Held], node_of: 
         elif type(body) is BecameFollower:
             key = (body.topic, body.partition)
             views.pop(key, None)
+            in_role[key] = (False, body.leader_epoch)
             if key not in roled:
                 roled.add(key)
                 _cut_to_stated_end(logs, key, body.log_end, leaders, below_hw, strong)
         elif type(body) is Started:
             roled.clear()
+            in_role.clear()
         elif type(body) is Truncated:
             key = (body.topic, body.partition)
             leaders.changed(key, body.to_offset)

@@ -123,6 +123,19 @@ def test_a_commit_counted_on_members_that_hold_it_is_valid() -> None:
     assert renamed.anomalies[0].details["member"] == "beta" and renamed.anomalies[1].details["node"] == "beta"
 
 
+def test_a_commit_stated_in_another_epoch_than_the_leader_is_in_is_never_valid() -> None:
+    # n1 leads epoch 1 and commits offset 1, which its ISR member n2 never held; its
+    # hw_changed names epoch 9. Held to no leader view, the commit passed: VALID.
+    n2 = events("n2", kinds.Started(broker=2), appended(0, 0, "a", "x", role="follower"))
+    result = check({"n1": events("n1", kinds.Started(broker=1), leads(1, 1, 2), appended(0, 1, "a", "b"),
+                                 hw(0, 2, 9)), "n2": n2})
+    assert result.valid == "unknown" and "1 hw_changed events state another leader epoch" in \
+        result.stats["unjudged_because"]
+    stated = check({"n1": events("n1", kinds.Started(broker=1), leads(1, 1, 2), appended(0, 1, "a", "b"),
+                                 hw(0, 2, 1)), "n2": n2})
+    assert types(stated) == ["isr-member-lacks-committed"]
+
+
 def test_an_isr_member_that_never_held_a_committed_record_is_caught() -> None:
     # KAFKA-7128's shape: n2 sits in n1's ISR with another value at offset 1 (a divergent
     # log it never truncated), and n1 commits offset 1 counting it.
