@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -437,12 +437,11 @@ def write_history(path: str | os.PathLike[str], ops: Iterable[Op]) -> None:
             f.write(op.to_json() + "\n")
 
 
-def nemesis_client_ops(ops: Iterable[Op]) -> list[Op]:
+def nemesis_client_ops(ops: Sequence[Op]) -> list[Op]:
     """Ops the nemesis recorded under a function its history's clients use (a ``read`` of a
     register, a ``send``): a client's op under the nemesis' name, which every checker passes
     over as a fault's record, so what it read or wrote is judged by none. No nemesis of ours
     records one, and no checker may call valid a history that holds one."""
-    ops = list(ops)
     client_fs = {op.f for op in ops if op.process != NEMESIS}
     return [op for op in ops if op.process == NEMESIS and op.f in client_fs]
 
