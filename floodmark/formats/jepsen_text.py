@@ -83,7 +83,9 @@ Two conventions of that client are made explicit on reading, because the checker
 know them: a value of ``:timed-out`` on an ``:info`` carries no result (the invocation's
 value is what was attempted), and a ``:fail`` with ``:timed-out`` (the etcd client's
 ``:fail :read :timed-out``) is not a definite failure but an unknown outcome, so it becomes
-``info``.
+``info``. The second is that 2014 client's alone: in a later ``jepsen.log`` a ``:fail`` is a
+definite failure whatever its value, as Jepsen's checkers read it (taken as unknown, a
+failed write could explain a read it never made, and hide the anomaly).
 """
 
 from __future__ import annotations
@@ -237,7 +239,8 @@ def parse_text_history(text: str, source: str = "<log>", *, check_pairs: bool = 
                                "have been cut short inside it (add the line break if the line is whole)")
         if value_text == _TIMED_OUT and op_type in ("info", "fail"):
             value, error = None, error or "timed-out"
-            op_type = "info"  # the client gave up waiting: the outcome is unknown, not a failure
+            if not later:  # (2014's etcd client: it gave up waiting, so the outcome is unknown)
+                op_type = "info"
         index = len(ops)
         op = Op(index, index, op_type, process, f, value, None, error)  # type: ignore[arg-type]
         if pairing is not None:

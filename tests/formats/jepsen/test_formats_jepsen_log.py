@@ -195,3 +195,18 @@ def test_jepsen_utils_own_text_in_the_later_layout_does_not_make_a_2014_log_a_la
                    "INFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 0\t:ok\t:read\tnil\n")
     assert format_of(log.read_bytes(), str(log)) == "jepsen-text"
     assert load_history(log).format == "jepsen-text"
+
+
+def test_a_fail_that_timed_out_stays_a_failure_unlike_in_a_2014_log() -> None:
+    # 2014's etcd client logged a timeout as ':fail ... :timed-out' (an unknown outcome);
+    # later Jepsen's checkers take any :fail as definite, so a failed write of 2 cannot
+    # explain a read of 2: taken as unknown, the read's anomaly was hidden.
+    ops = [(0, "invoke", "write", "2"), (0, "fail", "write", ":timed-out"), (1, "invoke", "read", "nil"),
+           (1, "ok", "read", "2")]
+    later = parse_text_history("\n".join(line(*op) for op in ops) + "\n")
+    older = parse_text_history("".join(f"INFO  jepsen.util - {p}\t:{t}\t:{f}\t{v}\n" for p, t, f, v in ops))
+    assert [(op.type, op.value, op.error) for op in later[1:2]] == [("fail", None, "timed-out")]
+    assert [(op.type, op.value, op.error) for op in older[1:2]] == [("info", None, "timed-out")]
+    judged = judge_history(later, checkers=["linearizable"], conventions="jepsen-log")
+    assert judged["linearizable"].valid is False
+    assert judge_history(older, checkers=["linearizable"], conventions="jepsen-text")["linearizable"].valid is True
