@@ -22,6 +22,7 @@ among them: no log has one), an acknowledged send whose offset is not an integer
 offset, and an op whose ``f`` no queue or log workload has (a renamed ``send`` would
 otherwise hide its loss), a client's op (a send, a poll, an assign, ...) recorded under the
 nemesis' name, which no checker reads as a client's (an anomaly it shows would pass unseen),
+an assign or subscribe that holds records (a poll under another name, likewise unread),
 and one whose completion contradicts its invocation or holds an
 offset below 0 (a record's, a batch's start, a batch's high watermark: :mod:`.op_agreement`):
 an acknowledgement naming another partition or value than was sent, a batch of a partition
@@ -221,6 +222,11 @@ def build_index(history: list[Op]) -> QueueIndex:
     return index
 
 
+def _holds_records(value: Any) -> bool:
+    """Whether an assign's or subscribe's value holds a batch of records, as a poll's does."""
+    return type(value) is list and any(type(v) is dict and "records" in v for v in value)
+
+
 def _nemesis_client_op(index: QueueIndex, op: Op) -> None:
     """A client's op under the nemesis' name: listed as malformed (no checker judges what it
     sent or read, so the verdict cannot be valid), and what it may have sent set apart."""
@@ -351,6 +357,10 @@ def _complete(index: QueueIndex, invocation: Op, completion: Op | None) -> None:
                 return
             index.partition(key).reads.append(Read(completion.index, f, key, records, None))
         elif f in _POSITIONS:
+            if _holds_records(invocation.value) or (completion is not None and _holds_records(completion.value)):
+                # (a renamed poll: what it read would be judged by no checker)
+                index.malformed.append((invocation.index, f"{f} op holds records, as a poll does: what it "
+                                                          "read is judged by no checker"))
             if outcome != "fail":
                 index.consumer_ops.setdefault(invocation.process, []).append(("assign", invocation.index))
         else:
