@@ -46,7 +46,7 @@ from typing import Any
 from floodmark.checkers.api import CheckInput
 from floodmark.contracts.history import NEMESIS, Op
 from floodmark.contracts.node_events import PartitionEvent, PartitionKey
-from floodmark.contracts.results import Anomaly, CheckerResult
+from floodmark.contracts.results import Anomaly, CheckerResult, merge_validity
 
 AWAIT_FULL_ISR = "await-full-isr"
 UNDER_REPLICATED = "under-replicated-after-healing"
@@ -79,9 +79,10 @@ class ConvergenceChecker:
                 continue
             before = _judge_wait(earlier, run)
             result.anomalies[:0] = before.anomalies
-            if before.valid is False or (before.valid == "unknown" and result.valid is True):
-                result.valid = before.valid
-                if before.valid == "unknown":
+            merged = merge_validity((result.valid, before.valid))
+            if merged != result.valid:
+                result.valid = merged
+                if merged == "unknown":
                     result.stats["unjudged_because"] = before.stats["unjudged_because"]
         if len(waits) > 1:
             result.stats["waits"] = len(waits)
@@ -90,7 +91,7 @@ class ConvergenceChecker:
 
 
 def _judge_wait(last: Op, run: CheckInput) -> CheckerResult:
-    """The verdict of one wait for whole ISRs (``last``: its last op)."""
+    """The verdict of one wait for whole ISRs (``last``: its last op, the completion if it has one)."""
     if last.type == "invoke":
         return _unknown(f"the wait for whole ISRs (op {last.index}) never completed")
     if last.type != "ok":

@@ -205,7 +205,7 @@ def judge_history(
     run = CheckInput(ops, events or {}, config, time_limit, whole_file_gap, cut_short, files_recorded)
     resolved = _resolve(checkers, config, ops, **linearizable_options)
     judged = run_checkers(resolved, run)
-    torn = ops.torn_tail if isinstance(ops, OpsRead) and ops.torn_tail is not None else None
+    torn = ops.torn_tail if isinstance(ops, OpsRead) else None
     unread = torn.where if torn is not None else history_torn_tail
     if unread is not None:
         hold_short_of_valid(judged, (f"{unread}: the last line, cut short, was not read, and what it "

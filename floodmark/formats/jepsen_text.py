@@ -11,9 +11,10 @@ value)``, later followed by ``\t error``:
     INFO  jepsen.util - 2	:ok	:cas	[0 4]	sql: OK OK 1 row val 0
 
 Around them is chatter: other loggers' records (``INFO  jepsen.core - Worker 0 starting``),
-stack traces, a test's report. Later Jepsen (through unilog; Maelstrom too) writes ``jepsen.log`` in another layout: a
-timestamp ending in a literal ``{GMT}``, the level, the thread in brackets, the logger and a
-colon, tab-separated, then the same op message (:func:`later_layout`):
+stack traces, a test's report. Later Jepsen (through unilog; Maelstrom too) writes
+``jepsen.log`` in another layout: a timestamp ending in a literal ``{GMT}``, the level, the
+thread in brackets, the logger and a colon, tab-separated, then the same op message
+(:func:`later_layout`):
 
     2021-02-26 23:39:01,300{GMT}	INFO	[jepsen worker 1] jepsen.util: 1	:invoke	:write	[0 2]
     2025-04-26 03:37:10,938{GMT}	INFO	[jepsen worker nemesis] jepsen.util: :nemesis	:info	:kill	nil
