@@ -6,7 +6,9 @@ belong to. The design promises:
 - ``multiple-leaders``: at most one broker acts as leader of a partition in a leader epoch.
   A broker acts as leader when it becomes leader, appends records as leader, advances the
   HW as leader, changes the partition's ISR (only its leader does) or acknowledges a
-  produce. The controller's own decisions (``leader_elected``) must also name a single
+  produce. A broker acts as leader only in an epoch it became leader of, in the same process
+  (``self-promoted-leader``, :mod:`.self_promoted`: its own record, which is there even
+  when the controller's election is not). The controller's own decisions (``leader_elected``) must also name a single
   leader per epoch, and a broker that acts as leader in an epoch must be the one the
   controller elected for it (a broker that states its id, when one election was recorded).
 - ``epoch-regression``: each broker's view of a partition's leader epoch never goes
@@ -39,6 +41,7 @@ from collections.abc import Mapping
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.event_coverage import verdict
+from floodmark.checkers.white_box.self_promoted import acts_without_leadership
 from floodmark.contracts.node_events import (
     Acked,
     Appended,
@@ -91,6 +94,10 @@ class LeaderChecker:
                     key[0], key[1], events=tuple(sorted(leaders.values())),
                     details={"leader_epoch": epoch, "leaders": sorted(leaders), "source": "leader_elected"}))
         anomalies.extend(_acting_not_elected(acting, elected, _stated_ids(run.events)))
+        # Parts of files (Spark's by-partition groups) are judged only when no file misses a
+        # line; otherwise the coverage makes the verdict unknown, with the gap as the reason.
+        if run.whole_file_gap is None or run.whole_file_gap == "":
+            anomalies.extend(acts_without_leadership(run.events, whole_files=run.whole_file_gap is None))
         for epoch, brokers in sorted(controllers.items()):
             if len(brokers) > 1:
                 anomalies.append(Anomaly(

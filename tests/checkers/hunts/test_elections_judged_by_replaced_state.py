@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.white_box.leader import LeaderChecker, elections_from_outside
-from floodmark.contracts.node_events import IsrChanged, IsrWritten, LeaderElected, NodeEventBody
+from floodmark.contracts.node_events import (
+    BecameLeader,
+    IsrChanged,
+    IsrWritten,
+    LeaderElected,
+    NodeEventBody,
+)
 from floodmark.contracts.results import CheckerResult
 from floodmark.contracts.run_config import TestConfig
 
@@ -30,7 +36,14 @@ def shrink(epoch: int, isr: tuple[int, ...], version: int) -> IsrChanged:
 def judge(*bodies: NodeEventBody, unclean_enabled: bool = False, min_insync: int = 2) -> CheckerResult:
     config = TestConfig(unclean_leader_election=unclean_enabled, nodes=1, min_insync_replicas=min_insync,
                         replication_factor=3)
-    return LeaderChecker().check(CheckInput([], {"n1": events("n1", *bodies)}, config))
+    # A leader's shrink follows its becoming leader (else it is a self-promoted leader of its own).
+    led = [b for body in bodies for b in ((became(body),) if type(body) is IsrChanged else ()) + (body,)]
+    return LeaderChecker().check(CheckInput([], {"n1": events("n1", *led)}, config))
+
+
+def became(shrunk: IsrChanged) -> BecameLeader:
+    return BecameLeader(topic="t0", partition=0, leader_epoch=shrunk.leader_epoch, isr=(1, 2, 3), log_end=0,
+                        high_watermark=0)
 
 
 def test_a_clean_election_of_a_replica_outside_the_isr_it_replaced_is_unclean() -> None:

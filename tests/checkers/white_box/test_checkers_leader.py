@@ -52,7 +52,8 @@ def test_successive_leaders_are_valid() -> None:
 def test_two_brokers_leading_one_epoch() -> None:
     n1 = events("n1", leader(3))
     n2 = events("n2", follower(2), appended_as_leader(5, 3, "x"))
-    [anomaly] = check({"n1": n1, "n2": n2}).anomalies
+    anomaly, promoted = check({"n1": n1, "n2": n2}).anomalies
+    assert promoted.type == "self-promoted-leader" and promoted.events == (("n2", 1),)  # never became leader of 3
     assert anomaly.type == "multiple-leaders" and anomaly.details["leaders"] == ["n1", "n2"]
     assert anomaly.events == (("n1", 0), ("n2", 1))
 
@@ -66,7 +67,8 @@ def test_acked_counts_as_leading_in_the_brokers_current_epoch() -> None:
 def test_acked_in_its_own_leader_epoch() -> None:
     n1 = events("n1", leader(4))
     n2 = events("n2", leader(3), Acked(topic="t0", partition=0, offset=1, high_watermark=2, acks=-1, leader_epoch=4))
-    [anomaly] = check({"n1": n1, "n2": n2}).anomalies
+    anomaly, promoted = check({"n1": n1, "n2": n2}).anomalies
+    assert promoted.type == "self-promoted-leader" and promoted.details["leader_epoch"] == 4
     assert anomaly.type == "multiple-leaders" and anomaly.details["leader_epoch"] == 4
 
 
@@ -104,7 +106,8 @@ def test_broker_epoch_going_backwards() -> None:
 def test_zookeeper_state_going_back_to_an_older_epoch() -> None:
     # a stale leader's unconditional ISR write lands after the controller's newer election
     c = events("n1", elected(0, leader=2, epoch=6, zk_version=10))
-    stale = events("n3", IsrChanged(topic="t0", partition=0, leader_epoch=5, isr=(3,), zk_version=11, change="shrink"))
+    stale = events("n3", leader(5), IsrChanged(topic="t0", partition=0, leader_epoch=5, isr=(3,), zk_version=11,
+                                                change="shrink"))
     [anomaly] = check({"n1": c, "n3": stale}).anomalies
     assert anomaly.type == "epoch-regression" and anomaly.details["source"] == "zookeeper"
 
@@ -142,12 +145,12 @@ def test_an_unclean_election_the_configuration_forbids_is_caught_unless_it_was_a
 def test_states_at_one_zookeeper_version_are_ordered_by_their_transaction_ids() -> None:
     # Only one write makes a version: the later transaction wrote an older epoch.
     n1 = events("n1", dataclasses.replace(elected(0, leader=1, epoch=2, zk_version=5), zxid=60))
-    n2 = events("n2", IsrChanged(topic="t0", partition=0, leader_epoch=1, isr=(2,), zk_version=5, change="shrink",
-                                 zxid=61))
+    n2 = events("n2", leader(1), IsrChanged(topic="t0", partition=0, leader_epoch=1, isr=(2,), zk_version=5,
+                                            change="shrink", zxid=61))
     assert [a.type for a in check({"n1": n1, "n2": n2}).anomalies] == ["epoch-regression"]
 
 
 def test_changing_the_isr_is_acting_as_leader() -> None:
     n1 = events("n1", leader(1))
     n2 = events("n2", IsrChanged(topic="t0", partition=0, leader_epoch=1, isr=(2,), zk_version=3, change="shrink"))
-    assert [a.type for a in check({"n1": n1, "n2": n2}).anomalies] == ["multiple-leaders"]
+    assert [a.type for a in check({"n1": n1, "n2": n2}).anomalies] == ["multiple-leaders", "self-promoted-leader"]
