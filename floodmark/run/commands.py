@@ -280,6 +280,9 @@ def repro_command(args: argparse.Namespace) -> int:
     if replayed.edited is not None:
         print(printable(f"floodmark: {run.schedule}: edited since the run ({replayed.edited}); replaying it as it "
                         "is now"), file=sys.stderr)
+    record_change = replayed.record_change()
+    if record_change is not None:  # not an edit of what is replayed: said as what it is
+        print(printable(f"floodmark: {run.schedule}: {record_change}"), file=sys.stderr)
     if original is None and config.cluster == "sim":
         unfinished = unfinished_reason(run)  # (a run that never finished was never digested)
         print(printable(f"floodmark: {run.digest}: no such file: whether the replay is byte-identical cannot be "

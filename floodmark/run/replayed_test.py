@@ -15,7 +15,9 @@ replay runs it as it now is, its time limit included, over test.yaml's (which on
 the run ran, for the checkers). What it can tell of such an edit (a time limit that is not
 test.yaml's, which every run writes into both; a fault that is not what the run records of
 executing it) it says (:attr:`Replayed.edited`), so that a replay that differs is blamed on
-the edit, not on nondeterminism.
+the edit, not on nondeterminism. A fault whose plan and record disagree because the record
+was changed (the history shows the plan is what the run started: :mod:`.schedule_sides`)
+is no edit of what is replayed: said as a changed record (:attr:`Replayed.record_changed`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from floodmark.harness.schedule import (
     load_schedule,
 )
 from floodmark.inputs.sources import special_file_problem
+from floodmark.run.schedule_sides import changed_sides
 from floodmark.run_dirs import run_digests, rundir
 
 
@@ -49,6 +52,19 @@ class Replayed:
     # never reached (a run that failed or was interrupted first), which the files cannot
     # tell apart; a replay that differs names them rather than blame nondeterminism alone.
     unrecorded: tuple[int, ...] = ()
+    # Faults whose record of executing schedule.json changed since the run while their plan
+    # is the run's (the history says so): the replay runs the run's own plan.
+    record_changed: tuple[Any, ...] = ()
+
+    def record_change(self) -> str | None:
+        """What a changed record is, in words ("fault 0's record ..."), or None when none is."""
+        if not self.record_changed:
+            return None
+        shown = first_few([str(n)[:20] for n in self.record_changed], EDITS_SHOWN)
+        many = len(self.record_changed) > 1
+        return (f"{rundir.SCHEDULE}'s record of executing fault{'s' if many else ''} {shown} changed since the run; "
+                f"{'their plans are' if many else 'its plan is'} the run's (as the history records it), and the "
+                "plan is what is replayed")
 
     def unrecorded_cause(self) -> str:
         """The first cause a replay that differs may have, when some faults are unrecorded
@@ -84,7 +100,7 @@ def replayed_test(run: rundir.RunDir) -> Replayed:
         seed, schedule = load_schedule(run.schedule)
         if seed is not None and seed != config.seed:
             raise UsageError(f"{run.schedule}: seed {seed} differs from test.yaml's seed {config.seed}")
-        edits, unrecorded = _faults_edited(run, schedule)
+        edits, unrecorded, record_changed = _faults_edited(run, schedule)
         if schedule.time_limit_stated and schedule.time_limit != config.time_limit:
             make_config({"time_limit": schedule.time_limit}, str(run.schedule))  # one no test may have: refused
             edits.insert(0, f"time limit {schedule.time_limit:g} s, test.yaml's {config.time_limit:g} s")
@@ -96,23 +112,25 @@ def replayed_test(run: rundir.RunDir) -> Replayed:
                       config.time_limit, config.replication_factor)
     if problem is not None:
         raise UsageError(f"{run.schedule}: {problem}")
-    return Replayed(config, schedule, "; ".join(edits) or None, unrecorded)
+    return Replayed(config, schedule, "; ".join(edits) or None, unrecorded, record_changed)
 
 
 EDITS_SHOWN = 3  # faults named in an edit's description; the rest counted
 
 
-def _faults_edited(run: rundir.RunDir, schedule: Schedule) -> tuple[list[str], tuple[int, ...]]:
+def _faults_edited(run: rundir.RunDir, schedule: Schedule) -> tuple[list[str], tuple[int, ...], tuple[Any, ...]]:
     """How the schedule's faults differ from what schedule.json records of executing them
-    (a fault changed or removed since), in words, and the planned faults it records nothing
-    of (see :class:`Replayed`); empty when they do not, or it records nothing to compare with."""
+    (a fault changed or removed since), in words; the planned faults it records nothing of
+    (see :class:`Replayed`); and the faults whose record alone changed (the plan is the
+    run's, see :mod:`.schedule_sides`). Empty when they do not differ, or it records nothing
+    to compare with."""
     try:
         data = rundir.read_json_file(run.schedule, limit=MAX_SCHEDULE_BYTES, what="a schedule")
     except (OSError, ValueError):
-        return [], ()  # (read a moment ago: the replay runs what was read then)
+        return [], (), ()  # (read a moment ago: the replay runs what was read then)
     executed = data.get("executed") if isinstance(data, dict) else None
     if not isinstance(executed, list) or not all(isinstance(e, dict) for e in executed):
-        return [], ()
+        return [], (), ()
     planned = {fault.number: fault.to_dict() for fault in schedule.faults}
     # (A number edited into a list or an object is no key: named as its text, as changed.)
     ran: dict[Any, dict[str, Any]] = {_key(e.get("number")): {key: e.get(key) for key in FAULT_KEYS}
@@ -122,9 +140,21 @@ def _faults_edited(run: rundir.RunDir, schedule: Schedule) -> tuple[list[str], t
     unrecorded = tuple(n for n in planned if n not in ran)
     changed = [n for n in ran if n not in planned or planned[n] != ran[n]]
     if not changed:
-        return [], unrecorded
-    shown = first_few([str(n)[:20] for n in changed], EDITS_SHOWN)
-    return [f"fault{'s' if len(changed) > 1 else ''} {shown} not as the run executed"], unrecorded
+        return [], unrecorded, ()
+    sides = changed_sides(run, {n: (planned.get(n), ran[n]) for n in changed})
+    record_changed = tuple(n for n in changed if sides[n] == "record")
+    edits = []
+    edited = [n for n in changed if sides[n] == "plan" or (n not in planned and sides[n] is None)]
+    if edited:
+        shown = first_few([str(n)[:20] for n in edited], EDITS_SHOWN)
+        edits.append(f"fault{'s' if len(edited) > 1 else ''} {shown} not as the run executed")
+    untold = [n for n in changed if n in planned and sides[n] is None]
+    if untold:
+        shown = first_few([str(n)[:20] for n in untold], EDITS_SHOWN)
+        many = len(untold) > 1
+        edits.append(f"fault{'s' if many else ''} {shown} not as its record of executing {'them' if many else 'it'} "
+                     "says: its plan or that record changed since the run")
+    return edits, unrecorded, record_changed
 
 
 def _key(number: Any) -> Any:

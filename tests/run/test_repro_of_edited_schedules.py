@@ -1,9 +1,12 @@
 """repro of a run whose schedule.json was edited by hand in what the run recorded of its
 execution (``executed``), not only in its plan: whatever was written there, the replay runs
-the plan and says the file was edited, never a traceback.
+the plan and says what changed, never a traceback.
 
 Before, an executed fault's ``number`` edited into a list or an object ended repro in a
 TypeError traceback (exit 1): it was used as a dictionary key to compare with the plan.
+And a record edited while the plan was the run's was told as "edited since the run (fault 0
+not as the run executed)" followed by "replay identical": the plan, which is what is
+replayed, had not changed. The history (vouched for by digest.json) says which side changed.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ def recorded_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize(("number", "shown"), [([1], "fault [1]"), ({"a": 1}, "fault {'a': 1}"),
                                                (None, "fault None"), ("0", "fault 0")])
-def test_an_executed_fault_s_number_edited_into_anything_is_said_to_be_edited(
+def test_an_executed_fault_s_number_edited_into_anything_is_said_to_be_a_changed_record(
         recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], number: Any, shown: str) -> None:
     run = tmp_path / recorded_run.name
     shutil.copytree(recorded_run, run)
@@ -43,7 +46,62 @@ def test_an_executed_fault_s_number_edited_into_anything_is_said_to_be_edited(
     code = main(["repro", str(run), "--store", str(tmp_path / "replays")])
     lines = capsys.readouterr().err.splitlines()
     assert code == 0, lines
-    assert any(f"schedule.json: edited since the run ({shown} not as the run executed)" in line for line in lines), lines
+    # The history never started such a fault: the record changed, not the plan that is replayed.
+    assert any(f"schedule.json's record of executing {shown} changed since the run; its plan is the run's" in line
+               for line in lines), lines
+    assert not any("edited since the run" in line for line in lines), lines
+    assert any(line.startswith(f"floodmark: replay identical to {run}") for line in lines), lines
+
+
+def test_only_the_record_of_what_executed_edited_is_a_changed_record_not_an_edited_schedule(
+        recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / recorded_run.name
+    shutil.copytree(recorded_run, run)
+    recorded = json.loads((run / "schedule.json").read_text())
+    recorded["executed"][0]["duration"] = 0.25  # the history starts fault 0 for 0.5 s, as planned
+    (run / "schedule.json").write_text(json.dumps(recorded))
+    assert main(["repro", str(run), "--store", str(tmp_path / "replays")]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert f"floodmark: {run / 'schedule.json'}: schedule.json's record of executing fault 0 changed since the " \
+           "run; its plan is the run's (as the history records it), and the plan is what is replayed" in lines, lines
+    assert not any("edited since the run" in line for line in lines), lines
+    assert any(line.startswith(f"floodmark: replay identical to {run}") for line in lines), lines
+
+
+def test_which_side_changed_is_not_guessed_where_the_history_cannot_tell(
+        recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A start (or seed) the history does not record: plan or record, either may have changed."""
+    run = tmp_path / recorded_run.name
+    shutil.copytree(recorded_run, run)
+    recorded = json.loads((run / "schedule.json").read_text())
+    recorded["executed"][0]["start"] = 0.75
+    (run / "schedule.json").write_text(json.dumps(recorded))
+    assert main(["repro", str(run), "--store", str(tmp_path / "replays")]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert any("schedule.json: edited since the run (fault 0 not as its record of executing it says: its plan or "
+               "that record changed since the run)" in line for line in lines), lines
+    # Without a digest vouching for the history it cannot tell a changed duration either.
+    (run / "digest.json").unlink()
+    recorded["executed"][0]["start"] = 0.5
+    recorded["executed"][0]["duration"] = 0.25
+    (run / "schedule.json").write_text(json.dumps(recorded))
+    assert main(["repro", str(run), "--store", str(tmp_path / "replays")]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert any("(fault 0 not as its record of executing it says: its plan or that record changed" in line
+               for line in lines), lines
+
+
+def test_a_plan_edited_is_still_said_to_be_edited(
+        recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / recorded_run.name
+    shutil.copytree(recorded_run, run)
+    recorded = json.loads((run / "schedule.json").read_text())
+    recorded["faults"][0]["duration"] = 0.25  # the history says the run started it for 0.5 s
+    (run / "schedule.json").write_text(json.dumps(recorded))
+    assert main(["repro", str(run), "--store", str(tmp_path / "replays")]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert any("schedule.json: edited since the run (fault 0 not as the run executed); replaying it as it is now"
+               in line for line in lines), lines
 
 
 def test_a_fault_added_to_the_plan_is_named_when_the_replay_differs(
