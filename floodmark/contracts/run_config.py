@@ -122,6 +122,10 @@ class TestConfig:
     # reads. With 100 the consumers keep up with the producers; with a few they fall behind
     # the high watermark, so their position's advance past a short read is exercised too.
     poll_max_records: int = 100
+    # On the simulator, whether a power loss keeps a random prefix of each file's unsynced
+    # bytes (a page cache that wrote some back, cut anywhere: torn records for log recovery
+    # to cut) instead of none. Off by default so that every earlier run and seed replays.
+    power_loss_tears: bool = False
     # Which generation of the inter-broker protocol every broker speaks: legacy (no heartbeats,
     # the leader writes ISR changes to ZooKeeper), heartbeats (KIP-343's heartbeats and
     # self-fencing) or kip-343 (ISR changes proposed to the controller).
@@ -369,7 +373,7 @@ _WHOLE = ("nodes", "topics", "partitions", "replication_factor", "min_insync_rep
 _SECONDS = ("time_limit", "rate", "recovery_time", "op_timeout", "drain_timeout", "check_time_limit",
             "zk_session_timeout", "linger")
 _WORDS = ("cluster", "workload", "variant", "inter_broker_protocol")
-_FLAGS = ("unclean_leader_election", "producer_retries_without_idempotence")
+_FLAGS = ("unclean_leader_election", "producer_retries_without_idempotence", "power_loss_tears")
 
 
 def _typed(source: str, key: str, value: Any) -> Any:

@@ -191,7 +191,7 @@ def _convert(source: str, key: str, value: Any) -> Any:
                            MAX_RATE if key == "rate" else MAX_SECONDS)
     if key == "linger":
         return read_number(source, key, value, float, 0.0, MAX_LINGER)
-    if key in RECORDED:
+    if key in RECORDED or key == "power_loss_tears":
         if not isinstance(value, bool):
             raise ConfigError(source, key, f"expected true or false, got {shown_value(value)}")
         return value
@@ -207,6 +207,9 @@ def validate(config: TestConfig, source: str = "<options>") -> TestConfig:
             source, "nemesis",
             f"the {config.cluster} backend cannot apply {', '.join(simulated)} faults; only --cluster sim can",
         )
+    if config.power_loss_tears and config.cluster != "sim":
+        raise ConfigError(source, "power_loss_tears", "only the simulator tears writes at a power loss "
+                          "(--cluster sim); a real machine's disk decides that itself")
     if "upgrade" in config.nemesis and config.inter_broker_protocol in (UPGRADE_TARGET, ibp.TRUNCATE_ON_FETCH):
         already = ("which they run already" if config.inter_broker_protocol == UPGRADE_TARGET
                    else f"older than the {ibp.TRUNCATE_ON_FETCH} they run")

@@ -7,7 +7,8 @@ replication factor and min.insync.replicas, topics and partitions, which fault k
 (a random subset: swarm testing, after Groce et al., since a kind that is off cannot mask the
 others), how long faults and quiet periods last, the load, the ZooKeeper session timeout, the
 inter-broker protocol, the producer's linger (so that sends from different workers share
-produce requests) and the consumers' max.poll.records (so that they fall behind); and, for a
+produce requests), the consumers' max.poll.records (so that they fall behind) and whether a
+power loss tears the files' unsynced tails (so that log recovery has records to cut); and, for a
 share of the seeds that draw failover groups (a follower lagging as its leader fails, see
 ``nemesis.failover``), groups alone over a whole minute, as many as fit, since beside the
 other kinds a test held one at most. Every shape stays inside the durability contract
@@ -57,6 +58,9 @@ LINGER_SHARE, LINGERS = 0.5, (0.005, 0.02)
 # they keep up, and a consumer's advance past a short read went untested: a position moved
 # to the high watermark instead of past the last record read passed every seed).
 POLL_MAX_SHARE, POLL_MAX_RECORDS = 0.3, (1, 2, 5)
+# The share of seeds whose power losses keep a random prefix of each file's unsynced bytes
+# (torn records, see sim.disk) instead of none.
+POWER_LOSS_TEARS_SHARE = 0.5
 
 
 def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = None,
@@ -128,6 +132,11 @@ def swarm_config(seed: int, variant: str = "default", base: TestConfig | None = 
     polls = Seeds(seed).stream("swarm-poll-max-records")
     if polls.random() < POLL_MAX_SHARE:
         values["poll_max_records"] = polls.choice(POLL_MAX_RECORDS)
+    # Torn writes at a power loss came after it: until then a power loss dropped exactly the
+    # unsynced bytes, always at a record's end, so no run ever tore a record and log recovery's
+    # cut of a torn tail went unexercised: a recovery that cut the tail in memory but left it
+    # in the file passed every seed. Its own stream.
+    values["power_loss_tears"] = Seeds(seed).stream("swarm-power-loss-tears").random() < POWER_LOSS_TEARS_SHARE
     config = make_config(values, f"swarm seed {seed}", base)
     return config.replace(name=f"explore-{exploration_key(variant, workload)}")
 

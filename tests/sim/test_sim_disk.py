@@ -118,6 +118,27 @@ def test_crash_drops_exactly_the_unsynced_suffix(disk: SimDisk) -> None:
     assert disk.unsynced_bytes("/data/a/seg") == 0
 
 
+def test_a_power_loss_may_keep_a_prefix_of_the_unsynced_suffix_cut_anywhere(disk: SimDisk) -> None:
+    f = disk.open_append("/data/a/seg")
+    f.write(b"durable")
+    f.fsync()
+    f.write(b"-written-back-lost")
+    lost = disk.power_loss(written_back=lambda unsynced: 3)
+    assert disk.read("/data/a/seg") == b"durable-wr"  # a torn tail: the page cache wrote some back
+    assert (lost.unsynced_bytes, lost.written_back_bytes) == (15, 3)
+    assert disk.unsynced_bytes("/data/a/seg") == 0  # what survived is on the platter now
+
+
+def test_a_power_loss_keeps_nothing_unsynced_of_a_file_whose_truncation_is_pending(disk: SimDisk) -> None:
+    f = disk.open_append("/data/a/seg")
+    f.write(b"durable-tail")
+    f.fsync()
+    disk.truncate("/data/a/seg", 7)
+    f.write(b"+new")
+    disk.power_loss(written_back=lambda unsynced: unsynced)
+    assert disk.read("/data/a/seg") == b"durable-tail"  # the truncation is undone, "+new" never was
+
+
 def test_crash_removes_files_never_made_durable(disk: SimDisk) -> None:
     disk.open_append("/data/a/synced").fsync()  # the fsync also commits /data/a itself
     f = disk.open_append("/data/a/never-synced")

@@ -89,7 +89,8 @@ class SimBackend:
         # Computation takes virtual time (a CPU per node), as it does on real brokers; the wire
         # codec round trip that unit tests use to catch unsendable messages is left to the
         # real backends, which send every message for real.
-        self.world = SimWorld(seed=spec.seed, check_wire=False, cpu=CpuCosts())
+        self.world = SimWorld(seed=spec.seed, check_wire=False, cpu=CpuCosts(),
+                              torn_writes=config.power_loss_tears)
         self._clock = self.world.loop.clock
         variant = VARIANTS[config.variant]
         configs = [

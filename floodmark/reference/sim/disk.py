@@ -10,7 +10,9 @@ way a real disk does. Two ways for the process to die differ in what the disk ke
   journalling file system (ext4, ``data=ordered``) decides it:
 
   - **file contents** are durable only up to the last ``fsync`` of that file. Bytes written
-    after it are the *unsynced suffix*, which a power loss drops;
+    after it are the *unsynced suffix*, which a power loss drops; or, if the caller says
+    so, drops only in part: the page cache may have written back a prefix of it on its
+    own, cut anywhere, even inside a record (a *torn* tail, what log recovery is for);
   - **metadata** (creating a file or directory, rename, remove, truncate) goes into a journal
     that is committed, in order, by the next ``fsync`` of any file or by ``write_atomic``.
     A power loss before that commit undoes the change: a new file vanishes, a rename is
@@ -112,15 +114,25 @@ class SimDisk:
 
     # ------------------------------------------------------------------ the process dies
 
-    def power_loss(self) -> PowerLoss:
-        """Lose everything not durable: unsynced file suffixes and uncommitted metadata."""
-        lost = PowerLoss(sum(inode.unsynced() for inode in self._live.root.inodes()),
-                         len(self._journal), len(self._deferred or {}))
+    def power_loss(self, written_back: Callable[[int], int] | None = None) -> PowerLoss:
+        """Lose everything not durable: unsynced file suffixes and uncommitted metadata.
+
+        ``written_back(n)``, if given, says how many of a surviving file's ``n`` unsynced
+        bytes the page cache had written back before the cut (a prefix, cut anywhere, even
+        inside a record: a torn tail); without it every unsynced byte is lost.
+        """
+        unsynced = sum(inode.unsynced() for inode in self._live.root.inodes())
+        changes, deferred = len(self._journal), len(self._deferred or {})
         self._journal.clear()
         self._deferred = None
         self._live = Tree(self._durable.root.copy())
+        kept = 0
         for inode in self._live.root.inodes():
-            inode.revert_to_durable()
+            keep = written_back(inode.unsynced()) if written_back is not None and inode.unsynced() else 0
+            before = len(inode.durable_bytes())
+            inode.revert_to_durable(keep)
+            kept += len(inode.data) - before
+        lost = PowerLoss(unsynced - kept, changes, deferred, kept)
         self.generation += 1
         self.crashes += 1
         return lost

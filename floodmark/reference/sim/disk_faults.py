@@ -45,6 +45,7 @@ class PowerLoss:
     unsynced_bytes: int  # bytes written to files and not yet fsynced
     uncommitted_changes: int  # metadata changes (create, rename, remove, truncate) undone
     deferred_writes: int  # whole-file writes of a group commit that had not completed
+    written_back_bytes: int = 0  # unsynced bytes that survived all the same (a torn tail's)
 
 
 @dataclass

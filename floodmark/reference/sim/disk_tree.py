@@ -67,8 +67,12 @@ class Inode:
     def durable_bytes(self) -> bytes:
         return bytes(self.data[: self.synced]) + self.detached
 
-    def revert_to_durable(self) -> None:
-        self.data = bytearray(self.durable_bytes())
+    def revert_to_durable(self, keep_unsynced: int = 0) -> None:
+        """Keep only the durable bytes, and the first ``keep_unsynced`` of the unsynced
+        suffix (what the page cache wrote back on its own before the cut; none while a
+        truncation is pending, whose durable bytes are not a prefix of the live ones)."""
+        kept = bytes(self.data[self.synced:self.synced + keep_unsynced]) if not self.detached else b""
+        self.data = bytearray(self.durable_bytes() + kept)
         self.synced = len(self.data)
         self.detached = b""
 

@@ -19,10 +19,12 @@ Faults, each undone on its own where the fault heals, and each returning or expo
 evidence that it took effect:
 
 * **process death**: ``kill`` (SIGKILL: the page cache survives, nothing written is lost)
-  or ``power_loss`` (every write not yet fsynced is lost, see ``sim.disk``); ``crash`` is a
-  power loss. Either cancels the node's tasks and breaks its connections, and leaves its
-  ZooKeeper session to expire after its timeout; ``restart`` starts the next incarnation on
-  the same disk. Both return a :class:`ProcessDeath`;
+  or ``power_loss`` (every write not yet fsynced is lost, see ``sim.disk``; in a world built
+  with ``torn_writes`` a random prefix of each file's unsynced bytes survives instead, cut
+  anywhere, as a page cache that wrote some back leaves it); ``crash`` is a power loss.
+  Either cancels the node's tasks and breaks its connections, and leaves its ZooKeeper
+  session to expire after its timeout; ``restart`` starts the next incarnation on the same
+  disk. Both return a :class:`ProcessDeath`;
 * **pause** / ``resume`` (SIGSTOP, a long garbage-collection pause);
 * **task stall**: ``stall_task`` / ``release_stall`` (one thread of a process stuck, such as
   the controller's event thread, while the rest of the process runs on);
@@ -92,8 +94,11 @@ class SessionExpiry:
 
 class SimWorld:
     def __init__(self, seed: int = 0, *, check_wire: bool = True,
-                 latency: tuple[float, float] = (0.0005, 0.002), cpu: CpuCosts | None = None) -> None:
+                 latency: tuple[float, float] = (0.0005, 0.002), cpu: CpuCosts | None = None,
+                 torn_writes: bool = False) -> None:
         self.seed = seed
+        # Its own generator, so that a world without torn writes draws exactly what it did.
+        self._written_back = random.Random(f"{seed}/torn-writes") if torn_writes else None
         self.loop = VirtualTimeLoop()
         self.epoch = VIRTUAL_EPOCH
         self.cpu_costs = cpu
@@ -205,7 +210,9 @@ class SimWorld:
             tasks = node.crash()
             broken = self.network.break_connections(name)
         if power_loss:
-            lost = node.disk.power_loss()
+            written_back = self._written_back
+            lost = node.disk.power_loss(
+                None if written_back is None else lambda unsynced: written_back.randint(0, unsynced))
         else:
             lost = PowerLoss(0, 0, node.disk.process_killed() if was_running else 0)
         return ProcessDeath(name, node.incarnation, was_running, tasks, broken, lost)
