@@ -14,31 +14,19 @@ line, its newline gone, gave INVALID with 1,396 findings).
 
 from __future__ import annotations
 
-import io
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from runner_fixtures import valid_sim_run
 
 from floodmark.checkers.registry import check_run
-from floodmark.contracts.run_config import TestConfig
-from floodmark.run.runner import Runner
-
-_RUN: list[Path] = []
 
 
 def _valid_run() -> Path:
-    """One valid simulated run with faults (made once), whose copies are damaged."""
-    if not _RUN:
-        store = Path(tempfile.mkdtemp(prefix="floodmark-cut-events-"))
-        outcome = Runner(TestConfig(cluster="sim", seed=3, time_limit=20), store, out=io.StringIO(),
-                         report=False).run()
-        assert outcome.valid is True, outcome
-        _RUN.append(outcome.run_dir.path)
-    return _RUN[0]
+    return valid_sim_run(seed=3, time_limit=20)
 
 
 def _cut_copy(into: Path, node_file: str, at: int) -> Path:

@@ -11,12 +11,11 @@ events, edited to show the breach.
 from __future__ import annotations
 
 import dataclasses
-import io
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from checkers_fixtures import events
+from runner_fixtures import valid_sim_run
 
 from floodmark.checkers.api import CheckInput
 from floodmark.checkers.white_box.leader import LeaderChecker
@@ -30,21 +29,11 @@ from floodmark.contracts.node_events import (
     Started,
     read_events_dir,
 )
-from floodmark.contracts.run_config import TestConfig, read_test_config
-from floodmark.run.runner import Runner
-
-_RUN: list[Path] = []
+from floodmark.contracts.run_config import read_test_config
 
 
 def _valid_run() -> Path:
-    """One valid simulated run with faults (made once)."""
-    if not _RUN:
-        store = Path(tempfile.mkdtemp(prefix="floodmark-self-promoted-"))
-        outcome = Runner(TestConfig(cluster="sim", seed=3, time_limit=10), store, out=io.StringIO(),
-                         report=False).run()
-        assert outcome.valid is True, outcome
-        _RUN.append(outcome.run_dir.path)
-    return _RUN[0]
+    return valid_sim_run(seed=3, time_limit=10)
 
 
 def _run_input(node_events: dict[str, list[NodeEvent]], whole_file_gap: str | None = None) -> CheckInput:
