@@ -15,8 +15,15 @@ with why. This checker reads that op:
 * every partition whole: valid;
 * a partition still short (its ISR lacks a replica, it has no leader, the metadata lacks
   it): invalid, one ``under-replicated-after-healing`` anomaly per partition;
+* no controller: ZooKeeper named none by the end of the wait: invalid, one
+  ``no-controller-after-healing`` anomaly (the brokers' metadata still lists the ISRs they
+  last heard of, whole or not, but nothing can change a leader or an ISR any more, and
+  brokers that lost their controller fence themselves: a cluster that never recovers);
 * the wait found no broker to ask, never completed, or its record cannot be read: unknown,
   saying why; it must not pass as valid.
+
+A wait that records no controller (ZooKeeper could not be read, or a run recorded before the
+wait looked) is judged on its ISRs alone, and its stats say the controller was not recorded.
 
 Every partition counts, not only those ``test.yaml`` declares: an admin fault may add some
 during the run, and a reassignment moves a partition's replicas. The wait holds every
@@ -50,6 +57,7 @@ from floodmark.contracts.results import Anomaly, CheckerResult, merge_validity
 
 AWAIT_FULL_ISR = "await-full-isr"
 UNDER_REPLICATED = "under-replicated-after-healing"
+NO_CONTROLLER = "no-controller-after-healing"
 
 
 def _waits(ops: Iterable[Op]) -> Iterator[Op]:
@@ -121,6 +129,14 @@ def _judge_wait(last: Op, run: CheckInput) -> CheckerResult:
         topic=entry["topic"], partition=entry["partition"], ops=(last.index,))
         for entry in short]
     stats["under_replicated"] = len(anomalies)
+    controller = found.get("controller")
+    stats["controller"] = "not recorded" if controller is None else controller
+    if controller == -1:
+        anomalies.append(Anomaly(
+            NO_CONTROLLER,
+            f"no broker was controller {found['timeout']:g} s after the final reads, with every fault healed "
+            "(ZooKeeper named none): no partition can change its leader or ISR any more",
+            ops=(last.index,)))
     return CheckerResult(not anomalies, anomalies, stats)
 
 
@@ -143,7 +159,8 @@ def _unknown(why: str, stats: dict[str, Any] | None = None) -> CheckerResult:
 
 
 def _shape_problem(found: Any) -> str | None:
-    """Why ``found`` is not ``{"waited": s, "timeout": s, "short": [{"topic", "partition", "why"}]}``."""
+    """Why ``found`` is not ``{"waited": s, "timeout": s, "short": [{"topic", "partition", "why"}],
+    "checked": [...], "controller": id}``."""
     if not isinstance(found, Mapping):
         return f"its value is {type(found).__name__}, not a map"
     for key in ("waited", "timeout"):
@@ -161,6 +178,9 @@ def _shape_problem(found: Any) -> str | None:
             continue  # the whole cluster: nobody answered
         if not isinstance(topic, str) or type(number) is not int or number < 0:
             return f"'short' names partition {topic!r}/{number!r}"
+    controller = found.get("controller", -1)  # (absent: not read, or a wait recorded before it looked)
+    if type(controller) is not int or controller < -1:
+        return f"'controller' is {controller!r}, not a broker id or -1 (none)"
     checked = found.get("checked", [])  # (absent from waits recorded before it was listed)
     if not isinstance(checked, list):
         return "'checked' is not a list of partitions"

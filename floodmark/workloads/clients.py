@@ -236,17 +236,35 @@ class LibraryClients:
         """Wait until every partition's ISR holds all its replicas (no partition
         under-replicated, as Kafka's operators check), at most ``timeout`` seconds: every
         partition of the test's topics, those an admin fault added too, each held to its
-        replicas as the metadata has them then (a reassignment's, once it moved them)."""
+        replicas as the metadata has them then (a reassignment's, once it moved them); and, in the
+        time left, until ZooKeeper names a controller (brokers' metadata lists the ISRs they last
+        heard of, whole or not, even when no controller is left to change them)."""
         runtime = self._runtime("replicas")
         began = runtime.monotonic()
+
+        def left() -> float:
+            return max(0.0, timeout - (runtime.monotonic() - began))
+
         try:
             assigned = await self._assigned_partitions(runtime)
-            short, replicas = await self._wait_healthy(runtime, max(0.0, timeout - (runtime.monotonic() - began)),
-                                                       None, added=True, assigned=assigned)
+            short, replicas = await self._wait_healthy(runtime, left(), None, added=True, assigned=assigned)
+            controller = await self._await_controller(runtime, left())
         finally:
             await self.host.end_session(runtime)
         checked = tuple((topic, number, held) for (topic, number), held in sorted(replicas.items()))
-        return IsrWait(round(runtime.monotonic() - began, 3), timeout, tuple(short), checked)
+        return IsrWait(round(runtime.monotonic() - began, 3), timeout, tuple(short), checked, controller)
+
+    async def _await_controller(self, runtime: Runtime, timeout: float) -> int | None:
+        """The broker ZooKeeper names as controller, waiting up to ``timeout`` for one: -1 if
+        none was named by then, None if ZooKeeper could not be read."""
+        deadline = runtime.monotonic() + timeout
+        try:
+            async with await Admin.connect(runtime, bootstrap=self.bootstrap) as admin:
+                while (controller := await admin.controller()) < 0 and runtime.monotonic() < deadline:
+                    await runtime.sleep(0.25)
+                return controller
+        except (ConnectionError, TimeoutError, OSError, CoordinationError, zk_layout.LayoutError):
+            return None
 
     async def _assigned_partitions(self, runtime: Runtime) -> list[tuple[str, int]]:
         """The test's topics' partitions as ZooKeeper assigns them, those an admin fault added
@@ -301,19 +319,26 @@ class IsrWait:
     """The runner's wait for whole ISRs after the final reads (judged by
     :mod:`floodmark.checkers.convergence`): the seconds waited, the limit, each partition
     still short at the limit, with why, and each partition it checked with the replicas it
-    held that partition's ISR to (none: the metadata did not list it)."""
+    held that partition's ISR to (none: the metadata did not list it); and the controller
+    ZooKeeper named at its end (-1: none; None: ZooKeeper could not be read)."""
 
     waited: float
     timeout: float
     short: tuple[Unhealthy, ...]
     checked: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
+    controller: int | None = None
 
     def value(self) -> dict[str, Any]:
-        """The wait as the history records it (``topic`` None: no broker answered)."""
-        return {"waited": self.waited, "timeout": self.timeout,
-                "short": [{"topic": topic, "partition": number, "why": why} for topic, number, why in self.short],
-                "checked": [{"topic": topic, "partition": number, "replicas": list(replicas)}
-                            for topic, number, replicas in self.checked]}
+        """The wait as the history records it (``topic`` None: no broker answered; no
+        ``controller`` when ZooKeeper could not be read)."""
+        value: dict[str, Any] = {
+            "waited": self.waited, "timeout": self.timeout,
+            "short": [{"topic": topic, "partition": number, "why": why} for topic, number, why in self.short],
+            "checked": [{"topic": topic, "partition": number, "replicas": list(replicas)}
+                        for topic, number, replicas in self.checked]}
+        if self.controller is not None:
+            value["controller"] = self.controller
+        return value
 
 
 def partition_unhealthy(metadata: ClientMetadata, topic: str, number: int, min_isr: int | None) -> str | None:

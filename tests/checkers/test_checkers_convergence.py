@@ -2,8 +2,8 @@
 
 It judges one nemesis op, the runner's wait for whole ISRs after the final reads: valid when
 no partition was short, invalid per partition still short or never checked though the node
-events show it exists (one an admin fault added), unknown when the wait could not ask, never
-ended or cannot be read. A history that does not record the wait is not judged by
+events show it exists (one an admin fault added) and when ZooKeeper named no controller by its
+end, unknown when the wait could not ask, never ended or cannot be read. A history that does not record the wait is not judged by
 it at all (real clusters' runs, foreign histories), unless it is a simulator run's: unknown.
 """
 
@@ -17,7 +17,12 @@ from checkers_fixtures import History, elected, events, follows
 from hypothesis import given, settings
 
 from floodmark.checkers.api import CheckInput
-from floodmark.checkers.convergence import AWAIT_FULL_ISR, UNDER_REPLICATED, ConvergenceChecker
+from floodmark.checkers.convergence import (
+    AWAIT_FULL_ISR,
+    NO_CONTROLLER,
+    UNDER_REPLICATED,
+    ConvergenceChecker,
+)
 from floodmark.checkers.registry import check_history, checker_names_for, default_checker_names
 from floodmark.contracts.history import NEMESIS
 from floodmark.contracts.run_config import TestConfig
@@ -56,6 +61,21 @@ def test_a_partition_still_short_is_invalid_naming_it_and_why() -> None:
     assert result.anomalies[0].ops == (5,)  # the wait's completion
 
 
+def test_no_controller_at_the_end_of_the_wait_is_invalid_whatever_the_isrs_say() -> None:
+    # Brokers list the ISRs they last heard of, whole or not, when no controller is left.
+    none = judged(waited({**short(), "controller": -1}))
+    assert none.valid is False and none.stats["controller"] == -1
+    [anomaly] = none.anomalies
+    assert anomaly.type == NO_CONTROLLER and anomaly.ops == (5,) and "ZooKeeper named none" in anomaly.explanation
+    named = judged(waited({**short(), "controller": 2}))
+    assert named.valid is True and named.stats["controller"] == 2
+    unread = judged(waited(short()))  # ZooKeeper could not be read, or a wait from before it looked
+    assert unread.valid is True and unread.stats["controller"] == "not recorded"
+    for malformed in ("2", True, -2, 1.5, None, [1]):
+        result = judged(waited({**short(), "controller": malformed}))
+        assert result.valid == "unknown" and "'controller'" in result.stats["unjudged_because"], malformed
+
+
 def test_a_wait_that_could_not_ask_never_ended_or_failed_is_unknown() -> None:
     unasked = judged(waited(short((None, None, "no broker answered the metadata request"))))
     assert unasked.valid == "unknown" and "no broker answered" in unasked.stats["unjudged_because"]
@@ -66,7 +86,8 @@ def test_a_wait_that_could_not_ask_never_ended_or_failed_is_unknown() -> None:
 
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-                        st.sampled_from(["waited", "timeout", "short", "topic", "partition", "why"]), inner,
+                        st.sampled_from(["waited", "timeout", "short", "topic", "partition", "why", "controller"]),
+                        inner,
                         max_size=6), max_leaves=12))
 @settings(max_examples=300, deadline=None)
 def test_any_recorded_value_gives_a_verdict_and_valid_only_for_a_well_formed_empty_wait(found: Any) -> None:
@@ -76,8 +97,10 @@ def test_any_recorded_value_gives_a_verdict_and_valid_only_for_a_well_formed_emp
         assert isinstance(found, dict) and found["short"] == []
         assert type(found["waited"]) in (int, float) and type(found["timeout"]) in (int, float)
         assert 0 <= found["waited"] < float("inf") and 0 <= found["timeout"] < float("inf")
+        assert type(found.get("controller", 0)) is int and found.get("controller", 0) >= 0
     if result.valid is False:
-        assert all(isinstance(a.topic, str) and isinstance(a.partition, int) for a in result.anomalies)
+        assert all((isinstance(a.topic, str) and isinstance(a.partition, int))
+                   or (a.type == NO_CONTROLLER and found["controller"] == -1) for a in result.anomalies)
 
 
 def test_only_a_history_that_records_the_wait_is_judged_by_it() -> None:

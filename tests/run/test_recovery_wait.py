@@ -17,6 +17,7 @@ from floodmark.harness.config import make_config
 from floodmark.harness.schedule import Fault, Schedule
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
+from floodmark.reference.controller.controller import Controller
 from floodmark.reference.protocol.messages import (
     Errors,
     MetadataRequest,
@@ -24,7 +25,9 @@ from floodmark.reference.protocol.messages import (
     PartitionMetadata,
     TopicPartition,
 )
+from floodmark.reference.runtime import Coordination
 from floodmark.run.runner import Runner
+from floodmark.run.swarm import swarm_config
 from floodmark.workloads.clients import partition_unhealthy
 
 
@@ -61,7 +64,7 @@ def _simulated_run(tmp_path: Path, *faults: Fault) -> dict[str, Any]:
 
 def test_a_simulated_run_waits_for_every_replica_and_is_judged_by_it(tmp_path: Path) -> None:
     checkers = _simulated_run(tmp_path)["checkers"]
-    assert checkers["convergence"]["valid"] is True
+    assert checkers["convergence"]["valid"] is True and checkers["convergence"]["stats"]["controller"] >= 1
     assert 0 <= checkers["convergence"]["stats"]["waited"] < 1.0  # a quiet healthy cluster: at once
 
 
@@ -85,6 +88,30 @@ def test_a_follower_that_never_catches_up_is_caught_by_convergence_alone(tmp_pat
     assert anomalies and all(a["type"] == "under-replicated-after-healing" for a in anomalies)
     assert all("below 3" in a["explanation"] for a in anomalies)
     assert all(c["valid"] is True for name, c in checkers.items() if name != "convergence")
+
+
+def test_a_cluster_left_without_a_controller_is_caught_by_the_wait(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # A controller that, on a new ZooKeeper session, never stands for election again (the
+    # fifth mutation round's mistake): once every broker's session was replaced, none watches
+    # /controller, and the last controller's resignation leaves none. The brokers' metadata
+    # still lists whole ISRs, so the wait for them passed, and the final drains failed
+    # (durability unknown) with nothing naming why.
+    original = Controller.replace_session
+
+    async def without_reelection(self: Controller, zk_client: Coordination) -> None:
+        self.enqueue = lambda name, handler: None if name == "elect" else Controller.enqueue(  # type: ignore[method-assign]
+            self, name, handler)
+        try:
+            await original(self, zk_client)
+        finally:
+            del self.enqueue
+    monkeypatch.setattr(Controller, "replace_session", without_reelection)
+    outcome = Runner(swarm_config(39, "default"), tmp_path, out=io.StringIO(), check=True, report=False).run()
+    convergence = json.loads(outcome.run_dir.results.read_text())["checkers"]["convergence"]
+    assert outcome.valid is False and convergence["valid"] is False
+    assert convergence["anomaly_counts"] == {"no-controller-after-healing": 1}
+    assert convergence["stats"]["controller"] == -1
 
 
 def test_partitions_added_and_replicas_moved_during_the_run_are_waited_for_too(
