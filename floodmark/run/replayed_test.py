@@ -36,7 +36,7 @@ from floodmark.harness.schedule import (
     load_schedule,
 )
 from floodmark.inputs.sources import special_file_problem
-from floodmark.run.schedule_sides import changed_sides
+from floodmark.run.schedule_sides import changed_sides, plan_departures, vouched_starts
 from floodmark.run_dirs import run_digests, rundir
 
 
@@ -139,12 +139,15 @@ def _faults_edited(run: rundir.RunDir, schedule: Schedule) -> tuple[list[str], t
     # reached: a run that failed, or was interrupted, before it was due. Not told apart.)
     unrecorded = tuple(n for n in planned if n not in ran)
     changed = [n for n in ran if n not in planned or planned[n] != ran[n]]
-    if not changed:
+    starts = vouched_starts(run)
+    # (Plan and record edited alike agree: the history may still show the plan edited.)
+    alike = [n for n in plan_departures(starts, planned, ran.keys()) if n not in changed]
+    if not changed and not alike:
         return [], unrecorded, ()
-    sides = changed_sides(run, {n: (planned.get(n), ran[n]) for n in changed})
+    sides = changed_sides(starts, {n: (planned.get(n), ran[n]) for n in changed})
     record_changed = tuple(n for n in changed if sides[n] == "record")
     edits = []
-    edited = [n for n in changed if sides[n] == "plan" or (n not in planned and sides[n] is None)]
+    edited = [n for n in changed if sides[n] == "plan" or (n not in planned and sides[n] is None)] + alike
     if edited:
         shown = first_few([str(n)[:20] for n in edited], EDITS_SHOWN)
         edits.append(f"fault{'s' if len(edited) > 1 else ''} {shown} not as the run executed")

@@ -17,26 +17,32 @@ taken out of the plan if the history started it (every fault the run records exe
 started so), else its record is not the run's. Otherwise (a start or seed changed, which the history
 does not record; no digest vouching for the history, as on real clusters) which side
 changed is not known, and is said so, never guessed.
+
+Where plan and record agree, both may have been edited alike (one search-and-replace over
+the file): the history still says what the run started, so a planned fault it started
+otherwise, in a key it records, or a fault it started that neither plan nor record still
+holds, is a plan edited since the run (:func:`plan_departures`), not a replay to blame on
+nondeterminism.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
 from floodmark.contracts.history import HistoryError, read_history
 from floodmark.run_dirs import run_digests, rundir
 
 Side = Literal["plan", "record"]
+Starts = dict[Any, dict[str, Any]]  # fault number -> what its start invocation says
 
 
-def changed_sides(run: rundir.RunDir, faults: Mapping[Any, tuple[dict[str, Any] | None, dict[str, Any]]]
+def changed_sides(starts: Starts | None, faults: Mapping[Any, tuple[dict[str, Any] | None, dict[str, Any]]]
                   ) -> dict[Any, Side | None]:
     """For each fault number, its (plan, record) as schedule.json has them (plan None: the
     plan has no such fault), which side changed since the run: "plan", "record", or None
-    when the history cannot tell."""
-    starts = _vouched_starts(run)
+    when the history cannot tell (``starts``: :func:`vouched_starts`)."""
     sides: dict[Any, Side | None] = {}
     for number, (plan, record) in faults.items():
         if starts is None:
@@ -52,16 +58,32 @@ def changed_sides(run: rundir.RunDir, faults: Mapping[Any, tuple[dict[str, Any] 
     return sides
 
 
+def plan_departures(starts: Starts | None, planned: Mapping[int, dict[str, Any]],
+                    recorded: Collection[Any]) -> list[int]:
+    """The fault numbers whose plan the history shows edited though no record disagrees:
+    a planned fault started otherwise in a key the history records, or a fault the run
+    started that neither the plan nor the record (``recorded``: its numbers) still holds.
+    Empty when no digest vouches for the history (``starts``: :func:`vouched_starts`)."""
+    if starts is None:
+        return []
+    departed = [number for number, plan in planned.items()
+                if number in starts and any(plan.get(key) != said for key, said in starts[number].items())]
+    departed += [number for number in starts if number not in planned and number not in recorded]
+    return departed
+
+
 def _side(plan: dict[str, Any], record: dict[str, Any], start: dict[str, Any]) -> Side | None:
+    if any(plan.get(key) != said for key, said in start.items()):
+        # The plan is not what the run started: on a key it disagrees with its record on,
+        # or on one both were edited alike in.
+        return "plan"
     differing = [key for key in plan.keys() | record.keys() if plan.get(key) != record.get(key)]
-    if any(key in start and start[key] != plan.get(key) for key in differing):
-        return "plan"  # the plan is not what the run started
     if all(key in start for key in differing):
         return "record"  # the plan is what the run started, on every key they disagree on
     return None
 
 
-def _vouched_starts(run: rundir.RunDir) -> dict[Any, dict[str, Any]] | None:
+def vouched_starts(run: rundir.RunDir) -> Starts | None:
     """Each fault's start as the history records it, by number; None when no digest vouches
     for the history (or it cannot be read): then it says nothing of which side changed."""
     try:
@@ -71,7 +93,7 @@ def _vouched_starts(run: rundir.RunDir) -> dict[Any, dict[str, Any]] | None:
         ops = read_history(run.history, check_dense=False)
     except (OSError, ValueError, HistoryError, run_digests.DigestError):
         return None
-    starts: dict[Any, dict[str, Any]] = {}
+    starts: Starts = {}
     for op in ops:
         value = op.value
         if (op.process == "nemesis" and op.type == "invoke" and op.f.startswith("start-")

@@ -120,3 +120,43 @@ def test_a_fault_added_to_the_plan_is_named_when_the_replay_differs(
     differs = [line for line in lines if line.startswith(f"floodmark: replay DIFFERS from {run}: ")]
     assert len(differs) == 1, lines
     assert "(fault 1 in schedule.json with no record of the run's (added since?), or nondeterminism" in differs[0]
+
+
+def _edited_copy(recorded_run: Path, tmp_path: Path, edit: Any) -> Path:
+    run = tmp_path / recorded_run.name
+    shutil.copytree(recorded_run, run)
+    recorded = json.loads((run / "schedule.json").read_text())
+    edit(recorded)
+    (run / "schedule.json").write_text(json.dumps(recorded))
+    return run
+
+
+def _both_durations(recorded: dict[str, Any]) -> None:
+    recorded["faults"][0]["duration"] = recorded["executed"][0]["duration"] = 1.25
+
+
+def _both_durations_and_the_record_s_shape(recorded: dict[str, Any]) -> None:
+    _both_durations(recorded)
+    recorded["executed"][0]["shape"] = "random"
+
+
+def _taken_out_of_both(recorded: dict[str, Any]) -> None:
+    recorded["faults"] = recorded["executed"] = []
+
+
+@pytest.mark.parametrize("edit", [_both_durations, _both_durations_and_the_record_s_shape, _taken_out_of_both])
+def test_a_plan_edited_alike_in_its_record_is_said_to_be_edited_not_blamed_on_nondeterminism(
+        recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: Any) -> None:
+    """Plan and record edited alike (one search-and-replace) agree: the replay that differed
+    was blamed on 'nondeterminism, or uncommitted changes', and with the record's shape
+    changed too the fault was said to keep the run's plan. The history says what ran."""
+    run = _edited_copy(recorded_run, tmp_path, edit)
+    code = main(["repro", str(run), "--store", str(tmp_path / "replays")])
+    lines = capsys.readouterr().err.splitlines()
+    assert code == 0, lines
+    assert any("schedule.json: edited since the run (fault 0 not as the run executed); replaying it as it is now"
+               in line for line in lines), lines
+    assert not any("record of executing" in line or "nondeterminism" in line for line in lines), lines
+    assert main(["shrink", str(run), "--store", str(tmp_path / "shrunk")]) == 254
+    assert "edited since the run (fault 0 not as the run executed)" in capsys.readouterr().err
+
