@@ -160,3 +160,16 @@ def test_a_plan_edited_alike_in_its_record_is_said_to_be_edited_not_blamed_on_no
     assert main(["shrink", str(run), "--store", str(tmp_path / "shrunk")]) == 254
     assert "edited since the run (fault 0 not as the run executed)" in capsys.readouterr().err
 
+
+def test_a_recorded_fault_the_plan_lacks_is_not_guessed_an_edited_plan_without_a_digest(
+        recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With no digest vouching for the history (real clusters), a record naming fault 7 that
+    the plan lacks may be a fault taken out of the plan or a record changed: it was said to be
+    the former ("fault 7 not as the run executed") though only the record was edited."""
+    run = _edited_copy(recorded_run, tmp_path, lambda recorded: recorded["executed"][0].update(number=7))
+    (run / "digest.json").unlink()
+    assert main(["repro", str(run), "--store", str(tmp_path / "replays")]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert any("schedule.json: edited since the run (fault 7 not as its record of executing it says: its plan or "
+               "that record changed since the run)" in line for line in lines), lines
+    assert not any("not as the run executed" in line for line in lines), lines
