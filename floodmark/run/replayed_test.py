@@ -28,6 +28,7 @@ from typing import Any
 
 from floodmark.errors import UsageError, first_few
 from floodmark.harness.config import ConfigError, TestConfig, load_run_config, make_config
+from floodmark.harness.run_identity import derived_run_id
 from floodmark.harness.schedule import (
     FAULT_KEYS,
     MAX_SCHEDULE_BYTES,
@@ -101,6 +102,12 @@ def replayed_test(run: rundir.RunDir) -> Replayed:
         if seed is not None and seed != config.seed:
             raise UsageError(f"{run.schedule}: seed {seed} differs from test.yaml's seed {config.seed}")
         edits, unrecorded, record_changed = _faults_edited(run, schedule)
+        # (A fault with no record is named on its own, as the likely cause: added since.)
+        if not edits and not unrecorded and _other_faults_than_the_run_s(config, schedule):
+            vouched = _config_vouched(run)  # else test.yaml itself may be what changed
+            edits.append("its faults are not the ones the run's id (in test.yaml) was derived from: in another "
+                         "order, or edited alike in the record of executing them"
+                         + ("" if vouched else f" (or {rundir.CONFIG} edited: no digest says it is the run's)"))
         if schedule.time_limit_stated and schedule.time_limit != config.time_limit:
             make_config({"time_limit": schedule.time_limit}, str(run.schedule))  # one no test may have: refused
             edits.insert(0, f"time limit {schedule.time_limit:g} s, test.yaml's {config.time_limit:g} s")
@@ -162,6 +169,19 @@ def _faults_edited(run: rundir.RunDir, schedule: Schedule) -> tuple[list[str], t
     return edits, unrecorded, record_changed
 
 
+def _other_faults_than_the_run_s(config: TestConfig, schedule: Schedule) -> bool:
+    """Whether a simulated run's id, a digest of its settings and its plan as the run had it
+    (:mod:`floodmark.harness.run_identity`), is not that of ``schedule``'s faults: a plan
+    edited where no record disagrees (its faults reordered, a start or seed edited alike in
+    plan and record), whose replay differs at least by the id in its ``started`` events.
+    (The time limit is left as test.yaml's: an edited one is said on its own.)"""
+    from floodmark.run.assemble import deterministic
+
+    if config.run_id is None or not deterministic(config):
+        return False  # (a real run's id is random: nothing of its plan)
+    return derived_run_id(config, Schedule(schedule.faults, config.time_limit)) != config.run_id
+
+
 def _key(number: Any) -> Any:
     """An executed fault's number as a key: itself, or its text when it cannot be one."""
     return str(number) if isinstance(number, list | dict) else number
@@ -173,6 +193,15 @@ def _refuse_unless_a_file(path: os.PathLike[str]) -> None:
     problem = special_file_problem(path)
     if problem is not None:
         raise UsageError(f"{path}: {problem}: a run writes its {os.path.basename(path)} as a regular file")
+
+
+def _config_vouched(run: rundir.RunDir) -> bool:
+    """Whether digest.json records test.yaml (read a moment ago, as it records it)."""
+    try:
+        saved = run_digests.load_digest(run)
+    except run_digests.DigestError:
+        return False
+    return saved is not None and saved.get(rundir.CONFIG) is not None
 
 
 def _refuse_an_edited_configuration(run: rundir.RunDir) -> None:

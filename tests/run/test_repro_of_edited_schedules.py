@@ -173,3 +173,46 @@ def test_a_recorded_fault_the_plan_lacks_is_not_guessed_an_edited_plan_without_a
     assert any("schedule.json: edited since the run (fault 7 not as its record of executing it says: its plan or "
                "that record changed since the run)" in line for line in lines), lines
     assert not any("not as the run executed" in line for line in lines), lines
+
+
+def _shifted_alike(recorded: dict[str, Any]) -> None:
+    recorded["faults"][0]["start"] = recorded["executed"][0]["start"] = 0.75
+
+
+@pytest.mark.parametrize("edit", [_shifted_alike])
+def test_a_plan_edited_where_the_history_cannot_tell_is_told_by_the_run_s_id(
+        recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: Any) -> None:
+    """A start (or seed) edited alike in plan and record, or faults reordered, leave plan and
+    record agreeing and the history silent: the replay differed (its run id, derived from the
+    plan, at least) and was blamed on nondeterminism or the code. The run's id says."""
+    run = _edited_copy(recorded_run, tmp_path, edit)
+    assert main(["repro", str(run), "--store", str(tmp_path / "replays")]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert any("edited since the run (its faults are not the ones the run's id (in test.yaml) was derived from: "
+               "in another order, or edited alike in the record of executing them); replaying it" in line
+               for line in lines), lines
+    assert not any("nondeterminism" in line or "code changed" in line for line in lines), lines
+
+
+def test_a_plan_s_faults_reordered_are_told_by_the_run_s_id(
+        recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two faults in another order: the same test but another plan, hence another run id in
+    the replay's events."""
+    folder = tmp_path / "two"
+    path = folder / "schedule.json"
+    folder.mkdir()
+    path.write_text(json.dumps({"time_limit": 2, "faults": [
+        {"number": 0, "kind": "kill", "shape": "leader", "start": 0.5, "duration": 0.3, "seed": 1},
+        {"number": 1, "kind": "kill", "shape": "leader", "start": 1.2, "duration": 0.3, "seed": 2}]}))
+    assert main(["run", "--cluster", "sim", "--seed", "9", *LIGHT, "--nemesis", "kill",
+                 "--schedule", str(path), "--store", str(folder / "store")]) == 0
+    run = (folder / "store" / "latest").resolve()
+    recorded = json.loads((run / "schedule.json").read_text())
+    recorded["faults"].reverse()
+    (run / "schedule.json").write_text(json.dumps(recorded))
+    capsys.readouterr()
+    assert main(["repro", str(run), "--store", str(tmp_path / "replays")]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert any("(its faults are not the ones the run's id (in test.yaml) was derived from" in line
+               for line in lines), lines
+    assert not any("nondeterminism" in line or "code changed" in line for line in lines), lines
