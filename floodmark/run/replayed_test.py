@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from floodmark.errors import UsageError, first_few
+from floodmark.harness.code_version import code_version
 from floodmark.harness.config import ConfigError, TestConfig, load_run_config, make_config
 from floodmark.harness.run_identity import derived_run_id
 from floodmark.harness.schedule import (
@@ -174,11 +175,16 @@ def _other_faults_than_the_run_s(config: TestConfig, schedule: Schedule) -> bool
     (:mod:`floodmark.harness.run_identity`), is not that of ``schedule``'s faults: a plan
     edited where no record disagrees (its faults reordered, a start or seed edited alike in
     plan and record), whose replay differs at least by the id in its ``started`` events.
-    (The time limit is left as test.yaml's: an edited one is said on its own.)"""
+    (The time limit is left as test.yaml's: an edited one is said on its own.) Told only on
+    the commit that ran it: not known otherwise."""
     from floodmark.run.assemble import deterministic
 
     if config.run_id is None or not deterministic(config):
         return False  # (a real run's id is random: nothing of its plan)
+    if config.code_version != code_version():
+        # Another commit may derive ids otherwise (a setting added since): the replay that
+        # differs says the code changed, which is then as likely a cause.
+        return False
     return derived_run_id(config, Schedule(schedule.faults, config.time_limit)) != config.run_id
 
 

@@ -216,3 +216,14 @@ def test_a_plan_s_faults_reordered_are_told_by_the_run_s_id(
     assert any("(its faults are not the ones the run's id (in test.yaml) was derived from" in line
                for line in lines), lines
     assert not any("nondeterminism" in line or "code changed" in line for line in lines), lines
+
+
+def test_the_run_s_id_tells_no_edit_when_another_commit_ran_it(
+        recorded_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another commit may derive run ids otherwise (a setting added since): an id that differs
+    is then no proof of an edit, and the replay that differs says the code changed."""
+    run = _edited_copy(recorded_run, tmp_path, _shifted_alike)
+    monkeypatch.setattr("floodmark.run.replayed_test.code_version", lambda: "0000000")
+    assert main(["repro", str(run), "--store", str(tmp_path / "replays")]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert not any("edited since the run" in line for line in lines), lines
