@@ -59,6 +59,14 @@ class CheckInput:
 
         return uncovered(self.events, self.config, self.whole_file_gap)
 
+    @cached_property
+    def missing_lines(self) -> frozenset[str]:
+        """The nodes whose event files miss lines (a gap in their numbering): like those cut
+        short, their stories prove nothing by what they lack."""
+        from floodmark.checkers.event_coverage import nodes_missing_lines
+
+        return nodes_missing_lines(self.events, self.whole_file_gap)
+
     def loss_details(self, topic: str, partition: int, *, committed: bool) -> dict[str, Any]:
         """What a loss anomaly in this partition carries: ``permitted_by`` when the run
         permits it. ``committed``: what was lost was read by a consumer (see

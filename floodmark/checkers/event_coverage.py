@@ -149,6 +149,17 @@ def first_gap(events: Mapping[str, list[NodeEvent]]) -> str | None:
     return None
 
 
+def nodes_missing_lines(events: Mapping[str, list[NodeEvent]], whole_file_gap: str | None) -> frozenset[str]:
+    """The nodes whose events miss lines, so that their story proves nothing by what it
+    lacks: a gap in a node's numbering, where ``events`` hold whole files
+    (``whole_file_gap`` None); every node where they hold parts of files and some file
+    misses a line (``whole_file_gap`` says which, in words only)."""
+    if whole_file_gap is not None:
+        return frozenset(events) if whole_file_gap else frozenset()
+    return frozenset(node for node, node_events in events.items()
+                     if any(event.seq != expected for expected, event in enumerate(node_events)))
+
+
 def _named_brokers(events: Mapping[str, list[NodeEvent]]) -> set[int]:
     """Every broker id the events name: in ISRs, as leaders, as controllers."""
     named: set[int] = set()

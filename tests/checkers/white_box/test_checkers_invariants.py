@@ -214,7 +214,7 @@ def test_truncated_records_are_no_longer_the_leaders_to_commit() -> None:
 
 
 def test_a_replicas_record_keeps_what_it_held_before_it_was_written_over_or_cut() -> None:
-    from floodmark.checkers.white_box.invariants import Appends
+    from floodmark.checkers.white_box.replica_logs import Appends
 
     record = Appends()
     assert record.append(0, ("a", "b")) is False and record.append(4, ("e",)) is False  # a gap at 2..3

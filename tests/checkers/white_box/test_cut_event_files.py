@@ -140,3 +140,31 @@ def test_a_member_whose_story_ends_before_the_commit_is_no_proof_without_a_diges
     assert set_aside_unproven(lacks, frozenset()) == (lacks, {})  # the digest says the files are whole
     assert set_aside_unproven(lacks, frozenset(), {"n2": hw(5)}) == ([], {"n2": 1})  # its story ends at HW 5
     assert set_aside_unproven(lacks, frozenset(), {"n2": hw(6)}) == (lacks, {})  # it knew 5 was committed
+
+
+def _without_line(into: Path, node_file: str, kind: bytes, role: bytes, nth: int) -> Path:
+    """A copy of the run without its digest and verdict, ``node_file`` without its ``nth``
+    event of ``kind`` and ``role`` (counted from the middle of the file), not renumbered."""
+    copy = _cut_copy(into, node_file, len((_valid_run() / "events" / node_file).read_bytes()))
+    events = copy / "events" / node_file
+    lines = events.read_bytes().split(b"\n")
+    matching = [i for i, line in enumerate(lines) if i > len(lines) // 2
+                and b'"kind":"' + kind + b'"' in line and b'"role":"' + role + b'"' in line]
+    del lines[matching[nth]]
+    events.write_bytes(b"\n".join(lines))
+    return copy
+
+
+@pytest.mark.parametrize(("node_file", "role"), [("n1.jsonl", b"follower"), ("n2.jsonl", b"follower"),
+                                                 ("n3.jsonl", b"follower"), ("n1.jsonl", b"leader"),
+                                                 ("n2.jsonl", b"leader"), ("n3.jsonl", b"leader")])
+def test_an_append_missing_from_the_middle_of_a_file_is_never_invalid(tmp_path: Path, node_file: str,
+                                                                     role: bytes) -> None:
+    """A line missing from the middle (a gap in the numbering) took the append the findings
+    say the node lacks: a valid run so damaged read INVALID (isr-member-lacks-committed for a
+    follower's append, leader-lacks-committed for a leader's); its findings are no proof."""
+    results = check_run(_without_line(tmp_path, node_file, b"appended", role, 3))
+    invariants = results["checkers"]["invariants"]
+    assert invariants["valid"] == "unknown" and invariants["anomalies"] == [], invariants["stats"]
+    assert "missing from its file" in invariants["stats"]["unjudged_because"]
+    assert results["valid"] == "unknown"
