@@ -155,6 +155,24 @@ def test_a_broker_killed_during_its_clean_restart_is_down_not_an_error(backend: 
     assert not backend.cluster.broker_node("n2").is_running()
 
 
+def test_a_broker_killed_and_started_again_during_its_clean_restart_is_no_error(backend: Any) -> None:
+    # A hand-written schedule of overlapping restarts: a kill's heal started the broker's next
+    # process before the clean restart's controlled shutdown, asleep, heard of the crash; the
+    # shutdown then met a running broker and took the crash for the harness's own
+    # cancellation ("run failed: CancelledError: node n1 crashed", an unknown run).
+    node = backend.cluster.broker_node("n2")
+
+    async def both() -> tuple[dict[str, Any], bool]:
+        terminating = asyncio.ensure_future(backend.faults.apply(ProcessCrash("n2", "terminate")))
+        await asyncio.sleep(0.05)
+        node.kill()
+        node.start()  # at the same instant: the shutdown's sleep has not ended yet
+        return await terminating, node.is_running()
+
+    terminated, running = backend.run(both())
+    assert terminated["stopped_cleanly"] is False and running
+
+
 def test_a_broker_told_to_stop_before_its_start_ran_starts_first_and_stops_cleanly(backend: Any,
                                                                                     tmp_path: Path) -> None:
     # Explore seed 69,386: a disk fault's heal restarted n3 and the next one's heal, at the

@@ -134,12 +134,15 @@ class SimBrokerNode(SimNodeControl):
         stuck never finishes stopping, in Kafka as here.
 
         Another fault may crash the node while it shuts down (a kill or a power loss aimed at
-        it meanwhile): then it is down already, as it would be for real, and that is no error
-        of the harness that asked for the shutdown.
+        it meanwhile), and that fault's heal may even have started its next process before the
+        stop hears of it: either way the process it was stopping is gone, as it would be for
+        real, and that is no error of the harness that asked for the shutdown: False, for the
+        process did not stop cleanly.
         """
         if self.broker is None or not self.is_running():
             return True
         task = asyncio.current_task()
+        incarnation = self.world.node(self.name).incarnation
         killed: list[bool] = []
 
         def kill_after_grace() -> None:  # a timer, not wait_for: no extra task, the same runs
@@ -160,9 +163,11 @@ class SimBrokerNode(SimNodeControl):
                 if task is not None and task.uncancel() > 0:
                     raise  # the harness was cancelled as well
                 return False
-            if self.is_running() or (task is not None and task.cancelling()):
+            if task is not None and task.cancelling():
                 raise  # a real cancellation of the harness, not the node's crash
-            return True
+            if not self.is_running() or self.world.node(self.name).incarnation != incarnation:
+                return False  # crashed meanwhile (and perhaps started again by another fault's heal)
+            raise
         finally:
             grace_timer.cancel()
         if killed:  # the stop swallowed the cancellation and finished anyway
