@@ -134,6 +134,9 @@ RECORDED = {
     "producer_retries_without_idempotence": "the reference producer never resends a send whose outcome it did not learn",
 }
 
+# Every setting that is true or false.
+YES_OR_NO = (*RECORDED, "power_loss_tears")
+
 
 def recorded_settings(config: TestConfig) -> TestConfig:
     """``config`` with the effective settings that follow from what the harness runs."""
@@ -191,7 +194,7 @@ def _convert(source: str, key: str, value: Any) -> Any:
                            MAX_RATE if key == "rate" else MAX_SECONDS)
     if key == "linger":
         return read_number(source, key, value, float, 0.0, MAX_LINGER)
-    if key in RECORDED or key == "power_loss_tears":
+    if key in YES_OR_NO:
         if not isinstance(value, bool):
             raise ConfigError(source, key, f"expected true or false, got {shown_value(value)}")
         return value

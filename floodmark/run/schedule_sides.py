@@ -27,7 +27,6 @@ nondeterminism.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
@@ -88,7 +87,7 @@ def vouched_starts(run: rundir.RunDir) -> Starts | None:
     for the history (or it cannot be read): then it says nothing of which side changed."""
     try:
         saved = run_digests.load_digest(run)
-        if saved is None or saved.get(rundir.HISTORY) != _sha256(run.history):
+        if saved is None or saved.get(rundir.HISTORY) != run_digests.file_digest(run.history):
             return None
         ops = read_history(run.history, check_dense=False)
     except (OSError, ValueError, HistoryError, run_digests.DigestError):
@@ -103,10 +102,3 @@ def vouched_starts(run: rundir.RunDir) -> Starts | None:
             starts.setdefault(value["fault"], said)
     return starts
 
-
-def _sha256(path: Any) -> str:
-    one = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            one.update(block)
-    return one.hexdigest()

@@ -56,12 +56,17 @@ def compute_digest(run: RunDir) -> dict[str, str]:
 def config_digest(run: RunDir) -> str | None:
     """The digest of the run's ``test.yaml`` as :func:`compute_digest` records it; None
     when there is no such file."""
-    import hashlib
-
     if not run.config.is_file():
         return None
+    return file_digest(run.config)
+
+
+def file_digest(path: Path) -> str:
+    """One file's digest as :func:`compute_digest` records it (the sha256 of its bytes)."""
+    import hashlib
+
     one = hashlib.sha256()
-    _hash_file(run.config, one)
+    _hash_file(path, one)
     return one.hexdigest()
 
 

@@ -96,7 +96,7 @@ class LeaderChecker:
         anomalies.extend(_acting_not_elected(acting, elected, _stated_ids(run.events)))
         # Parts of files (Spark's by-partition groups) are judged only when no file misses a
         # line; otherwise the coverage makes the verdict unknown, with the gap as the reason.
-        if run.whole_file_gap is None or run.whole_file_gap == "":
+        if not run.whole_file_gap:
             anomalies.extend(acts_without_leadership(run.events, whole_files=run.whole_file_gap is None))
         for epoch, brokers in sorted(controllers.items()):
             if len(brokers) > 1:
