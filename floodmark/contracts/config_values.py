@@ -12,6 +12,7 @@ file's value may be huge, nested or hostile.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from floodmark.contracts.run_ids import run_id_problem
@@ -67,14 +68,27 @@ def read_name(source: str, key: str, value: str) -> str:
 _EXACT_FLOAT = 2.0**53
 
 
+# A number written as a string (``seed: "3"``): ASCII digits as YAML and JSON write them.
+# Python's int() and float() read more, silently: digits of any script ("٣" and "３" are 3),
+# digit separators ("3_0" is 30) and blanks around; a seed or a count read from one is not
+# the value the file shows.
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_FLOAT_TEXT = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE)
+
+
 def read_number(source: str, key: str, value: Any, kind: type, minimum: float, maximum: float | None = None) -> Any:
-    """A finite number of ``kind`` (int or float) within bounds; numeric strings are accepted."""
+    """A finite number of ``kind`` (int or float) within bounds; numeric strings (ASCII
+    digits only, as YAML and JSON write numbers) are accepted."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         if isinstance(value, str) and len(value) <= 40:
-            try:
-                value = kind(value)
-            except ValueError:
-                raise ConfigError(source, key, f"expected a number, got {shown_value(value)}") from None
+            if (_INT_TEXT if kind is int else _FLOAT_TEXT).fullmatch(value) is None:
+                try:
+                    kind(value)
+                except ValueError:
+                    raise ConfigError(source, key, f"expected a number, got {shown_value(value)}") from None
+                raise ConfigError(source, key, f"expected a number, got {shown_value(value)}, which Python reads as "
+                                               f"{kind(value)!r}: write it in ASCII digits, with no blanks or underscores")
+            value = kind(value)
         else:
             raise ConfigError(source, key, f"expected a number, got {shown_value(value)}")
     if isinstance(value, float) and not math.isfinite(value):

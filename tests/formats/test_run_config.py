@@ -87,6 +87,10 @@ def test_a_sim_run_s_all_is_the_simulator_s_fault_kinds_as_the_harness_ran_it(tm
         ("variant: [a, b]\n", "variant", "expected a string, got a list"),
         ("fault_duration: [5, 1]\n", "fault_duration", "greater than max"),
         ("seed: -1\n", "seed", "at least 0"),
+        ("seed: '\u0663'\n", "seed", "got '\u0663', which Python reads as 3: write it in ASCII digits"),
+        ("nodes: '\uff13'\n", "nodes", "which Python reads as 3"),
+        ("seed: '3_0'\n", "seed", "got '3_0', which Python reads as 30"),
+        ("time_limit: ' 10'\n", "time_limit", "got ' 10', which Python reads as 10.0"),
     ],
 )
 def test_a_malformed_test_yaml_names_the_file_and_the_key(tmp_path: Path, text: str, key: str, fragment: str) -> None:
@@ -193,3 +197,22 @@ def test_a_seed_written_with_a_fraction_part_reads_as_written_or_is_refused(seed
         assert seed >= 2**53
     else:
         assert read == seed
+
+
+@given(text=st.text(st.characters(codec="utf-8"), max_size=8) | st.from_regex(r"[+-]?[0-9_ ]{1,6}", fullmatch=True),
+       kind=st.sampled_from((int, float)))
+@example(text="\u0663", kind=int)
+@example(text="\u0661\u0660", kind=float)
+@example(text="3_0", kind=int)
+@settings(max_examples=300, deadline=None)
+def test_a_number_written_as_a_string_reads_only_as_the_ascii_digits_show_it(text: str, kind: type) -> None:
+    """Property: a string where a number belongs (``seed: "3"``) reads as the number its
+    ASCII digits show or is refused; never as what Python's int() and float() also read (any
+    script's digits: ``"\u0663"`` is 3; digit separators: ``"3_0"`` is 30; blanks around)."""
+    key = "seed" if kind is int else "time_limit"
+    try:
+        read = getattr(config_from_dict({key: text}, "test.yaml"), key)
+    except ConfigError:
+        return
+    assert text.isascii() and text.strip() == text and "_" not in text
+    assert read == kind(text)
