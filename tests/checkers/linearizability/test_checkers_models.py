@@ -51,6 +51,13 @@ def test_register_rejects_cas() -> None:
         run("register", [("cas", [1, 2], None, "ok")])
 
 
+def test_an_op_the_kv_model_lacks_is_named_as_the_kv_model_s() -> None:
+    """A kv history's op of no kv function was refused as the cas-register model's (the one
+    each key's register is), naming a model the user never chose."""
+    with pytest.raises(ValueError, match="^the kv model has only get/put/append/read/write/cas, not 'frobnicate'$"):
+        run("kv", [("frobnicate", ["k", "a"], None, "ok")])
+
+
 def test_kv_appends_concatenate_and_missing_keys_read_empty() -> None:
     model = make_model("kv")
     assert model.split(["k", "v"], {}) == ("k", "v")
