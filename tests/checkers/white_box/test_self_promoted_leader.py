@@ -123,3 +123,24 @@ def test_a_restarted_process_leads_only_what_it_became_leader_of_again() -> None
     assert anomaly.type == "self-promoted-leader" and anomaly.events == (("n1", 4),)
     told_again = events("n1", Started(broker=1), _leader(2), _append(2), Started(broker=1), _leader(2), _append(2))
     assert LeaderChecker().check(CheckInput([], {"n1": told_again})).valid is True
+
+
+def test_lines_missing_before_a_restart_leave_the_next_process_judged() -> None:
+    """A gap in the previous process's lines hides what that process became leader of, not
+    what the next one did: a process holds no leadership until it takes one, so its act in an
+    epoch it never became leader of is a breach whatever lines are missing before its start
+    (the verdict is invalid, not the gap's unknown)."""
+    written = events("n1", Started(broker=1), _leader(2), _append(2), Started(broker=1), _append(2))
+    lost = [written[0], *written[2:]]  # the first process's became_leader is missing (seq 1)
+    result = LeaderChecker().check(CheckInput([], {"n1": lost}))
+    assert result.valid is False
+    [anomaly] = result.anomalies
+    assert anomaly.type == "self-promoted-leader" and anomaly.events == (("n1", 4),)
+
+
+def test_each_process_that_acts_without_leadership_is_a_finding() -> None:
+    """The same unled epoch acted in by two processes in turn is two breaches, one each."""
+    twice = events("n1", Started(broker=1), _append(2), Started(broker=1), _append(2))
+    found = LeaderChecker().check(CheckInput([], {"n1": twice})).anomalies
+    assert [(a.type, a.events) for a in found] == [("self-promoted-leader", (("n1", 1),)),
+                                                    ("self-promoted-leader", (("n1", 3),))]
