@@ -3,6 +3,7 @@ them, on the simulator: whether every replica is in sync again (the convergence 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import io
 import json
@@ -17,6 +18,7 @@ from floodmark.harness.config import make_config
 from floodmark.harness.schedule import Fault, Schedule
 from floodmark.reference.broker.metadata_cache import MetadataCache
 from floodmark.reference.broker.replica_fetcher import ReplicaFetchers
+from floodmark.reference.client.admin import Admin
 from floodmark.reference.controller.controller import Controller
 from floodmark.reference.protocol.messages import (
     Errors,
@@ -25,10 +27,10 @@ from floodmark.reference.protocol.messages import (
     PartitionMetadata,
     TopicPartition,
 )
-from floodmark.reference.runtime import Coordination
+from floodmark.reference.runtime import Coordination, CoordinationError
 from floodmark.run.runner import Runner
 from floodmark.run.swarm import swarm_config
-from floodmark.workloads.clients import partition_unhealthy
+from floodmark.workloads.clients import LibraryClients, partition_unhealthy
 
 
 def metadata(*partitions: PartitionMetadata) -> SimpleNamespace:
@@ -162,3 +164,64 @@ def test_a_topic_a_broker_does_not_know_yet_is_no_partition_to_wait_for(
     [wait] = [op for op in read_history(next(tmp_path.glob("*/*/history.jsonl")))
               if op.f == "await-full-isr" and op.type == "ok"]
     assert [(c["topic"], c["partition"]) for c in wait.value["checked"]] == [("t0", 0), ("t0", 1)]
+
+
+# ---------------------------------------------------------------- the controller the wait records
+
+class _Clock:
+    """A runtime's clock and sleep on virtual time, all the wait for a controller uses."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.asked = 0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def _controller_named(monkeypatch: pytest.MonkeyPatch, answers: list[int | Exception], timeout: float) -> int | None:
+    """What ``_await_controller`` records when ZooKeeper answers ``answers`` in turn (the
+    last again and again; an exception is raised where it stands)."""
+    asked: list[int | Exception] = list(answers)
+    clock = _Clock()
+
+    class ZooKeeperAdmin:
+        async def __aenter__(self) -> ZooKeeperAdmin:
+            return self
+
+        async def __aexit__(self, *exc_info: object) -> None:
+            return None
+
+        async def controller(self) -> int:
+            clock.asked += 1
+            assert clock.asked < 1000, "the wait for a controller never ends"
+            answer = asked.pop(0) if len(asked) > 1 else asked[0]
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+    async def connect(runtime: Any, **_: Any) -> ZooKeeperAdmin:
+        return ZooKeeperAdmin()
+    monkeypatch.setattr(Admin, "connect", connect)
+    clients = LibraryClients(make_config({"cluster": "sim"}), SimpleNamespace(), ["n1:9092"])  # type: ignore[arg-type]
+    return asyncio.run(clients._await_controller(clock, timeout))  # type: ignore[arg-type]
+
+
+def test_a_controller_named_within_the_time_left_is_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A failover still under way when the ISRs were found whole: none named for a moment.
+    assert _controller_named(monkeypatch, [-1, -1, -1, 2], timeout=5.0) == 2
+    assert _controller_named(monkeypatch, [3], timeout=0.0) == 3  # no time left: asked once all the same
+
+
+def test_no_controller_by_the_deadline_is_recorded_as_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _controller_named(monkeypatch, [-1], timeout=2.0) == -1
+    assert _controller_named(monkeypatch, [-1, -1, -1, 2], timeout=0.5) == -1  # named too late
+
+
+def test_zookeeper_that_cannot_be_read_records_no_controller_at_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Not -1 (none: invalid by convergence); absent, so the wait is judged on its ISRs alone.
+    assert _controller_named(monkeypatch, [ConnectionError("refused")], timeout=2.0) is None
+    assert _controller_named(monkeypatch, [-1, CoordinationError("session lost")], timeout=2.0) is None
