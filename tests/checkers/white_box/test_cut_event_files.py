@@ -168,3 +168,25 @@ def test_an_append_missing_from_the_middle_of_a_file_is_never_invalid(tmp_path: 
     assert invariants["valid"] == "unknown" and invariants["anomalies"] == [], invariants["stats"]
     assert "missing from its file" in invariants["stats"]["unjudged_because"]
     assert results["valid"] == "unknown"
+
+
+def test_parts_of_files_that_miss_lines_leave_the_findings_unproven(tmp_path: Path) -> None:
+    """Spark's by-partition groups hold a part of each file, so the gap is told apart
+    (``whole_file_gap``): every node's story is then no proof by what it lacks, and the
+    findings that a line missing from the middle of a file made stay unknown there too."""
+    from floodmark.checkers.event_coverage import first_gap
+    from floodmark.checkers.registry import check_history
+    from floodmark.contracts.history import read_history
+    from floodmark.contracts.node_events import read_events_dir
+    from floodmark.contracts.run_config import read_test_config
+
+    damaged = _without_line(tmp_path, "n2.jsonl", b"appended", b"follower", 3)
+    events = read_events_dir(damaged / "events")
+    gap = first_gap(events)
+    assert gap is not None and "n2" in gap
+    args = (read_history(damaged / "history.jsonl"), events, read_test_config(damaged / "test.yaml"))
+    whole = check_history(*args, checkers=["invariants"])["checkers"]["invariants"]
+    assert whole["valid"] == "unknown" and whole["stats"]["unproven_missing_lines"], whole["stats"]
+    grouped = check_history(*args, checkers=["invariants"], whole_file_gap=gap)["checkers"]["invariants"]
+    assert grouped["valid"] == "unknown" and grouped["anomalies"] == [], grouped["stats"]
+    assert grouped["stats"]["unproven_missing_lines"] == whole["stats"]["unproven_missing_lines"]
