@@ -612,3 +612,19 @@ def test_an_expansion_that_lands_while_the_hw_is_beyond_the_joiner_is_caught() -
                          kinds.IsrChanged(topic="t0", partition=0, leader_epoch=1, isr=(1, 2, 3), zk_version=4,
                                           change="expand", joined=2, joined_log_end=0))
     assert check(story).valid is True
+
+
+def test_a_leader_log_rewritten_below_what_was_held_is_held_to_its_members_again() -> None:
+    """What a member was found to hold is remembered per offset, until the leader's own log
+    changes there: n1 commits a, b with n2 holding both, loses b (a truncation below its HW),
+    writes x at offset 1 as the next epoch's leader and commits it counting n2, which never
+    held x. Without forgetting what was checked from the truncation on, offset 1 passed as
+    held (the finding lost; others of the breach remained)."""
+    n1 = events("n1", kinds.Started(broker=1), leads(1, 1, 2), appended(0, 1, "a", "b"), hw(0, 2, 1),
+                kinds.Truncated(topic="t0", partition=0, leader_epoch=1, from_offset=2, to_offset=1, reason="test"),
+                kinds.HwChanged(topic="t0", partition=0, leader_epoch=1, role="leader", previous=2,
+                                high_watermark=1, log_end=1),
+                leads(2, 1, 2), appended(1, 2, "x"), hw(1, 2, 2))
+    n2 = events("n2", kinds.Started(broker=2), appended(0, 1, "a", "b", role="follower"))
+    lacks = [a for a in check({"n1": n1, "n2": n2}).anomalies if a.type == "isr-member-lacks-committed"]
+    assert [(a.offsets, a.details["member"], a.details["leader_epoch"]) for a in lacks] == [((1,), "n2", 2)]
