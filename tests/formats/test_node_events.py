@@ -10,103 +10,27 @@ import typing
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from node_event_examples import WRITTEN, line
 
 from floodmark.contracts.node_events import (
     KINDS,
     Acked,
-    Appended,
     BecameFollower,
     BecameLeader,
-    BrokerState,
     ControllerElected,
-    ControllerResigned,
-    Fenced,
     HwChanged,
     IsrChanged,
-    IsrWritten,
     KnownKind,
-    LeaderElected,
     LogDirOffline,
     NodeEvent,
     NodeEventError,
     NodeEventWriter,
-    Rejected,
     Started,
-    Stopped,
-    Truncated,
     UnknownKind,
     event_from_fields,
     iter_events,
     read_events_dir,
 )
-
-# One line per shape the reference writes, exactly as the writer before typed events wrote it
-# (field order included), with the body it reads as.
-WRITTEN: list[tuple[str, KnownKind]] = [
-    ('"kind":"became_leader","topic":"t","partition":0,"leader_epoch":2,"isr":[1,2],"log_end":5,"high_watermark":3',
-     BecameLeader(topic="t", partition=0, leader_epoch=2, isr=(1, 2), log_end=5, high_watermark=3)),
-    ('"kind":"became_follower","topic":"t","partition":1,"leader_epoch":2,"leader":1,"log_end":5',
-     BecameFollower(topic="t", partition=1, leader_epoch=2, leader=1, log_end=5)),
-    ('"kind":"appended","topic":"t","partition":0,"offset":4,"epoch":2,"values":["0-1","0-2"],"role":"leader"',
-     Appended(topic="t", partition=0, offset=4, epoch=2, values=("0-1", "0-2"), role="leader")),
-    ('"kind":"appended","topic":"t","partition":0,"offset":4,"epoch":1,"values":["a","b"],"role":"follower",'
-     '"epochs":[1,2]',
-     Appended(topic="t", partition=0, offset=4, epoch=1, values=("a", "b"), role="follower", epochs=(1, 2))),
-    ('"kind":"hw_changed","topic":"t","partition":0,"leader_epoch":2,"role":"leader","previous":3,'
-     '"high_watermark":6,"log_end":6',
-     HwChanged(topic="t", partition=0, leader_epoch=2, role="leader", previous=3, high_watermark=6, log_end=6)),
-    ('"kind":"truncated","topic":"t","partition":0,"leader_epoch":3,"from_offset":6,"to_offset":4,'
-     '"reason":"leader_epoch"',
-     Truncated(topic="t", partition=0, leader_epoch=3, from_offset=6, to_offset=4, reason="leader_epoch")),
-    ('"kind":"truncated","topic":"t","partition":0,"leader_epoch":-1,"from_offset":6,"to_offset":4,'
-     '"reason":"recovery","detail":"torn record at 4"',
-     Truncated(topic="t", partition=0, leader_epoch=-1, from_offset=6, to_offset=4, reason="recovery",
-               detail="torn record at 4")),
-    ('"kind":"isr_changed","topic":"t","partition":0,"leader_epoch":2,"isr":[1],"zk_version":7,"change":"shrink"',
-     IsrChanged(topic="t", partition=0, leader_epoch=2, isr=(1,), zk_version=7, change="shrink")),
-    ('"kind":"fenced","topic":"t","partition":0,"why":"lost conditional ISR write","leader_epoch":2',
-     Fenced(topic="t", partition=0, why="lost conditional ISR write", leader_epoch=2)),
-    ('"kind":"rejected","request":"Fetch","why":"FENCED_LEADER_EPOCH","topic":"t","partition":0,'
-     '"leader_epoch":3,"replica":2,"request_epoch":2',
-     Rejected(request="Fetch", why="FENCED_LEADER_EPOCH", topic="t", partition=0, leader_epoch=3, replica=2,
-              request_epoch=2)),
-    ('"kind":"rejected","request":"LeaderAndIsr","why":"leader epoch not newer","topic":"t","partition":0,'
-     '"leader_epoch":2,"current_leader_epoch":3',
-     Rejected(request="LeaderAndIsr", why="leader epoch not newer", topic="t", partition=0, leader_epoch=2,
-              current_leader_epoch=3)),
-    ('"kind":"rejected","request":"UpdateMetadata","why":"stale controller epoch","controller_epoch":1',
-     Rejected(request="UpdateMetadata", why="stale controller epoch", controller_epoch=1)),
-    ('"kind":"rejected","request":"StopReplica","why":"stale broker incarnation","incarnation":41',
-     Rejected(request="StopReplica", why="stale broker incarnation", incarnation=41)),
-    ('"kind":"acked","topic":"t","partition":0,"offset":5,"first_offset":4,"high_watermark":6,"acks":-1,'
-     '"leader_epoch":2',
-     Acked(topic="t", partition=0, offset=5, first_offset=4, high_watermark=6, acks=-1, leader_epoch=2)),
-    ('"kind":"controller_elected","controller_epoch":3,"broker":2',
-     ControllerElected(controller_epoch=3, broker=2)),
-    ('"kind":"controller_resigned","controller_epoch":3,"why":"session expired"',
-     ControllerResigned(controller_epoch=3, why="session expired")),
-    ('"kind":"leader_elected","topic":"t","partition":0,"leader":2,"leader_epoch":3,"isr":[2,3],'
-     '"controller_epoch":1,"zk_version":4,"unclean":false',
-     LeaderElected(topic="t", partition=0, leader=2, leader_epoch=3, isr=(2, 3), controller_epoch=1, zk_version=4,
-                   unclean=False)),
-    ('"kind":"isr_written","topic":"t","partition":0,"leader":2,"leader_epoch":3,"isr":[2],"zk_version":5,'
-     '"requester":4,"requested_leader_epoch":2,"requester_incarnation":40,"zxid":77',
-     IsrWritten(topic="t", partition=0, leader=2, leader_epoch=3, isr=(2,), zk_version=5, requester=4,
-                requested_leader_epoch=2, requester_incarnation=40, zxid=77)),
-    ('"kind":"log_dir_offline","dir":"/data/a","error":"EIO","partitions":[["t",0],["u",3]]',
-     LogDirOffline(dir="/data/a", error="EIO", partitions=(("t", 0), ("u", 3)))),
-    ('"kind":"broker_state","broker":2,"state":"Offline","incarnation":41,"why":"registration gone"',
-     BrokerState(broker=2, state="Offline", incarnation=41, why="registration gone")),
-    ('"kind":"broker_state","state":"Inactive","incarnation":41',
-     BrokerState(state="Inactive", incarnation=41)),
-    ('"kind":"started"', Started()),
-    ('"kind":"started","broker":1,"run_id":"0eb44760cb914ca5"', Started(broker=1, run_id="0eb44760cb914ca5")),
-    ('"kind":"stopped"', Stopped()),
-]
-
-
-def line(seq: int, rest: str) -> str:
-    return f'{{"node":"n1","seq":{seq},"wall":1.5,{rest}}}\n'
 
 
 def test_the_examples_cover_every_kind() -> None:
