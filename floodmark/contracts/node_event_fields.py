@@ -3,10 +3,13 @@
 Each kind's body type (:mod:`floodmark.contracts.node_event_kinds`) is its schema: the reader derives
 from the type hints what JSON type every field has (an array for a tuple, its elements
 checked), which fields may be absent, and what a message says a field must be. A line of a
-known kind whose field is missing or of the wrong JSON type is malformed, and so is a number
-no node can write where it stands: a leader epoch below :data:`~floodmark.contracts.node_event_kinds.NO_EPOCH`
-(the protocol's "none known", -1), or an offset, a high watermark, a log end or a partition
-number below 0. Readers stay tolerant of what the contract allows: a kind they do not know
+known kind whose field is missing or of the wrong JSON type is malformed, and so is an integer
+no node can write where it stands: every integer field (and every integer inside a list) has
+a range, what the field is in Kafka's protocol (offsets are 64-bit and from 0, leader epochs
+32-bit and from -1, ``acks`` -1, 0 or 1, ...), declared once by field name in
+:mod:`floodmark.contracts.node_event_ranges` and held tighter where a kind makes a value
+impossible (a leader's epoch is never -1). An integer beyond its field's width would otherwise
+be judged as written, and give a wrong verdict rather than an error. Readers stay tolerant of what the contract allows: a kind they do not know
 reads as :class:`~floodmark.contracts.node_event_kinds.UnknownKind` with its fields, and fields a known
 kind does not declare are handed back apart (``NodeEvent.extra``).
 """
@@ -21,22 +24,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from floodmark.contracts.node_event_kinds import NO_EPOCH, KnownKind, UnknownKind
+from floodmark.contracts.node_event_kinds import KnownKind, UnknownKind
+from floodmark.contracts.node_event_ranges import Range, range_of
 from floodmark.errors import SourceError
 
 ENVELOPE = frozenset(("node", "seq", "wall", "kind"))
-
-# The lowest value a field of each name may hold (a leader epoch, an offset, a partition), and
-# what it is, for the message: the same name means the same thing in every kind.
-_EPOCH = (NO_EPOCH, f"a leader epoch ({NO_EPOCH} for none known, or more)")
-_FROM_ZERO = (0, "a whole number from 0")
-MINIMUMS: dict[str, tuple[int, str]] = {
-    **dict.fromkeys(("leader_epoch", "epoch", "epochs", "request_epoch", "current_leader_epoch",
-                     "requested_leader_epoch"), _EPOCH),
-    **dict.fromkeys(("offset", "first_offset", "high_watermark", "log_end", "previous", "from_offset",
-                     "to_offset", "joined_log_end", "joined_progress", "partition"), _FROM_ZERO),
-}
-
 
 class NodeEventError(SourceError):
     """A malformed event file: names the file, the line and the problem."""
@@ -56,12 +48,22 @@ class Field:
 
 
 @dataclass(frozen=True, slots=True)
+class Bound:
+    """A field holding integers, and their range."""
+
+    name: str
+    range: Range
+    integers: Callable[[Any], tuple[int, ...]]  # the integers of a present value
+    shape: str  # "integer", "integers" (a list of them) or "nested" (in a list's items)
+
+
+@dataclass(frozen=True, slots=True)
 class Schema:
     body: type[KnownKind]
     fields: tuple[Field, ...]
     names: frozenset[str]
-    bounds: tuple[tuple[str, int, str], ...]  # (name, lowest value, what it is) of the bounded fields
-    below: Callable[[dict[str, Any]], bool]  # whether a bounded field of these values is below its lowest
+    bounds: tuple[Bound, ...]  # the fields holding integers
+    outside: Callable[[dict[str, Any]], bool]  # whether an integer of these values is outside its range
 
 
 def _json_type(hint: Any) -> tuple[type, Callable[[Any], Any] | None, str]:
@@ -108,9 +110,26 @@ def _values_of(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
     return operator.attrgetter(*names)
 
 
+def _integers(hint: Any) -> Callable[[Any], tuple[int, ...]] | None:
+    """A function giving the integers of a value of a field typed ``hint`` (a present one,
+    as read), or None if it holds none."""
+    if hint is int:
+        return lambda value: (value,)
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is not tuple:
+        return None
+    if len(args) == 2 and args[1] is Ellipsis:
+        if args[0] is int:
+            return lambda value: cast(tuple[int, ...], value)
+        inner = _integers(args[0])
+        return None if inner is None else (lambda value: tuple(i for item in value for i in inner(item)))
+    parts = [(k, f) for k, f in enumerate(_integers(a) for a in args) if f is not None]
+    return (lambda value: tuple(i for k, f in parts for i in f(value[k]))) if parts else None
+
+
 def _schema(body: type[KnownKind]) -> Schema:
     hints = typing.get_type_hints(body)
-    described = []
+    described, bounds = [], []
     for f in dataclasses.fields(body):
         hint = hints[f.name]
         args = typing.get_args(hint)
@@ -119,23 +138,37 @@ def _schema(body: type[KnownKind]) -> Schema:
             [hint] = [a for a in args if a is not type(None)]
         json_type, convert, expected = _json_type(hint)
         described.append(Field(f.name, json_type, convert, optional, expected))
-    bounds = tuple((f.name, *MINIMUMS[f.name]) for f in described if f.name in MINIMUMS)
-    return Schema(body, tuple(described), frozenset(f.name for f in described), bounds,
-                  _below({f.name: f for f in described}, bounds))
+        integers = _integers(hint)
+        if integers is not None:
+            bounded = range_of(body.kind, f.name)
+            if bounded is None:
+                raise TypeError(f"node event field {body.kind}.{f.name} holds integers but has no range "
+                                "(floodmark.contracts.node_event_ranges)")
+            shape = "integer" if hint is int else "integers" if hint == tuple[int, ...] else "nested"
+            bounds.append(Bound(f.name, bounded, integers, shape))
+    return Schema(body, tuple(described), frozenset(f.name for f in described), tuple(bounds),
+                  _outside({f.name: f for f in described}, tuple(bounds)))
 
 
-def _below(fields: dict[str, Field], bounds: tuple[tuple[str, int, str], ...]) -> Callable[[dict[str, Any]], bool]:
-    """A function telling whether any bounded field of a kind's values is below its lowest
-    value, generated for the kind (one expression: a simulated minute writes some 40,000
+def _outside(fields: dict[str, Field], bounds: tuple[Bound, ...]) -> Callable[[dict[str, Any]], bool]:
+    """A function telling whether any integer of a kind's values is outside its field's
+    range, generated for the kind (one expression: a simulated minute writes some 40,000
     events, and a loop over the bounds was a tenth of reading them)."""
     tests = []
-    for name, lowest, _ in bounds:
-        value = f"v[{name!r}]"
-        below = f"{value} < {lowest}" if fields[name].json_type is int else f"min({value}, default={lowest}) < {lowest}"
-        tests.append(f"({value} is not None and {below})" if fields[name].optional else below)
     namespace: dict[str, Any] = {}
-    exec(f"def below(v):\n  return {' or '.join(tests) or 'False'}", namespace)  # noqa: S102 (field names)
-    return cast(Callable[[dict[str, Any]], bool], namespace["below"])
+    for number, bound in enumerate(bounds):
+        name, lowest, highest = bound.name, bound.range.lowest, bound.range.highest
+        value = f"v[{name!r}]"
+        if bound.shape == "integer":
+            outside = f"not {lowest} <= {value} <= {highest}"
+        elif bound.shape == "integers":
+            outside = f"({value} and not ({lowest} <= min({value}) and max({value}) <= {highest}))"
+        else:  # integers inside a list's items (the partition numbers of (topic, partition) pairs)
+            namespace[f"integers{number}"] = bound.integers
+            outside = f"not all({lowest} <= i <= {highest} for i in integers{number}({value}))"
+        tests.append(f"({value} is not None and {outside})" if fields[name].optional else outside)
+    exec(f"def outside(v):\n  return {' or '.join(tests) or 'False'}", namespace)  # noqa: S102 (field names)
+    return cast(Callable[[dict[str, Any]], bool], namespace["outside"])
 
 
 SCHEMAS: dict[str, Schema] = {body.kind: _schema(body) for body in typing.get_args(KnownKind)}
@@ -188,12 +221,13 @@ def read_body(kind: str, fields: Mapping[str, Any], envelope: int, source: str,
         else:
             raise NodeEventError(source, line, f"{kind}: {f.name} must be {f.expected}, got {short(value)}")
         values[f.name] = value
-    if schema.below(values):
-        for name, lowest, what in schema.bounds:
-            value = values[name]
-            below = value if type(value) is int else min(value or (lowest,))
-            if below is not None and below < lowest:
-                raise NodeEventError(source, line, f"{kind}: {name} must be {what}, got {short(below)}")
+    if schema.outside(values):
+        for bound in schema.bounds:
+            value = values[bound.name]
+            for integer in () if value is None else bound.integers(value):
+                problem = bound.range.problem(bound.name, integer)
+                if problem is not None:
+                    raise NodeEventError(source, line, f"{kind}: {problem}")
     extra: tuple[tuple[str, Any], ...] = ()
     if len(fields) > present:
         extra = tuple((k, v) for k, v in fields.items() if k not in schema.names and k not in ENVELOPE)

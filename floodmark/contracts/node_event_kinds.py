@@ -11,8 +11,10 @@ Conventions of the contract:
 
 - Partitions are named by ``topic`` and ``partition``; brokers by integer id; leader epochs and
   controller epochs are integers. A leader epoch is never below :data:`NO_EPOCH` (-1, "none
-  known", as the protocol writes it), and offsets, high watermarks, log ends and partition
-  numbers never below 0: the reader refuses a line that says otherwise. Kinds about one
+  known", as the protocol writes it), nor -1 where a broker leads; offsets, high watermarks,
+  log ends and partition numbers never below 0; and no integer is beyond its width in Kafka's
+  protocol (offsets 64-bit, epochs, partitions and broker ids 32-bit): the reader refuses a
+  line that says otherwise (:mod:`floodmark.contracts.node_event_ranges`). Kinds about one
   partition derive from :class:`PartitionEvent`; ``fenced`` and ``rejected`` name one only
   where it applies.
 - A field typed ``... | None`` is optional: ``None`` is written as an absent field, and an

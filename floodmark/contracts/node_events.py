@@ -17,9 +17,10 @@ the runtime a body; the runtime stamps the envelope (:class:`NodeEventWriter` on
 
 Reading (:func:`iter_events`, :func:`read_events_dir`) gives :class:`NodeEvent` envelopes whose
 ``body`` is typed, so consumers match on the types. A line of a known kind whose field is
-missing, of the wrong JSON type or below what it can be (:mod:`floodmark.contracts.node_event_fields`)
-is malformed, as is a line that is not a JSON object with the envelope: :class:`NodeEventError`
-names the file and the line. Readers stay tolerant of what the contract allows: a kind they
+missing, of the wrong JSON type or outside what it can be (:mod:`floodmark.contracts.node_event_fields`;
+every integer field has a range, :mod:`floodmark.contracts.node_event_ranges`) is malformed,
+as is a line that is not a JSON object with the envelope (``seq`` from 0 to 2**63-1, ``wall``
+finite and within 1e15 seconds of 1970): :class:`NodeEventError` names the file and the line. Readers stay tolerant of what the contract allows: a kind they
 do not know reads as :class:`UnknownKind` with its fields, and fields a known kind does not
 declare are kept in ``NodeEvent.extra``.
 
@@ -85,6 +86,7 @@ from floodmark.contracts.node_event_kinds import (
     leader_epoch_of,
     partition_of,
 )
+from floodmark.contracts.node_event_ranges import of_digits
 from floodmark.contracts.node_files import (
     Claim,
     claim_mismatch,
@@ -111,6 +113,12 @@ __all__ = [
     "Rejected", "Started", "Stopped", "Truncated", "UnknownKind", "encode_body", "event_from_dict",
     "event_from_fields", "event_line", "event_lines", "iter_events", "leader_epoch_of", "partition_of", "read_events_dir",
 ]
+
+
+MAX_SEQ = 2**63 - 1  # seq is a 64-bit count of a node's events
+# A wall time is only displayed, never compared across nodes, but one beyond any clock (a
+# non-finite one, or more than 30 million years from 1970) is damage, not a skewed clock.
+MAX_WALL = 1e15
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,14 +165,18 @@ def event_from_dict(d: Any, source: str = "<events>", line: int = 0) -> NodeEven
         if name not in d:
             raise NodeEventError(source, line, f"missing field {name!r}")
     seq, wall, node, kind = d["seq"], d.get("wall"), d["node"], d["kind"]
-    if type(seq) is not int or not 0 <= seq < 2**63:
+    if type(seq) is int and seq > MAX_SEQ:
+        raise NodeEventError(source, line, f"seq {seq if seq < 10**30 else of_digits(seq)} is beyond "
+                                           "2**63-1 (no node numbers so many events: seq is 64-bit)")
+    if type(seq) is not int or seq < 0:
         raise NodeEventError(source, line, f"seq must be a non-negative integer, got {short(seq)}")
     if not isinstance(node, str) or not isinstance(kind, str):
         raise NodeEventError(source, line, "node and kind must be strings")
     if wall is None:
         wall = 0.0
-    elif isinstance(wall, bool) or not isinstance(wall, int | float) or not -1e15 < wall < 1e15:
-        raise NodeEventError(source, line, f"wall must be a time in seconds, got {short(wall)}")
+    elif isinstance(wall, bool) or not isinstance(wall, int | float) or not -MAX_WALL < wall < MAX_WALL:
+        raise NodeEventError(source, line, f"wall must be a time in seconds within 1e15 of 1970 (some 30 million "
+                                           f"years: no clock is skewed so far), got {short(wall)}")
     body, extra = read_body(kind, d, 3 + ("wall" in d), source, line)
     return NodeEvent(node, seq, float(wall), body, extra)
 

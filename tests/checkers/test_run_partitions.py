@@ -69,7 +69,8 @@ def _events_dir(tmp_path: Path, topic: str, partition: int) -> Path:
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(partition=st.integers(0, 2**40) | st.integers(0, 10), bound=st.integers(1, 8))
+# (a partition number is 32-bit: one beyond is refused whatever the run, see test_node_event_ranges)
+@given(partition=st.integers(0, 2**31 - 1) | st.integers(0, 10), bound=st.integers(1, 8))
 def test_an_event_is_read_if_and_only_if_its_partition_is_within_the_bound(
         tmp_path: Path, partition: int, bound: int) -> None:
     events = _events_dir(tmp_path, "t0", partition)

@@ -206,56 +206,6 @@ def test_only_a_last_line_cut_short_is_forgiven(tmp_path) -> None:
 # ----------------------------------------------------------------------------- what no node writes
 
 # (field, the lowest value a node writes there): leader epochs from NO_EPOCH (-1: none known),
-# offsets, high watermarks, log ends and partition numbers from 0
-BOUNDED = {"leader_epoch": -1, "epoch": -1, "request_epoch": -1, "current_leader_epoch": -1,
-           "requested_leader_epoch": -1, "offset": 0, "first_offset": 0, "high_watermark": 0, "log_end": 0,
-           "previous": 0, "from_offset": 0, "to_offset": 0, "partition": 0}
-BOUNDED_FIELDS = [(n, field) for n, (rest, _) in enumerate(WRITTEN) for field in BOUNDED if f'"{field}":' in rest]
-
-
-@pytest.mark.parametrize(("rest", "problem"), [
-    ('"kind":"became_leader","topic":"t","partition":0,"leader_epoch":-2,"isr":[1],"log_end":0,"high_watermark":0',
-     "became_leader: leader_epoch must be a leader epoch (-1 for none known, or more), got -2"),
-    ('"kind":"appended","topic":"t","partition":0,"offset":-1,"epoch":0,"values":["a"],"role":"leader"',
-     "appended: offset must be a whole number from 0, got -1"),
-    ('"kind":"appended","topic":"t","partition":0,"offset":0,"epoch":0,"values":["a"],"role":"follower",'
-     '"epochs":[0,-7]', "appended: epochs must be a leader epoch (-1 for none known, or more), got -7"),
-    ('"kind":"hw_changed","topic":"t","partition":-3,"leader_epoch":0,"role":"leader","previous":0,'
-     '"high_watermark":1,"log_end":1', "hw_changed: partition must be a whole number from 0, got -3"),
-    ('"kind":"acked","topic":"t","partition":0,"offset":3,"high_watermark":-1,"acks":-1',
-     "acked: high_watermark must be a whole number from 0, got -1"),
-])
-def test_an_epoch_below_no_epoch_or_an_offset_below_zero_names_the_file_and_line(tmp_path, rest, problem) -> None:
-    path = tmp_path / "n1.jsonl"
-    path.write_text(line(0, '"kind":"started","broker":1') + line(1, rest))
-    with pytest.raises(NodeEventError) as refused:
-        list(iter_events(path))
-    assert str(refused.value) == f"{path}:2: {problem}"
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.sampled_from(BOUNDED_FIELDS), st.integers(-2**40, 2**40) | st.integers(-3, 3))
-def test_a_bounded_field_reads_exactly_when_it_is_at_least_its_lowest_value(example: tuple[int, str],
-                                                                            value: int) -> None:
-    """Property: in every kind, each leader epoch, offset and partition field reads as written
-    from its lowest value up, and is refused (as malformed, never read) below it; the acks of
-    an acks=all produce (-1) and a controller's "no leader" (-1) are no such fields."""
-    number, name = example
-    rest = WRITTEN[number][0]
-    d = json.loads("{" + rest + "}")
-    d[name] = value if not isinstance(d[name], list) else [value]
-    fields = {"node": "n1", "seq": 0, **d}
-    from floodmark.contracts.node_events import event_from_dict
-
-    if value >= BOUNDED[name]:
-        event = event_from_dict(fields, "n1.jsonl", 1)
-        got = getattr(event.body, name)
-        assert got == (value if not isinstance(got, tuple) else (value,))
-    else:
-        with pytest.raises(NodeEventError, match=rf"^n1.jsonl:1: {d['kind']}: {name} must be .*, got {value}$"):
-            event_from_dict(fields, "n1.jsonl", 1)
-
-
 def test_a_file_copied_under_another_nodes_name_is_refused_naming_it(tmp_path) -> None:
     """The audit's finding: events/n2.jsonl holding n1's events, each line's node renamed,
     made the leader checker find two leaders per epoch (INVALID). Its ``started`` event still
