@@ -1,19 +1,28 @@
 """Node events' integer fields: each reads exactly within its range, what the field is in
 Kafka's protocol, and is refused outside it in one line naming the file, the line and the field
-(:mod:`floodmark.contracts.node_event_ranges`)."""
+(:mod:`floodmark.contracts.node_event_ranges`). The inputs that once gave a verdict instead
+(kept in ``tests/fuzz_regressions/node-events/bounds-*``) are refused end to end, through
+``floodmark check``."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
+import shutil
+import tempfile
 import typing
+from pathlib import Path
 from typing import Any
 
 import pytest
+from checkers_fixtures import make_run_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from node_event_examples import WRITTEN, line
 
+from floodmark.cli import main
 from floodmark.contracts.node_events import NodeEventError, event_from_dict, iter_events
 
 INT32, INT64 = 2**31 - 1, 2**63 - 1
@@ -173,3 +182,55 @@ def test_an_envelope_beyond_any_node_names_the_file_and_line(tmp_path, envelope,
     with pytest.raises(NodeEventError) as refused:
         list(iter_events(path))
     assert str(refused.value) == f"{path}:2: {problem}"
+
+
+# ---------------------------------------------------------------------- through floodmark check
+
+REGRESSIONS = Path(__file__).resolve().parents[1] / "fuzz_regressions" / "node-events"
+BOUNDS_REGRESSIONS = sorted(REGRESSIONS.glob("bounds-*"))
+
+
+def test_the_bounds_regressions_are_there() -> None:
+    assert len(BOUNDS_REGRESSIONS) >= 3
+
+
+@pytest.mark.parametrize("regression", BOUNDS_REGRESSIONS, ids=lambda p: p.name)
+def test_an_acknowledgement_beyond_its_range_is_an_error_through_check(regression: Path) -> None:
+    """Each kept input (an ``acked`` line with an integer no node can write, which once gave
+    a verdict: VALID for an offset beyond 64 bits, INVALID for a leader epoch beyond 32) put
+    in place of an acknowledgement of a valid run: ``floodmark check`` exits 254 with one line
+    naming the file, the line and the field, and no traceback."""
+    hostile = json.loads(regression.read_text())
+    [wrong] = [k for k, v in hostile.items() if type(v) is int and v > 2**31 - 1]  # the field no node can write
+    with tempfile.TemporaryDirectory() as directory:
+        run = make_run_dir(Path(directory))
+        path, number = _first_acknowledgement(run)
+        lines = path.read_text().splitlines(keepends=True)
+        event = json.loads(lines[number - 1])
+        lines[number - 1] = json.dumps({**event, wrong: hostile[wrong]}, separators=(",", ":")) + "\n"
+        path.write_text("".join(lines))
+        (run / "digest.json").unlink(missing_ok=True)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["check", str(run)])
+        assert code == 254, out.getvalue() + err.getvalue()
+        said = err.getvalue().strip()
+        assert len(said.splitlines()) == 1 and "Traceback" not in said + out.getvalue(), said
+        assert f"{path}:{number}: acked: {wrong} " in said, said
+
+
+def _first_acknowledgement(run: Path) -> tuple[Path, int]:
+    for path in sorted((run / "events").glob("*.jsonl")):
+        for number, text in enumerate(path.read_text().splitlines(), start=1):
+            if json.loads(text)["kind"] == "acked":
+                return path, number
+    raise AssertionError(f"{run}: no acknowledgement")
+
+
+def test_the_run_the_regressions_are_put_in_is_valid() -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        run = Path(shutil.copytree(make_run_dir(Path(directory) / "a"), Path(directory) / "b"))
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["check", str(run)])
+        assert code == 0, out.getvalue() + err.getvalue()
