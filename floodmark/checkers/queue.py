@@ -12,7 +12,9 @@ Names and meanings follow ``jepsen.tests.kafka`` so results can be compared with
   consumer's successive polls of a partition) or a drain begun after the acknowledgement read
   the partition to its end. A poll from the middle of a log says nothing of the offsets below
   where it fetched: a send there that nobody read past, with no drain since, makes the verdict
-  unknown, as an unseen one does.
+  unknown, as an unseen one does. Also a record a read returned that a drain begun after
+  that read lacks below the first offset the drain returned or above its last (``how:
+  read-then-missing``, :mod:`.drain_edges`): Jepsen counts a value read once as never lost.
 - ``unseen``: an acknowledged send never read by anyone by the end of the test, above the
   highest offset read (below it, it is a lost write instead), in a partition a drain begun
   after the acknowledgement read to its end. Where no drain did, nobody looked that far:
@@ -42,7 +44,8 @@ was observed, ranked; gaps in what was observed never count as skips. A consumer
 ``assign`` resets its positions, as does a poll the index could not place in its order
 (malformed: the verdict is unknown, and no skip is made up across it) or one whose outcome
 is unknown (it may have moved the consumer; a run's process issues nothing after it); the
-final drain (which re-reads from offset 0) is only checked within itself.
+final drain (which re-reads from offset 0) is only checked within itself (what it lacks
+outside the span it returned is a lost write, above).
 
 Losses the configuration permits carry ``permitted_by`` (see :mod:`.permitted`), a producer's
 offsets going backwards included: a log that lost acknowledged records, as the configuration
@@ -57,6 +60,7 @@ from collections import Counter
 from typing import Any
 
 from floodmark.checkers.api import CheckInput
+from floodmark.checkers.drain_edges import read_then_missing
 from floodmark.checkers.durability import inconsistent_offsets
 from floodmark.checkers.partition_index import PartitionIndex, Send
 from floodmark.checkers.queue_index import QueueIndex, index_for
@@ -96,6 +100,7 @@ class QueueChecker:
             # What no consumer read was vouched for by its acknowledgement alone.
             details = run.loss_details(key[0], key[1], committed=False)
             anomalies.extend(_lost_and_unseen(part, index, covered, details, stats))
+            anomalies.extend(read_then_missing(part, run))
             anomalies.extend(_aborted_reads(part, index.stray_values))
             anomalies.extend(_unexpected_reads(part, index.stray_values))
             anomalies.extend(_future_reads(part, index.stray_values))

@@ -47,6 +47,42 @@ def test_lost_write_below_highest_read() -> None:
     assert "poll-skip" in result.stats["anomalies"]  # the drain also jumped over offset 1
 
 
+def test_a_record_read_then_missing_from_a_later_drain_outside_its_span_is_lost() -> None:
+    """A consumer read v0 at offset 0; the drain, begun after that read and reading from offset
+    0, starts at offset 1. Jepsen's lost write is a value nobody read, and v0 was read, so
+    Jepsen reports nothing; but a consumer reads only committed records and the log no
+    longer holds it: a lost write (:mod:`floodmark.checkers.drain_edges`), never permitted by
+    acks (it was committed), and named by the read of it and the drain."""
+    h = sent(2)
+    h.poll(2, 0, 0, [(0, "v0"), (1, "v1")])
+    h.poll(3, 0, 0, [(1, "v1")], f="drain")
+    for config in (TestConfig(acks="all"), TestConfig(acks=1)):
+        result = check(h, config)
+        (lost,) = result.anomalies
+        assert (lost.type, lost.offsets, lost.ops, lost.details["how"]) == ("lost-write", (0,), (5, 7),
+                                                                             "read-then-missing")
+        assert "starts past it, at offset 1" in lost.explanation and "permitted_by" not in lost.details
+    # a drain that ends before a record read earlier lost it too; one begun before the read ended may not
+    tail = sent(2)
+    tail.poll(2, 0, 0, [(0, "v0"), (1, "v1")])
+    tail.poll(3, 0, 0, [(0, "v0")], f="drain")
+    assert [(a.type, a.offsets, a.details.get("how")) for a in check(tail).anomalies] == [
+        ("lost-write", (1,), "read-then-missing")]
+    during = sent(2)
+    during.invoke(3, "drain", [{"topic": "t0", "partition": 0, "offset": 0}])
+    during.poll(2, 0, 0, [(0, "v0"), (1, "v1")])
+    during.add("ok", 3, "drain", [{"topic": "t0", "partition": 0, "offset": 0, "records": [[1, "v1"]],
+                                   "high_watermark": 2}])
+    assert check(during).valid is True
+
+
+def test_a_record_read_then_missing_inside_a_drain_s_span_is_its_poll_skip_only() -> None:
+    h = sent(3)
+    h.poll(2, 0, 0, [(0, "v0"), (1, "v1"), (2, "v2")])
+    h.poll(3, 0, 0, [(0, "v0"), (2, "v2")], f="drain")
+    assert types(h) == {"poll-skip": 1}
+
+
 def test_unseen_above_highest_read() -> None:
     h = sent()
     h.poll(3, 0, 0, [(0, "v0"), (1, "v1"), (2, "v2")], f="drain")
