@@ -28,8 +28,12 @@ Jepsen means:
   key with ``:seek-to-beginning? true`` and polls until they have read as far as any op had
   seen in each key. A round that got there for a key read that key to its end: it becomes
   a ``drain`` of the key (begun when the assign was invoked), so that acknowledged sends no
-  one read are ``unseen`` or ``lost-write`` as Jepsen calls them. A round that fell short
-  stays a sequence of polls, and unread sends above them leave the verdict unknown.
+  one read are ``unseen`` or ``lost-write`` as Jepsen calls them. A record read before the
+  round began that the drain no longer returns, below its first record, is a ``lost-write``
+  too (:mod:`floodmark.checkers.drain_edges`: it sought to the beginning, and the history
+  states no retention that could move it), where Jepsen, which compares a process's reads
+  only with its own earlier ones, reports nothing. A round that fell short stays a sequence
+  of polls, and unread sends above them leave the verdict unknown.
 
 What floodmark does not check is said, and never passes for valid (:attr:`KafkaHistory.
 unjudged`): a history of transactions (an ``:f :txn`` op or an op of several micro-ops, as

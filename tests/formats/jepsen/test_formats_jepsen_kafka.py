@@ -84,6 +84,12 @@ HANDWRITTEN = {
     "lost-write": (edn(*assign(0, "[1 2]"), *WRITES, *poll(0, "{1 [[1 11]] 2 [[0 20]]}"),
                        *final_round(0, "[1 2]", "{1 [[1 11]] 2 [[0 20]]}")),
                    EXIT_INVALID, "INVALID", ["lost-write"]),
+    # process 0 read 10 at offset 0, and the final round, seeking to the beginning, starts at
+    # offset 1: Jepsen reports nothing (10 was read once; the round's first read is compared
+    # with no earlier one), floodmark a lost write, since the log no longer holds a record read
+    "read-then-missing": (edn(*assign(0, "[1 2]"), *WRITES, *poll(0, "{1 [[0 10] [1 11]] 2 [[0 20]]}"),
+                              *final_round(0, "[1 2]", "{1 [[1 11]] 2 [[0 20]]}")),
+                          EXIT_INVALID, "INVALID", ["lost-write"]),
     # the final round reads 11 where 10 was acknowledged
     "inconsistent-offsets": (edn(*assign(0, "[1 2]"), *WRITES, *poll(0, "{1 [[0 10] [1 11]] 2 [[0 20]]}"),
                                  *final_round(0, "[1 2]", "{1 [[0 11]] 2 [[0 20]]}", "{1 [[1 11]]}")),
@@ -235,6 +241,29 @@ def test_unread_sends_are_judged_only_where_a_final_round_read_to_the_end() -> N
     assert no_round.valid == "unknown"
     without_seek = judged(edn(*writes, *assign(5, "[1]"), *poll(5, "{1 [[1 11]]}")))
     assert without_seek.valid == "unknown"
+
+
+def test_a_final_round_that_starts_past_a_record_read_before_it_lost_that_record() -> None:
+    """The round sought to the beginning of key 1 and read it as far as anyone had seen it,
+    but from offset 1: 10, which process 0 read at offset 0 before the round began, is gone.
+    Jepsen's lost write is a value below the highest read that *nobody* read, and its poll
+    skips compare a process's reads with its own earlier ones, so Jepsen reports nothing
+    (``jepsen.tests.kafka``: ``lost-write-cases``, ``poll-skip+nonmonotonic-cases``). No
+    retention can have moved the log's start: the history states none, and Jepsen creates its
+    topics with the broker's defaults. A record read was committed: floodmark's lost write."""
+    writes = [*assign(0, "[1]"), *send(1, 1, 10, 0), *send(1, 1, 11, 1)]
+    lost = judged(edn(*writes, *poll(0, "{1 [[0 10] [1 11]]}"), *final_round(0, "[1]", "{1 [[1 11]]}")))
+    (anomaly,) = lost.anomalies
+    assert (anomaly.type, anomaly.offsets, anomaly.details["how"]) == ("lost-write", (0,), "read-then-missing")
+    assert anomaly.ops == (7, 15)  # the poll that read it and the round's last poll, as the file numbers them
+    unread = judged(edn(*writes, *poll(0, "{1 [[1 11]]}"), *final_round(0, "[1]", "{1 [[1 11]]}")))
+    assert [(a.type, a.details.get("how")) for a in unread.anomalies] == [("lost-write", None)]  # Jepsen's, once
+    indefinite = judged(edn(*assign(0, "[1]"), "1 invoke send [[:send 1 10]]", "1 info send [[:send 1 10]]",
+                            *send(2, 1, 11, 1), *poll(0, "{1 [[0 10] [1 11]]}"),
+                            *final_round(0, "[1]", "{1 [[1 11]]}")))
+    assert [a.type for a in indefinite.anomalies] == ["lost-write"]  # (read, so committed, timed out or not)
+    kept = judged(edn(*writes, *poll(0, "{1 [[0 10] [1 11]]}"), *final_round(0, "[1]", "{1 [[0 10]]}", "{1 [[1 11]]}")))
+    assert kept.valid is True
 
 
 @pytest.mark.parametrize(("ops", "final", "said"), [
