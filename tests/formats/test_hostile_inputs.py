@@ -452,8 +452,8 @@ RUN_DAMAGE = [
     ("event-key-twice", _rewritten_line("events/n1.jsonl", 2, '"leader":1', '"leader":2,"leader":1'), [],
      EXIT_BAD_ARGUMENTS, "events/n1.jsonl:2: the key 'leader' twice in one object"),
     ("negative-epoch", _rewritten_line("events/n1.jsonl", 2, '"leader_epoch":1', '"leader_epoch":-5'), [],
-     EXIT_BAD_ARGUMENTS, "events/n1.jsonl:2: leader_elected: leader_epoch must be a leader epoch (-1 for none known, "
-                         "or more), got -5"),
+     EXIT_BAD_ARGUMENTS, "events/n1.jsonl:2: leader_elected: leader_epoch must be a leader's epoch (from 0: a "
+                         "leader always has one), got -5"),
     ("byte-order-marks", _with_byte_order_marks, [], EXIT_VALID, ""),
     ("model-of-a-queue-run", lambda run: None, ["--model", "register"], EXIT_BAD_ARGUMENTS,
      ": a queue run, judged by durability, queue, hw, leader, invariants, stats, none of which takes a model: "
