@@ -9,8 +9,9 @@ a range, what the field is in Kafka's protocol (offsets are 64-bit and from 0, l
 32-bit and from -1, ``acks`` -1, 0 or 1, ...), declared once by field name in
 :mod:`floodmark.contracts.node_event_ranges` and held tighter where a kind makes a value
 impossible (a leader's epoch is never -1). An integer beyond its field's width would otherwise
-be judged as written, and give a wrong verdict rather than an error. Readers stay tolerant of what the contract allows: a kind they do not know
-reads as :class:`~floodmark.contracts.node_event_kinds.UnknownKind` with its fields, and fields a known
+be judged as written, and give a wrong verdict rather than an error. Readers stay tolerant
+of what the contract allows: a kind they do not know reads as
+:class:`~floodmark.contracts.node_event_kinds.UnknownKind` with its fields, and fields a known
 kind does not declare are handed back apart (``NodeEvent.extra``).
 """
 

@@ -17,12 +17,13 @@ the runtime a body; the runtime stamps the envelope (:class:`NodeEventWriter` on
 
 Reading (:func:`iter_events`, :func:`read_events_dir`) gives :class:`NodeEvent` envelopes whose
 ``body`` is typed, so consumers match on the types. A line of a known kind whose field is
-missing, of the wrong JSON type or outside what it can be (:mod:`floodmark.contracts.node_event_fields`;
-every integer field has a range, :mod:`floodmark.contracts.node_event_ranges`) is malformed,
-as is a line that is not a JSON object with the envelope (``seq`` from 0 to 2**63-1, ``wall``
-finite and within 1e15 seconds of 1970): :class:`NodeEventError` names the file and the line. Readers stay tolerant of what the contract allows: a kind they
-do not know reads as :class:`UnknownKind` with its fields, and fields a known kind does not
-declare are kept in ``NodeEvent.extra``.
+missing, of the wrong JSON type or outside what it can be
+(:mod:`floodmark.contracts.node_event_fields`; every integer field has a range,
+:mod:`floodmark.contracts.node_event_ranges`) is malformed, as is a line that is not a JSON
+object with the envelope (``seq`` from 0 to 2**63-1, ``wall`` finite and within 1e15 seconds
+of 1970): :class:`NodeEventError` names the file and the line. Readers stay tolerant of what
+the contract allows: a kind they do not know reads as :class:`UnknownKind` with its fields,
+and fields a known kind does not declare are kept in ``NodeEvent.extra``.
 
 A file is one node's and holds each of its events once: every line names that node, no
 ``seq`` comes twice, and, read with the others of its run (:func:`read_events_dir`), no two
