@@ -28,7 +28,6 @@ from floodmark.checkers.linearizability.values import shown as _shown
 # An unknown append whose string nothing observed, as :meth:`KeyValue.anonymize` rewrites it:
 # an append of nothing, known by identity so that it leaves a nil key nil.
 UNSEEN_APPEND = ("append", "", "unseen")
-_REGISTER_OPS = frozenset(("read", "write", "cas"))  # what the key's register does besides get, put and append
 _OBSERVING = frozenset(("read", "cas", "cas?", "cas-failed"))  # calls whose call[1] is a whole state seen
 
 
@@ -69,7 +68,7 @@ class KeyValue(Model):
                 return ("write", invoked)
             self.puts_non_strings = True
             return ("write", canonical(invoked))
-        if f not in _REGISTER_OPS:  # (named as this model's, not the register's it delegates to)
+        if f not in self.register.operations:  # (named as this model's, not the register's it delegates to)
             raise ValueError(f"the {self.name} model has only get/put/append/read/write/cas, not {f!r}")
         call = self.register.prepare(f, invoked, completed, outcome)
         if call is not None and call[0] != "read" and type(call[-1]) is not str:  # (what a write or cas leaves)

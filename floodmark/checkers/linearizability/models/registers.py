@@ -34,6 +34,7 @@ class CasRegister(PerKey, Model):
     """
 
     name = "cas-register"
+    operations = frozenset(("read", "write", "cas"))  # what prepare takes
     # (a write's or a cas's completion is looked at too: what it says it did is what happened)
     uses_result = frozenset(("read", "write", "cas"))
 
